@@ -1,0 +1,43 @@
+# benchq — the two commands are `make run` and `make test`.
+SHELL := /bin/bash
+BENCHQ_HOME ?= $(CURDIR)/.benchq
+export BENCHQ_HOME
+BENCHQ := $(BENCHQ_HOME)/bin/benchq
+
+# The default experiment: YCSB workload A, 100,000 rows loaded by 2 shards,
+# 200,000 operations by 1 shard, -xtb 16384 -xnlf 1 -xnbf 1.
+DBMS ?= Redis
+EXPERIMENT ?= -dbms $(DBMS) -sf 0.1 -xop 0.2 -xwl a -nlp 2 -nlt 8 -nbp 1 -nbt 8 -xtb 16384 -xnlf 1 -xnbf 1 -xli 2 -tr
+
+.PHONY: run up down summary test test-go test-py test-e2e bootstrap clean
+
+run: bootstrap
+	@scripts/run.sh $(EXPERIMENT)
+
+up: bootstrap
+	@$(BENCHQ) up
+
+down:
+	@if [ -x $(BENCHQ) ]; then $(BENCHQ) down; fi
+
+summary:
+	@test -n "$(E)" || { echo "usage: make summary E=<code>"; exit 2; }
+	@$(BENCHQ) summary -e $(E)
+
+bootstrap:
+	@scripts/bootstrap.sh
+
+test: bootstrap test-go test-py test-e2e
+
+test-go:
+	go vet ./...
+	go test -count=1 ./contracts/... ./internal/... ./services/... ./cmd/...
+
+test-py:
+	.venv/bin/pytest -q services/reporter/tests
+
+test-e2e:
+	go test -count=1 -timeout 20m -v ./e2e/...
+
+clean: down
+	rm -rf $(BENCHQ_HOME)

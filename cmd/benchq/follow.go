@@ -1,0 +1,190 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/benchq/benchq/contracts"
+	"github.com/benchq/benchq/internal/procs"
+)
+
+// submitAndFollow publishes the request, prints one line per experiment
+// event until the experiment ends, then prints the summary.
+func submitAndFollow(ctx context.Context, st *State, s *Stack, code, reqID string, data []byte, detach bool) int {
+	nc, err := nats.Connect(s.NATSURL)
+	if err != nil {
+		st.errorf("connect to %s: %v (is the stack up? make up)", s.NATSURL, err)
+		return ExitNotReady
+	}
+	defer nc.Close()
+	js, _ := jetstream.New(nc)
+	// Subscribe before publishing so no event can be missed.
+	cons, err := js.OrderedConsumer(ctx, contracts.StreamEvents, jetstream.OrderedConsumerConfig{
+		FilterSubjects: []string{"benchq.exp." + code + ".>"},
+	})
+	if err != nil {
+		st.errorf("follow %s: %v", code, err)
+		return ExitFailed
+	}
+	if _, err := js.Publish(ctx, contracts.SubjRequest, data, jetstream.WithMsgID(reqID)); err != nil {
+		st.errorf("publish request: %v", err)
+		return ExitFailed
+	}
+	fmt.Fprintf(st.Stdout, "experiment %s submitted\n", code)
+	start := time.Now()
+	status := ""
+	for status == "" {
+		msg, err := cons.Next(jetstream.FetchMaxWait(5 * time.Second))
+		if err != nil {
+			if ctx.Err() != nil {
+				st.errorf("interrupted; the experiment goes on (follow it again with: benchq summary -e %s)", code)
+				return ExitFailed
+			}
+			continue // no event for a while: the phase is running
+		}
+		line, end, rejected := describe(msg.Subject(), msg.Data())
+		if line != "" {
+			fmt.Fprintf(st.Stdout, "[%6.1fs] %s\n", time.Since(start).Seconds(), line)
+		}
+		if rejected != "" {
+			st.errorf("request rejected: %s", rejected)
+			return ExitFailed
+		}
+		if detach && strings.HasSuffix(msg.Subject(), ".planned") {
+			fmt.Fprintf(st.Stdout, "detached; see the result with: benchq summary -e %s\n", code)
+			return ExitOK
+		}
+		status = end
+	}
+	if err := waitStored(ctx, s.DBURL, code); err != nil {
+		st.errorf("%v", err)
+		return ExitFailed
+	}
+	fmt.Fprintln(st.Stdout)
+	if rc := runReporter(ctx, st, s, "summary", "-e", code); rc != ExitOK {
+		return rc
+	}
+	if status != contracts.ExperimentDone {
+		return ExitFailed
+	}
+	return ExitOK
+}
+
+// describe turns an event into a progress line; end is the experiment's
+// final status when the event ends it.
+func describe(subject string, data []byte) (line, end, rejected string) {
+	var m map[string]any
+	_ = json.Unmarshal(data, &m)
+	str := func(k string) string { v, _ := m[k].(string); return v }
+	num := func(k string) float64 { v, _ := m[k].(float64); return v }
+	switch {
+	case strings.HasSuffix(subject, ".rejected"):
+		return "rejected: " + str("reason"), "", str("reason")
+	case strings.HasSuffix(subject, ".planned"):
+		var p struct {
+			Plan struct {
+				Configurations []struct {
+					Phases []json.RawMessage `json:"phases"`
+				} `json:"configurations"`
+			} `json:"plan"`
+		}
+		_ = json.Unmarshal(data, &p)
+		phases := 0
+		for _, c := range p.Plan.Configurations {
+			phases += len(c.Phases)
+		}
+		return fmt.Sprintf("planned: %d configuration(s), %d phase(s)", len(p.Plan.Configurations), phases), "", ""
+	case strings.HasSuffix(subject, ".sut.ready"):
+		ep, _ := m["endpoint"].(map[string]any)
+		return fmt.Sprintf("sut ready: %s (%s on %v:%v, %.1fs)", str("configuration"), str("dbms"), ep["host"], ep["port"], num("ready_after_ms")/1000), "", ""
+	case strings.HasSuffix(subject, ".sut.failed"):
+		return fmt.Sprintf("sut FAILED: %s: %s", str("configuration"), str("reason")), "", ""
+	case strings.HasSuffix(subject, ".sut.removed"):
+		return "sut removed: " + str("configuration"), "", ""
+	case strings.HasSuffix(subject, ".phase.started"):
+		return fmt.Sprintf("phase started: %s (%s, %v shards)", str("phase"), str("kind"), m["shards"]), "", ""
+	case strings.HasSuffix(subject, ".phase.done"):
+		return fmt.Sprintf("phase done: %s (%s)", str("phase"), span(str("started_at"), str("ended_at"))), "", ""
+	case strings.HasSuffix(subject, ".phase.failed"):
+		return fmt.Sprintf("phase FAILED: %s: %s", str("phase"), str("reason")), "", ""
+	case strings.HasSuffix(subject, ".done"), strings.HasSuffix(subject, ".failed"), strings.HasSuffix(subject, ".cancelled"):
+		line := "experiment " + str("status")
+		if r := str("reason"); r != "" {
+			line += ": " + r
+		}
+		return line, str("status"), ""
+	}
+	return "", "", ""
+}
+
+func span(a, b string) string {
+	ta, err1 := time.Parse(time.RFC3339Nano, a)
+	tb, err2 := time.Parse(time.RFC3339Nano, b)
+	if err1 != nil || err2 != nil {
+		return "?"
+	}
+	return fmt.Sprintf("%.1fs", tb.Sub(ta).Seconds())
+}
+
+// waitStored polls until the collector has stored the experiment's end, so
+// the summary is complete.
+func waitStored(ctx context.Context, dbURL, code string) error {
+	ctx, cancel := context.WithTimeout(ctx, 60*time.Second)
+	defer cancel()
+	return procs.WaitFor(ctx, "the collector to store experiment "+code, 200*time.Millisecond, func(ctx context.Context) error {
+		conn, err := pgx.Connect(ctx, dbURL)
+		if err != nil {
+			return err
+		}
+		defer conn.Close(ctx)
+		var status string
+		if err := conn.QueryRow(ctx, `SELECT status FROM experiments WHERE code = $1`, code).Scan(&status); err != nil {
+			return err
+		}
+		if status == "running" {
+			return fmt.Errorf("status still running")
+		}
+		return nil
+	})
+}
+
+// reporterPath: BENCHQ_REPORTER, else the repo venv's console script.
+func reporterPath(st *State) string {
+	if p := st.Env("BENCHQ_REPORTER"); p != "" {
+		return p
+	}
+	return filepath.Join(filepath.Dir(st.home()), ".venv", "bin", "reporter")
+}
+
+func runReporter(ctx context.Context, st *State, s *Stack, args ...string) int {
+	cmd := exec.CommandContext(ctx, reporterPath(st), append(args, "--db", s.DBURL)...)
+	cmd.Stdout, cmd.Stderr = st.Stdout, st.Stderr
+	cmd.Env = os.Environ()
+	if err := cmd.Run(); err != nil {
+		if ee, ok := err.(*exec.ExitError); ok {
+			return ee.ExitCode()
+		}
+		st.errorf("run reporter %s: %v (install it with: make bootstrap)", reporterPath(st), err)
+		return ExitFailed
+	}
+	return ExitOK
+}
+
+func cmdSummary(ctx context.Context, args []string, st *State) int {
+	s, err := loadStack(st)
+	if s == nil {
+		st.errorf("%v", err)
+		return ExitNotReady
+	}
+	return runReporter(ctx, st, s, append([]string{"summary"}, args...)...)
+}

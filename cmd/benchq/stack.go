@@ -1,0 +1,292 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strconv"
+	"time"
+
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/benchq/benchq/contracts"
+	"github.com/benchq/benchq/internal/localdb"
+	"github.com/benchq/benchq/internal/procs"
+)
+
+// Stack is what `benchq up` started, kept in <home>/stack.json so that
+// `benchq down` and the other commands find it.
+type Stack struct {
+	NATSURL string `json:"nats_url"`
+	DBURL   string `json:"db_url"`
+	Procs   []Proc `json:"procs"` // in start order; stopped in reverse
+}
+
+// Proc is one process of the stack, with what it takes to start it again.
+type Proc struct {
+	Name string   `json:"name"`
+	Pid  int      `json:"pid"`
+	Log  string   `json:"log"`
+	Path string   `json:"path,omitempty"`
+	Args []string `json:"args,omitempty"`
+	Env  []string `json:"env,omitempty"`
+}
+
+// start starts p detached, records it (replacing an entry of the same name)
+// and saves the stack file at once, so `down` finds it even if `up` fails.
+func (s *Stack) start(st *State, p Proc) error {
+	p.Log = filepath.Join(st.home(), "logs", p.Name+".log")
+	pid, err := procs.Start(procs.Spec{Name: p.Name, Path: p.Path, Args: p.Args, Dir: ".", Env: p.Env, LogFile: p.Log, PidFile: filepath.Join(st.home(), p.Name+".pid")})
+	if err != nil {
+		return fmt.Errorf("start %s: %w", p.Name, err)
+	}
+	p.Pid = pid
+	for i := range s.Procs {
+		if s.Procs[i].Name == p.Name {
+			s.Procs[i] = p
+			return s.save(st)
+		}
+	}
+	s.Procs = append(s.Procs, p)
+	return s.save(st)
+}
+
+// cmdRestart stops (if alive) and starts again one service of the stack: the
+// way back after a crash, and what the fault tests use.
+func cmdRestart(ctx context.Context, args []string, st *State) int {
+	if len(args) != 1 {
+		st.errorf("usage: benchq restart <service> (collector, scheduler, deployer, driver-agent-N)")
+		return ExitUsage
+	}
+	s, _ := loadStack(st)
+	if s == nil {
+		st.errorf("%v", errNotUp)
+		return ExitNotReady
+	}
+	for _, p := range s.Procs {
+		if p.Name != args[0] {
+			continue
+		}
+		if p.Path == "" {
+			st.errorf("%s cannot be restarted on its own; use: benchq down && benchq up", p.Name)
+			return ExitUsage
+		}
+		if procs.Alive(p.Pid) {
+			stopProc(ctx, st, p)
+		}
+		if err := s.start(st, p); err != nil {
+			st.errorf("%v", err)
+			return ExitFailed
+		}
+		fmt.Fprintf(st.Stdout, "%s restarted\n", p.Name)
+		return ExitOK
+	}
+	st.errorf("no service %q in the stack", args[0])
+	return ExitUsage
+}
+
+var errNotUp = errors.New("the stack is not running (start it with: make up)")
+
+func loadStack(st *State) (*Stack, error) {
+	data, err := os.ReadFile(filepath.Join(st.home(), "stack.json"))
+	if err != nil {
+		return nil, errNotUp
+	}
+	var s Stack
+	if err := json.Unmarshal(data, &s); err != nil {
+		return nil, fmt.Errorf("read stack.json: %w", err)
+	}
+	for _, p := range s.Procs {
+		if !procs.Alive(p.Pid) {
+			return &s, fmt.Errorf("%s (pid %d) is not running; see %s, then: make down up", p.Name, p.Pid, p.Log)
+		}
+	}
+	return &s, nil
+}
+
+func (s *Stack) save(st *State) error {
+	data, _ := json.MarshalIndent(s, "", "  ")
+	return os.WriteFile(filepath.Join(st.home(), "stack.json"), data, 0o644)
+}
+
+// port returns the configured port (env) or a free one.
+func port(st *State, key string) (int, error) {
+	if v := st.Env(key); v != "" {
+		p, err := strconv.Atoi(v)
+		if err != nil {
+			return 0, fmt.Errorf("%s=%q is not a port number", key, v)
+		}
+		return p, nil
+	}
+	return procs.FreePort()
+}
+
+func cmdUp(ctx context.Context, st *State) int {
+	if s, err := loadStack(st); err == nil {
+		fmt.Fprintf(st.Stdout, "stack already up: nats %s, results db %s\n", s.NATSURL, s.DBURL)
+		return ExitOK
+	} else if s != nil {
+		stopStack(ctx, st, s) // a half-dead stack: clean it before starting anew
+	}
+	s, err := startStack(ctx, st)
+	if err != nil {
+		st.errorf("up: %v", err)
+		if s != nil {
+			stopStack(ctx, st, s)
+		}
+		return ExitFailed
+	}
+	fmt.Fprintf(st.Stdout, "stack up: nats %s, results db %s, logs %s\n", s.NATSURL, s.DBURL, filepath.Join(st.home(), "logs"))
+	return ExitOK
+}
+
+func startStack(ctx context.Context, st *State) (*Stack, error) {
+	home := st.home()
+	bin, logs := st.env("BENCHQ_BIN", filepath.Join(home, "bin")), filepath.Join(home, "logs")
+	if err := os.MkdirAll(logs, 0o755); err != nil {
+		return nil, err
+	}
+	natsPort, err := port(st, "BENCHQ_NATS_PORT")
+	if err != nil {
+		return nil, err
+	}
+	dbPort, err := port(st, "BENCHQ_DB_PORT")
+	if err != nil {
+		return nil, err
+	}
+	s := &Stack{NATSURL: fmt.Sprintf("nats://127.0.0.1:%d", natsPort)}
+	start := func(name, path string, args []string, env []string) error {
+		return s.start(st, Proc{Name: name, Path: path, Args: args, Env: env})
+	}
+	if err := start("nats-server", filepath.Join(bin, "nats-server"), []string{"-a", "127.0.0.1", "-p", strconv.Itoa(natsPort), "-js", "-sd", filepath.Join(home, "nats")}, nil); err != nil {
+		return s, err
+	}
+	pg, err := localdb.StartPostgres(ctx, filepath.Join(home, "results-db"), dbPort, localdb.PGOptions{Database: "benchq"})
+	if err != nil {
+		return s, fmt.Errorf("results database: %w", err)
+	}
+	s.DBURL = pg.URL()
+	s.Procs = append(s.Procs, Proc{Name: "results-db", Pid: pg.Pid, Log: filepath.Join(home, "results-db", "postgres.log")})
+	if err := s.save(st); err != nil {
+		return s, err
+	}
+	env := []string{"BENCHQ_NATS_URL=" + s.NATSURL, "BENCHQ_DB_URL=" + s.DBURL, "BENCHQ_HOME=" + home}
+	for _, svc := range []string{"collector", "scheduler", "deployer"} {
+		if err := start(svc, filepath.Join(bin, svc), nil, env); err != nil {
+			return s, err
+		}
+	}
+	agents, _ := strconv.Atoi(st.env("BENCHQ_AGENTS", "2"))
+	for i := 1; i <= agents; i++ {
+		name := fmt.Sprintf("driver-agent-%d", i)
+		if err := start(name, filepath.Join(bin, "driver-agent"), []string{"-name", name}, env); err != nil {
+			return s, err
+		}
+	}
+	if err := waitReady(ctx, s, agents); err != nil {
+		return s, err
+	}
+	return s, nil
+}
+
+// waitReady polls until every service has declared its consumer and every
+// agent has sent a heartbeat: then a request published now is served.
+func waitReady(ctx context.Context, s *Stack, agents int) error {
+	ctx, cancel := context.WithTimeout(ctx, 60*time.Second)
+	defer cancel()
+	return procs.WaitFor(ctx, "the stack's services", 200*time.Millisecond, func(ctx context.Context) error {
+		for _, p := range s.Procs {
+			if !procs.Alive(p.Pid) {
+				return procs.Permanent(fmt.Errorf("%s exited: %s", p.Name, procs.LogTail(p.Log, 5)))
+			}
+		}
+		nc, err := nats.Connect(s.NATSURL)
+		if err != nil {
+			return err
+		}
+		defer nc.Close()
+		js, _ := jetstream.New(nc)
+		for _, c := range []struct{ stream, durable string }{
+			{contracts.StreamRequests, "scheduler-requests"},
+			{contracts.StreamEvents, "collector-events"},
+			{contracts.StreamJobs, "deployer"},
+			{contracts.StreamJobs, "agents"},
+		} {
+			if _, err := js.Consumer(ctx, c.stream, c.durable); err != nil {
+				return fmt.Errorf("consumer %s not yet declared: %w", c.durable, err)
+			}
+		}
+		kv, err := js.KeyValue(ctx, contracts.KVAgents)
+		if err != nil {
+			return err
+		}
+		keys, err := kv.ListKeys(ctx)
+		if err != nil {
+			return err
+		}
+		n := 0
+		for range keys.Keys() {
+			n++
+		}
+		if n < agents {
+			return fmt.Errorf("%d of %d agents reported", n, agents)
+		}
+		return nil
+	})
+}
+
+func cmdDown(ctx context.Context, st *State) int {
+	s, err := loadStack(st)
+	if s == nil {
+		fmt.Fprintln(st.Stdout, "stack is not running")
+		_ = err
+		return ExitOK
+	}
+	stopStack(ctx, st, s)
+	fmt.Fprintln(st.Stdout, "stack down")
+	return ExitOK
+}
+
+// stopStack stops the services first (so none acts on a half-stopped stack),
+// then every SUT left behind, then the results DB and NATS.
+func stopStack(ctx context.Context, st *State, s *Stack) {
+	for i := len(s.Procs) - 1; i >= 0; i-- {
+		p := s.Procs[i]
+		if p.Name == "results-db" || p.Name == "nats-server" {
+			continue
+		}
+		stopProc(ctx, st, p)
+	}
+	stopLeftoverSUTs(ctx, st)
+	for i := len(s.Procs) - 1; i >= 0; i-- {
+		if p := s.Procs[i]; p.Name == "results-db" || p.Name == "nats-server" {
+			stopProc(ctx, st, p)
+		}
+	}
+	_ = os.Remove(filepath.Join(st.home(), "stack.json"))
+}
+
+func stopProc(ctx context.Context, st *State, p Proc) {
+	if err := procs.Stop(ctx, p.Pid, 10*time.Second); err != nil {
+		st.errorf("stop %s (pid %d): %v", p.Name, p.Pid, err)
+	}
+}
+
+// stopLeftoverSUTs stops SUT processes of experiments that did not tear
+// down (a crash, a stop in the middle), by the pid files the local backend
+// keeps, and removes their data.
+func stopLeftoverSUTs(ctx context.Context, st *State) {
+	root := filepath.Join(st.home(), "suts")
+	pids, _ := filepath.Glob(filepath.Join(root, "*", "*", "*.pid"))
+	more, _ := filepath.Glob(filepath.Join(root, "*", "*", "*", "postmaster.pid"))
+	for _, f := range append(pids, more...) {
+		if pid, err := procs.ReadPidFile(f); err == nil && procs.Alive(pid) {
+			_ = procs.Stop(ctx, pid, 10*time.Second)
+		}
+	}
+	_ = os.RemoveAll(root)
+}

@@ -1,0 +1,146 @@
+package contracts
+
+import (
+	"encoding/json"
+	"errors"
+	"os"
+	"path/filepath"
+	"reflect"
+	"strings"
+	"testing"
+	"time"
+)
+
+// The same example files are checked by the Python reporter's
+// tests/test_contracts.py: both languages must accept the valid ones and
+// reject the invalid ones.
+func TestExamples(t *testing.T) {
+	for _, verdict := range []string{"valid", "invalid"} {
+		files, _ := filepath.Glob(filepath.Join("examples", verdict, "*.json"))
+		if len(files) == 0 {
+			t.Fatalf("no %s examples", verdict)
+		}
+		for _, f := range files {
+			schema := strings.SplitN(filepath.Base(f), "--", 2)[0]
+			t.Run(verdict+"/"+filepath.Base(f), func(t *testing.T) {
+				raw, err := os.ReadFile(f)
+				if err != nil {
+					t.Fatal(err)
+				}
+				err = Validate(schema, raw)
+				if verdict == "valid" && err != nil {
+					t.Errorf("rejected: %v", err)
+				}
+				if verdict == "invalid" {
+					if err == nil {
+						t.Error("accepted")
+					} else if !errors.Is(err, ErrInvalid) {
+						t.Errorf("error %v does not wrap ErrInvalid", err)
+					}
+				}
+			})
+		}
+	}
+}
+
+// Every schema has examples of both verdicts, so neither side can drift
+// unnoticed.
+func TestEverySchemaHasExamples(t *testing.T) {
+	for _, s := range SchemaNames() {
+		v, _ := filepath.Glob(filepath.Join("examples", "valid", s+"--*.json"))
+		if len(v) == 0 {
+			t.Errorf("schema %s has no valid example", s)
+		}
+	}
+}
+
+func TestFieldErrorsNameTheField(t *testing.T) {
+	cases := map[string]struct{ raw, field, contains string }{
+		"unknown field": {`{"schema_version":1,"dbms":["Redis"],"nlp":[2]}`, "nlp", "allowed fields: "},
+		"workload":      {`{"schema_version":1,"dbms":["Redis"],"workload":"g"}`, "workload", `"a", "b", "c", "d", "e", "f"`},
+		"pods":          {`{"schema_version":1,"dbms":["Redis"],"loading_pods":[2,0]}`, "loading_pods[1]", "minimum"},
+		"dbms missing":  {`{"schema_version":1}`, "dbms", "required"},
+		"not json":      {`{"schema_version":`, "(message)", "not valid JSON"},
+	}
+	for name, c := range cases {
+		t.Run(name, func(t *testing.T) {
+			err := Validate(SchemaRequest, []byte(c.raw))
+			var ve *ValidationError
+			if !errors.As(err, &ve) {
+				t.Fatalf("want *ValidationError, got %v", err)
+			}
+			if len(ve.Errors) != 1 || ve.Errors[0].Field != c.field || !strings.Contains(ve.Errors[0].Message, c.contains) {
+				t.Errorf("got %+v; want field %q with %q", ve.Errors, c.field, c.contains)
+			}
+		})
+	}
+}
+
+// Messages built by Go code validate against their schemas.
+func TestGoMessagesValidate(t *testing.T) {
+	now := time.Date(2026, 11, 21, 10, 0, 0, 0, time.UTC)
+	env := NewEnvelope("1774020403", "1774020403.x", now)
+	ep := Endpoint{Host: "127.0.0.1", Port: 6379}
+	msgs := map[string]any{
+		SchemaDeploy:        &Deploy{Envelope: env, Configuration: "Redis-8-2-16384-1", DBMS: "Redis", Benchmark: "ycsb"},
+		SchemaSUTReady:      &SUTReady{Envelope: env, Configuration: "Redis-8-2-16384-1", DBMS: "Redis", Endpoint: ep, Info: map[string]any{"Cores": 2}},
+		SchemaShardJob:      &ShardJob{Envelope: env, Configuration: "c-1", Phase: "c-1-load", Kind: KindLoad, Shard: 1, Shards: 1, Attempt: 1, Engine: "ycsb", DBMS: "Redis", Endpoint: ep, YCSB: YCSBShard{Workload: "a", Threads: 1, RecordCount: 10, InsertCount: 10, OperationCount: 10}},
+		SchemaBarrierGo:     &BarrierGo{Envelope: env, Phase: "c-1-load", Attempt: 1, StartAt: now},
+		SchemaFinal:         &Final{Envelope: env, Configuration: "c-1", Phase: "c-1-load", Kind: KindLoad, Shard: 1, Attempt: 1, Agent: "a", Status: StatusOK, StartedAt: now, EndedAt: now, Operations: []OpResult{{Name: "INSERT", Count: 10, ReturnCodes: map[string]int64{"OK": 10}}}},
+		SchemaPhase:         &PhaseEvent{Envelope: env, Configuration: "c-1", Phase: "c-1-load", Kind: KindLoad, Status: PhaseDone, Attempt: 1, StartedAt: &now, EndedAt: &now},
+		SchemaExperimentEnd: &ExperimentEnd{Envelope: env, Status: ExperimentDone},
+	}
+	for schema, m := range msgs {
+		raw, _ := json.Marshal(m)
+		if err := Validate(schema, raw); err != nil {
+			t.Errorf("%s: %v\n%s", schema, err, raw)
+		}
+	}
+}
+
+// names.json is what Python reads; the Go constants must say the same.
+func TestNamesMatchJSON(t *testing.T) {
+	var n struct {
+		Streams map[string]struct {
+			Name     string   `json:"name"`
+			Subjects []string `json:"subjects"`
+		} `json:"streams"`
+		KV       map[string]string `json:"kv"`
+		Subjects map[string]string `json:"subjects"`
+	}
+	if err := json.Unmarshal(Names(), &n); err != nil {
+		t.Fatal(err)
+	}
+	want := map[string]string{
+		"request": SubjRequest, "rejected": SubjRejected, "planned": SubjPlanned, "deploy": SubjDeploy, "teardown": SubjTeardown,
+		"sut_ready": SubjSUTReady, "sut_failed": SubjSUTFailed, "sut_removed": SubjSUTRemoved, "shard": SubjShard,
+		"barrier_ready": SubjBarrierReady, "barrier_go": SubjBarrierGo, "interval": SubjInterval, "final": SubjFinal,
+		"phase_started": SubjPhaseStarted, "phase_done": SubjPhaseDone, "phase_failed": SubjPhaseFailed,
+		"experiment_done": SubjExperimentDone, "experiment_failed": SubjExperimentFailed, "experiment_cancelled": SubjExperimentCancelled,
+	}
+	if !reflect.DeepEqual(n.Subjects, want) {
+		t.Errorf("subjects differ:\njson %v\ngo   %v", n.Subjects, want)
+	}
+	streams := map[string][2]any{
+		"requests": {StreamRequests, StreamRequestsSubjects}, "events": {StreamEvents, StreamEventsSubjects},
+		"jobs": {StreamJobs, StreamJobsSubjects}, "results": {StreamResults, StreamResultsSubjects},
+	}
+	for k, v := range streams {
+		if n.Streams[k].Name != v[0] || !reflect.DeepEqual(n.Streams[k].Subjects, v[1]) {
+			t.Errorf("stream %s: json %+v, go %v", k, n.Streams[k], v)
+		}
+	}
+	kv := map[string]string{"experiments": KVExperiments, "volumes": KVVolumes, "agents": KVAgents}
+	if !reflect.DeepEqual(n.KV, kv) {
+		t.Errorf("kv: json %v, go %v", n.KV, kv)
+	}
+}
+
+func TestSubject(t *testing.T) {
+	if got := Subject(SubjFinal, "", "", ""); got != "benchq.results.*.*.*.final" {
+		t.Errorf("filter: %s", got)
+	}
+	if got := Subject(SubjFinal, "17", "p-load", "2"); got != "benchq.results.17.p-load.2.final" {
+		t.Errorf("filled: %s", got)
+	}
+}

@@ -1,0 +1,279 @@
+package contracts
+
+import (
+	"encoding/json"
+	"time"
+)
+
+// Envelope is embedded in every message.
+type Envelope struct {
+	SchemaVersion int       `json:"schema_version"`
+	ID            string    `json:"id"`
+	Code          string    `json:"code"`
+	TS            time.Time `json:"ts"`
+}
+
+// NewEnvelope stamps a message for experiment code with a deterministic id.
+// Deterministic ids make re-publishing after a crash a no-op (JetStream
+// de-duplicates on Nats-Msg-Id).
+func NewEnvelope(code, id string, now time.Time) Envelope {
+	return Envelope{SchemaVersion: SchemaVersion, ID: id, Code: code, TS: now.UTC()}
+}
+
+// Head returns the envelope; every message type has it.
+func (e Envelope) Head() Envelope { return e }
+
+// Message is implemented by every message type.
+type Message interface{ Head() Envelope }
+
+// Timeouts bound every wait of an experiment; zero means the default.
+type Timeouts struct {
+	SUTReadyS int `json:"sut_ready_s,omitempty"`
+	BarrierS  int `json:"barrier_s,omitempty"`
+	ShardS    int `json:"shard_s,omitempty"`
+}
+
+// Request is the public API: what the user wants measured.
+// Pointers and empty slices mean "not given": the scheduler applies defaults.
+type Request struct {
+	SchemaVersion       int        `json:"schema_version"`
+	ID                  string     `json:"id,omitempty"`
+	Code                string     `json:"code,omitempty"`
+	TS                  *time.Time `json:"ts,omitempty"`
+	Benchmark           string     `json:"benchmark,omitempty"`
+	DBMS                []string   `json:"dbms"`
+	SF                  float64    `json:"sf,omitempty"`
+	Operations          float64    `json:"operations,omitempty"`
+	Workload            string     `json:"workload,omitempty"`
+	InsertOrder         string     `json:"insert_order,omitempty"`
+	TargetBase          *int       `json:"target_base,omitempty"`
+	LoadingFactors      []float64  `json:"loading_factors,omitempty"`
+	BenchmarkingFactors []float64  `json:"benchmarking_factors,omitempty"`
+	LoadingPods         []int      `json:"loading_pods,omitempty"`
+	LoadingThreads      []int      `json:"loading_threads,omitempty"`
+	BenchmarkingPods    []int      `json:"benchmarking_pods,omitempty"`
+	BenchmarkingThreads []int      `json:"benchmarking_threads,omitempty"`
+	Clients             []int      `json:"clients,omitempty"`
+	Repetitions         int        `json:"repetitions,omitempty"`
+	MaxSUTs             int        `json:"max_suts,omitempty"`
+	StatusInterval      int        `json:"status_interval,omitempty"`
+	BatchSize           int        `json:"batch_size,omitempty"`
+	TestResults         *bool      `json:"test_results,omitempty"`
+	Timeouts            *Timeouts  `json:"timeouts,omitempty"`
+}
+
+// FieldError names one invalid field of a request and what is allowed.
+type FieldError struct {
+	Field   string `json:"field"`
+	Message string `json:"message"`
+}
+
+// Rejected answers a request that cannot be run.
+type Rejected struct {
+	Envelope
+	RequestID string       `json:"request_id"`
+	Reason    string       `json:"reason"`
+	Errors    []FieldError `json:"errors"`
+}
+
+// Planned publishes the expanded plan before anything starts.
+type Planned struct {
+	Envelope
+	Request json.RawMessage `json:"request"`
+	Plan    json.RawMessage `json:"plan"`
+}
+
+// Deploy asks the deployer to provision one SUT configuration.
+type Deploy struct {
+	Envelope
+	Configuration string `json:"configuration"`
+	DBMS          string `json:"dbms"`
+	Benchmark     string `json:"benchmark"`
+	TimeoutS      int    `json:"timeout_s,omitempty"`
+}
+
+// Teardown asks the deployer to remove one SUT configuration.
+type Teardown struct {
+	Envelope
+	Configuration string `json:"configuration"`
+	DBMS          string `json:"dbms"`
+	Reason        string `json:"reason,omitempty"`
+}
+
+// Endpoint tells drivers how to reach a SUT.
+type Endpoint struct {
+	Host     string `json:"host"`
+	Port     int    `json:"port"`
+	Database string `json:"database,omitempty"`
+	User     string `json:"user,omitempty"`
+	Password string `json:"password,omitempty"`
+	JDBCURL  string `json:"jdbc_url,omitempty"`
+}
+
+// SUTReady reports a provisioned, probed SUT.
+type SUTReady struct {
+	Envelope
+	Configuration string         `json:"configuration"`
+	DBMS          string         `json:"dbms"`
+	Endpoint      Endpoint       `json:"endpoint"`
+	Backend       string         `json:"backend,omitempty"`
+	Info          map[string]any `json:"info,omitempty"`
+	ReadyAfterMS  int64          `json:"ready_after_ms,omitempty"`
+}
+
+// SUTFailed reports a SUT that could not be provisioned.
+type SUTFailed struct {
+	Envelope
+	Configuration string `json:"configuration"`
+	DBMS          string `json:"dbms,omitempty"`
+	Reason        string `json:"reason"`
+}
+
+// SUTRemoved reports a torn-down SUT.
+type SUTRemoved struct {
+	Envelope
+	Configuration string `json:"configuration"`
+	DBMS          string `json:"dbms,omitempty"`
+}
+
+// YCSBShard is the per-shard YCSB parameter set, computed by the scheduler.
+type YCSBShard struct {
+	Workload       string `json:"workload"`
+	Threads        int    `json:"threads"`
+	Target         int    `json:"target,omitempty"`
+	RecordCount    int64  `json:"recordcount"`
+	InsertStart    int64  `json:"insertstart"`
+	InsertCount    int64  `json:"insertcount"`
+	OperationCount int64  `json:"operationcount"`
+	InsertOrder    string `json:"insert_order,omitempty"`
+	StatusInterval int    `json:"status_interval,omitempty"`
+	BatchSize      int    `json:"batch_size,omitempty"`
+}
+
+// Phase kinds.
+const (
+	KindLoad = "load"
+	KindRun  = "run"
+)
+
+// ShardJob asks a driver agent to run one shard of a phase.
+type ShardJob struct {
+	Envelope
+	Configuration string    `json:"configuration"`
+	Phase         string    `json:"phase"`
+	Kind          string    `json:"kind"`
+	Shard         int       `json:"shard"`
+	Shards        int       `json:"shards"`
+	Attempt       int       `json:"attempt"`
+	Engine        string    `json:"engine"`
+	DBMS          string    `json:"dbms"`
+	Endpoint      Endpoint  `json:"endpoint"`
+	TimeoutS      int       `json:"timeout_s,omitempty"`
+	YCSB          YCSBShard `json:"ycsb"`
+}
+
+// BarrierReady: a shard is prepared and waits for GO.
+type BarrierReady struct {
+	Envelope
+	Phase   string `json:"phase"`
+	Shard   int    `json:"shard"`
+	Attempt int    `json:"attempt"`
+	Agent   string `json:"agent"`
+}
+
+// BarrierGo: every shard of the phase is READY; all start at StartAt.
+type BarrierGo struct {
+	Envelope
+	Phase   string    `json:"phase"`
+	Attempt int       `json:"attempt"`
+	StartAt time.Time `json:"start_at"`
+}
+
+// Interval is one streamed status line of a shard.
+type Interval struct {
+	Envelope
+	Phase      string                        `json:"phase"`
+	Shard      int                           `json:"shard"`
+	Attempt    int                           `json:"attempt"`
+	At         time.Time                     `json:"at"`
+	ElapsedS   int64                         `json:"elapsed_s"`
+	Operations int64                         `json:"operations"`
+	OpsPerSec  float64                       `json:"ops_per_sec"`
+	PerOp      map[string]map[string]float64 `json:"per_op,omitempty"`
+}
+
+// OpResult is one operation type's line block of a tool summary.
+type OpResult struct {
+	Name        string           `json:"name"`
+	Count       int64            `json:"count"`
+	AvgUS       float64          `json:"avg_us,omitempty"`
+	MinUS       float64          `json:"min_us,omitempty"`
+	MaxUS       float64          `json:"max_us,omitempty"`
+	P95US       float64          `json:"p95_us,omitempty"`
+	P99US       float64          `json:"p99_us,omitempty"`
+	ReturnCodes map[string]int64 `json:"return_codes,omitempty"`
+}
+
+// Result statuses.
+const (
+	StatusOK     = "ok"
+	StatusFailed = "failed"
+)
+
+// Final is the final result of one shard.
+type Final struct {
+	Envelope
+	Configuration string     `json:"configuration"`
+	Phase         string     `json:"phase"`
+	Kind          string     `json:"kind"`
+	Shard         int        `json:"shard"`
+	Attempt       int        `json:"attempt"`
+	Agent         string     `json:"agent"`
+	Status        string     `json:"status"`
+	Error         string     `json:"error,omitempty"`
+	StartedAt     time.Time  `json:"started_at"`
+	EndedAt       time.Time  `json:"ended_at"`
+	Threads       int        `json:"threads,omitempty"`
+	Target        int        `json:"target,omitempty"`
+	RuntimeMS     float64    `json:"runtime_ms,omitempty"`
+	Throughput    float64    `json:"throughput,omitempty"`
+	Operations    []OpResult `json:"operations,omitempty"`
+	Stdout        string     `json:"stdout,omitempty"`
+}
+
+// Phase statuses.
+const (
+	PhaseStarted = "started"
+	PhaseDone    = "done"
+	PhaseFailed  = "failed"
+)
+
+// PhaseEvent reports a phase's state change.
+type PhaseEvent struct {
+	Envelope
+	Configuration string     `json:"configuration"`
+	Phase         string     `json:"phase"`
+	Kind          string     `json:"kind"`
+	Status        string     `json:"status"`
+	Attempt       int        `json:"attempt"`
+	Shards        int        `json:"shards,omitempty"`
+	StartedAt     *time.Time `json:"started_at,omitempty"`
+	EndedAt       *time.Time `json:"ended_at,omitempty"`
+	Reason        string     `json:"reason,omitempty"`
+}
+
+// Experiment end statuses.
+const (
+	ExperimentDone      = "done"
+	ExperimentFailed    = "failed"
+	ExperimentCancelled = "cancelled"
+)
+
+// ExperimentEnd reports the end of an experiment.
+type ExperimentEnd struct {
+	Envelope
+	Status    string     `json:"status"`
+	Reason    string     `json:"reason,omitempty"`
+	StartedAt *time.Time `json:"started_at,omitempty"`
+	EndedAt   *time.Time `json:"ended_at,omitempty"`
+}

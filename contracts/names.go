@@ -1,0 +1,68 @@
+// Package contracts is the one place where benchq's message contracts live:
+// subjects, stream and KV names, message types and their JSON schemas.
+// The same definitions are read by the Python reporter (names.json, schemas/);
+// names_test.go proves the Go constants equal names.json.
+package contracts
+
+import "strings"
+
+// SchemaVersion is carried by every message.
+const SchemaVersion = 1
+
+// Streams and KV buckets.
+const (
+	StreamRequests = "BENCHQ_REQUESTS"
+	StreamEvents   = "BENCHQ_EVENTS"
+	StreamJobs     = "BENCHQ_JOBS"
+	StreamResults  = "BENCHQ_RESULTS"
+
+	KVExperiments = "benchq_experiments"
+	KVVolumes     = "benchq_volumes"
+	KVAgents      = "benchq_agents"
+)
+
+// Subjects. Templates with {code}, {phase} and {shard} are filled by Subject.
+const (
+	SubjRequest             = "benchq.experiments.request"
+	SubjRejected            = "benchq.exp.{code}.rejected"
+	SubjPlanned             = "benchq.exp.{code}.planned"
+	SubjDeploy              = "benchq.jobs.deploy"
+	SubjTeardown            = "benchq.jobs.teardown"
+	SubjSUTReady            = "benchq.exp.{code}.sut.ready"
+	SubjSUTFailed           = "benchq.exp.{code}.sut.failed"
+	SubjSUTRemoved          = "benchq.exp.{code}.sut.removed"
+	SubjShard               = "benchq.jobs.shard"
+	SubjBarrierReady        = "benchq.exp.{code}.barrier.ready"
+	SubjBarrierGo           = "benchq.exp.{code}.barrier.go"
+	SubjInterval            = "benchq.results.{code}.{phase}.{shard}.interval"
+	SubjFinal               = "benchq.results.{code}.{phase}.{shard}.final"
+	SubjPhaseStarted        = "benchq.exp.{code}.phase.started"
+	SubjPhaseDone           = "benchq.exp.{code}.phase.done"
+	SubjPhaseFailed         = "benchq.exp.{code}.phase.failed"
+	SubjExperimentDone      = "benchq.exp.{code}.done"
+	SubjExperimentFailed    = "benchq.exp.{code}.failed"
+	SubjExperimentCancelled = "benchq.exp.{code}.cancelled"
+)
+
+// Stream subject sets.
+var (
+	StreamRequestsSubjects = []string{SubjRequest}
+	StreamEventsSubjects   = []string{"benchq.exp.>"}
+	StreamJobsSubjects     = []string{"benchq.jobs.>"}
+	StreamResultsSubjects  = []string{"benchq.results.>"}
+)
+
+// Subject fills a subject template. Missing values become "*" so the
+// result doubles as a subscription filter: Subject(SubjFinal, "", "", "")
+// is "benchq.results.*.*.*.final".
+func Subject(tmpl, code, phase, shard string) string {
+	r := strings.NewReplacer("{code}", orWildcard(code), "{phase}", orWildcard(phase), "{shard}", orWildcard(shard))
+	return r.Replace(tmpl)
+}
+
+func orWildcard(s string) string {
+	if s == "" {
+		return "*"
+	}
+	return s
+}

@@ -1,0 +1,226 @@
+package e2e
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"os/exec"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/benchq/benchq/contracts"
+	"github.com/benchq/benchq/internal/localdb"
+)
+
+// The default experiment of `make run` (see the Makefile's EXPERIMENT).
+func defaultFlags(dbms, code string) []string {
+	return []string{"ycsb", "-e", code, "-dbms", dbms, "-sf", "0.1", "-xop", "0.2", "-xwl", "a", "-nlp", "2", "-nlt", "8",
+		"-nbp", "1", "-nbt", "8", "-xtb", "16384", "-xnlf", "1", "-xnbf", "1", "-xli", "2", "-tr", "run"}
+}
+
+func TestEmbeddedStack(t *testing.T) {
+	s := startStack(t)
+
+	// A bad request is answered with a rejection naming the field; the
+	// scheduler keeps running and serves the experiments below.
+	t.Run("rejects unknown DBMS", func(t *testing.T) {
+		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		defer cancel()
+		code := "e2e-bad"
+		ev := s.events(ctx, code)
+		if _, err := s.js.Publish(ctx, contracts.SubjRequest, []byte(`{"schema_version":1,"code":"e2e-bad","dbms":["NoSuchDB"]}`)); err != nil {
+			t.Fatal(err)
+		}
+		m, err := ev.Next(jetstream.FetchMaxWait(20 * time.Second))
+		if err != nil {
+			t.Fatalf("no answer to a bad request: %v", err)
+		}
+		var rej contracts.Rejected
+		_ = json.Unmarshal(m.Data(), &rej)
+		if !strings.HasSuffix(m.Subject(), ".rejected") || len(rej.Errors) == 0 || rej.Errors[0].Field != "dbms[0]" || !strings.Contains(rej.Reason, "allowed: PostgreSQL, Redis") {
+			t.Fatalf("got %s: %s", m.Subject(), m.Data())
+		}
+		// The CLI prints the rejection and exits non-zero.
+		out, err := s.benchq(ctx, "ycsb", "-e", "e2e-bad-cli", "-dbms", "NoSuchDB", "run")
+		if ee, ok := err.(*exec.ExitError); !ok || ee.ExitCode() != 1 || !strings.Contains(out, `unknown DBMS "NoSuchDB"`) {
+			t.Fatalf("cli: %v\n%s", err, out)
+		}
+	})
+
+	t.Run("Redis default experiment, collector killed mid-benchmark", func(t *testing.T) {
+		code := fmt.Sprintf("e2e-redis-%d", time.Now().Unix())
+		counted := map[string]int64{}
+		out := s.runExperiment(t, code, "Redis", func(subject string, data []byte, ep *contracts.Endpoint) {
+			var pe contracts.PhaseEvent
+			_ = json.Unmarshal(data, &pe)
+			switch {
+			case strings.HasSuffix(subject, ".phase.done") && pe.Kind == contracts.KindLoad:
+				// Every key once: DBSIZE counts the data keys plus our binding's scan index.
+				n, err := localdb.RedisCommand(context.Background(), fmt.Sprintf("%s:%d", ep.Host, ep.Port), "DBSIZE")
+				if err != nil {
+					t.Errorf("DBSIZE: %v", err)
+				}
+				var keys int64
+				fmt.Sscan(strings.TrimPrefix(n, ":"), &keys)
+				counted["keys"] = keys - 1
+			case strings.HasSuffix(subject, ".phase.started") && pe.Kind == contracts.KindRun:
+				// SIGKILL the collector during the benchmark phase, then start it again.
+				if err := syscall.Kill(s.pid("collector"), syscall.SIGKILL); err != nil {
+					t.Errorf("kill collector: %v", err)
+				}
+				if out, err := s.benchq(context.Background(), "restart", "collector"); err != nil {
+					t.Errorf("restart collector: %v\n%s", err, out)
+				}
+				counted["killed"] = 1
+			}
+		})
+		if counted["keys"] != 100000 {
+			t.Errorf("Redis holds %d keys after loading, want 100000", counted["keys"])
+		}
+		if counted["killed"] != 1 {
+			t.Error("the collector was not killed during the benchmark phase")
+		}
+		s.checkResults(t, code, out)
+	})
+
+	t.Run("PostgreSQL default experiment", func(t *testing.T) {
+		code := fmt.Sprintf("e2e-pg-%d", time.Now().Unix())
+		var rows int64 = -1
+		out := s.runExperiment(t, code, "PostgreSQL", func(subject string, data []byte, ep *contracts.Endpoint) {
+			var pe contracts.PhaseEvent
+			_ = json.Unmarshal(data, &pe)
+			if strings.HasSuffix(subject, ".phase.done") && pe.Kind == contracts.KindLoad {
+				ctx := context.Background()
+				conn, err := pgx.Connect(ctx, fmt.Sprintf("postgresql://%s@%s:%d/%s?sslmode=disable", ep.User, ep.Host, ep.Port, ep.Database))
+				if err != nil {
+					t.Errorf("connect SUT: %v", err)
+					return
+				}
+				defer conn.Close(ctx)
+				if err := conn.QueryRow(ctx, `SELECT count(*) FROM usertable`).Scan(&rows); err != nil {
+					t.Errorf("count: %v", err)
+				}
+			}
+		})
+		if rows != 100000 {
+			t.Errorf("usertable holds %d rows after loading, want 100000", rows)
+		}
+		s.checkResults(t, code, out)
+	})
+}
+
+// runExperiment runs `benchq ycsb ... run` and calls onEvent for every event
+// while it runs (with the SUT endpoint once known). It returns the CLI output.
+func (s *stack) runExperiment(t *testing.T, code, dbms string, onEvent func(subject string, data []byte, ep *contracts.Endpoint)) string {
+	ctx, cancel := context.WithTimeout(context.Background(), 6*time.Minute)
+	defer cancel()
+	ev := s.events(ctx, code)
+	var out bytes.Buffer
+	cmd := s.command(ctx, defaultFlags(dbms, code)...)
+	cmd.Stdout, cmd.Stderr = &out, &out
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan error, 1)
+	go func() { done <- cmd.Wait() }()
+	var ep *contracts.Endpoint
+	for {
+		select {
+		case err := <-done:
+			if err != nil {
+				t.Fatalf("benchq ycsb run: %v\n%s", err, out.String())
+			}
+			t.Logf("benchq output:\n%s", out.String())
+			return out.String()
+		default:
+		}
+		m, err := ev.Next(jetstream.FetchMaxWait(time.Second))
+		if err != nil {
+			continue
+		}
+		if strings.HasSuffix(m.Subject(), ".sut.ready") {
+			var r contracts.SUTReady
+			_ = json.Unmarshal(m.Data(), &r)
+			ep = &r.Endpoint
+		}
+		onEvent(m.Subject(), m.Data(), ep)
+	}
+}
+
+// checkResults: every shard exactly once in the database, all tests passed,
+// and Per Run throughput = the sum of its shard rows.
+func (s *stack) checkResults(t *testing.T, code, out string) {
+	t.Helper()
+	for _, want := range []string{"TEST passed: Workflow as planned", "Loading Phase: [OVERALL].Throughput(ops/sec) contains no 0 or NaN", "Execution Phase: [OVERALL].Throughput(ops/sec) contains no 0 or NaN"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("summary lacks %q", want)
+		}
+	}
+	if strings.Contains(out, "TEST failed") {
+		t.Error("a result test failed")
+	}
+	ctx := context.Background()
+	conn, err := pgx.Connect(ctx, s.info.DBURL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close(ctx)
+	var shards, distinct int
+	if err := conn.QueryRow(ctx, `SELECT count(*), count(DISTINCT (phase, shard)) FROM shard_results WHERE code = $1`, code).Scan(&shards, &distinct); err != nil {
+		t.Fatal(err)
+	}
+	if shards != 3 || distinct != 3 {
+		t.Errorf("%d shard results (%d distinct), want 3: two loaders and one benchmarker, each once", shards, distinct)
+	}
+	var loadSum float64
+	if err := conn.QueryRow(ctx, `SELECT sum(throughput) FROM shard_results WHERE code = $1 AND kind = 'load'`, code).Scan(&loadSum); err != nil {
+		t.Fatal(err)
+	}
+	perRun := perRunThroughput(t, out)
+	if d := perRun - loadSum; d > 0.01 || d < -0.01 {
+		t.Errorf("Per Run throughput %.2f != sum of shard rows %.2f", perRun, loadSum)
+	}
+}
+
+// perRunThroughput reads [OVERALL].Throughput(ops/sec) from the Loading
+// "Per Run" table of the printed summary.
+func perRunThroughput(t *testing.T, out string) float64 {
+	t.Helper()
+	sec := out[strings.Index(out, "#### Per Run"):]
+	lines := strings.Split(sec, "\n")
+	var header, row []string
+	for _, l := range lines[1:] {
+		if !strings.HasPrefix(l, "|") {
+			if header != nil {
+				break
+			}
+			continue
+		}
+		cells := strings.Split(strings.Trim(l, "|"), "|")
+		for i := range cells {
+			cells[i] = strings.TrimSpace(cells[i])
+		}
+		switch {
+		case header == nil:
+			header = cells
+		case strings.HasPrefix(cells[0], ":--") || strings.HasPrefix(cells[0], "--"):
+		default:
+			row = cells
+		}
+	}
+	for i, h := range header {
+		if h == "[OVERALL].Throughput(ops/sec)" && i < len(row) {
+			var v float64
+			fmt.Sscan(row[i], &v)
+			return v
+		}
+	}
+	t.Fatalf("no throughput column in Per Run:\n%s", sec)
+	return 0
+}

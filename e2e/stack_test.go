@@ -1,0 +1,142 @@
+// Package e2e runs the whole embedded stack as a user would: `benchq up`,
+// real experiments through every service, `benchq down`. It needs the
+// binaries, YCSB and the reporter venv that `make bootstrap` installs.
+package e2e
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/benchq/benchq/contracts"
+)
+
+// stack is one embedded stack started for a test, in its own home.
+type stack struct {
+	t    *testing.T
+	repo string
+	home string
+	env  []string
+	info struct {
+		NATSURL string `json:"nats_url"`
+		DBURL   string `json:"db_url"`
+		Procs   []struct {
+			Name string `json:"name"`
+			Pid  int    `json:"pid"`
+			Log  string `json:"log"`
+		} `json:"procs"`
+	}
+	nc *nats.Conn
+	js jetstream.JetStream
+}
+
+func startStack(t *testing.T) *stack {
+	t.Helper()
+	repo, _ := filepath.Abs("..")
+	bin := filepath.Join(repo, ".benchq", "bin")
+	for _, b := range []string{"benchq", "scheduler", "deployer", "driver-agent", "collector", "nats-server"} {
+		if _, err := os.Stat(filepath.Join(bin, b)); err != nil {
+			t.Fatalf("%s missing: run `make bootstrap` first (make test does)", b)
+		}
+	}
+	home, err := os.MkdirTemp("", "benchq-e2e-")
+	if err != nil {
+		t.Fatal(err)
+	}
+	// PostgreSQL runs as the postgres user and must reach its data dirs.
+	if err := os.Chmod(home, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	s := &stack{t: t, repo: repo, home: home}
+	s.env = append(os.Environ(), "BENCHQ_HOME="+home, "BENCHQ_BIN="+bin,
+		"BENCHQ_REPORTER="+filepath.Join(repo, ".venv", "bin", "reporter"))
+	t.Cleanup(func() {
+		if s.nc != nil {
+			s.nc.Close()
+		}
+		out, err := s.benchq(context.Background(), "down")
+		if err != nil {
+			t.Errorf("benchq down: %v\n%s", err, out)
+		}
+		if t.Failed() {
+			s.dumpLogs()
+		}
+		_ = os.RemoveAll(home)
+	})
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+	if out, err := s.benchq(ctx, "up"); err != nil {
+		s.dumpLogs()
+		t.Fatalf("benchq up: %v\n%s", err, out)
+	}
+	s.readStack()
+	s.nc, err = nats.Connect(s.info.NATSURL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s.js, _ = jetstream.New(s.nc)
+	return s
+}
+
+func (s *stack) readStack() {
+	data, err := os.ReadFile(filepath.Join(s.home, "stack.json"))
+	if err != nil {
+		s.t.Fatal(err)
+	}
+	if err := json.Unmarshal(data, &s.info); err != nil {
+		s.t.Fatal(err)
+	}
+}
+
+func (s *stack) command(ctx context.Context, args ...string) *exec.Cmd {
+	cmd := exec.CommandContext(ctx, filepath.Join(s.repo, ".benchq", "bin", "benchq"), args...)
+	cmd.Dir, cmd.Env = s.repo, s.env
+	return cmd
+}
+
+func (s *stack) benchq(ctx context.Context, args ...string) (string, error) {
+	var out bytes.Buffer
+	cmd := s.command(ctx, args...)
+	cmd.Stdout, cmd.Stderr = &out, &out
+	err := cmd.Run()
+	return out.String(), err
+}
+
+func (s *stack) dumpLogs() {
+	logs, _ := filepath.Glob(filepath.Join(s.home, "logs", "*.log"))
+	for _, l := range logs {
+		data, _ := os.ReadFile(l)
+		if len(data) > 6000 {
+			data = data[len(data)-6000:]
+		}
+		s.t.Logf("=== %s ===\n%s", filepath.Base(l), data)
+	}
+}
+
+// events follows every event of experiment code from the beginning.
+func (s *stack) events(ctx context.Context, code string) jetstream.Consumer {
+	c, err := s.js.OrderedConsumer(ctx, contracts.StreamEvents, jetstream.OrderedConsumerConfig{FilterSubjects: []string{"benchq.exp." + code + ".>"}})
+	if err != nil {
+		s.t.Fatal(err)
+	}
+	return c
+}
+
+func (s *stack) pid(name string) int {
+	s.readStack()
+	for _, p := range s.info.Procs {
+		if p.Name == name {
+			return p.Pid
+		}
+	}
+	s.t.Fatalf("no process %s in stack.json", name)
+	return 0
+}

@@ -1,0 +1,212 @@
+// Package bus is benchq's only door to NATS JetStream: it connects, declares
+// the streams and KV buckets named in contracts, publishes messages with
+// de-duplication ids, and runs durable pull consumers with explicit acks.
+package bus
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"time"
+
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/benchq/benchq/contracts"
+)
+
+// DupWindow is how long JetStream remembers message ids. It is long so that a
+// service restarted minutes after a crash still re-publishes as a no-op.
+const DupWindow = 30 * time.Minute
+
+// Bus is a NATS connection with its JetStream context.
+type Bus struct {
+	NC  *nats.Conn
+	JS  jetstream.JetStream
+	Log *slog.Logger
+}
+
+// Connect dials url and retries until ctx ends, so services may start before
+// nats-server is up.
+func Connect(ctx context.Context, url, name string, log *slog.Logger) (*Bus, error) {
+	var lastErr error
+	for {
+		nc, err := nats.Connect(url, nats.Name(name), nats.MaxReconnects(-1), nats.ReconnectWait(250*time.Millisecond))
+		if err == nil {
+			js, err := jetstream.New(nc)
+			if err != nil {
+				nc.Close()
+				return nil, fmt.Errorf("jetstream: %w", err)
+			}
+			return &Bus{NC: nc, JS: js, Log: log}, nil
+		}
+		lastErr = err
+		select {
+		case <-ctx.Done():
+			return nil, fmt.Errorf("connect to nats at %s: %w", url, lastErr)
+		case <-time.After(250 * time.Millisecond):
+		}
+	}
+}
+
+// Close drains the connection.
+func (b *Bus) Close() {
+	if b != nil && b.NC != nil {
+		_ = b.NC.Drain()
+	}
+}
+
+// Setup declares every stream and KV bucket; it is idempotent and every
+// service calls it at start, so any one of them can come up first.
+func (b *Bus) Setup(ctx context.Context) error {
+	streams := []jetstream.StreamConfig{
+		{Name: contracts.StreamRequests, Subjects: contracts.StreamRequestsSubjects, Retention: jetstream.LimitsPolicy, Duplicates: DupWindow, Storage: jetstream.FileStorage},
+		{Name: contracts.StreamEvents, Subjects: contracts.StreamEventsSubjects, Retention: jetstream.LimitsPolicy, Duplicates: DupWindow, Storage: jetstream.FileStorage},
+		{Name: contracts.StreamJobs, Subjects: contracts.StreamJobsSubjects, Retention: jetstream.WorkQueuePolicy, Duplicates: DupWindow, Storage: jetstream.FileStorage},
+		{Name: contracts.StreamResults, Subjects: contracts.StreamResultsSubjects, Retention: jetstream.LimitsPolicy, Duplicates: DupWindow, Storage: jetstream.FileStorage},
+	}
+	for _, sc := range streams {
+		if _, err := b.JS.CreateOrUpdateStream(ctx, sc); err != nil {
+			return fmt.Errorf("stream %s: %w", sc.Name, err)
+		}
+	}
+	kvs := []jetstream.KeyValueConfig{
+		{Bucket: contracts.KVExperiments, History: 5, Storage: jetstream.FileStorage},
+		{Bucket: contracts.KVVolumes, History: 5, Storage: jetstream.FileStorage},
+		{Bucket: contracts.KVAgents, TTL: 30 * time.Second, Storage: jetstream.FileStorage},
+	}
+	for _, kc := range kvs {
+		if _, err := b.JS.CreateOrUpdateKeyValue(ctx, kc); err != nil {
+			return fmt.Errorf("kv %s: %w", kc.Bucket, err)
+		}
+	}
+	return nil
+}
+
+// Publish sends msg to subject through JetStream, with the message id as
+// Nats-Msg-Id so that a re-publish (after a crash) is dropped as a duplicate.
+func (b *Bus) Publish(ctx context.Context, subject string, msg contracts.Message) error {
+	data, err := json.Marshal(msg)
+	if err != nil {
+		return fmt.Errorf("marshal %s: %w", subject, err)
+	}
+	return b.PublishRaw(ctx, subject, msg.Head().ID, data)
+}
+
+// PublishRaw publishes already-encoded JSON with an explicit id.
+func (b *Bus) PublishRaw(ctx context.Context, subject, id string, data []byte) error {
+	if _, err := b.JS.Publish(ctx, subject, data, jetstream.WithMsgID(id)); err != nil {
+		return fmt.Errorf("publish %s (id %s): %w", subject, id, err)
+	}
+	return nil
+}
+
+// ErrPermanent marks a handler error that no redelivery can fix (a malformed
+// message): the message is terminated instead of redelivered.
+var ErrPermanent = errors.New("permanent")
+
+// Permanent wraps err as permanent.
+func Permanent(err error) error { return fmt.Errorf("%w: %w", ErrPermanent, err) }
+
+// ConsumerSpec describes a durable pull consumer.
+type ConsumerSpec struct {
+	Stream     string
+	Durable    string
+	Filters    []string
+	AckWait    time.Duration // default 30s
+	MaxDeliver int           // default unlimited
+	Batch      int           // messages per fetch, default 1
+}
+
+// Handler processes a batch of messages. It returns one error per message
+// (nil = ack). Handlers must be idempotent: delivery is at least once.
+type Handler func(ctx context.Context, msgs []jetstream.Msg) []error
+
+// Consume runs a durable consumer until ctx ends. Messages are acked only
+// after the handler succeeded; transient errors are redelivered after a delay.
+func (b *Bus) Consume(ctx context.Context, spec ConsumerSpec, h Handler) error {
+	if spec.AckWait == 0 {
+		spec.AckWait = 30 * time.Second
+	}
+	if spec.Batch == 0 {
+		spec.Batch = 1
+	}
+	cfg := jetstream.ConsumerConfig{
+		Durable:        spec.Durable,
+		AckPolicy:      jetstream.AckExplicitPolicy,
+		AckWait:        spec.AckWait,
+		MaxDeliver:     spec.MaxDeliver,
+		FilterSubjects: spec.Filters,
+		MaxAckPending:  1000,
+	}
+	if len(spec.Filters) == 1 {
+		cfg.FilterSubject, cfg.FilterSubjects = spec.Filters[0], nil
+	}
+	cons, err := b.JS.CreateOrUpdateConsumer(ctx, spec.Stream, cfg)
+	if err != nil {
+		return fmt.Errorf("consumer %s on %s: %w", spec.Durable, spec.Stream, err)
+	}
+	log := b.Log.With("consumer", spec.Durable)
+	for ctx.Err() == nil {
+		batch, err := cons.Fetch(spec.Batch, jetstream.FetchMaxWait(time.Second))
+		if err != nil {
+			if ctx.Err() != nil {
+				break
+			}
+			log.Warn("fetch failed", "err", err)
+			sleep(ctx, 500*time.Millisecond)
+			continue
+		}
+		var msgs []jetstream.Msg
+		for m := range batch.Messages() {
+			msgs = append(msgs, m)
+		}
+		if len(msgs) == 0 {
+			continue
+		}
+		errs := h(ctx, msgs)
+		for i, m := range msgs {
+			var herr error
+			if i < len(errs) {
+				herr = errs[i]
+			}
+			switch {
+			case herr == nil:
+				if err := m.DoubleAck(ctx); err != nil {
+					log.Warn("ack failed", "subject", m.Subject(), "err", err)
+				}
+			case errors.Is(herr, ErrPermanent):
+				log.Error("message dropped", "subject", m.Subject(), "err", herr)
+				_ = m.Term()
+			default:
+				if ctx.Err() != nil {
+					return nil // shutting down: leave it for redelivery
+				}
+				log.Warn("message will be redelivered", "subject", m.Subject(), "err", herr)
+				_ = m.NakWithDelay(time.Second)
+			}
+		}
+	}
+	return nil
+}
+
+func sleep(ctx context.Context, d time.Duration) {
+	select {
+	case <-ctx.Done():
+	case <-time.After(d):
+	}
+}
+
+// Decode unmarshals and validates a message against its schema. Failures are
+// permanent: redelivering a malformed message cannot fix it.
+func Decode(schema string, data []byte, v any) error {
+	if err := contracts.Validate(schema, data); err != nil {
+		return Permanent(err)
+	}
+	if err := json.Unmarshal(data, v); err != nil {
+		return Permanent(fmt.Errorf("decode %s: %w", schema, err))
+	}
+	return nil
+}

@@ -1,0 +1,79 @@
+package localdb
+
+import (
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"sort"
+	"strconv"
+)
+
+// PGBinDir locates PostgreSQL's server binaries (initdb, postgres): the
+// directory in $BENCHQ_PG_BIN, else the highest /usr/lib/postgresql/<v>/bin
+// (Debian keeps them off PATH), else the directory of `postgres` on PATH.
+func PGBinDir() (string, error) {
+	if d := os.Getenv("BENCHQ_PG_BIN"); d != "" {
+		if !isExecutable(filepath.Join(d, "postgres")) {
+			return "", fmt.Errorf("postgresql: BENCHQ_PG_BIN=%s has no postgres binary: %w", d, ErrNotInstalled)
+		}
+		return d, nil
+	}
+	if d := debianPGBin("/usr/lib/postgresql"); d != "" {
+		return d, nil
+	}
+	if p, err := exec.LookPath("postgres"); err == nil {
+		if real, err := filepath.EvalSymlinks(p); err == nil {
+			p = real
+		}
+		if d := filepath.Dir(p); isExecutable(filepath.Join(d, "initdb")) {
+			return d, nil
+		}
+	}
+	return "", fmt.Errorf("postgresql: no postgres binary in $BENCHQ_PG_BIN, /usr/lib/postgresql/*/bin or PATH (apt-get install postgresql): %w", ErrNotInstalled)
+}
+
+// debianPGBin returns root/<highest numeric version>/bin if it holds postgres.
+func debianPGBin(root string) string {
+	entries, err := os.ReadDir(root)
+	if err != nil {
+		return ""
+	}
+	var versions []float64
+	byVersion := map[float64]string{}
+	for _, e := range entries {
+		v, err := strconv.ParseFloat(e.Name(), 64) // "15", "9.6"
+		if err != nil {
+			continue
+		}
+		if d := filepath.Join(root, e.Name(), "bin"); isExecutable(filepath.Join(d, "postgres")) {
+			versions = append(versions, v)
+			byVersion[v] = d
+		}
+	}
+	if len(versions) == 0 {
+		return ""
+	}
+	sort.Float64s(versions)
+	return byVersion[versions[len(versions)-1]]
+}
+
+// RedisBinary locates redis-server: $BENCHQ_REDIS_SERVER, else PATH.
+func RedisBinary() (string, error) {
+	if p := os.Getenv("BENCHQ_REDIS_SERVER"); p != "" {
+		if !isExecutable(p) {
+			return "", fmt.Errorf("redis: BENCHQ_REDIS_SERVER=%s is not an executable: %w", p, ErrNotInstalled)
+		}
+		return p, nil
+	}
+	p, err := exec.LookPath("redis-server")
+	if err != nil {
+		return "", fmt.Errorf("redis: no redis-server on PATH (apt-get install redis-server): %w", ErrNotInstalled)
+	}
+	return p, nil
+}
+
+func isExecutable(p string) bool {
+	st, err := os.Stat(p)
+	return err == nil && !st.IsDir() && st.Mode()&0o111 != 0
+}

@@ -1,0 +1,91 @@
+package localdb
+
+import (
+	"bufio"
+	"context"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+)
+
+func itoa(i int) string { return strconv.Itoa(i) }
+
+func bufioReader(s string) *bufio.Reader { return bufio.NewReader(strings.NewReader(s)) }
+
+func TestParseVersion(t *testing.T) {
+	t.Parallel()
+	for in, want := range map[string]string{
+		"Redis server v=7.0.15 sha=00000000:0 malloc=jemalloc-5.3.0 bits=64 build=c4a9a2b1fb2c1a8e\n": "Redis 7.0.15",
+		"postgres (PostgreSQL) 15.14 (Debian 15.14-0+deb12u1)\n":                                      "PostgreSQL 15.14",
+		"postgres (PostgreSQL) 16.4\n":                                                                "PostgreSQL 16.4",
+	} {
+		if got, err := parseVersion(in); err != nil || got != want {
+			t.Errorf("parseVersion(%q) = %q, %v; want %q", in, got, err, want)
+		}
+	}
+	if _, err := parseVersion("something else"); err == nil {
+		t.Error("garbage parsed")
+	}
+}
+
+func TestVersionOfInstalledServers(t *testing.T) {
+	t.Parallel()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	var bins []string
+	if b, err := RedisBinary(); err == nil {
+		bins = append(bins, b)
+	}
+	if d, err := PGBinDir(); err == nil {
+		bins = append(bins, filepath.Join(d, "postgres"))
+	}
+	if len(bins) == 0 {
+		t.Skip("neither redis-server nor postgres installed")
+	}
+	re := regexp.MustCompile(`^(Redis|PostgreSQL) \d+\.\d+`)
+	for _, b := range bins {
+		v, err := Version(ctx, b)
+		if err != nil || !re.MatchString(v) {
+			t.Errorf("Version(%s) = %q, %v", b, v, err)
+		}
+	}
+	if _, err := exec.LookPath("true"); err == nil {
+		if _, err := Version(ctx, "true"); err == nil {
+			t.Error("Version(true) should not parse")
+		}
+	}
+}
+
+func TestHostInfo(t *testing.T) {
+	t.Parallel()
+	info := HostInfo()
+	for _, k := range []string{"RAM", "CPU", "Cores", "host", "node", "disk", "cpu_list"} {
+		if _, ok := info[k]; !ok {
+			t.Errorf("HostInfo lacks %s: %v", k, info)
+		}
+	}
+	if ram, _ := info["RAM"].(int64); ram < 1<<20 {
+		t.Errorf("RAM = %v", info["RAM"])
+	}
+}
+
+func TestHostParsers(t *testing.T) {
+	t.Parallel()
+	if ram, ok := parseMemTotal("MemTotal:       24567892 kB\nMemFree: 1 kB\n"); !ok || ram != 24567892*1024 {
+		t.Errorf("parseMemTotal = %d %v", ram, ok)
+	}
+	if _, ok := parseMemTotal("MemFree: 1 kB\n"); ok {
+		t.Error("MemTotal found in its absence")
+	}
+	cpuinfo := "processor\t: 0\nvendor_id\t: GenuineIntel\nmodel name\t: Intel(R) Xeon(R) Silver 4110 CPU @ 2.10GHz\n\nprocessor\t: 1\nmodel name\t: other\n"
+	if got := parseCPUModel(cpuinfo); got != "Intel(R) Xeon(R) Silver 4110 CPU @ 2.10GHz" {
+		t.Errorf("parseCPUModel = %q", got)
+	}
+	if got := parseCPUList("Name:\tx\nCpus_allowed:\t3\nCpus_allowed_list:\t0-1\n"); got != "0-1" {
+		t.Errorf("parseCPUList = %q", got)
+	}
+}

@@ -1,0 +1,180 @@
+package localdb
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/benchq/benchq/internal/procs"
+)
+
+func startTestPostgres(t *testing.T, ctx context.Context, dir string, opts PGOptions) *Postgres {
+	t.Helper()
+	if _, err := PGBinDir(); err != nil {
+		skipIfNotInstalled(t, err)
+		t.Fatal(err)
+	}
+	p, err := StartPostgres(ctx, dir, 0, opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		if err := p.Stop(context.Background()); err != nil {
+			t.Errorf("cleanup: %v", err)
+		}
+	})
+	return p
+}
+
+func queryString(t *testing.T, ctx context.Context, url, sql string) string {
+	t.Helper()
+	conn, err := pgx.Connect(ctx, url)
+	if err != nil {
+		t.Fatalf("connect %s: %v", url, err)
+	}
+	defer conn.Close(ctx)
+	var s string
+	if err := conn.QueryRow(ctx, sql).Scan(&s); err != nil {
+		t.Fatalf("%s: %v", sql, err)
+	}
+	return s
+}
+
+func TestPostgresStartStopRestart(t *testing.T) {
+	t.Parallel()
+	ctx := testCtx(t, 3*time.Minute)
+	dir := serverDir(t, "pg")
+
+	p := startTestPostgres(t, ctx, dir, PGOptions{Database: "bench", Unsafe: true, Settings: map[string]string{"max_connections": "50"}})
+	if p.Port == 0 || p.Pid == 0 || p.User != "postgres" {
+		t.Fatalf("Postgres = %+v", p)
+	}
+	if want := "postgresql://postgres@127.0.0.1:" + itoa(p.Port) + "/bench?sslmode=disable"; p.URL() != want {
+		t.Errorf("URL() = %q, want %q", p.URL(), want)
+	}
+	if got := queryString(t, ctx, p.URL(), "SELECT current_database() || ' ' || current_setting('fsync') || ' ' || current_setting('max_connections')"); got != "bench off 50" {
+		t.Errorf("database, fsync, max_connections = %q", got)
+	}
+	if got := queryString(t, ctx, p.URL(), "SELECT 1::text"); got != "1" {
+		t.Errorf("SELECT 1 = %q", got)
+	}
+	mustExec(t, ctx, p.URL(), "CREATE TABLE kept (x int)")
+
+	// A second start on the live directory reuses the server.
+	again, err := StartPostgres(ctx, dir, 0, PGOptions{Database: "bench"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if again.Pid != p.Pid || again.Port != p.Port {
+		t.Errorf("second start = pid %d port %d, want reuse of pid %d port %d", again.Pid, again.Port, p.Pid, p.Port)
+	}
+
+	if err := p.Stop(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if procs.Alive(p.Pid) {
+		t.Fatal("postmaster alive after Stop")
+	}
+	if err := p.Stop(ctx); err != nil {
+		t.Errorf("second Stop: %v", err)
+	}
+	if err := (&Postgres{Dir: dir}).Stop(ctx); err != nil {
+		t.Errorf("Stop by dir of a stopped server: %v", err)
+	}
+
+	// Restart on the same directory: no initdb, the data is still there.
+	r := startTestPostgres(t, ctx, dir, PGOptions{Database: "bench", Unsafe: true})
+	if r.Pid == p.Pid {
+		t.Error("restart reused a dead pid")
+	}
+	if got := queryString(t, ctx, r.URL(), "SELECT count(*)::text FROM kept"); got != "0" {
+		t.Errorf("table kept: %q", got)
+	}
+	if err := (&Postgres{Dir: dir}).Stop(ctx); err != nil { // by postmaster.pid, as a restarted deployer would
+		t.Fatal(err)
+	}
+	if procs.Alive(r.Pid) {
+		t.Fatal("postmaster alive after Stop by dir")
+	}
+}
+
+func mustExec(t *testing.T, ctx context.Context, url, sql string) {
+	t.Helper()
+	conn, err := pgx.Connect(ctx, url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close(ctx)
+	if _, err := conn.Exec(ctx, sql); err != nil {
+		t.Fatalf("%s: %v", sql, err)
+	}
+}
+
+func TestPostgresBadSettingFailsFastWithLog(t *testing.T) {
+	t.Parallel()
+	ctx := testCtx(t, 2*time.Minute)
+	dir := serverDir(t, "pg")
+	if _, err := PGBinDir(); err != nil {
+		skipIfNotInstalled(t, err)
+	}
+	start := time.Now()
+	_, err := StartPostgres(ctx, dir, 0, PGOptions{Unsafe: true, Settings: map[string]string{"no_such_setting": "1"}})
+	if err == nil {
+		t.Fatal("started with a bogus setting")
+	}
+	for _, want := range []string{"postgres (pid", "exited", "no_such_setting", "log: " + filepath.Join(dir, "postgres.log")} {
+		if !strings.Contains(err.Error(), want) {
+			t.Errorf("error %q lacks %q", err, want)
+		}
+	}
+	if d := time.Since(start); d > 45*time.Second {
+		t.Errorf("took %s: an exited server should end the wait at once", d)
+	}
+}
+
+func TestPreparePGDirUnreachable(t *testing.T) {
+	t.Parallel()
+	if os.Geteuid() != 0 {
+		t.Skip("only root switches to the postgres user")
+	}
+	if _, err := procs.LookupUser(pgOSUser); err != nil {
+		t.Skip(err)
+	}
+	private := t.TempDir() // its parent is 0700 root
+	if err := os.Chmod(filepath.Dir(private), 0o700); err != nil {
+		t.Fatal(err)
+	}
+	err := preparePGDir(filepath.Join(private, "pg"), pgOSUser)
+	if err == nil || !strings.Contains(err.Error(), "cannot reach the data dir") {
+		t.Fatalf("err = %v", err)
+	}
+}
+
+func TestParsePostmasterPid(t *testing.T) {
+	t.Parallel()
+	pid, port, err := parsePostmasterPid([]byte("4242\n/tmp/pg\n1700000000\n54321\n/tmp/pg\n127.0.0.1\n  1234  5678\nready   \n"))
+	if err != nil || pid != 4242 || port != 54321 {
+		t.Errorf("= %d %d %v", pid, port, err)
+	}
+	if _, _, err := parsePostmasterPid([]byte("4242\n")); err == nil {
+		t.Error("short file parsed")
+	}
+}
+
+func TestPGArgs(t *testing.T) {
+	t.Parallel()
+	got := strings.Join(pgArgs("/d", 5, PGOptions{Unsafe: true, Settings: map[string]string{"fsync": "on"}}), " ")
+	want := "-D /d -p 5 -c fsync=on -c full_page_writes=off -c listen_addresses=127.0.0.1 -c synchronous_commit=off -c unix_socket_directories=/d"
+	if got != want {
+		t.Errorf("pgArgs =\n%s\nwant\n%s", got, want)
+	}
+	long := "/" + strings.Repeat("x", 100)
+	if got := strings.Join(pgArgs(long, 5, PGOptions{}), " "); !strings.HasSuffix(got, "unix_socket_directories=") {
+		t.Errorf("long dir should disable the unix socket: %s", got)
+	}
+}

@@ -1,0 +1,40 @@
+package localdb
+
+import (
+	"context"
+	"fmt"
+	"os/exec"
+	"regexp"
+	"strings"
+)
+
+// Version runs `binary --version` (redis-server or postgres) and returns the
+// product and version as bexhoma reports them: "Redis 7.0.15",
+// "PostgreSQL 15.14".
+func Version(ctx context.Context, binary string) (string, error) {
+	out, err := exec.CommandContext(ctx, binary, "--version").CombinedOutput()
+	if err != nil {
+		return "", fmt.Errorf("version of %s: %w: %s", binary, err, strings.TrimSpace(string(out)))
+	}
+	v, err := parseVersion(string(out))
+	if err != nil {
+		return "", fmt.Errorf("version of %s: %w", binary, err)
+	}
+	return v, nil
+}
+
+var (
+	redisVersionRE = regexp.MustCompile(`^Redis server v=(\S+)`)
+	pgVersionRE    = regexp.MustCompile(`^postgres \(PostgreSQL\) (\S+)`)
+)
+
+func parseVersion(out string) (string, error) {
+	out = strings.TrimSpace(out)
+	if m := redisVersionRE.FindStringSubmatch(out); m != nil {
+		return "Redis " + m[1], nil
+	}
+	if m := pgVersionRE.FindStringSubmatch(out); m != nil {
+		return "PostgreSQL " + m[1], nil
+	}
+	return "", fmt.Errorf("unrecognised --version output %q", out)
+}

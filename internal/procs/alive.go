@@ -1,0 +1,73 @@
+package procs
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"os"
+	"strconv"
+	"strings"
+	"syscall"
+)
+
+// Alive reports whether pid is a live process; a zombie (exited, not yet
+// reaped) counts as gone.
+func Alive(pid int) bool {
+	if pid <= 0 {
+		return false
+	}
+	if err := syscall.Kill(pid, 0); err != nil && !errors.Is(err, syscall.EPERM) {
+		return false
+	}
+	state, err := procState(pid)
+	if err != nil {
+		// Kill(pid, 0) succeeded, so /proc vanished between the two calls
+		// (the process exited) or /proc is unavailable: trust /proc's absence.
+		return !errors.Is(err, os.ErrNotExist)
+	}
+	return state != 'Z' && state != 'X'
+}
+
+// procState reads the one-letter state from /proc/<pid>/stat.
+func procState(pid int) (byte, error) {
+	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
+	if err != nil {
+		return 0, err
+	}
+	return parseStatState(b)
+}
+
+// parseStatState extracts the state field of /proc/<pid>/stat, which follows
+// the parenthesised command name (which may itself contain spaces or ')').
+func parseStatState(stat []byte) (byte, error) {
+	i := bytes.LastIndexByte(stat, ')')
+	if i < 0 || i+2 >= len(stat) {
+		return 0, fmt.Errorf("malformed /proc stat %q", stat)
+	}
+	return stat[i+2], nil
+}
+
+// Comm returns the command name of pid (/proc/<pid>/comm), used to tell a
+// recorded pid that was reused by an unrelated process from our server.
+func Comm(pid int) (string, error) {
+	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/comm")
+	if err != nil {
+		return "", fmt.Errorf("comm of pid %d: %w", pid, err)
+	}
+	return strings.TrimSpace(string(b)), nil
+}
+
+// ReadPidFile reads a pid from the first line of path (postmaster.pid has
+// more lines; the pid comes first there too).
+func ReadPidFile(path string) (int, error) {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return 0, fmt.Errorf("read pid file: %w", err)
+	}
+	line, _, _ := strings.Cut(string(b), "\n")
+	pid, err := strconv.Atoi(strings.TrimSpace(line))
+	if err != nil || pid <= 0 {
+		return 0, fmt.Errorf("read pid file %s: no pid in %q", path, line)
+	}
+	return pid, nil
+}

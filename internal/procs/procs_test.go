@@ -1,0 +1,267 @@
+package procs
+
+import (
+	"context"
+	"errors"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+)
+
+func startSleep(t *testing.T, spec Spec) int {
+	t.Helper()
+	if _, err := exec.LookPath("sleep"); err != nil {
+		t.Skip("sleep not installed")
+	}
+	spec.Path, spec.Args = "sleep", []string{"60"}
+	if spec.Name == "" {
+		spec.Name = "sleep"
+	}
+	pid, err := Start(spec)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = syscall.Kill(-pid, syscall.SIGKILL) })
+	return pid
+}
+
+func TestStartAliveStop(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	pidFile := filepath.Join(dir, "sleep.pid")
+	pid := startSleep(t, Spec{LogFile: filepath.Join(dir, "sleep.log"), PidFile: pidFile})
+
+	if !Alive(pid) {
+		t.Fatalf("pid %d not alive after Start", pid)
+	}
+	got, err := ReadPidFile(pidFile)
+	if err != nil || got != pid {
+		t.Fatalf("ReadPidFile = %d, %v; want %d", got, err, pid)
+	}
+	if pgid, _ := syscall.Getpgid(pid); pgid != pid {
+		t.Errorf("pgid = %d, want own group %d (Setsid)", pgid, pid)
+	}
+	if _, err := os.Stat(filepath.Join(dir, "sleep.log")); err != nil {
+		t.Errorf("log file: %v", err)
+	}
+
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	if err := Stop(ctx, pid, 5*time.Second); err != nil {
+		t.Fatal(err)
+	}
+	if Alive(pid) {
+		t.Fatalf("pid %d alive after Stop (a zombie counts as gone: was it reaped?)", pid)
+	}
+	if err := Stop(ctx, pid, time.Second); err != nil {
+		t.Fatalf("second Stop: %v", err)
+	}
+}
+
+func TestStopEscalatesToSIGKILL(t *testing.T) {
+	t.Parallel()
+	if _, err := exec.LookPath("sh"); err != nil {
+		t.Skip("sh not installed")
+	}
+	dir := t.TempDir()
+	ready := filepath.Join(dir, "ready")
+	// The shell ignores SIGTERM and blocks in `wait` on its child, which inherits the ignore.
+	pid, err := Start(Spec{Name: "stubborn", Path: "sh", Args: []string{"-c", "trap '' TERM; touch " + ready + "; sleep 60 & wait"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = syscall.Kill(-pid, syscall.SIGKILL) })
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	if err := WaitFor(ctx, "trap installed", 10*time.Millisecond, func(context.Context) error {
+		_, err := os.Stat(ready)
+		return err
+	}); err != nil {
+		t.Fatal(err)
+	}
+	start := time.Now()
+	if err := Stop(ctx, pid, 300*time.Millisecond); err != nil {
+		t.Fatal(err)
+	}
+	if Alive(pid) {
+		t.Fatal("still alive after Stop")
+	}
+	if d := time.Since(start); d < 300*time.Millisecond {
+		t.Errorf("Stop returned after %s: SIGTERM should have been ignored for the grace period", d)
+	}
+}
+
+func TestStartAsUser(t *testing.T) {
+	t.Parallel()
+	if os.Geteuid() != 0 {
+		t.Skip("needs root to switch users")
+	}
+	u, err := LookupUser("nobody")
+	if err != nil {
+		t.Skip(err)
+	}
+	dir := t.TempDir()
+	log := filepath.Join(dir, "id.log")
+	out, err := Run(context.Background(), Spec{Name: "id", Path: "id", User: "nobody"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(string(out), "uid="+itoa(u.UID)) || strings.Contains(string(out), "groups=0") {
+		t.Errorf("id as nobody = %q", out)
+	}
+	pid := startSleep(t, Spec{User: "nobody", LogFile: log})
+	st, err := os.Stat("/proc/" + itoa(uint32(pid)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if uid := st.Sys().(*syscall.Stat_t).Uid; uid != u.UID {
+		t.Errorf("process uid = %d, want %d", uid, u.UID)
+	}
+	lst, err := os.Stat(log)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if uid := lst.Sys().(*syscall.Stat_t).Uid; uid != u.UID {
+		t.Errorf("log owner = %d, want %d", uid, u.UID)
+	}
+}
+
+func itoa(u uint32) string { return strconv.FormatUint(uint64(u), 10) }
+
+func TestRunFailureCarriesOutput(t *testing.T) {
+	t.Parallel()
+	_, err := Run(context.Background(), Spec{Name: "failing", Path: "sh", Args: []string{"-c", "echo first; echo 'the reason' >&2; exit 3"}})
+	if err == nil || !strings.Contains(err.Error(), "run failing: exit status 3") || !strings.Contains(err.Error(), "the reason") {
+		t.Fatalf("err = %v", err)
+	}
+}
+
+func TestWaitForSuccess(t *testing.T) {
+	t.Parallel()
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	calls := 0
+	err := WaitFor(ctx, "third call", time.Millisecond, func(context.Context) error {
+		calls++
+		if calls < 3 {
+			return errors.New("not yet")
+		}
+		return nil
+	})
+	if err != nil || calls != 3 {
+		t.Fatalf("err = %v, calls = %d", err, calls)
+	}
+}
+
+func TestWaitForDeadline(t *testing.T) {
+	t.Parallel()
+	ctx, cancel := context.WithTimeout(context.Background(), 50*time.Millisecond)
+	defer cancel()
+	probeErr := errors.New("connection refused")
+	err := WaitFor(ctx, "widget on 127.0.0.1:1", 5*time.Millisecond, func(context.Context) error { return probeErr })
+	if err == nil {
+		t.Fatal("no error")
+	}
+	msg := err.Error()
+	for _, want := range []string{"waiting for widget on 127.0.0.1:1", "context deadline exceeded", "last error: connection refused"} {
+		if !strings.Contains(msg, want) {
+			t.Errorf("error %q lacks %q", msg, want)
+		}
+	}
+	if !errors.Is(err, probeErr) || !errors.Is(err, context.DeadlineExceeded) {
+		t.Errorf("error %v should wrap both the probe error and the deadline", err)
+	}
+}
+
+func TestWaitForPermanent(t *testing.T) {
+	t.Parallel()
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	exited := errors.New("process exited")
+	start := time.Now()
+	err := WaitFor(ctx, "server", time.Millisecond, func(context.Context) error { return Permanent(exited) })
+	if !errors.Is(err, exited) || !strings.Contains(err.Error(), "waiting for server: gave up") {
+		t.Fatalf("err = %v", err)
+	}
+	if time.Since(start) > 10*time.Second {
+		t.Error("a permanent error should end the wait at once")
+	}
+}
+
+func TestFreePortDistinct(t *testing.T) {
+	t.Parallel()
+	seen := map[int]bool{}
+	for range 5 {
+		p, err := FreePort()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if p <= 0 || p > 65535 {
+			t.Fatalf("port %d out of range", p)
+		}
+		seen[p] = true
+	}
+	// The kernel hands out ephemeral ports round-robin, so consecutive
+	// calls differ; tolerate one collision rather than assert on policy.
+	if len(seen) < 4 {
+		t.Errorf("FreePort returned %d distinct ports out of 5: %v", len(seen), seen)
+	}
+}
+
+func TestParseStatState(t *testing.T) {
+	t.Parallel()
+	for in, want := range map[string]byte{
+		"123 (sleep) S 1 123":          'S',
+		"9 (weird) name)) Z 1 9 9":     'Z',
+		"77 (redis-server *:6) R 1 77": 'R',
+	} {
+		got, err := parseStatState([]byte(in))
+		if err != nil || got != want {
+			t.Errorf("parseStatState(%q) = %c, %v; want %c", in, got, err, want)
+		}
+	}
+	if _, err := parseStatState([]byte("garbage")); err == nil {
+		t.Error("garbage parsed")
+	}
+}
+
+func TestReadPidFileErrors(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	bad := filepath.Join(dir, "bad.pid")
+	if err := os.WriteFile(bad, []byte("nope\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := ReadPidFile(bad); err == nil {
+		t.Error("bad pid file parsed")
+	}
+	if _, err := ReadPidFile(filepath.Join(dir, "missing.pid")); !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("missing pid file: %v, want ErrNotExist", err)
+	}
+	pg := filepath.Join(dir, "postmaster.pid")
+	if err := os.WriteFile(pg, []byte("4242\n/data\n1700000000\n5432\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if pid, err := ReadPidFile(pg); err != nil || pid != 4242 {
+		t.Errorf("postmaster.pid: %d, %v", pid, err)
+	}
+}
+
+func TestLogTail(t *testing.T) {
+	t.Parallel()
+	p := filepath.Join(t.TempDir(), "x.log")
+	if err := os.WriteFile(p, []byte("a\n\nb\nc\nd\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if got := LogTail(p, 2); got != "c | d" {
+		t.Errorf("LogTail = %q", got)
+	}
+	if got := LogTail(p+".missing", 2); got != "" {
+		t.Errorf("LogTail(missing) = %q", got)
+	}
+}

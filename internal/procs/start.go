@@ -1,0 +1,111 @@
+package procs
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"syscall"
+)
+
+// Spec describes a process to start.
+type Spec struct {
+	Name    string   // for errors and logs
+	Path    string   // binary: a path, or a name looked up in PATH
+	Args    []string // arguments after the binary
+	Dir     string   // working directory ("" = the caller's)
+	Env     []string // appended to os.Environ()
+	User    string   // if non-empty and we are root: run as this OS user (setuid/setgid, supplementary groups cleared)
+	LogFile string   // stdout+stderr appended here (created; chowned to User if set); "" = discarded
+	PidFile string   // pid written here after start (optional)
+}
+
+// Start starts the process detached in its own session (Setsid), so that it
+// survives its starter and can be stopped as a process group; it returns the
+// pid. A goroutine waits for the child so that it never lingers as a zombie
+// while this process lives.
+func Start(spec Spec) (int, error) {
+	// Background: the process must outlive any request that started it.
+	cmd, logf, err := command(context.Background(), spec)
+	if err != nil {
+		return 0, err
+	}
+	if logf != nil {
+		defer logf.Close() // the child holds its own descriptor
+	}
+	cmd.SysProcAttr.Setsid = true
+	if err := cmd.Start(); err != nil {
+		return 0, fmt.Errorf("start %s: %w", spec.Name, err)
+	}
+	pid := cmd.Process.Pid
+	go func() { _ = cmd.Wait() }()
+	if spec.PidFile != "" {
+		if err := writePidFile(spec.PidFile, pid); err != nil {
+			_ = syscall.Kill(-pid, syscall.SIGKILL)
+			return 0, fmt.Errorf("start %s: %w", spec.Name, err)
+		}
+	}
+	return pid, nil
+}
+
+// command builds the exec.Cmd for spec (not started) and opens its log file.
+func command(ctx context.Context, spec Spec) (*exec.Cmd, *os.File, error) {
+	if spec.Name == "" {
+		spec.Name = filepath.Base(spec.Path)
+	}
+	cmd := exec.CommandContext(ctx, spec.Path, spec.Args...)
+	cmd.Dir = spec.Dir
+	cmd.Env = append(os.Environ(), spec.Env...)
+	cmd.SysProcAttr = &syscall.SysProcAttr{}
+	var cred *syscall.Credential
+	if spec.User != "" && os.Geteuid() == 0 {
+		u, err := LookupUser(spec.User)
+		if err != nil {
+			return nil, nil, fmt.Errorf("start %s: %w", spec.Name, err)
+		}
+		cred = &syscall.Credential{Uid: u.UID, Gid: u.GID, Groups: []uint32{}}
+		cmd.SysProcAttr.Credential = cred
+		if !hasEnv(spec.Env, "HOME") {
+			cmd.Env = append(cmd.Env, "HOME="+u.Home, "USER="+spec.User, "LOGNAME="+spec.User)
+		}
+	}
+	var logf *os.File
+	if spec.LogFile != "" {
+		f, err := os.OpenFile(spec.LogFile, os.O_WRONLY|os.O_CREATE|os.O_APPEND, 0o644)
+		if err != nil {
+			return nil, nil, fmt.Errorf("start %s: open log: %w", spec.Name, err)
+		}
+		if cred != nil {
+			if err := f.Chown(int(cred.Uid), int(cred.Gid)); err != nil {
+				f.Close()
+				return nil, nil, fmt.Errorf("start %s: chown log: %w", spec.Name, err)
+			}
+		}
+		cmd.Stdout, cmd.Stderr = f, f
+		logf = f
+	}
+	return cmd, logf, nil
+}
+
+func hasEnv(env []string, key string) bool {
+	for _, kv := range env {
+		if len(kv) > len(key) && kv[:len(key)+1] == key+"=" {
+			return true
+		}
+	}
+	return false
+}
+
+func writePidFile(path string, pid int) error {
+	tmp := path + ".tmp"
+	if err := os.WriteFile(tmp, []byte(strconv.Itoa(pid)+"\n"), 0o644); err != nil {
+		return fmt.Errorf("write pid file: %w", err)
+	}
+	if err := os.Rename(tmp, path); err != nil {
+		return errors.Join(fmt.Errorf("write pid file: %w", err), os.Remove(tmp))
+	}
+	return nil
+}

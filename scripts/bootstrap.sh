@@ -1,0 +1,47 @@
+#!/usr/bin/env bash
+# Installs everything benchq needs on a fresh Debian machine, idempotently:
+# apt packages that are missing, the Go binaries (pinned modules), YCSB core
+# from Maven Central with our bindings, and the reporter's venv. Downloads are
+# cached outside the repository (Go and Maven caches, ~/.cache/benchq, pip's
+# cache); a second run only rebuilds what changed.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+BENCHQ_HOME=${BENCHQ_HOME:-.benchq}
+step() { printf 'bootstrap: %s\n' "$*"; }
+
+# 1. Debian packages. Services do not start on install here; we start our own.
+need=()
+command -v redis-server >/dev/null || need+=(redis-server)
+ls /usr/lib/postgresql/*/bin/postgres >/dev/null 2>&1 || need+=(postgresql)
+command -v java >/dev/null || need+=(openjdk-17-jdk-headless)
+command -v mvn >/dev/null || need+=(maven)
+if [ ${#need[@]} -gt 0 ]; then
+  step "apt-get install ${need[*]}"
+  SUDO=""; [ "$(id -u)" -eq 0 ] || SUDO=sudo
+  $SUDO apt-get update -qq
+  DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq --no-install-recommends "${need[@]}" >/dev/null
+fi
+
+# 2. Go binaries: our services and CLI, and nats-server from its pinned module.
+mkdir -p "$BENCHQ_HOME/bin"
+step "go build services"
+go build -o "$BENCHQ_HOME/bin/" ./services/scheduler ./services/deployer ./services/driver-agent ./services/collector ./cmd/benchq
+if [ ! -x "$BENCHQ_HOME/bin/nats-server" ]; then
+  step "go build nats-server (pinned in go.mod)"
+  go build -o "$BENCHQ_HOME/bin/nats-server" github.com/nats-io/nats-server/v2
+fi
+
+# 3. YCSB core + our bindings (skips when unchanged).
+scripts/build-ycsb.sh
+
+# 4. Python venv for the reporter, re-installed when its pins change.
+stamp=.venv/.benchq-requirements
+want=$(cat services/reporter/requirements.txt services/reporter/pyproject.toml | sha256sum | cut -d' ' -f1)
+if [ ! -x .venv/bin/python ] || [ "$(cat "$stamp" 2>/dev/null)" != "$want" ]; then
+  step "python venv (.venv)"
+  python3 -m venv .venv
+  .venv/bin/pip install -q --upgrade pip >/dev/null
+  .venv/bin/pip install -q -r services/reporter/requirements.txt -e services/reporter
+  echo "$want" > "$stamp"
+fi
+step "ready"

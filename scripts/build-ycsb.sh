@@ -1,0 +1,70 @@
+#!/usr/bin/env bash
+# Builds benchq's YCSB bindings + launcher (services/driver-agent/ycsb) and installs our jar and
+# every runtime dependency jar into ${BENCHQ_CACHE:-$HOME/.cache/benchq}/ycsb/lib/, and the
+# workload files into .../ycsb/workloads/. Run with: java -cp "$LIB/*" io.benchq.ycsb.Launcher
+#
+# Idempotent: a hash of the pom, sources, workloads and this script is stored next to the jars;
+# when it matches, nothing is built ("ycsb: up to date"). Works from any cwd. Maven's local
+# repository is the default (~/.m2); the build output stays in services/driver-agent/ycsb/target.
+set -euo pipefail
+
+ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+cd "$ROOT"
+
+SRC=services/driver-agent/ycsb
+DEST="${BENCHQ_CACHE:-$HOME/.cache/benchq}/ycsb"
+LIB="$DEST/lib"
+STAMP="$LIB/.source-hash"
+
+die() {
+  echo "build-ycsb: FAILED: $*" >&2
+  exit 1
+}
+
+command -v mvn >/dev/null || die "mvn not found (install Maven 3.8+ and Java 17)"
+command -v java >/dev/null || die "java not found (install Java 17)"
+[ -f "$SRC/pom.xml" ] || die "$ROOT/$SRC/pom.xml is missing"
+
+# Paths are part of what is hashed (sha256sum prints them), so a rename also triggers a build.
+source_hash() {
+  find "$SRC/pom.xml" "$SRC/src" "$SRC/workloads" scripts/build-ycsb.sh -type f -print0 \
+    | LC_ALL=C sort -z | xargs -0 sha256sum | sha256sum | cut -d' ' -f1
+}
+
+mkdir -p "$DEST"
+# Two agents starting at once must not install over each other.
+exec 9>"$DEST/.lock"
+flock 9
+
+HASH="$(source_hash)"
+if [ -f "$STAMP" ] && [ "$(cat "$STAMP")" = "$HASH" ] \
+    && compgen -G "$LIB/benchq-ycsb-*.jar" >/dev/null; then
+  echo "ycsb: up to date"
+  exit 0
+fi
+
+echo "ycsb: building (maven output is quiet unless something fails)"
+# A fresh target dir: stale jars (after a version bump) or classes of deleted sources would
+# otherwise end up on the classpath.
+rm -rf "$SRC/target"
+mvn -q -B -f "$SRC/pom.xml" package dependency:copy-dependencies \
+  || die "maven build failed (see the maven output above)"
+
+JAR="$(compgen -G "$SRC/target/benchq-ycsb-*.jar" | head -n1 || true)"
+[ -n "$JAR" ] || die "maven finished but $SRC/target/benchq-ycsb-*.jar is missing"
+compgen -G "$SRC/target/lib/*.jar" >/dev/null || die "no dependency jars in $SRC/target/lib"
+
+# Stage next to the destination, then swap directories, so a reader never sees a half-copied
+# lib dir and jars from an older build never linger.
+STAGE="$(mktemp -d "$DEST/.stage.XXXXXX")"
+trap 'rm -rf "$STAGE"' EXIT
+mkdir "$STAGE/lib" "$STAGE/workloads"
+cp "$SRC"/target/lib/*.jar "$JAR" "$STAGE/lib/"
+cp "$SRC"/workloads/workload* "$STAGE/workloads/"
+echo "$HASH" >"$STAGE/lib/.source-hash"
+
+rm -rf "$DEST/workloads" && mv "$STAGE/workloads" "$DEST/workloads"
+# lib (with the stamp) goes last: a stamp present means everything is installed.
+rm -rf "$LIB" && mv "$STAGE/lib" "$LIB"
+
+echo "ycsb: installed $(ls "$LIB"/*.jar | wc -l) jars into $LIB"

@@ -1,0 +1,60 @@
+package main
+
+import (
+	"context"
+	"embed"
+	"fmt"
+	"io/fs"
+	"sort"
+	"strings"
+
+	"github.com/jackc/pgx/v5/pgxpool"
+)
+
+//go:embed migrations/*.sql
+var migrations embed.FS
+
+// migrate applies the migrations not yet recorded in schema_migrations, in
+// file-name order, each in its own transaction. A lock serialises collectors
+// starting at once.
+func migrate(ctx context.Context, db *pgxpool.Pool) error {
+	if _, err := db.Exec(ctx, `CREATE TABLE IF NOT EXISTS schema_migrations (version text PRIMARY KEY, applied_at timestamptz NOT NULL DEFAULT now())`); err != nil {
+		return fmt.Errorf("create schema_migrations: %w", err)
+	}
+	names, err := fs.Glob(migrations, "migrations/*.sql")
+	if err != nil {
+		return err
+	}
+	sort.Strings(names)
+	for _, n := range names {
+		version := strings.TrimSuffix(strings.TrimPrefix(n, "migrations/"), ".sql")
+		sql, _ := migrations.ReadFile(n)
+		tx, err := db.Begin(ctx)
+		if err != nil {
+			return err
+		}
+		if _, err := tx.Exec(ctx, `SELECT pg_advisory_xact_lock(7262626)`); err != nil {
+			_ = tx.Rollback(ctx)
+			return err
+		}
+		var done bool
+		if err := tx.QueryRow(ctx, `SELECT EXISTS (SELECT 1 FROM schema_migrations WHERE version = $1)`, version).Scan(&done); err != nil {
+			_ = tx.Rollback(ctx)
+			return err
+		}
+		if !done {
+			if _, err := tx.Exec(ctx, string(sql)); err != nil {
+				_ = tx.Rollback(ctx)
+				return fmt.Errorf("migration %s: %w", version, err)
+			}
+			if _, err := tx.Exec(ctx, `INSERT INTO schema_migrations (version) VALUES ($1)`, version); err != nil {
+				_ = tx.Rollback(ctx)
+				return err
+			}
+		}
+		if err := tx.Commit(ctx); err != nil {
+			return fmt.Errorf("migration %s: %w", version, err)
+		}
+	}
+	return nil
+}

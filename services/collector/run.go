@@ -1,0 +1,122 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"sync"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
+	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/benchq/benchq/contracts"
+	"github.com/benchq/benchq/internal/bus"
+)
+
+// Config is the collector's configuration.
+type Config struct {
+	NATSURL string
+	DBURL   string
+	Batch   int // messages per transaction
+}
+
+// Run consumes events and results into the database until ctx ends.
+func Run(ctx context.Context, cfg Config, log *slog.Logger) error {
+	if cfg.Batch == 0 {
+		cfg.Batch = 200
+	}
+	db, err := connectDB(ctx, cfg.DBURL)
+	if err != nil {
+		return err
+	}
+	defer db.Close()
+	if err := migrate(ctx, db); err != nil {
+		return err
+	}
+	b, err := bus.Connect(ctx, cfg.NATSURL, "benchq-collector", log)
+	if err != nil {
+		return err
+	}
+	defer b.Close()
+	if err := b.Setup(ctx); err != nil {
+		return err
+	}
+	h := func(ctx context.Context, msgs []jetstream.Msg) []error { return storeBatch(ctx, db, msgs) }
+	var wg sync.WaitGroup
+	for _, spec := range []bus.ConsumerSpec{
+		{Stream: contracts.StreamEvents, Durable: "collector-events", Batch: cfg.Batch},
+		{Stream: contracts.StreamResults, Durable: "collector-results", Batch: cfg.Batch},
+	} {
+		wg.Add(1)
+		go func(spec bus.ConsumerSpec) {
+			defer wg.Done()
+			if err := b.Consume(ctx, spec, h); err != nil {
+				log.Error("consumer stopped", "consumer", spec.Durable, "err", err)
+			}
+		}(spec)
+	}
+	log.Info("collector ready", "nats", cfg.NATSURL)
+	wg.Wait()
+	return nil
+}
+
+func connectDB(ctx context.Context, url string) (*pgxpool.Pool, error) {
+	var lastErr error
+	for {
+		db, err := pgxpool.New(ctx, url)
+		if err == nil {
+			if err = db.Ping(ctx); err == nil {
+				return db, nil
+			}
+			db.Close()
+		}
+		lastErr = err
+		select {
+		case <-ctx.Done():
+			return nil, fmt.Errorf("connect to results database: %w", lastErr)
+		case <-time.After(500 * time.Millisecond):
+		}
+	}
+}
+
+// storeBatch writes a batch in one transaction. Malformed messages are
+// dropped (permanent error) without blocking the others; if the transaction
+// fails, every message of the batch is redelivered — writes are idempotent.
+func storeBatch(ctx context.Context, db *pgxpool.Pool, msgs []jetstream.Msg) []error {
+	errs := make([]error, len(msgs))
+	recs := make([]*record, len(msgs))
+	for i, m := range msgs {
+		r, err := decode(m.Subject(), m.Data())
+		if err != nil {
+			errs[i] = err
+			continue
+		}
+		recs[i] = &r
+	}
+	txErr := pgx.BeginFunc(ctx, db, func(tx pgx.Tx) error {
+		for i, r := range recs {
+			if r == nil {
+				continue
+			}
+			if err := write(ctx, tx, *r); err != nil {
+				if errors.Is(err, bus.ErrPermanent) {
+					errs[i] = err
+					continue
+				}
+				return err
+			}
+		}
+		return nil
+	})
+	if txErr != nil {
+		for i := range errs {
+			if errs[i] == nil {
+				errs[i] = txErr
+			}
+		}
+	}
+	return errs
+}

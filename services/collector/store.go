@@ -1,0 +1,151 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"strings"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/benchq/benchq/contracts"
+	"github.com/benchq/benchq/internal/bus"
+	"github.com/benchq/benchq/internal/plan"
+)
+
+// record is one decoded message, ready to be written.
+type record struct {
+	subject string
+	head    contracts.Envelope
+	raw     []byte
+	msg     any
+}
+
+// decode validates a message against the schema its subject implies.
+func decode(subject string, data []byte) (record, error) {
+	r := record{subject: subject, raw: data}
+	var schema string
+	switch {
+	case strings.HasSuffix(subject, ".planned"):
+		schema, r.msg = contracts.SchemaPlanned, &contracts.Planned{}
+	case strings.HasSuffix(subject, ".rejected"):
+		schema, r.msg = contracts.SchemaRejected, &contracts.Rejected{}
+	case strings.HasSuffix(subject, ".sut.ready"):
+		schema, r.msg = contracts.SchemaSUTReady, &contracts.SUTReady{}
+	case strings.HasSuffix(subject, ".sut.failed"):
+		schema, r.msg = contracts.SchemaSUTFailed, &contracts.SUTFailed{}
+	case strings.HasSuffix(subject, ".sut.removed"):
+		schema, r.msg = contracts.SchemaSUTRemoved, &contracts.SUTRemoved{}
+	case strings.HasSuffix(subject, ".barrier.ready"):
+		schema, r.msg = contracts.SchemaBarrierReady, &contracts.BarrierReady{}
+	case strings.HasSuffix(subject, ".barrier.go"):
+		schema, r.msg = contracts.SchemaBarrierGo, &contracts.BarrierGo{}
+	case strings.Contains(subject, ".phase."):
+		schema, r.msg = contracts.SchemaPhase, &contracts.PhaseEvent{}
+	case strings.HasSuffix(subject, ".interval"):
+		schema, r.msg = contracts.SchemaInterval, &contracts.Interval{}
+	case strings.HasSuffix(subject, ".final"):
+		schema, r.msg = contracts.SchemaFinal, &contracts.Final{}
+	case strings.HasSuffix(subject, ".done"), strings.HasSuffix(subject, ".failed"), strings.HasSuffix(subject, ".cancelled"):
+		schema, r.msg = contracts.SchemaExperimentEnd, &contracts.ExperimentEnd{}
+	default:
+		return r, bus.Permanent(fmt.Errorf("no schema for subject %s", subject))
+	}
+	if err := bus.Decode(schema, data, r.msg); err != nil {
+		return r, err
+	}
+	r.head = r.msg.(contracts.Message).Head()
+	return r, nil
+}
+
+// write stores one message idempotently: the raw message keyed by its id,
+// then its projection. A message already stored is skipped entirely, so a
+// redelivery never changes or duplicates a row.
+func write(ctx context.Context, tx pgx.Tx, r record) error {
+	tag, err := tx.Exec(ctx, `INSERT INTO messages (id, code, subject, ts, payload) VALUES ($1, $2, $3, $4, $5) ON CONFLICT (id) DO NOTHING`,
+		r.head.ID, r.head.Code, r.subject, r.head.TS, r.raw)
+	if err != nil {
+		return fmt.Errorf("store message %s: %w", r.head.ID, err)
+	}
+	if tag.RowsAffected() == 0 {
+		return nil
+	}
+	switch m := r.msg.(type) {
+	case *contracts.Planned:
+		return writePlanned(ctx, tx, m)
+	case *contracts.SUTReady:
+		info, _ := json.Marshal(m.Info)
+		ep, _ := json.Marshal(m.Endpoint)
+		_, err = tx.Exec(ctx, `UPDATE configurations SET endpoint = $3, info = $4, backend = $5, ready_at = $6, ready_after_ms = $7 WHERE code = $1 AND name = $2`,
+			m.Code, m.Configuration, ep, info, m.Backend, m.TS, m.ReadyAfterMS)
+	case *contracts.SUTFailed:
+		_, err = tx.Exec(ctx, `UPDATE configurations SET failure = $3 WHERE code = $1 AND name = $2`, m.Code, m.Configuration, m.Reason)
+	case *contracts.SUTRemoved:
+		_, err = tx.Exec(ctx, `UPDATE configurations SET removed_at = $3 WHERE code = $1 AND name = $2`, m.Code, m.Configuration, m.TS)
+	case *contracts.PhaseEvent:
+		// A phase only moves forward: a late "started" never undoes "done".
+		_, err = tx.Exec(ctx, `INSERT INTO phases (code, phase, attempt, configuration, kind, status, shards, started_at, ended_at, reason)
+			VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, NULLIF($10, ''))
+			ON CONFLICT (code, phase, attempt) DO UPDATE SET
+			  status = CASE WHEN phases.status = 'started' THEN EXCLUDED.status ELSE phases.status END,
+			  started_at = COALESCE(phases.started_at, EXCLUDED.started_at),
+			  ended_at = COALESCE(EXCLUDED.ended_at, phases.ended_at),
+			  reason = COALESCE(EXCLUDED.reason, phases.reason)`,
+			m.Code, m.Phase, m.Attempt, m.Configuration, m.Kind, m.Status, m.Shards, m.StartedAt, m.EndedAt, m.Reason)
+	case *contracts.Final:
+		err = writeFinal(ctx, tx, m)
+	case *contracts.Interval:
+		perOp, _ := json.Marshal(m.PerOp)
+		_, err = tx.Exec(ctx, `INSERT INTO intervals (code, phase, shard, attempt, elapsed_s, at, operations, ops_per_sec, per_op)
+			VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9) ON CONFLICT DO NOTHING`,
+			m.Code, m.Phase, m.Shard, m.Attempt, m.ElapsedS, m.At, m.Operations, m.OpsPerSec, perOp)
+	case *contracts.ExperimentEnd:
+		_, err = tx.Exec(ctx, `UPDATE experiments SET status = $2, reason = NULLIF($3, ''), ended_at = $4 WHERE code = $1`,
+			m.Code, m.Status, m.Reason, m.EndedAt)
+	}
+	if err != nil {
+		return fmt.Errorf("project %s: %w", r.subject, err)
+	}
+	return nil
+}
+
+func writePlanned(ctx context.Context, tx pgx.Tx, m *contracts.Planned) error {
+	var p plan.Plan
+	if err := json.Unmarshal(m.Plan, &p); err != nil {
+		return bus.Permanent(fmt.Errorf("plan of %s: %w", m.Code, err))
+	}
+	if _, err := tx.Exec(ctx, `INSERT INTO experiments (code, request, plan, planned_at, started_at) VALUES ($1, $2, $3, $4, $4) ON CONFLICT (code) DO NOTHING`,
+		m.Code, []byte(m.Request), []byte(m.Plan), m.TS); err != nil {
+		return fmt.Errorf("experiment %s: %w", m.Code, err)
+	}
+	for _, c := range p.Configurations {
+		if _, err := tx.Exec(ctx, `INSERT INTO configurations (code, name, dbms, experiment_run) VALUES ($1, $2, $3, $4) ON CONFLICT DO NOTHING`,
+			m.Code, c.Name, c.DBMS, c.ExperimentRun); err != nil {
+			return fmt.Errorf("configuration %s: %w", c.Name, err)
+		}
+	}
+	return nil
+}
+
+func writeFinal(ctx context.Context, tx pgx.Tx, m *contracts.Final) error {
+	tag, err := tx.Exec(ctx, `INSERT INTO shard_results (code, phase, shard, attempt, configuration, kind, agent, status, error, threads, target,
+			started_at, ended_at, runtime_ms, throughput, message_id, stdout)
+		VALUES ($1, $2, $3, $4, $5, $6, $7, $8, NULLIF($9, ''), $10, $11, $12, $13, $14, $15, $16, $17) ON CONFLICT DO NOTHING`,
+		m.Code, m.Phase, m.Shard, m.Attempt, m.Configuration, m.Kind, m.Agent, m.Status, m.Error, m.Threads, m.Target,
+		m.StartedAt, m.EndedAt, m.RuntimeMS, m.Throughput, m.ID, m.Stdout)
+	if err != nil || tag.RowsAffected() == 0 {
+		return err
+	}
+	for _, op := range m.Operations {
+		rc, _ := json.Marshal(op.ReturnCodes)
+		if op.ReturnCodes == nil {
+			rc = []byte("{}")
+		}
+		if _, err := tx.Exec(ctx, `INSERT INTO shard_operations (code, phase, shard, attempt, operation, count, avg_us, min_us, max_us, p95_us, p99_us, return_codes)
+			VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12) ON CONFLICT DO NOTHING`,
+			m.Code, m.Phase, m.Shard, m.Attempt, op.Name, op.Count, op.AvgUS, op.MinUS, op.MaxUS, op.P95US, op.P99US, rc); err != nil {
+			return fmt.Errorf("operation %s of %s shard %d: %w", op.Name, m.Phase, m.Shard, err)
+		}
+	}
+	return nil
+}

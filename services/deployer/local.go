@@ -1,0 +1,272 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/benchq/benchq/contracts"
+	"github.com/benchq/benchq/internal/catalog"
+	"github.com/benchq/benchq/internal/localdb"
+)
+
+// BackendLocal is the name of the local backend in events and Info.
+const BackendLocal = "local"
+
+// Local runs SUTs as processes on this machine, one directory per
+// configuration: Root/<code>/<configuration>/ holds endpoint.json and the
+// server's directory data/. The servers are detached, so a restarted
+// deployer finds them through those files.
+type Local struct {
+	Root string
+	Log  *slog.Logger
+
+	mu    sync.Mutex
+	locks map[string]*sync.Mutex // per configuration directory
+}
+
+// localState is endpoint.json: what a redelivered deploy must answer again.
+type localState struct {
+	DBMS     string             `json:"dbms"`
+	Kind     string             `json:"kind"`
+	Endpoint contracts.Endpoint `json:"endpoint"`
+	Pid      int                `json:"pid"`
+}
+
+const stateFile = "endpoint.json"
+
+// Deploy starts (or finds running) the SUT of s and returns its endpoint.
+func (l *Local) Deploy(ctx context.Context, s Spec) (Deployed, error) {
+	d, err := l.deploy(ctx, s)
+	if err != nil {
+		return Deployed{}, fmt.Errorf("deploy %s: %w", s.Configuration, err)
+	}
+	return d, nil
+}
+
+func (l *Local) deploy(ctx context.Context, s Spec) (Deployed, error) {
+	entry, err := catalog.Lookup(s.DBMS)
+	if err != nil {
+		return Deployed{}, err
+	}
+	dir, err := l.dir(s.Code, s.Configuration)
+	if err != nil {
+		return Deployed{}, err
+	}
+	defer l.lock(dir)()
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return Deployed{}, fmt.Errorf("create sut dir: %w", err)
+	}
+	log := l.log().With("code", s.Code, "configuration", s.Configuration, "dbms", entry.Name)
+
+	// A redelivered deploy: the same port, so that the endpoint stays the
+	// same (the Start* functions reuse a live server whatever the port).
+	port := 0
+	if st, err := readState(dir); err == nil {
+		if st.Kind != entry.Kind {
+			return Deployed{}, fmt.Errorf("%s already holds a %s SUT, not %s: tear it down first", dir, st.DBMS, entry.Name)
+		}
+		port = st.Endpoint.Port
+		log.Info("sut already deployed: checking it", "port", port)
+	}
+
+	var (
+		st     localState
+		binary string
+	)
+	switch entry.Kind {
+	case catalog.KindRedis:
+		st, binary, err = l.startRedis(ctx, dir, port, entry)
+	case catalog.KindPostgreSQL:
+		st, binary, err = l.startPostgres(ctx, dir, port, entry, s.Benchmark)
+	default:
+		err = fmt.Errorf("the local backend cannot run kind %q of %s", entry.Kind, entry.Name)
+	}
+	if err != nil {
+		return Deployed{}, err
+	}
+	if err := writeState(dir, st); err != nil {
+		return Deployed{}, err
+	}
+
+	info := localdb.HostInfo()
+	if mb, err := localdb.DiskFreeMB(dir); err == nil {
+		info["disk"] = mb
+	}
+	version, err := localdb.Version(ctx, binary)
+	if err != nil {
+		return Deployed{}, err
+	}
+	info["version"] = version
+	info["backend"] = BackendLocal
+	log.Info("sut ready", "port", st.Endpoint.Port, "pid", st.Pid, "version", version)
+	return Deployed{Endpoint: st.Endpoint, Info: info, Backend: BackendLocal}, nil
+}
+
+func (l *Local) startRedis(ctx context.Context, dir string, port int, entry catalog.Entry) (localState, string, error) {
+	bin, err := localdb.RedisBinary()
+	if err != nil {
+		return localState{}, "", err
+	}
+	data := filepath.Join(dir, "data")
+	opts := localdb.RedisOptions{Settings: entry.Settings}
+	r, err := localdb.StartRedis(ctx, data, port, opts)
+	if errors.Is(err, localdb.ErrAddrInUse) && port != 0 {
+		l.log().Warn("the sut's previous port is taken: using another", "port", port, "dir", dir)
+		r, err = localdb.StartRedis(ctx, data, 0, opts)
+	}
+	if err != nil {
+		return localState{}, "", err
+	}
+	return localState{DBMS: entry.Name, Kind: entry.Kind, Endpoint: entry.Endpoint("127.0.0.1", r.Port), Pid: r.Pid}, bin, nil
+}
+
+func (l *Local) startPostgres(ctx context.Context, dir string, port int, entry catalog.Entry, benchmark string) (localState, string, error) {
+	bin, err := localdb.PGBinDir()
+	if err != nil {
+		return localState{}, "", err
+	}
+	data := filepath.Join(dir, "data")
+	opts := localdb.PGOptions{Database: entry.Database, Settings: entry.Settings}
+	p, err := localdb.StartPostgres(ctx, data, port, opts)
+	if errors.Is(err, localdb.ErrAddrInUse) && port != 0 {
+		l.log().Warn("the sut's previous port is taken: using another", "port", port, "dir", dir)
+		p, err = localdb.StartPostgres(ctx, data, 0, opts)
+	}
+	if err != nil {
+		return localState{}, "", err
+	}
+	if err := initSchema(ctx, p.URL(), entry.Schema(benchmark)); err != nil {
+		return localState{}, "", err
+	}
+	return localState{DBMS: entry.Name, Kind: entry.Kind, Endpoint: entry.Endpoint("127.0.0.1", p.Port), Pid: p.Pid}, filepath.Join(bin, "postgres"), nil
+}
+
+// initSchema runs the catalog's schema statements (idempotent: IF NOT EXISTS).
+func initSchema(ctx context.Context, url string, stmts []string) error {
+	if len(stmts) == 0 {
+		return nil
+	}
+	conn, err := pgx.Connect(ctx, url)
+	if err != nil {
+		return fmt.Errorf("schema: %w", err)
+	}
+	defer conn.Close(context.WithoutCancel(ctx))
+	for _, s := range stmts {
+		if _, err := conn.Exec(ctx, s); err != nil {
+			return fmt.Errorf("schema: %s: %w", firstWords(s, 6), err)
+		}
+	}
+	return nil
+}
+
+func firstWords(s string, n int) string {
+	f := strings.Fields(s)
+	if len(f) > n {
+		return strings.Join(f[:n], " ") + " ..."
+	}
+	return strings.Join(f, " ")
+}
+
+// Teardown stops the configuration's server and removes its directory.
+// Nothing there is not an error.
+func (l *Local) Teardown(ctx context.Context, code, configuration string) error {
+	dir, err := l.dir(code, configuration)
+	if err != nil {
+		return err
+	}
+	defer l.lock(dir)()
+	if _, err := os.Stat(dir); errors.Is(err, os.ErrNotExist) {
+		return nil
+	}
+	// Stop by the servers' own pid files rather than endpoint.json, which a
+	// deployer that crashed mid-deploy never wrote. Each Stop is a no-op
+	// when its server is not there.
+	data := filepath.Join(dir, "data")
+	if err := (&localdb.Postgres{Dir: data}).Stop(ctx); err != nil {
+		return err
+	}
+	if err := (&localdb.Redis{Dir: data}).Stop(ctx); err != nil {
+		return err
+	}
+	if err := os.RemoveAll(dir); err != nil {
+		return fmt.Errorf("remove %s: %w", dir, err)
+	}
+	_ = os.Remove(filepath.Dir(dir)) // the experiment's dir, once its last configuration is gone
+	l.log().Info("sut removed", "code", code, "configuration", configuration)
+	return nil
+}
+
+// dir is Root/<code>/<configuration>, refusing names that would escape it.
+func (l *Local) dir(code, configuration string) (string, error) {
+	for _, n := range []struct{ field, value string }{{"code", code}, {"configuration", configuration}} {
+		if n.value == "" || n.value == "." || n.value == ".." || strings.ContainsAny(n.value, "/\\\x00") {
+			return "", fmt.Errorf("invalid %s %q: must be a non-empty name without slashes", n.field, n.value)
+		}
+	}
+	root, err := filepath.Abs(l.Root)
+	if err != nil {
+		return "", fmt.Errorf("sut root: %w", err)
+	}
+	return filepath.Join(root, code, configuration), nil
+}
+
+// lock serialises Deploy and Teardown of one configuration (a redelivered
+// job may arrive while the first is still starting the server); it returns
+// the unlock function.
+func (l *Local) lock(dir string) func() {
+	l.mu.Lock()
+	if l.locks == nil {
+		l.locks = map[string]*sync.Mutex{}
+	}
+	m, ok := l.locks[dir]
+	if !ok {
+		m = &sync.Mutex{}
+		l.locks[dir] = m
+	}
+	l.mu.Unlock()
+	m.Lock()
+	return m.Unlock
+}
+
+func (l *Local) log() *slog.Logger {
+	if l.Log == nil {
+		return slog.New(slog.DiscardHandler)
+	}
+	return l.Log.With("component", "deployer-local")
+}
+
+func readState(dir string) (localState, error) {
+	var st localState
+	b, err := os.ReadFile(filepath.Join(dir, stateFile))
+	if err != nil {
+		return st, err
+	}
+	if err := json.Unmarshal(b, &st); err != nil {
+		return st, fmt.Errorf("%s: %w", filepath.Join(dir, stateFile), err)
+	}
+	return st, nil
+}
+
+func writeState(dir string, st localState) error {
+	b, err := json.MarshalIndent(st, "", "  ")
+	if err != nil {
+		return err
+	}
+	path := filepath.Join(dir, stateFile)
+	if err := os.WriteFile(path+".tmp", append(b, '\n'), 0o644); err != nil {
+		return fmt.Errorf("write %s: %w", stateFile, err)
+	}
+	if err := os.Rename(path+".tmp", path); err != nil {
+		return fmt.Errorf("write %s: %w", stateFile, err)
+	}
+	return nil
+}

@@ -1,0 +1,130 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"strings"
+	"time"
+
+	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/benchq/benchq/contracts"
+	"github.com/benchq/benchq/internal/bus"
+	"github.com/benchq/benchq/internal/catalog"
+)
+
+// Config is the deployer's configuration.
+type Config struct {
+	NATSURL string
+}
+
+// Deployer turns deploy/teardown jobs into SUTs through a Backend and
+// reports the outcome as events. It keeps no state of its own: a backend's
+// Deploy and Teardown are idempotent, so a redelivered job is harmless.
+type Deployer struct {
+	bus     *bus.Bus
+	backend Backend
+	log     *slog.Logger
+}
+
+// Run serves jobs until ctx ends.
+func Run(ctx context.Context, cfg Config, backend Backend, log *slog.Logger) error {
+	b, err := bus.Connect(ctx, cfg.NATSURL, "benchq-deployer", log)
+	if err != nil {
+		return err
+	}
+	defer b.Close()
+	if err := b.Setup(ctx); err != nil {
+		return err
+	}
+	d := &Deployer{bus: b, backend: backend, log: log}
+	log.Info("deployer ready", "nats", cfg.NATSURL)
+	return b.Consume(ctx, bus.ConsumerSpec{
+		Stream: contracts.StreamJobs, Durable: "deployer",
+		Filters: []string{contracts.SubjDeploy, contracts.SubjTeardown},
+		AckWait: 30 * time.Second, MaxDeliver: 5,
+	}, func(ctx context.Context, msgs []jetstream.Msg) []error {
+		errs := make([]error, len(msgs))
+		for i, m := range msgs {
+			stop := keepAlive(m)
+			errs[i] = d.handle(ctx, m)
+			stop()
+		}
+		return errs
+	})
+}
+
+// keepAlive tells JetStream the job is in progress until stop is called.
+func keepAlive(m jetstream.Msg) (stop func()) {
+	done := make(chan struct{})
+	go func() {
+		t := time.NewTicker(5 * time.Second)
+		defer t.Stop()
+		for {
+			select {
+			case <-done:
+				return
+			case <-t.C:
+				_ = m.InProgress()
+			}
+		}
+	}()
+	return func() { close(done) }
+}
+
+func (d *Deployer) handle(ctx context.Context, m jetstream.Msg) error {
+	if strings.HasSuffix(m.Subject(), ".teardown") {
+		var job contracts.Teardown
+		if err := bus.Decode(contracts.SchemaTeardown, m.Data(), &job); err != nil {
+			return err
+		}
+		return d.teardown(ctx, job)
+	}
+	var job contracts.Deploy
+	if err := bus.Decode(contracts.SchemaDeploy, m.Data(), &job); err != nil {
+		return err
+	}
+	return d.deploy(ctx, job)
+}
+
+func (d *Deployer) deploy(ctx context.Context, job contracts.Deploy) error {
+	log := d.log.With("code", job.Code, "configuration", job.Configuration)
+	timeout := time.Duration(max(job.TimeoutS, 1)) * time.Second
+	dctx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+	start := time.Now()
+	dep, err := d.backend.Deploy(dctx, Spec{Code: job.Code, Configuration: job.Configuration, DBMS: job.DBMS, Benchmark: job.Benchmark})
+	if err != nil {
+		if ctx.Err() != nil {
+			return ctx.Err() // stopping: redeliver
+		}
+		reason := err.Error()
+		if errors.Is(err, catalog.ErrUnknownDBMS) {
+			reason += " (add a catalog file under catalog/ or fix the request's dbms)"
+		}
+		log.Warn("deploy failed", "err", err)
+		return d.bus.Publish(ctx, contracts.Subject(contracts.SubjSUTFailed, job.Code, "", ""), &contracts.SUTFailed{
+			Envelope:      contracts.NewEnvelope(job.Code, job.ID+".failed", time.Now()),
+			Configuration: job.Configuration, DBMS: job.DBMS, Reason: reason,
+		})
+	}
+	log.Info("sut ready", "endpoint", fmt.Sprintf("%s:%d", dep.Endpoint.Host, dep.Endpoint.Port), "after", time.Since(start))
+	return d.bus.Publish(ctx, contracts.Subject(contracts.SubjSUTReady, job.Code, "", ""), &contracts.SUTReady{
+		Envelope:      contracts.NewEnvelope(job.Code, job.ID+".ready", time.Now()),
+		Configuration: job.Configuration, DBMS: job.DBMS, Endpoint: dep.Endpoint, Backend: dep.Backend,
+		Info: dep.Info, ReadyAfterMS: time.Since(start).Milliseconds(),
+	})
+}
+
+func (d *Deployer) teardown(ctx context.Context, job contracts.Teardown) error {
+	if err := d.backend.Teardown(ctx, job.Code, job.Configuration); err != nil {
+		return fmt.Errorf("teardown %s: %w", job.Configuration, err) // redelivered
+	}
+	d.log.Info("sut removed", "code", job.Code, "configuration", job.Configuration, "reason", job.Reason)
+	return d.bus.Publish(ctx, contracts.Subject(contracts.SubjSUTRemoved, job.Code, "", ""), &contracts.SUTRemoved{
+		Envelope:      contracts.NewEnvelope(job.Code, job.ID+".removed", time.Now()),
+		Configuration: job.Configuration, DBMS: job.DBMS,
+	})
+}

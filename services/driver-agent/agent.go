@@ -1,0 +1,119 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"log/slog"
+	"time"
+
+	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/benchq/benchq/internal/catalog"
+	"github.com/benchq/benchq/contracts"
+	"github.com/benchq/benchq/internal/bus"
+)
+
+// Config is the agent's configuration.
+type Config struct {
+	NATSURL   string
+	Name      string // unique per agent; appears in results
+	Java      string
+	YCSBLib   string // directory with the YCSB core, our bindings and their dependencies
+	Workloads string // directory with workloada..workloadf
+}
+
+// Agent pulls shard jobs from the shared work queue, one at a time.
+type Agent struct {
+	cfg Config
+	bus *bus.Bus
+	log *slog.Logger
+}
+
+// ackWait: a job not acked or touched (InProgress) within this time goes to
+// another agent. Running shards touch it every 5s.
+const ackWait = 30 * time.Second
+
+// Run serves jobs until ctx ends. A job in flight when ctx ends is not acked:
+// JetStream redelivers it.
+func Run(ctx context.Context, cfg Config, log *slog.Logger) error {
+	b, err := bus.Connect(ctx, cfg.NATSURL, "benchq-agent-"+cfg.Name, log)
+	if err != nil {
+		return err
+	}
+	defer b.Close()
+	if err := b.Setup(ctx); err != nil {
+		return err
+	}
+	a := &Agent{cfg: cfg, bus: b, log: log}
+	go a.heartbeat(ctx)
+	log.Info("agent ready", "name", cfg.Name, "ycsb", cfg.YCSBLib)
+	return b.Consume(ctx, bus.ConsumerSpec{
+		Stream: contracts.StreamJobs, Durable: "agents", Filters: []string{contracts.SubjShard},
+		AckWait: ackWait, MaxDeliver: 3,
+	}, func(ctx context.Context, msgs []jetstream.Msg) []error {
+		errs := make([]error, len(msgs))
+		for i, m := range msgs {
+			errs[i] = a.handle(ctx, m)
+		}
+		return errs
+	})
+}
+
+func (a *Agent) handle(ctx context.Context, m jetstream.Msg) error {
+	var job contracts.ShardJob
+	if err := bus.Decode(contracts.SchemaShardJob, m.Data(), &job); err != nil {
+		return err
+	}
+	log := a.log.With("code", job.Code, "phase", job.Phase, "shard", job.Shard, "attempt", job.Attempt)
+	entry, err := catalog.Lookup(job.DBMS)
+	if err != nil {
+		return a.publishFinal(ctx, failedFinal(job, a.cfg.Name, err.Error()))
+	}
+	args := ycsbCommand(a.cfg.Java, a.cfg.YCSBLib, a.cfg.Workloads, job, entry.YCSB.DB, entry.YCSBProperties(job.Endpoint, job.Kind))
+	log.Info("shard starting", "cmd", args)
+	r := &shardRun{a: a, job: job, args: args}
+	final, err := r.run(ctx, func() { _ = m.InProgress() })
+	if err != nil {
+		return err // stopping: not acked, redelivered
+	}
+	log.Info("shard finished", "status", final.Status, "throughput", final.Throughput, "error", final.Error)
+	return a.publishFinal(ctx, final)
+}
+
+func (a *Agent) publishFinal(ctx context.Context, f *contracts.Final) error {
+	subj := contracts.Subject(contracts.SubjFinal, f.Code, f.Phase, fmt.Sprint(f.Shard))
+	return a.bus.Publish(ctx, subj, f)
+}
+
+func failedFinal(job contracts.ShardJob, agent, reason string) *contracts.Final {
+	now := time.Now().UTC()
+	return &contracts.Final{
+		Envelope:      contracts.NewEnvelope(job.Code, fmt.Sprintf("%s.%s.%d.a%d.final", job.Code, job.Phase, job.Shard, job.Attempt), now),
+		Configuration: job.Configuration, Phase: job.Phase, Kind: job.Kind, Shard: job.Shard, Attempt: job.Attempt,
+		Agent: agent, Status: contracts.StatusFailed, Error: reason, StartedAt: now, EndedAt: now,
+	}
+}
+
+// heartbeat keeps this agent's entry alive in the agents KV bucket (its TTL
+// removes agents that stopped), for `benchq status`.
+func (a *Agent) heartbeat(ctx context.Context) {
+	kv, err := a.bus.JS.KeyValue(ctx, contracts.KVAgents)
+	if err != nil {
+		a.log.Warn("no agents bucket", "err", err)
+		return
+	}
+	t := time.NewTicker(5 * time.Second)
+	defer t.Stop()
+	for {
+		data, _ := json.Marshal(map[string]any{"name": a.cfg.Name, "at": time.Now().UTC()})
+		if _, err := kv.Put(ctx, a.cfg.Name, data); err != nil && ctx.Err() == nil {
+			a.log.Warn("heartbeat failed", "err", err)
+		}
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+	}
+}

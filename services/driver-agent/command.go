@@ -1,0 +1,56 @@
+package main
+
+import (
+	"fmt"
+	"path/filepath"
+	"sort"
+	"strconv"
+
+	"github.com/benchq/benchq/contracts"
+)
+
+// ycsbCommand builds the java command line of one shard: our Launcher (which
+// prepares, reports READY and waits for GO on stdin) around YCSB's Client.
+// binding is the site.ycsb.DB class and props the catalog's properties filled
+// with the SUT endpoint. Pure, so tests pin the exact command.
+func ycsbCommand(java, lib, workloads string, job contracts.ShardJob, binding string, props map[string]string) []string {
+	y := job.YCSB
+	mode := "-t"
+	if job.Kind == contracts.KindLoad {
+		mode = "-load"
+	}
+	args := []string{java, "-cp", filepath.Join(lib, "*"), "io.benchq.ycsb.Launcher", mode,
+		"-db", binding,
+		"-P", filepath.Join(workloads, "workload"+y.Workload),
+		"-threads", strconv.Itoa(y.Threads),
+		"-s",
+	}
+	if y.Target > 0 {
+		args = append(args, "-target", strconv.Itoa(y.Target))
+	}
+	all := map[string]string{
+		"recordcount":     strconv.FormatInt(y.RecordCount, 10),
+		"insertstart":     strconv.FormatInt(y.InsertStart, 10),
+		"insertcount":     strconv.FormatInt(y.InsertCount, 10),
+		"operationcount":  strconv.FormatInt(y.OperationCount, 10),
+		"status.interval": strconv.Itoa(max(y.StatusInterval, 1)),
+	}
+	if y.InsertOrder != "" {
+		all["insertorder"] = y.InsertOrder
+	}
+	if y.BatchSize > 0 {
+		all["db.batchsize"] = strconv.Itoa(y.BatchSize)
+	}
+	for k, v := range props {
+		all[k] = v
+	}
+	keys := make([]string, 0, len(all))
+	for k := range all {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	for _, k := range keys {
+		args = append(args, "-p", fmt.Sprintf("%s=%s", k, all[k]))
+	}
+	return args
+}

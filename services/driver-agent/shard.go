@@ -1,0 +1,276 @@
+package main
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os/exec"
+	"strings"
+	"sync"
+	"syscall"
+	"time"
+
+	"github.com/nats-io/nats.go"
+
+	"github.com/benchq/benchq/contracts"
+	"github.com/benchq/benchq/internal/ycsb"
+)
+
+// readyLine is what our Launcher prints on stderr once the JVM is up and
+// the SUT answered; it then waits for "GO" on stdin.
+const readyLine = "BENCHQ READY"
+
+// shardRun is one execution of a shard job.
+type shardRun struct {
+	a       *Agent
+	job     contracts.ShardJob
+	args    []string
+	started time.Time
+}
+
+// errAborted: the phase failed elsewhere while this shard waited for GO.
+var errAborted = errors.New("phase aborted")
+
+// run executes the shard and returns its final result. It only returns an
+// error when ctx ends (the agent is stopping): then nothing is published and
+// the job is redelivered.
+func (r *shardRun) run(ctx context.Context, progress func()) (*contracts.Final, error) {
+	job := r.job
+	final := &contracts.Final{
+		Envelope:      contracts.NewEnvelope(job.Code, fmt.Sprintf("%s.%s.%d.a%d.final", job.Code, job.Phase, job.Shard, job.Attempt), time.Now()),
+		Configuration: job.Configuration, Phase: job.Phase, Kind: job.Kind, Shard: job.Shard, Attempt: job.Attempt,
+		Agent: r.a.cfg.Name, Threads: job.YCSB.Threads, Target: job.YCSB.Target,
+	}
+	fail := func(format string, args ...any) (*contracts.Final, error) {
+		now := time.Now().UTC()
+		final.Status, final.Error = contracts.StatusFailed, fmt.Sprintf(format, args...)
+		if final.StartedAt.IsZero() {
+			final.StartedAt = now
+		}
+		final.EndedAt, final.TS = now, now
+		return final, nil
+	}
+
+	// Listen for GO (and for the phase failing elsewhere) before READY is
+	// published, so the answer cannot be missed.
+	signals := make(chan *nats.Msg, 16)
+	subs := []string{
+		contracts.Subject(contracts.SubjBarrierGo, job.Code, "", ""),
+		contracts.Subject(contracts.SubjPhaseFailed, job.Code, "", ""),
+	}
+	for _, s := range subs {
+		sub, err := r.a.bus.NC.ChanSubscribe(s, signals)
+		if err != nil {
+			return nil, fmt.Errorf("subscribe %s: %w", s, err)
+		}
+		defer func() { _ = sub.Unsubscribe() }()
+	}
+
+	cmd := exec.Command(r.args[0], r.args[1:]...)
+	// The JVM dies with the agent (no orphaned load generators) and gets its
+	// own process group so it can be stopped as a whole.
+	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL, Setpgid: true}
+	stdin, err := cmd.StdinPipe()
+	if err != nil {
+		return fail("stdin: %v", err)
+	}
+	var stdout bytes.Buffer
+	cmd.Stdout = &stdout
+	stderr, err := cmd.StderrPipe()
+	if err != nil {
+		return fail("stderr: %v", err)
+	}
+	if err := cmd.Start(); err != nil {
+		return fail("start %s: %v", r.args[0], err)
+	}
+	kill := func() { _ = syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL) }
+
+	ready := make(chan struct{})
+	tail := &tailBuffer{max: 20}
+	var wg sync.WaitGroup
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		r.readStderr(ctx, stderr, ready, tail)
+	}()
+	exited := make(chan error, 1)
+	go func() {
+		wg.Wait()
+		exited <- cmd.Wait()
+	}()
+
+	barrier := time.Duration(max(job.TimeoutS, 1)) * time.Second
+	heartbeat := time.NewTicker(5 * time.Second)
+	defer heartbeat.Stop()
+
+	// 1. Prepare: wait for READY.
+	deadline := time.After(barrier)
+wait:
+	for {
+		select {
+		case <-ready:
+			break wait
+		case err := <-exited:
+			return fail("driver exited before READY (%v): %s", err, tail.String())
+		case <-deadline:
+			kill()
+			return fail("driver not READY within %s: %s", barrier, tail.String())
+		case <-heartbeat.C:
+			progress()
+		case <-ctx.Done():
+			kill()
+			return nil, ctx.Err()
+		}
+	}
+	if err := r.a.bus.Publish(ctx, contracts.Subject(contracts.SubjBarrierReady, job.Code, "", ""), &contracts.BarrierReady{
+		Envelope: contracts.NewEnvelope(job.Code, fmt.Sprintf("%s.%s.%d.a%d.ready", job.Code, job.Phase, job.Shard, job.Attempt), time.Now()),
+		Phase:    job.Phase, Shard: job.Shard, Attempt: job.Attempt, Agent: r.a.cfg.Name,
+	}); err != nil {
+		kill()
+		return nil, err
+	}
+
+	// 2. Barrier: wait for GO, then start at the common instant.
+	startAt, err := r.waitGo(ctx, signals, barrier, heartbeat.C, progress)
+	if err != nil {
+		kill()
+		if errors.Is(err, errAborted) || !errors.Is(err, context.Canceled) {
+			if ctx.Err() != nil {
+				return nil, ctx.Err()
+			}
+			return fail("%v", err)
+		}
+		return nil, err
+	}
+	if d := time.Until(startAt); d > 0 {
+		time.Sleep(d) // the common start instant, not a guess: set by the scheduler
+	}
+	final.StartedAt = time.Now().UTC()
+	if _, err := io.WriteString(stdin, "GO\n"); err != nil {
+		return fail("send GO: %v", err)
+	}
+	_ = stdin.Close()
+
+	// 3. Run until the driver exits.
+	var waitErr error
+run:
+	for {
+		select {
+		case waitErr = <-exited:
+			break run
+		case <-heartbeat.C:
+			progress()
+		case <-ctx.Done():
+			kill()
+			<-exited
+			return nil, ctx.Err()
+		}
+	}
+	final.EndedAt = time.Now().UTC()
+	final.TS = final.EndedAt
+	final.Stdout = stdout.String()
+	sum, perr := ycsb.ParseSummary(strings.NewReader(final.Stdout))
+	switch {
+	case waitErr != nil:
+		final.Status, final.Error = contracts.StatusFailed, fmt.Sprintf("driver failed (%v): %s", waitErr, tail.String())
+	case perr != nil:
+		final.Status, final.Error = contracts.StatusFailed, fmt.Sprintf("unreadable driver output: %v", perr)
+	default:
+		final.Status = contracts.StatusOK
+	}
+	if perr == nil {
+		final.RuntimeMS, final.Throughput, final.Operations = sum.RunTimeMS, sum.Throughput, sum.Ops
+	}
+	return final, nil
+}
+
+// waitGo waits for the GO of this phase and attempt; a phase.failed for it
+// aborts.
+func (r *shardRun) waitGo(ctx context.Context, signals <-chan *nats.Msg, timeout time.Duration, hb <-chan time.Time, progress func()) (time.Time, error) {
+	deadline := time.After(timeout)
+	for {
+		select {
+		case m := <-signals:
+			var head struct {
+				Phase   string    `json:"phase"`
+				Attempt int       `json:"attempt"`
+				StartAt time.Time `json:"start_at"`
+			}
+			if json.Unmarshal(m.Data, &head) != nil || head.Phase != r.job.Phase || head.Attempt != r.job.Attempt {
+				continue
+			}
+			if strings.HasSuffix(m.Subject, ".barrier.go") {
+				return head.StartAt, nil
+			}
+			return time.Time{}, fmt.Errorf("%w: the scheduler failed phase %s", errAborted, r.job.Phase)
+		case <-deadline:
+			return time.Time{}, fmt.Errorf("no GO within %s", timeout)
+		case <-hb:
+			progress()
+		case <-ctx.Done():
+			return time.Time{}, ctx.Err()
+		}
+	}
+}
+
+// readStderr signals READY and turns YCSB status lines into intervals.
+func (r *shardRun) readStderr(ctx context.Context, stderr io.Reader, ready chan<- struct{}, tail *tailBuffer) {
+	sc := bufio.NewScanner(stderr)
+	sc.Buffer(make([]byte, 64*1024), 1024*1024)
+	signalled := false
+	for sc.Scan() {
+		line := sc.Text()
+		if !signalled && strings.TrimSpace(line) == readyLine {
+			signalled = true
+			close(ready)
+			continue
+		}
+		st, ok, err := ycsb.ParseStatusLine(line)
+		if !ok || err != nil {
+			tail.add(line)
+			continue
+		}
+		job := r.job
+		iv := &contracts.Interval{
+			Envelope: contracts.NewEnvelope(job.Code, fmt.Sprintf("%s.%s.%d.a%d.i%d", job.Code, job.Phase, job.Shard, job.Attempt, st.ElapsedS), time.Now()),
+			Phase:    job.Phase, Shard: job.Shard, Attempt: job.Attempt, At: st.At.UTC(), ElapsedS: st.ElapsedS,
+			Operations: st.Operations, OpsPerSec: st.OpsPerSec, PerOp: st.PerOp,
+		}
+		subj := contracts.Subject(contracts.SubjInterval, job.Code, job.Phase, fmt.Sprint(job.Shard))
+		if err := r.a.bus.Publish(ctx, subj, iv); err != nil {
+			r.a.log.Warn("interval not published", "err", err)
+		}
+	}
+}
+
+// tailBuffer keeps the last lines of the driver's stderr for error messages.
+type tailBuffer struct {
+	mu    sync.Mutex
+	max   int
+	lines []string
+}
+
+func (t *tailBuffer) add(l string) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if strings.TrimSpace(l) == "" {
+		return
+	}
+	t.lines = append(t.lines, l)
+	if len(t.lines) > t.max {
+		t.lines = t.lines[1:]
+	}
+}
+
+func (t *tailBuffer) String() string {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if len(t.lines) == 0 {
+		return "(no output)"
+	}
+	return strings.Join(t.lines, " | ")
+}

@@ -1,0 +1,123 @@
+"""The ``reporter`` command: argv and env in, payload on stdout, exit status out.
+
+Process state (argv, env, stdout, stderr) is passed in, so tests run the
+command in-process. stdout carries only the payload; every error is one
+line on stderr starting with "reporter: ".
+
+Exit status:
+  0   success
+  1   no such experiment, or (``tests``) a result test failed
+  2   the results database is unreachable or unusable
+  64  bad usage
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+from collections.abc import Mapping, Sequence
+from enum import IntEnum
+from typing import NoReturn, TextIO
+
+from . import db, render
+from .summary import summarize
+
+ENV_DB_URL = "BENCHQ_DB_URL"
+FIX = "start the stack with: make up"
+
+
+class ExitStatus(IntEnum):
+    SUCCESS = 0
+    ERROR = 1
+    DATABASE = 2
+    USAGE = 64
+
+
+class UsageError(Exception):
+    pass
+
+
+class _Parser(argparse.ArgumentParser):
+    """argparse that raises instead of exiting and prints help to the given stdout."""
+
+    def __init__(self, *args, stdout: TextIO, **kwargs):
+        super().__init__(*args, **kwargs)
+        self._stdout = stdout
+
+    def error(self, message: str) -> NoReturn:
+        raise UsageError(message)
+
+    def print_help(self, file: TextIO | None = None) -> None:
+        super().print_help(self._stdout)
+
+    def exit(self, status: int = 0, message: str | None = None) -> NoReturn:
+        if message:
+            raise UsageError(message.strip())
+        raise _Exit(status)
+
+
+class _Exit(Exception):
+    def __init__(self, status: int):
+        self.status = status
+
+
+def parser(stdout: TextIO) -> argparse.ArgumentParser:
+    p = _Parser(prog="reporter", description="Summaries of benchq experiments from the results database.",
+                stdout=stdout)
+    sub = p.add_subparsers(dest="command", required=True, parser_class=_Parser)
+
+    def command(name: str, help: str) -> argparse.ArgumentParser:
+        c = sub.add_parser(name, help=help, description=help, stdout=stdout)
+        c.add_argument("--db", metavar="URL", help=f"results database (libpq URL); default ${ENV_DB_URL}")
+        return c
+
+    s = command("summary", "print the summary of one experiment")
+    s.add_argument("-e", "--experiment", required=True, metavar="CODE")
+    s.add_argument("--format", choices=["markdown", "json"], default="markdown")
+    command("list", "list the experiments: code, status, planned_at, dbms")
+    t = command("tests", "print only the result tests of one experiment; exit 1 if one failed")
+    t.add_argument("-e", "--experiment", required=True, metavar="CODE")
+    return p
+
+
+def main(argv: Sequence[str], env: Mapping[str, str], stdout: TextIO, stderr: TextIO) -> int:
+    def fail(status: ExitStatus, message: str) -> int:
+        print(f"reporter: {message}", file=stderr)
+        return status
+
+    try:
+        args = parser(stdout).parse_args(list(argv))
+    except UsageError as e:
+        return fail(ExitStatus.USAGE, f"{e} (see: reporter --help)")
+    except _Exit as e:
+        return e.status
+
+    url = args.db or env.get(ENV_DB_URL)
+    if not url:
+        return fail(ExitStatus.USAGE, f"no results database: pass --db URL or set {ENV_DB_URL}")
+    try:
+        with db.connect(url) as conn:
+            if args.command == "list":
+                stdout.write(render.experiments_markdown(db.list_experiments(conn)))
+                return ExitStatus.SUCCESS
+            data = db.fetch_experiment(conn, args.experiment)
+    except db.Unreachable as e:
+        return fail(ExitStatus.DATABASE, f"cannot reach the results database at {e.url} ({e.reason}); {FIX}")
+    except db.DatabaseError as e:
+        return fail(ExitStatus.DATABASE, f"cannot read the results database at {e.url} ({e.reason}); {FIX}")
+
+    if data is None:
+        return fail(ExitStatus.ERROR, f"no experiment with code '{args.experiment}' in the results database "
+                                      "(list them with: reporter list)")
+    summary = summarize(data)
+    if args.command == "tests":
+        stdout.write(render.tests_markdown(summary))
+        return ExitStatus.SUCCESS if summary.tests_passed else ExitStatus.ERROR
+    stdout.write(render.json_document(summary) if args.format == "json" else render.markdown(summary))
+    return ExitStatus.SUCCESS
+
+
+def run() -> NoReturn:
+    """Console-script entry point."""
+    sys.exit(main(sys.argv[1:], os.environ, sys.stdout, sys.stderr))

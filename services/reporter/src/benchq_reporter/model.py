@@ -1,0 +1,107 @@
+"""The rows of one experiment, as typed DataFrames.
+
+Both the database reader (db.py) and the test fixtures build an
+ExperimentData through ``from_tables``, so the summary sees the same dtypes
+whether a row came from PostgreSQL (datetimes, ints, dicts) or from JSON
+(ISO strings, ints where the value happened to be whole).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import pandas as pd
+
+TS = "timestamp"
+
+# Columns the reporter reads, per table of services/collector/migrations.
+# The experiment code is left out of the child tables: everything here
+# belongs to one experiment. configurations.endpoint is left out on purpose:
+# it may hold the SUT's password and no section needs it.
+COLUMNS: dict[str, dict[str, Any]] = {
+    "experiments": {
+        "code": object, "request": object, "plan": object, "status": object,
+        "reason": object, "planned_at": TS, "started_at": TS, "ended_at": TS,
+    },
+    "configurations": {
+        "name": object, "dbms": object, "experiment_run": "Int64", "info": object,
+        "backend": object, "ready_at": TS, "ready_after_ms": "Int64",
+        "removed_at": TS, "failure": object,
+    },
+    "phases": {
+        "phase": object, "attempt": "Int64", "configuration": object, "kind": object,
+        "status": object, "shards": "Int64", "started_at": TS, "ended_at": TS,
+        "reason": object,
+    },
+    "shard_results": {
+        "phase": object, "shard": "Int64", "attempt": "Int64", "configuration": object,
+        "kind": object, "agent": object, "status": object, "error": object,
+        "threads": "Int64", "target": "Int64", "started_at": TS, "ended_at": TS,
+        "runtime_ms": "float64", "throughput": "float64", "message_id": object,
+    },
+    "shard_operations": {
+        "phase": object, "shard": "Int64", "attempt": "Int64", "operation": object,
+        "count": "Int64", "avg_us": "float64", "min_us": "float64", "max_us": "float64",
+        "p95_us": "float64", "p99_us": "float64", "return_codes": object,
+    },
+}
+
+
+@dataclass(frozen=True, eq=False)  # DataFrames do not compare to a bool
+class ExperimentData:
+    """Everything the results database holds about one experiment.
+
+    ``experiment`` is the experiments row as a dict (timestamps as
+    pd.Timestamp or None); the other fields are one DataFrame per table
+    with exactly the columns of COLUMNS, possibly empty.
+    """
+
+    experiment: dict[str, Any]
+    configurations: pd.DataFrame
+    phases: pd.DataFrame
+    shards: pd.DataFrame
+    operations: pd.DataFrame
+
+    @property
+    def code(self) -> str:
+        return self.experiment["code"]
+
+    @property
+    def plan(self) -> dict[str, Any]:
+        return self.experiment.get("plan") or {}
+
+    @classmethod
+    def from_tables(cls, tables: Mapping[str, Sequence[Mapping[str, Any]]]) -> ExperimentData:
+        """Build from rows keyed by table name; ``experiments`` must hold one row."""
+        experiments = frame("experiments", tables.get("experiments", ()))
+        if len(experiments) != 1:
+            raise ValueError(f"expected one experiments row, got {len(experiments)}")
+        row = experiments.iloc[0].to_dict()
+        experiment = {k: (None if _missing(v) else v) for k, v in row.items()}
+        return cls(
+            experiment=experiment,
+            configurations=frame("configurations", tables.get("configurations", ())),
+            phases=frame("phases", tables.get("phases", ())),
+            shards=frame("shard_results", tables.get("shard_results", ())),
+            operations=frame("shard_operations", tables.get("shard_operations", ())),
+        )
+
+
+def frame(table: str, rows: Sequence[Mapping[str, Any]]) -> pd.DataFrame:
+    """Rows of one table as a DataFrame with the declared columns and dtypes."""
+    spec = COLUMNS[table]
+    df = pd.DataFrame([{c: r.get(c) for c in spec} for r in rows], columns=list(spec))
+    for column, dtype in spec.items():
+        if dtype == TS:
+            df[column] = pd.to_datetime(df[column], utc=True, format="ISO8601")
+        elif dtype is object:
+            df[column] = df[column].astype(object).where(df[column].notna(), None)
+        else:
+            df[column] = df[column].astype(dtype)
+    return df
+
+
+def _missing(value: Any) -> bool:
+    return value is None or (not isinstance(value, (dict, list)) and bool(pd.isna(value)))

@@ -1,0 +1,183 @@
+"""Print a Summary as bexhoma-style markdown, or as JSON for machines.
+
+Numbers are rounded here and only here: tables use tabulate's floatfmt
+".2f" like bexhoma, integers stay integers, missing values print as NaN.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from dataclasses import asdict
+from typing import Any
+
+import pandas as pd
+
+from .summary import PERCENTILE_NOTE, Summary, Test
+
+NO_DATA = "(no data)"
+
+
+def table(df: pd.DataFrame) -> str:
+    """A DataFrame as a markdown table, or NO_DATA when it has no rows."""
+    if df.empty:
+        return NO_DATA
+    cells = df.astype(object).where(df.notna(), None)
+    return cells.to_markdown(index=False, floatfmt=".2f", missingval="NaN")
+
+
+def number(x: Any) -> str:
+    """1.0 → '1', 0.1 → '0.1': settings printed as the user typed them."""
+    if isinstance(x, float) and x.is_integer():
+        return str(int(x))
+    return str(x)
+
+
+def numbers(xs: list[Any]) -> str:
+    return "[" + ", ".join(number(x) for x in xs) + "]"
+
+
+def alternatives(xs: list[Any]) -> str:
+    words = [number(x) for x in xs]
+    if len(words) <= 1:
+        return "".join(words)
+    return ", ".join(words[:-1]) + " and " + words[-1]
+
+
+def workload_lines(s: Summary) -> list[str]:
+    w = s.workload
+    duration = "running" if w.duration_s is None else f"{int(w.duration_s)}s"
+    status = w.status if not w.reason else f"{w.status} ({w.reason})"
+    runs = "once" if w.repetitions == 1 else f"{w.repetitions} times"
+    sf = "?" if w.sf is None else number(w.sf)
+    return [
+        "### Workload",
+        f"{w.benchmark.upper()} SF={sf}",
+        f"* Type: {w.benchmark}",
+        f"* Duration: {duration}",
+        f"* Code: {w.code}",
+        f"* Status: {status}",
+        "* YCSB driver runs the experiment.",
+        "* This experiment compares run time and resource consumption of YCSB queries.",
+        f"  * Workload is '{w.workload.upper()}'.",
+        f"  * Number of rows to insert is {w.recordcount}.",
+        f"  * Ordering of inserts is {w.insert_order}.",
+        f"  * Number of operations is {w.operationcount}.",
+        f"  * Batch size is '{'' if w.batch_size is None else w.batch_size}'.",
+        f"  * Target is based on multiples of '{w.target_base}'.",
+        f"  * Factors for loading are {numbers(w.loading_factors)}.",
+        f"  * Factors for benchmarking are {numbers(w.benchmarking_factors)}.",
+        f"  * Experiment uses benchq version {w.version}.",
+        f"  * Experiment is limited to DBMS {w.dbms!r}.",
+        f"  * Import is handled by {alternatives(w.loading_pods)} processes (pods).",
+        f"  * Loading is tested with {numbers(w.loading_threads)} threads, split into {numbers(w.loading_pods)} pods.",
+        f"  * Benchmarking is tested with {numbers(w.benchmarking_threads)} threads, "
+        f"split into {numbers(w.benchmarking_pods)} pods.",
+        f"  * Benchmarking is run as {numbers(w.clients)} times the number of benchmarking pods.",
+        f"  * Experiment is run {runs}.",
+    ]
+
+
+def _info_value(v: Any) -> str:
+    return json.dumps(v, separators=(",", ":")) if isinstance(v, (dict, list)) else str(v)
+
+
+def connection_lines(s: Summary) -> list[str]:
+    lines = ["### Connections"]
+    if not s.connections:
+        return lines + [NO_DATA]
+    for c in s.connections:
+        lines.append(f"* {c.name} uses {c.dbms}" + (f" {c.version}" if c.version else ""))
+        lines += [f"  * {k}:{_info_value(v)}" for k, v in c.info.items()]
+        if c.failure:
+            lines.append(f"  * failure:{c.failure}")
+        lines += ["  * eval_parameters", f"    * code:{s.code}"]
+    return lines
+
+
+def _pods(runs: dict[str, list[list[int]]]) -> list[str]:
+    return [f"* DBMS {base} - Pods {pods}" for base, pods in runs.items()] or [NO_DATA]
+
+
+def workflow_lines(s: Summary) -> list[str]:
+    lines = ["### Workflow", "", "#### Actual", *_pods(s.workflow.actual),
+             "", "#### Planned", *_pods(s.workflow.planned)]
+    if s.workflow.notes:
+        lines += ["", "#### Failures and re-runs", *[f"* {n}" for n in s.workflow.notes]]
+    return lines
+
+
+def _aggregate_table(df: pd.DataFrame) -> list[str]:
+    if df.empty:
+        return [NO_DATA]
+    return [table(df), "", f"* {PERCENTILE_NOTE}"]
+
+
+def test_lines(tests: list[Test]) -> list[str]:
+    return ["### Tests", *[f"* TEST {'passed' if t.passed else 'failed'}: {t.text}" for t in tests]]
+
+
+def markdown(s: Summary) -> str:
+    """The whole summary, bexhoma's section order, ending with how to see it again."""
+    parts = [
+        ["## Show Summary"],
+        workload_lines(s),
+        connection_lines(s),
+        workflow_lines(s),
+        ["### Loading", "", "#### Per Connection", "", table(s.loading_per_connection),
+         "", "#### Per Run", "", *_aggregate_table(s.loading_per_run)],
+        ["### Execution", "", "#### Per Connection", "", table(s.execution_per_connection),
+         "", "#### Per Phase", "", *_aggregate_table(s.execution_per_phase)],
+    ]
+    if s.show_tests:
+        parts.append(test_lines(s.tests))
+    parts.append([f"To see the summary again run: reporter summary -e {s.code}"])
+    return "\n\n".join("\n".join(p) for p in parts) + "\n"
+
+
+def tests_markdown(s: Summary) -> str:
+    return "\n".join(test_lines(s.tests)) + "\n"
+
+
+def records(df: pd.DataFrame) -> list[dict[str, Any]]:
+    """DataFrame rows as JSON-ready dicts; NaN and NA become null."""
+    return [{k: _plain(v) for k, v in row.items()} for row in df.to_dict("records")]
+
+
+def _plain(v: Any) -> Any:
+    if v is None or v is pd.NA or v is pd.NaT:
+        return None
+    if isinstance(v, pd.Timestamp):
+        return v.isoformat()
+    if hasattr(v, "item"):  # numpy scalars
+        v = v.item()
+    if isinstance(v, float) and not math.isfinite(v):
+        return None
+    return v
+
+
+def json_document(s: Summary) -> str:
+    """The summary's data unrounded, with the same column names as the markdown tables."""
+    doc = {
+        "code": s.code,
+        "workload": asdict(s.workload),
+        "connections": [asdict(c) for c in s.connections],
+        "workflow": asdict(s.workflow),
+        "loading": {"per_connection": records(s.loading_per_connection),
+                    "per_run": records(s.loading_per_run)},
+        "execution": {"per_connection": records(s.execution_per_connection),
+                      "per_phase": records(s.execution_per_phase)},
+        "notes": [PERCENTILE_NOTE],
+        "tests": [asdict(t) for t in s.tests],
+        "tests_passed": s.tests_passed,
+    }
+    return json.dumps(doc, indent=2, default=_plain) + "\n"
+
+
+def experiments_markdown(df: pd.DataFrame) -> str:
+    """The experiments list (code, status, planned_at, dbms)."""
+    if df.empty:
+        return NO_DATA + "\n"
+    shown = df.assign(planned_at=df["planned_at"].map(
+        lambda t: t.strftime("%Y-%m-%dT%H:%M:%SZ") if t is not None and not pd.isna(t) else None))
+    return table(shown) + "\n"

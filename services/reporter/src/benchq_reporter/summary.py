@@ -1,0 +1,505 @@
+"""Turn one experiment's rows into the sections of bexhoma's summary.
+
+Pure: ExperimentData in, Summary out. No database, no printing; render.py
+turns a Summary into markdown or JSON. Column names are bexhoma's, so
+notebooks written against bexhoma's DataFrames keep working.
+
+Rules that keep every number traceable to a row:
+  * a (phase, shard) with several attempts is counted once: the highest
+    attempt with status ok, else the highest attempt (then it counts as an
+    exception and its missing figures stay NaN);
+  * a run or phase adds up throughput, threads, target and operation
+    counts, takes the maximum runtime, and the maximum p99 of its shards —
+    an upper bound, labelled as such, because percentiles do not add up;
+  * nothing is rounded here; render.py rounds when printing.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+import pandas as pd
+
+from .model import ExperimentData
+
+THROUGHPUT = "[OVERALL].Throughput(ops/sec)"
+RUNTIME = "[OVERALL].RunTime(ms)"
+SF_PER_HOUR = "Throughput [SF/h]"
+PERCENTILE_NOTE = (
+    "Latency percentiles of a run are the maximum over its shards (an upper bound; "
+    "exact merged percentiles come with HdrHistogram merging)."
+)
+# YCSB reports CLEANUP (closing the client) like an operation; bexhoma hides it.
+HIDDEN_OPERATIONS = {"CLEANUP"}
+# Info keys in the order bexhoma prints them; the rest follow sorted. A fixed
+# order matters because jsonb does not keep the order of the keys it stores.
+INFO_ORDER = ["RAM", "CPU", "Cores", "host", "node", "disk", "datadisk", "cpu_list"]
+
+
+def ok_column(operation: str) -> str:
+    return f"[{operation}].Return=OK"
+
+
+def p99_column(operation: str) -> str:
+    return f"[{operation}].99thPercentileLatency(us)"
+
+
+@dataclass(frozen=True)
+class Workload:
+    """The experiment's settings, as the Workload section states them."""
+
+    benchmark: str
+    sf: float | None
+    duration_s: float | None  # None while the experiment runs
+    code: str
+    status: str
+    reason: str | None
+    workload: str
+    recordcount: int | None
+    operationcount: int | None
+    insert_order: str
+    batch_size: int | None
+    target_base: int | None
+    loading_factors: list[float]
+    benchmarking_factors: list[float]
+    version: str
+    dbms: list[str]
+    loading_pods: list[int]
+    loading_threads: list[int]
+    benchmarking_pods: list[int]
+    benchmarking_threads: list[int]
+    clients: list[int]
+    repetitions: int
+
+
+@dataclass(frozen=True)
+class Connection:
+    """One SUT configuration as the Connections section lists it."""
+
+    name: str
+    dbms: str
+    version: str | None
+    info: dict[str, Any]  # in print order, version excluded
+    failure: str | None
+
+
+@dataclass(frozen=True)
+class Workflow:
+    """Pods of the benchmarking phases per configuration base and run.
+
+    ``actual`` and ``planned`` map a configuration base to one list per
+    experiment run (runs in ascending order); ``notes`` explain failures
+    and re-runs.
+    """
+
+    actual: dict[str, list[list[int]]]
+    planned: dict[str, list[list[int]]]
+    notes: list[str]
+
+
+@dataclass(frozen=True)
+class Test:
+    """One result test; ``text`` is already worded for its outcome, as in bexhoma."""
+
+    id: str
+    passed: bool
+    text: str
+
+
+@dataclass(frozen=True, eq=False)  # DataFrames do not compare to a bool
+class Summary:
+    code: str
+    workload: Workload
+    connections: list[Connection]
+    workflow: Workflow
+    loading_per_connection: pd.DataFrame
+    loading_per_run: pd.DataFrame
+    execution_per_connection: pd.DataFrame
+    execution_per_phase: pd.DataFrame
+    tests: list[Test]
+    show_tests: bool = field(default=True)
+
+    @property
+    def tests_passed(self) -> bool:
+        return all(t.passed for t in self.tests)
+
+
+def summarize(data: ExperimentData) -> Summary:
+    """Build every section of the summary of one experiment."""
+    plan = data.plan
+    settings = plan.get("settings") or {}
+    planned = planned_phases(plan)
+    sf = _float(settings.get("sf"))
+    loading = shard_table(data, planned, "load")
+    execution = shard_table(data, planned, "run")
+    loading_conn = loading_per_connection(loading, sf)
+    execution_conn = execution_per_connection(execution)
+    workflow = build_workflow(data, planned)
+    return Summary(
+        code=data.code,
+        workload=build_workload(data),
+        connections=build_connections(data),
+        workflow=workflow,
+        loading_per_connection=loading_conn,
+        loading_per_run=loading_per_run(loading, sf),
+        execution_per_connection=execution_conn,
+        execution_per_phase=execution_per_phase(execution),
+        tests=build_tests(loading_conn, execution_conn, execution, workflow),
+        show_tests=bool(settings.get("test_results", True)),
+    )
+
+
+# --- Workload and Connections ---------------------------------------------
+
+
+def build_workload(data: ExperimentData) -> Workload:
+    exp = data.experiment
+    plan = data.plan
+    s = plan.get("settings") or {}
+    begin = exp.get("started_at") or exp.get("planned_at")
+    end = exp.get("ended_at")
+    duration = (end - begin).total_seconds() if end is not None and begin is not None else None
+    return Workload(
+        benchmark=s.get("benchmark") or "ycsb",
+        sf=_float(s.get("sf")),
+        duration_s=duration,
+        code=data.code,
+        status=exp.get("status") or "unknown",
+        reason=exp.get("reason"),
+        workload=str(s.get("workload") or ""),
+        recordcount=plan.get("recordcount"),
+        operationcount=plan.get("operationcount"),
+        insert_order=str(s.get("insert_order") or ""),
+        batch_size=s.get("batch_size"),
+        target_base=s.get("target_base"),
+        loading_factors=list(s.get("loading_factors") or []),
+        benchmarking_factors=list(s.get("benchmarking_factors") or []),
+        # The plan carries no version yet; "dev" says so rather than guessing.
+        version=str(plan.get("version") or s.get("version") or "dev"),
+        dbms=list(s.get("dbms") or []),
+        loading_pods=list(s.get("loading_pods") or []),
+        loading_threads=list(s.get("loading_threads") or []),
+        benchmarking_pods=list(s.get("benchmarking_pods") or []),
+        benchmarking_threads=list(s.get("benchmarking_threads") or []),
+        clients=list(s.get("clients") or []),
+        repetitions=int(s.get("repetitions") or 1),
+    )
+
+
+def build_connections(data: ExperimentData) -> list[Connection]:
+    order = {c["name"]: i for i, c in enumerate(data.plan.get("configurations") or [])}
+    rows = data.configurations.assign(
+        _order=data.configurations["name"].map(lambda n: order.get(n, len(order)))
+    ).sort_values(["_order", "name"])
+    out = []
+    for row in rows.itertuples(index=False):
+        info = dict(row.info or {})
+        version = info.pop("version", None)
+        keys = [k for k in INFO_ORDER if k in info] + sorted(k for k in info if k not in INFO_ORDER)
+        out.append(Connection(
+            name=row.name,
+            dbms=row.dbms,
+            version=None if version is None else str(version),
+            info={k: info[k] for k in keys},
+            failure=row.failure,
+        ))
+    return out
+
+
+# --- The plan --------------------------------------------------------------
+
+PLANNED_COLUMNS = ["phase", "configuration", "base", "experiment_run", "kind",
+                   "client", "pods", "order"]
+
+
+def planned_phases(plan: dict[str, Any]) -> pd.DataFrame:
+    """One row per planned phase, in plan order (the order bexhoma runs them)."""
+    rows = []
+    for cfg in plan.get("configurations") or []:
+        for ph in cfg.get("phases") or []:
+            rows.append({
+                "phase": ph["name"], "configuration": cfg["name"], "base": cfg.get("base", cfg["name"]),
+                "experiment_run": cfg.get("experiment_run", 1), "kind": ph.get("kind"),
+                "client": ph.get("client", 0), "pods": ph.get("pods"), "order": len(rows),
+            })
+    df = pd.DataFrame(rows, columns=PLANNED_COLUMNS)
+    return df.astype({"experiment_run": "Int64", "client": "Int64", "pods": "Int64", "order": "Int64"})
+
+
+# --- Shard results ----------------------------------------------------------
+
+
+def select_attempts(shards: pd.DataFrame) -> pd.DataFrame:
+    """The one reported attempt of each (phase, shard): the highest ok one, else the highest."""
+    ranked = shards.assign(_ok=shards["status"].eq("ok")).sort_values(["phase", "shard", "_ok", "attempt"])
+    return ranked.groupby(["phase", "shard"], sort=False).tail(1).drop(columns="_ok")
+
+
+def _exceptions(codes: Any) -> int:
+    return sum(int(n) for rc, n in (codes or {}).items() if rc != "OK")
+
+
+def operation_columns(ops: pd.DataFrame) -> pd.DataFrame:
+    """Wide per-shard operation figures: Return=OK and p99 per operation, plus exceptions.
+
+    An operation absent from a shard that reported others had zero OK
+    returns there; a shard that reported no operation at all keeps NaN.
+    """
+    keys = ["phase", "shard", "attempt"]
+    if ops.empty:
+        return pd.DataFrame(columns=keys + ["exceptions"])
+    ops = ops.assign(
+        ok=ops["return_codes"].map(lambda rc: int((rc or {}).get("OK", 0))),
+        exc=ops["return_codes"].map(_exceptions),
+    )
+    exceptions = ops.groupby(keys)["exc"].sum().rename("exceptions")
+    shown = ops[~ops["operation"].isin(HIDDEN_OPERATIONS)]
+    ok = shown.pivot_table(index=keys, columns="operation", values="ok", aggfunc="sum").fillna(0)
+    # dropna=False: an operation whose p99 is NULL everywhere still gets its (NaN) column.
+    p99 = shown.pivot_table(index=keys, columns="operation", values="p99_us", aggfunc="max", dropna=False)
+    wide = pd.DataFrame(index=exceptions.index)
+    for op in sorted(shown["operation"].unique()):
+        wide[ok_column(op)] = ok[op].reindex(wide.index).fillna(0).astype("Int64")
+        wide[p99_column(op)] = p99[op].reindex(wide.index).astype("float64")
+    wide["exceptions"] = exceptions.astype("Int64")
+    return wide.reset_index()
+
+
+def shard_table(data: ExperimentData, planned: pd.DataFrame, kind: str) -> pd.DataFrame:
+    """One row per reported (phase, shard) of one kind, with plan facts and operation figures.
+
+    Operation columns come from these shards only, so loading tables show
+    INSERT and benchmarking tables show what the workload ran. Rows are in
+    plan order, then by shard.
+    """
+    keys = ["phase", "shard", "attempt"]
+    chosen = select_attempts(data.shards)
+    chosen = chosen[chosen["kind"] == kind]
+    ops = data.operations.merge(chosen[keys], on=keys)
+    df = chosen.merge(operation_columns(ops), on=keys, how="left")
+    df = df.merge(planned.drop(columns=["configuration", "kind"]), on="phase", how="left")
+    df["exceptions"] = df["exceptions"].astype("Int64").fillna(0) + df["status"].ne("ok").astype("Int64")
+    df["order"] = df["order"].fillna(len(planned))
+    return df.sort_values(["order", "phase", "shard"], kind="stable").reset_index(drop=True)
+
+
+def _op_columns(df: pd.DataFrame) -> list[str]:
+    return [c for c in df.columns if c.startswith("[") and not c.startswith("[OVERALL]")]
+
+
+def _sf_per_hour(sf: float | None, runtime_ms: pd.Series) -> pd.Series:
+    """SF/h as bexhoma computes it: the whole SF over the given runtime."""
+    hours = runtime_ms.where(runtime_ms > 0) / 3.6e6
+    return (sf if sf is not None else float("nan")) / hours
+
+
+def loading_per_connection(loading: pd.DataFrame, sf: float | None) -> pd.DataFrame:
+    ops = _op_columns(loading)
+    out = pd.DataFrame({
+        "connection": loading["phase"] + "-" + loading["shard"].astype(str),
+        "experiment_run": loading["experiment_run"],
+        "threads": loading["threads"],
+        "target": loading["target"],
+        "pod_count": loading["pods"],
+        "exceptions": loading["exceptions"],
+        THROUGHPUT: loading["throughput"],
+        RUNTIME: loading["runtime_ms"],
+    })
+    for c in ops:
+        out[c] = loading[c]
+    out["sf"] = sf
+    out[SF_PER_HOUR] = _sf_per_hour(sf, loading["runtime_ms"])
+    return out.reset_index(drop=True)
+
+
+def _aggregate(df: pd.DataFrame, by: list[str]) -> pd.DataFrame:
+    """Sum what adds up, max what does not (runtime, p99).
+
+    A NaN among the shards makes the sum or maximum NaN: a total that
+    silently skips a failed shard would look complete when it is not.
+    """
+    ops = _op_columns(df)
+
+    def total(s: pd.Series) -> Any:
+        return s.sum(skipna=False)
+
+    def highest(s: pd.Series) -> Any:
+        return s.max(skipna=False)
+
+    agg: dict[str, Any] = {
+        "experiment_run": "first", "pods": "first", "configuration": "first", "attempt": "max",
+        "threads": total, "target": total, "exceptions": total,
+        "throughput": total, "runtime_ms": highest,
+    }
+    for c in ops:
+        agg[c] = highest if c.endswith("PercentileLatency(us)") else total
+    g = df.groupby(by, sort=False).agg(agg).reset_index()
+    for c in ["threads", "target", "exceptions"] + [c for c in ops if c.endswith("Return=OK")]:
+        g[c] = g[c].astype("Int64")
+    for c in ["throughput", "runtime_ms"]:
+        g[c] = g[c].astype("float64")
+    return g
+
+
+def loading_per_run(loading: pd.DataFrame, sf: float | None) -> pd.DataFrame:
+    ops = _op_columns(loading)
+    g = _aggregate(loading, ["phase"])
+    out = pd.DataFrame({
+        "DBMS": g["configuration"],
+        "experiment_run": g["experiment_run"],
+        "threads": g["threads"],
+        "target": g["target"],
+        "pod_count": g["pods"],
+        "exceptions": g["exceptions"],
+        "sf": sf,
+        SF_PER_HOUR: _sf_per_hour(sf, g["runtime_ms"]),
+        THROUGHPUT: g["throughput"],
+        RUNTIME: g["runtime_ms"],
+    })
+    for c in ops:
+        out[c] = g[c]
+    return out
+
+
+def execution_per_connection(execution: pd.DataFrame) -> pd.DataFrame:
+    ops = _op_columns(execution)
+    out = pd.DataFrame({
+        "DBMS": execution["phase"] + "-" + execution["shard"].astype(str),
+        "phase": execution["phase"],
+        "job": execution["phase"],
+        "configuration": execution["configuration"],
+        "experiment_run": execution["experiment_run"],
+        "client": execution["client"],
+        "benchmark_run": execution["attempt"],
+        "child": execution["shard"],
+        "threads": execution["threads"],
+        "target": execution["target"],
+        "pod_count": execution["pods"],
+        "exceptions": execution["exceptions"],
+        THROUGHPUT: execution["throughput"],
+        RUNTIME: execution["runtime_ms"],
+    })
+    for c in ops:
+        out[c] = execution[c]
+    return out.reset_index(drop=True)
+
+
+def execution_per_phase(execution: pd.DataFrame) -> pd.DataFrame:
+    ops = _op_columns(execution)
+    g = _aggregate(execution, ["phase"])
+    out = pd.DataFrame({
+        "DBMS": g["phase"],
+        "phase": g["phase"],
+        "experiment_run": g["experiment_run"],
+        "threads": g["threads"],
+        "target": g["target"],
+        "benchmark_run": g["attempt"],
+        "pod_count": g["pods"],
+        "exceptions": g["exceptions"],
+        THROUGHPUT: g["throughput"],
+        RUNTIME: g["runtime_ms"],
+    })
+    for c in ops:
+        out[c] = g[c]
+    return out
+
+
+# --- Workflow ---------------------------------------------------------------
+
+
+def build_workflow(data: ExperimentData, planned: pd.DataFrame) -> Workflow:
+    runs_planned = planned[planned["kind"] == "run"]
+    bases = list(dict.fromkeys(planned["base"]))
+    runs_of = {b: sorted(set(planned.loc[planned["base"] == b, "experiment_run"])) for b in bases}
+
+    plan_pods: dict[tuple[str, int], list[int]] = {}
+    for row in runs_planned.itertuples(index=False):
+        plan_pods.setdefault((row.base, row.experiment_run), []).append(int(row.pods))
+
+    done = data.phases[(data.phases["kind"] == "run") & (data.phases["status"] == "done")]
+    done = done.sort_values("attempt").groupby("phase", sort=False).tail(1)
+    done = done.merge(planned[["phase", "base", "experiment_run", "pods"]], on="phase", how="left")
+    # A phase the plan does not know still shows up, under its configuration's name.
+    done["base"] = done["base"].fillna(done["configuration"])
+    done["experiment_run"] = done["experiment_run"].fillna(1)
+    done["pods"] = done["shards"].fillna(done["pods"])
+    done = done.sort_values(["ended_at", "phase"], kind="stable")
+    actual_pods: dict[tuple[str, int], list[int]] = {}
+    for row in done.itertuples(index=False):
+        actual_pods.setdefault((row.base, int(row.experiment_run)), []).append(int(row.pods))
+        if row.base not in runs_of:
+            bases.append(row.base)
+            runs_of[row.base] = []
+        if int(row.experiment_run) not in runs_of[row.base]:
+            runs_of[row.base] = sorted([*runs_of[row.base], int(row.experiment_run)])
+
+    actual = {b: [actual_pods.get((b, r), []) for r in runs_of[b]] for b in bases}
+    plan = {b: [plan_pods.get((b, r), []) for r in runs_of[b]] for b in bases}
+    return Workflow(actual=actual, planned=plan, notes=workflow_notes(data))
+
+
+def workflow_notes(data: ExperimentData) -> list[str]:
+    """Failures and re-runs, one line each, so a reader knows which figures to distrust."""
+    notes = []
+    for row in data.configurations.sort_values("name").itertuples(index=False):
+        if row.failure:
+            notes.append(f"Configuration {row.name} failed: {row.failure}")
+    phases = data.phases.sort_values(["phase", "attempt"])
+    for row in phases[phases["status"] == "failed"].itertuples(index=False):
+        notes.append(f"Phase {row.phase} failed: {row.reason or 'no reason given'} (attempt {row.attempt})")
+    shards = data.shards.sort_values(["phase", "shard", "attempt"])
+    for row in shards[shards["status"] != "ok"].itertuples(index=False):
+        notes.append(
+            f"Shard {row.phase}-{row.shard} failed: {row.error or 'no error given'} "
+            f"(attempt {row.attempt}, agent {row.agent})"
+        )
+    attempts = pd.concat([data.phases[["phase", "attempt"]], data.shards[["phase", "attempt"]]])
+    rerun = attempts.groupby("phase")["attempt"].nunique()
+    reported = select_attempts(data.shards)
+    for phase in sorted(rerun[rerun > 1].index):
+        used = sorted({int(a) for a in reported.loc[reported["phase"] == phase, "attempt"]})
+        if used:
+            notes.append(f"Phase {phase} was re-run: its results are from attempt {', '.join(map(str, used))}")
+        else:
+            notes.append(f"Phase {phase} was re-run: no attempt has results")
+    return notes
+
+
+# --- Tests ------------------------------------------------------------------
+
+
+def _throughput_test(id: str, label: str, table: pd.DataFrame) -> Test:
+    name = f"{label}: {THROUGHPUT}"
+    if table.empty:
+        return Test(id, False, f"{name} has no values")
+    values = table[THROUGHPUT]
+    bad = values.isna() | values.eq(0)
+    if bad.any():
+        return Test(id, False, f"{name} contains 0 or NaN")
+    return Test(id, True, f"{name} contains no 0 or NaN")
+
+
+def build_tests(loading_conn: pd.DataFrame, execution_conn: pd.DataFrame,
+                execution: pd.DataFrame, workflow: Workflow) -> list[Test]:
+    """bexhoma's result tests (-tr), over the reported figures."""
+    same = {b: sorted(map(sorted, runs)) for b, runs in workflow.actual.items()} == \
+           {b: sorted(map(sorted, runs)) for b, runs in workflow.planned.items()}
+    failed_ops = [c for c in execution_conn.columns if c.endswith("-FAILED].Return=OK")]
+    failed_shards = execution["status"].ne("ok").any() if not execution.empty else False
+    return [
+        _throughput_test("loading_throughput", "Loading Phase", loading_conn),
+        _throughput_test("execution_throughput", "Execution Phase", execution_conn),
+        Test("workflow", same, "Workflow as planned" if same else "Workflow not as planned"),
+        Test("no_failed", not (failed_ops or failed_shards),
+             "Execution Phase: contains FAILED column" if failed_ops or failed_shards
+             else "Execution Phase: contains no FAILED column"),
+    ]
+
+
+# --- helpers ----------------------------------------------------------------
+
+
+def _float(value: Any) -> float | None:
+    return None if value is None else float(value)
+

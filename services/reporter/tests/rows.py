@@ -1,0 +1,46 @@
+"""Experiment rows for tests: load the JSON fixtures, insert them into PostgreSQL."""
+
+from __future__ import annotations
+
+import copy
+import json
+from pathlib import Path
+from typing import Any
+
+import psycopg
+from psycopg import sql
+from psycopg.types.json import Jsonb
+
+from benchq_reporter.model import ExperimentData
+
+DATA = Path(__file__).parent / "data"
+# In foreign-key order; child rows get the experiment code on insert.
+TABLES = ["experiments", "configurations", "phases", "shard_results", "shard_operations"]
+
+
+def load_tables(name: str = "ycsb-redis.json") -> dict[str, list[dict[str, Any]]]:
+    """A fresh, mutable copy of a fixture's rows (table name → rows)."""
+    doc = json.loads((DATA / name).read_text())
+    return copy.deepcopy({t: doc.get(t, []) for t in TABLES})
+
+
+def experiment(tables: dict[str, list[dict[str, Any]]]) -> ExperimentData:
+    return ExperimentData.from_tables(tables)
+
+
+def insert(url: str, tables: dict[str, list[dict[str, Any]]]) -> None:
+    """Insert one experiment's rows as the collector would have written them."""
+    code = tables["experiments"][0]["code"]
+    with psycopg.connect(url) as conn:
+        for table in TABLES:
+            for row in tables.get(table, []):
+                row = {"code": code, **row}
+                values = [Jsonb(v) if isinstance(v, (dict, list)) else v for v in row.values()]
+                conn.execute(
+                    sql.SQL("INSERT INTO {} ({}) VALUES ({})").format(
+                        sql.Identifier(table),
+                        sql.SQL(", ").join(map(sql.Identifier, row)),
+                        sql.SQL(", ").join(sql.Placeholder() * len(row)),
+                    ),
+                    values,
+                )

@@ -1,0 +1,60 @@
+"""The command in-process: exit status, stdout only the payload, one-line errors."""
+
+from __future__ import annotations
+
+import io
+import socket
+
+from benchq_reporter.cli import main
+
+
+def run(argv, env=None):
+    out, err = io.StringIO(), io.StringIO()
+    status = main(argv, env or {}, out, err)
+    return status, out.getvalue(), err.getvalue()
+
+
+def closed_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]  # closed again on return: nothing listens there
+
+
+def test_unreachable_database_names_the_url_without_password_and_the_fix():
+    port = closed_port()
+    status, out, err = run(["summary", "-e", "x"],
+                           {"BENCHQ_DB_URL": f"postgresql://benchq:s3cret@127.0.0.1:{port}/benchq"})
+    assert status == 2
+    assert out == ""
+    assert err.count("\n") == 1
+    url = f"postgresql://benchq@127.0.0.1:{port}/benchq"
+    assert err.startswith(f"reporter: cannot reach the results database at {url} (")
+    assert err.endswith("; start the stack with: make up\n")
+    assert "s3cret" not in err
+
+
+def test_db_flag_wins_over_env():
+    port = closed_port()
+    status, _, err = run(["list", "--db", f"postgresql://flag@127.0.0.1:{port}/benchq"],
+                         {"BENCHQ_DB_URL": "postgresql://env@127.0.0.1:1/benchq"})
+    assert status == 2 and "postgresql://flag@" in err
+
+
+def test_missing_database_url_is_a_usage_error():
+    status, out, err = run(["list"])
+    assert (status, out) == (64, "")
+    assert err == "reporter: no results database: pass --db URL or set BENCHQ_DB_URL\n"
+
+
+def test_bad_arguments_are_one_line():
+    status, out, err = run(["summary"])
+    assert (status, out) == (64, "")
+    assert err == "reporter: the following arguments are required: -e/--experiment (see: reporter --help)\n"
+    status, _, err = run(["summary", "-e", "x", "--format", "yaml"])
+    assert status == 64 and err.count("\n") == 1
+
+
+def test_help_goes_to_stdout():
+    status, out, err = run(["--help"])
+    assert (status, err) == (0, "")
+    assert "summary" in out and "tests" in out

@@ -1,0 +1,79 @@
+"""The command against a real PostgreSQL holding the collector's schema.
+
+The same fixture rows as the pure tests go into the database, so the
+summary read back must equal the same golden file: the SQL path adds
+nothing and loses nothing.
+"""
+
+from __future__ import annotations
+
+import io
+import json
+
+import pytest
+from rows import insert, load_tables
+
+from benchq_reporter.cli import main
+
+CODE = "ycsb-redis-1"
+
+
+def run(url, *argv):
+    out, err = io.StringIO(), io.StringIO()
+    status = main(list(argv), {"BENCHQ_DB_URL": url}, out, err)
+    return status, out.getvalue(), err.getvalue()
+
+
+@pytest.fixture(scope="module")
+def db(postgres_url):
+    """The database with the clean experiment and one whose loading shard reported 0 ops/s."""
+    insert(postgres_url, load_tables())
+    broken = load_tables()
+    broken["experiments"][0]["code"] = "ycsb-redis-broken"
+    broken["shard_results"][0]["throughput"] = 0.0
+    insert(postgres_url, broken)
+    return postgres_url
+
+
+def test_summary_from_the_database_equals_the_golden(db, golden):
+    status, out, err = run(db, "summary", "-e", CODE)
+    assert (status, err) == (0, "")
+    golden("summary-redis.md", out)
+
+
+def test_unknown_code(db):
+    status, out, err = run(db, "summary", "-e", "nope")
+    assert (status, out) == (1, "")
+    assert err == "reporter: no experiment with code 'nope' in the results database (list them with: reporter list)\n"
+
+
+def test_list(db):
+    status, out, err = run(db, "list")
+    assert (status, err) == (0, "")
+    lines = out.splitlines()
+    assert lines[0].split("|")[1:-1] == [" code              ", " status   ", " planned_at           ", " dbms   "]
+    assert "| ycsb-redis-1      | done     | 2026-03-02T10:00:00Z | Redis  |" in lines
+
+
+def test_tests_exit_status(db):
+    status, out, err = run(db, "tests", "-e", CODE)
+    assert (status, err) == (0, "")
+    assert out.startswith("### Tests\n* TEST passed: Loading Phase")
+    status, out, _ = run(db, "tests", "-e", "ycsb-redis-broken")
+    assert status == 1
+    assert "* TEST failed: Loading Phase: [OVERALL].Throughput(ops/sec) contains 0 or NaN" in out
+
+
+def test_summary_json(db):
+    status, out, _ = run(db, "summary", "-e", CODE, "--format", "json")
+    assert status == 0
+    doc = json.loads(out)
+    assert doc["execution"]["per_phase"][0]["[UPDATE].Return=OK"] == 100207
+    assert doc["connections"][0]["info"]["RAM"] == 25276514304
+
+
+def test_database_without_the_schema(postgres_url):
+    status, out, err = run(postgres_url.rsplit("/", 1)[0] + "/postgres", "list")
+    assert (status, out) == (2, "")
+    assert err.startswith("reporter: cannot read the results database at postgresql://benchq@")
+    assert 'relation "experiments" does not exist' in err

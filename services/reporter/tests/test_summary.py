@@ -1,0 +1,211 @@
+"""The summary of one experiment, pure: fixture rows → markdown, no database."""
+
+from __future__ import annotations
+
+import json
+import math
+
+import pytest
+from rows import experiment, load_tables
+
+from benchq_reporter import render
+from benchq_reporter.summary import PERCENTILE_NOTE, RUNTIME, SF_PER_HOUR, THROUGHPUT, summarize
+
+LOAD = "Redis-8-2-65536-1-load"
+RUN = "Redis-8-2-65536-1-run1"
+
+
+def test_summary_matches_golden(tables, golden):
+    golden("summary-redis.md", render.markdown(summarize(experiment(tables))))
+
+
+def test_fixture_figures_are_the_ycsb_output_they_came_from(tables):
+    """Every figure in the fixture is the YCSB line stored beside it (traceability)."""
+    fields = {"Operations": "count", "AverageLatency(us)": "avg_us", "MinLatency(us)": "min_us",
+              "MaxLatency(us)": "max_us", "95thPercentileLatency(us)": "p95_us",
+              "99thPercentileLatency(us)": "p99_us"}
+    for shard in tables["shard_results"]:
+        lines = [[p.strip() for p in line.split(",")] for line in shard["stdout"].splitlines()]
+        printed = {(sec.strip("[]"), key): float(val) for sec, key, val in lines}
+        assert shard["runtime_ms"] == printed[("OVERALL", "RunTime(ms)")]
+        assert shard["throughput"] == printed[("OVERALL", "Throughput(ops/sec)")]
+        ops = [o for o in tables["shard_operations"]
+               if (o["phase"], o["shard"], o["attempt"]) == (shard["phase"], shard["shard"], shard["attempt"])]
+        assert ops
+        for op in ops:
+            for key, column in fields.items():
+                assert op[column] == printed[(op["operation"], key)]
+            for rc, n in op["return_codes"].items():
+                assert n == printed[(op["operation"], f"Return={rc}")]
+
+
+def test_per_run_adds_up_the_shards(tables):
+    s = summarize(experiment(tables))
+    conn, run = s.loading_per_connection, s.loading_per_run.iloc[0]
+    assert len(conn) == 2
+    assert run[THROUGHPUT] == pytest.approx(9036.688957166094 + 9442.870632672333)
+    assert run[THROUGHPUT] == conn[THROUGHPUT].sum()
+    assert run[RUNTIME] == conn[RUNTIME].max() == 5533
+    assert run["[INSERT].Return=OK"] == conn["[INSERT].Return=OK"].sum() == 100000
+    assert run["[INSERT].99thPercentileLatency(us)"] == max(2551, 1628)
+    assert (run["threads"], run["target"], run["pod_count"]) == (8, 65536, 2)
+    # bexhoma's SF/h: the whole SF over the slowest shard's runtime.
+    assert run[SF_PER_HOUR] == pytest.approx(0.1 / (5533 / 3.6e6))
+
+
+def test_aggregates_carry_the_percentile_label(tables):
+    md = render.markdown(summarize(experiment(tables)))
+    assert md.count(f"* {PERCENTILE_NOTE}") == 2  # under Loading Per Run and Execution Per Phase
+
+
+def test_operation_columns_follow_the_phase(tables):
+    s = summarize(experiment(tables))
+    assert [c for c in s.loading_per_connection.columns if c.startswith("[IN") or c.startswith("[RE")] == [
+        "[INSERT].Return=OK", "[INSERT].99thPercentileLatency(us)"]
+    assert "[CLEANUP].Return=OK" not in s.execution_per_connection.columns
+    assert list(s.execution_per_phase.columns)[-4:] == [
+        "[READ].Return=OK", "[READ].99thPercentileLatency(us)",
+        "[UPDATE].Return=OK", "[UPDATE].99thPercentileLatency(us)"]
+
+
+def test_all_tests_pass_on_a_clean_experiment(tables):
+    s = summarize(experiment(tables))
+    assert [t.passed for t in s.tests] == [True, True, True, True]
+
+
+def _test(s, id):
+    return next(t for t in s.tests if t.id == id)
+
+
+def test_zero_throughput_fails_the_throughput_test(tables):
+    tables["shard_results"][1]["throughput"] = 0.0
+    s = summarize(experiment(tables))
+    t = _test(s, "loading_throughput")
+    assert not t.passed
+    assert render.tests_markdown(s).splitlines()[1] == (
+        "* TEST failed: Loading Phase: [OVERALL].Throughput(ops/sec) contains 0 or NaN")
+    assert _test(s, "execution_throughput").passed
+
+
+def test_missing_phase_fails_workflow_as_planned(tables):
+    tables["phases"] = [p for p in tables["phases"] if p["phase"] != RUN]
+    s = summarize(experiment(tables))
+    assert not _test(s, "workflow").passed
+    assert s.workflow.actual == {"Redis-8-2-65536": [[]]}
+    assert s.workflow.planned == {"Redis-8-2-65536": [[1]]}
+    assert "* TEST failed: Workflow not as planned" in render.tests_markdown(s)
+
+
+def test_failed_operation_fails_the_failed_column_test(tables):
+    tables["shard_operations"].append({
+        "phase": RUN, "shard": 1, "attempt": 1, "operation": "READ-FAILED", "count": 3,
+        "avg_us": 1200.0, "min_us": 900.0, "max_us": 2000.0, "p95_us": 2000.0, "p99_us": 2000.0,
+        "return_codes": {}})
+    read = next(o for o in tables["shard_operations"] if o["phase"] == RUN and o["operation"] == "READ")
+    read["return_codes"]["ERROR"] = 3
+    s = summarize(experiment(tables))
+    t = _test(s, "no_failed")
+    assert not t.passed and t.text == "Execution Phase: contains FAILED column"
+    assert s.execution_per_phase.iloc[0]["exceptions"] == 3
+    assert s.execution_per_phase.iloc[0]["[READ-FAILED].Return=OK"] == 0
+
+
+def test_missing_percentile_stays_nan(tables):
+    for op in tables["shard_operations"]:
+        if op["operation"] == "UPDATE":
+            op["p99_us"] = None
+    phase = summarize(experiment(tables)).execution_per_phase.iloc[0]
+    assert math.isnan(phase["[UPDATE].99thPercentileLatency(us)"])
+    assert phase["[UPDATE].Return=OK"] == 100207
+
+
+def test_failed_shard_is_an_exception_and_fails_the_tests(tables):
+    shard = tables["shard_results"][2]
+    shard.update(status="failed", error="ycsb exited 1", runtime_ms=None, throughput=None)
+    tables["shard_operations"] = [o for o in tables["shard_operations"] if o["phase"] != RUN]
+    s = summarize(experiment(tables))
+    assert s.execution_per_connection.iloc[0]["exceptions"] == 1
+    assert math.isnan(s.execution_per_phase.iloc[0][THROUGHPUT])
+    assert not _test(s, "execution_throughput").passed
+    assert not _test(s, "no_failed").passed
+    assert f"Shard {RUN}-1 failed: ycsb exited 1 (attempt 1, agent agent-vm-1)" in s.workflow.notes
+
+
+def rerun_tables():
+    """The benchmarking phase failed once (attempt 1) and was re-run (attempt 2)."""
+    tables = load_tables()
+    ok = next(r for r in tables["shard_results"] if r["phase"] == RUN)
+    phase = next(p for p in tables["phases"] if p["phase"] == RUN)
+    failed_phase = {**phase, "status": "failed", "reason": "shard 1 failed: connection reset",
+                    "started_at": "2026-03-02T10:00:11.000Z", "ended_at": "2026-03-02T10:00:12.000Z"}
+    phase.update(attempt=2, started_at="2026-03-02T10:00:13.300Z", ended_at="2026-03-02T10:00:18.700Z")
+    failed = {**ok, "attempt": 1, "status": "failed", "error": "connection reset by peer",
+              "runtime_ms": 812.0, "throughput": 24012.5, "message_id": f"ycsb-redis-1.{RUN}.1.1.final"}
+    ok.update(attempt=2, message_id=f"ycsb-redis-1.{RUN}.1.2.final",
+              started_at="2026-03-02T10:00:13.305Z", ended_at="2026-03-02T10:00:18.612Z")
+    partial = []
+    for op in tables["shard_operations"]:
+        if op["phase"] == RUN:
+            op["attempt"] = 2
+            if op["operation"] != "CLEANUP":
+                partial.append({**op, "attempt": 1, "count": 9000, "return_codes": {"OK": 9000}})
+    tables["phases"].append(failed_phase)
+    tables["shard_results"].append(failed)
+    tables["shard_operations"] += partial
+    tables["experiments"][0]["ended_at"] = "2026-03-02T10:00:22Z"
+    return tables
+
+
+def test_rerun_reports_the_ok_attempt_once(golden):
+    s = summarize(experiment(rerun_tables()))
+    phase = s.execution_per_phase.iloc[0]
+    assert len(s.execution_per_connection) == 1
+    assert phase["benchmark_run"] == 2
+    assert phase["[READ].Return=OK"] == 99793  # attempt 1's 9000 not added
+    assert phase[THROUGHPUT] == pytest.approx(37686.074995289244)
+    assert f"Phase {RUN} was re-run: its results are from attempt 2" in s.workflow.notes
+    assert f"Phase {RUN} failed: shard 1 failed: connection reset (attempt 1)" in s.workflow.notes
+    assert _test(s, "workflow").passed
+    golden("summary-rerun.md", render.markdown(s))
+
+
+def test_running_experiment_without_results_prints_no_data(tables, golden):
+    only = {"experiments": tables["experiments"]}
+    only["experiments"][0].update(status="running", ended_at=None)
+    s = summarize(experiment(only))
+    md = render.markdown(s)
+    assert "* Duration: running" in md
+    assert md.count("(no data)") == 5  # Connections and the four tables
+    assert not _test(s, "loading_throughput").passed
+    golden("summary-running.md", md)
+
+
+def test_tests_section_only_when_requested(tables):
+    tables["experiments"][0]["plan"]["settings"]["test_results"] = False
+    md = render.markdown(summarize(experiment(tables)))
+    assert "### Tests" not in md
+    assert md.endswith("To see the summary again run: reporter summary -e ycsb-redis-1\n")
+
+
+def test_repetitions_are_planned_per_run(tables):
+    plan = tables["experiments"][0]["plan"]
+    plan["settings"]["repetitions"] = 2
+    second = json.loads(json.dumps(plan["configurations"][0]).replace("65536-1", "65536-2"))
+    second["experiment_run"] = 2
+    plan["configurations"].append(second)
+    s = summarize(experiment(tables))
+    assert s.workflow.planned == {"Redis-8-2-65536": [[1], [1]]}
+    assert s.workflow.actual == {"Redis-8-2-65536": [[1], []]}
+    assert not _test(s, "workflow").passed
+    assert "  * Experiment is run 2 times." in render.markdown(s)
+
+
+def test_json_format_has_the_tables_as_records(tables):
+    doc = json.loads(render.json_document(summarize(experiment(tables))))
+    run = doc["loading"]["per_run"][0]
+    assert run["DBMS"] == "Redis-8-2-65536-1"
+    assert run[THROUGHPUT] == pytest.approx(18479.559589838427)
+    assert doc["execution"]["per_connection"][0]["[READ].Return=OK"] == 99793
+    assert doc["execution"]["per_connection"][0]["[READ].99thPercentileLatency(us)"] == 467.0
+    assert doc["tests_passed"] is True
+    assert doc["workload"]["duration_s"] == 19.0

@@ -1,0 +1,406 @@
+package main
+
+import (
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/benchq/benchq/contracts"
+	"github.com/benchq/benchq/internal/plan"
+)
+
+// The scheduler is a pure state machine: Step(state, event, now) returns the
+// new state and the messages to publish. run.go does the I/O: load state from
+// KV, publish the outputs (deterministic ids, so a re-publish after a crash is
+// de-duplicated), store the state, then ack the event.
+
+// Configuration states.
+const (
+	cfgPending   = "pending"
+	cfgDeploying = "deploying"
+	cfgRunning   = "running"
+	cfgTearing   = "tearing_down"
+	cfgRemoved   = "removed"
+)
+
+// Phase states.
+const (
+	phPreparing = "preparing" // shard jobs out, waiting for READY
+	phRunning   = "running"   // GO published, waiting for final results
+)
+
+// GoLead is how far ahead of "now" the common start time is set, so every
+// agent receives GO before the start instant.
+const GoLead = 500 * time.Millisecond
+
+// State is one experiment's state, stored in the experiments KV bucket.
+type State struct {
+	Code      string        `json:"code"`
+	RequestID string        `json:"request_id"`
+	Status    string        `json:"status"` // running | done | failed | cancelled
+	Plan      plan.Plan     `json:"plan"`
+	StartedAt time.Time     `json:"started_at"`
+	EndedAt   *time.Time    `json:"ended_at,omitempty"`
+	Configs   []ConfigState `json:"configs"`
+	Failures  []string      `json:"failures,omitempty"`
+}
+
+// ConfigState tracks one configuration (one SUT).
+type ConfigState struct {
+	Status   string              `json:"status"`
+	Endpoint *contracts.Endpoint `json:"endpoint,omitempty"`
+	Phase    int                 `json:"phase"` // index into the plan's phases
+	Current  *PhaseState         `json:"current,omitempty"`
+	Deadline *time.Time          `json:"deadline,omitempty"` // of deploy or teardown
+	Failed   string              `json:"failed,omitempty"`
+}
+
+// PhaseState tracks the running phase of a configuration.
+type PhaseState struct {
+	Attempt  int          `json:"attempt"`
+	Status   string       `json:"status"`
+	Ready    []bool       `json:"ready"`
+	Done     []*ShardDone `json:"done"`
+	GoAt     *time.Time   `json:"go_at,omitempty"`
+	Deadline time.Time    `json:"deadline"`
+}
+
+// ShardDone is what the scheduler keeps of a shard's final result.
+type ShardDone struct {
+	Status    string    `json:"status"`
+	Error     string    `json:"error,omitempty"`
+	StartedAt time.Time `json:"started_at"`
+	EndedAt   time.Time `json:"ended_at"`
+}
+
+// Out is a message to publish.
+type Out struct {
+	Subject string
+	Msg     contracts.Message
+}
+
+// Event is anything the machine reacts to. Exactly one field is set.
+type Event struct {
+	SUTReady   *contracts.SUTReady
+	SUTFailed  *contracts.SUTFailed
+	SUTRemoved *contracts.SUTRemoved
+	Ready      *contracts.BarrierReady
+	Final      *contracts.Final
+	Tick       bool
+}
+
+// Start creates the state of a newly planned experiment and its first outputs.
+func Start(p plan.Plan, request []byte, now time.Time) (*State, []Out, error) {
+	planJSON, err := marshal(p)
+	if err != nil {
+		return nil, nil, err
+	}
+	s := &State{Code: p.Code, Status: "running", Plan: p, StartedAt: now.UTC()}
+	for range p.Configurations {
+		s.Configs = append(s.Configs, ConfigState{Status: cfgPending})
+	}
+	out := []Out{{
+		Subject: contracts.Subject(contracts.SubjPlanned, p.Code, "", ""),
+		Msg:     &contracts.Planned{Envelope: env(p.Code, p.Code+".planned", now), Request: request, Plan: planJSON},
+	}}
+	out = append(out, s.advance(now)...)
+	return s, out, nil
+}
+
+// Step applies one event.
+func (s *State) Step(ev Event, now time.Time) []Out {
+	if s.Status != "running" {
+		return nil
+	}
+	var out []Out
+	switch {
+	case ev.SUTReady != nil:
+		out = s.onSUTReady(ev.SUTReady, now)
+	case ev.SUTFailed != nil:
+		out = s.onSUTFailed(ev.SUTFailed, now)
+	case ev.SUTRemoved != nil:
+		out = s.onSUTRemoved(ev.SUTRemoved.Configuration, now)
+	case ev.Ready != nil:
+		out = s.onReady(ev.Ready, now)
+	case ev.Final != nil:
+		out = s.onFinal(ev.Final, now)
+	case ev.Tick:
+		out = s.onTick(now)
+	}
+	return append(out, s.advance(now)...)
+}
+
+func (s *State) config(name string) (int, bool) {
+	for i, c := range s.Plan.Configurations {
+		if c.Name == name {
+			return i, true
+		}
+	}
+	return 0, false
+}
+
+// advance admits pending configurations within -ms and ends the experiment
+// when every configuration is removed.
+func (s *State) advance(now time.Time) []Out {
+	var out []Out
+	active := 0
+	for _, c := range s.Configs {
+		if c.Status == cfgDeploying || c.Status == cfgRunning || c.Status == cfgTearing {
+			active++
+		}
+	}
+	for i := range s.Configs {
+		if active >= s.Plan.Settings.MaxSUTs {
+			break
+		}
+		if s.Configs[i].Status != cfgPending {
+			continue
+		}
+		pc := s.Plan.Configurations[i]
+		dl := now.Add(secs(s.Plan.Timeouts.SUTReadyS)).UTC()
+		s.Configs[i].Status, s.Configs[i].Deadline = cfgDeploying, &dl
+		active++
+		out = append(out, Out{Subject: contracts.SubjDeploy, Msg: &contracts.Deploy{
+			Envelope: env(s.Code, s.Code+"."+pc.Name+".deploy", now), Configuration: pc.Name, DBMS: pc.DBMS,
+			Benchmark: s.Plan.Settings.Benchmark, TimeoutS: s.Plan.Timeouts.SUTReadyS,
+		}})
+	}
+	for _, c := range s.Configs {
+		if c.Status != cfgRemoved {
+			return out
+		}
+	}
+	status, reason := contracts.ExperimentDone, ""
+	subj := contracts.SubjExperimentDone
+	if len(s.Failures) > 0 {
+		status, subj, reason = contracts.ExperimentFailed, contracts.SubjExperimentFailed, strings.Join(s.Failures, "; ")
+	}
+	s.Status = status
+	end := now.UTC()
+	s.EndedAt = &end
+	started := s.StartedAt
+	return append(out, Out{Subject: contracts.Subject(subj, s.Code, "", ""), Msg: &contracts.ExperimentEnd{
+		Envelope: env(s.Code, s.Code+".end", now), Status: status, Reason: reason, StartedAt: &started, EndedAt: &end,
+	}})
+}
+
+func (s *State) onSUTReady(m *contracts.SUTReady, now time.Time) []Out {
+	i, ok := s.config(m.Configuration)
+	if !ok || s.Configs[i].Status != cfgDeploying {
+		return nil // stale or duplicate
+	}
+	ep := m.Endpoint
+	s.Configs[i].Status, s.Configs[i].Endpoint, s.Configs[i].Deadline = cfgRunning, &ep, nil
+	return s.startPhase(i, 0, now)
+}
+
+func (s *State) onSUTFailed(m *contracts.SUTFailed, now time.Time) []Out {
+	i, ok := s.config(m.Configuration)
+	if !ok || s.Configs[i].Status != cfgDeploying {
+		return nil
+	}
+	s.fail(fmt.Sprintf("SUT %s failed: %s", m.Configuration, m.Reason))
+	s.Configs[i].Failed = m.Reason
+	return s.teardown(i, "SUT failed", now)
+}
+
+func (s *State) onSUTRemoved(name string, now time.Time) []Out {
+	i, ok := s.config(name)
+	if !ok || s.Configs[i].Status != cfgTearing {
+		return nil
+	}
+	s.Configs[i].Status, s.Configs[i].Deadline = cfgRemoved, nil
+	return nil
+}
+
+func (s *State) startPhase(i, p int, now time.Time) []Out {
+	pc := s.Plan.Configurations[i]
+	if p >= len(pc.Phases) {
+		return s.teardown(i, "all phases done", now)
+	}
+	ph := pc.Phases[p]
+	attempt := 1
+	n := len(ph.Shards)
+	s.Configs[i].Phase = p
+	s.Configs[i].Current = &PhaseState{
+		Attempt: attempt, Status: phPreparing, Ready: make([]bool, n), Done: make([]*ShardDone, n),
+		Deadline: now.Add(secs(s.Plan.Timeouts.BarrierS)).UTC(),
+	}
+	ep := *s.Configs[i].Endpoint
+	var out []Out
+	for k, sh := range ph.Shards {
+		shard := k + 1
+		out = append(out, Out{Subject: contracts.SubjShard, Msg: &contracts.ShardJob{
+			Envelope:      env(s.Code, fmt.Sprintf("%s.%s.%d.a%d.job", s.Code, ph.Name, shard, attempt), now),
+			Configuration: pc.Name, Phase: ph.Name, Kind: ph.Kind, Shard: shard, Shards: n, Attempt: attempt,
+			Engine: s.Plan.Settings.Benchmark, DBMS: pc.DBMS, Endpoint: ep, YCSB: sh,
+			TimeoutS: s.Plan.Timeouts.BarrierS,
+		}})
+	}
+	return out
+}
+
+func (s *State) onReady(m *contracts.BarrierReady, now time.Time) []Out {
+	i, cur, ok := s.current(m.Phase, m.Attempt)
+	if !ok || cur.Status != phPreparing || m.Shard < 1 || m.Shard > len(cur.Ready) {
+		return nil
+	}
+	cur.Ready[m.Shard-1] = true
+	for _, r := range cur.Ready {
+		if !r {
+			return nil
+		}
+	}
+	goAt := now.Add(GoLead).UTC()
+	cur.Status, cur.GoAt = phRunning, &goAt
+	cur.Deadline = goAt.Add(secs(s.Plan.Timeouts.ShardS))
+	pc := s.Plan.Configurations[i]
+	ph := pc.Phases[s.Configs[i].Phase]
+	return []Out{
+		{Subject: contracts.Subject(contracts.SubjBarrierGo, s.Code, "", ""), Msg: &contracts.BarrierGo{
+			Envelope: env(s.Code, fmt.Sprintf("%s.%s.a%d.go", s.Code, ph.Name, cur.Attempt), now), Phase: ph.Name, Attempt: cur.Attempt, StartAt: goAt}},
+		s.phaseEvent(i, contracts.PhaseStarted, &goAt, nil, "", now),
+	}
+}
+
+func (s *State) onFinal(m *contracts.Final, now time.Time) []Out {
+	i, cur, ok := s.current(m.Phase, m.Attempt)
+	if !ok || m.Shard < 1 || m.Shard > len(cur.Done) || cur.Done[m.Shard-1] != nil {
+		return nil
+	}
+	cur.Done[m.Shard-1] = &ShardDone{Status: m.Status, Error: m.Error, StartedAt: m.StartedAt, EndedAt: m.EndedAt}
+	if m.Status != contracts.StatusOK && cur.Status == phPreparing {
+		// A shard died before READY: the phase cannot start together.
+		return s.endPhase(i, fmt.Sprintf("shard %d failed before the barrier: %s", m.Shard, m.Error), now)
+	}
+	for _, d := range cur.Done {
+		if d == nil {
+			return nil
+		}
+	}
+	var failed []string
+	for k, d := range cur.Done {
+		if d.Status != contracts.StatusOK {
+			failed = append(failed, fmt.Sprintf("shard %d: %s", k+1, d.Error))
+		}
+	}
+	return s.endPhase(i, strings.Join(failed, "; "), now)
+}
+
+// endPhase publishes done (reason empty) or failed, then moves on: the next
+// phase, or teardown when loading failed or nothing is left.
+func (s *State) endPhase(i int, reason string, now time.Time) []Out {
+	cur := s.Configs[i].Current
+	var start, end *time.Time
+	for _, d := range cur.Done {
+		if d == nil || d.StartedAt.IsZero() {
+			continue
+		}
+		if start == nil || d.StartedAt.Before(*start) {
+			t := d.StartedAt
+			start = &t
+		}
+		if end == nil || d.EndedAt.After(*end) {
+			t := d.EndedAt
+			end = &t
+		}
+	}
+	if start == nil {
+		start = cur.GoAt
+	}
+	if end == nil {
+		t := now.UTC()
+		end = &t
+	}
+	status := contracts.PhaseDone
+	ph := s.Plan.Configurations[i].Phases[s.Configs[i].Phase]
+	if reason != "" {
+		status = contracts.PhaseFailed
+		s.fail(fmt.Sprintf("phase %s failed: %s", ph.Name, reason))
+	}
+	out := []Out{s.phaseEvent(i, status, start, end, reason, now)}
+	s.Configs[i].Current = nil
+	if status == contracts.PhaseFailed && ph.Kind == contracts.KindLoad {
+		return append(out, s.teardown(i, "loading failed", now)...)
+	}
+	return append(out, s.startPhase(i, s.Configs[i].Phase+1, now)...)
+}
+
+func (s *State) onTick(now time.Time) []Out {
+	var out []Out
+	for i := range s.Configs {
+		c := &s.Configs[i]
+		name := s.Plan.Configurations[i].Name
+		switch {
+		case c.Status == cfgDeploying && c.Deadline != nil && now.After(*c.Deadline):
+			s.fail(fmt.Sprintf("SUT %s not ready within %ds", name, s.Plan.Timeouts.SUTReadyS))
+			c.Failed = "not ready in time"
+			out = append(out, s.teardown(i, "SUT not ready in time", now)...)
+		case c.Status == cfgTearing && c.Deadline != nil && now.After(*c.Deadline):
+			s.fail(fmt.Sprintf("SUT %s not removed within %ds; remove it by hand", name, s.Plan.Timeouts.SUTReadyS))
+			c.Status, c.Deadline = cfgRemoved, nil
+		case c.Status == cfgRunning && c.Current != nil && now.After(c.Current.Deadline):
+			if c.Current.Status == phPreparing {
+				out = append(out, s.endPhase(i, fmt.Sprintf("shards %s not READY within %ds (are enough driver agents running?)", missing(c.Current.Ready, nil), s.Plan.Timeouts.BarrierS), now)...)
+			} else {
+				out = append(out, s.endPhase(i, fmt.Sprintf("shards %s did not finish within %ds", missing(nil, c.Current.Done), s.Plan.Timeouts.ShardS), now)...)
+			}
+		}
+	}
+	return out
+}
+
+func missing(ready []bool, done []*ShardDone) string {
+	var m []string
+	for k, r := range ready {
+		if !r {
+			m = append(m, fmt.Sprint(k+1))
+		}
+	}
+	for k, d := range done {
+		if d == nil {
+			m = append(m, fmt.Sprint(k+1))
+		}
+	}
+	return strings.Join(m, ", ")
+}
+
+func (s *State) teardown(i int, reason string, now time.Time) []Out {
+	pc := s.Plan.Configurations[i]
+	dl := now.Add(secs(s.Plan.Timeouts.SUTReadyS)).UTC()
+	s.Configs[i].Status, s.Configs[i].Deadline, s.Configs[i].Current = cfgTearing, &dl, nil
+	return []Out{{Subject: contracts.SubjTeardown, Msg: &contracts.Teardown{
+		Envelope: env(s.Code, s.Code+"."+pc.Name+".teardown", now), Configuration: pc.Name, DBMS: pc.DBMS, Reason: reason,
+	}}}
+}
+
+func (s *State) current(phase string, attempt int) (int, *PhaseState, bool) {
+	for i, c := range s.Configs {
+		if c.Current == nil || c.Status != cfgRunning {
+			continue
+		}
+		if s.Plan.Configurations[i].Phases[c.Phase].Name == phase && c.Current.Attempt == attempt {
+			return i, c.Current, true
+		}
+	}
+	return 0, nil, false
+}
+
+func (s *State) phaseEvent(i int, status string, start, end *time.Time, reason string, now time.Time) Out {
+	pc := s.Plan.Configurations[i]
+	ph := pc.Phases[s.Configs[i].Phase]
+	att := s.Configs[i].Current.Attempt
+	subj := map[string]string{contracts.PhaseStarted: contracts.SubjPhaseStarted, contracts.PhaseDone: contracts.SubjPhaseDone, contracts.PhaseFailed: contracts.SubjPhaseFailed}[status]
+	return Out{Subject: contracts.Subject(subj, s.Code, "", ""), Msg: &contracts.PhaseEvent{
+		Envelope: env(s.Code, fmt.Sprintf("%s.%s.a%d.%s", s.Code, ph.Name, att, status), now), Configuration: pc.Name,
+		Phase: ph.Name, Kind: ph.Kind, Status: status, Attempt: att, Shards: len(ph.Shards), StartedAt: start, EndedAt: end, Reason: reason,
+	}}
+}
+
+func (s *State) fail(reason string) {
+	s.Failures = append(s.Failures, reason)
+}
+
+func env(code, id string, now time.Time) contracts.Envelope { return contracts.NewEnvelope(code, id, now) }
+
+func secs(n int) time.Duration { return time.Duration(n) * time.Second }

@@ -1,0 +1,281 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"regexp"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/benchq/benchq/contracts"
+	"github.com/benchq/benchq/internal/bus"
+)
+
+// Config is the scheduler's configuration.
+type Config struct {
+	NATSURL   string
+	TickEvery time.Duration // how often deadlines are checked
+}
+
+// Scheduler does the I/O around the pure state machine. All handling is
+// serialised by mu: one experiment's state is read, stepped and written
+// without interleaving, and throughput is not a concern at this level.
+type Scheduler struct {
+	bus *bus.Bus
+	kv  jetstream.KeyValue
+	log *slog.Logger
+	mu  sync.Mutex
+	now func() time.Time
+}
+
+// Run serves until ctx ends.
+func Run(ctx context.Context, cfg Config, log *slog.Logger) error {
+	b, err := bus.Connect(ctx, cfg.NATSURL, "benchq-scheduler", log)
+	if err != nil {
+		return err
+	}
+	defer b.Close()
+	if err := b.Setup(ctx); err != nil {
+		return err
+	}
+	kv, err := b.JS.KeyValue(ctx, contracts.KVExperiments)
+	if err != nil {
+		return fmt.Errorf("kv %s: %w", contracts.KVExperiments, err)
+	}
+	s := &Scheduler{bus: b, kv: kv, log: log, now: time.Now}
+	if cfg.TickEvery == 0 {
+		cfg.TickEvery = time.Second
+	}
+	var wg sync.WaitGroup
+	consume := func(spec bus.ConsumerSpec, h bus.Handler) {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			if err := b.Consume(ctx, spec, h); err != nil {
+				log.Error("consumer stopped", "consumer", spec.Durable, "err", err)
+			}
+		}()
+	}
+	consume(bus.ConsumerSpec{Stream: contracts.StreamRequests, Durable: "scheduler-requests"}, s.each(s.handleRequest))
+	consume(bus.ConsumerSpec{Stream: contracts.StreamEvents, Durable: "scheduler-events", Filters: []string{
+		contracts.Subject(contracts.SubjSUTReady, "", "", ""),
+		contracts.Subject(contracts.SubjSUTFailed, "", "", ""),
+		contracts.Subject(contracts.SubjSUTRemoved, "", "", ""),
+		contracts.Subject(contracts.SubjBarrierReady, "", "", ""),
+	}}, s.each(s.handleEvent))
+	consume(bus.ConsumerSpec{Stream: contracts.StreamResults, Durable: "scheduler-results", Filters: []string{
+		contracts.Subject(contracts.SubjFinal, "", "", ""),
+	}}, s.each(s.handleEvent))
+	log.Info("scheduler ready", "nats", cfg.NATSURL)
+	t := time.NewTicker(cfg.TickEvery)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			wg.Wait()
+			return nil
+		case <-t.C:
+			if err := s.tick(ctx); err != nil {
+				log.Warn("tick failed", "err", err)
+			}
+		}
+	}
+}
+
+func (s *Scheduler) each(h func(context.Context, jetstream.Msg) error) bus.Handler {
+	return func(ctx context.Context, msgs []jetstream.Msg) []error {
+		errs := make([]error, len(msgs))
+		for i, m := range msgs {
+			s.mu.Lock()
+			errs[i] = h(ctx, m)
+			s.mu.Unlock()
+		}
+		return errs
+	}
+}
+
+var codePattern = regexp.MustCompile(`^[a-z0-9][a-z0-9-]{0,39}$`)
+
+// handleRequest validates a request and starts the experiment, or rejects it.
+// It never fails permanently: whatever arrives gets an answer.
+func (s *Scheduler) handleRequest(ctx context.Context, m jetstream.Msg) error {
+	meta, err := m.Metadata()
+	if err != nil {
+		return err
+	}
+	var head struct {
+		ID   string `json:"id"`
+		Code string `json:"code"`
+	}
+	_ = json.Unmarshal(m.Data(), &head)
+	if head.ID == "" {
+		head.ID = fmt.Sprintf("request-%d", meta.Sequence.Stream)
+	}
+	userCode := head.Code != "" && codePattern.MatchString(head.Code)
+	code := head.Code
+	if !userCode {
+		// Derived from the stream's timestamp and sequence, so a redelivered
+		// request gets the same code (bexhoma's codes are unix seconds too).
+		code = strconv.FormatInt(meta.Timestamp.Unix(), 10)
+		if prev, ok := s.load(ctx, code); ok && prev.state.RequestID != head.ID {
+			code = fmt.Sprintf("%s-%d", code, meta.Sequence.Stream)
+		}
+	}
+	log := s.log.With("code", code, "request", head.ID)
+	if prev, ok := s.load(ctx, code); ok {
+		if prev.state.RequestID == head.ID {
+			return nil // already started: a redelivery
+		}
+		return s.reject(ctx, code, head.ID, []contracts.FieldError{{Field: "code", Message: fmt.Sprintf("experiment %s already exists; choose another code or leave it out", code)}}, log)
+	}
+	_, p, errs := validate(m.Data(), code)
+	if len(errs) > 0 {
+		return s.reject(ctx, code, head.ID, errs, log)
+	}
+	state, out, err := Start(p, m.Data(), s.now())
+	if err != nil {
+		return err
+	}
+	state.RequestID = head.ID
+	if err := s.publish(ctx, out); err != nil {
+		return err
+	}
+	data, _ := json.Marshal(state)
+	if _, err := s.kv.Create(ctx, code, data); err != nil {
+		return fmt.Errorf("store state of %s: %w", code, err)
+	}
+	log.Info("experiment planned", "configurations", len(p.Configurations))
+	return nil
+}
+
+func (s *Scheduler) reject(ctx context.Context, code, reqID string, errs []contracts.FieldError, log *slog.Logger) error {
+	msg := &contracts.Rejected{Envelope: contracts.NewEnvelope(code, reqID+".rejected", s.now()), RequestID: reqID, Reason: reason(errs), Errors: errs}
+	log.Info("request rejected", "reason", msg.Reason)
+	return s.bus.Publish(ctx, contracts.Subject(contracts.SubjRejected, code, "", ""), msg)
+}
+
+// handleEvent feeds a service event or a shard result to its experiment.
+func (s *Scheduler) handleEvent(ctx context.Context, m jetstream.Msg) error {
+	ev, code, err := decodeEvent(m.Subject(), m.Data())
+	if err != nil {
+		return err
+	}
+	return s.step(ctx, code, ev)
+}
+
+func decodeEvent(subject string, data []byte) (Event, string, error) {
+	var ev Event
+	var head contracts.Envelope
+	var err error
+	switch {
+	case strings.HasSuffix(subject, ".sut.ready"):
+		ev.SUTReady = &contracts.SUTReady{}
+		err, head = bus.Decode(contracts.SchemaSUTReady, data, ev.SUTReady), ev.SUTReady.Envelope
+	case strings.HasSuffix(subject, ".sut.failed"):
+		ev.SUTFailed = &contracts.SUTFailed{}
+		err, head = bus.Decode(contracts.SchemaSUTFailed, data, ev.SUTFailed), ev.SUTFailed.Envelope
+	case strings.HasSuffix(subject, ".sut.removed"):
+		ev.SUTRemoved = &contracts.SUTRemoved{}
+		err, head = bus.Decode(contracts.SchemaSUTRemoved, data, ev.SUTRemoved), ev.SUTRemoved.Envelope
+	case strings.HasSuffix(subject, ".barrier.ready"):
+		ev.Ready = &contracts.BarrierReady{}
+		err, head = bus.Decode(contracts.SchemaBarrierReady, data, ev.Ready), ev.Ready.Envelope
+	case strings.HasSuffix(subject, ".final"):
+		ev.Final = &contracts.Final{}
+		err, head = bus.Decode(contracts.SchemaFinal, data, ev.Final), ev.Final.Envelope
+	default:
+		return ev, "", bus.Permanent(fmt.Errorf("unexpected subject %s", subject))
+	}
+	return ev, head.Code, err
+}
+
+type stored struct {
+	state *State
+	rev   uint64
+}
+
+func (s *Scheduler) load(ctx context.Context, code string) (stored, bool) {
+	e, err := s.kv.Get(ctx, code)
+	if err != nil {
+		return stored{}, false
+	}
+	var st State
+	if err := json.Unmarshal(e.Value(), &st); err != nil {
+		s.log.Error("corrupt state", "code", code, "err", err)
+		return stored{}, false
+	}
+	return stored{state: &st, rev: e.Revision()}, true
+}
+
+// step applies ev to the experiment: publish first, then store, then (by the
+// caller) ack. A crash in between repeats the step; the outputs carry the same
+// ids and JetStream drops them as duplicates.
+func (s *Scheduler) step(ctx context.Context, code string, ev Event) error {
+	st, ok := s.load(ctx, code)
+	if !ok {
+		s.log.Warn("event for unknown experiment ignored", "code", code)
+		return nil
+	}
+	out := st.state.Step(ev, s.now())
+	if len(out) == 0 && !ev.changes() {
+		return nil
+	}
+	if err := s.publish(ctx, out); err != nil {
+		return err
+	}
+	data, _ := json.Marshal(st.state)
+	if _, err := s.kv.Update(ctx, code, data, st.rev); err != nil {
+		return fmt.Errorf("store state of %s: %w", code, err)
+	}
+	for _, o := range out {
+		s.log.Info("published", "code", code, "subject", o.Subject, "id", o.Msg.Head().ID)
+	}
+	return nil
+}
+
+// changes: every event but a tick may change state without output (a READY
+// that is not the last one).
+func (e Event) changes() bool { return !e.Tick }
+
+func (s *Scheduler) publish(ctx context.Context, out []Out) error {
+	for _, o := range out {
+		if err := s.bus.Publish(ctx, o.Subject, o.Msg); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func (s *Scheduler) tick(ctx context.Context) error {
+	keys, err := s.kv.ListKeys(ctx)
+	if err != nil {
+		if errors.Is(err, jetstream.ErrNoKeysFound) {
+			return nil
+		}
+		return err
+	}
+	var codes []string
+	for k := range keys.Keys() {
+		codes = append(codes, k)
+	}
+	for _, code := range codes {
+		s.mu.Lock()
+		st, ok := s.load(ctx, code)
+		if ok && st.state.Status == "running" {
+			if err := s.step(ctx, code, Event{Tick: true}); err != nil {
+				s.log.Warn("tick step failed", "code", code, "err", err)
+			}
+		}
+		s.mu.Unlock()
+	}
+	return nil
+}
+
+
