@@ -86,16 +86,21 @@ func startPostgres(ctx context.Context, dir string, port int, opts PGOptions) (*
 		if err := p.waitReady(ctx, opts.Timeout); err != nil {
 			return nil, err
 		}
-	} else {
-		if err := initdb(ctx, bin, dir, osUser); err != nil {
+		if err := p.ensureDatabase(ctx); err != nil {
 			return nil, err
 		}
-		if err := p.start(ctx, bin, port, osUser, opts); err != nil {
-			return nil, err
-		}
+		return p, nil
+	}
+	if err := initdb(ctx, bin, dir, osUser); err != nil {
+		return nil, err
+	}
+	if err := p.start(ctx, bin, port, osUser, opts); err != nil {
+		return nil, err
 	}
 	if err := p.ensureDatabase(ctx); err != nil {
-		return nil, err
+		stopCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 30*time.Second)
+		defer cancel()
+		return nil, errors.Join(err, p.Stop(stopCtx)) // we started it: leave nothing running
 	}
 	return p, nil
 }
@@ -183,18 +188,41 @@ func parsePostmasterPid(b []byte) (pid, port int, err error) {
 	return pid, port, nil
 }
 
+// initdb creates the cluster in a sibling directory and renames it into
+// place, so that an interrupted initdb (a cancelled deploy) never leaves a
+// half-made cluster that looks initialised.
 func initdb(ctx context.Context, bin, dir, osUser string) error {
 	if _, err := os.Stat(filepath.Join(dir, "PG_VERSION")); err == nil {
 		return nil
 	}
-	_, err := procs.Run(ctx, procs.Spec{
+	tmp := filepath.Join(filepath.Dir(dir), "."+filepath.Base(dir)+".initdb")
+	if err := os.RemoveAll(tmp); err != nil {
+		return fmt.Errorf("initdb: %w", err)
+	}
+	if err := preparePGDir(tmp, osUser); err != nil {
+		return fmt.Errorf("initdb: %w", err)
+	}
+	if _, err := procs.Run(ctx, procs.Spec{
 		Name: "initdb",
 		Path: filepath.Join(bin, "initdb"),
-		Args: []string{"-D", dir, "-U", pgOSUser, "--auth=trust", "--encoding=UTF8", "--locale=C", "--no-sync", "--no-instructions"},
-		Dir:  dir, // the caller's cwd may be unreadable for the postgres user
+		Args: []string{"-D", tmp, "-U", pgOSUser, "--auth=trust", "--encoding=UTF8", "--locale=C", "--no-sync", "--no-instructions"},
+		Dir:  tmp, // the caller's cwd may be unreadable for the postgres user
 		User: osUser,
-	})
-	return err
+	}); err != nil {
+		_ = os.RemoveAll(tmp)
+		return err
+	}
+	// os.Remove deletes dir only while it is empty: anything else in it is
+	// not ours to delete.
+	if err := os.Remove(dir); err != nil && !errors.Is(err, os.ErrNotExist) {
+		_ = os.RemoveAll(tmp)
+		return fmt.Errorf("initdb: %s holds files but no cluster (no PG_VERSION); remove it or use another directory: %w", dir, err)
+	}
+	if err := os.Rename(tmp, dir); err != nil {
+		_ = os.RemoveAll(tmp)
+		return fmt.Errorf("initdb: %w", err)
+	}
+	return nil
 }
 
 func (p *Postgres) logFile() string { return filepath.Join(p.Dir, "postgres.log") }

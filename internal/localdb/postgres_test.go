@@ -2,6 +2,7 @@ package localdb
 
 import (
 	"context"
+	"errors"
 	"os"
 	"path/filepath"
 	"strings"
@@ -176,5 +177,30 @@ func TestPGArgs(t *testing.T) {
 	long := "/" + strings.Repeat("x", 100)
 	if got := strings.Join(pgArgs(long, 5, PGOptions{}), " "); !strings.HasSuffix(got, "unix_socket_directories=") {
 		t.Errorf("long dir should disable the unix socket: %s", got)
+	}
+}
+
+func TestPostgresRefusesForeignFiles(t *testing.T) {
+	t.Parallel()
+	if _, err := PGBinDir(); err != nil {
+		skipIfNotInstalled(t, err)
+	}
+	ctx := testCtx(t, 2*time.Minute)
+	dir := serverDir(t, "pg")
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, "precious.txt"), []byte("x"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	_, err := StartPostgres(ctx, dir, 0, PGOptions{Unsafe: true})
+	if err == nil || !strings.Contains(err.Error(), "holds files but no cluster") {
+		t.Fatalf("err = %v", err)
+	}
+	if _, err := os.Stat(filepath.Join(dir, "precious.txt")); err != nil {
+		t.Errorf("foreign file: %v", err)
+	}
+	if _, err := os.Stat(filepath.Join(filepath.Dir(dir), ".pg.initdb")); !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("initdb scratch dir left behind: %v", err)
 	}
 }

@@ -1,0 +1,163 @@
+// Package testenv starts the real infrastructure that integration tests run
+// against — an embedded NATS server with JetStream, a throwaway PostgreSQL —
+// one per test, in the test's own temp directory, gone when the test ends.
+// It also holds the polling helper every such test waits with.
+package testenv
+
+import (
+	"context"
+	"errors"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/nats-io/nats-server/v2/server"
+
+	"github.com/benchq/benchq/internal/localdb"
+)
+
+// NATS starts an embedded nats-server with JetStream on a free loopback port,
+// its store in a temp dir of t, and shuts it down when t ends. It returns the
+// client URL.
+func NATS(t testing.TB) string {
+	t.Helper()
+	opts := &server.Options{
+		Host:      "127.0.0.1",
+		Port:      -1,
+		JetStream: true,
+		StoreDir:  t.TempDir(),
+		NoLog:     true,
+		NoSigs:    true,
+	}
+	s, err := server.NewServer(opts)
+	if err != nil {
+		t.Fatalf("nats-server: %v", err)
+	}
+	// Registered after t.TempDir, so it runs before the store is removed.
+	t.Cleanup(func() {
+		s.Shutdown()
+		s.WaitForShutdown()
+	})
+	go s.Start()
+	if !s.ReadyForConnections(30 * time.Second) {
+		t.Fatalf("nats-server not ready for connections within 30s")
+	}
+	return s.ClientURL()
+}
+
+// Postgres starts a PostgreSQL server (internal/localdb, unsafe settings:
+// fast, disposable) with a database "benchq" in a temp dir of t, stops it when
+// t ends (the temp dir goes with t), and returns its URL. The test is skipped
+// when PostgreSQL is not installed.
+func Postgres(t testing.TB) string {
+	t.Helper()
+	if _, err := localdb.PGBinDir(); err != nil {
+		if errors.Is(err, localdb.ErrNotInstalled) {
+			t.Skipf("skipping: %v", err)
+		}
+		t.Fatal(err)
+	}
+	// The server runs as the OS user postgres when we are root; t.TempDir's
+	// parent is private, so open both for traversal.
+	base := t.TempDir()
+	for _, d := range []string{filepath.Dir(base), base} {
+		if err := os.Chmod(d, 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	dir := filepath.Join(base, "pg")
+	// Registered before the start so that a server left running by a start
+	// that failed half-way is stopped too (Stop finds it by its data dir).
+	t.Cleanup(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+		defer cancel()
+		if err := (&localdb.Postgres{Dir: dir}).Stop(ctx); err != nil {
+			t.Errorf("stop postgres: %v", err)
+		}
+	})
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	p, err := localdb.StartPostgres(ctx, dir, 0, localdb.PGOptions{Database: "benchq", Unsafe: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return p.URL()
+}
+
+// Eventually calls cond every 20ms until it returns nil, and fails the test
+// with cond's last error when timeout passes first.
+func Eventually(t testing.TB, timeout time.Duration, cond func() error) {
+	t.Helper()
+	deadline := time.Now().Add(timeout)
+	for {
+		err := cond()
+		if err == nil {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("not within %s: %v", timeout, err)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+// Logger is a debug-level slog logger that writes to t's log (shown when the
+// test fails or with -v). Lines logged after t ended are dropped instead of
+// panicking, so a service goroutine that outlives t is harmless.
+func Logger(t testing.TB, component string) *slog.Logger {
+	w := &testWriter{t: t}
+	t.Cleanup(w.close)
+	return slog.New(slog.NewTextHandler(w, &slog.HandlerOptions{Level: slog.LevelDebug})).With("component", component)
+}
+
+type testWriter struct {
+	mu   sync.Mutex
+	t    testing.TB
+	done bool
+}
+
+func (w *testWriter) Write(p []byte) (int, error) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if !w.done {
+		w.t.Log(strings.TrimSuffix(string(p), "\n"))
+	}
+	return len(p), nil
+}
+
+func (w *testWriter) close() {
+	w.mu.Lock()
+	w.done = true
+	w.mu.Unlock()
+}
+
+// Go runs f (a service's Run) in a goroutine and returns its stop function:
+// stop cancels f's context and waits for f to return, failing t if f returned
+// an error or did not return within a minute. stop is also called when t
+// ends; calling it again is a no-op.
+func Go(t testing.TB, f func(ctx context.Context) error) (stop func()) {
+	t.Helper()
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- f(ctx) }()
+	var once sync.Once
+	stop = func() {
+		once.Do(func() {
+			cancel()
+			select {
+			case err := <-done:
+				if err != nil {
+					t.Errorf("service returned: %v", err)
+				}
+			case <-time.After(time.Minute):
+				t.Errorf("service did not stop within a minute of its context ending")
+			}
+		})
+	}
+	t.Cleanup(stop)
+	return stop
+}
