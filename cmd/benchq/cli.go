@@ -81,4 +81,3 @@ func Main(ctx context.Context, args []string, st *State) int {
 	st.errorf("unknown command %q (commands: up, down, ycsb, summary, help)", args[0])
 	return ExitUsage
 }
-

@@ -23,8 +23,8 @@ type Plan struct {
 
 // Configuration is one SUT, loaded once, then benchmarked phase after phase.
 type Configuration struct {
-	Name          string  `json:"name"`      // e.g. Redis-8-2-16384-1
-	Base          string  `json:"base"`      // name without the repetition: Redis-8-2-16384
+	Name          string  `json:"name"` // e.g. Redis-8-2-16384-1
+	Base          string  `json:"base"` // name without the repetition: Redis-8-2-16384
 	DBMS          string  `json:"dbms"`
 	ExperimentRun int     `json:"experiment_run"` // -nc repetition, 1-based
 	Phases        []Phase `json:"phases"`         // the loading phase first

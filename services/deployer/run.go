@@ -13,6 +13,7 @@ import (
 	"github.com/benchq/benchq/contracts"
 	"github.com/benchq/benchq/internal/bus"
 	"github.com/benchq/benchq/internal/catalog"
+	"github.com/benchq/benchq/internal/plan"
 )
 
 // Config is the deployer's configuration.
@@ -91,7 +92,10 @@ func (d *Deployer) handle(ctx context.Context, m jetstream.Msg) error {
 
 func (d *Deployer) deploy(ctx context.Context, job contracts.Deploy) error {
 	log := d.log.With("code", job.Code, "configuration", job.Configuration)
-	timeout := time.Duration(max(job.TimeoutS, 1)) * time.Second
+	timeout := time.Duration(job.TimeoutS) * time.Second
+	if timeout <= 0 {
+		timeout = time.Duration(plan.DefaultTimeouts.SUTReadyS) * time.Second
+	}
 	dctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
 	start := time.Now()

@@ -9,9 +9,9 @@ import (
 
 	"github.com/nats-io/nats.go/jetstream"
 
-	"github.com/benchq/benchq/internal/catalog"
 	"github.com/benchq/benchq/contracts"
 	"github.com/benchq/benchq/internal/bus"
+	"github.com/benchq/benchq/internal/catalog"
 )
 
 // Config is the agent's configuration.

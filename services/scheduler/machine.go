@@ -401,6 +401,8 @@ func (s *State) fail(reason string) {
 	s.Failures = append(s.Failures, reason)
 }
 
-func env(code, id string, now time.Time) contracts.Envelope { return contracts.NewEnvelope(code, id, now) }
+func env(code, id string, now time.Time) contracts.Envelope {
+	return contracts.NewEnvelope(code, id, now)
+}
 
 func secs(n int) time.Duration { return time.Duration(n) * time.Second }

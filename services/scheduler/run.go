@@ -277,5 +277,3 @@ func (s *Scheduler) tick(ctx context.Context) error {
 	}
 	return nil
 }
-
-

@@ -6,8 +6,8 @@ import (
 	"fmt"
 	"strings"
 
-	"github.com/benchq/benchq/internal/catalog"
 	"github.com/benchq/benchq/contracts"
+	"github.com/benchq/benchq/internal/catalog"
 	"github.com/benchq/benchq/internal/plan"
 )
 
