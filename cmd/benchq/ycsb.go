@@ -26,7 +26,7 @@ type ycsbFlags struct {
 	nc, ms, xli, xbs           int
 	tr                         bool
 	code                       string
-	detach                     bool
+	detach, dryRun             bool
 	timeoutSUT, timeoutBarrier int
 	timeoutShard               int
 }
@@ -54,6 +54,13 @@ func newYCSBFlagSet(f *ycsbFlags, out io.Writer) *flag.FlagSet {
 	fs.BoolVar(&f.tr, "tr", false, "test results (the Tests section)")
 	fs.StringVar(&f.code, "e", "", "experiment code (default: unix time)")
 	fs.BoolVar(&f.detach, "detach", false, "return once the experiment is accepted")
+	fs.BoolVar(&f.dryRun, "dry-run", false, "print the planned workflow and configurations; run nothing")
+	// bexhoma's older names.
+	fs.IntVar(&f.xtb, "tb", 16384, "alias of -xtb")
+	fs.Var(&f.xnlf, "nlf", "alias of -xnlf")
+	fs.Var(&f.xnbf, "nbf", "alias of -xnbf")
+	fs.Float64Var(&f.xop, "sfo", 0, "alias of -xop")
+	fs.StringVar(&f.xwl, "workload", "a", "alias of -xwl")
 	fs.IntVar(&f.timeoutSUT, "timeout-sut", 0, "seconds a SUT may take to become ready")
 	fs.IntVar(&f.timeoutBarrier, "timeout-barrier", 0, "seconds the shards of a phase may take to be READY")
 	fs.IntVar(&f.timeoutShard, "timeout-shard", 0, "seconds a shard may run")
@@ -96,11 +103,6 @@ func cmdYCSB(ctx context.Context, args []string, st *State) int {
 		st.errorf("ycsb: -dbms is required (e.g. -dbms Redis)")
 		return ExitUsage
 	}
-	s, err := loadStack(st)
-	if err != nil {
-		st.errorf("%v", err)
-		return ExitNotReady
-	}
 	now := time.Now().UTC()
 	code := f.code
 	if code == "" {
@@ -108,6 +110,14 @@ func cmdYCSB(ctx context.Context, args []string, st *State) int {
 	}
 	req := f.request(code, now)
 	data, _ := json.Marshal(req)
+	if f.dryRun {
+		return dryRun(st, code, data)
+	}
+	s, err := loadStack(st)
+	if err != nil {
+		st.errorf("%v", err)
+		return ExitNotReady
+	}
 	return submitAndFollow(ctx, st, s, code, req.ID, data, f.detach)
 }
 

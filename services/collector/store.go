@@ -75,7 +75,9 @@ func write(ctx context.Context, tx pgx.Tx, r record) error {
 		return writePlanned(ctx, tx, m)
 	case *contracts.SUTReady:
 		info, _ := json.Marshal(m.Info)
-		ep, _ := json.Marshal(m.Endpoint)
+		redacted := m.Endpoint
+		redacted.Password = "" // results are shared; credentials are not
+		ep, _ := json.Marshal(redacted)
 		_, err = tx.Exec(ctx, `UPDATE configurations SET endpoint = $3, info = $4, backend = $5, ready_at = $6, ready_after_ms = $7 WHERE code = $1 AND name = $2`,
 			m.Code, m.Configuration, ep, info, m.Backend, m.TS, m.ReadyAfterMS)
 	case *contracts.SUTFailed:

@@ -16,6 +16,7 @@ import (
 
 	"github.com/benchq/benchq/contracts"
 	"github.com/benchq/benchq/internal/bus"
+	"github.com/benchq/benchq/internal/plan"
 )
 
 // Config is the scheduler's configuration.
@@ -135,7 +136,7 @@ func (s *Scheduler) handleRequest(ctx context.Context, m jetstream.Msg) error {
 		}
 		return s.reject(ctx, code, head.ID, []contracts.FieldError{{Field: "code", Message: fmt.Sprintf("experiment %s already exists; choose another code or leave it out", code)}}, log)
 	}
-	_, p, errs := validate(m.Data(), code)
+	_, p, errs := plan.FromRequest(m.Data(), code)
 	if len(errs) > 0 {
 		return s.reject(ctx, code, head.ID, errs, log)
 	}
@@ -156,7 +157,7 @@ func (s *Scheduler) handleRequest(ctx context.Context, m jetstream.Msg) error {
 }
 
 func (s *Scheduler) reject(ctx context.Context, code, reqID string, errs []contracts.FieldError, log *slog.Logger) error {
-	msg := &contracts.Rejected{Envelope: contracts.NewEnvelope(code, reqID+".rejected", s.now()), RequestID: reqID, Reason: reason(errs), Errors: errs}
+	msg := &contracts.Rejected{Envelope: contracts.NewEnvelope(code, reqID+".rejected", s.now()), RequestID: reqID, Reason: plan.Reason(errs), Errors: errs}
 	log.Info("request rejected", "reason", msg.Reason)
 	return s.bus.Publish(ctx, contracts.Subject(contracts.SubjRejected, code, "", ""), msg)
 }
