@@ -15,9 +15,19 @@ import (
 var migrations embed.FS
 
 // migrate applies the migrations not yet recorded in schema_migrations, in
-// file-name order, each in its own transaction. A lock serialises collectors
-// starting at once.
-func migrate(ctx context.Context, db *pgxpool.Pool) error {
+// file-name order, each in its own transaction. A session advisory lock
+// serialises collectors starting at once (CREATE TABLE IF NOT EXISTS alone
+// races on the catalog).
+func migrate(ctx context.Context, pool *pgxpool.Pool) error {
+	db, err := pool.Acquire(ctx)
+	if err != nil {
+		return fmt.Errorf("migrate: %w", err)
+	}
+	defer db.Release()
+	if _, err := db.Exec(ctx, `SELECT pg_advisory_lock(7262626)`); err != nil {
+		return fmt.Errorf("migrate lock: %w", err)
+	}
+	defer func() { _, _ = db.Exec(context.WithoutCancel(ctx), `SELECT pg_advisory_unlock(7262626)`) }()
 	if _, err := db.Exec(ctx, `CREATE TABLE IF NOT EXISTS schema_migrations (version text PRIMARY KEY, applied_at timestamptz NOT NULL DEFAULT now())`); err != nil {
 		return fmt.Errorf("create schema_migrations: %w", err)
 	}
@@ -31,10 +41,6 @@ func migrate(ctx context.Context, db *pgxpool.Pool) error {
 		sql, _ := migrations.ReadFile(n)
 		tx, err := db.Begin(ctx)
 		if err != nil {
-			return err
-		}
-		if _, err := tx.Exec(ctx, `SELECT pg_advisory_xact_lock(7262626)`); err != nil {
-			_ = tx.Rollback(ctx)
 			return err
 		}
 		var done bool

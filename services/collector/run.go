@@ -5,10 +5,12 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"strings"
 	"sync"
 	"time"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/nats-io/nats.go/jetstream"
 
@@ -83,8 +85,12 @@ func connectDB(ctx context.Context, url string) (*pgxpool.Pool, error) {
 }
 
 // storeBatch writes a batch in one transaction. Malformed messages are
-// dropped (permanent error) without blocking the others; if the transaction
-// fails, every message of the batch is redelivered — writes are idempotent.
+// dropped (permanent error) without blocking the others. If the transaction
+// fails, each message is retried in a transaction of its own, so one message
+// the database refuses cannot hold back the rest of its batch; a refusal for
+// the data itself (SQLSTATE class 22) is permanent — the message stays in the
+// stream, so nothing is lost — while other errors are redelivered. Writes are
+// idempotent, so retrying what was already stored is harmless.
 func storeBatch(ctx context.Context, db *pgxpool.Pool, msgs []jetstream.Msg) []error {
 	errs := make([]error, len(msgs))
 	recs := make([]*record, len(msgs))
@@ -96,9 +102,33 @@ func storeBatch(ctx context.Context, db *pgxpool.Pool, msgs []jetstream.Msg) []e
 		}
 		recs[i] = &r
 	}
-	txErr := pgx.BeginFunc(ctx, db, func(tx pgx.Tx) error {
+	if err := storeTx(ctx, db, recs, errs); err == nil || len(msgs) == 1 {
+		if err != nil {
+			errs[0] = classify(err)
+		}
+		return errs
+	}
+	for i, r := range recs {
+		if r == nil || errs[i] != nil {
+			continue
+		}
+		one := []*record{r}
+		oneErr := []error{nil}
+		if err := storeTx(ctx, db, one, oneErr); err != nil {
+			errs[i] = classify(err)
+		} else {
+			errs[i] = oneErr[0]
+		}
+	}
+	return errs
+}
+
+// storeTx writes recs in one transaction; permanent per-record errors are
+// set in errs and skipped, anything else aborts the transaction.
+func storeTx(ctx context.Context, db *pgxpool.Pool, recs []*record, errs []error) error {
+	return pgx.BeginFunc(ctx, db, func(tx pgx.Tx) error {
 		for i, r := range recs {
-			if r == nil {
+			if r == nil || errs[i] != nil {
 				continue
 			}
 			if err := write(ctx, tx, *r); err != nil {
@@ -111,12 +141,14 @@ func storeBatch(ctx context.Context, db *pgxpool.Pool, msgs []jetstream.Msg) []e
 		}
 		return nil
 	})
-	if txErr != nil {
-		for i := range errs {
-			if errs[i] == nil {
-				errs[i] = txErr
-			}
-		}
+}
+
+// classify makes data exceptions (SQLSTATE 22xxx: a value the database
+// cannot hold) permanent; connection or server trouble stays transient.
+func classify(err error) error {
+	var pe *pgconn.PgError
+	if errors.As(err, &pe) && strings.HasPrefix(pe.Code, "22") {
+		return bus.Permanent(err)
 	}
-	return errs
+	return err
 }

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -22,7 +23,10 @@ type record struct {
 }
 
 // decode validates a message against the schema its subject implies.
+// PostgreSQL text and jsonb cannot hold NUL characters, which a driver's
+// output may contain: they are replaced by U+FFFD before anything is stored.
 func decode(subject string, data []byte) (record, error) {
+	data = bytes.ReplaceAll(data, []byte(`\u0000`), []byte(`\ufffd`))
 	r := record{subject: subject, raw: data}
 	var schema string
 	switch {

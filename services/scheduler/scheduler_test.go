@@ -1,0 +1,470 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/benchq/benchq/contracts"
+	"github.com/benchq/benchq/internal/bus"
+	"github.com/benchq/benchq/internal/catalog"
+	"github.com/benchq/benchq/internal/testenv"
+)
+
+// wait bounds every poll: generous, the machine may be loaded, and a
+// message left unacknowledged by a stopped scheduler comes back only after
+// the consumers' AckWait (30s).
+const wait = 90 * time.Second
+
+// world is a scheduler's surroundings, played by the test: NATS, the
+// deployer (deploy and teardown jobs), the driver agents (shard jobs), and an
+// observer of every event.
+type world struct {
+	t       *testing.T
+	ctx     context.Context
+	url     string
+	b       *bus.Bus
+	deploys jetstream.Consumer // benchq.jobs.deploy and .teardown
+	shards  jetstream.Consumer // benchq.jobs.shard
+	events  *recorder
+}
+
+func newWorld(t *testing.T) *world {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(t.Context(), 5*time.Minute)
+	t.Cleanup(cancel)
+	w := &world{t: t, ctx: ctx, url: testenv.NATS(t)}
+	var err error
+	if w.b, err = bus.Connect(ctx, w.url, "scheduler-test", testenv.Logger(t, "world")); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(w.b.Close)
+	if err := w.b.Setup(ctx); err != nil {
+		t.Fatal(err)
+	}
+	consumer := func(durable string, filters ...string) jetstream.Consumer {
+		c, err := w.b.JS.CreateOrUpdateConsumer(ctx, contracts.StreamJobs, jetstream.ConsumerConfig{
+			Durable: durable, FilterSubjects: filters, AckPolicy: jetstream.AckExplicitPolicy,
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return c
+	}
+	w.deploys = consumer("test-deployer", contracts.SubjDeploy, contracts.SubjTeardown)
+	w.shards = consumer("test-agents", contracts.SubjShard)
+	w.events = record(t, ctx, w.b.JS, contracts.StreamEvents)
+	return w
+}
+
+// start runs a scheduler until the returned stop is called (or t ends).
+func (w *world) start() (stop func()) {
+	log := testenv.Logger(w.t, "scheduler")
+	return testenv.Go(w.t, func(ctx context.Context) error {
+		return Run(ctx, Config{NATSURL: w.url, TickEvery: 50 * time.Millisecond}, log)
+	})
+}
+
+func (w *world) request(id, raw string) {
+	w.t.Helper()
+	if err := w.b.PublishRaw(w.ctx, contracts.SubjRequest, id, []byte(raw)); err != nil {
+		w.t.Fatal(err)
+	}
+}
+
+func (w *world) publish(subject string, m contracts.Message) {
+	w.t.Helper()
+	if err := w.b.Publish(w.ctx, subject, m); err != nil {
+		w.t.Fatal(err)
+	}
+}
+
+// job takes the next job of c off the work queue, decoded into v.
+func (w *world) job(c jetstream.Consumer, v any) string {
+	w.t.Helper()
+	var subject string
+	testenv.Eventually(w.t, wait, func() error {
+		batch, err := c.Fetch(1, jetstream.FetchMaxWait(500*time.Millisecond))
+		if err != nil {
+			return err
+		}
+		for m := range batch.Messages() {
+			if err := json.Unmarshal(m.Data(), v); err != nil {
+				return fmt.Errorf("job %s: %w", m.Data(), err)
+			}
+			subject = m.Subject()
+			return m.DoubleAck(w.ctx)
+		}
+		if err := batch.Error(); err != nil {
+			return err
+		}
+		return fmt.Errorf("no job on %v", c.CachedInfo().Config.FilterSubjects)
+	})
+	return subject
+}
+
+// noJob asserts that c holds no job now.
+func (w *world) noJob(c jetstream.Consumer) {
+	w.t.Helper()
+	info, err := c.Info(w.ctx)
+	if err != nil {
+		w.t.Fatal(err)
+	}
+	if info.NumPending != 0 || info.NumAckPending != 0 {
+		w.t.Errorf("unexpected jobs on %v: %d pending, %d unacknowledged", info.Config.FilterSubjects, info.NumPending, info.NumAckPending)
+	}
+}
+
+// recorder keeps every message of a stream, in stream order.
+type recorder struct {
+	mu   sync.Mutex
+	msgs []recorded
+}
+
+type recorded struct {
+	Subject string
+	Data    []byte
+}
+
+func record(t *testing.T, ctx context.Context, js jetstream.JetStream, stream string) *recorder {
+	t.Helper()
+	c, err := js.OrderedConsumer(ctx, stream, jetstream.OrderedConsumerConfig{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := &recorder{}
+	cc, err := c.Consume(func(m jetstream.Msg) {
+		r.mu.Lock()
+		r.msgs = append(r.msgs, recorded{m.Subject(), m.Data()})
+		r.mu.Unlock()
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(cc.Stop)
+	return r
+}
+
+func (r *recorder) all() []recorded {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return append([]recorded(nil), r.msgs...)
+}
+
+// wait returns the first message on subject for which match (nil: any)
+// holds, decoded into v.
+func (r *recorder) wait(t *testing.T, subject string, v any, match func() bool) {
+	t.Helper()
+	testenv.Eventually(t, wait, func() error {
+		var seen []string
+		for _, m := range r.all() {
+			if !subjectMatches(subject, m.Subject) {
+				seen = append(seen, m.Subject)
+				continue
+			}
+			if err := json.Unmarshal(m.Data, v); err != nil {
+				return fmt.Errorf("%s: %w", m.Subject, err)
+			}
+			if match == nil || match() {
+				return nil
+			}
+			seen = append(seen, m.Subject+" (not the one)")
+		}
+		return fmt.Errorf("no %s among the events %v", subject, seen)
+	})
+}
+
+// count counts the messages on subject, by their "phase" field ("" for
+// messages without one).
+func (r *recorder) count(subject string) map[string]int {
+	n := map[string]int{}
+	for _, m := range r.all() {
+		if subjectMatches(subject, m.Subject) {
+			var head struct{ Phase string }
+			_ = json.Unmarshal(m.Data, &head)
+			n[head.Phase]++
+		}
+	}
+	return n
+}
+
+// subjectMatches is NATS subject matching with "*" wildcards.
+func subjectMatches(pattern, subject string) bool {
+	p, s := strings.Split(pattern, "."), strings.Split(subject, ".")
+	if len(p) != len(s) {
+		return false
+	}
+	for i := range p {
+		if p[i] != "*" && p[i] != s[i] {
+			return false
+		}
+	}
+	return true
+}
+
+func TestSchedulerRejectsBadRequestsAndKeepsServing(t *testing.T) {
+	t.Parallel()
+	w := newWorld(t)
+	w.start()
+
+	w.request("r1", `{"schema_version":1,"code":"bad1","dbms":["NoSuchDB"]}`)
+	var rej contracts.Rejected
+	w.events.wait(t, "benchq.exp.bad1.rejected", &rej, nil)
+	if len(rej.Errors) != 1 || rej.Errors[0].Field != "dbms[0]" || rej.Code != "bad1" || !strings.HasPrefix(rej.RequestID, "request-") {
+		t.Errorf("unknown DBMS: %+v", rej)
+	}
+	for _, name := range catalog.Names() {
+		if !strings.Contains(rej.Reason, name) {
+			t.Errorf("reason %q does not list the known DBMS %s", rej.Reason, name)
+		}
+	}
+
+	// No code to answer on: the scheduler picks one.
+	w.request("r2", `{"schema_version":`)
+	w.events.wait(t, "benchq.exp.*.rejected", &rej, func() bool {
+		return len(rej.Errors) > 0 && rej.Errors[0].Field == "(message)"
+	})
+	if !codePattern.MatchString(rej.Code) || rej.Code == "bad1" {
+		t.Errorf("malformed request rejected on code %q", rej.Code)
+	}
+
+	w.request("r3", `{"schema_version":1,"code":"bad3","dbms":["Redis"],"colour":"blue"}`)
+	w.events.wait(t, "benchq.exp.bad3.rejected", &rej, nil)
+	if len(rej.Errors) != 1 || rej.Errors[0].Field != "colour" || !strings.Contains(rej.Errors[0].Message, "dbms") {
+		t.Errorf("unknown field: %+v", rej.Errors)
+	}
+
+	// Still serving.
+	w.request("r4", `{"schema_version":1,"code":"ok1","dbms":["redis"],"sf":0.001}`)
+	var planned contracts.Planned
+	w.events.wait(t, "benchq.exp.ok1.planned", &planned, nil)
+	var deploy contracts.Deploy
+	if subj := w.job(w.deploys, &deploy); subj != contracts.SubjDeploy || deploy.Code != "ok1" || deploy.DBMS != "Redis" || deploy.Configuration != "Redis-64-1-16384-1" {
+		t.Errorf("job on %s: %+v", subj, deploy)
+	}
+	if got := w.events.count("benchq.exp.*.rejected")[""]; got != 3 {
+		t.Errorf("%d rejections, want 3", got)
+	}
+}
+
+// experimentRequest is the request every run-through test uses: Redis, 1000 rows
+// loaded by 2 shards, one benchmarking phase with 1 shard.
+func experimentRequest(code, extra string) string {
+	return fmt.Sprintf(`{"schema_version":1,"code":%q,"dbms":["Redis"],"sf":0.001,"loading_pods":[2],"loading_threads":[2],
+		"benchmarking_pods":[1],"benchmarking_threads":[1]%s}`, code, extra)
+}
+
+// deploy answers the next deploy job with sut.ready and returns it.
+func (w *world) deploy(code string) contracts.Deploy {
+	w.t.Helper()
+	var d contracts.Deploy
+	if subj := w.job(w.deploys, &d); subj != contracts.SubjDeploy || d.Code != code {
+		w.t.Fatalf("expected a deploy job of %s, got %s %+v", code, subj, d)
+	}
+	w.publish(contracts.Subject(contracts.SubjSUTReady, code, "", ""), &contracts.SUTReady{
+		Envelope:      contracts.NewEnvelope(code, code+"."+d.Configuration+".sut.ready", time.Now()),
+		Configuration: d.Configuration, DBMS: d.DBMS, Endpoint: contracts.Endpoint{Host: "127.0.0.1", Port: 7000}, Backend: "local",
+	})
+	return d
+}
+
+// shardJobs takes the n jobs of the next phase.
+func (w *world) shardJobs(code string, n int) []contracts.ShardJob {
+	w.t.Helper()
+	jobs := make([]contracts.ShardJob, n)
+	for i := range jobs {
+		w.job(w.shards, &jobs[i])
+		j := jobs[i]
+		if j.Code != code || j.Shards != n || j.Attempt != 1 || j.Phase != jobs[0].Phase || j.Endpoint.Port != 7000 {
+			w.t.Fatalf("shard job %d: %+v", i+1, j)
+		}
+	}
+	return jobs
+}
+
+func (w *world) ready(j contracts.ShardJob) {
+	w.t.Helper()
+	w.publish(contracts.Subject(contracts.SubjBarrierReady, j.Code, "", ""), &contracts.BarrierReady{
+		Envelope: contracts.NewEnvelope(j.Code, fmt.Sprintf("%s.%s.%d.a%d.ready", j.Code, j.Phase, j.Shard, j.Attempt), time.Now()),
+		Phase:    j.Phase, Shard: j.Shard, Attempt: j.Attempt, Agent: fmt.Sprintf("agent-%d", j.Shard),
+	})
+}
+
+// started waits for the barrier's GO and phase.started of j's phase.
+func (w *world) started(j contracts.ShardJob) {
+	w.t.Helper()
+	var g contracts.BarrierGo
+	w.events.wait(w.t, contracts.Subject(contracts.SubjBarrierGo, j.Code, "", ""), &g, func() bool { return g.Phase == j.Phase })
+	var pe contracts.PhaseEvent
+	w.events.wait(w.t, contracts.Subject(contracts.SubjPhaseStarted, j.Code, "", ""), &pe, func() bool { return pe.Phase == j.Phase })
+	if pe.StartedAt == nil || !pe.StartedAt.Equal(g.StartAt) || pe.Shards != j.Shards {
+		w.t.Errorf("phase.started %+v after GO at %v", pe, g.StartAt)
+	}
+}
+
+func (w *world) final(j contracts.ShardJob) {
+	w.t.Helper()
+	now := time.Now().UTC()
+	w.publish(contracts.Subject(contracts.SubjFinal, j.Code, j.Phase, fmt.Sprint(j.Shard)), &contracts.Final{
+		Envelope:      contracts.NewEnvelope(j.Code, fmt.Sprintf("%s.%s.%d.a%d.final", j.Code, j.Phase, j.Shard, j.Attempt), now),
+		Configuration: j.Configuration, Phase: j.Phase, Kind: j.Kind, Shard: j.Shard, Attempt: j.Attempt,
+		Agent: fmt.Sprintf("agent-%d", j.Shard), Status: contracts.StatusOK, StartedAt: now.Add(-time.Second), EndedAt: now,
+	})
+}
+
+func (w *world) phaseDone(j contracts.ShardJob) {
+	w.t.Helper()
+	var pe contracts.PhaseEvent
+	w.events.wait(w.t, contracts.Subject(contracts.SubjPhaseDone, j.Code, "", ""), &pe, func() bool { return pe.Phase == j.Phase })
+	if pe.Status != contracts.PhaseDone || pe.Kind != j.Kind || pe.Reason != "" {
+		w.t.Errorf("phase.done %+v", pe)
+	}
+}
+
+// teardown answers the teardown job of d with sut.removed.
+func (w *world) teardown(d contracts.Deploy) contracts.Teardown {
+	w.t.Helper()
+	var td contracts.Teardown
+	if subj := w.job(w.deploys, &td); subj != contracts.SubjTeardown || td.Configuration != d.Configuration {
+		w.t.Fatalf("expected the teardown of %s, got %s %+v", d.Configuration, subj, td)
+	}
+	w.publish(contracts.Subject(contracts.SubjSUTRemoved, td.Code, "", ""), &contracts.SUTRemoved{
+		Envelope: contracts.NewEnvelope(td.Code, td.Code+"."+td.Configuration+".sut.removed", time.Now()), Configuration: td.Configuration, DBMS: td.DBMS,
+	})
+	return td
+}
+
+// state reads the experiment's state from the experiments KV bucket.
+func (w *world) state(code string) State {
+	w.t.Helper()
+	kv, err := w.b.JS.KeyValue(w.ctx, contracts.KVExperiments)
+	if err != nil {
+		w.t.Fatal(err)
+	}
+	e, err := kv.Get(w.ctx, code)
+	if err != nil {
+		w.t.Fatalf("state of %s: %v", code, err)
+	}
+	var st State
+	if err := json.Unmarshal(e.Value(), &st); err != nil {
+		w.t.Fatal(err)
+	}
+	return st
+}
+
+// runThrough plays one whole experiment; restart, if not nil, is called
+// after the load phase's READYs are sent and before its finals.
+func runThrough(t *testing.T, w *world, code string, restart func()) {
+	t.Helper()
+	w.request("req-"+code, experimentRequest(code, ""))
+	d := w.deploy(code)
+
+	load := w.shardJobs(code, 2)
+	if load[0].Kind != contracts.KindLoad || load[0].Phase != d.Configuration+"-load" || load[0].Shard == load[1].Shard {
+		t.Fatalf("load jobs %+v", load)
+	}
+	for _, j := range load {
+		w.ready(j)
+	}
+	if restart != nil {
+		restart()
+	}
+	w.started(load[0])
+	for _, j := range load {
+		w.final(j)
+	}
+	w.phaseDone(load[0])
+
+	run := w.shardJobs(code, 1)
+	if run[0].Kind != contracts.KindRun || run[0].Phase != d.Configuration+"-run1" {
+		t.Fatalf("run jobs %+v", run)
+	}
+	w.ready(run[0])
+	w.started(run[0])
+	w.final(run[0])
+	w.phaseDone(run[0])
+
+	w.teardown(d)
+	var end contracts.ExperimentEnd
+	w.events.wait(t, contracts.Subject(contracts.SubjExperimentDone, code, "", ""), &end, nil)
+	if end.Status != contracts.ExperimentDone || end.StartedAt == nil || end.EndedAt == nil {
+		t.Errorf("end %+v", end)
+	}
+	if st := w.state(code); st.Status != contracts.ExperimentDone || st.EndedAt == nil || len(st.Failures) != 0 || st.Configs[0].Status != cfgRemoved {
+		t.Errorf("stored state: status %s, ended %v, failures %v, configs %+v", st.Status, st.EndedAt, st.Failures, st.Configs)
+	}
+
+	// Every event once: a step repeated after a crash re-publishes with the
+	// same ids, which JetStream drops.
+	loadPhase, runPhase := load[0].Phase, run[0].Phase
+	for subj, want := range map[string]map[string]int{
+		contracts.SubjPlanned:          {"": 1},
+		contracts.SubjBarrierGo:        {loadPhase: 1, runPhase: 1},
+		contracts.SubjPhaseStarted:     {loadPhase: 1, runPhase: 1},
+		contracts.SubjPhaseDone:        {loadPhase: 1, runPhase: 1},
+		contracts.SubjPhaseFailed:      {},
+		contracts.SubjExperimentDone:   {"": 1},
+		contracts.SubjExperimentFailed: {},
+	} {
+		s := contracts.Subject(subj, code, "", "")
+		if got := w.events.count(s); fmt.Sprint(got) != fmt.Sprint(want) {
+			t.Errorf("%s: %v, want %v", s, got, want)
+		}
+	}
+	w.noJob(w.shards)
+	w.noJob(w.deploys)
+}
+
+func TestSchedulerRunsAnExperimentThrough(t *testing.T) {
+	t.Parallel()
+	w := newWorld(t)
+	w.start()
+	runThrough(t, w, "run1", nil)
+}
+
+// The scheduler keeps its state in KV and its place in the streams in
+// durable consumers: a new one carries on where the old one stopped.
+func TestSchedulerResumesAfterARestart(t *testing.T) {
+	t.Parallel()
+	w := newWorld(t)
+	stop := w.start()
+	runThrough(t, w, "crash1", func() {
+		stop()
+		w.start()
+	})
+}
+
+func TestSchedulerFailsAPhaseWhoseShardsAreNotReady(t *testing.T) {
+	t.Parallel()
+	w := newWorld(t)
+	w.start()
+	code := "late1"
+	w.request("req-"+code, experimentRequest(code, `,"timeouts":{"barrier_s":1}`))
+	d := w.deploy(code)
+	load := w.shardJobs(code, 2)
+	w.ready(load[0])
+
+	var pe contracts.PhaseEvent
+	w.events.wait(t, contracts.Subject(contracts.SubjPhaseFailed, code, "", ""), &pe, nil)
+	if pe.Phase != load[0].Phase || !strings.Contains(pe.Reason, "shards 2 not READY within 1s") {
+		t.Errorf("phase.failed %+v", pe)
+	}
+	if td := w.teardown(d); td.Reason != "loading failed" {
+		t.Errorf("teardown reason %q", td.Reason)
+	}
+	var end contracts.ExperimentEnd
+	w.events.wait(t, contracts.Subject(contracts.SubjExperimentFailed, code, "", ""), &end, nil)
+	if end.Status != contracts.ExperimentFailed || !strings.Contains(end.Reason, "shards 2 not READY") {
+		t.Errorf("end %+v", end)
+	}
+	if got := w.events.count(contracts.Subject(contracts.SubjBarrierGo, code, "", "")); len(got) != 0 {
+		t.Errorf("GO although shard 2 never was READY: %v", got)
+	}
+	w.noJob(w.shards)
+}
