@@ -66,7 +66,7 @@ func submitAndFollow(ctx context.Context, st *State, s *Stack, code, reqID strin
 		}
 		status = end
 	}
-	if err := waitStored(ctx, s.DBURL, code); err != nil {
+	if err := waitStored(ctx, js, s.DBURL, code); err != nil {
 		st.errorf("%v", err)
 		return ExitFailed
 	}
@@ -136,12 +136,30 @@ func span(a, b string) string {
 	return fmt.Sprintf("%.1fs", tb.Sub(ta).Seconds())
 }
 
-// waitStored polls until the collector has stored the experiment's end, so
-// the summary is complete.
-func waitStored(ctx context.Context, dbURL, code string) error {
-	ctx, cancel := context.WithTimeout(ctx, 60*time.Second)
+// waitStored polls until the collector has stored everything published so
+// far — both of its consumers have nothing pending and nothing unacked — and
+// the experiment's end is in the database, so the summary is complete. After
+// a collector crash this includes the redelivery of what it had fetched.
+func waitStored(ctx context.Context, js jetstream.JetStream, dbURL, code string) error {
+	ctx, cancel := context.WithTimeout(ctx, 2*time.Minute)
 	defer cancel()
 	return procs.WaitFor(ctx, "the collector to store experiment "+code, 200*time.Millisecond, func(ctx context.Context) error {
+		for _, c := range []struct{ stream, durable string }{
+			{contracts.StreamEvents, "collector-events"},
+			{contracts.StreamResults, "collector-results"},
+		} {
+			cons, err := js.Consumer(ctx, c.stream, c.durable)
+			if err != nil {
+				return err
+			}
+			info, err := cons.Info(ctx)
+			if err != nil {
+				return err
+			}
+			if info.NumPending > 0 || info.NumAckPending > 0 {
+				return fmt.Errorf("%s: %d pending, %d unacknowledged", c.durable, info.NumPending, info.NumAckPending)
+			}
+		}
 		conn, err := pgx.Connect(ctx, dbURL)
 		if err != nil {
 			return err

@@ -25,6 +25,11 @@ type Config struct {
 	Batch   int // messages per transaction
 }
 
+// ackWait bounds how long messages fetched by a collector that died stay
+// invisible: a batch is stored in well under a second, and after a crash the
+// restarted collector gets them again after at most this long.
+const ackWait = 10 * time.Second
+
 // Run consumes events and results into the database until ctx ends.
 func Run(ctx context.Context, cfg Config, log *slog.Logger) error {
 	if cfg.Batch == 0 {
@@ -49,8 +54,8 @@ func Run(ctx context.Context, cfg Config, log *slog.Logger) error {
 	h := func(ctx context.Context, msgs []jetstream.Msg) []error { return storeBatch(ctx, db, msgs) }
 	var wg sync.WaitGroup
 	for _, spec := range []bus.ConsumerSpec{
-		{Stream: contracts.StreamEvents, Durable: "collector-events", Batch: cfg.Batch},
-		{Stream: contracts.StreamResults, Durable: "collector-results", Batch: cfg.Batch},
+		{Stream: contracts.StreamEvents, Durable: "collector-events", Batch: cfg.Batch, AckWait: ackWait},
+		{Stream: contracts.StreamResults, Durable: "collector-results", Batch: cfg.Batch, AckWait: ackWait},
 	} {
 		wg.Add(1)
 		go func(spec bus.ConsumerSpec) {
