@@ -28,21 +28,22 @@ func ycsbCommand(java, lib, workloads string, job contracts.ShardJob, binding st
 	if y.Target > 0 {
 		args = append(args, "-target", strconv.Itoa(y.Target))
 	}
-	all := map[string]string{
-		"recordcount":     strconv.FormatInt(y.RecordCount, 10),
-		"insertstart":     strconv.FormatInt(y.InsertStart, 10),
-		"insertcount":     strconv.FormatInt(y.InsertCount, 10),
-		"operationcount":  strconv.FormatInt(y.OperationCount, 10),
-		"status.interval": strconv.Itoa(max(y.StatusInterval, 1)),
+	// Catalog properties first: they are defaults (e.g. a load batch size);
+	// what the request and the plan say about this shard wins.
+	all := map[string]string{}
+	for k, v := range props {
+		all[k] = v
 	}
+	all["recordcount"] = strconv.FormatInt(y.RecordCount, 10)
+	all["insertstart"] = strconv.FormatInt(y.InsertStart, 10)
+	all["insertcount"] = strconv.FormatInt(y.InsertCount, 10)
+	all["operationcount"] = strconv.FormatInt(y.OperationCount, 10)
+	all["status.interval"] = strconv.Itoa(max(y.StatusInterval, 1))
 	if y.InsertOrder != "" {
 		all["insertorder"] = y.InsertOrder
 	}
 	if y.BatchSize > 0 {
 		all["db.batchsize"] = strconv.Itoa(y.BatchSize)
-	}
-	for k, v := range props {
-		all[k] = v
 	}
 	keys := make([]string, 0, len(all))
 	for k := range all {
