@@ -167,29 +167,39 @@ func (b *Bus) Consume(ctx context.Context, spec ConsumerSpec, h Handler) error {
 			continue
 		}
 		errs := h(ctx, msgs)
+		stopping := ctx.Err() != nil
 		for i, m := range msgs {
 			var herr error
 			if i < len(errs) {
 				herr = errs[i]
 			}
-			switch {
-			case herr == nil:
-				if err := m.DoubleAck(ctx); err != nil {
-					log.Warn("ack failed", "subject", m.Subject(), "err", err)
-				}
-			case errors.Is(herr, ErrPermanent):
-				log.Error("message dropped", "subject", m.Subject(), "err", herr)
-				_ = m.Term()
-			default:
-				if ctx.Err() != nil {
-					return nil // shutting down: leave it for redelivery
-				}
-				log.Warn("message will be redelivered", "subject", m.Subject(), "err", herr)
-				_ = m.NakWithDelay(time.Second)
-			}
+			settle(ctx, log, m, herr, stopping)
 		}
 	}
 	return nil
+}
+
+// settle acks, terminates or hands back one message. Acks use a context of
+// their own: work finished while the service stops must still be acked, or it
+// is redone after AckWait. A message not finished because the service stops
+// is handed back at once (Nak) instead of waiting out AckWait.
+func settle(ctx context.Context, log *slog.Logger, m jetstream.Msg, herr error, stopping bool) {
+	actx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
+	defer cancel()
+	switch {
+	case herr == nil:
+		if err := m.DoubleAck(actx); err != nil {
+			log.Warn("ack failed", "subject", m.Subject(), "err", err)
+		}
+	case errors.Is(herr, ErrPermanent):
+		log.Error("message dropped", "subject", m.Subject(), "err", herr)
+		_ = m.Term()
+	case stopping:
+		_ = m.Nak()
+	default:
+		log.Warn("message will be redelivered", "subject", m.Subject(), "err", herr)
+		_ = m.NakWithDelay(time.Second)
+	}
 }
 
 func sleep(ctx context.Context, d time.Duration) {

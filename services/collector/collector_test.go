@@ -508,3 +508,18 @@ func TestMigrateConcurrently(t *testing.T) {
 		}
 	}
 }
+
+// Only a NUL character is replaced: the six characters \u0000 written out in
+// a driver's output (a backslash, then u0000) are text like any other.
+func TestCollectorKeepsTextThatSpellsOutANUL(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	e.start()
+	x := newExperiment(t, "c6")
+	subj, f := x.final(0, 1)
+	f.Stdout = `path C:\u0000 and a real NUL: ` + "\x00"
+	e.publish(subj, f)
+	e.settled()
+	e.expect("stdout", []string{`path C:\u0000 and a real NUL: ` + "\ufffd"}, `SELECT stdout FROM shard_results`)
+	e.expect("raw message", []string{`path C:\u0000 and a real NUL: ` + "\ufffd"}, `SELECT payload->>'stdout' FROM messages`)
+}

@@ -26,7 +26,7 @@ type record struct {
 // PostgreSQL text and jsonb cannot hold NUL characters, which a driver's
 // output may contain: they are replaced by U+FFFD before anything is stored.
 func decode(subject string, data []byte) (record, error) {
-	data = bytes.ReplaceAll(data, []byte(`\u0000`), []byte(`\ufffd`))
+	data = replaceNULEscapes(data)
 	r := record{subject: subject, raw: data}
 	var schema string
 	switch {
@@ -60,6 +60,30 @@ func decode(subject string, data []byte) (record, error) {
 	}
 	r.head = r.msg.(contracts.Message).Head()
 	return r, nil
+}
+
+// replaceNULEscapes rewrites every JSON escape \u0000 as \ufffd. It walks
+// the escapes pair by pair, so text that spells out a backslash followed by
+// "u0000" (escaped as \\u0000) is left as it is.
+func replaceNULEscapes(data []byte) []byte {
+	if !bytes.Contains(data, []byte(`\u0000`)) {
+		return data
+	}
+	out := make([]byte, 0, len(data))
+	for i := 0; i < len(data); i++ {
+		if data[i] != '\\' || i+1 >= len(data) {
+			out = append(out, data[i])
+			continue
+		}
+		if bytes.HasPrefix(data[i:], []byte(`\u0000`)) {
+			out = append(out, `\ufffd`...)
+			i += len(`\u0000`) - 1
+			continue
+		}
+		out = append(out, data[i], data[i+1]) // any other escape, \\ included
+		i++
+	}
+	return out
 }
 
 // write stores one message idempotently: the raw message keyed by its id,

@@ -130,6 +130,58 @@ func (s *State) Step(ev Event, now time.Time) []Out {
 	return append(out, s.advance(now)...)
 }
 
+// Early reports whether ev answers an output whose state change is not
+// stored yet: outputs are published before the state is saved, so an agent's
+// READY (or the deployer's sut.ready) can overtake it, and a save can fail.
+// Such an event must be redelivered, not dropped as stale.
+func (s *State) Early(ev Event) bool {
+	if s.Status != "running" {
+		return false
+	}
+	cfgStatus := func(name string) string {
+		if i, ok := s.config(name); ok {
+			return s.Configs[i].Status
+		}
+		return ""
+	}
+	phaseAhead := func(phase string, attempt int) bool {
+		for i, pc := range s.Plan.Configurations {
+			for p, ph := range pc.Phases {
+				if ph.Name != phase {
+					continue
+				}
+				c := s.Configs[i]
+				switch {
+				case c.Status == cfgPending || c.Status == cfgDeploying:
+					return true
+				case c.Status != cfgRunning:
+					return false
+				case p > c.Phase:
+					return true
+				case p == c.Phase:
+					return c.Current == nil || attempt > c.Current.Attempt
+				}
+				return false
+			}
+		}
+		return false
+	}
+	switch {
+	case ev.SUTReady != nil:
+		return cfgStatus(ev.SUTReady.Configuration) == cfgPending
+	case ev.SUTFailed != nil:
+		return cfgStatus(ev.SUTFailed.Configuration) == cfgPending
+	case ev.SUTRemoved != nil:
+		st := cfgStatus(ev.SUTRemoved.Configuration)
+		return st == cfgPending || st == cfgDeploying || st == cfgRunning
+	case ev.Ready != nil:
+		return phaseAhead(ev.Ready.Phase, ev.Ready.Attempt)
+	case ev.Final != nil:
+		return phaseAhead(ev.Final.Phase, ev.Final.Attempt)
+	}
+	return false
+}
+
 func (s *State) config(name string) (int, bool) {
 	for i, c := range s.Plan.Configurations {
 		if c.Name == name {

@@ -152,3 +152,32 @@ func TestMaxSUTs(t *testing.T) {
 		t.Errorf("%d deploys at start, want 2", deploys)
 	}
 }
+
+// Events answering outputs whose state is not stored yet are "early" (and
+// redelivered); events about the past are not (and are dropped as stale).
+func TestEarlyEvents(t *testing.T) {
+	p := defaultPlan(t, nil)
+	s, _, _ := Start(p, []byte(`{}`), t0)
+	before := *s // as stored before sut.ready's step
+	before.Configs = append([]ConfigState(nil), s.Configs...)
+	s.Step(Event{SUTReady: &contracts.SUTReady{Configuration: "Redis-8-2-16384-1", Endpoint: contracts.Endpoint{Host: "h", Port: 1}}}, t0)
+	load, run := p.Configurations[0].Phases[0].Name, p.Configurations[0].Phases[1].Name
+	cases := []struct {
+		name  string
+		state *State
+		ev    Event
+		early bool
+	}{
+		{"READY for the phase the unsaved step started", &before, Event{Ready: &contracts.BarrierReady{Phase: load, Shard: 1, Attempt: 1}}, true},
+		{"READY for the current phase", s, Event{Ready: &contracts.BarrierReady{Phase: load, Shard: 1, Attempt: 1}}, false},
+		{"READY for a later phase", s, Event{Ready: &contracts.BarrierReady{Phase: run, Shard: 1, Attempt: 1}}, true},
+		{"READY for a later attempt", s, Event{Ready: &contracts.BarrierReady{Phase: load, Shard: 1, Attempt: 2}}, true},
+		{"final of an unknown phase", s, Event{Final: &contracts.Final{Phase: "nope", Shard: 1, Attempt: 1}}, false},
+		{"sut.removed of a running SUT", s, Event{SUTRemoved: &contracts.SUTRemoved{Configuration: "Redis-8-2-16384-1"}}, true},
+	}
+	for _, c := range cases {
+		if got := c.state.Early(c.ev); got != c.early {
+			t.Errorf("%s: early = %v, want %v", c.name, got, c.early)
+		}
+	}
+}

@@ -65,13 +65,15 @@ func Run(ctx context.Context, cfg Config, log *slog.Logger) error {
 		}()
 	}
 	consume(bus.ConsumerSpec{Stream: contracts.StreamRequests, Durable: "scheduler-requests"}, s.each(s.handleRequest))
-	consume(bus.ConsumerSpec{Stream: contracts.StreamEvents, Durable: "scheduler-events", Filters: []string{
+	// Early events are redelivered every second; MaxDeliver bounds that for an
+	// event whose experiment never appears (about five minutes).
+	consume(bus.ConsumerSpec{Stream: contracts.StreamEvents, Durable: "scheduler-events", MaxDeliver: maxEarly, Filters: []string{
 		contracts.Subject(contracts.SubjSUTReady, "", "", ""),
 		contracts.Subject(contracts.SubjSUTFailed, "", "", ""),
 		contracts.Subject(contracts.SubjSUTRemoved, "", "", ""),
 		contracts.Subject(contracts.SubjBarrierReady, "", "", ""),
 	}}, s.each(s.handleEvent))
-	consume(bus.ConsumerSpec{Stream: contracts.StreamResults, Durable: "scheduler-results", Filters: []string{
+	consume(bus.ConsumerSpec{Stream: contracts.StreamResults, Durable: "scheduler-results", MaxDeliver: maxEarly, Filters: []string{
 		contracts.Subject(contracts.SubjFinal, "", "", ""),
 	}}, s.each(s.handleEvent))
 	log.Info("scheduler ready", "nats", cfg.NATSURL)
@@ -102,6 +104,8 @@ func (s *Scheduler) each(h func(context.Context, jetstream.Msg) error) bus.Handl
 	}
 }
 
+const maxEarly = 300
+
 var codePattern = regexp.MustCompile(`^[a-z0-9][a-z0-9-]{0,39}$`)
 
 // handleRequest validates a request and starts the experiment, or rejects it.
@@ -125,12 +129,20 @@ func (s *Scheduler) handleRequest(ctx context.Context, m jetstream.Msg) error {
 		// Derived from the stream's timestamp and sequence, so a redelivered
 		// request gets the same code (bexhoma's codes are unix seconds too).
 		code = strconv.FormatInt(meta.Timestamp.Unix(), 10)
-		if prev, ok := s.load(ctx, code); ok && prev.state.RequestID != head.ID {
+		prev, ok, err := s.load(ctx, code)
+		if err != nil {
+			return err
+		}
+		if ok && prev.state.RequestID != head.ID {
 			code = fmt.Sprintf("%s-%d", code, meta.Sequence.Stream)
 		}
 	}
 	log := s.log.With("code", code, "request", head.ID)
-	if prev, ok := s.load(ctx, code); ok {
+	prev, ok, err := s.load(ctx, code)
+	if err != nil {
+		return err
+	}
+	if ok {
 		if prev.state.RequestID == head.ID {
 			return nil // already started: a redelivery
 		}
@@ -202,27 +214,41 @@ type stored struct {
 	rev   uint64
 }
 
-func (s *Scheduler) load(ctx context.Context, code string) (stored, bool) {
+// load reads an experiment's state. found is false only when the key does
+// not exist; any other failure is an error, so the caller's event is
+// redelivered instead of being dropped as "unknown".
+func (s *Scheduler) load(ctx context.Context, code string) (st stored, found bool, err error) {
 	e, err := s.kv.Get(ctx, code)
+	if errors.Is(err, jetstream.ErrKeyNotFound) {
+		return stored{}, false, nil
+	}
 	if err != nil {
-		return stored{}, false
+		return stored{}, false, fmt.Errorf("read state of %s: %w", code, err)
 	}
-	var st State
-	if err := json.Unmarshal(e.Value(), &st); err != nil {
-		s.log.Error("corrupt state", "code", code, "err", err)
-		return stored{}, false
+	var state State
+	if err := json.Unmarshal(e.Value(), &state); err != nil {
+		return stored{}, false, bus.Permanent(fmt.Errorf("corrupt state of %s: %w", code, err))
 	}
-	return stored{state: &st, rev: e.Revision()}, true
+	return stored{state: &state, rev: e.Revision()}, true, nil
 }
+
+// errEarly: the event answers something whose state is not stored yet; it
+// is redelivered (see State.Early).
+var errEarly = errors.New("event arrived before the state it answers was stored; redelivering")
 
 // step applies ev to the experiment: publish first, then store, then (by the
 // caller) ack. A crash in between repeats the step; the outputs carry the same
 // ids and JetStream drops them as duplicates.
 func (s *Scheduler) step(ctx context.Context, code string, ev Event) error {
-	st, ok := s.load(ctx, code)
+	st, ok, err := s.load(ctx, code)
+	if err != nil {
+		return err
+	}
 	if !ok {
-		s.log.Warn("event for unknown experiment ignored", "code", code)
-		return nil
+		return fmt.Errorf("experiment %s: %w", code, errEarly)
+	}
+	if st.state.Early(ev) {
+		return fmt.Errorf("experiment %s: %w", code, errEarly)
 	}
 	out := st.state.Step(ev, s.now())
 	if len(out) == 0 && !ev.changes() {
@@ -268,7 +294,10 @@ func (s *Scheduler) tick(ctx context.Context) error {
 	}
 	for _, code := range codes {
 		s.mu.Lock()
-		st, ok := s.load(ctx, code)
+		st, ok, err := s.load(ctx, code)
+		if err != nil {
+			s.log.Warn("tick: state unreadable", "code", code, "err", err)
+		}
 		if ok && st.state.Status == "running" {
 			if err := s.step(ctx, code, Event{Tick: true}); err != nil {
 				s.log.Warn("tick step failed", "code", code, "err", err)

@@ -63,12 +63,23 @@ func newWorld(t *testing.T) *world {
 	return w
 }
 
-// start runs a scheduler until the returned stop is called (or t ends).
+// start runs a scheduler until the returned stop is called (or t ends), and
+// waits until its consumers exist (the first time: until it is set up).
 func (w *world) start() (stop func()) {
+	w.t.Helper()
 	log := testenv.Logger(w.t, "scheduler")
-	return testenv.Go(w.t, func(ctx context.Context) error {
+	stop = testenv.Go(w.t, func(ctx context.Context) error {
 		return Run(ctx, Config{NATSURL: w.url, TickEvery: 50 * time.Millisecond}, log)
 	})
+	testenv.Eventually(w.t, wait, func() error {
+		for stream, durable := range map[string]string{contracts.StreamRequests: "scheduler-requests", contracts.StreamEvents: "scheduler-events", contracts.StreamResults: "scheduler-results"} {
+			if _, err := w.b.JS.Consumer(w.ctx, stream, durable); err != nil {
+				return fmt.Errorf("consumer %s: %w", durable, err)
+			}
+		}
+		return nil
+	})
+	return stop
 }
 
 func (w *world) request(id, raw string) {
@@ -88,25 +99,34 @@ func (w *world) publish(subject string, m contracts.Message) {
 // job takes the next job of c off the work queue, decoded into v.
 func (w *world) job(c jetstream.Consumer, v any) string {
 	w.t.Helper()
-	var subject string
-	testenv.Eventually(w.t, wait, func() error {
+	subject, err := w.tryJob(c, v, wait)
+	if err != nil {
+		w.t.Fatal(err)
+	}
+	return subject
+}
+
+// tryJob is job that returns an error when no job comes within timeout.
+func (w *world) tryJob(c jetstream.Consumer, v any, timeout time.Duration) (string, error) {
+	deadline := time.Now().Add(timeout)
+	for {
 		batch, err := c.Fetch(1, jetstream.FetchMaxWait(500*time.Millisecond))
 		if err != nil {
-			return err
+			return "", err
 		}
 		for m := range batch.Messages() {
 			if err := json.Unmarshal(m.Data(), v); err != nil {
-				return fmt.Errorf("job %s: %w", m.Data(), err)
+				return "", fmt.Errorf("job %s: %w", m.Data(), err)
 			}
-			subject = m.Subject()
-			return m.DoubleAck(w.ctx)
+			return m.Subject(), m.DoubleAck(w.ctx)
 		}
 		if err := batch.Error(); err != nil {
-			return err
+			return "", err
 		}
-		return fmt.Errorf("no job on %v", c.CachedInfo().Config.FilterSubjects)
-	})
-	return subject
+		if time.Now().After(deadline) {
+			return "", fmt.Errorf("no job on %v within %s", c.CachedInfo().Config.FilterSubjects, timeout)
+		}
+	}
 }
 
 // noJob asserts that c holds no job now.
@@ -161,7 +181,12 @@ func (r *recorder) all() []recorded {
 // holds, decoded into v.
 func (r *recorder) wait(t *testing.T, subject string, v any, match func() bool) {
 	t.Helper()
-	testenv.Eventually(t, wait, func() error {
+	r.waitWithin(t, wait, subject, v, match)
+}
+
+func (r *recorder) waitWithin(t *testing.T, timeout time.Duration, subject string, v any, match func() bool) {
+	t.Helper()
+	testenv.Eventually(t, timeout, func() error {
 		var seen []string
 		for _, m := range r.all() {
 			if !subjectMatches(subject, m.Subject) {
@@ -343,19 +368,38 @@ func (w *world) teardown(d contracts.Deploy) contracts.Teardown {
 // state reads the experiment's state from the experiments KV bucket.
 func (w *world) state(code string) State {
 	w.t.Helper()
-	kv, err := w.b.JS.KeyValue(w.ctx, contracts.KVExperiments)
+	st, err := w.tryState(code)
 	if err != nil {
-		w.t.Fatal(err)
-	}
-	e, err := kv.Get(w.ctx, code)
-	if err != nil {
-		w.t.Fatalf("state of %s: %v", code, err)
-	}
-	var st State
-	if err := json.Unmarshal(e.Value(), &st); err != nil {
 		w.t.Fatal(err)
 	}
 	return st
+}
+
+func (w *world) tryState(code string) (State, error) {
+	var st State
+	kv, err := w.b.JS.KeyValue(w.ctx, contracts.KVExperiments)
+	if err != nil {
+		return st, err
+	}
+	e, err := kv.Get(w.ctx, code)
+	if err != nil {
+		return st, fmt.Errorf("state of %s: %w", code, err)
+	}
+	return st, json.Unmarshal(e.Value(), &st)
+}
+
+func (w *world) waitState(code string, ok func(State) bool) {
+	w.t.Helper()
+	testenv.Eventually(w.t, wait, func() error {
+		st, err := w.tryState(code)
+		if err != nil {
+			return err
+		}
+		if !ok(st) {
+			return fmt.Errorf("state of %s: %+v", code, st)
+		}
+		return nil
+	})
 }
 
 // runThrough plays one whole experiment; restart, if not nil, is called
@@ -368,6 +412,11 @@ func runThrough(t *testing.T, w *world, code string, restart func()) {
 	load := w.shardJobs(code, 2)
 	if load[0].Kind != contracts.KindLoad || load[0].Phase != d.Configuration+"-load" || load[0].Shard == load[1].Shard {
 		t.Fatalf("load jobs %+v", load)
+	}
+	if restart != nil {
+		// Only once the state of the load phase is stored: READYs that
+		// overtake it are another matter (TestSchedulerKeepsReadiesThatOvertakeAnUnstoredStep).
+		w.waitState(code, func(st State) bool { return st.Configs[0].Current != nil })
 	}
 	for _, j := range load {
 		w.ready(j)
@@ -467,4 +516,174 @@ func TestSchedulerFailsAPhaseWhoseShardsAreNotReady(t *testing.T) {
 		t.Errorf("GO although shard 2 never was READY: %v", got)
 	}
 	w.noJob(w.shards)
+}
+
+// step publishes a step's outputs before it stores the new state, so that a
+// crash in between repeats the step (the outputs are de-duplicated). But the
+// outputs are out: agents answer the shard jobs with READY while the event
+// that produced them waits for redelivery, and the scheduler meets those
+// READYs with the old state. It must not throw them away. Here the state
+// write fails for a while (as a KV timeout would, or a crash before the
+// write); the experiment must go on once it succeeds.
+func TestSchedulerKeepsReadiesThatOvertakeAnUnstoredStep(t *testing.T) {
+	t.Parallel()
+	w := newWorld(t)
+	w.start()
+	code := "overtake1"
+	w.request("req-"+code, experimentRequest(code, ""))
+	var d contracts.Deploy
+	w.job(w.deploys, &d)
+	w.waitState(code, func(State) bool { return true })
+
+	// The state after sut.ready is some 130 bytes bigger than the stored
+	// one; a limit just above the current size refuses that write.
+	kv, err := w.b.JS.KeyValue(w.ctx, contracts.KVExperiments)
+	if err != nil {
+		t.Fatal(err)
+	}
+	e, err := kv.Get(w.ctx, code)
+	if err != nil {
+		t.Fatal(err)
+	}
+	w.limitStateSize(int32(len(e.Value()) + 100))
+	w.publish(contracts.Subject(contracts.SubjSUTReady, code, "", ""), &contracts.SUTReady{
+		Envelope:      contracts.NewEnvelope(code, code+".sut.ready", time.Now()),
+		Configuration: d.Configuration, DBMS: d.DBMS, Endpoint: contracts.Endpoint{Host: "127.0.0.1", Port: 7000},
+	})
+
+	var load []contracts.ShardJob
+	for range 2 {
+		var j contracts.ShardJob
+		if _, err := w.tryJob(w.shards, &j, 15*time.Second); err != nil {
+			t.Skipf("no shard jobs while the state cannot be stored (%v): the scheduler stores before it publishes, so READYs cannot overtake", err)
+		}
+		load = append(load, j)
+	}
+	if st := w.state(code); st.Configs[0].Status != cfgDeploying {
+		t.Fatalf("precondition: the state write should have failed, but the stored state is %+v", st.Configs[0])
+	}
+	for _, j := range load {
+		w.ready(j)
+	}
+	// Let the scheduler meet both READYs while the state is still the old
+	// one: all but the retried sut.ready acknowledged, or the READYs back for
+	// another try.
+	w.met(1, 3)
+	w.limitStateSize(-1)
+	w.waitState(code, func(st State) bool { return st.Configs[0].Current != nil })
+	// Within a second or two when the READYs were kept; the barrier would
+	// fail the phase after 120s.
+	var g contracts.BarrierGo
+	w.events.waitWithin(t, 30*time.Second, contracts.Subject(contracts.SubjBarrierGo, code, "", ""), &g, nil)
+}
+
+// The same as TestSchedulerKeepsReadiesThatOvertakeAnUnstoredStep, one step
+// earlier: the deploy job is published before the experiment's first state
+// is stored, and the deployer's sut.ready must not be lost if that store
+// fails for a while.
+func TestSchedulerKeepsSUTReadyThatOvertakesTheFirstState(t *testing.T) {
+	t.Parallel()
+	w := newWorld(t)
+	w.start()
+	code := "overtake2"
+	w.limitStateSize(200) // far below any experiment's state
+	w.request("req-"+code, experimentRequest(code, ""))
+	var d contracts.Deploy
+	if _, err := w.tryJob(w.deploys, &d, 15*time.Second); err != nil {
+		t.Skipf("no deploy job while the state cannot be stored (%v): the scheduler stores before it publishes", err)
+	}
+	if _, err := w.tryState(code); err == nil {
+		t.Fatal("precondition: the state should not be stored yet")
+	}
+	w.publish(contracts.Subject(contracts.SubjSUTReady, code, "", ""), &contracts.SUTReady{
+		Envelope:      contracts.NewEnvelope(code, code+".sut.ready", time.Now()),
+		Configuration: d.Configuration, DBMS: d.DBMS, Endpoint: contracts.Endpoint{Host: "127.0.0.1", Port: 7000},
+	})
+	// Let the scheduler meet the sut.ready before the state exists.
+	w.met(0, 1)
+	w.limitStateSize(-1)
+	w.waitState(code, func(State) bool { return true })
+	var j contracts.ShardJob
+	if _, err := w.tryJob(w.shards, &j, 30*time.Second); err != nil {
+		t.Fatalf("the SUT is ready but no load phase starts: %v (state %+v)", err, w.state(code).Configs)
+	}
+}
+
+// met waits until the scheduler has met every event delivered to it so far:
+// either all but unacked of them are acknowledged (for the events these
+// tests send: taken as handled), or retried of them came back for another
+// try (the scheduler postponed them). For a scheduler that does neither it
+// gives up after 10s without failing: the test's own assertion follows.
+func (w *world) met(unacked, retried int) {
+	w.t.Helper()
+	c, err := w.b.JS.Consumer(w.ctx, contracts.StreamEvents, "scheduler-events")
+	if err != nil {
+		w.t.Fatal(err)
+	}
+	for end := time.Now().Add(10 * time.Second); time.Now().Before(end); time.Sleep(20 * time.Millisecond) {
+		ci, err := c.Info(w.ctx)
+		if err != nil {
+			w.t.Fatal(err)
+		}
+		if ci.NumPending == 0 && (ci.NumAckPending == unacked || ci.NumRedelivered >= retried) {
+			return
+		}
+	}
+}
+
+// limitStateSize sets the largest state the experiments bucket accepts
+// (-1: no limit), so that the scheduler's state writes fail.
+func (w *world) limitStateSize(n int32) {
+	w.t.Helper()
+	s, err := w.b.JS.Stream(w.ctx, "KV_"+contracts.KVExperiments)
+	if err != nil {
+		w.t.Fatal(err)
+	}
+	cfg := s.CachedInfo().Config
+	cfg.MaxMsgSize = n
+	if _, err := w.b.JS.UpdateStream(w.ctx, cfg); err != nil {
+		w.t.Fatal(err)
+	}
+}
+
+// An event that arrives while the experiment's state cannot be read (a KV
+// timeout, JetStream briefly unavailable) must be retried, not taken for an
+// event of an unknown experiment and acknowledged. Here the bucket stops
+// answering reads for a while: its direct gets are switched off under the
+// scheduler.
+func TestSchedulerDoesNotDropEventsWhileItsStateIsUnreadable(t *testing.T) {
+	t.Parallel()
+	w := newWorld(t)
+	w.start()
+	code := "unreadable1"
+	w.request("req-"+code, experimentRequest(code, ""))
+	var d contracts.Deploy
+	w.job(w.deploys, &d)
+	w.waitState(code, func(State) bool { return true })
+
+	allowDirect := func(on bool) {
+		t.Helper()
+		s, err := w.b.JS.Stream(w.ctx, "KV_"+contracts.KVExperiments)
+		if err != nil {
+			t.Fatal(err)
+		}
+		cfg := s.CachedInfo().Config
+		cfg.AllowDirect = on
+		if _, err := w.b.JS.UpdateStream(w.ctx, cfg); err != nil {
+			t.Fatal(err)
+		}
+	}
+	allowDirect(false)
+	w.publish(contracts.Subject(contracts.SubjSUTReady, code, "", ""), &contracts.SUTReady{
+		Envelope:      contracts.NewEnvelope(code, code+".sut.ready", time.Now()),
+		Configuration: d.Configuration, DBMS: d.DBMS, Endpoint: contracts.Endpoint{Host: "127.0.0.1", Port: 7000},
+	})
+	// Let the scheduler meet the sut.ready while it cannot read the state.
+	w.met(0, 1)
+	allowDirect(true)
+
+	var j contracts.ShardJob
+	if _, err := w.tryJob(w.shards, &j, 30*time.Second); err != nil {
+		t.Fatalf("the SUT is ready but no load phase starts: %v (state %+v)", err, w.state(code).Configs)
+	}
 }
