@@ -144,3 +144,23 @@ func TestSubject(t *testing.T) {
 		t.Errorf("filled: %s", got)
 	}
 }
+
+func TestForSubject(t *testing.T) {
+	cases := map[string]string{
+		Subject(SubjFinal, "1", "p-load", "2"):     SchemaFinal,
+		Subject(SubjInterval, "1", "p-load", "2"):  SchemaInterval,
+		Subject(SubjPhaseFailed, "1", "", ""):      SchemaPhase,
+		Subject(SubjExperimentFailed, "1", "", ""): SchemaExperimentEnd,
+		Subject(SubjSUTFailed, "1", "", ""):        SchemaSUTFailed,
+		Subject(SubjBarrierGo, "1", "", ""):        SchemaBarrierGo,
+		SubjShard:                                  SchemaShardJob,
+	}
+	for subj, want := range cases {
+		if got, _, err := ForSubject(subj); err != nil || got != want {
+			t.Errorf("%s: %s %v, want %s", subj, got, err, want)
+		}
+	}
+	if _, _, err := ForSubject("benchq.exp.1.unheard.of"); err == nil {
+		t.Error("unknown subject accepted")
+	}
+}

@@ -240,10 +240,9 @@ func waitReady(ctx context.Context, s *Stack, agents int) error {
 }
 
 func cmdDown(ctx context.Context, st *State) int {
-	s, err := loadStack(st)
+	s, _ := loadStack(st) // a half-dead stack is still stopped
 	if s == nil {
 		fmt.Fprintln(st.Stdout, "stack is not running")
-		_ = err
 		return ExitOK
 	}
 	stopStack(ctx, st, s)

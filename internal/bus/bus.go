@@ -209,6 +209,19 @@ func sleep(ctx context.Context, d time.Duration) {
 	}
 }
 
+// DecodeSubject decodes a message by the type its subject carries
+// (contracts.ForSubject); unknown subjects and invalid messages are permanent.
+func DecodeSubject(subject string, data []byte) (contracts.Message, error) {
+	schema, msg, err := contracts.ForSubject(subject)
+	if err != nil {
+		return nil, Permanent(err)
+	}
+	if err := Decode(schema, data, msg); err != nil {
+		return nil, err
+	}
+	return msg, nil
+}
+
 // Decode unmarshals and validates a message against its schema. Failures are
 // permanent: redelivering a malformed message cannot fix it.
 func Decode(schema string, data []byte, v any) error {

@@ -5,7 +5,6 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"strings"
 
 	"github.com/jackc/pgx/v5"
 
@@ -27,39 +26,11 @@ type record struct {
 // output may contain: they are replaced by U+FFFD before anything is stored.
 func decode(subject string, data []byte) (record, error) {
 	data = replaceNULEscapes(data)
-	r := record{subject: subject, raw: data}
-	var schema string
-	switch {
-	case strings.HasSuffix(subject, ".planned"):
-		schema, r.msg = contracts.SchemaPlanned, &contracts.Planned{}
-	case strings.HasSuffix(subject, ".rejected"):
-		schema, r.msg = contracts.SchemaRejected, &contracts.Rejected{}
-	case strings.HasSuffix(subject, ".sut.ready"):
-		schema, r.msg = contracts.SchemaSUTReady, &contracts.SUTReady{}
-	case strings.HasSuffix(subject, ".sut.failed"):
-		schema, r.msg = contracts.SchemaSUTFailed, &contracts.SUTFailed{}
-	case strings.HasSuffix(subject, ".sut.removed"):
-		schema, r.msg = contracts.SchemaSUTRemoved, &contracts.SUTRemoved{}
-	case strings.HasSuffix(subject, ".barrier.ready"):
-		schema, r.msg = contracts.SchemaBarrierReady, &contracts.BarrierReady{}
-	case strings.HasSuffix(subject, ".barrier.go"):
-		schema, r.msg = contracts.SchemaBarrierGo, &contracts.BarrierGo{}
-	case strings.Contains(subject, ".phase."):
-		schema, r.msg = contracts.SchemaPhase, &contracts.PhaseEvent{}
-	case strings.HasSuffix(subject, ".interval"):
-		schema, r.msg = contracts.SchemaInterval, &contracts.Interval{}
-	case strings.HasSuffix(subject, ".final"):
-		schema, r.msg = contracts.SchemaFinal, &contracts.Final{}
-	case strings.HasSuffix(subject, ".done"), strings.HasSuffix(subject, ".failed"), strings.HasSuffix(subject, ".cancelled"):
-		schema, r.msg = contracts.SchemaExperimentEnd, &contracts.ExperimentEnd{}
-	default:
-		return r, bus.Permanent(fmt.Errorf("no schema for subject %s", subject))
+	msg, err := bus.DecodeSubject(subject, data)
+	if err != nil {
+		return record{subject: subject, raw: data}, err
 	}
-	if err := bus.Decode(schema, data, r.msg); err != nil {
-		return r, err
-	}
-	r.head = r.msg.(contracts.Message).Head()
-	return r, nil
+	return record{subject: subject, raw: data, msg: msg, head: msg.Head()}, nil
 }
 
 // replaceNULEscapes rewrites every JSON escape \u0000 as \ufffd. It walks

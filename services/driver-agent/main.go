@@ -9,6 +9,7 @@ import (
 	"os"
 	"os/signal"
 	"path/filepath"
+	"strconv"
 	"syscall"
 
 	"github.com/benchq/benchq/internal/config"
@@ -20,7 +21,7 @@ func main() {
 	fs := flag.NewFlagSet("driver-agent", flag.ExitOnError)
 	var cfg Config
 	fs.StringVar(&cfg.NATSURL, "nats", config.Env("BENCHQ_NATS_URL", "nats://127.0.0.1:4222"), "NATS server URL (env BENCHQ_NATS_URL)")
-	fs.StringVar(&cfg.Name, "name", config.Env("BENCHQ_AGENT_NAME", host+"-"+itoa(os.Getpid())), "agent name, unique (env BENCHQ_AGENT_NAME)")
+	fs.StringVar(&cfg.Name, "name", config.Env("BENCHQ_AGENT_NAME", host+"-"+strconv.Itoa(os.Getpid())), "agent name, unique (env BENCHQ_AGENT_NAME)")
 	fs.StringVar(&cfg.Java, "java", config.Env("BENCHQ_JAVA", "java"), "java binary")
 	fs.StringVar(&cfg.YCSBLib, "ycsb-lib", config.Env("BENCHQ_YCSB_LIB", filepath.Join(cache, "ycsb", "lib")), "YCSB jars (built by scripts/build-ycsb.sh)")
 	fs.StringVar(&cfg.Workloads, "workloads", config.Env("BENCHQ_YCSB_WORKLOADS", "services/driver-agent/ycsb/workloads"), "YCSB workload files")

@@ -138,13 +138,10 @@ wait:
 	startAt, err := r.waitGo(ctx, signals, barrier, heartbeat.C, progress)
 	if err != nil {
 		kill()
-		if errors.Is(err, errAborted) || !errors.Is(err, context.Canceled) {
-			if ctx.Err() != nil {
-				return nil, ctx.Err()
-			}
-			return fail("%v", err)
+		if ctx.Err() != nil {
+			return nil, ctx.Err() // stopping: not acked, redelivered
 		}
-		return nil, err
+		return fail("%v", err) // aborted by the scheduler, or no GO in time
 	}
 	if d := time.Until(startAt); d > 0 {
 		time.Sleep(d) // the common start instant, not a guess: set by the scheduler

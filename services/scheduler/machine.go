@@ -1,6 +1,7 @@
 package main
 
 import (
+	"encoding/json"
 	"fmt"
 	"strings"
 	"time"
@@ -91,7 +92,7 @@ type Event struct {
 
 // Start creates the state of a newly planned experiment and its first outputs.
 func Start(p plan.Plan, request []byte, now time.Time) (*State, []Out, error) {
-	planJSON, err := marshal(p)
+	planJSON, err := json.Marshal(p)
 	if err != nil {
 		return nil, nil, err
 	}

@@ -8,7 +8,6 @@ import (
 	"log/slog"
 	"regexp"
 	"strconv"
-	"strings"
 	"sync"
 	"time"
 
@@ -185,28 +184,25 @@ func (s *Scheduler) handleEvent(ctx context.Context, m jetstream.Msg) error {
 
 func decodeEvent(subject string, data []byte) (Event, string, error) {
 	var ev Event
-	var head contracts.Envelope
-	var err error
-	switch {
-	case strings.HasSuffix(subject, ".sut.ready"):
-		ev.SUTReady = &contracts.SUTReady{}
-		err, head = bus.Decode(contracts.SchemaSUTReady, data, ev.SUTReady), ev.SUTReady.Envelope
-	case strings.HasSuffix(subject, ".sut.failed"):
-		ev.SUTFailed = &contracts.SUTFailed{}
-		err, head = bus.Decode(contracts.SchemaSUTFailed, data, ev.SUTFailed), ev.SUTFailed.Envelope
-	case strings.HasSuffix(subject, ".sut.removed"):
-		ev.SUTRemoved = &contracts.SUTRemoved{}
-		err, head = bus.Decode(contracts.SchemaSUTRemoved, data, ev.SUTRemoved), ev.SUTRemoved.Envelope
-	case strings.HasSuffix(subject, ".barrier.ready"):
-		ev.Ready = &contracts.BarrierReady{}
-		err, head = bus.Decode(contracts.SchemaBarrierReady, data, ev.Ready), ev.Ready.Envelope
-	case strings.HasSuffix(subject, ".final"):
-		ev.Final = &contracts.Final{}
-		err, head = bus.Decode(contracts.SchemaFinal, data, ev.Final), ev.Final.Envelope
-	default:
-		return ev, "", bus.Permanent(fmt.Errorf("unexpected subject %s", subject))
+	msg, err := bus.DecodeSubject(subject, data)
+	if err != nil {
+		return ev, "", err
 	}
-	return ev, head.Code, err
+	switch m := msg.(type) {
+	case *contracts.SUTReady:
+		ev.SUTReady = m
+	case *contracts.SUTFailed:
+		ev.SUTFailed = m
+	case *contracts.SUTRemoved:
+		ev.SUTRemoved = m
+	case *contracts.BarrierReady:
+		ev.Ready = m
+	case *contracts.Final:
+		ev.Final = m
+	default:
+		return ev, "", bus.Permanent(fmt.Errorf("the scheduler does not consume %s", subject))
+	}
+	return ev, msg.Head().Code, nil
 }
 
 type stored struct {
