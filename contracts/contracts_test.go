@@ -82,15 +82,20 @@ func TestGoMessagesValidate(t *testing.T) {
 	env := NewEnvelope("1774020403", "1774020403.x", now)
 	ep := Endpoint{Host: "127.0.0.1", Port: 6379}
 	msgs := map[string]any{
-		SchemaDeploy:        &Deploy{Envelope: env, Configuration: "Redis-8-2-16384-1", DBMS: "Redis", Benchmark: "ycsb"},
-		SchemaSUTReady:      &SUTReady{Envelope: env, Configuration: "Redis-8-2-16384-1", DBMS: "Redis", Endpoint: ep, Info: map[string]any{"Cores": 2}},
-		SchemaShardJob:      &ShardJob{Envelope: env, Configuration: "c-1", Phase: "c-1-load", Kind: KindLoad, Shard: 1, Shards: 1, Attempt: 1, Engine: "ycsb", DBMS: "Redis", Endpoint: ep, YCSB: YCSBShard{Workload: "a", Threads: 1, RecordCount: 10, InsertCount: 10, OperationCount: 10}},
-		SchemaBarrierGo:     &BarrierGo{Envelope: env, Phase: "c-1-load", Attempt: 1, StartAt: now},
-		SchemaFinal:         &Final{Envelope: env, Configuration: "c-1", Phase: "c-1-load", Kind: KindLoad, Shard: 1, Attempt: 1, Agent: "a", Status: StatusOK, StartedAt: now, EndedAt: now, Operations: []OpResult{{Name: "INSERT", Count: 10, ReturnCodes: map[string]int64{"OK": 10}}}},
-		SchemaPhase:         &PhaseEvent{Envelope: env, Configuration: "c-1", Phase: "c-1-load", Kind: KindLoad, Status: PhaseDone, Attempt: 1, StartedAt: &now, EndedAt: &now},
-		SchemaExperimentEnd: &ExperimentEnd{Envelope: env, Status: ExperimentDone},
+		SchemaDeploy: &Deploy{Envelope: env, Configuration: "PgBouncer-8-2-16384-4-128-64-1", DBMS: "PgBouncer", Benchmark: "ycsb", SUT: &SUTSpec{
+			Workers: 3, Pool: &Pool{Pods: 4, Inbound: 128, Outbound: 64}, Resources: &Resources{RequestCPU: "4", RequestMemory: "16Gi", LimitMemory: "64Gi"},
+			Storage: &Storage{Class: "shared", Size: "50Gi", Remove: true}, Node: "cl-worker11", Monitoring: &Monitoring{SUT: true}, UseCase: "ycsb-0.1"}},
+		SchemaStop:               &Stop{Envelope: env, Reason: "enough"},
+		SchemaSUTReady:           &SUTReady{Envelope: env, Configuration: "Redis-8-2-16384-1", DBMS: "Redis", Endpoint: ep, Info: map[string]any{"Cores": 2}},
+		SchemaShardJob:           &ShardJob{Envelope: env, Configuration: "c-1", Phase: "c-1-load", Kind: KindLoad, Shard: 1, Shards: 1, Attempt: 1, Engine: "ycsb", DBMS: "Redis", Endpoint: ep, StartBy: &now, Node: "n1", YCSB: &YCSBShard{Workload: "a", Threads: 1, RecordCount: 10, InsertCount: 10, OperationCount: 10}},
+		SchemaShardJob + "-tpcc": &ShardJob{Envelope: env, Configuration: "c-1", Phase: "c-1-run1", Kind: KindRun, Shard: 1, Shards: 2, Attempt: 1, Engine: "benchbase", DBMS: "PostgreSQL", Endpoint: ep, TPCC: &TPCCShard{Warehouses: 2, Terminals: 4, Target: 512, DurationS: 60, NewConnection: true}},
+		SchemaBarrierGo:          &BarrierGo{Envelope: env, Phase: "c-1-load", Attempt: 1, StartAt: now},
+		SchemaFinal:              &Final{Envelope: env, Configuration: "c-1", Phase: "c-1-load", Kind: KindLoad, Shard: 1, Attempt: 1, Agent: "a", Status: StatusOK, StartedAt: now, EndedAt: now, Operations: []OpResult{{Name: "INSERT", Count: 10, ReturnCodes: map[string]int64{"OK": 10}}}},
+		SchemaPhase:              &PhaseEvent{Envelope: env, Configuration: "c-1", Phase: "c-1-load", Kind: KindLoad, Status: PhaseDone, Attempt: 1, StartedAt: &now, EndedAt: &now},
+		SchemaExperimentEnd:      &ExperimentEnd{Envelope: env, Status: ExperimentDone},
 	}
-	for schema, m := range msgs {
+	for name, m := range msgs {
+		schema, _, _ := strings.Cut(name, "-")
 		raw, _ := json.Marshal(m)
 		if err := Validate(schema, raw); err != nil {
 			t.Errorf("%s: %v\n%s", schema, err, raw)
@@ -112,7 +117,7 @@ func TestNamesMatchJSON(t *testing.T) {
 		t.Fatal(err)
 	}
 	want := map[string]string{
-		"request": SubjRequest, "rejected": SubjRejected, "planned": SubjPlanned, "deploy": SubjDeploy, "teardown": SubjTeardown,
+		"request": SubjRequest, "stop": SubjStop, "rejected": SubjRejected, "planned": SubjPlanned, "deploy": SubjDeploy, "teardown": SubjTeardown,
 		"sut_ready": SubjSUTReady, "sut_failed": SubjSUTFailed, "sut_removed": SubjSUTRemoved, "shard": SubjShard,
 		"barrier_ready": SubjBarrierReady, "barrier_go": SubjBarrierGo, "interval": SubjInterval, "final": SubjFinal,
 		"phase_started": SubjPhaseStarted, "phase_done": SubjPhaseDone, "phase_failed": SubjPhaseFailed,

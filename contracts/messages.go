@@ -60,6 +60,99 @@ type Request struct {
 	BatchSize           int        `json:"batch_size,omitempty"`
 	TestResults         *bool      `json:"test_results,omitempty"`
 	Timeouts            *Timeouts  `json:"timeouts,omitempty"`
+
+	// What to do: run (default: load and benchmark), load (load only, then
+	// tear down), start (deploy the SUTs and keep them until benchq stop).
+	Action string `json:"action,omitempty"`
+	// SUT shape and placement (Kubernetes backend; the local backend
+	// records them and says what it ignores).
+	Monitoring     *Monitoring `json:"monitoring,omitempty"`
+	Resources      *Resources  `json:"resources,omitempty"`
+	Storage        *Storage    `json:"storage,omitempty"`
+	Nodes          *Nodes      `json:"nodes,omitempty"`
+	Workers        int         `json:"workers,omitempty"`
+	WorkerReplicas int         `json:"worker_replicas,omitempty"`
+	// The connection-pool loop (-xnpp, -xnpi, -xnpo), for DBMSs with a pool.
+	PoolPods     []int `json:"pool_pods,omitempty"`
+	PoolInbound  []int `json:"pool_inbound,omitempty"`
+	PoolOutbound []int `json:"pool_outbound,omitempty"`
+	// Benchbase: benchmarking duration (-xsd, given in minutes on the CLI)
+	// and a new connection per transaction (-xconn).
+	DurationS     int  `json:"duration_s,omitempty"`
+	NewConnection bool `json:"new_connection,omitempty"`
+}
+
+// Actions of a request.
+const (
+	ActionRun   = "run"
+	ActionLoad  = "load"
+	ActionStart = "start"
+)
+
+// Monitoring switches (-m, -mc, -ma).
+type Monitoring struct {
+	SUT         bool `json:"sut,omitempty"`
+	Cluster     bool `json:"cluster,omitempty"`
+	Application bool `json:"application,omitempty"`
+}
+
+// Resources of the SUT in Kubernetes quantity syntax (-rc, -rr, -lr).
+type Resources struct {
+	RequestCPU    string `json:"request_cpu,omitempty"`
+	RequestMemory string `json:"request_memory,omitempty"`
+	LimitMemory   string `json:"limit_memory,omitempty"`
+}
+
+// Storage of the SUT's data (-rst, -rss, -rsr). Without a class the size is
+// an ephemeral-storage request.
+type Storage struct {
+	Class  string `json:"class,omitempty"`
+	Size   string `json:"size,omitempty"`
+	Remove bool   `json:"remove,omitempty"`
+}
+
+// Nodes pins components to nodes (-rnn, -rnl, -rnb).
+type Nodes struct {
+	SUT          string `json:"sut,omitempty"`
+	Loading      string `json:"loading,omitempty"`
+	Benchmarking string `json:"benchmarking,omitempty"`
+}
+
+// Pool is one point of the connection-pool loop: pods with inbound and
+// outbound connection limits in total.
+type Pool struct {
+	Pods     int `json:"pods"`
+	Inbound  int `json:"inbound"`
+	Outbound int `json:"outbound"`
+}
+
+// SUTSpec is the shape of one configuration's SUT, computed by the plan.
+type SUTSpec struct {
+	Workers        int         `json:"workers,omitempty"`
+	WorkerReplicas int         `json:"worker_replicas,omitempty"`
+	Pool           *Pool       `json:"pool,omitempty"`
+	Resources      *Resources  `json:"resources,omitempty"`
+	Storage        *Storage    `json:"storage,omitempty"`
+	Node           string      `json:"node,omitempty"`
+	Monitoring     *Monitoring `json:"monitoring,omitempty"`
+	// UseCase names the data set, e.g. "ycsb-0.1": with Storage it names the
+	// volume that is reused across experiments.
+	UseCase string `json:"use_case,omitempty"`
+}
+
+// Heartbeat is an agent's entry in the agents KV bucket (key = agent
+// name), written every 5 s; the scheduler counts an agent silent for 15 s
+// as lost, and the bucket's TTL drops it after 30 s.
+type Heartbeat struct {
+	Name string    `json:"name"`
+	At   time.Time `json:"at"`
+	Busy string    `json:"busy,omitempty"` // the shard job id it runs, if any
+}
+
+// Stop asks the scheduler to cancel an experiment (benchq stop).
+type Stop struct {
+	Envelope
+	Reason string `json:"reason,omitempty"`
 }
 
 // FieldError names one invalid field of a request and what is allowed.
@@ -86,10 +179,11 @@ type Planned struct {
 // Deploy asks the deployer to provision one SUT configuration.
 type Deploy struct {
 	Envelope
-	Configuration string `json:"configuration"`
-	DBMS          string `json:"dbms"`
-	Benchmark     string `json:"benchmark"`
-	TimeoutS      int    `json:"timeout_s,omitempty"`
+	Configuration string   `json:"configuration"`
+	DBMS          string   `json:"dbms"`
+	Benchmark     string   `json:"benchmark"`
+	TimeoutS      int      `json:"timeout_s,omitempty"`
+	SUT           *SUTSpec `json:"sut,omitempty"`
 }
 
 // Teardown asks the deployer to remove one SUT configuration.
@@ -159,17 +253,33 @@ const (
 // ShardJob asks a driver agent to run one shard of a phase.
 type ShardJob struct {
 	Envelope
-	Configuration string    `json:"configuration"`
-	Phase         string    `json:"phase"`
-	Kind          string    `json:"kind"`
-	Shard         int       `json:"shard"`
-	Shards        int       `json:"shards"`
-	Attempt       int       `json:"attempt"`
-	Engine        string    `json:"engine"`
-	DBMS          string    `json:"dbms"`
-	Endpoint      Endpoint  `json:"endpoint"`
-	TimeoutS      int       `json:"timeout_s,omitempty"`
-	YCSB          YCSBShard `json:"ycsb"`
+	Configuration string   `json:"configuration"`
+	Phase         string   `json:"phase"`
+	Kind          string   `json:"kind"`
+	Shard         int      `json:"shard"`
+	Shards        int      `json:"shards"`
+	Attempt       int      `json:"attempt"`
+	Engine        string   `json:"engine"`
+	DBMS          string   `json:"dbms"`
+	Endpoint      Endpoint `json:"endpoint"`
+	TimeoutS      int      `json:"timeout_s,omitempty"`
+	Node          string   `json:"node,omitempty"` // pin the driver (-rnl, -rnb)
+	// StartBy is the phase attempt's barrier deadline: an agent that gets
+	// the job later (a redelivery after its first agent died) drops it.
+	StartBy *time.Time `json:"start_by,omitempty"`
+	YCSB    *YCSBShard `json:"ycsb,omitempty"` // engine ycsb
+	TPCC    *TPCCShard `json:"tpcc,omitempty"` // engine benchbase (TPC-C)
+}
+
+// TPCCShard is the per-shard TPC-C parameter set. Loading creates and fills
+// all warehouses; benchmarking runs the terminals for DurationS.
+type TPCCShard struct {
+	Warehouses     int  `json:"warehouses"`
+	Terminals      int  `json:"terminals"`
+	Target         int  `json:"target,omitempty"` // transactions/s of this shard; 0 = unthrottled
+	DurationS      int  `json:"duration_s,omitempty"`
+	NewConnection  bool `json:"new_connection,omitempty"`
+	StatusInterval int  `json:"status_interval,omitempty"`
 }
 
 // BarrierReady: a shard is prepared and waits for GO.
@@ -202,16 +312,25 @@ type Interval struct {
 	PerOp      map[string]map[string]float64 `json:"per_op,omitempty"`
 }
 
-// OpResult is one operation type's line block of a tool summary.
+// OpResult is one operation type's line block of a tool summary. YCSB's
+// "Intended-<OP>" blocks (measurement.interval=both) are operations of their
+// own: latency measured from the intended start time, which a target rate
+// sets.
 type OpResult struct {
 	Name        string           `json:"name"`
 	Count       int64            `json:"count"`
 	AvgUS       float64          `json:"avg_us,omitempty"`
 	MinUS       float64          `json:"min_us,omitempty"`
 	MaxUS       float64          `json:"max_us,omitempty"`
+	P50US       float64          `json:"p50_us,omitempty"`
 	P95US       float64          `json:"p95_us,omitempty"`
 	P99US       float64          `json:"p99_us,omitempty"`
+	P999US      float64          `json:"p999_us,omitempty"`
 	ReturnCodes map[string]int64 `json:"return_codes,omitempty"`
+	// Histogram holds every latency of the operation (µs): an HdrHistogram
+	// in the V2 compressed encoding, base64. Histograms of several shards
+	// merge into exact percentiles of the phase.
+	Histogram string `json:"histogram,omitempty"`
 }
 
 // Result statuses.
@@ -223,22 +342,26 @@ const (
 // Final is the final result of one shard.
 type Final struct {
 	Envelope
-	Configuration string     `json:"configuration"`
-	Phase         string     `json:"phase"`
-	Kind          string     `json:"kind"`
-	Shard         int        `json:"shard"`
-	Attempt       int        `json:"attempt"`
-	Agent         string     `json:"agent"`
-	Status        string     `json:"status"`
-	Error         string     `json:"error,omitempty"`
-	StartedAt     time.Time  `json:"started_at"`
-	EndedAt       time.Time  `json:"ended_at"`
-	Threads       int        `json:"threads,omitempty"`
-	Target        int        `json:"target,omitempty"`
-	RuntimeMS     float64    `json:"runtime_ms,omitempty"`
-	Throughput    float64    `json:"throughput,omitempty"`
-	Operations    []OpResult `json:"operations,omitempty"`
-	Stdout        string     `json:"stdout,omitempty"`
+	Configuration string    `json:"configuration"`
+	Phase         string    `json:"phase"`
+	Kind          string    `json:"kind"`
+	Shard         int       `json:"shard"`
+	Attempt       int       `json:"attempt"`
+	Agent         string    `json:"agent"`
+	Status        string    `json:"status"`
+	Error         string    `json:"error,omitempty"`
+	StartedAt     time.Time `json:"started_at"`
+	EndedAt       time.Time `json:"ended_at"`
+	// The driver's measured window: the start of its first operation and
+	// the end of its last one (absent when no operation ran).
+	FirstOpAt  *time.Time `json:"first_op_at,omitempty"`
+	LastOpAt   *time.Time `json:"last_op_at,omitempty"`
+	Threads    int        `json:"threads,omitempty"`
+	Target     int        `json:"target,omitempty"`
+	RuntimeMS  float64    `json:"runtime_ms,omitempty"`
+	Throughput float64    `json:"throughput,omitempty"`
+	Operations []OpResult `json:"operations,omitempty"`
+	Stdout     string     `json:"stdout,omitempty"`
 }
 
 // Phase statuses.

@@ -24,6 +24,7 @@ const (
 // Subjects. Templates with {code}, {phase} and {shard} are filled by Subject.
 const (
 	SubjRequest             = "benchq.experiments.request"
+	SubjStop                = "benchq.experiments.stop"
 	SubjRejected            = "benchq.exp.{code}.rejected"
 	SubjPlanned             = "benchq.exp.{code}.planned"
 	SubjDeploy              = "benchq.jobs.deploy"
@@ -46,7 +47,7 @@ const (
 
 // Stream subject sets.
 var (
-	StreamRequestsSubjects = []string{SubjRequest}
+	StreamRequestsSubjects = []string{SubjRequest, SubjStop}
 	StreamEventsSubjects   = []string{"benchq.exp.>"}
 	StreamJobsSubjects     = []string{"benchq.jobs.>"}
 	StreamResultsSubjects  = []string{"benchq.results.>"}

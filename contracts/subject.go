@@ -13,6 +13,8 @@ func ForSubject(subject string) (schema string, msg Message, err error) {
 		return SchemaDeploy, &Deploy{}, nil
 	case subject == SubjTeardown:
 		return SchemaTeardown, &Teardown{}, nil
+	case subject == SubjStop:
+		return SchemaStop, &Stop{}, nil
 	case subject == SubjShard:
 		return SchemaShardJob, &ShardJob{}, nil
 	case strings.HasSuffix(subject, ".planned"):

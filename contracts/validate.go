@@ -42,6 +42,7 @@ const (
 	SchemaFinal         = "final"
 	SchemaPhase         = "phase"
 	SchemaExperimentEnd = "experiment_end"
+	SchemaStop          = "stop"
 )
 
 // ErrInvalid is wrapped by every validation failure.

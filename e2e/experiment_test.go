@@ -43,7 +43,7 @@ func TestEmbeddedStack(t *testing.T) {
 		}
 		var rej contracts.Rejected
 		_ = json.Unmarshal(m.Data(), &rej)
-		if !strings.HasSuffix(m.Subject(), ".rejected") || len(rej.Errors) == 0 || rej.Errors[0].Field != "dbms[0]" || !strings.Contains(rej.Reason, "allowed: PostgreSQL, Redis") {
+		if !strings.HasSuffix(m.Subject(), ".rejected") || len(rej.Errors) == 0 || rej.Errors[0].Field != "dbms[0]" || !strings.Contains(rej.Reason, "allowed: ") || !strings.Contains(rej.Reason, "PostgreSQL") || !strings.Contains(rej.Reason, "Redis") {
 			t.Fatalf("got %s: %s", m.Subject(), m.Data())
 		}
 		// The CLI prints the rejection and exits non-zero.

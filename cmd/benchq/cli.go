@@ -49,12 +49,18 @@ const usage = `usage: benchq <command> [flags]
 commands:
   up                      start the embedded stack (NATS, results DB, services, agents)
   down                    stop everything the stack started
-  ycsb [flags] run        submit a YCSB experiment, follow it, print its summary
+  ycsb [flags] ACTION     a YCSB experiment; ACTION is run (load and benchmark,
+                          follow it, print its summary), load, start (deploy the
+                          SUTs and keep them) or summary (-e CODE)
+  benchbase [flags] ACTION  the same for TPC-C (Benchbase's workload)
+  status                  components, agents, volumes and running experiments
+  stop [-e CODE]          cancel one experiment (or every running one)
   summary -e CODE         print the summary of an experiment again
   restart SERVICE         stop and start one service of the stack
   help                    this text
 
 Run 'benchq ycsb -h' for the experiment flags (bexhoma's names).
+Exit codes: 0 ok, 1 failed/rejected/cancelled, 2 usage error, 3 stack not running.
 `
 
 // Main runs one command and returns the exit code.
@@ -68,8 +74,12 @@ func Main(ctx context.Context, args []string, st *State) int {
 		return cmdUp(ctx, st)
 	case "down":
 		return cmdDown(ctx, st)
-	case "ycsb":
-		return cmdYCSB(ctx, args[1:], st)
+	case "ycsb", "benchbase":
+		return cmdExperiment(ctx, args[0], args[1:], st)
+	case "status":
+		return cmdStatus(ctx, args[1:], st)
+	case "stop":
+		return cmdStop(ctx, args[1:], st)
 	case "restart":
 		return cmdRestart(ctx, args[1:], st)
 	case "summary":
@@ -78,6 +88,6 @@ func Main(ctx context.Context, args []string, st *State) int {
 		fmt.Fprint(st.Stdout, usage)
 		return ExitOK
 	}
-	st.errorf("unknown command %q (commands: up, down, ycsb, summary, help)", args[0])
+	st.errorf("unknown command %q (commands: up, down, ycsb, benchbase, status, stop, summary, restart, help)", args[0])
 	return ExitUsage
 }

@@ -22,8 +22,16 @@ func dryRun(st *State, code string, request []byte) int {
 		for _, ph := range c.Phases {
 			fmt.Fprintf(st.Stdout, "  * %s: %s, %d shard(s), %d threads, target %d\n", ph.Name, ph.Kind, ph.Pods, ph.Threads, ph.Target)
 			for i, sh := range ph.Shards {
-				fmt.Fprintf(st.Stdout, "    * shard %d: threads %d, target %d, insertstart %d, insertcount %d, operations %d\n",
-					i+1, sh.Threads, sh.Target, sh.InsertStart, sh.InsertCount, sh.OperationCount)
+				switch {
+				case sh.YCSB != nil:
+					y := sh.YCSB
+					fmt.Fprintf(st.Stdout, "    * shard %d: threads %d, target %d, insertstart %d, insertcount %d, operations %d\n",
+						i+1, y.Threads, y.Target, y.InsertStart, y.InsertCount, y.OperationCount)
+				case sh.TPCC != nil:
+					c := sh.TPCC
+					fmt.Fprintf(st.Stdout, "    * shard %d: terminals %d, target %d, warehouses %d, duration %ds\n",
+						i+1, c.Terminals, c.Target, c.Warehouses, c.DurationS)
+				}
 			}
 		}
 	}

@@ -7,7 +7,9 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"sort"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -40,33 +42,103 @@ func submitAndFollow(ctx context.Context, st *State, s *Stack, code, reqID strin
 		st.errorf("publish request: %v", err)
 		return ExitFailed
 	}
-	fmt.Fprintf(st.Stdout, "experiment %s submitted\n", code)
 	start := time.Now()
+	var mu sync.Mutex // guards the output, pr and active
+	say := func(line string) {
+		mu.Lock()
+		defer mu.Unlock()
+		fmt.Fprintf(st.Stdout, "[%6.1fs] %s\n", time.Since(start).Seconds(), line)
+	}
+	fmt.Fprintf(st.Stdout, "experiment %s submitted\n", code)
+
+	// Live progress from the shards' streamed intervals (core NATS: a
+	// missed interval only makes a line a little older).
+	pr, active := newProgress(), map[string]bool{}
+	sub, err := nc.Subscribe(contracts.Subject(contracts.SubjInterval, code, "", ""), func(m *nats.Msg) {
+		var iv contracts.Interval
+		if json.Unmarshal(m.Data, &iv) == nil {
+			mu.Lock()
+			pr.interval(iv)
+			mu.Unlock()
+		}
+	})
+	if err == nil {
+		defer func() { _ = sub.Unsubscribe() }()
+	}
+	// A phase's first progress line comes as soon as it has one, the next
+	// ones every progressEvery.
+	tick := time.NewTicker(progressPoll)
+	done := make(chan struct{})
+	defer func() { tick.Stop(); close(done) }()
+	printed := map[string]time.Time{}
+	go func() {
+		for {
+			select {
+			case <-done:
+				return
+			case <-tick.C:
+			}
+			mu.Lock()
+			var lines []string
+			for phase := range active {
+				if time.Since(printed[phase]) < progressEvery {
+					continue
+				}
+				if l := pr.line(phase); l != "" {
+					lines = append(lines, l)
+					printed[phase] = time.Now()
+				}
+			}
+			mu.Unlock()
+			sort.Strings(lines)
+			for _, l := range lines {
+				say(l)
+			}
+		}
+	}()
+
 	status := ""
 	for status == "" {
 		msg, err := cons.Next(jetstream.FetchMaxWait(5 * time.Second))
 		if err != nil {
 			if ctx.Err() != nil {
-				st.errorf("interrupted; the experiment goes on (follow it again with: benchq summary -e %s)", code)
+				st.errorf("interrupted; the experiment goes on (benchq status; benchq stop -e %s; benchq summary -e %s)", code, code)
 				return ExitFailed
 			}
 			continue // no event for a while: the phase is running
 		}
-		line, end, rejected := describe(msg.Subject(), msg.Data())
+		subj := msg.Subject()
+		mu.Lock()
+		switch {
+		case strings.HasSuffix(subj, ".planned"):
+			pr.plan(msg.Data())
+		case strings.HasSuffix(subj, ".phase.started"), strings.HasSuffix(subj, ".phase.done"), strings.HasSuffix(subj, ".phase.failed"):
+			var pe contracts.PhaseEvent
+			if json.Unmarshal(msg.Data(), &pe) == nil {
+				if pe.Status == contracts.PhaseStarted {
+					active[pe.Phase] = true
+				} else {
+					delete(active, pe.Phase)
+					pr.end(pe.Phase)
+				}
+			}
+		}
+		mu.Unlock()
+		line, end, rejected := describe(subj, msg.Data())
 		if line != "" {
-			fmt.Fprintf(st.Stdout, "[%6.1fs] %s\n", time.Since(start).Seconds(), line)
+			say(line)
 		}
 		if rejected != "" {
 			st.errorf("request rejected: %s", rejected)
 			return ExitFailed
 		}
-		if detach && strings.HasSuffix(msg.Subject(), ".planned") {
-			fmt.Fprintf(st.Stdout, "detached; see the result with: benchq summary -e %s\n", code)
+		if detach && strings.HasSuffix(subj, ".planned") {
+			fmt.Fprintf(st.Stdout, "detached; follow it with: benchq status; the result with: benchq summary -e %s\n", code)
 			return ExitOK
 		}
 		status = end
 	}
-	if err := waitStored(ctx, js, s.DBURL, code); err != nil {
+	if err := waitStored(ctx, js, s.DBURL, code, true); err != nil {
 		st.errorf("%v", err)
 		return ExitFailed
 	}
@@ -79,6 +151,13 @@ func submitAndFollow(ctx context.Context, st *State, s *Stack, code, reqID strin
 	}
 	return ExitOK
 }
+
+// Live progress: looked at every progressPoll, printed per phase at most
+// every progressEvery.
+const (
+	progressPoll  = time.Second
+	progressEvery = 10 * time.Second
+)
 
 // describe turns an event into a progress line; end is the experiment's
 // final status when the event ends it.
@@ -137,10 +216,11 @@ func span(a, b string) string {
 }
 
 // waitStored polls until the collector has stored everything published so
-// far — both of its consumers have nothing pending and nothing unacked — and
-// the experiment's end is in the database, so the summary is complete. After
-// a collector crash this includes the redelivery of what it had fetched.
-func waitStored(ctx context.Context, js jetstream.JetStream, dbURL, code string) error {
+// far — both of its consumers have nothing pending and nothing unacked — and,
+// with ended, the experiment's end is in the database, so the summary is
+// complete. After a collector crash this includes the redelivery of what it
+// had fetched.
+func waitStored(ctx context.Context, js jetstream.JetStream, dbURL, code string, ended bool) error {
 	ctx, cancel := context.WithTimeout(ctx, 2*time.Minute)
 	defer cancel()
 	return procs.WaitFor(ctx, "the collector to store experiment "+code, 200*time.Millisecond, func(ctx context.Context) error {
@@ -159,6 +239,9 @@ func waitStored(ctx context.Context, js jetstream.JetStream, dbURL, code string)
 			if info.NumPending > 0 || info.NumAckPending > 0 {
 				return fmt.Errorf("%s: %d pending, %d unacknowledged", c.durable, info.NumPending, info.NumAckPending)
 			}
+		}
+		if !ended {
+			return nil
 		}
 		conn, err := pgx.Connect(ctx, dbURL)
 		if err != nil {
@@ -203,6 +286,16 @@ func cmdSummary(ctx context.Context, args []string, st *State) int {
 	if s == nil {
 		st.errorf("%v", err)
 		return ExitNotReady
+	}
+	// What the collector has not stored yet would be missing: wait briefly.
+	if nc, err := nats.Connect(s.NATSURL); err == nil {
+		js, _ := jetstream.New(nc)
+		wctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+		if err := waitStored(wctx, js, s.DBURL, "", false); err != nil {
+			st.errorf("warning: the collector has not stored everything yet (%v); the summary may be incomplete", err)
+		}
+		cancel()
+		nc.Close()
 	}
 	return runReporter(ctx, st, s, append([]string{"summary"}, args...)...)
 }

@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"io/fs"
 	"path"
+	"slices"
 	"sort"
 	"strings"
 	"sync"
@@ -19,11 +20,19 @@ import (
 // ErrUnknownDBMS is wrapped by Lookup for a name that is not in the catalog.
 var ErrUnknownDBMS = errors.New("unknown DBMS")
 
-// Kinds: which local launcher starts the DBMS.
+// Kinds: what the DBMS is, which decides how it is started and probed. The
+// local backend starts the kinds in LocalKinds; every kind runs on the
+// kubernetes backend (see Entry.Kubernetes).
 const (
-	KindRedis      = "redis"
-	KindPostgreSQL = "postgresql"
+	KindRedis            = "redis"
+	KindPostgreSQL       = "postgresql"
+	KindPgBouncer        = "pgbouncer" // a connection pool in front of PostgreSQL
+	KindRedisCluster     = "redis-cluster"
+	KindDragonfly        = "dragonfly"
+	KindDragonflyCluster = "dragonfly-cluster"
 )
+
+var kinds = []string{KindRedis, KindPostgreSQL, KindPgBouncer, KindRedisCluster, KindDragonfly, KindDragonflyCluster}
 
 // Probes: how readiness is checked.
 const (
@@ -53,6 +62,8 @@ type Entry struct {
 	// JDBCURL is a template with the placeholders of YCSBProperties.
 	JDBCURL string `json:"jdbc_url,omitempty"`
 	YCSB    YCSB   `json:"ycsb"`
+	// Kubernetes is how the kubernetes backend runs it.
+	Kubernetes *Kubernetes `json:"kubernetes"`
 }
 
 // YCSB says how the YCSB driver talks to the DBMS.
@@ -119,6 +130,14 @@ func parse(fsys fs.FS) (loaded, error) {
 	if len(c.names) == 0 {
 		return loaded{}, errors.New("catalog: no *.json files")
 	}
+	for _, e := range c.byKey {
+		if p := e.Kubernetes.Pool; p != nil {
+			b, ok := c.byKey[strings.ToLower(p.Backend)]
+			if !ok || b.Kubernetes.Topology == TopologyPool {
+				return loaded{}, fmt.Errorf("catalog %s: kubernetes.pool.backend %q must be a catalog DBMS that is not itself a pool", strings.ToLower(e.Name)+".json", p.Backend)
+			}
+		}
+	}
 	sort.Strings(c.names)
 	return c, nil
 }
@@ -142,7 +161,7 @@ func (e Entry) validate() error {
 	}
 	need(e.Name != "" && !strings.ContainsAny(e.Name, " /"), "name", "required, without spaces or slashes")
 	need(e.Description != "", "description", "required")
-	need(e.Kind == KindRedis || e.Kind == KindPostgreSQL, "kind", `must be "redis" or "postgresql"`)
+	need(slices.Contains(kinds, e.Kind), "kind", "must be one of "+strings.Join(kinds, ", "))
 	need(e.Ports["client"] > 0 && e.Ports["client"] < 65536, "ports.client", "required, 1-65535")
 	need(e.Probe == ProbeRedisPing || e.Probe == ProbeSQLSelect1, "probe", `must be "redis-ping" or "sql-select-1"`)
 	need(len(e.VersionCommand) > 0 && e.VersionCommand[0] != "", "version_command", "required")
@@ -153,6 +172,15 @@ func (e Entry) validate() error {
 		need(e.JDBCURL != "", "jdbc_url", "required for postgresql")
 		need(e.Database != "", "database", "required for postgresql")
 		need(len(e.YCSB.Schema) > 0, "ycsb.schema", "required for postgresql")
+	}
+	if e.Kind == KindPgBouncer {
+		need(e.JDBCURL != "", "jdbc_url", "required for pgbouncer")
+		need(e.Database != "", "database", "required for pgbouncer")
+	}
+	if e.Kubernetes == nil {
+		errs = append(errs, errors.New("kubernetes: required (how the kubernetes backend runs it)"))
+	} else if err := e.Kubernetes.validate(e); err != nil {
+		errs = append(errs, err)
 	}
 	return errors.Join(errs...)
 }

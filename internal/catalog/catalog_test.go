@@ -33,7 +33,7 @@ func TestEveryCatalogFileParses(t *testing.T) {
 }
 
 func TestNames(t *testing.T) {
-	if got, want := Names(), []string{"PostgreSQL", "Redis"}; !slices.Equal(got, want) {
+	if got, want := Names(), []string{"Dragonfly", "DragonflyCluster", "PgBouncer", "PostgreSQL", "Redis", "RedisCluster"}; !slices.Equal(got, want) {
 		t.Errorf("Names() = %v, want %v", got, want)
 	}
 }
@@ -56,7 +56,7 @@ func TestLookupUnknown(t *testing.T) {
 	if !errors.Is(err, ErrUnknownDBMS) {
 		t.Fatalf("err = %v, want ErrUnknownDBMS", err)
 	}
-	if want := `unknown DBMS "MySQL"; known: PostgreSQL, Redis`; err.Error() != want {
+	if want := `unknown DBMS "MySQL"; known: Dragonfly, DragonflyCluster, PgBouncer, PostgreSQL, Redis, RedisCluster`; err.Error() != want {
 		t.Errorf("err = %q, want %q", err, want)
 	}
 }
@@ -117,20 +117,92 @@ func TestSchema(t *testing.T) {
 
 func TestParseRejects(t *testing.T) {
 	good := `{"name":"Foo","description":"d","kind":"redis","ports":{"client":1},"probe":"redis-ping",` +
-		`"version_command":["foo","--version"],"image":"foo:1","ycsb":{"db":"X","properties":{"a":"b"}}}`
+		`"version_command":["foo","--version"],"image":"foo:1","ycsb":{"db":"X","properties":{"a":"b"}},` +
+		`"kubernetes":{"topology":"single","readiness":{"tcp_port":"client"},"data_path":"/data","metrics":"foo"}}`
 	if _, err := parse(fstest.MapFS{"foo.json": {Data: []byte(good)}}); err != nil {
 		t.Fatalf("good entry: %v", err)
 	}
+	pool := `{"name":"Pool","description":"d","kind":"pgbouncer","ports":{"client":1},"probe":"sql-select-1",` +
+		`"version_command":["p","--version"],"image":"p:1","database":"d","jdbc_url":"jdbc:x","ycsb":{"db":"X","properties":{"a":"b"}},` +
+		`"kubernetes":{"topology":"pool","readiness":{"tcp_port":"client"},"metrics":"p","pool":{"backend":"Foo","pods":1,"inbound":2,"outbound":1}}}`
+	if _, err := parse(fstest.MapFS{"foo.json": {Data: []byte(good)}, "pool.json": {Data: []byte(pool)}}); err != nil {
+		t.Fatalf("good pool: %v", err)
+	}
 	for name, tc := range map[string]struct{ file, data, want string }{
-		"missing fields": {"foo.json", `{"name":"Foo"}`, "kind: must be"},
-		"unknown key":    {"foo.json", strings.Replace(good, `"image"`, `"imag"`, 1), `unknown field "imag"`},
-		"wrong filename": {"bar.json", good, "must be named foo.json"},
-		"pg needs jdbc":  {"foo.json", strings.Replace(good, `"kind":"redis"`, `"kind":"postgresql"`, 1), "jdbc_url: required"},
-		"bad json":       {"foo.json", `{`, "foo.json"},
+		"missing fields":          {"foo.json", `{"name":"Foo"}`, "kind: must be"},
+		"unknown key":             {"foo.json", strings.Replace(good, `"image"`, `"imag"`, 1), `unknown field "imag"`},
+		"wrong filename":          {"bar.json", good, "must be named foo.json"},
+		"pg needs jdbc":           {"foo.json", strings.Replace(good, `"kind":"redis"`, `"kind":"postgresql"`, 1), "jdbc_url: required"},
+		"bad json":                {"foo.json", `{`, "foo.json"},
+		"unknown kind":            {"foo.json", strings.Replace(good, `"kind":"redis"`, `"kind":"mysql"`, 1), "kind: must be one of redis, postgresql"},
+		"no kubernetes":           {"foo.json", strings.Replace(good, `,"kubernetes":{"topology":"single","readiness":{"tcp_port":"client"},"data_path":"/data","metrics":"foo"}`, "", 1), "kubernetes: required"},
+		"bad topology":            {"foo.json", strings.Replace(good, `"single"`, `"mesh"`, 1), `kubernetes.topology: must be "single", "cluster" or "pool"`},
+		"two probes":              {"foo.json", strings.Replace(good, `"readiness":{`, `"readiness":{"exec":["true"],`, 1), "kubernetes.readiness: exactly one"},
+		"unknown tcp port":        {"foo.json", strings.Replace(good, `"tcp_port":"client"`, `"tcp_port":"bus"`, 1), "kubernetes.readiness.tcp_port: must name a port"},
+		"relative data":           {"foo.json", strings.Replace(good, `"/data"`, `"data"`, 1), "kubernetes.data_path"},
+		"bad quantity":            {"foo.json", strings.Replace(good, `"metrics":"foo"`, `"metrics":"foo","resources":{"request_memory":"lots"}`, 1), `kubernetes.resources.request_memory: "lots" is not a Kubernetes quantity`},
+		"cluster without cluster": {"foo.json", strings.Replace(good, `"single"`, `"cluster"`, 1), `kubernetes.cluster: required for topology "cluster"`},
+		"cluster bootstrap":       {"foo.json", strings.Replace(strings.Replace(good, `"single"`, `"cluster"`, 1), `"metrics":"foo"`, `"metrics":"foo","cluster":{"min_masters":3,"default_workers":3,"bootstrap":{"image":"x"}}`, 1), "kubernetes.cluster.bootstrap: image and command required"},
+		"schema job":              {"foo.json", strings.Replace(good, `"properties":{"a":"b"}`, `"properties":{"a":"b"},"schema":["CREATE TABLE t (k int)"]`, 1), "kubernetes.schema: required when ycsb.schema"},
 	} {
 		_, err := parse(fstest.MapFS{tc.file: {Data: []byte(tc.data)}})
 		if err == nil || !strings.Contains(err.Error(), tc.want) {
 			t.Errorf("%s: err = %v, want it to contain %q", name, err, tc.want)
 		}
+	}
+	// A pool's backend must be another catalog DBMS that is not a pool.
+	for name, tc := range map[string]struct{ backend, want string }{
+		"missing backend": {"Bar", `kubernetes.pool.backend "Bar" must be a catalog DBMS`},
+		"pool of a pool":  {"Pool2", `kubernetes.pool.backend "Pool2" must be a catalog DBMS that is not itself a pool`},
+	} {
+		p2 := strings.NewReplacer(`"name":"Pool"`, `"name":"Pool2"`, `"backend":"Foo"`, `"backend":"Foo"`).Replace(pool)
+		p1 := strings.Replace(pool, `"backend":"Foo"`, `"backend":"`+tc.backend+`"`, 1)
+		_, err := parse(fstest.MapFS{"foo.json": {Data: []byte(good)}, "pool.json": {Data: []byte(p1)}, "pool2.json": {Data: []byte(p2)}})
+		if err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("%s: err = %v, want it to contain %q", name, err, tc.want)
+		}
+	}
+}
+
+func TestKubernetesSections(t *testing.T) {
+	for _, tc := range []struct {
+		name, topology string
+		local          bool
+	}{
+		{"Redis", TopologySingle, true},
+		{"PostgreSQL", TopologySingle, true},
+		{"PgBouncer", TopologyPool, false},
+		{"RedisCluster", TopologyCluster, false},
+		{"Dragonfly", TopologySingle, false},
+		{"DragonflyCluster", TopologyCluster, false},
+	} {
+		e, err := Lookup(tc.name)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if e.Kubernetes.Topology != tc.topology || e.RunsLocally() != tc.local {
+			t.Errorf("%s: topology %q, runs locally %v; want %q, %v", tc.name, e.Kubernetes.Topology, e.RunsLocally(), tc.topology, tc.local)
+		}
+	}
+	pgb, _ := Lookup("PgBouncer")
+	if pgb.Kind != KindPgBouncer || pgb.Kubernetes.Pool.Backend != "PostgreSQL" {
+		t.Errorf("PgBouncer: kind %q, backend %q", pgb.Kind, pgb.Kubernetes.Pool.Backend)
+	}
+	if ep := pgb.Endpoint("pool", 5432); !strings.Contains(ep.JDBCURL, "prepareThreshold=0") {
+		t.Errorf("PgBouncer JDBC URL %q: transaction pooling needs prepareThreshold=0", ep.JDBCURL)
+	}
+}
+
+func TestSettingArgsList(t *testing.T) {
+	pg, _ := Lookup("PostgreSQL")
+	got := pg.SettingArgsList()
+	want := []string{"-c", "checkpoint_completion_target=0.9", "-c", "checkpoint_timeout=1h", "-c", "max_connections=512",
+		"-c", "max_wal_senders=0", "-c", "max_wal_size=8GB", "-c", "shared_buffers=1GB", "-c", "synchronous_commit=off", "-c", "wal_level=minimal"}
+	if !slices.Equal(got, want) {
+		t.Errorf("got  %q\nwant %q", got, want)
+	}
+	e := Entry{Settings: map[string]string{"b": "2", "a": "1"}, Kubernetes: &Kubernetes{SettingArgs: []string{"--{name}", "{value}"}}}
+	if got, want := e.SettingArgsList(), []string{"--a", "1", "--b", "2"}; !slices.Equal(got, want) {
+		t.Errorf("redis style: got %q, want %q", got, want)
 	}
 }

@@ -6,8 +6,11 @@ package plan
 import (
 	"fmt"
 	"math"
+	"strconv"
+	"strings"
 
 	"github.com/benchq/benchq/contracts"
+	"github.com/benchq/benchq/internal/catalog"
 )
 
 // Plan is the expanded experiment, published in the planned event and kept
@@ -23,23 +26,47 @@ type Plan struct {
 
 // Configuration is one SUT, loaded once, then benchmarked phase after phase.
 type Configuration struct {
-	Name          string  `json:"name"` // e.g. Redis-8-2-16384-1
-	Base          string  `json:"base"` // name without the repetition: Redis-8-2-16384
-	DBMS          string  `json:"dbms"`
-	ExperimentRun int     `json:"experiment_run"` // -nc repetition, 1-based
-	Phases        []Phase `json:"phases"`         // the loading phase first
+	Name          string            `json:"name"` // e.g. Redis-8-2-16384-1
+	Base          string            `json:"base"` // name without the repetition: Redis-8-2-16384
+	DBMS          string            `json:"dbms"`
+	ExperimentRun int               `json:"experiment_run"` // -nc repetition, 1-based
+	SUT           contracts.SUTSpec `json:"sut"`
+	Phases        []Phase           `json:"phases"` // the loading phase first (none for action start)
 }
 
 // Phase is one loading or benchmarking phase; its shards start together.
 type Phase struct {
-	Name    string                `json:"name"` // <configuration>-load, <configuration>-run<client>
-	Kind    string                `json:"kind"`
-	Client  int                   `json:"client"` // benchmarking phase number inside the configuration (0 for loading)
-	Pods    int                   `json:"pods"`
-	Threads int                   `json:"threads"` // total over shards
-	Factor  float64               `json:"factor"`
-	Target  int                   `json:"target"` // total ops/s over shards; 0 = unthrottled
-	Shards  []contracts.YCSBShard `json:"shards"`
+	Name    string  `json:"name"` // <configuration>-load, <configuration>-run<client>
+	Kind    string  `json:"kind"`
+	Client  int     `json:"client"` // benchmarking phase number inside the configuration (0 for loading)
+	Pods    int     `json:"pods"`
+	Threads int     `json:"threads"` // total over shards
+	Factor  float64 `json:"factor"`
+	Target  int     `json:"target"` // total ops/s over shards; 0 = unthrottled
+	Node    string  `json:"node,omitempty"`
+	Shards  []Shard `json:"shards"`
+}
+
+// Shard holds one shard's parameters for the phase's engine: exactly one of
+// YCSB (engine ycsb) and TPCC (engine benchbase) is set.
+type Shard struct {
+	YCSB *contracts.YCSBShard `json:"ycsb,omitempty"`
+	TPCC *contracts.TPCCShard `json:"tpcc,omitempty"`
+}
+
+// Threads and Target of the shard, whatever its engine.
+func (s Shard) Threads() int {
+	if s.TPCC != nil {
+		return s.TPCC.Terminals
+	}
+	return s.YCSB.Threads
+}
+
+func (s Shard) Target() int {
+	if s.TPCC != nil {
+		return s.TPCC.Target
+	}
+	return s.YCSB.Target
 }
 
 // InvalidError is a request that cannot be expanded; Field names the culprit.
@@ -53,7 +80,8 @@ func invalid(field, format string, args ...any) error {
 
 // Defaults are bexhoma's defaults where it has one.
 var Defaults = contracts.Request{
-	Benchmark:           "ycsb",
+	Benchmark:           BenchmarkYCSB,
+	Action:              contracts.ActionRun,
 	SF:                  1,
 	Workload:            "a",
 	InsertOrder:         "hashed",
@@ -69,10 +97,26 @@ var Defaults = contracts.Request{
 	StatusInterval:      10,
 }
 
-// DefaultTargetBase is -xtb's default.
-const DefaultTargetBase = 16384
+// Benchmarks (the request's "benchmark", the CLI's command).
+const (
+	BenchmarkYCSB      = "ycsb"
+	BenchmarkBenchbase = "benchbase"
+)
 
-// DefaultTimeouts bound every wait; a request may override each.
+// DefaultTargetBase is -xtb's default; Benchbase's targets are
+// transactions/s, so its base is smaller (bexhoma's examples use 1024).
+const (
+	DefaultTargetBase          = 16384
+	DefaultBenchbaseTargetBase = 1024
+	DefaultBenchbaseDurationS  = 300
+)
+
+// Default pool of a DBMS with a connection pool when -xnpp/-xnpi/-xnpo are
+// not given.
+var DefaultPool = contracts.Pool{Pods: 1, Inbound: 128, Outbound: 64}
+
+// DefaultTimeouts bound every wait; a request may override each. The shard
+// timeout grows with the phase's expected duration (see timeouts).
 var DefaultTimeouts = contracts.Timeouts{SUTReadyS: 120, BarrierS: 120, ShardS: 3600}
 
 // WithDefaults fills every field the request left out.
@@ -81,21 +125,34 @@ func WithDefaults(r contracts.Request) contracts.Request {
 	if r.Benchmark == "" {
 		r.Benchmark = d.Benchmark
 	}
+	if r.Action == "" {
+		r.Action = d.Action
+	}
 	if r.SF == 0 {
 		r.SF = d.SF
 	}
 	if r.Operations == 0 {
 		r.Operations = r.SF
 	}
+	bb := r.Benchmark == BenchmarkBenchbase
 	if r.Workload == "" {
 		r.Workload = d.Workload
+		if bb {
+			r.Workload = "tpcc"
+		}
 	}
-	if r.InsertOrder == "" {
+	if r.InsertOrder == "" && !bb {
 		r.InsertOrder = d.InsertOrder
 	}
 	if r.TargetBase == nil {
 		tb := DefaultTargetBase
+		if bb {
+			tb = DefaultBenchbaseTargetBase
+		}
 		r.TargetBase = &tb
+	}
+	if bb && r.DurationS == 0 {
+		r.DurationS = DefaultBenchbaseDurationS
 	}
 	fillF := func(v *[]float64, def []float64) {
 		if len(*v) == 0 {
@@ -110,6 +167,9 @@ func WithDefaults(r contracts.Request) contracts.Request {
 	fillF(&r.LoadingFactors, d.LoadingFactors)
 	fillF(&r.BenchmarkingFactors, d.BenchmarkingFactors)
 	fillI(&r.LoadingPods, d.LoadingPods)
+	if bb {
+		fillI(&r.LoadingThreads, []int{1}) // bexhoma's Benchbase loads with one thread per pod
+	}
 	fillI(&r.LoadingThreads, d.LoadingThreads)
 	fillI(&r.BenchmarkingPods, d.BenchmarkingPods)
 	fillI(&r.BenchmarkingThreads, d.BenchmarkingThreads)
@@ -133,8 +193,9 @@ func WithDefaults(r contracts.Request) contracts.Request {
 // Expand builds the plan of a validated request (defaults are applied here).
 //
 // Loop order follows bexhoma: loading variants (threads × pods × factor) ×
-// DBMS give one configuration each, repeated -nc times on a fresh SUT; inside
-// a configuration the benchmarking variants (factor × threads × pods ×
+// DBMS (× pool variants, for a DBMS with a connection pool) give one
+// configuration each, repeated -nc times on a fresh SUT; inside a
+// configuration the benchmarking variants (factor × threads × pods ×
 // clients) run one after another.
 func Expand(code string, req contracts.Request) (Plan, error) {
 	r := WithDefaults(req)
@@ -143,12 +204,22 @@ func Expand(code string, req contracts.Request) (Plan, error) {
 		Settings:       r,
 		RecordCount:    millions(r.SF),
 		OperationCount: millions(r.Operations),
-		Timeouts:       timeouts(r.Timeouts),
+	}
+	if err := checkSettings(r); err != nil {
+		return Plan{}, err
+	}
+	bb := r.Benchmark == BenchmarkBenchbase
+	if bb {
+		p.RecordCount, p.OperationCount = int64(r.SF), 0 // warehouses; Benchbase runs for a duration
 	}
 	if p.RecordCount < 1 {
 		return Plan{}, invalid("sf", "%g million rows is less than one row; use at least 0.000001", r.SF)
 	}
 	base := *r.TargetBase
+	pools, err := poolGrid(r)
+	if err != nil {
+		return Plan{}, err
+	}
 	for _, lt := range r.LoadingThreads {
 		for _, lp := range r.LoadingPods {
 			if int64(lp) > p.RecordCount {
@@ -157,59 +228,192 @@ func Expand(code string, req contracts.Request) (Plan, error) {
 			if lt < lp {
 				return Plan{}, invalid("loading_threads", "%d threads cannot be split into %d loader pods; every pod needs at least one thread (raise -nlt or lower -nlp)", lt, lp)
 			}
+			if bb && lp != 1 {
+				return Plan{}, invalid("loading_pods", "Benchbase loads with one pod (it creates the schema and fills every warehouse); drop -nlp")
+			}
 			for _, lf := range r.LoadingFactors {
 				loadTarget := target(base, lf)
 				for _, dbms := range r.DBMS {
-					cfgBase := fmt.Sprintf("%s-%d-%d-%d", dbms, lt, lp, loadTarget)
-					for run := 1; run <= r.Repetitions; run++ {
-						c := Configuration{
-							Name:          fmt.Sprintf("%s-%d", cfgBase, run),
-							Base:          cfgBase,
-							DBMS:          dbms,
-							ExperimentRun: run,
+					dbmsPools := []*contracts.Pool{nil}
+					if HasPool(dbms) {
+						dbmsPools = pools
+					}
+					for _, pool := range dbmsPools {
+						cfgBase := fmt.Sprintf("%s-%d-%d-%d", dbms, lt, lp, loadTarget)
+						if pool != nil {
+							cfgBase += fmt.Sprintf("-%d-%d-%d", pool.Pods, pool.Inbound, pool.Outbound)
 						}
-						c.Phases = append(c.Phases, loadPhase(c.Name, r, p.RecordCount, lt, lp, lf, loadTarget))
-						client := 0
-						for _, bf := range r.BenchmarkingFactors {
-							for _, bt := range r.BenchmarkingThreads {
-								for _, bp := range r.BenchmarkingPods {
-									for _, ne := range r.Clients {
-										pods := bp * ne
-										if bt < bp {
-											return Plan{}, invalid("benchmarking_threads", "%d threads cannot be split into %d benchmarker pods; every pod needs at least one thread (raise -nbt or lower -nbp)", bt, bp)
+						for run := 1; run <= r.Repetitions; run++ {
+							c := Configuration{
+								Name:          fmt.Sprintf("%s-%d", cfgBase, run),
+								Base:          cfgBase,
+								DBMS:          dbms,
+								ExperimentRun: run,
+								SUT:           sutSpec(r, pool),
+							}
+							if len(c.Name) > maxNameLen-len("-run999") {
+								return Plan{}, invalid("dbms", "configuration name %s is too long to name its phases and Kubernetes objects (at most %d characters)", c.Name, maxNameLen-len("-run999"))
+							}
+							if r.Action == contracts.ActionStart {
+								p.Configurations = append(p.Configurations, c)
+								continue
+							}
+							c.Phases = append(c.Phases, loadPhase(c.Name, r, p.RecordCount, lt, lp, lf, loadTarget))
+							if r.Action == contracts.ActionLoad {
+								p.Configurations = append(p.Configurations, c)
+								continue
+							}
+							client := 0
+							for _, bf := range r.BenchmarkingFactors {
+								for _, bt := range r.BenchmarkingThreads {
+									for _, bp := range r.BenchmarkingPods {
+										for _, ne := range r.Clients {
+											pods := bp * ne
+											if bt < bp {
+												return Plan{}, invalid("benchmarking_threads", "%d threads cannot be split into %d benchmarker pods; every pod needs at least one thread (raise -nbt or lower -nbp)", bt, bp)
+											}
+											if !bb && int64(pods) > p.OperationCount {
+												return Plan{}, invalid("operations", "%d operations cannot be split into %d benchmarker pods (raise -xop)", p.OperationCount, pods)
+											}
+											client++
+											c.Phases = append(c.Phases, runPhase(c.Name, client, r, p.RecordCount, p.OperationCount, bt*ne, pods, bf, target(base, bf)))
 										}
-										if int64(pods) > p.OperationCount {
-											return Plan{}, invalid("operations", "%d operations cannot be split into %d benchmarker pods (raise -xop)", p.OperationCount, pods)
-										}
-										client++
-										c.Phases = append(c.Phases, runPhase(c.Name, client, r, p.RecordCount, p.OperationCount, bt*ne, pods, bf, target(base, bf)))
 									}
 								}
 							}
+							p.Configurations = append(p.Configurations, c)
+							if n := len(p.Configurations); n > MaxConfigurations {
+								return Plan{}, invalid("(grid)", "more than %d configurations; shorten the lists of -nlp, -nlt, -xnlf, -dbms, -xnpp/-xnpi/-xnpo or -nc", MaxConfigurations)
+							}
 						}
-						p.Configurations = append(p.Configurations, c)
 					}
 				}
 			}
 		}
 	}
-	if n := len(p.Configurations); n > MaxConfigurations {
-		return Plan{}, invalid("(grid)", "%d configurations exceed the limit of %d; shorten the lists of -nlp, -nlt, -xnlf, -dbms or -nc", n, MaxConfigurations)
-	}
+	p.Timeouts = timeouts(r, p)
 	return p, nil
 }
+
+// maxNameLen is the longest name that is a NATS token and, lower-cased, a
+// Kubernetes label value and object name.
+const maxNameLen = 63
 
 // MaxConfigurations bounds a grid: beyond it a request is almost surely a
 // typo, and every configuration is a SUT to start.
 const MaxConfigurations = 1000
 
+// HasPool reports whether a DBMS sits behind a connection pool (the pool
+// loop -xnpp/-xnpi/-xnpo applies to it).
+func HasPool(dbms string) bool {
+	e, err := catalog.Lookup(dbms)
+	return err == nil && e.Kind == "pgbouncer" // the catalog kind of PgBouncer (catalog/pgbouncer.json)
+}
+
+// checkSettings rejects combinations the schema cannot express.
+func checkSettings(r contracts.Request) error {
+	bb := r.Benchmark == BenchmarkBenchbase
+	switch {
+	case bb && r.Workload != "tpcc":
+		return invalid("workload", "benchbase runs tpcc, not %q", r.Workload)
+	case !bb && r.Workload == "tpcc":
+		return invalid("workload", "tpcc is a Benchbase workload; use `benchq benchbase` (benchmark benchbase) or a YCSB workload a-f")
+	case !bb && r.DurationS > 0:
+		return invalid("duration_s", "a duration (-xsd) is for benchbase; YCSB phases run their operations (-xop)")
+	case !bb && r.NewConnection:
+		return invalid("new_connection", "a new connection per transaction (-xconn) is a Benchbase option")
+	case bb && r.SF != float64(int64(r.SF)):
+		return invalid("sf", "Benchbase's scale factor is a number of warehouses, a whole number (got %g)", r.SF)
+	case r.WorkerReplicas > 0 && r.Workers == 0:
+		return invalid("worker_replicas", "replicas (-nwr) need workers (-nw)")
+	case r.Storage != nil && r.Storage.Remove && r.Storage.Class == "" && r.Storage.Size == "":
+		return invalid("storage.remove", "removing the volume first (-rsr) needs a volume: give -rst and/or -rss")
+	}
+	if bb {
+		for i, d := range r.DBMS {
+			if e, err := catalog.Lookup(d); err == nil && e.JDBCURL == "" {
+				return invalid(fmt.Sprintf("dbms[%d]", i), "%s has no SQL interface; benchbase needs one of: %s", d, strings.Join(sqlDBMS(), ", "))
+			}
+		}
+	}
+	pooled := false
+	for _, d := range r.DBMS {
+		pooled = pooled || HasPool(d)
+	}
+	if !pooled && (len(r.PoolPods) > 0 || len(r.PoolInbound) > 0 || len(r.PoolOutbound) > 0) {
+		return invalid("pool_pods", "-xnpp/-xnpi/-xnpo size a connection pool, and none of %s has one (e.g. PgBouncer)", strings.Join(r.DBMS, ", "))
+	}
+	return nil
+}
+
+func sqlDBMS() []string {
+	var out []string
+	for _, n := range catalog.Names() {
+		if e, err := catalog.Lookup(n); err == nil && e.JDBCURL != "" {
+			out = append(out, n)
+		}
+	}
+	return out
+}
+
+// poolGrid is the pool loop: pods × inbound × outbound, bexhoma's order.
+func poolGrid(r contracts.Request) ([]*contracts.Pool, error) {
+	or := func(v []int, d int) []int {
+		if len(v) == 0 {
+			return []int{d}
+		}
+		return v
+	}
+	var out []*contracts.Pool
+	for _, pods := range or(r.PoolPods, DefaultPool.Pods) {
+		for _, in := range or(r.PoolInbound, DefaultPool.Inbound) {
+			for _, outb := range or(r.PoolOutbound, DefaultPool.Outbound) {
+				if in < pods || outb < pods {
+					return nil, invalid("pool_inbound", "%d inbound / %d outbound connections cannot be split over %d pool pods; every pod needs at least one of each", in, outb, pods)
+				}
+				out = append(out, &contracts.Pool{Pods: pods, Inbound: in, Outbound: outb})
+			}
+		}
+	}
+	return out, nil
+}
+
+// sutSpec is the SUT shape shared by every configuration of the request.
+func sutSpec(r contracts.Request, pool *contracts.Pool) contracts.SUTSpec {
+	s := contracts.SUTSpec{
+		Workers: r.Workers, WorkerReplicas: r.WorkerReplicas, Pool: pool,
+		Resources: r.Resources, Storage: r.Storage, Monitoring: r.Monitoring,
+		UseCase: fmt.Sprintf("%s-%s", r.Benchmark, strconv.FormatFloat(r.SF, 'f', -1, 64)),
+	}
+	if r.Nodes != nil {
+		s.Node = r.Nodes.SUT
+	}
+	return s
+}
+
+func node(r contracts.Request, kind string) string {
+	if r.Nodes == nil {
+		return ""
+	}
+	if kind == contracts.KindLoad {
+		return r.Nodes.Loading
+	}
+	return r.Nodes.Benchmarking
+}
+
 func loadPhase(cfg string, r contracts.Request, records int64, threads, pods int, factor float64, tgt int) Phase {
-	ph := Phase{Name: cfg + "-load", Kind: contracts.KindLoad, Pods: pods, Threads: threads, Factor: factor, Target: tgt}
+	ph := Phase{Name: cfg + "-load", Kind: contracts.KindLoad, Pods: pods, Threads: threads, Factor: factor, Target: tgt, Node: node(r, contracts.KindLoad)}
 	ranges := SplitRange(records, pods)
 	th := SplitInt(threads, pods)
 	tg := SplitInt(tgt, pods)
 	for i := 0; i < pods; i++ {
-		ph.Shards = append(ph.Shards, contracts.YCSBShard{
+		if r.Benchmark == BenchmarkBenchbase {
+			ph.Shards = append(ph.Shards, Shard{TPCC: &contracts.TPCCShard{
+				Warehouses: int(records), Terminals: th[i], StatusInterval: r.StatusInterval,
+			}})
+			continue
+		}
+		ph.Shards = append(ph.Shards, Shard{YCSB: &contracts.YCSBShard{
 			Workload:       r.Workload,
 			Threads:        th[i],
 			Target:         tg[i],
@@ -220,21 +424,29 @@ func loadPhase(cfg string, r contracts.Request, records int64, threads, pods int
 			InsertOrder:    r.InsertOrder,
 			StatusInterval: r.StatusInterval,
 			BatchSize:      r.BatchSize,
-		})
+		}})
 	}
 	return ph
 }
 
 // runPhase: every benchmarking shard covers the WHOLE keyspace
 // (insertstart=0, insertcount=recordcount) so zipfian hot keys stay global;
-// operations, threads and target are split.
+// operations, threads and target are split. Benchbase shards all run the
+// phase's duration against every warehouse; terminals and target are split.
 func runPhase(cfg string, client int, r contracts.Request, records, ops int64, threads, pods int, factor float64, tgt int) Phase {
-	ph := Phase{Name: fmt.Sprintf("%s-run%d", cfg, client), Kind: contracts.KindRun, Client: client, Pods: pods, Threads: threads, Factor: factor, Target: tgt}
+	ph := Phase{Name: fmt.Sprintf("%s-run%d", cfg, client), Kind: contracts.KindRun, Client: client, Pods: pods, Threads: threads, Factor: factor, Target: tgt, Node: node(r, contracts.KindRun)}
 	opsSplit := SplitRange(ops, pods)
 	th := SplitInt(threads, pods)
 	tg := SplitInt(tgt, pods)
 	for i := 0; i < pods; i++ {
-		ph.Shards = append(ph.Shards, contracts.YCSBShard{
+		if r.Benchmark == BenchmarkBenchbase {
+			ph.Shards = append(ph.Shards, Shard{TPCC: &contracts.TPCCShard{
+				Warehouses: int(records), Terminals: th[i], Target: tg[i], DurationS: r.DurationS,
+				NewConnection: r.NewConnection, StatusInterval: r.StatusInterval,
+			}})
+			continue
+		}
+		ph.Shards = append(ph.Shards, Shard{YCSB: &contracts.YCSBShard{
 			Workload:       r.Workload,
 			Threads:        th[i],
 			Target:         tg[i],
@@ -245,7 +457,7 @@ func runPhase(cfg string, client int, r contracts.Request, records, ops int64, t
 			InsertOrder:    r.InsertOrder,
 			StatusInterval: r.StatusInterval,
 			BatchSize:      r.BatchSize,
-		})
+		}})
 	}
 	return ph
 }
@@ -284,8 +496,27 @@ func millions(x float64) int64 { return int64(math.Round(x * 1e6)) }
 
 func target(base int, factor float64) int { return int(math.Round(float64(base) * factor)) }
 
-func timeouts(t *contracts.Timeouts) contracts.Timeouts {
+// timeouts are the request's, else the defaults; a shard's default grows
+// with the longest expected phase (Benchbase's duration, or YCSB operations
+// at the target rate) so a long throttled phase is not cut short:
+// max(3600 s, 2 × expected + 300 s).
+func timeouts(r contracts.Request, p Plan) contracts.Timeouts {
 	out := DefaultTimeouts
+	var expected float64
+	for _, c := range p.Configurations {
+		for _, ph := range c.Phases {
+			for _, sh := range ph.Shards {
+				switch {
+				case sh.TPCC != nil && sh.TPCC.DurationS > 0:
+					expected = max(expected, float64(sh.TPCC.DurationS))
+				case sh.YCSB != nil && sh.YCSB.Target > 0:
+					expected = max(expected, float64(sh.YCSB.OperationCount)/float64(sh.YCSB.Target))
+				}
+			}
+		}
+	}
+	out.ShardS = max(out.ShardS, int(math.Ceil(2*expected))+300)
+	t := r.Timeouts
 	if t == nil {
 		return out
 	}

@@ -65,13 +65,21 @@ func TestExpandDefaultExperiment(t *testing.T) {
 		{Workload: "a", Threads: 4, Target: 8192, RecordCount: 100000, InsertStart: 0, InsertCount: 50000, OperationCount: 50000, InsertOrder: "hashed", StatusInterval: 10},
 		{Workload: "a", Threads: 4, Target: 8192, RecordCount: 100000, InsertStart: 50000, InsertCount: 50000, OperationCount: 50000, InsertOrder: "hashed", StatusInterval: 10},
 	}
-	if load.Name != "Redis-8-2-16384-1-load" || !reflect.DeepEqual(load.Shards, wantLoad) {
-		t.Errorf("load phase %s: %+v", load.Name, load.Shards)
+	if load.Name != "Redis-8-2-16384-1-load" || !reflect.DeepEqual(ycsbShards(load), wantLoad) {
+		t.Errorf("load phase %s: %+v", load.Name, ycsbShards(load))
 	}
 	wantRun := []contracts.YCSBShard{{Workload: "a", Threads: 8, Target: 16384, RecordCount: 100000, InsertStart: 0, InsertCount: 100000, OperationCount: 200000, InsertOrder: "hashed", StatusInterval: 10}}
-	if run.Name != "Redis-8-2-16384-1-run1" || !reflect.DeepEqual(run.Shards, wantRun) {
-		t.Errorf("run phase %s: %+v", run.Name, run.Shards)
+	if run.Name != "Redis-8-2-16384-1-run1" || !reflect.DeepEqual(ycsbShards(run), wantRun) {
+		t.Errorf("run phase %s: %+v", run.Name, ycsbShards(run))
 	}
+}
+
+func ycsbShards(ph Phase) []contracts.YCSBShard {
+	var out []contracts.YCSBShard
+	for _, sh := range ph.Shards {
+		out = append(out, *sh.YCSB)
+	}
+	return out
 }
 
 func benchPods(c Configuration) []int {
@@ -124,5 +132,146 @@ func TestExpandRejectsImpossibleGrids(t *testing.T) {
 		if !errors.As(err, &ie) || ie.Field != c.field {
 			t.Errorf("%s: got %v, want field %s", name, err, c.field)
 		}
+	}
+}
+
+// `benchq benchbase -dbms PostgreSQL -sf 16 -xsd 10 -xtb 1024 -xnbf 16
+// -nbp 1,2 -nbt 32 -xconn` (bexhoma-pgbouncer-benchbase.txt): one
+// configuration PostgreSQL-1-1-1024, benchmark pods [1, 2], 32 terminals
+// split, target 16384 split, 16 warehouses, 600 s.
+func TestExpandBenchbase(t *testing.T) {
+	p, err := Expand("1", req(contracts.Request{Benchmark: BenchmarkBenchbase, DBMS: []string{"PostgreSQL"}, SF: 16, DurationS: 600,
+		TargetBase: tb(1024), BenchmarkingFactors: floats(16), BenchmarkingPods: ints(1, 2), BenchmarkingThreads: ints(32), NewConnection: true}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(p.Configurations) != 1 || p.Configurations[0].Base != "PostgreSQL-1-1-1024" {
+		t.Fatalf("configurations %+v", p.Configurations)
+	}
+	c := p.Configurations[0]
+	if !reflect.DeepEqual(benchPods(c), ints(1, 2)) {
+		t.Errorf("pods %v", benchPods(c))
+	}
+	if got := *c.Phases[0].Shards[0].TPCC; got != (contracts.TPCCShard{Warehouses: 16, Terminals: 1, StatusInterval: 10}) {
+		t.Errorf("load shard %+v", got)
+	}
+	want := []contracts.TPCCShard{
+		{Warehouses: 16, Terminals: 16, Target: 8192, DurationS: 600, NewConnection: true, StatusInterval: 10},
+		{Warehouses: 16, Terminals: 16, Target: 8192, DurationS: 600, NewConnection: true, StatusInterval: 10},
+	}
+	for i, sh := range c.Phases[2].Shards {
+		if sh.YCSB != nil || *sh.TPCC != want[i] {
+			t.Errorf("run2 shard %d: %+v", i+1, sh)
+		}
+	}
+	if p.Timeouts.ShardS != 3600 {
+		t.Errorf("shard timeout %d, want 3600 (2 × 600 + 300 < 3600)", p.Timeouts.ShardS)
+	}
+	if c.SUT.UseCase != "benchbase-16" {
+		t.Errorf("use case %q", c.SUT.UseCase)
+	}
+}
+
+// A long throttled phase gets a shard timeout that fits it.
+func TestShardTimeoutGrowsWithTheExpectedPhase(t *testing.T) {
+	// 10M operations at 1024 ops/s ≈ 9766 s → 2 × 9766 + 300.
+	p, err := Expand("1", req(contracts.Request{DBMS: []string{"Redis"}, SF: 0.01, Operations: 10, TargetBase: tb(1024)}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if p.Timeouts.ShardS != 2*9766+300 {
+		t.Errorf("shard timeout %d", p.Timeouts.ShardS)
+	}
+	p, _ = Expand("1", req(contracts.Request{DBMS: []string{"Redis"}, SF: 0.01, Operations: 10, TargetBase: tb(1024), Timeouts: &contracts.Timeouts{ShardS: 60}}))
+	if p.Timeouts.ShardS != 60 {
+		t.Errorf("explicit shard timeout %d", p.Timeouts.ShardS)
+	}
+}
+
+func TestExpandActionsAndSUTSpec(t *testing.T) {
+	base := contracts.Request{DBMS: []string{"Redis"}, SF: 0.1, Workers: 3, WorkerReplicas: 1,
+		Resources: &contracts.Resources{RequestCPU: "4", RequestMemory: "16Gi", LimitMemory: "64Gi"},
+		Storage:   &contracts.Storage{Class: "shared", Size: "50Gi"},
+		Nodes:     &contracts.Nodes{SUT: "n-sut", Loading: "n-load", Benchmarking: "n-bench"}}
+	p, err := Expand("1", req(base))
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := p.Configurations[0]
+	want := contracts.SUTSpec{Workers: 3, WorkerReplicas: 1, Resources: base.Resources, Storage: base.Storage, Node: "n-sut", UseCase: "ycsb-0.1"}
+	if !reflect.DeepEqual(c.SUT, want) {
+		t.Errorf("sut %+v", c.SUT)
+	}
+	if c.Phases[0].Node != "n-load" || c.Phases[1].Node != "n-bench" {
+		t.Errorf("nodes %q %q", c.Phases[0].Node, c.Phases[1].Node)
+	}
+	load := base
+	load.Action = contracts.ActionLoad
+	p, _ = Expand("1", req(load))
+	if len(p.Configurations[0].Phases) != 1 || p.Configurations[0].Phases[0].Kind != contracts.KindLoad {
+		t.Errorf("action load: phases %+v", p.Configurations[0].Phases)
+	}
+	start := base
+	start.Action = contracts.ActionStart
+	start.Repetitions = 2
+	p, _ = Expand("1", req(start))
+	if len(p.Configurations) != 2 || len(p.Configurations[0].Phases) != 0 {
+		t.Errorf("action start: %+v", p.Configurations)
+	}
+}
+
+func TestExpandRejectsInconsistentSettings(t *testing.T) {
+	cases := map[string]struct {
+		r     contracts.Request
+		field string
+	}{
+		"tpcc on ycsb":         {contracts.Request{DBMS: []string{"Redis"}, Workload: "tpcc"}, "workload"},
+		"ycsb wl on benchbase": {contracts.Request{Benchmark: BenchmarkBenchbase, DBMS: []string{"PostgreSQL"}, Workload: "a"}, "workload"},
+		"duration on ycsb":     {contracts.Request{DBMS: []string{"Redis"}, DurationS: 60}, "duration_s"},
+		"xconn on ycsb":        {contracts.Request{DBMS: []string{"Redis"}, NewConnection: true}, "new_connection"},
+		"fractional wh":        {contracts.Request{Benchmark: BenchmarkBenchbase, DBMS: []string{"PostgreSQL"}, SF: 1.5}, "sf"},
+		"benchbase on redis":   {contracts.Request{Benchmark: BenchmarkBenchbase, DBMS: []string{"Redis"}}, "dbms[0]"},
+		"benchbase 2 loaders":  {contracts.Request{Benchmark: BenchmarkBenchbase, DBMS: []string{"PostgreSQL"}, SF: 4, LoadingPods: ints(2), LoadingThreads: ints(2)}, "loading_pods"},
+		"replicas w/o workers": {contracts.Request{DBMS: []string{"Redis"}, WorkerReplicas: 1}, "worker_replicas"},
+		"remove nothing":       {contracts.Request{DBMS: []string{"Redis"}, Storage: &contracts.Storage{Remove: true}}, "storage.remove"},
+		"pool without pooler":  {contracts.Request{DBMS: []string{"Redis", "PostgreSQL"}, PoolPods: ints(4)}, "pool_pods"},
+	}
+	for name, c := range cases {
+		_, err := Expand("1", req(c.r))
+		var ie *InvalidError
+		if !errors.As(err, &ie) || ie.Field != c.field {
+			t.Errorf("%s: got %v, want field %s", name, err, c.field)
+		}
+	}
+}
+
+// The pool loop (bexhoma-pgbouncer-benchbase.txt): -xnpp 4 -xnpi 128
+// -xnpo 64 → one PgBouncer configuration named with its pool; PostgreSQL in
+// the same experiment gets no pool. Two pool variants → two configurations.
+func TestExpandPoolLoop(t *testing.T) {
+	p, err := Expand("1", req(contracts.Request{DBMS: []string{"PgBouncer", "PostgreSQL"}, SF: 16, LoadingPods: ints(16), LoadingThreads: ints(64),
+		LoadingFactors: floats(11), PoolPods: ints(4), PoolInbound: ints(128), PoolOutbound: ints(64)}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var names []string
+	for _, c := range p.Configurations {
+		names = append(names, c.Name)
+	}
+	if want := []string{"PgBouncer-64-16-180224-4-128-64-1", "PostgreSQL-64-16-180224-1"}; !reflect.DeepEqual(names, want) {
+		t.Fatalf("configurations %v, want %v", names, want)
+	}
+	if pool := p.Configurations[0].SUT.Pool; pool == nil || *pool != (contracts.Pool{Pods: 4, Inbound: 128, Outbound: 64}) {
+		t.Errorf("pool %+v", pool)
+	}
+	if p.Configurations[1].SUT.Pool != nil {
+		t.Errorf("PostgreSQL got a pool")
+	}
+	p, _ = Expand("1", req(contracts.Request{DBMS: []string{"PgBouncer"}, PoolPods: ints(1, 2), PoolInbound: ints(32)}))
+	if len(p.Configurations) != 2 || p.Configurations[1].Base != "PgBouncer-64-1-16384-2-32-64" {
+		t.Errorf("pool variants: %+v", p.Configurations)
+	}
+	if _, err := Expand("1", req(contracts.Request{DBMS: []string{"PgBouncer"}, PoolPods: ints(8), PoolInbound: ints(4)})); err == nil {
+		t.Error("4 inbound connections over 8 pool pods accepted")
 	}
 }

@@ -119,6 +119,21 @@ var summaryCases = []struct {
 		operations: 549846,
 	},
 	{
+		// Workload D, shard 2 of 3, target 3000 ops/s, measurement.interval=both,
+		// hdrhistogram.percentiles=50,95,99,99.9 and fileoutput (the logs are in
+		// the .hdr directory of the same name): what the agent runs.
+		fixture: "ycsb-redis-run-d-intended", runTimeMS: 2021, throughput: 2968.8273132112818,
+		ops: []wantOp{
+			{"READ", 5689, map[string]int64{"OK": 5689}},
+			{"CLEANUP", 4, nil},
+			{"INSERT", 311, map[string]int64{"OK": 311}},
+			{"Intended-READ", 5689, nil},
+			{"Intended-CLEANUP", 4, nil},
+			{"Intended-INSERT", 311, nil},
+		},
+		operations: 6000,
+	},
+	{
 		fixture: "ycsb-redis-run", runTimeMS: 5307, throughput: 37686.074995289244,
 		ops: []wantOp{
 			{"READ", 99793, map[string]int64{"OK": 99793}},
@@ -219,6 +234,15 @@ func TestParseSummaryFields(t *testing.T) {
 		t.Errorf("last op = %+v, want %+v", got, wantFailed)
 	}
 
+	s = parseFixture(t, "ycsb-redis-run-d-intended")
+	wantRead := contracts.OpResult{
+		Name: "READ", Count: 5689, AvgUS: 309.4376867639304, MinUS: 25, MaxUS: 43007,
+		P50US: 75, P95US: 762, P99US: 4487, P999US: 22831, ReturnCodes: map[string]int64{"OK": 5689},
+	}
+	if got := s.Ops[0]; !reflect.DeepEqual(got, wantRead) {
+		t.Errorf("first op = %+v, want %+v", got, wantRead)
+	}
+
 	s = parseFixture(t, "ycsb-pg-load-batch")
 	wantGC := map[string]float64{
 		"TOTAL_GCS_G1_Young_Generation.Count":         10,
@@ -269,7 +293,7 @@ func TestParseSummarySynthetic(t *testing.T) {
 		{
 			name: "histogram buckets, other percentiles, duplicates and JVM samples",
 			in: "[OVERALL], RunTime(ms), 1000\n[READ], Operations, 3\n[READ], LatencyVariance(us), 4.0\n" +
-				"[READ], 50thPercentileLatency(us), 7\n[READ], 0, 3\n[READ], >1000, 0\n" +
+				"[READ], 75thPercentileLatency(us), 7\n[READ], 0, 3\n[READ], >1000, 0\n" +
 				"[Intended-READ], Operations, 3\n[THREAD_COUNT], Operations, 2\n[MAX_MEM_USED], MBs, 100\n",
 			want: Summary{RunTimeMS: 1000, Ops: []contracts.OpResult{
 				{Name: "READ", Count: 3},
@@ -525,6 +549,7 @@ func TestStatusFixtures(t *testing.T) {
 		{"ycsb-redis-load", "stderr.txt", 2, true},
 		{"ycsb-redis-prom", "stderr.txt", 7, true},
 		{"ycsb-redis-run", "stderr.txt", 4, true},
+		{"ycsb-redis-run-d-intended", "stderr.txt", 4, true},
 		{"ycsb-redis-shard0", "stderr.txt", 2, true},
 		{"ycsb-redis-shard1", "stderr.txt", 2, true},
 	}

@@ -194,8 +194,10 @@ var latencyFields = map[string]func(*contracts.OpResult) *float64{
 	"AverageLatency(us)":        func(op *contracts.OpResult) *float64 { return &op.AvgUS },
 	"MinLatency(us)":            func(op *contracts.OpResult) *float64 { return &op.MinUS },
 	"MaxLatency(us)":            func(op *contracts.OpResult) *float64 { return &op.MaxUS },
+	"50thPercentileLatency(us)": func(op *contracts.OpResult) *float64 { return &op.P50US },
 	"95thPercentileLatency(us)": func(op *contracts.OpResult) *float64 { return &op.P95US },
 	"99thPercentileLatency(us)": func(op *contracts.OpResult) *float64 { return &op.P99US },
+	"99.9PercentileLatency(us)": func(op *contracts.OpResult) *float64 { return &op.P999US },
 }
 
 // parseJavaFloat parses a Java long or Double.toString value ("8",

@@ -15,6 +15,7 @@ import (
 	"github.com/benchq/benchq/internal/bus"
 	"github.com/benchq/benchq/internal/plan"
 	"github.com/benchq/benchq/internal/testenv"
+	"github.com/benchq/benchq/internal/ycsb"
 )
 
 // wait bounds every poll: generous, the machine may be loaded.
@@ -228,23 +229,40 @@ func (x experiment) interval(p, shard int, elapsed int64) (string, *contracts.In
 
 func (x experiment) final(p, shard int) (string, *contracts.Final) {
 	ph := x.cfg.Phases[p]
-	y := ph.Shards[shard-1]
+	y := ph.Shards[shard-1].YCSB
 	start, end := t0.Add(10*time.Second), t0.Add(time.Duration(14+shard)*time.Second)
 	op := "INSERT"
 	if ph.Kind == contracts.KindRun {
 		op = "READ"
 	}
+	firstOp, lastOp := start.Add(time.Duration(shard)*time.Millisecond), end.Add(-time.Millisecond)
 	return contracts.Subject(contracts.SubjFinal, x.code, ph.Name, strconv.Itoa(shard)), &contracts.Final{
 		Envelope:      contracts.NewEnvelope(x.code, fmt.Sprintf("%s.%s.%d.a1.final", x.code, ph.Name, shard), end),
 		Configuration: x.cfg.Name, Phase: ph.Name, Kind: ph.Kind, Shard: shard, Attempt: 1,
 		Agent: fmt.Sprintf("agent-%d", shard), Status: contracts.StatusOK, StartedAt: start, EndedAt: end,
+		FirstOpAt: &firstOp, LastOpAt: &lastOp,
 		Threads: y.Threads, Target: y.Target, RuntimeMS: float64(end.Sub(start).Milliseconds()), Throughput: 125.5,
 		Operations: []contracts.OpResult{
-			{Name: op, Count: y.OperationCount, AvgUS: 50, MinUS: 10, MaxUS: 900, P95US: 120, P99US: 300, ReturnCodes: map[string]int64{"OK": y.OperationCount}},
+			{Name: op, Count: y.OperationCount, AvgUS: 50, MinUS: 10, MaxUS: 900, P50US: 45, P95US: 120, P99US: 300, P999US: 800,
+				ReturnCodes: map[string]int64{"OK": y.OperationCount}, Histogram: x.histogram(t0Histogram, y.OperationCount)},
 			{Name: "CLEANUP", Count: int64(y.Threads), AvgUS: 5},
 		},
 		Stdout: "[OVERALL], Throughput(ops/sec), 125.5\n",
 	}
+}
+
+// t0Histogram is the latency every operation of a test final took (µs).
+const t0Histogram = 50
+
+// histogram encodes n latencies of v µs, as an agent ships them.
+func (experiment) histogram(v, n int64) string {
+	h := ycsb.NewHistogram()
+	_ = h.RecordValues(v, n)
+	enc, err := ycsb.EncodeHistogram(h)
+	if err != nil {
+		panic(err)
+	}
+	return enc
 }
 
 // loadPhase publishes the load phase of x, both shards, as the scheduler and
@@ -290,6 +308,14 @@ func TestCollectorStoresAnExperiment(t *testing.T) {
 	e.expect("shard_operations", []string{
 		"1 CLEANUP 1 {}", "1 INSERT 500 {\"OK\": 500}", "2 CLEANUP 1 {}", "2 INSERT 500 {\"OK\": 500}",
 	}, `SELECT concat_ws(' ', shard, operation, count, return_codes) FROM shard_operations ORDER BY shard, operation`)
+	// The histogram as shipped, and the window of the shard.
+	_, f1 := x.final(0, 1)
+	e.expect("histograms and percentiles", []string{"CLEANUP NULL NULL NULL", "INSERT 45 800 " + f1.Operations[0].Histogram},
+		`SELECT concat_ws(' ', operation, coalesce(nullif(p50_us, 0)::text, 'NULL'), coalesce(nullif(p999_us, 0)::text, 'NULL'),
+			coalesce(histogram, 'NULL')) FROM shard_operations WHERE shard = 1 ORDER BY operation`)
+	e.expect("window", []string{"1 2026-11-21T10:00:10.001Z 2026-11-21T10:00:14.999Z", "2 2026-11-21T10:00:10.002Z 2026-11-21T10:00:15.999Z"},
+		`SELECT concat_ws(' ', shard, to_char(first_op_at AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"'),
+			to_char(last_op_at AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"')) FROM shard_results WHERE phase = $1 ORDER BY shard`, load)
 	e.expect("intervals", []string{"1 1 100", "1 2 200", "2 1 100", "2 2 200"},
 		`SELECT concat_ws(' ', shard, elapsed_s, operations) FROM intervals ORDER BY shard, elapsed_s`)
 	// Every message is kept raw: planned, sut.ready, 2 phase events,
@@ -453,7 +479,7 @@ func TestMigrateIsIdempotent(t *testing.T) {
 	if err := rows.Err(); err != nil {
 		t.Fatal(err)
 	}
-	if fmt.Sprint(versions) != "[0001_init]" {
+	if fmt.Sprint(versions) != "[0001_init 0002_histograms]" {
 		t.Errorf("schema_migrations = %v", versions)
 	}
 	var tables int

@@ -130,10 +130,10 @@ func writePlanned(ctx context.Context, tx pgx.Tx, m *contracts.Planned) error {
 
 func writeFinal(ctx context.Context, tx pgx.Tx, m *contracts.Final) error {
 	tag, err := tx.Exec(ctx, `INSERT INTO shard_results (code, phase, shard, attempt, configuration, kind, agent, status, error, threads, target,
-			started_at, ended_at, runtime_ms, throughput, message_id, stdout)
-		VALUES ($1, $2, $3, $4, $5, $6, $7, $8, NULLIF($9, ''), $10, $11, $12, $13, $14, $15, $16, $17) ON CONFLICT DO NOTHING`,
+			started_at, ended_at, runtime_ms, throughput, message_id, stdout, first_op_at, last_op_at)
+		VALUES ($1, $2, $3, $4, $5, $6, $7, $8, NULLIF($9, ''), $10, $11, $12, $13, $14, $15, $16, $17, $18, $19) ON CONFLICT DO NOTHING`,
 		m.Code, m.Phase, m.Shard, m.Attempt, m.Configuration, m.Kind, m.Agent, m.Status, m.Error, m.Threads, m.Target,
-		m.StartedAt, m.EndedAt, m.RuntimeMS, m.Throughput, m.ID, m.Stdout)
+		m.StartedAt, m.EndedAt, m.RuntimeMS, m.Throughput, m.ID, m.Stdout, m.FirstOpAt, m.LastOpAt)
 	if err != nil || tag.RowsAffected() == 0 {
 		return err
 	}
@@ -142,9 +142,11 @@ func writeFinal(ctx context.Context, tx pgx.Tx, m *contracts.Final) error {
 		if op.ReturnCodes == nil {
 			rc = []byte("{}")
 		}
-		if _, err := tx.Exec(ctx, `INSERT INTO shard_operations (code, phase, shard, attempt, operation, count, avg_us, min_us, max_us, p95_us, p99_us, return_codes)
-			VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12) ON CONFLICT DO NOTHING`,
-			m.Code, m.Phase, m.Shard, m.Attempt, op.Name, op.Count, op.AvgUS, op.MinUS, op.MaxUS, op.P95US, op.P99US, rc); err != nil {
+		if _, err := tx.Exec(ctx, `INSERT INTO shard_operations (code, phase, shard, attempt, operation, count, avg_us, min_us, max_us,
+				p50_us, p95_us, p99_us, p999_us, return_codes, histogram)
+			VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, NULLIF($15, '')) ON CONFLICT DO NOTHING`,
+			m.Code, m.Phase, m.Shard, m.Attempt, op.Name, op.Count, op.AvgUS, op.MinUS, op.MaxUS,
+			op.P50US, op.P95US, op.P99US, op.P999US, rc, op.Histogram); err != nil {
 			return fmt.Errorf("operation %s of %s shard %d: %w", op.Name, m.Phase, m.Shard, err)
 		}
 	}

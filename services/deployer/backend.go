@@ -9,6 +9,9 @@ import (
 // Spec names one SUT configuration to provision.
 type Spec struct {
 	Code, Configuration, DBMS, Benchmark string
+	// SUT is the configuration's shape (workers, pool, resources, storage,
+	// node); nil means the catalog's defaults.
+	SUT *contracts.SUTSpec
 }
 
 // Deployed is a provisioned, probed SUT.

@@ -57,6 +57,10 @@ func (l *Local) deploy(ctx context.Context, s Spec) (Deployed, error) {
 	if err != nil {
 		return Deployed{}, err
 	}
+	if !entry.RunsLocally() {
+		return Deployed{}, fmt.Errorf("DBMS %s needs the kubernetes backend (BENCHQ_BACKEND=kubernetes); the local backend runs only %s",
+			entry.Name, strings.Join(catalog.LocalKinds, ", "))
+	}
 	dir, err := l.dir(s.Code, s.Configuration)
 	if err != nil {
 		return Deployed{}, err

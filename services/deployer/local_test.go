@@ -213,11 +213,26 @@ func TestLocalUnknownDBMS(t *testing.T) {
 	if !errors.Is(err, catalog.ErrUnknownDBMS) {
 		t.Fatalf("err = %v, want ErrUnknownDBMS", err)
 	}
-	if want := `deploy MySQL-1: unknown DBMS "MySQL"; known: PostgreSQL, Redis`; err.Error() != want {
+	if want := `deploy MySQL-1: unknown DBMS "MySQL"; known: ` + strings.Join(catalog.Names(), ", "); err.Error() != want {
 		t.Errorf("err = %q, want %q", err, want)
 	}
 	if _, err := os.Stat(l.Root); !errors.Is(err, os.ErrNotExist) {
 		t.Errorf("an unknown DBMS should leave nothing behind: %v", err)
+	}
+}
+
+func TestLocalRefusesKubernetesOnlyDBMS(t *testing.T) {
+	t.Parallel()
+	l := newLocal(t)
+	for _, dbms := range []string{"PgBouncer", "RedisCluster", "Dragonfly", "DragonflyCluster"} {
+		_, err := l.Deploy(t.Context(), Spec{Code: "1", Configuration: dbms + "-1", DBMS: dbms, Benchmark: "ycsb"})
+		want := "deploy " + dbms + "-1: DBMS " + dbms + " needs the kubernetes backend (BENCHQ_BACKEND=kubernetes); the local backend runs only redis, postgresql"
+		if err == nil || err.Error() != want {
+			t.Errorf("Deploy(%s) = %v, want %q", dbms, err, want)
+		}
+	}
+	if _, err := os.Stat(l.Root); !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("a refused DBMS should leave nothing behind: %v", err)
 	}
 }
 

@@ -99,7 +99,7 @@ func (d *Deployer) deploy(ctx context.Context, job contracts.Deploy) error {
 	dctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
 	start := time.Now()
-	dep, err := d.backend.Deploy(dctx, Spec{Code: job.Code, Configuration: job.Configuration, DBMS: job.DBMS, Benchmark: job.Benchmark})
+	dep, err := d.backend.Deploy(dctx, Spec{Code: job.Code, Configuration: job.Configuration, DBMS: job.DBMS, Benchmark: job.Benchmark, SUT: job.SUT})
 	if err != nil {
 		if ctx.Err() != nil {
 			return ctx.Err() // stopping: redeliver

@@ -5,6 +5,8 @@ import (
 	"encoding/json"
 	"fmt"
 	"log/slog"
+	"os"
+	"sync/atomic"
 	"time"
 
 	"github.com/nats-io/nats.go/jetstream"
@@ -12,6 +14,7 @@ import (
 	"github.com/benchq/benchq/contracts"
 	"github.com/benchq/benchq/internal/bus"
 	"github.com/benchq/benchq/internal/catalog"
+	"github.com/benchq/benchq/internal/expstate"
 )
 
 // Config is the agent's configuration.
@@ -25,9 +28,10 @@ type Config struct {
 
 // Agent pulls shard jobs from the shared work queue, one at a time.
 type Agent struct {
-	cfg Config
-	bus *bus.Bus
-	log *slog.Logger
+	cfg  Config
+	bus  *bus.Bus
+	log  *slog.Logger
+	busy atomic.Value // string: the id of the shard job in flight, for heartbeats
 }
 
 // ackWait: a job not acked or touched (InProgress) within this time goes to
@@ -70,15 +74,61 @@ func (a *Agent) handle(ctx context.Context, m jetstream.Msg) error {
 	if err != nil {
 		return a.publishFinal(ctx, failedFinal(job, a.cfg.Name, err.Error()))
 	}
-	args := ycsbCommand(a.cfg.Java, a.cfg.YCSBLib, a.cfg.Workloads, job, entry.YCSB.DB, entry.YCSBProperties(job.Endpoint, job.Kind))
+	if stale, why := a.stale(ctx, m, job); stale {
+		// A redelivery after its first agent died, for a phase attempt the
+		// scheduler no longer waits for (it started without it, re-ran it,
+		// or failed it): running it would only hold this agent.
+		log.Warn("dropping stale shard job", "why", why)
+		return nil
+	}
+	if job.Engine != "ycsb" || job.YCSB == nil {
+		return a.publishFinal(ctx, failedFinal(job, a.cfg.Name, fmt.Sprintf("engine %q is not available on this agent (it runs ycsb)", job.Engine)))
+	}
+	hdrDir, err := os.MkdirTemp("", "benchq-shard-")
+	if err != nil {
+		return fmt.Errorf("histogram dir: %w", err) // transient: redelivered
+	}
+	defer os.RemoveAll(hdrDir)
+	args := ycsbCommand(a.cfg.Java, a.cfg.YCSBLib, a.cfg.Workloads, hdrDir, job, entry.YCSB.DB, entry.YCSBProperties(job.Endpoint, job.Kind))
 	log.Info("shard starting", "cmd", args)
-	r := &shardRun{a: a, job: job, args: args}
+	a.busy.Store(job.ID)
+	defer a.busy.Store("")
+	r := &shardRun{a: a, job: job, args: args, hdrDir: hdrDir}
 	final, err := r.run(ctx, func() { _ = m.InProgress() })
 	if err != nil {
 		return err // stopping: not acked, redelivered
 	}
 	log.Info("shard finished", "status", final.Status, "throughput", final.Throughput, "error", final.Error)
 	return a.publishFinal(ctx, final)
+}
+
+// stale reports whether a shard job is out of date: past its attempt's
+// barrier deadline, or — when redelivered — no longer awaited according to
+// the scheduler's stored state.
+func (a *Agent) stale(ctx context.Context, m jetstream.Msg, job contracts.ShardJob) (bool, string) {
+	if job.StartBy != nil && time.Now().After(*job.StartBy) {
+		return true, fmt.Sprintf("past its barrier deadline %s", job.StartBy.Format(time.RFC3339))
+	}
+	meta, err := m.Metadata()
+	if err != nil || meta.NumDelivered < 2 {
+		return false, ""
+	}
+	kv, err := a.bus.JS.KeyValue(ctx, contracts.KVExperiments)
+	if err != nil {
+		return false, "" // cannot tell: run it; the scheduler ignores stale attempts
+	}
+	e, err := kv.Get(ctx, job.Code)
+	if err != nil {
+		return false, ""
+	}
+	var st expstate.State
+	if json.Unmarshal(e.Value(), &st) != nil {
+		return false, ""
+	}
+	if !st.Waits(job.Phase, job.Attempt, job.Shard) {
+		return true, fmt.Sprintf("delivery %d: the experiment no longer waits for shard %d of %s attempt %d", meta.NumDelivered, job.Shard, job.Phase, job.Attempt)
+	}
+	return false, ""
 }
 
 func (a *Agent) publishFinal(ctx context.Context, f *contracts.Final) error {
@@ -106,7 +156,8 @@ func (a *Agent) heartbeat(ctx context.Context) {
 	t := time.NewTicker(5 * time.Second)
 	defer t.Stop()
 	for {
-		data, _ := json.Marshal(map[string]any{"name": a.cfg.Name, "at": time.Now().UTC()})
+		busy, _ := a.busy.Load().(string)
+		data, _ := json.Marshal(contracts.Heartbeat{Name: a.cfg.Name, At: time.Now().UTC(), Busy: busy})
 		if _, err := kv.Put(ctx, a.cfg.Name, data); err != nil && ctx.Err() == nil {
 			a.log.Warn("heartbeat failed", "err", err)
 		}

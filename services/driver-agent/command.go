@@ -9,11 +9,20 @@ import (
 	"github.com/benchq/benchq/contracts"
 )
 
+// shardedWorkload is our CoreWorkload for shards that share a key space
+// (services/driver-agent/ycsb): it gives every benchmarking shard its own
+// numbers for the records it inserts, and is CoreWorkload otherwise.
+const shardedWorkload = "io.benchq.ycsb.ShardedWorkload"
+
+// percentiles YCSB prints per operation; the histograms hold all of them.
+const percentiles = "50,95,99,99.9"
+
 // ycsbCommand builds the java command line of one shard: our Launcher (which
 // prepares, reports READY and waits for GO on stdin) around YCSB's Client.
 // binding is the site.ycsb.DB class and props the catalog's properties filled
-// with the SUT endpoint. Pure, so tests pin the exact command.
-func ycsbCommand(java, lib, workloads string, job contracts.ShardJob, binding string, props map[string]string) []string {
+// with the SUT endpoint; YCSB writes one HdrHistogram log per operation into
+// hdrDir. Pure, so tests pin the exact command.
+func ycsbCommand(java, lib, workloads, hdrDir string, job contracts.ShardJob, binding string, props map[string]string) []string {
 	y := job.YCSB
 	mode := "-t"
 	if job.Kind == contracts.KindLoad {
@@ -39,6 +48,20 @@ func ycsbCommand(java, lib, workloads string, job contracts.ShardJob, binding st
 	all["insertcount"] = strconv.FormatInt(y.InsertCount, 10)
 	all["operationcount"] = strconv.FormatInt(y.OperationCount, 10)
 	all["status.interval"] = strconv.Itoa(max(y.StatusInterval, 1))
+	all["workload"] = shardedWorkload
+	all["benchq.shard"] = strconv.Itoa(job.Shard)
+	all["benchq.shards"] = strconv.Itoa(max(job.Shards, 1))
+	// Every latency goes into an HdrHistogram (YCSB's default measurement,
+	// named so a catalog cannot switch it off), logged per status interval.
+	all["measurementtype"] = "hdrhistogram"
+	all["hdrhistogram.fileoutput"] = "true"
+	all["hdrhistogram.output.path"] = hdrDir + string(filepath.Separator)
+	all["hdrhistogram.percentiles"] = percentiles
+	if y.Target > 0 {
+		// With a target rate YCSB also measures each operation from when it
+		// was due ("Intended-<OP>"): latency without coordinated omission.
+		all["measurement.interval"] = "both"
+	}
 	if y.InsertOrder != "" {
 		all["insertorder"] = y.InsertOrder
 	}

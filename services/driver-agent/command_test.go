@@ -20,6 +20,7 @@ const (
 	java      = "/usr/lib/jvm/bin/java"
 	lib       = "/opt/benchq/ycsb/lib"
 	workloads = "/opt/benchq/ycsb/workloads"
+	hdrDir    = "/tmp/benchq-shard-1"
 )
 
 // shardJob builds the job the scheduler would send for shard (1-based) of
@@ -36,7 +37,7 @@ func shardJob(t *testing.T, req contracts.Request, phase, shard int, ep contract
 	return contracts.ShardJob{
 		Envelope:      contracts.NewEnvelope(p.Code, "job", time.Date(2026, 11, 21, 10, 0, 0, 0, time.UTC)),
 		Configuration: c.Name, Phase: ph.Name, Kind: ph.Kind, Shard: shard, Shards: len(ph.Shards), Attempt: 1,
-		Engine: "ycsb", DBMS: c.DBMS, Endpoint: ep, YCSB: ph.Shards[shard-1],
+		Engine: "ycsb", DBMS: c.DBMS, Endpoint: ep, YCSB: ph.Shards[shard-1].YCSB,
 	}
 }
 
@@ -48,7 +49,7 @@ func command(t *testing.T, job contracts.ShardJob) []string {
 	if err != nil {
 		t.Fatal(err)
 	}
-	return ycsbCommand(java, lib, workloads, job, e.YCSB.DB, e.YCSBProperties(job.Endpoint, job.Kind))
+	return ycsbCommand(java, lib, workloads, hdrDir, job, e.YCSB.DB, e.YCSBProperties(job.Endpoint, job.Kind))
 }
 
 func pgEndpoint(t *testing.T) contracts.Endpoint {
@@ -171,5 +172,48 @@ func golden(t *testing.T, path, got string) {
 	}
 	if got != string(want) {
 		t.Errorf("%s differs (go test -update rewrites it; review the diff):\n--- got\n%s--- want\n%s", path, got, want)
+	}
+}
+
+// Benchmarking shards of a workload that inserts learn their place among
+// their peers (ShardedWorkload interleaves their new keys); every shard logs
+// HdrHistograms; intended-start latencies are measured only under a target.
+func TestYCSBCommandShardsAndMeasurement(t *testing.T) {
+	t.Parallel()
+	zero := 0
+	throttled := contracts.Request{DBMS: []string{"Redis"}, SF: 0.001, Workload: "d", BenchmarkingPods: []int{3}, BenchmarkingThreads: []int{6}}
+	unthrottled := throttled
+	unthrottled.TargetBase = &zero
+	for _, tc := range []struct {
+		name     string
+		req      contracts.Request
+		phase    int
+		shard    int
+		want     []string
+		wantNone []string
+	}{
+		{"run shard 3 of 3", throttled, 1, 3, []string{
+			"workload=io.benchq.ycsb.ShardedWorkload", "benchq.shard=3", "benchq.shards=3",
+			"measurementtype=hdrhistogram", "hdrhistogram.fileoutput=true", "hdrhistogram.output.path=" + hdrDir + "/",
+			"hdrhistogram.percentiles=50,95,99,99.9", "measurement.interval=both",
+		}, nil},
+		{"unthrottled run", unthrottled, 1, 2, []string{"benchq.shard=2", "benchq.shards=3", "hdrhistogram.fileoutput=true"},
+			[]string{"measurement.interval=both"}},
+		{"load shard", throttled, 0, 1, []string{"workload=io.benchq.ycsb.ShardedWorkload", "benchq.shard=1", "benchq.shards=1"}, nil},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			props := properties(command(t, shardJob(t, tc.req, tc.phase, tc.shard, contracts.Endpoint{Host: "127.0.0.1", Port: 7000})))
+			for _, p := range tc.want {
+				if !slices.Contains(props, p) {
+					t.Errorf("%s missing: %q", p, props)
+				}
+			}
+			for _, p := range tc.wantNone {
+				if slices.Contains(props, p) {
+					t.Errorf("%s present: %q", p, props)
+				}
+			}
+		})
 	}
 }

@@ -8,12 +8,16 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
+	"os"
 	"os/exec"
+	"path/filepath"
 	"strings"
 	"sync"
 	"syscall"
 	"time"
 
+	"github.com/HdrHistogram/hdrhistogram-go"
 	"github.com/nats-io/nats.go"
 
 	"github.com/benchq/benchq/contracts"
@@ -24,12 +28,29 @@ import (
 // the SUT answered; it then waits for "GO" on stdin.
 const readyLine = "BENCHQ READY"
 
+// goAhead is how long before the common start instant the driver gets GO:
+// enough for YCSB to set up and connect its threads (about 100 ms for one JVM
+// on two idle cores, measured), so they start together rather than each when
+// it is ready. Within the scheduler's lead (500 ms). YCSB's RunTime(ms), which
+// begins before its threads connect, includes the wait.
+const goAhead = 300 * time.Millisecond
+
+// The Launcher's window markers on stderr (io.benchq.ycsb.OpWindow), each
+// followed by an ISO-8601 instant: the first operation's start and, at exit,
+// the last operation's end.
+const (
+	firstOpMarker = "BENCHQ FIRST_OP "
+	lastOpMarker  = "BENCHQ LAST_OP "
+)
+
 // shardRun is one execution of a shard job.
 type shardRun struct {
-	a       *Agent
-	job     contracts.ShardJob
-	args    []string
-	started time.Time
+	a      *Agent
+	job    contracts.ShardJob
+	args   []string
+	hdrDir string // where YCSB writes its histogram logs (see ycsbCommand)
+	// Written by readStderr, read after the driver exited.
+	firstOp, lastOp time.Time
 }
 
 // errAborted: the phase failed elsewhere while this shard waited for GO.
@@ -143,22 +164,34 @@ wait:
 		}
 		return fail("%v", err) // aborted by the scheduler, or no GO in time
 	}
-	if d := time.Until(startAt); d > 0 {
-		time.Sleep(d) // the common start instant, not a guess: set by the scheduler
+	// GO goes to the driver a little ahead of the common start instant, with
+	// the instant: YCSB sets up its threads and they connect, then wait for
+	// it (io.benchq.ycsb.OpWindow), so every shard's first operation starts
+	// then, however long each JVM took to get there.
+	if d := time.Until(startAt.Add(-goAhead)); d > 0 {
+		time.Sleep(d)
 	}
 	final.StartedAt = time.Now().UTC()
-	if _, err := io.WriteString(stdin, "GO\n"); err != nil {
+	if _, err := io.WriteString(stdin, "GO "+startAt.UTC().Format(time.RFC3339Nano)+"\n"); err != nil {
 		return fail("send GO: %v", err)
 	}
 	_ = stdin.Close()
 
-	// 3. Run until the driver exits.
+	// 3. Run until the driver exits, or the phase fails elsewhere (another
+	// shard died, a timeout, benchq stop): then stop the driver and report
+	// the shard as aborted; what it printed so far is kept in stdout.
 	var waitErr error
+	aborted := ""
 run:
 	for {
 		select {
 		case waitErr = <-exited:
 			break run
+		case m := <-signals:
+			if reason, ok := r.phaseFailed(m); ok && aborted == "" {
+				aborted = reason
+				kill()
+			}
 		case <-heartbeat.C:
 			progress()
 		case <-ctx.Done():
@@ -172,6 +205,8 @@ run:
 	final.Stdout = stdout.String()
 	sum, perr := ycsb.ParseSummary(strings.NewReader(final.Stdout))
 	switch {
+	case aborted != "":
+		final.Status, final.Error = contracts.StatusFailed, "aborted: the phase failed: "+aborted
 	case waitErr != nil:
 		final.Status, final.Error = contracts.StatusFailed, fmt.Sprintf("driver failed (%v): %s", waitErr, tail.String())
 	case perr != nil:
@@ -181,8 +216,85 @@ run:
 	}
 	if perr == nil {
 		final.RuntimeMS, final.Throughput, final.Operations = sum.RunTimeMS, sum.Throughput, sum.Ops
+		r.attachHistograms(final.Operations)
+	}
+	if !r.firstOp.IsZero() {
+		t := r.firstOp.UTC()
+		final.FirstOpAt = &t
+	}
+	if !r.lastOp.IsZero() {
+		t := r.lastOp.UTC()
+		final.LastOpAt = &t
 	}
 	return final, nil
+}
+
+// attachHistograms reads YCSB's histogram log of each operation and ships
+// the merged histogram with it. An operation without a log (YCSB measured
+// nothing under that name) or whose log does not add up to its count keeps
+// no histogram: the reporter then says its percentiles are not merged.
+func (r *shardRun) attachHistograms(ops []contracts.OpResult) {
+	for i := range ops {
+		op := &ops[i]
+		if op.Count == 0 || strings.ContainsAny(op.Name, `/\`) {
+			continue
+		}
+		h, err := readHistogramFile(filepath.Join(r.hdrDir, op.Name+".hdr"))
+		switch {
+		case errors.Is(err, fs.ErrNotExist):
+			continue
+		case err != nil:
+			r.a.log.Warn("histogram not shipped", "op", op.Name, "err", err)
+			continue
+		case h.TotalCount() != op.Count:
+			r.a.log.Warn("histogram not shipped: its count differs from the summary's", "op", op.Name,
+				"histogram", h.TotalCount(), "summary", op.Count)
+			continue
+		}
+		if op.Histogram, err = ycsb.EncodeHistogram(h); err != nil {
+			r.a.log.Warn("histogram not shipped", "op", op.Name, "err", err)
+		}
+	}
+}
+
+func readHistogramFile(path string) (*hdrhistogram.Histogram, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	h, err := ycsb.ReadHistogramLog(f)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", path, err)
+	}
+	return h, nil
+}
+
+// parseMarker recognises the Launcher's window markers.
+func parseMarker(line string) (marker string, at time.Time, ok bool) {
+	for _, m := range []string{firstOpMarker, lastOpMarker} {
+		if rest, found := strings.CutPrefix(strings.TrimSpace(line)+" ", m); found {
+			t, err := time.Parse(time.RFC3339Nano, strings.TrimSpace(rest))
+			if err != nil {
+				return "", time.Time{}, false
+			}
+			return m, t, true
+		}
+	}
+	return "", time.Time{}, false
+}
+
+// phaseFailed reports whether m is the phase.failed of this shard's phase
+// and attempt, with its reason.
+func (r *shardRun) phaseFailed(m *nats.Msg) (string, bool) {
+	if !strings.HasSuffix(m.Subject, ".phase.failed") {
+		return "", false
+	}
+	var ev contracts.PhaseEvent
+	if json.Unmarshal(m.Data, &ev) != nil || ev.Phase != r.job.Phase || ev.Attempt != r.job.Attempt {
+		return "", false
+	}
+	return ev.Reason, true
 }
 
 // waitGo waits for the GO of this phase and attempt; a phase.failed for it
@@ -224,6 +336,14 @@ func (r *shardRun) readStderr(ctx context.Context, stderr io.Reader, ready chan<
 		if !signalled && strings.TrimSpace(line) == readyLine {
 			signalled = true
 			close(ready)
+			continue
+		}
+		if m, at, ok := parseMarker(line); ok {
+			if m == firstOpMarker {
+				r.firstOp = at
+			} else {
+				r.lastOp = at
+			}
 			continue
 		}
 		st, ok, err := ycsb.ParseStatusLine(line)

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/benchq/benchq/contracts"
+	"github.com/benchq/benchq/internal/expstate"
 	"github.com/benchq/benchq/internal/plan"
 )
 
@@ -15,64 +16,35 @@ import (
 // KV, publish the outputs (deterministic ids, so a re-publish after a crash is
 // de-duplicated), store the state, then ack the event.
 
-// Configuration states.
+// The stored state's types live in internal/expstate (benchq status reads
+// them too); the machine's behaviour lives here.
 const (
-	cfgPending   = "pending"
-	cfgDeploying = "deploying"
-	cfgRunning   = "running"
-	cfgTearing   = "tearing_down"
-	cfgRemoved   = "removed"
+	cfgPending   = expstate.ConfigPending
+	cfgDeploying = expstate.ConfigDeploying
+	cfgRunning   = expstate.ConfigRunning
+	cfgTearing   = expstate.ConfigTearingDown
+	cfgRemoved   = expstate.ConfigRemoved
+	phPreparing  = expstate.PhasePreparing
+	phRunning    = expstate.PhaseRunning
 )
 
-// Phase states.
-const (
-	phPreparing = "preparing" // shard jobs out, waiting for READY
-	phRunning   = "running"   // GO published, waiting for final results
+type (
+	ConfigState = expstate.Config
+	PhaseState  = expstate.Phase
+	ShardDone   = expstate.ShardDone
 )
+
+// State is one experiment's state with the machine's methods.
+type State struct {
+	expstate.State
+	// Busy is the number of SUTs alive in OTHER experiments, set by the
+	// caller before Start/Step: -ms bounds SUTs across all experiments.
+	Busy int `json:"-"`
+}
 
 // GoLead is how far ahead of "now" the common start time is set, so every
 // agent receives GO before the start instant.
 const GoLead = 500 * time.Millisecond
-
-// State is one experiment's state, stored in the experiments KV bucket.
-type State struct {
-	Code      string        `json:"code"`
-	RequestID string        `json:"request_id"`
-	Status    string        `json:"status"` // running | done | failed | cancelled
-	Plan      plan.Plan     `json:"plan"`
-	StartedAt time.Time     `json:"started_at"`
-	EndedAt   *time.Time    `json:"ended_at,omitempty"`
-	Configs   []ConfigState `json:"configs"`
-	Failures  []string      `json:"failures,omitempty"`
-}
-
-// ConfigState tracks one configuration (one SUT).
-type ConfigState struct {
-	Status   string              `json:"status"`
-	Endpoint *contracts.Endpoint `json:"endpoint,omitempty"`
-	Phase    int                 `json:"phase"` // index into the plan's phases
-	Current  *PhaseState         `json:"current,omitempty"`
-	Deadline *time.Time          `json:"deadline,omitempty"` // of deploy or teardown
-	Failed   string              `json:"failed,omitempty"`
-}
-
-// PhaseState tracks the running phase of a configuration.
-type PhaseState struct {
-	Attempt  int          `json:"attempt"`
-	Status   string       `json:"status"`
-	Ready    []bool       `json:"ready"`
-	Done     []*ShardDone `json:"done"`
-	GoAt     *time.Time   `json:"go_at,omitempty"`
-	Deadline time.Time    `json:"deadline"`
-}
-
-// ShardDone is what the scheduler keeps of a shard's final result.
-type ShardDone struct {
-	Status    string    `json:"status"`
-	Error     string    `json:"error,omitempty"`
-	StartedAt time.Time `json:"started_at"`
-	EndedAt   time.Time `json:"ended_at"`
-}
 
 // Out is a message to publish.
 type Out struct {
@@ -87,16 +59,29 @@ type Event struct {
 	SUTRemoved *contracts.SUTRemoved
 	Ready      *contracts.BarrierReady
 	Final      *contracts.Final
+	Stop       *contracts.Stop
 	Tick       bool
+	// Heartbeats of the driver agents (name → last beat), read for a tick;
+	// nil when unknown, which disables the lost-agent check.
+	Heartbeats map[string]time.Time
 }
 
+// MaxAttempts bounds how often a benchmarking phase runs when it loses a
+// shard's agent: the second attempt is marked as a re-run in the summary.
+const MaxAttempts = 2
+
+// AgentLost is how long an agent may stay silent (it beats every 5 s)
+// before its shards count as lost.
+const AgentLost = 15 * time.Second
+
 // Start creates the state of a newly planned experiment and its first outputs.
-func Start(p plan.Plan, request []byte, now time.Time) (*State, []Out, error) {
+// busy is the number of SUTs alive in other experiments (see State.Busy).
+func Start(p plan.Plan, request []byte, now time.Time, busy int) (*State, []Out, error) {
 	planJSON, err := json.Marshal(p)
 	if err != nil {
 		return nil, nil, err
 	}
-	s := &State{Code: p.Code, Status: "running", Plan: p, StartedAt: now.UTC()}
+	s := &State{State: expstate.State{Code: p.Code, Status: "running", Plan: p, StartedAt: now.UTC()}, Busy: busy}
 	for range p.Configurations {
 		s.Configs = append(s.Configs, ConfigState{Status: cfgPending})
 	}
@@ -125,8 +110,10 @@ func (s *State) Step(ev Event, now time.Time) []Out {
 		out = s.onReady(ev.Ready, now)
 	case ev.Final != nil:
 		out = s.onFinal(ev.Final, now)
+	case ev.Stop != nil:
+		out = s.onStop(ev.Stop, now)
 	case ev.Tick:
-		out = s.onTick(now)
+		out = s.onTick(now, ev.Heartbeats)
 	}
 	return append(out, s.advance(now)...)
 }
@@ -192,30 +179,31 @@ func (s *State) config(name string) (int, bool) {
 	return 0, false
 }
 
-// advance admits pending configurations within -ms and ends the experiment
-// when every configuration is removed.
+// advance admits pending configurations while the SUTs alive in all
+// experiments (Busy + ours) stay below this experiment's -ms, and ends the
+// experiment when every configuration is removed.
 func (s *State) advance(now time.Time) []Out {
 	var out []Out
-	active := 0
-	for _, c := range s.Configs {
-		if c.Status == cfgDeploying || c.Status == cfgRunning || c.Status == cfgTearing {
-			active++
-		}
-	}
+	active := s.Busy + s.Alive()
 	for i := range s.Configs {
-		if active >= s.Plan.Settings.MaxSUTs {
-			break
-		}
 		if s.Configs[i].Status != cfgPending {
 			continue
+		}
+		if s.Cancelled != "" {
+			s.Configs[i].Status = cfgRemoved // never deployed
+			continue
+		}
+		if active >= s.Plan.Settings.MaxSUTs {
+			break
 		}
 		pc := s.Plan.Configurations[i]
 		dl := now.Add(secs(s.Plan.Timeouts.SUTReadyS)).UTC()
 		s.Configs[i].Status, s.Configs[i].Deadline = cfgDeploying, &dl
 		active++
+		sut := pc.SUT
 		out = append(out, Out{Subject: contracts.SubjDeploy, Msg: &contracts.Deploy{
 			Envelope: env(s.Code, s.Code+"."+pc.Name+".deploy", now), Configuration: pc.Name, DBMS: pc.DBMS,
-			Benchmark: s.Plan.Settings.Benchmark, TimeoutS: s.Plan.Timeouts.SUTReadyS,
+			Benchmark: s.Plan.Settings.Benchmark, TimeoutS: s.Plan.Timeouts.SUTReadyS, SUT: &sut,
 		}})
 	}
 	for _, c := range s.Configs {
@@ -225,7 +213,10 @@ func (s *State) advance(now time.Time) []Out {
 	}
 	status, reason := contracts.ExperimentDone, ""
 	subj := contracts.SubjExperimentDone
-	if len(s.Failures) > 0 {
+	switch {
+	case s.Cancelled != "":
+		status, subj, reason = contracts.ExperimentCancelled, contracts.SubjExperimentCancelled, s.Cancelled
+	case len(s.Failures) > 0:
 		status, subj, reason = contracts.ExperimentFailed, contracts.SubjExperimentFailed, strings.Join(s.Failures, "; ")
 	}
 	s.Status = status
@@ -235,6 +226,34 @@ func (s *State) advance(now time.Time) []Out {
 	return append(out, Out{Subject: contracts.Subject(subj, s.Code, "", ""), Msg: &contracts.ExperimentEnd{
 		Envelope: env(s.Code, s.Code+".end", now), Status: status, Reason: reason, StartedAt: &started, EndedAt: &end,
 	}})
+}
+
+// onStop cancels the experiment: running phases fail (their shards stop),
+// every SUT is torn down, pending configurations are dropped; results
+// already measured stay where they are.
+func (s *State) onStop(m *contracts.Stop, now time.Time) []Out {
+	if s.Cancelled != "" {
+		return nil
+	}
+	reason := "cancelled by benchq stop"
+	if m.Reason != "" {
+		reason += ": " + m.Reason
+	}
+	s.Cancelled = reason
+	var out []Out
+	for i := range s.Configs {
+		c := &s.Configs[i]
+		switch c.Status {
+		case cfgRunning:
+			if c.Current != nil {
+				out = append(out, s.phaseEvent(i, contracts.PhaseFailed, c.Current.GoAt, nil, reason, now))
+			}
+			out = append(out, s.teardown(i, reason, now)...)
+		case cfgDeploying:
+			out = append(out, s.teardown(i, reason, now)...)
+		}
+	}
+	return out
 }
 
 func (s *State) onSUTReady(m *contracts.SUTReady, now time.Time) []Out {
@@ -266,28 +285,40 @@ func (s *State) onSUTRemoved(name string, now time.Time) []Out {
 	return nil
 }
 
+// startPhase sends the shard jobs of phase p (attempt 1). After the last
+// phase the SUT is torn down — unless the action is start, which keeps it
+// until benchq stop.
 func (s *State) startPhase(i, p int, now time.Time) []Out {
+	return s.startAttempt(i, p, 1, now)
+}
+
+func (s *State) startAttempt(i, p, attempt int, now time.Time) []Out {
 	pc := s.Plan.Configurations[i]
 	if p >= len(pc.Phases) {
+		if s.Plan.Settings.Action == contracts.ActionStart {
+			s.Configs[i].Phase, s.Configs[i].Current = p, nil
+			return nil // held: the SUT stays up until benchq stop
+		}
 		return s.teardown(i, "all phases done", now)
 	}
 	ph := pc.Phases[p]
-	attempt := 1
 	n := len(ph.Shards)
 	s.Configs[i].Phase = p
 	s.Configs[i].Current = &PhaseState{
-		Attempt: attempt, Status: phPreparing, Ready: make([]bool, n), Done: make([]*ShardDone, n),
+		Attempt: attempt, Status: phPreparing, Ready: make([]bool, n), Done: make([]*ShardDone, n), Agents: make([]string, n),
 		Deadline: now.Add(secs(s.Plan.Timeouts.BarrierS)).UTC(),
 	}
 	ep := *s.Configs[i].Endpoint
+	engine := s.Plan.Settings.Benchmark
+	startBy := s.Configs[i].Current.Deadline
 	var out []Out
 	for k, sh := range ph.Shards {
 		shard := k + 1
 		out = append(out, Out{Subject: contracts.SubjShard, Msg: &contracts.ShardJob{
 			Envelope:      env(s.Code, fmt.Sprintf("%s.%s.%d.a%d.job", s.Code, ph.Name, shard, attempt), now),
 			Configuration: pc.Name, Phase: ph.Name, Kind: ph.Kind, Shard: shard, Shards: n, Attempt: attempt,
-			Engine: s.Plan.Settings.Benchmark, DBMS: pc.DBMS, Endpoint: ep, YCSB: sh,
-			TimeoutS: s.Plan.Timeouts.BarrierS,
+			Engine: engine, DBMS: pc.DBMS, Endpoint: ep, YCSB: sh.YCSB, TPCC: sh.TPCC, Node: ph.Node,
+			TimeoutS: s.Plan.Timeouts.BarrierS, StartBy: &startBy,
 		}})
 	}
 	return out
@@ -299,6 +330,9 @@ func (s *State) onReady(m *contracts.BarrierReady, now time.Time) []Out {
 		return nil
 	}
 	cur.Ready[m.Shard-1] = true
+	if len(cur.Agents) == len(cur.Ready) {
+		cur.Agents[m.Shard-1] = m.Agent
+	}
 	for _, r := range cur.Ready {
 		if !r {
 			return nil
@@ -341,8 +375,35 @@ func (s *State) onFinal(m *contracts.Final, now time.Time) []Out {
 }
 
 // endPhase publishes done (reason empty) or failed, then moves on: the next
-// phase, or teardown when loading failed or nothing is left.
+// phase, or — when the phase failed — teardown: the configuration's
+// remaining phases are skipped (listed in the failure) and the experiment
+// goes on with its other configurations.
 func (s *State) endPhase(i int, reason string, now time.Time) []Out {
+	out := []Out{s.closePhase(i, reason, now)}
+	if reason == "" {
+		return append(out, s.startPhase(i, s.Configs[i].Phase+1, now)...)
+	}
+	phases := s.Plan.Configurations[i].Phases
+	failed := phases[s.Configs[i].Phase]
+	if rest := len(phases) - s.Configs[i].Phase - 1; rest > 0 {
+		s.fail(fmt.Sprintf("configuration %s: %d later phase(s) skipped", s.Plan.Configurations[i].Name, rest))
+	}
+	return append(out, s.teardown(i, fmt.Sprintf("%s phase %s failed", failed.Kind, failed.Name), now)...)
+}
+
+// retryPhase abandons the current attempt (its phase.failed stops the
+// shards still running) and starts the next one on the same SUT.
+func (s *State) retryPhase(i int, reason string, now time.Time) []Out {
+	cur := s.Configs[i].Current
+	ph := s.Plan.Configurations[i].Phases[s.Configs[i].Phase]
+	out := []Out{s.phaseEvent(i, contracts.PhaseFailed, cur.GoAt, nil, reason+"; re-running the phase", now)}
+	s.Configs[i].Reruns = append(s.Configs[i].Reruns, fmt.Sprintf("%s attempt %d: %s", ph.Name, cur.Attempt, reason))
+	return append(out, s.startAttempt(i, s.Configs[i].Phase, cur.Attempt+1, now)...)
+}
+
+// closePhase publishes the phase's done or failed event with its window
+// (earliest shard start … latest shard end) and clears the current phase.
+func (s *State) closePhase(i int, reason string, now time.Time) Out {
 	cur := s.Configs[i].Current
 	var start, end *time.Time
 	for _, d := range cur.Done {
@@ -371,15 +432,12 @@ func (s *State) endPhase(i int, reason string, now time.Time) []Out {
 		status = contracts.PhaseFailed
 		s.fail(fmt.Sprintf("phase %s failed: %s", ph.Name, reason))
 	}
-	out := []Out{s.phaseEvent(i, status, start, end, reason, now)}
+	out := s.phaseEvent(i, status, start, end, reason, now)
 	s.Configs[i].Current = nil
-	if status == contracts.PhaseFailed && ph.Kind == contracts.KindLoad {
-		return append(out, s.teardown(i, "loading failed", now)...)
-	}
-	return append(out, s.startPhase(i, s.Configs[i].Phase+1, now)...)
+	return out
 }
 
-func (s *State) onTick(now time.Time) []Out {
+func (s *State) onTick(now time.Time, beats map[string]time.Time) []Out {
 	var out []Out
 	for i := range s.Configs {
 		c := &s.Configs[i]
@@ -398,9 +456,33 @@ func (s *State) onTick(now time.Time) []Out {
 			} else {
 				out = append(out, s.endPhase(i, fmt.Sprintf("shards %s did not finish within %ds", missing(nil, c.Current.Done), s.Plan.Timeouts.ShardS), now)...)
 			}
+		case c.Status == cfgRunning && c.Current != nil && beats != nil:
+			if lost := lostShards(c.Current, beats, now); lost != "" {
+				reason := "lost " + lost
+				ph := s.Plan.Configurations[i].Phases[c.Phase]
+				if ph.Kind == contracts.KindRun && c.Current.Attempt < MaxAttempts {
+					out = append(out, s.retryPhase(i, reason, now)...)
+				} else {
+					out = append(out, s.endPhase(i, reason, now)...)
+				}
+			}
 		}
 	}
 	return out
+}
+
+// lostShards names the unfinished shards whose agent stopped beating.
+func lostShards(cur *PhaseState, beats map[string]time.Time, now time.Time) string {
+	var lost []string
+	for k, agent := range cur.Agents {
+		if agent == "" || cur.Done[k] != nil {
+			continue
+		}
+		if at, ok := beats[agent]; !ok || now.Sub(at) > AgentLost {
+			lost = append(lost, fmt.Sprintf("shard %d (agent %s silent for more than %s)", k+1, agent, AgentLost))
+		}
+	}
+	return strings.Join(lost, ", ")
 }
 
 func missing(ready []bool, done []*ShardDone) string {

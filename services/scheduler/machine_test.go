@@ -1,6 +1,7 @@
 package main
 
 import (
+	"fmt"
 	"strings"
 	"testing"
 	"time"
@@ -71,7 +72,7 @@ func runPhase(t *testing.T, s *State, js []*contracts.ShardJob, status string) [
 }
 
 func TestDefaultExperimentRunsThrough(t *testing.T) {
-	s, out, err := Start(defaultPlan(t, nil), []byte(`{}`), t0)
+	s, out, err := Start(defaultPlan(t, nil), []byte(`{}`), t0, 0)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -106,7 +107,7 @@ func TestDefaultExperimentRunsThrough(t *testing.T) {
 }
 
 func TestShardNeverReadyFailsPhaseNamingIt(t *testing.T) {
-	s, _, _ := Start(defaultPlan(t, nil), []byte(`{}`), t0)
+	s, _, _ := Start(defaultPlan(t, nil), []byte(`{}`), t0, 0)
 	out := s.Step(Event{SUTReady: &contracts.SUTReady{Configuration: "Redis-8-2-16384-1", Endpoint: contracts.Endpoint{Host: "h", Port: 1}}}, t0)
 	j := jobs(out)
 	s.Step(Event{Ready: &contracts.BarrierReady{Phase: j[0].Phase, Shard: 1, Attempt: 1}}, t0)
@@ -127,7 +128,7 @@ func TestShardNeverReadyFailsPhaseNamingIt(t *testing.T) {
 }
 
 func TestSUTFailureEndsExperiment(t *testing.T) {
-	s, _, _ := Start(defaultPlan(t, nil), []byte(`{}`), t0)
+	s, _, _ := Start(defaultPlan(t, nil), []byte(`{}`), t0, 0)
 	out := s.Step(Event{SUTFailed: &contracts.SUTFailed{Configuration: "Redis-8-2-16384-1", Reason: "no PING"}}, t0)
 	if got := subjects(out); len(got) != 1 || got[0] != "benchq.jobs.teardown" {
 		t.Fatalf("%v", got)
@@ -141,7 +142,7 @@ func TestSUTFailureEndsExperiment(t *testing.T) {
 // -ms bounds the SUTs alive at once.
 func TestMaxSUTs(t *testing.T) {
 	p := defaultPlan(t, func(r *contracts.Request) { r.Repetitions = 3; r.MaxSUTs = 2 })
-	_, out, _ := Start(p, []byte(`{}`), t0)
+	_, out, _ := Start(p, []byte(`{}`), t0, 0)
 	deploys := 0
 	for _, o := range out {
 		if o.Subject == contracts.SubjDeploy {
@@ -157,7 +158,7 @@ func TestMaxSUTs(t *testing.T) {
 // redelivered); events about the past are not (and are dropped as stale).
 func TestEarlyEvents(t *testing.T) {
 	p := defaultPlan(t, nil)
-	s, _, _ := Start(p, []byte(`{}`), t0)
+	s, _, _ := Start(p, []byte(`{}`), t0, 0)
 	before := *s // as stored before sut.ready's step
 	before.Configs = append([]ConfigState(nil), s.Configs...)
 	s.Step(Event{SUTReady: &contracts.SUTReady{Configuration: "Redis-8-2-16384-1", Endpoint: contracts.Endpoint{Host: "h", Port: 1}}}, t0)
@@ -179,5 +180,152 @@ func TestEarlyEvents(t *testing.T) {
 		if got := c.state.Early(c.ev); got != c.early {
 			t.Errorf("%s: early = %v, want %v", c.name, got, c.early)
 		}
+	}
+}
+
+// ready answers sut.ready for configuration i of s's plan.
+func ready(s *State, i int) []Out {
+	return s.Step(Event{SUTReady: &contracts.SUTReady{Configuration: s.Plan.Configurations[i].Name, Endpoint: contracts.Endpoint{Host: "h", Port: 1}}}, t0)
+}
+
+func count(out []Out, subject string) int {
+	n := 0
+	for _, o := range out {
+		if o.Subject == subject {
+			n++
+		}
+	}
+	return n
+}
+
+// -ms counts the SUTs of other experiments too (Busy): nothing is deployed
+// while they fill the bound, and a tick deploys once a slot is free.
+func TestMaxSUTsAcrossExperiments(t *testing.T) {
+	p := defaultPlan(t, func(r *contracts.Request) { r.MaxSUTs = 1 })
+	s, out, _ := Start(p, []byte(`{}`), t0, 1)
+	if n := count(out, contracts.SubjDeploy); n != 0 {
+		t.Fatalf("%d deploys while another experiment holds the only slot", n)
+	}
+	s.Busy = 1
+	if out := s.Step(Event{Tick: true}, t0.Add(time.Second)); count(out, contracts.SubjDeploy) != 0 {
+		t.Fatalf("deployed while busy")
+	}
+	s.Busy = 0
+	out = s.Step(Event{Tick: true}, t0.Add(2*time.Second))
+	if count(out, contracts.SubjDeploy) != 1 || s.Alive() != 1 {
+		t.Fatalf("after the slot freed: %v", subjects(out))
+	}
+	d := out[0].Msg.(*contracts.Deploy)
+	if d.SUT == nil || d.SUT.UseCase != "ycsb-0.1" {
+		t.Errorf("deploy carries no SUT spec: %+v", d.SUT)
+	}
+}
+
+// benchq stop: the running phase fails (its shards stop), the SUT is torn
+// down, pending configurations are dropped, the experiment ends cancelled.
+func TestStopCancels(t *testing.T) {
+	p := defaultPlan(t, func(r *contracts.Request) { r.Repetitions = 2 })
+	s, _, _ := Start(p, []byte(`{}`), t0, 0)
+	load := jobs(ready(s, 0))
+	s.Step(Event{Ready: &contracts.BarrierReady{Phase: load[0].Phase, Shard: 1, Attempt: 1, Agent: "a1"}}, t0)
+	out := s.Step(Event{Stop: &contracts.Stop{Reason: "wrong -xtb"}}, t0)
+	if got := strings.Join(subjects(out), " "); got != "benchq.exp.17.phase.failed benchq.jobs.teardown" {
+		t.Fatalf("stop: %s", got)
+	}
+	if r := out[0].Msg.(*contracts.PhaseEvent).Reason; r != "cancelled by benchq stop: wrong -xtb" {
+		t.Errorf("reason %q", r)
+	}
+	if again := s.Step(Event{Stop: &contracts.Stop{}}, t0); len(again) != 0 {
+		t.Errorf("second stop: %v", subjects(again))
+	}
+	// A late final of the aborted phase changes nothing.
+	if late := s.Step(final(load[1], contracts.StatusFailed), t0); len(late) != 0 {
+		t.Errorf("late final: %v", subjects(late))
+	}
+	out = s.Step(Event{SUTRemoved: &contracts.SUTRemoved{Configuration: p.Configurations[0].Name}}, t0)
+	if s.Status != contracts.ExperimentCancelled || len(out) != 1 || out[0].Subject != "benchq.exp.17.cancelled" {
+		t.Fatalf("end: %s %v", s.Status, subjects(out))
+	}
+	if s.Configs[1].Status != cfgRemoved {
+		t.Errorf("the second repetition was %s, want never deployed", s.Configs[1].Status)
+	}
+}
+
+// An agent that stops beating during a benchmarking phase: the attempt is
+// abandoned (phase.failed tells the other shards) and the phase runs again
+// as attempt 2; losing attempt 2 too fails the phase and ends the
+// configuration.
+func TestLostAgentReRunsThePhaseOnce(t *testing.T) {
+	p := defaultPlan(t, func(r *contracts.Request) { r.BenchmarkingPods = []int{2} })
+	s, _, _ := Start(p, []byte(`{}`), t0, 0)
+	out := runPhase(t, s, jobs(ready(s, 0)), contracts.StatusOK)
+	run := jobs(out)
+	for k, j := range run {
+		s.Step(Event{Ready: &contracts.BarrierReady{Phase: j.Phase, Shard: j.Shard, Attempt: 1, Agent: fmt.Sprintf("a%d", k+1)}}, t0)
+	}
+	beats := map[string]time.Time{"a1": t0, "a2": t0}
+	if out := s.Step(Event{Tick: true, Heartbeats: beats}, t0.Add(10*time.Second)); len(out) != 0 {
+		t.Fatalf("both agents alive: %v", subjects(out))
+	}
+	beats["a1"] = t0.Add(20 * time.Second) // a2 silent for 20 s
+	out = s.Step(Event{Tick: true, Heartbeats: beats}, t0.Add(20*time.Second))
+	if got := strings.Join(subjects(out), " "); got != "benchq.exp.17.phase.failed benchq.jobs.shard benchq.jobs.shard" {
+		t.Fatalf("lost agent: %s", got)
+	}
+	if r := out[0].Msg.(*contracts.PhaseEvent).Reason; !strings.Contains(r, "shard 2 (agent a2") || !strings.Contains(r, "re-running") {
+		t.Errorf("reason %q", r)
+	}
+	retry := jobs(out)
+	if retry[0].Attempt != 2 || retry[0].StartBy == nil {
+		t.Fatalf("retry %+v", retry[0])
+	}
+	if len(s.Configs[0].Reruns) != 1 {
+		t.Errorf("reruns %v", s.Configs[0].Reruns)
+	}
+	for _, j := range retry {
+		s.Step(Event{Ready: &contracts.BarrierReady{Phase: j.Phase, Shard: j.Shard, Attempt: 2, Agent: "a1"}}, t0)
+	}
+	delete(beats, "a1") // the TTL dropped it
+	out = s.Step(Event{Tick: true, Heartbeats: beats}, t0.Add(40*time.Second))
+	if got := strings.Join(subjects(out), " "); got != "benchq.exp.17.phase.failed benchq.jobs.teardown" {
+		t.Fatalf("second loss: %s", got)
+	}
+	// Unknown heartbeats (bucket unreadable) never count as lost.
+	s2, _, _ := Start(p, []byte(`{}`), t0, 0)
+	for _, j := range jobs(ready(s2, 0)) {
+		s2.Step(Event{Ready: &contracts.BarrierReady{Phase: j.Phase, Shard: j.Shard, Attempt: 1, Agent: "gone"}}, t0)
+	}
+	if out := s2.Step(Event{Tick: true}, t0.Add(30*time.Second)); len(out) != 0 {
+		t.Errorf("nil heartbeats: %v", subjects(out))
+	}
+}
+
+// A failed benchmarking phase ends its configuration: later phases are
+// skipped and named, the SUT is torn down.
+func TestFailedPhaseEndsConfiguration(t *testing.T) {
+	p := defaultPlan(t, func(r *contracts.Request) { r.BenchmarkingPods = []int{1, 1, 1} })
+	s, _, _ := Start(p, []byte(`{}`), t0, 0)
+	out := runPhase(t, s, jobs(ready(s, 0)), contracts.StatusOK)
+	out = runPhase(t, s, jobs(out), contracts.StatusFailed)
+	if got := strings.Join(subjects(out), " "); got != "benchq.exp.17.phase.failed benchq.jobs.teardown" {
+		t.Fatalf("%s", got)
+	}
+	if f := strings.Join(s.Failures, "; "); !strings.Contains(f, "2 later phase(s) skipped") {
+		t.Errorf("failures %q", f)
+	}
+}
+
+// Action start deploys and holds the SUT until stop.
+func TestActionStartHoldsTheSUT(t *testing.T) {
+	p := defaultPlan(t, func(r *contracts.Request) { r.Action = contracts.ActionStart })
+	s, _, _ := Start(p, []byte(`{}`), t0, 0)
+	if out := ready(s, 0); len(out) != 0 {
+		t.Fatalf("after ready: %v", subjects(out))
+	}
+	if out := s.Step(Event{Tick: true, Heartbeats: map[string]time.Time{}}, t0.Add(time.Hour)); len(out) != 0 || s.Configs[0].Status != cfgRunning {
+		t.Fatalf("held SUT: %v %s", subjects(out), s.Configs[0].Status)
+	}
+	if out := s.Step(Event{Stop: &contracts.Stop{}}, t0); strings.Join(subjects(out), " ") != "benchq.jobs.teardown" {
+		t.Fatalf("stop: %v", subjects(out))
 	}
 }

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"log/slog"
 	"regexp"
+	"sort"
 	"strconv"
 	"sync"
 	"time"
@@ -28,11 +29,18 @@ type Config struct {
 // serialised by mu: one experiment's state is read, stepped and written
 // without interleaving, and throughput is not a concern at this level.
 type Scheduler struct {
-	bus *bus.Bus
-	kv  jetstream.KeyValue
-	log *slog.Logger
-	mu  sync.Mutex
-	now func() time.Time
+	bus    *bus.Bus
+	kv     jetstream.KeyValue
+	agents jetstream.KeyValue
+	log    *slog.Logger
+	mu     sync.Mutex
+	now    func() time.Time
+
+	// alive counts the SUTs of each running experiment (from its stored
+	// state): -ms bounds their sum. ended lists experiments the tick can
+	// skip. Both are rebuilt from the KV bucket at start.
+	alive map[string]int
+	ended map[string]bool
 }
 
 // Run serves until ctx ends.
@@ -49,9 +57,16 @@ func Run(ctx context.Context, cfg Config, log *slog.Logger) error {
 	if err != nil {
 		return fmt.Errorf("kv %s: %w", contracts.KVExperiments, err)
 	}
-	s := &Scheduler{bus: b, kv: kv, log: log, now: time.Now}
+	agents, err := b.JS.KeyValue(ctx, contracts.KVAgents)
+	if err != nil {
+		return fmt.Errorf("kv %s: %w", contracts.KVAgents, err)
+	}
+	s := &Scheduler{bus: b, kv: kv, agents: agents, log: log, now: time.Now, alive: map[string]int{}, ended: map[string]bool{}}
 	if cfg.TickEvery == 0 {
 		cfg.TickEvery = time.Second
+	}
+	if _, err := s.running(ctx); err != nil {
+		return fmt.Errorf("read experiment states: %w", err)
 	}
 	var wg sync.WaitGroup
 	consume := func(spec bus.ConsumerSpec, h bus.Handler) {
@@ -63,7 +78,12 @@ func Run(ctx context.Context, cfg Config, log *slog.Logger) error {
 			}
 		}()
 	}
-	consume(bus.ConsumerSpec{Stream: contracts.StreamRequests, Durable: "scheduler-requests"}, s.each(s.handleRequest))
+	consume(bus.ConsumerSpec{Stream: contracts.StreamRequests, Durable: "scheduler-requests"}, s.each(func(ctx context.Context, m jetstream.Msg) error {
+		if m.Subject() == contracts.SubjStop {
+			return s.handleStop(ctx, m)
+		}
+		return s.handleRequest(ctx, m)
+	}))
 	// Early events are redelivered every second; MaxDeliver bounds that for an
 	// event whose experiment never appears (about five minutes).
 	consume(bus.ConsumerSpec{Stream: contracts.StreamEvents, Durable: "scheduler-events", MaxDeliver: maxEarly, Filters: []string{
@@ -151,7 +171,7 @@ func (s *Scheduler) handleRequest(ctx context.Context, m jetstream.Msg) error {
 	if len(errs) > 0 {
 		return s.reject(ctx, code, head.ID, errs, log)
 	}
-	state, out, err := Start(p, m.Data(), s.now())
+	state, out, err := Start(p, m.Data(), s.now(), s.busyExcept(code))
 	if err != nil {
 		return err
 	}
@@ -163,8 +183,50 @@ func (s *Scheduler) handleRequest(ctx context.Context, m jetstream.Msg) error {
 	if _, err := s.kv.Create(ctx, code, data); err != nil {
 		return fmt.Errorf("store state of %s: %w", code, err)
 	}
+	s.track(state)
 	log.Info("experiment planned", "configurations", len(p.Configurations))
 	return nil
+}
+
+// handleStop cancels a running experiment (benchq stop). Stopping an
+// experiment that ended or does not exist is a no-op, logged.
+func (s *Scheduler) handleStop(ctx context.Context, m jetstream.Msg) error {
+	var stop contracts.Stop
+	if err := bus.Decode(contracts.SchemaStop, m.Data(), &stop); err != nil {
+		return err
+	}
+	st, ok, err := s.load(ctx, stop.Code)
+	if err != nil {
+		return err
+	}
+	if !ok || st.state.Status != "running" {
+		s.log.Info("stop: no running experiment", "code", stop.Code)
+		return nil
+	}
+	s.log.Info("stopping experiment", "code", stop.Code, "reason", stop.Reason)
+	return s.step(ctx, stop.Code, Event{Stop: &stop})
+}
+
+// track records an experiment's SUT count (for -ms across experiments) and
+// whether it ended.
+func (s *Scheduler) track(st *State) {
+	if st.Status != "running" {
+		delete(s.alive, st.Code)
+		s.ended[st.Code] = true
+		return
+	}
+	s.alive[st.Code] = st.Alive()
+}
+
+// busyExcept is the number of SUTs alive in experiments other than code.
+func (s *Scheduler) busyExcept(code string) int {
+	n := 0
+	for c, k := range s.alive {
+		if c != code {
+			n += k
+		}
+	}
+	return n
 }
 
 func (s *Scheduler) reject(ctx context.Context, code, reqID string, errs []contracts.FieldError, log *slog.Logger) error {
@@ -246,6 +308,7 @@ func (s *Scheduler) step(ctx context.Context, code string, ev Event) error {
 	if st.state.Early(ev) {
 		return fmt.Errorf("experiment %s: %w", code, errEarly)
 	}
+	st.state.Busy = s.busyExcept(code)
 	out := st.state.Step(ev, s.now())
 	if len(out) == 0 && !ev.changes() {
 		return nil
@@ -257,6 +320,7 @@ func (s *Scheduler) step(ctx context.Context, code string, ev Event) error {
 	if _, err := s.kv.Update(ctx, code, data, st.rev); err != nil {
 		return fmt.Errorf("store state of %s: %w", code, err)
 	}
+	s.track(st.state)
 	for _, o := range out {
 		s.log.Info("published", "code", code, "subject", o.Subject, "id", o.Msg.Head().ID)
 	}
@@ -276,30 +340,83 @@ func (s *Scheduler) publish(ctx context.Context, out []Out) error {
 	return nil
 }
 
-func (s *Scheduler) tick(ctx context.Context) error {
+// running loads every experiment that has not ended, oldest first, and
+// refreshes the SUT counts.
+func (s *Scheduler) running(ctx context.Context) ([]*State, error) {
 	keys, err := s.kv.ListKeys(ctx)
 	if err != nil {
 		if errors.Is(err, jetstream.ErrNoKeysFound) {
-			return nil
+			return nil, nil
 		}
-		return err
+		return nil, err
 	}
 	var codes []string
 	for k := range keys.Keys() {
 		codes = append(codes, k)
 	}
+	var states []*State
 	for _, code := range codes {
-		s.mu.Lock()
+		if s.ended[code] {
+			continue
+		}
 		st, ok, err := s.load(ctx, code)
 		if err != nil {
-			s.log.Warn("tick: state unreadable", "code", code, "err", err)
+			s.log.Warn("state unreadable", "code", code, "err", err)
+			continue
 		}
-		if ok && st.state.Status == "running" {
-			if err := s.step(ctx, code, Event{Tick: true}); err != nil {
-				s.log.Warn("tick step failed", "code", code, "err", err)
-			}
+		if !ok {
+			continue
+		}
+		s.track(st.state)
+		if st.state.Status == "running" {
+			states = append(states, st.state)
+		}
+	}
+	sort.Slice(states, func(i, j int) bool { return states[i].StartedAt.Before(states[j].StartedAt) })
+	return states, nil
+}
+
+// tick checks deadlines, lost agents and free SUT slots of every running
+// experiment, oldest first (so the oldest gets a freed slot first).
+func (s *Scheduler) tick(ctx context.Context) error {
+	s.mu.Lock()
+	states, err := s.running(ctx)
+	s.mu.Unlock()
+	if err != nil {
+		return err
+	}
+	beats := s.heartbeats(ctx)
+	for _, st := range states {
+		s.mu.Lock()
+		if err := s.step(ctx, st.Code, Event{Tick: true, Heartbeats: beats}); err != nil {
+			s.log.Warn("tick step failed", "code", st.Code, "err", err)
 		}
 		s.mu.Unlock()
 	}
 	return nil
+}
+
+// heartbeats reads the agents' last beats; nil (no lost-agent check) when
+// the bucket cannot be read.
+func (s *Scheduler) heartbeats(ctx context.Context) map[string]time.Time {
+	keys, err := s.agents.ListKeys(ctx)
+	beats := map[string]time.Time{}
+	if errors.Is(err, jetstream.ErrNoKeysFound) {
+		return beats
+	}
+	if err != nil {
+		s.log.Warn("agent heartbeats unreadable", "err", err)
+		return nil
+	}
+	for k := range keys.Keys() {
+		e, err := s.agents.Get(ctx, k)
+		if err != nil {
+			continue // expired between list and get: no beat
+		}
+		var hb contracts.Heartbeat
+		if json.Unmarshal(e.Value(), &hb) == nil {
+			beats[k] = hb.At
+		}
+	}
+	return beats
 }

@@ -33,6 +33,46 @@ type world struct {
 	deploys jetstream.Consumer // benchq.jobs.deploy and .teardown
 	shards  jetstream.Consumer // benchq.jobs.shard
 	events  *recorder
+
+	mu     sync.Mutex
+	agents map[string]bool // agent name → silenced (its heartbeats stop)
+}
+
+// heartbeats keeps the fake agents (agent-N, named after their shard)
+// alive in the agents bucket, as real agents do, unless silenced.
+func (w *world) heartbeats(ctx context.Context) {
+	kv, err := w.b.JS.KeyValue(ctx, contracts.KVAgents)
+	if err != nil {
+		return
+	}
+	for {
+		for n := 1; n <= 8; n++ {
+			name := fmt.Sprintf("agent-%d", n)
+			w.mu.Lock()
+			silenced := w.agents[name]
+			w.mu.Unlock()
+			if !silenced {
+				data, _ := json.Marshal(contracts.Heartbeat{Name: name, At: time.Now().UTC()})
+				_, _ = kv.Put(ctx, name, data)
+			}
+		}
+		select {
+		case <-ctx.Done():
+			return
+		case <-time.After(time.Second):
+		}
+	}
+}
+
+// silence stops an agent's heartbeats and removes its entry, as when its
+// process dies and the TTL expires.
+func (w *world) silence(name string) {
+	w.mu.Lock()
+	w.agents[name] = true
+	w.mu.Unlock()
+	if kv, err := w.b.JS.KeyValue(w.ctx, contracts.KVAgents); err == nil {
+		_ = kv.Delete(w.ctx, name)
+	}
 }
 
 func newWorld(t *testing.T) *world {
@@ -60,6 +100,8 @@ func newWorld(t *testing.T) *world {
 	w.deploys = consumer("test-deployer", contracts.SubjDeploy, contracts.SubjTeardown)
 	w.shards = consumer("test-agents", contracts.SubjShard)
 	w.events = record(t, ctx, w.b.JS, contracts.StreamEvents)
+	w.agents = map[string]bool{}
+	go w.heartbeats(ctx)
 	return w
 }
 
@@ -504,7 +546,7 @@ func TestSchedulerFailsAPhaseWhoseShardsAreNotReady(t *testing.T) {
 	if pe.Phase != load[0].Phase || !strings.Contains(pe.Reason, "shards 2 not READY within 1s") {
 		t.Errorf("phase.failed %+v", pe)
 	}
-	if td := w.teardown(d); td.Reason != "loading failed" {
+	if td := w.teardown(d); !strings.HasPrefix(td.Reason, "load phase ") {
 		t.Errorf("teardown reason %q", td.Reason)
 	}
 	var end contracts.ExperimentEnd
@@ -686,4 +728,110 @@ func TestSchedulerDoesNotDropEventsWhileItsStateIsUnreadable(t *testing.T) {
 	if _, err := w.tryJob(w.shards, &j, 30*time.Second); err != nil {
 		t.Fatalf("the SUT is ready but no load phase starts: %v (state %+v)", err, w.state(code).Configs)
 	}
+}
+
+// Two experiments with -ms 1 share one SUT slot: the second is deployed only
+// once the first's SUT is removed, oldest first.
+func TestSchedulerBoundsSUTsAcrossExperiments(t *testing.T) {
+	t.Parallel()
+	w := newWorld(t)
+	w.start()
+	w.request("req-ms-a", experimentRequest("ms-a", `,"max_suts":1,"action":"start"`))
+	d := w.deploy("ms-a")
+	w.waitState("ms-a", func(st State) bool { return st.Configs[0].Status == cfgRunning })
+	w.request("req-ms-b", experimentRequest("ms-b", `,"max_suts":1,"action":"start"`))
+	w.waitState("ms-b", func(st State) bool { return st.Configs[0].Status == cfgPending })
+	time.Sleep(300 * time.Millisecond) // several ticks: still no deploy for ms-b
+	w.noJob(w.deploys)
+
+	w.stop("ms-a")
+	w.teardown(d)
+	w.deploy("ms-b") // the freed slot goes to ms-b
+	w.stop("ms-b")
+	var end contracts.ExperimentEnd
+	w.events.wait(t, contracts.Subject(contracts.SubjExperimentCancelled, "ms-a", "", ""), &end, nil)
+}
+
+// benchq stop during a benchmark phase: phase.failed (so agents stop their
+// shards), teardown, experiment cancelled; the finished load phase stays done.
+func TestSchedulerStopCancelsARunningExperiment(t *testing.T) {
+	t.Parallel()
+	w := newWorld(t)
+	w.start()
+	code := "stop1"
+	w.request("req-"+code, experimentRequest(code, ""))
+	d := w.deploy(code)
+	load := w.shardJobs(code, 2)
+	for _, j := range load {
+		w.ready(j)
+	}
+	w.started(load[0])
+	for _, j := range load {
+		w.final(j)
+	}
+	w.phaseDone(load[0])
+	run := w.shardJobs(code, 1)
+	w.ready(run[0])
+	w.started(run[0])
+	w.stop(code)
+	var pe contracts.PhaseEvent
+	w.events.wait(t, contracts.Subject(contracts.SubjPhaseFailed, code, "", ""), &pe, nil)
+	if pe.Phase != run[0].Phase || !strings.Contains(pe.Reason, "cancelled by benchq stop: test") {
+		t.Errorf("phase.failed %+v", pe)
+	}
+	w.teardown(d)
+	var end contracts.ExperimentEnd
+	w.events.wait(t, contracts.Subject(contracts.SubjExperimentCancelled, code, "", ""), &end, nil)
+	if end.Status != contracts.ExperimentCancelled || w.state(code).Status != contracts.ExperimentCancelled {
+		t.Errorf("end %+v", end)
+	}
+}
+
+// An agent that dies mid-phase (its heartbeats stop): the scheduler re-runs
+// the phase as attempt 2; the experiment completes.
+func TestSchedulerReRunsAPhaseThatLostItsAgent(t *testing.T) {
+	t.Parallel()
+	w := newWorld(t)
+	w.start()
+	code := "lost1"
+	w.request("req-"+code, experimentRequest(code, ""))
+	d := w.deploy(code)
+	load := w.shardJobs(code, 2)
+	for _, j := range load {
+		w.ready(j)
+	}
+	for _, j := range load {
+		w.final(j)
+	}
+	w.phaseDone(load[0])
+	run := w.shardJobs(code, 1)
+	w.ready(run[0])
+	w.started(run[0])
+	w.silence("agent-1")
+	var pe contracts.PhaseEvent
+	w.events.wait(t, contracts.Subject(contracts.SubjPhaseFailed, code, "", ""), &pe, nil)
+	if pe.Attempt != 1 || !strings.Contains(pe.Reason, "agent agent-1 silent") {
+		t.Errorf("phase.failed %+v", pe)
+	}
+	var retry contracts.ShardJob
+	if subj := w.job(w.shards, &retry); subj != contracts.SubjShard || retry.Attempt != 2 || retry.Phase != run[0].Phase {
+		t.Fatalf("retry %s %+v", subj, retry)
+	}
+	w.mu.Lock()
+	w.agents["agent-1"] = false // another agent named agent-1 takes over
+	w.mu.Unlock()
+	w.ready(retry)
+	w.final(retry)
+	w.teardown(d)
+	var end contracts.ExperimentEnd
+	w.events.wait(t, contracts.Subject(contracts.SubjExperimentDone, code, "", ""), &end, nil)
+	if st := w.state(code); len(st.Configs[0].Reruns) != 1 {
+		t.Errorf("reruns %v", st.Configs[0].Reruns)
+	}
+}
+
+// stop publishes benchq stop for code.
+func (w *world) stop(code string) {
+	w.t.Helper()
+	w.publish(contracts.SubjStop, &contracts.Stop{Envelope: contracts.NewEnvelope(code, code+".stop", time.Now()), Reason: "test"})
 }

@@ -32,6 +32,7 @@ def db(postgres_url):
     broken["experiments"][0]["code"] = "ycsb-redis-broken"
     broken["shard_results"][0]["throughput"] = 0.0
     insert(postgres_url, broken)
+    insert(postgres_url, load_tables("ycsb-redis-hdr.json"))
     return postgres_url
 
 
@@ -39,6 +40,13 @@ def test_summary_from_the_database_equals_the_golden(db, golden):
     status, out, err = run(db, "summary", "-e", CODE)
     assert (status, err) == (0, "")
     golden("summary-redis.md", out)
+
+
+def test_summary_with_histograms_from_the_database_equals_the_golden(db, golden):
+    """Histograms, percentiles and windows survive the collector's schema (migration 0002)."""
+    status, out, err = run(db, "summary", "-e", "fx-redis-d")
+    assert (status, err) == (0, "")
+    golden("summary-redis-hdr.md", out)
 
 
 def test_unknown_code(db):

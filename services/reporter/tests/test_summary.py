@@ -9,7 +9,7 @@ import pytest
 from rows import experiment, load_tables
 
 from benchq_reporter import render
-from benchq_reporter.summary import PERCENTILE_NOTE, RUNTIME, SF_PER_HOUR, THROUGHPUT, summarize
+from benchq_reporter.summary import MERGED_NOTE, RUNTIME, SF_PER_HOUR, THROUGHPUT, UPPER_BOUND_NOTE, summarize
 
 LOAD = "Redis-8-2-65536-1-load"
 RUN = "Redis-8-2-65536-1-run1"
@@ -53,9 +53,16 @@ def test_per_run_adds_up_the_shards(tables):
     assert run[SF_PER_HOUR] == pytest.approx(0.1 / (5533 / 3.6e6))
 
 
-def test_aggregates_carry_the_percentile_label(tables):
-    md = render.markdown(summarize(experiment(tables)))
-    assert md.count(f"* {PERCENTILE_NOTE}") == 2  # under Loading Per Run and Execution Per Phase
+def test_without_histograms_percentiles_are_labelled_upper_bounds(tables):
+    """This fixture predates histograms: its run percentiles are the shards' maximum, and say so."""
+    s = summarize(experiment(tables))
+    md = render.markdown(s)
+    assert md.count(f"* {UPPER_BOUND_NOTE.format(ops='INSERT')}") == 1  # under Loading Per Run: 2 shards
+    assert list(s.loading_latency["percentiles"]) == ["max of shards"]
+    # One benchmarking shard: its own figures are exact.
+    assert list(s.execution_latency["percentiles"]) == ["one shard", "one shard"]
+    assert "READ, UPDATE" not in md
+    assert MERGED_NOTE not in md
 
 
 def test_operation_columns_follow_the_phase(tables):
@@ -175,7 +182,7 @@ def test_running_experiment_without_results_prints_no_data(tables, golden):
     s = summarize(experiment(only))
     md = render.markdown(s)
     assert "* Duration: running" in md
-    assert md.count("(no data)") == 5  # Connections and the four tables
+    assert md.count("(no data)") == 7  # Connections, the four tables and the two latency tables
     assert not _test(s, "loading_throughput").passed
     golden("summary-running.md", md)
 

@@ -40,11 +40,13 @@ COLUMNS: dict[str, dict[str, Any]] = {
         "kind": object, "agent": object, "status": object, "error": object,
         "threads": "Int64", "target": "Int64", "started_at": TS, "ended_at": TS,
         "runtime_ms": "float64", "throughput": "float64", "message_id": object,
+        "first_op_at": TS, "last_op_at": TS,
     },
     "shard_operations": {
         "phase": object, "shard": "Int64", "attempt": "Int64", "operation": object,
         "count": "Int64", "avg_us": "float64", "min_us": "float64", "max_us": "float64",
-        "p95_us": "float64", "p99_us": "float64", "return_codes": object,
+        "p50_us": "float64", "p95_us": "float64", "p99_us": "float64", "p999_us": "float64",
+        "return_codes": object, "histogram": object,
     },
 }
 

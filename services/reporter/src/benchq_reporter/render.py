@@ -13,7 +13,7 @@ from typing import Any
 
 import pandas as pd
 
-from .summary import PERCENTILE_NOTE, Summary, Test
+from .summary import Summary, Test
 
 NO_DATA = "(no data)"
 
@@ -107,10 +107,13 @@ def workflow_lines(s: Summary) -> list[str]:
     return lines
 
 
-def _aggregate_table(df: pd.DataFrame) -> list[str]:
+def _noted_table(s: Summary, name: str) -> list[str]:
+    """A table of the summary with the notes that belong under it."""
+    df = getattr(s, name)
     if df.empty:
         return [NO_DATA]
-    return [table(df), "", f"* {PERCENTILE_NOTE}"]
+    notes = s.notes.get(name, [])
+    return [table(df), *([""] if notes else []), *[f"* {n}" for n in notes]]
 
 
 def test_lines(tests: list[Test]) -> list[str]:
@@ -125,9 +128,11 @@ def markdown(s: Summary) -> str:
         connection_lines(s),
         workflow_lines(s),
         ["### Loading", "", "#### Per Connection", "", table(s.loading_per_connection),
-         "", "#### Per Run", "", *_aggregate_table(s.loading_per_run)],
+         "", "#### Per Run", "", *_noted_table(s, "loading_per_run"),
+         "", "#### Latency per Run", "", *_noted_table(s, "loading_latency")],
         ["### Execution", "", "#### Per Connection", "", table(s.execution_per_connection),
-         "", "#### Per Phase", "", *_aggregate_table(s.execution_per_phase)],
+         "", "#### Per Phase", "", *_noted_table(s, "execution_per_phase"),
+         "", "#### Latency per Phase", "", *_noted_table(s, "execution_latency")],
     ]
     if s.show_tests:
         parts.append(test_lines(s.tests))
@@ -164,10 +169,12 @@ def json_document(s: Summary) -> str:
         "connections": [asdict(c) for c in s.connections],
         "workflow": asdict(s.workflow),
         "loading": {"per_connection": records(s.loading_per_connection),
-                    "per_run": records(s.loading_per_run)},
+                    "per_run": records(s.loading_per_run),
+                    "latency": records(s.loading_latency)},
         "execution": {"per_connection": records(s.execution_per_connection),
-                      "per_phase": records(s.execution_per_phase)},
-        "notes": [PERCENTILE_NOTE],
+                      "per_phase": records(s.execution_per_phase),
+                      "latency": records(s.execution_latency)},
+        "notes": s.notes,
         "tests": [asdict(t) for t in s.tests],
         "tests_passed": s.tests_passed,
     }

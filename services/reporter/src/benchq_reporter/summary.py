@@ -9,8 +9,16 @@ Rules that keep every number traceable to a row:
     attempt with status ok, else the highest attempt (then it counts as an
     exception and its missing figures stay NaN);
   * a run or phase adds up throughput, threads, target and operation
-    counts, takes the maximum runtime, and the maximum p99 of its shards —
-    an upper bound, labelled as such, because percentiles do not add up;
+    counts and takes the maximum runtime; its latency figures (percentiles,
+    mean, maximum) are those of the merged HdrHistograms of its shards
+    (latency.py) — percentiles do not add up, histograms do. Shards without
+    a histogram (older drivers) leave the maximum of the shards' percentiles,
+    an upper bound, labelled as such;
+  * a run or phase is also measured over its common window: all operations
+    over the time from the earliest first operation of a shard to the latest
+    end of one, with the start skew of its shards;
+  * "Intended-<OP>" operations (latency from the intended start under a
+    target rate) appear in the latency tables only, labelled;
   * nothing is rounded here; render.py rounds when printing.
 """
 
@@ -21,17 +29,45 @@ from typing import Any
 
 import pandas as pd
 
+from . import latency
 from .model import ExperimentData
 
 THROUGHPUT = "[OVERALL].Throughput(ops/sec)"
 RUNTIME = "[OVERALL].RunTime(ms)"
 SF_PER_HOUR = "Throughput [SF/h]"
-PERCENTILE_NOTE = (
-    "Latency percentiles of a run are the maximum over its shards (an upper bound; "
-    "exact merged percentiles come with HdrHistogram merging)."
+WINDOW_THROUGHPUT = "Throughput common window(ops/sec)"
+START_SKEW = "Start skew(ms)"
+MERGED_NOTE = (
+    "Latency figures of a run are those of the merged HdrHistograms of its shards "
+    "(exact to 3 significant digits), not a mean or maximum of the shards' own figures."
+)
+UPPER_BOUND_NOTE = (
+    "Latency percentiles of {ops} are the maximum over the shards (an upper bound): "
+    "not every shard shipped a histogram."
+)
+WINDOW_NOTE = (
+    f"{WINDOW_THROUGHPUT} = all operations / (latest end of a shard's last operation - "
+    f"earliest start of a shard's first operation); {THROUGHPUT} adds up the shards' own rates. "
+    f"{START_SKEW} = latest - earliest start of a shard's first operation."
+)
+INTENDED_NOTE = (
+    "Latency from 'intended start' (YCSB's Intended-<OP>, with a target rate) is measured from "
+    "when the operation was due, so it includes the queueing that coordinated omission hides."
 )
 # YCSB reports CLEANUP (closing the client) like an operation; bexhoma hides it.
-HIDDEN_OPERATIONS = {"CLEANUP"}
+HIDDEN_OPERATIONS = {"CLEANUP", "Intended-CLEANUP"}
+INTENDED = "Intended-"
+# Pseudo-operations of measurement.trackjvm=true: samples, not operations.
+JVM_SAMPLES = {"THREAD_COUNT", "USED_MEM_MB", "SYS_LOAD_AVG", "GCS", "GCS_TIME"}
+# Latency statistic (latency.stats) → YCSB's measurement name, in YCSB's order.
+LATENCY_FIGURES = {
+    "count": "Operations", "mean": "AverageLatency(us)", "p50": "50thPercentileLatency(us)",
+    "p95": "95thPercentileLatency(us)", "p99": "99thPercentileLatency(us)",
+    "p999": "99.9PercentileLatency(us)", "max": "MaxLatency(us)",
+}
+# The same statistic of one shard, as stored (shard_operations).
+SHARD_FIGURES = {"count": "count", "mean": "avg_us", "p50": "p50_us", "p95": "p95_us",
+                 "p99": "p99_us", "p999": "p999_us", "max": "max_us"}
 # Info keys in the order bexhoma prints them; the rest follow sorted. A fixed
 # order matters because jsonb does not keep the order of the keys it stores.
 INFO_ORDER = ["RAM", "CPU", "Cores", "host", "node", "disk", "datadisk", "cpu_list"]
@@ -43,6 +79,11 @@ def ok_column(operation: str) -> str:
 
 def p99_column(operation: str) -> str:
     return f"[{operation}].99thPercentileLatency(us)"
+
+
+def counts_operations(operation: str) -> bool:
+    """Whether an operation block counts executed operations (as YCSB's throughput does)."""
+    return operation != "CLEANUP" and not operation.startswith(INTENDED) and operation not in JVM_SAMPLES
 
 
 @dataclass(frozen=True)
@@ -117,7 +158,11 @@ class Summary:
     loading_per_run: pd.DataFrame
     execution_per_connection: pd.DataFrame
     execution_per_phase: pd.DataFrame
+    loading_latency: pd.DataFrame
+    execution_latency: pd.DataFrame
     tests: list[Test]
+    # Notes printed under a table, keyed by its field name.
+    notes: dict[str, list[str]] = field(default_factory=dict)
     show_tests: bool = field(default=True)
 
     @property
@@ -133,6 +178,10 @@ def summarize(data: ExperimentData) -> Summary:
     sf = _float(settings.get("sf"))
     loading = shard_table(data, planned, "load")
     execution = shard_table(data, planned, "run")
+    loading_lat = phase_latency(kind_operations(data, "load"), planned)
+    execution_lat = phase_latency(kind_operations(data, "run"), planned)
+    loading_win = phase_windows(data, "load")
+    execution_win = phase_windows(data, "run")
     loading_conn = loading_per_connection(loading, sf)
     execution_conn = execution_per_connection(execution)
     workflow = build_workflow(data, planned)
@@ -142,10 +191,18 @@ def summarize(data: ExperimentData) -> Summary:
         connections=build_connections(data),
         workflow=workflow,
         loading_per_connection=loading_conn,
-        loading_per_run=loading_per_run(loading, sf),
+        loading_per_run=loading_per_run(loading, sf, loading_lat, loading_win),
         execution_per_connection=execution_conn,
-        execution_per_phase=execution_per_phase(execution),
+        execution_per_phase=execution_per_phase(execution, execution_lat, execution_win),
+        loading_latency=latency_table(loading_lat, "DBMS", "configuration"),
+        execution_latency=latency_table(execution_lat, "phase", "phase"),
         tests=build_tests(loading_conn, execution_conn, execution, workflow),
+        notes={
+            "loading_per_run": aggregate_notes(loading_lat),
+            "execution_per_phase": aggregate_notes(execution_lat),
+            "loading_latency": latency_notes(loading_lat),
+            "execution_latency": latency_notes(execution_lat),
+        },
         show_tests=bool(settings.get("test_results", True)),
     )
 
@@ -254,7 +311,8 @@ def operation_columns(ops: pd.DataFrame) -> pd.DataFrame:
         exc=ops["return_codes"].map(_exceptions),
     )
     exceptions = ops.groupby(keys)["exc"].sum().rename("exceptions")
-    shown = ops[~ops["operation"].isin(HIDDEN_OPERATIONS)]
+    # Intended-<OP> latencies have no return codes and belong to the latency tables.
+    shown = ops[~ops["operation"].isin(HIDDEN_OPERATIONS) & ~ops["operation"].str.startswith(INTENDED)]
     ok = shown.pivot_table(index=keys, columns="operation", values="ok", aggfunc="sum").fillna(0)
     # dropna=False: an operation whose p99 is NULL everywhere still gets its (NaN) column.
     p99 = shown.pivot_table(index=keys, columns="operation", values="p99_us", aggfunc="max", dropna=False)
@@ -313,8 +371,136 @@ def loading_per_connection(loading: pd.DataFrame, sf: float | None) -> pd.DataFr
     return out.reset_index(drop=True)
 
 
+def kind_operations(data: ExperimentData, kind: str) -> pd.DataFrame:
+    """The operation rows of the reported attempts of one kind's shards."""
+    keys = ["phase", "shard", "attempt"]
+    chosen = select_attempts(data.shards)
+    return data.operations.merge(chosen.loc[chosen["kind"] == kind, keys], on=keys)
+
+
+def _op_order(operation: str) -> tuple[str, bool]:
+    """READ, Intended-READ, READ-FAILED, ...: each operation next to its intended twin."""
+    intended = operation.startswith(INTENDED)
+    return (operation[len(INTENDED):] if intended else operation, intended)
+
+
+# How the percentiles of a (phase, operation) were obtained.
+MERGED, ONE_SHARD, UPPER_BOUND = "merged", "one shard", "max of shards"
+LATENCY_KEYS = ["phase", "configuration", "operation", "shards", "percentiles", *LATENCY_FIGURES]
+
+
+def phase_latency(ops: pd.DataFrame, planned: pd.DataFrame) -> pd.DataFrame:
+    """One row per (phase, operation): the latency figures of all its shards together.
+
+    ``percentiles`` says how: MERGED from the histograms of every shard that
+    ran the operation; ONE_SHARD, that shard's own figures (exact, no
+    histogram needed); UPPER_BOUND when a shard shipped no histogram: then
+    the operation-weighted mean, the maximum of the shards' maxima and the
+    maximum of their percentiles (NaN where a shard lacks the figure).
+    """
+    rows = []
+    order = dict(zip(planned["phase"], planned["order"]))
+    configuration = dict(zip(planned["phase"], planned["configuration"]))
+    for (phase, op), g in ops.groupby(["phase", "operation"], sort=False):
+        if op in HIDDEN_OPERATIONS:
+            continue
+        ran = g[g["count"].fillna(0) > 0]
+        if len(ran) and ran["histogram"].notna().all():
+            source, figures = MERGED, latency.stats(latency.merge(ran["histogram"]))
+        else:
+            source = ONE_SHARD if len(ran) <= 1 and len(g) == 1 else UPPER_BOUND
+            count = g["count"].sum(skipna=False)
+            figures = {k: g[SHARD_FIGURES[k]].max(skipna=False) for k in LATENCY_FIGURES}
+            figures["count"] = count
+            figures["mean"] = (g["count"] * g["avg_us"]).sum(skipna=False) / count if count else float("nan")
+        rows.append({"phase": phase, "configuration": configuration.get(phase, phase), "operation": op,
+                     "shards": len(g), "percentiles": source, **figures,
+                     "_order": (order.get(phase, len(order)), phase, _op_order(op))})
+    if not rows:
+        return pd.DataFrame(columns=LATENCY_KEYS)
+    df = pd.DataFrame(rows).sort_values("_order", kind="stable").drop(columns="_order")
+    df["count"] = df["count"].astype("Int64")
+    for k in LATENCY_FIGURES:
+        if k != "count":
+            df[k] = df[k].astype("float64")
+    return df.reset_index(drop=True)
+
+
+def latency_table(lat: pd.DataFrame, label: str, source: str) -> pd.DataFrame:
+    """The latency figures of every run or phase and operation, in YCSB's names."""
+    out = pd.DataFrame({
+        label: lat[source],
+        "operation": lat["operation"].map(lambda o: o[len(INTENDED):] if o.startswith(INTENDED) else o),
+        "latency from": lat["operation"].map(lambda o: "intended start" if o.startswith(INTENDED) else "start"),
+        "shards": lat["shards"].astype("Int64"),
+    })
+    for k, name in LATENCY_FIGURES.items():
+        out[name] = lat[k]
+    out["percentiles"] = lat["percentiles"]
+    return out.reset_index(drop=True)
+
+
+def aggregate_notes(lat: pd.DataFrame) -> list[str]:
+    """What the percentiles of a Per Run / Per Phase table are, and what its window columns mean."""
+    shown = lat[~lat["operation"].str.startswith(INTENDED)]
+    notes = [MERGED_NOTE] if shown["percentiles"].eq(MERGED).any() else []
+    bounded = sorted(set(shown.loc[shown["percentiles"].eq(UPPER_BOUND), "operation"]))
+    if bounded:
+        notes.append(UPPER_BOUND_NOTE.format(ops=", ".join(bounded)))
+    return notes + [WINDOW_NOTE]
+
+
+def latency_notes(lat: pd.DataFrame) -> list[str]:
+    return [INTENDED_NOTE] if lat["operation"].str.startswith(INTENDED).any() else []
+
+
+WINDOW_COLUMNS = ["phase", "window_ops", "window_ms", "skew_ms"]
+
+
+def phase_windows(data: ExperimentData, kind: str) -> pd.DataFrame:
+    """Per phase: its operations, its common window and the start skew of its shards (ms).
+
+    NaN when a shard did not report its first or last operation (a failed
+    shard, an older driver): a window that leaves out a shard would be wrong.
+    """
+    chosen = select_attempts(data.shards)
+    chosen = chosen[chosen["kind"] == kind]
+    if chosen.empty:
+        return pd.DataFrame(columns=WINDOW_COLUMNS)
+    ops = kind_operations(data, kind)
+    counted = ops.loc[ops["operation"].map(counts_operations).astype(bool)]
+    per_phase = counted.groupby("phase")["count"].sum()
+    rows = []
+    for phase, g in chosen.groupby("phase", sort=False):
+        complete = g["first_op_at"].notna().all() and g["last_op_at"].notna().all() and g["status"].eq("ok").all()
+        if complete:
+            window = (g["last_op_at"].max() - g["first_op_at"].min()).total_seconds() * 1000
+            skew = (g["first_op_at"].max() - g["first_op_at"].min()).total_seconds() * 1000
+        else:
+            window = skew = float("nan")
+        rows.append({"phase": phase, "window_ops": per_phase.get(phase, 0), "window_ms": window, "skew_ms": skew})
+    return pd.DataFrame(rows, columns=WINDOW_COLUMNS)
+
+
+def _window_figures(g: pd.DataFrame, windows: pd.DataFrame) -> tuple[pd.Series, pd.Series]:
+    """Common-window throughput and start skew for the phases of an aggregated table."""
+    w = g[["phase"]].merge(windows, on="phase", how="left")
+    ms = w["window_ms"].astype("float64")
+    throughput = w["window_ops"].astype("float64") / (ms.where(ms > 0) / 1000)
+    return throughput, w["skew_ms"].astype("float64")
+
+
+def _merged_percentiles(g: pd.DataFrame, lat: pd.DataFrame) -> None:
+    """Replace each p99 column of an aggregated table by the phase's latency figure."""
+    p99 = {(r.phase, r.operation): r.p99 for r in lat.itertuples(index=False)}
+    for c in g.columns:
+        if c.startswith("[") and c.endswith("].99thPercentileLatency(us)"):
+            op = c[1:-len("].99thPercentileLatency(us)")]
+            g[c] = [p99.get((phase, op), float("nan")) for phase in g["phase"]]
+
+
 def _aggregate(df: pd.DataFrame, by: list[str]) -> pd.DataFrame:
-    """Sum what adds up, max what does not (runtime, p99).
+    """Sum what adds up, max what does not (runtime; p99 until replaced by merged figures).
 
     A NaN among the shards makes the sum or maximum NaN: a total that
     silently skips a failed shard would look complete when it is not.
@@ -342,9 +528,12 @@ def _aggregate(df: pd.DataFrame, by: list[str]) -> pd.DataFrame:
     return g
 
 
-def loading_per_run(loading: pd.DataFrame, sf: float | None) -> pd.DataFrame:
+def loading_per_run(loading: pd.DataFrame, sf: float | None, lat: pd.DataFrame,
+                    windows: pd.DataFrame) -> pd.DataFrame:
     ops = _op_columns(loading)
     g = _aggregate(loading, ["phase"])
+    _merged_percentiles(g, lat)
+    window_throughput, skew = _window_figures(g, windows)
     out = pd.DataFrame({
         "DBMS": g["configuration"],
         "experiment_run": g["experiment_run"],
@@ -356,6 +545,8 @@ def loading_per_run(loading: pd.DataFrame, sf: float | None) -> pd.DataFrame:
         SF_PER_HOUR: _sf_per_hour(sf, g["runtime_ms"]),
         THROUGHPUT: g["throughput"],
         RUNTIME: g["runtime_ms"],
+        WINDOW_THROUGHPUT: window_throughput,
+        START_SKEW: skew,
     })
     for c in ops:
         out[c] = g[c]
@@ -385,9 +576,11 @@ def execution_per_connection(execution: pd.DataFrame) -> pd.DataFrame:
     return out.reset_index(drop=True)
 
 
-def execution_per_phase(execution: pd.DataFrame) -> pd.DataFrame:
+def execution_per_phase(execution: pd.DataFrame, lat: pd.DataFrame, windows: pd.DataFrame) -> pd.DataFrame:
     ops = _op_columns(execution)
     g = _aggregate(execution, ["phase"])
+    _merged_percentiles(g, lat)
+    window_throughput, skew = _window_figures(g, windows)
     out = pd.DataFrame({
         "DBMS": g["phase"],
         "phase": g["phase"],
@@ -399,6 +592,8 @@ def execution_per_phase(execution: pd.DataFrame) -> pd.DataFrame:
         "exceptions": g["exceptions"],
         THROUGHPUT: g["throughput"],
         RUNTIME: g["runtime_ms"],
+        WINDOW_THROUGHPUT: window_throughput,
+        START_SKEW: skew,
     })
     for c in ops:
         out[c] = g[c]

@@ -139,12 +139,14 @@ public class JdbcClient extends DB {
       closeQuietly();
       throw new DBException("table " + table + " is not usable: " + e.getMessage(), e);
     }
+    OpWindow.awaitStart();
   }
 
   @Override
   public void cleanup() throws DBException {
     int pending = batched;
     Status flushed = flushBatch();
+    OpWindow.end(); // after the final batch: its rows are part of the measured work
     closeQuietly();
     if (!flushed.isOk()) {
       // YCSB does not attribute cleanup failures to an operation, so say it loudly here.
@@ -155,6 +157,7 @@ public class JdbcClient extends DB {
 
   @Override
   public Status read(String table, String key, Set<String> fields, Map<String, ByteIterator> result) {
+    OpWindow.begin();
     try {
       String[] names = fieldNames(fields);
       PreparedStatement ps = statement("read", table, names);
@@ -178,6 +181,7 @@ public class JdbcClient extends DB {
   @Override
   public Status scan(String table, String startkey, int recordcount, Set<String> fields,
                      Vector<HashMap<String, ByteIterator>> result) {
+    OpWindow.begin();
     try {
       String[] names = fieldNames(fields);
       PreparedStatement ps = statement("scan", table, names);
@@ -199,6 +203,7 @@ public class JdbcClient extends DB {
 
   @Override
   public Status update(String table, String key, Map<String, ByteIterator> values) {
+    OpWindow.begin();
     try {
       String[] names = sortedNames(values);
       PreparedStatement ps = statement("update", table, names);
@@ -217,6 +222,7 @@ public class JdbcClient extends DB {
 
   @Override
   public Status insert(String table, String key, Map<String, ByteIterator> values) {
+    OpWindow.begin();
     try {
       String[] names = sortedNames(values);
       PreparedStatement ps = statement("insert", table, names);
@@ -249,6 +255,7 @@ public class JdbcClient extends DB {
 
   @Override
   public Status delete(String table, String key) {
+    OpWindow.begin();
     try {
       PreparedStatement ps = statement("delete", table, new String[0]);
       ps.setString(1, key);

@@ -1,13 +1,20 @@
 package io.benchq.ycsb;
 
 import java.io.BufferedReader;
+import java.io.File;
 import java.io.FileInputStream;
 import java.io.IOException;
 import java.io.InputStream;
 import java.io.InputStreamReader;
 import java.io.PrintStream;
+import java.net.URISyntaxException;
 import java.nio.charset.StandardCharsets;
+import java.time.Instant;
+import java.time.format.DateTimeParseException;
+import java.util.Collections;
 import java.util.Properties;
+import java.util.jar.JarEntry;
+import java.util.jar.JarFile;
 
 import site.ycsb.Client;
 import site.ycsb.DB;
@@ -23,10 +30,15 @@ import site.ycsb.DB;
  *       system under test before the barrier. Failure: message on stderr, exit 3 (bad command
  *       line or unknown DB class: exit 2).</li>
  *   <li>Write the single line {@value #READY} to stderr.</li>
- *   <li>Read one line from stdin. {@value #GO}: run {@code Client.main(args)}, which prints the
- *       summary on stdout, status on stderr, and exits. EOF or any other line: exit 4 without
- *       running anything.</li>
+ *   <li>Read one line from stdin. {@value #GO}, optionally followed by an ISO-8601 instant (the
+ *       phase's common start): run {@code Client.main(args)}, which prints the summary on stdout,
+ *       status on stderr, and exits; with an instant, the client threads connect and then wait
+ *       for it before their first operation ({@link OpWindow#awaitStart()}). EOF or any other
+ *       line: exit 4 without running anything.</li>
  * </ol>
+ *
+ * <p>While the workload runs, stderr also carries {@code BENCHQ FIRST_OP <instant>} when the
+ * first operation starts and, at exit, {@code BENCHQ LAST_OP <instant>} (see {@link OpWindow}).
  *
  * <p>stdout carries only YCSB's summary (the agent parses it), so nothing here writes to it,
  * and stdout is pointed at stderr while the probe runs in case a binding prints.
@@ -39,6 +51,9 @@ public final class Launcher {
   public static final int EXIT_USAGE = 2;
   public static final int EXIT_INIT_FAILED = 3;
   public static final int EXIT_NO_GO = 4;
+
+  /** JVM system property: -Dbenchq.prewarm=false skips {@link #prewarm()} (for comparisons). */
+  static final String PREWARM_PROPERTY = "benchq.prewarm";
 
   /** Client's default when neither -db nor a db property is given. */
   private static final String DEFAULT_DB = "site.ycsb.BasicDB";
@@ -56,6 +71,9 @@ public final class Launcher {
     }
     String dbClass = props.getProperty("db", DEFAULT_DB);
     probe(dbClass, props);
+    if (!"false".equals(System.getProperty(PREWARM_PROPERTY))) {
+      prewarm();
+    }
 
     System.err.println(READY);
     System.err.flush();
@@ -71,9 +89,25 @@ public final class Launcher {
       fail(EXIT_NO_GO, "stdin closed before " + GO + "; not running");
       return;
     }
-    if (!line.strip().equals(GO)) {
-      fail(EXIT_NO_GO, "expected " + GO + " on stdin, got '" + line + "'; not running");
+    String[] go = line.strip().split("\\s+");
+    if (!go[0].equals(GO) || go.length > 2) {
+      fail(EXIT_NO_GO, "expected " + GO + " [instant] on stdin, got '" + line + "'; not running");
     }
+    if (go.length == 2) {
+      try {
+        OpWindow.startAt(Instant.parse(go[1]));
+      } catch (DateTimeParseException e) {
+        fail(EXIT_NO_GO, "GO with a start instant that is not ISO-8601: '" + go[1] + "'; not running");
+      }
+    }
+    // Client.main ends with System.exit: the end of the measured window is printed by a hook.
+    Runtime.getRuntime().addShutdownHook(new Thread(() -> {
+      String last = OpWindow.lastLine();
+      if (last != null) {
+        System.err.println(last);
+        System.err.flush();
+      }
+    }, "benchq-last-op"));
     Client.main(args);
   }
 
@@ -99,6 +133,40 @@ public final class Launcher {
       fail(EXIT_INIT_FAILED, dbClass + " init failed: " + describe(e));
     } finally {
       System.setOut(stdout);
+    }
+  }
+
+  /**
+   * Loads, without initialising, the classes YCSB's Client, its measurements and its tracer
+   * need, before READY: after GO, a JVM that still has to read and verify some six hundred
+   * classes takes hundreds of milliseconds longer to its first operation on a busy machine, and
+   * differently in every shard. Nothing runs: no static initialiser, no file, no connection.
+   */
+  private static void prewarm() {
+    ClassLoader loader = Launcher.class.getClassLoader();
+    preload(loader, Client.class, "site/ycsb/");
+    preload(loader, org.HdrHistogram.Histogram.class, "org/HdrHistogram/");
+    preload(loader, org.apache.htrace.core.Tracer.class, "org/apache/htrace/core/");
+  }
+
+  /** Loads the classes under prefix of the jar that holds anchor; failures are skipped. */
+  private static void preload(ClassLoader loader, Class<?> anchor, String prefix) {
+    try {
+      File jar = new File(anchor.getProtectionDomain().getCodeSource().getLocation().toURI());
+      try (JarFile jf = new JarFile(jar)) {
+        for (JarEntry e : Collections.list(jf.entries())) {
+          String name = e.getName();
+          if (name.startsWith(prefix) && name.endsWith(".class") && !name.contains("-")) {
+            try {
+              Class.forName(name.substring(0, name.length() - 6).replace('/', '.'), false, loader);
+            } catch (ClassNotFoundException | LinkageError ignored) {
+              // an optional dependency of that class is missing: Client does not need it
+            }
+          }
+        }
+      }
+    } catch (IOException | URISyntaxException | RuntimeException ignored) {
+      // prewarming is an optimisation; Client loads what it needs anyway
     }
   }
 

@@ -89,15 +89,18 @@ public class RedisClient extends DB {
       closeQuietly();
       throw new DBException("cannot connect to Redis at " + address + ": " + e.getMessage(), e);
     }
+    OpWindow.awaitStart();
   }
 
   @Override
   public void cleanup() throws DBException {
+    OpWindow.end();
     closeQuietly();
   }
 
   @Override
   public Status read(String table, String key, Set<String> fields, Map<String, ByteIterator> result) {
+    OpWindow.begin();
     try {
       Jedis j = connection();
       if (fields == null) {
@@ -119,6 +122,7 @@ public class RedisClient extends DB {
   @Override
   public Status scan(String table, String startkey, int recordcount, Set<String> fields,
                      Vector<HashMap<String, ByteIterator>> result) {
+    OpWindow.begin();
     try {
       Jedis j = connection();
       // Scores are int hash codes, so their decimal form is exact.
@@ -167,6 +171,7 @@ public class RedisClient extends DB {
   /** HSET of the given fields. Like YCSB's other key-value bindings this is an upsert. */
   @Override
   public Status update(String table, String key, Map<String, ByteIterator> values) {
+    OpWindow.begin();
     try {
       connection().hset(key, StringByteIterator.getStringMap(values));
       return Status.OK;
@@ -177,6 +182,7 @@ public class RedisClient extends DB {
 
   @Override
   public Status insert(String table, String key, Map<String, ByteIterator> values) {
+    OpWindow.begin();
     try {
       // HSET + ZADD pipelined: one round trip per insert.
       Pipeline p = connection().pipelined();
@@ -193,6 +199,7 @@ public class RedisClient extends DB {
 
   @Override
   public Status delete(String table, String key) {
+    OpWindow.begin();
     try {
       Pipeline p = connection().pipelined();
       Response<Long> del = p.del(key);

@@ -1,0 +1,238 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"math"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/benchq/benchq/contracts"
+	"github.com/benchq/benchq/internal/catalog"
+	"github.com/benchq/benchq/internal/plan"
+)
+
+// expFlags binds bexhoma's flag names to a request. Lists are comma
+// separated; -dbms may also be repeated. The same flags serve `benchq ycsb`
+// and `benchq benchbase`; the scheduler (through plan.FromRequest) rejects
+// combinations that make no sense, with the field named.
+type expFlags struct {
+	benchmark                  string
+	dbms                       listFlag
+	sf, xop, xsd               float64
+	xwl, xio                   string
+	xtb                        int
+	xnlf, xnbf                 floatList
+	nlp, nlt, nbp, nbt, ne     intList
+	nc, ms, xli, xbs           int
+	tr                         bool
+	m, mc, ma                  bool
+	rr, rc, lr                 string
+	rst, rss                   string
+	rsr                        bool
+	rnn, rnl, rnb              string
+	nw, nwr                    int
+	xnpp, xnpi, xnpo           intList
+	xconn                      bool
+	code                       string
+	detach, dryRun             bool
+	timeoutSUT, timeoutBarrier int
+	timeoutShard               int
+}
+
+// Actions after the flags, as in bexhoma.
+const actionSummary = "summary"
+
+var actions = []string{contracts.ActionRun, contracts.ActionStart, contracts.ActionLoad, actionSummary}
+
+func newExpFlagSet(f *expFlags, benchmark string, out io.Writer) *flag.FlagSet {
+	f.benchmark = benchmark
+	fs := flag.NewFlagSet("benchq "+benchmark, flag.ContinueOnError)
+	fs.SetOutput(out)
+	fs.Usage = func() {
+		fmt.Fprintf(out, "usage: benchq %s [flags] run|start|load|summary\n\n"+
+			"run: load and benchmark; load: loading only; start: deploy the SUTs and keep them (benchq stop ends them);\n"+
+			"summary: print the summary of -e CODE again.\n\nflags (bexhoma's names):\n", benchmark)
+		fs.PrintDefaults()
+	}
+	bb := benchmark == plan.BenchmarkBenchbase
+	xtb, sfHelp := plan.DefaultTargetBase, "scale factor: million rows to load"
+	if bb {
+		xtb, sfHelp = plan.DefaultBenchbaseTargetBase, "scale factor: TPC-C warehouses"
+	}
+	fs.Var(&f.dbms, "dbms", "DBMS to benchmark, comma separated or repeated (catalog names: "+strings.Join(catalog.Names(), ", ")+")")
+	fs.Float64Var(&f.sf, "sf", 1, sfHelp)
+	fs.Float64Var(&f.xop, "xop", 0, "YCSB: million operations per benchmarking phase (default: sf)")
+	fs.Float64Var(&f.xsd, "xsd", 0, "Benchbase: benchmarking duration in minutes (default 5)")
+	fs.BoolVar(&f.xconn, "xconn", false, "Benchbase: a new connection per transaction")
+	fs.StringVar(&f.xwl, "xwl", "", "workload: YCSB a-f (default a); Benchbase tpcc")
+	fs.StringVar(&f.xio, "xio", "", "YCSB insert order: hashed (default) or ordered")
+	fs.IntVar(&f.xtb, "xtb", xtb, "target base: operations/s per target factor (0 = unthrottled)")
+	fs.Var(&f.xnlf, "xnlf", "loading target factors, comma separated (default 1)")
+	fs.Var(&f.xnbf, "xnbf", "benchmarking target factors, comma separated (default 1)")
+	fs.Var(&f.nlp, "nlp", "loader pods (shards), comma separated (default 1)")
+	fs.Var(&f.nlt, "nlt", "loader threads in total, comma separated (default 64; Benchbase 1)")
+	fs.Var(&f.nbp, "nbp", "benchmarker pods (shards), comma separated (default 1)")
+	fs.Var(&f.nbt, "nbt", "benchmarker threads (Benchbase: terminals) in total, comma separated (default 64)")
+	fs.Var(&f.ne, "ne", "clients: benchmarking runs as this multiple of the benchmarker pods, comma separated (default 1)")
+	fs.IntVar(&f.nc, "nc", 1, "repetitions, each on a fresh SUT")
+	fs.IntVar(&f.ms, "ms", 1, "SUTs alive at once, across all running experiments")
+	fs.IntVar(&f.xli, "xli", 10, "seconds between status intervals")
+	fs.IntVar(&f.xbs, "xbs", 0, "YCSB insert batch size (JDBC)")
+	fs.BoolVar(&f.tr, "tr", false, "test results (the Tests section)")
+	fs.BoolVar(&f.m, "m", false, "monitor the SUT")
+	fs.BoolVar(&f.mc, "mc", false, "monitor all components (cluster-wide)")
+	fs.BoolVar(&f.ma, "ma", false, "collect application metrics of the SUT")
+	fs.StringVar(&f.rc, "rc", "", "SUT CPU request, e.g. 4 or 500m")
+	fs.StringVar(&f.rr, "rr", "", "SUT RAM request, e.g. 16Gi")
+	fs.StringVar(&f.lr, "lr", "", "SUT RAM limit, e.g. 64Gi")
+	fs.StringVar(&f.rst, "rst", "", "storage class of the SUT's persistent volume")
+	fs.StringVar(&f.rss, "rss", "", "size of the SUT's volume, e.g. 50Gi (without -rst: an ephemeral-storage request)")
+	fs.BoolVar(&f.rsr, "rsr", false, "remove the SUT's volume first (start from a clean copy)")
+	fs.StringVar(&f.rnn, "rnn", "", "node for the SUT")
+	fs.StringVar(&f.rnl, "rnl", "", "node for the loaders")
+	fs.StringVar(&f.rnb, "rnb", "", "node for the benchmarkers")
+	fs.IntVar(&f.nw, "nw", 0, "workers of a clustered DBMS")
+	fs.IntVar(&f.nwr, "nwr", 0, "replicas per worker of a clustered DBMS")
+	fs.Var(&f.xnpp, "xnpp", "connection pool pods, comma separated (PgBouncer)")
+	fs.Var(&f.xnpi, "xnpi", "pool inbound connections in total, comma separated")
+	fs.Var(&f.xnpo, "xnpo", "pool outbound connections in total, comma separated")
+	fs.StringVar(&f.code, "e", "", "experiment code (default: unix time); with 'summary': the experiment to show")
+	fs.BoolVar(&f.detach, "detach", false, "return once the experiment is accepted")
+	fs.BoolVar(&f.dryRun, "dry-run", false, "print the planned workflow and configurations; run nothing")
+	// bexhoma's older names.
+	fs.IntVar(&f.xtb, "tb", xtb, "alias of -xtb")
+	fs.Var(&f.xnlf, "nlf", "alias of -xnlf")
+	fs.Var(&f.xnbf, "nbf", "alias of -xnbf")
+	fs.Float64Var(&f.xop, "sfo", 0, "alias of -xop")
+	fs.StringVar(&f.xwl, "workload", "", "alias of -xwl")
+	fs.IntVar(&f.timeoutSUT, "timeout-sut", 0, "seconds a SUT may take to become ready (default 120)")
+	fs.IntVar(&f.timeoutBarrier, "timeout-barrier", 0, "seconds the shards of a phase may take to be READY (default 120)")
+	fs.IntVar(&f.timeoutShard, "timeout-shard", 0, "seconds a shard may run (default: max(3600, 2 × the expected phase + 300))")
+	return fs
+}
+
+// request builds the JSON request; validation is the scheduler's job (one
+// place), the CLI only parses.
+func (f *expFlags) request(code, action string, now time.Time) contracts.Request {
+	tb := f.xtb
+	tr := f.tr
+	r := contracts.Request{
+		SchemaVersion: contracts.SchemaVersion, ID: code + ".request", Code: code, TS: &now, Action: action,
+		Benchmark: f.benchmark, DBMS: f.dbms, SF: f.sf, Operations: f.xop, Workload: f.xwl, InsertOrder: f.xio,
+		TargetBase: &tb, LoadingFactors: f.xnlf, BenchmarkingFactors: f.xnbf,
+		LoadingPods: f.nlp, LoadingThreads: f.nlt, BenchmarkingPods: f.nbp, BenchmarkingThreads: f.nbt,
+		Clients: f.ne, Repetitions: f.nc, MaxSUTs: f.ms, StatusInterval: f.xli, BatchSize: f.xbs, TestResults: &tr,
+		Workers: f.nw, WorkerReplicas: f.nwr, PoolPods: f.xnpp, PoolInbound: f.xnpi, PoolOutbound: f.xnpo,
+		DurationS: int(math.Round(f.xsd * 60)), NewConnection: f.xconn,
+	}
+	if f.m || f.mc || f.ma {
+		r.Monitoring = &contracts.Monitoring{SUT: f.m, Cluster: f.mc, Application: f.ma}
+	}
+	if f.rc+f.rr+f.lr != "" {
+		r.Resources = &contracts.Resources{RequestCPU: f.rc, RequestMemory: f.rr, LimitMemory: f.lr}
+	}
+	if f.rst != "" || f.rss != "" || f.rsr {
+		r.Storage = &contracts.Storage{Class: f.rst, Size: f.rss, Remove: f.rsr}
+	}
+	if f.rnn+f.rnl+f.rnb != "" {
+		r.Nodes = &contracts.Nodes{SUT: f.rnn, Loading: f.rnl, Benchmarking: f.rnb}
+	}
+	if f.timeoutSUT+f.timeoutBarrier+f.timeoutShard > 0 {
+		r.Timeouts = &contracts.Timeouts{SUTReadyS: f.timeoutSUT, BarrierS: f.timeoutBarrier, ShardS: f.timeoutShard}
+	}
+	return r
+}
+
+// cmdExperiment is `benchq ycsb|benchbase [flags] ACTION`.
+func cmdExperiment(ctx context.Context, benchmark string, args []string, st *State) int {
+	var f expFlags
+	fs := newExpFlagSet(&f, benchmark, st.Stderr)
+	if err := fs.Parse(args); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			return ExitOK
+		}
+		return ExitUsage // the flag package already named the flag
+	}
+	rest := fs.Args()
+	if len(rest) != 1 || !slices.Contains(actions, rest[0]) {
+		st.errorf("%s: expected one action after the flags (%s), got %q", benchmark, strings.Join(actions, ", "), strings.Join(rest, " "))
+		return ExitUsage
+	}
+	action := rest[0]
+	if action == actionSummary {
+		if f.code == "" {
+			st.errorf("%s summary: which experiment? give -e CODE", benchmark)
+			return ExitUsage
+		}
+		return cmdSummary(ctx, []string{"-e", f.code}, st)
+	}
+	if len(f.dbms) == 0 {
+		st.errorf("%s: -dbms is required (e.g. -dbms %s)", benchmark, map[bool]string{true: "PostgreSQL", false: "Redis"}[benchmark == plan.BenchmarkBenchbase])
+		return ExitUsage
+	}
+	now := time.Now().UTC()
+	code := f.code
+	if code == "" {
+		code = strconv.FormatInt(now.Unix(), 10)
+	}
+	req := f.request(code, action, now)
+	data, _ := json.Marshal(req)
+	if f.dryRun {
+		return dryRun(st, code, data)
+	}
+	s, err := loadStack(st)
+	if err != nil {
+		st.errorf("%v", err)
+		return ExitNotReady
+	}
+	return submitAndFollow(ctx, st, s, code, req.ID, data, f.detach || action == contracts.ActionStart)
+}
+
+type listFlag []string
+
+func (l *listFlag) String() string { return strings.Join(*l, ",") }
+func (l *listFlag) Set(v string) error {
+	for _, p := range strings.Split(v, ",") {
+		if p = strings.TrimSpace(p); p != "" {
+			*l = append(*l, p)
+		}
+	}
+	return nil
+}
+
+type intList []int
+
+func (l *intList) String() string { return fmt.Sprint([]int(*l)) }
+func (l *intList) Set(v string) error {
+	*l = nil
+	for _, p := range strings.Split(v, ",") {
+		n, err := strconv.Atoi(strings.TrimSpace(p))
+		if err != nil {
+			return fmt.Errorf("%q is not an integer (expected a comma separated list such as 1,8)", p)
+		}
+		*l = append(*l, n)
+	}
+	return nil
+}
+
+type floatList []float64
+
+func (l *floatList) String() string { return fmt.Sprint([]float64(*l)) }
+func (l *floatList) Set(v string) error {
+	*l = nil
+	for _, p := range strings.Split(v, ",") {
+		n, err := strconv.ParseFloat(strings.TrimSpace(p), 64)
+		if err != nil {
+			return fmt.Errorf("%q is not a number (expected a comma separated list such as 1,4)", p)
+		}
+		*l = append(*l, n)
+	}
+	return nil
+}

@@ -1,0 +1,133 @@
+package main
+
+import (
+	"encoding/json"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/benchq/benchq/contracts"
+	"github.com/benchq/benchq/internal/plan"
+)
+
+// progress turns the streamed intervals of the running phases into one line
+// per phase: operations done of planned, current ops/s, elapsed, ETA.
+// Pure: the follower feeds it planned events and intervals.
+type progress struct {
+	planned map[string]phasePlan // phase name → what it is to do
+	phases  map[string]*phaseProgress
+}
+
+type phasePlan struct {
+	ops       int64 // YCSB: operations (loading: rows) over all shards
+	durationS int   // Benchbase: the benchmarking duration
+}
+
+type phaseProgress struct {
+	attempt int
+	shards  map[int]contracts.Interval // latest interval per shard
+}
+
+func newProgress() *progress {
+	return &progress{planned: map[string]phasePlan{}, phases: map[string]*phaseProgress{}}
+}
+
+// plan reads the phases' targets from a planned event.
+func (p *progress) plan(data []byte) {
+	var ev struct {
+		Plan plan.Plan `json:"plan"`
+	}
+	if json.Unmarshal(data, &ev) != nil {
+		return
+	}
+	for _, c := range ev.Plan.Configurations {
+		for _, ph := range c.Phases {
+			var pp phasePlan
+			for _, sh := range ph.Shards {
+				switch {
+				case sh.YCSB != nil:
+					pp.ops += sh.YCSB.OperationCount
+				case sh.TPCC != nil:
+					pp.durationS = max(pp.durationS, sh.TPCC.DurationS)
+				}
+			}
+			p.planned[ph.Name] = pp
+		}
+	}
+}
+
+// interval records a shard's status line; a newer attempt replaces the
+// older one's shards.
+func (p *progress) interval(iv contracts.Interval) {
+	pp := p.phases[iv.Phase]
+	if pp == nil || iv.Attempt > pp.attempt {
+		pp = &phaseProgress{attempt: iv.Attempt, shards: map[int]contracts.Interval{}}
+		p.phases[iv.Phase] = pp
+	}
+	if iv.Attempt < pp.attempt {
+		return
+	}
+	if old, ok := pp.shards[iv.Shard]; !ok || iv.ElapsedS >= old.ElapsedS {
+		pp.shards[iv.Shard] = iv
+	}
+}
+
+// end forgets a phase that ended.
+func (p *progress) end(phase string) { delete(p.phases, phase) }
+
+// line describes one phase's progress; "" if nothing was streamed yet.
+func (p *progress) line(phase string) string {
+	pp := p.phases[phase]
+	if pp == nil || len(pp.shards) == 0 {
+		return ""
+	}
+	var ops, elapsed int64
+	var rate float64
+	for _, iv := range pp.shards {
+		ops += iv.Operations
+		rate += iv.OpsPerSec
+		elapsed = max(elapsed, iv.ElapsedS)
+	}
+	if ops == 0 && elapsed == 0 {
+		return "" // the driver's first status line: nothing to say yet
+	}
+	plan := p.planned[phase]
+	var b strings.Builder
+	fmt.Fprintf(&b, "  %s: ", phase)
+	switch {
+	case plan.ops > 0:
+		fmt.Fprintf(&b, "%s of %s operations (%.0f%%), %s ops/s, elapsed %ds", thousands(ops), thousands(plan.ops), 100*float64(ops)/float64(plan.ops), thousands(int64(rate)), elapsed)
+		if rate > 0 && ops < plan.ops {
+			fmt.Fprintf(&b, ", ETA %s", (time.Duration(float64(plan.ops-ops)/rate) * time.Second).Round(time.Second))
+		}
+	case plan.durationS > 0:
+		fmt.Fprintf(&b, "%s transactions, %s tx/s, elapsed %ds of %ds", thousands(ops), thousands(int64(rate)), elapsed, plan.durationS)
+		if left := int64(plan.durationS) - elapsed; left > 0 {
+			fmt.Fprintf(&b, ", ETA %ds", left)
+		}
+	default:
+		fmt.Fprintf(&b, "%s operations, %s ops/s, elapsed %ds", thousands(ops), thousands(int64(rate)), elapsed)
+	}
+	if pp.attempt > 1 {
+		fmt.Fprintf(&b, " (attempt %d)", pp.attempt)
+	}
+	return b.String()
+}
+
+// thousands formats n with thin separators: 1,234,567.
+func thousands(n int64) string {
+	s := fmt.Sprint(n)
+	neg := strings.HasPrefix(s, "-")
+	s = strings.TrimPrefix(s, "-")
+	var b strings.Builder
+	for i, r := range s {
+		if i > 0 && (len(s)-i)%3 == 0 {
+			b.WriteByte(',')
+		}
+		b.WriteRune(r)
+	}
+	if neg {
+		return "-" + b.String()
+	}
+	return b.String()
+}

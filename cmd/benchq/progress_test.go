@@ -1,0 +1,48 @@
+package main
+
+import (
+	"encoding/json"
+	"testing"
+
+	"github.com/benchq/benchq/contracts"
+	"github.com/benchq/benchq/internal/plan"
+)
+
+func TestProgressLine(t *testing.T) {
+	p, err := plan.Expand("1", contracts.Request{SchemaVersion: 1, DBMS: []string{"Redis"}, SF: 0.1, Operations: 0.2, BenchmarkingPods: []int{2}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	data, _ := json.Marshal(map[string]any{"plan": p})
+	pr := newProgress()
+	pr.plan(data)
+	run := p.Configurations[0].Phases[1].Name
+	if got := pr.line(run); got != "" {
+		t.Errorf("before any interval: %q", got)
+	}
+	pr.interval(contracts.Interval{Phase: run, Shard: 1, Attempt: 1, ElapsedS: 10, Operations: 40000, OpsPerSec: 4000})
+	pr.interval(contracts.Interval{Phase: run, Shard: 2, Attempt: 1, ElapsedS: 10, Operations: 60000, OpsPerSec: 6000})
+	pr.interval(contracts.Interval{Phase: run, Shard: 2, Attempt: 1, ElapsedS: 5, Operations: 30000, OpsPerSec: 6000}) // late, older
+	want := "  " + run + ": 100,000 of 200,000 operations (50%), 10,000 ops/s, elapsed 10s, ETA 10s"
+	if got := pr.line(run); got != want {
+		t.Errorf("got  %q\nwant %q", got, want)
+	}
+	// A re-run starts over.
+	pr.interval(contracts.Interval{Phase: run, Shard: 1, Attempt: 2, ElapsedS: 2, Operations: 1000, OpsPerSec: 500})
+	want = "  " + run + ": 1,000 of 200,000 operations (0%), 500 ops/s, elapsed 2s, ETA 6m38s (attempt 2)"
+	if got := pr.line(run); got != want {
+		t.Errorf("got  %q\nwant %q", got, want)
+	}
+	pr.end(run)
+	if got := pr.line(run); got != "" {
+		t.Errorf("after the end: %q", got)
+	}
+}
+
+func TestThousands(t *testing.T) {
+	for n, want := range map[int64]string{0: "0", 999: "999", 1000: "1,000", 1234567: "1,234,567", -4500: "-4,500"} {
+		if got := thousands(n); got != want {
+			t.Errorf("thousands(%d) = %q, want %q", n, got, want)
+		}
+	}
+}

@@ -1,0 +1,354 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"net/http"
+	"sort"
+	"strings"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/benchq/benchq/contracts"
+	"github.com/benchq/benchq/internal/expstate"
+	"github.com/benchq/benchq/internal/procs"
+)
+
+// serviceConsumers are the durable consumers each service pulls from: a
+// consumer with waiting pull requests proves a live instance, however it
+// was started (embedded stack, Kubernetes, by hand).
+var serviceConsumers = []struct{ service, stream, durable string }{
+	{"scheduler", contracts.StreamRequests, "scheduler-requests"},
+	{"scheduler", contracts.StreamEvents, "scheduler-events"},
+	{"scheduler", contracts.StreamResults, "scheduler-results"},
+	{"deployer", contracts.StreamJobs, "deployer"},
+	{"collector", contracts.StreamEvents, "collector-events"},
+	{"collector", contracts.StreamResults, "collector-results"},
+	{"driver-agent", contracts.StreamJobs, "agents"},
+}
+
+// cmdStatus prints, like bexhoma's `bexperiments status`, the health of each
+// component, the agents, the volumes and every running experiment.
+func cmdStatus(ctx context.Context, args []string, st *State) int {
+	fs := flag.NewFlagSet("benchq status", flag.ContinueOnError)
+	fs.SetOutput(st.Stderr)
+	if err := fs.Parse(args); err != nil {
+		return ExitUsage
+	}
+	s, err := loadStack(st)
+	if s == nil {
+		st.errorf("%v", err)
+		return ExitNotReady
+	}
+	ctx, cancel := context.WithTimeout(ctx, 15*time.Second)
+	defer cancel()
+	out := st.Stdout
+	healthy := true
+	line := func(name, state string) {
+		fmt.Fprintf(out, "%-18s %s\n", name+":", state)
+		if !strings.HasPrefix(state, "Running") && !strings.HasPrefix(state, "not configured") {
+			healthy = false
+		}
+	}
+
+	nc, err := nats.Connect(s.NATSURL, nats.Timeout(3*time.Second))
+	if err != nil {
+		line("Message queue", fmt.Sprintf("NOT REACHABLE (%s: %v)", s.NATSURL, err))
+		return ExitFailed
+	}
+	defer nc.Close()
+	js, _ := jetstream.New(nc)
+	line("Message queue", fmt.Sprintf("Running (NATS %s, JetStream, %s)", nc.ConnectedServerVersion(), s.NATSURL))
+	line("Results database", dbStatus(ctx, s.DBURL))
+	line("Prometheus", prometheusStatus(ctx, st.Env("BENCHQ_PROMETHEUS_URL")))
+
+	// Services: the embedded stack's processes, and their consumers.
+	pulling := map[string][]string{}
+	for _, c := range serviceConsumers {
+		cons, err := js.Consumer(ctx, c.stream, c.durable)
+		if err != nil {
+			continue
+		}
+		info, err := cons.Info(ctx)
+		if err == nil && info.NumWaiting > 0 {
+			pulling[c.service] = append(pulling[c.service], c.durable)
+		}
+	}
+	pids := map[string][]string{}
+	for _, p := range s.Procs {
+		name := p.Name
+		if strings.HasPrefix(name, "driver-agent") {
+			name = "driver-agent"
+		}
+		state := fmt.Sprintf("%d", p.Pid)
+		if !procs.Alive(p.Pid) {
+			state += " (DEAD, see " + p.Log + ")"
+		}
+		pids[name] = append(pids[name], state)
+	}
+	for _, svc := range []string{"scheduler", "deployer", "collector", "driver-agent"} {
+		state := "Running"
+		if len(pulling[svc]) == 0 {
+			state = "NOT PULLING (no live consumer)"
+		}
+		if len(pids[svc]) > 0 {
+			state += " (pid " + strings.Join(pids[svc], ", ") + ")"
+		}
+		if strings.Contains(state, "DEAD") && state[:7] == "Running" {
+			state = "DEGRADED " + state
+		}
+		line(svc, state)
+	}
+
+	fmt.Fprintln(out)
+	agentRows := agentTable(ctx, js)
+	fmt.Fprint(out, grid([]string{"Agents", "last heartbeat", "busy with"}, agentRows))
+	fmt.Fprintln(out)
+	fmt.Fprint(out, grid([]string{"Volumes", "dbms", "use case", "loaded", "timeLoading [s]", "size"}, volumeTable(ctx, js)))
+
+	states, err := runningExperiments(ctx, js)
+	if err != nil {
+		st.errorf("read experiments: %v", err)
+		return ExitFailed
+	}
+	for _, x := range states {
+		fmt.Fprintln(out)
+		fmt.Fprint(out, grid([]string{x.Code, "dbms", "sut", "phase", "attempt", "pending", "running", "done"}, experimentRows(x)))
+	}
+	if len(states) == 0 {
+		fmt.Fprintln(out, "\nNo experiment is running.")
+	}
+	if !healthy {
+		return ExitFailed
+	}
+	return ExitOK
+}
+
+func dbStatus(ctx context.Context, url string) string {
+	conn, err := pgx.Connect(ctx, url)
+	if err != nil {
+		return fmt.Sprintf("NOT REACHABLE (%v)", err)
+	}
+	defer conn.Close(ctx)
+	var v string
+	if err := conn.QueryRow(ctx, `SELECT current_setting('server_version')`).Scan(&v); err != nil {
+		return fmt.Sprintf("NOT ANSWERING (%v)", err)
+	}
+	var ts bool
+	_ = conn.QueryRow(ctx, `SELECT EXISTS (SELECT 1 FROM pg_extension WHERE extname = 'timescaledb')`).Scan(&ts)
+	kind := "PostgreSQL " + v
+	if ts {
+		kind += " with TimescaleDB"
+	}
+	return "Running (" + kind + ")"
+}
+
+func prometheusStatus(ctx context.Context, url string) string {
+	if url == "" {
+		return "not configured (set BENCHQ_PROMETHEUS_URL)"
+	}
+	req, _ := http.NewRequestWithContext(ctx, http.MethodGet, strings.TrimRight(url, "/")+"/-/ready", nil)
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		return fmt.Sprintf("NOT REACHABLE (%v)", err)
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		return fmt.Sprintf("NOT READY (HTTP %d)", resp.StatusCode)
+	}
+	return "Running (" + url + ")"
+}
+
+// kvValues reads every entry of a KV bucket (none: an empty map).
+func kvValues(ctx context.Context, js jetstream.JetStream, bucket string) (map[string][]byte, error) {
+	kv, err := js.KeyValue(ctx, bucket)
+	if err != nil {
+		return nil, fmt.Errorf("bucket %s: %w", bucket, err)
+	}
+	out := map[string][]byte{}
+	keys, err := kv.ListKeys(ctx)
+	if errors.Is(err, jetstream.ErrNoKeysFound) {
+		return out, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	for k := range keys.Keys() {
+		if e, err := kv.Get(ctx, k); err == nil { // an entry may expire between list and get
+			out[k] = e.Value()
+		}
+	}
+	return out, nil
+}
+
+// kvTable renders a bucket's entries as sorted rows, or one row saying why
+// there are none.
+func kvTable(ctx context.Context, js jetstream.JetStream, bucket string, cols int, none string, row func(key string, value []byte) []string) [][]string {
+	values, err := kvValues(ctx, js, bucket)
+	pad := func(s string) []string { return append([]string{s}, make([]string, cols-1)...) }
+	if err != nil {
+		return [][]string{pad("(unreadable: " + err.Error() + ")")}
+	}
+	var rows [][]string
+	for k, v := range values {
+		rows = append(rows, row(k, v))
+	}
+	sort.Slice(rows, func(i, j int) bool { return rows[i][0] < rows[j][0] })
+	if len(rows) == 0 {
+		rows = [][]string{pad(none)}
+	}
+	return rows
+}
+
+func agentTable(ctx context.Context, js jetstream.JetStream) [][]string {
+	return kvTable(ctx, js, contracts.KVAgents, 3, "(none: start agents with benchq up)", func(k string, v []byte) []string {
+		var hb contracts.Heartbeat
+		_ = json.Unmarshal(v, &hb)
+		return []string{k, fmt.Sprintf("%.0fs ago", time.Since(hb.At).Seconds()), hb.Busy}
+	})
+}
+
+// Volume is an entry of the volumes KV bucket, written by a backend with
+// persistent storage (the Kubernetes backend).
+type Volume struct {
+	Name         string  `json:"name"`
+	DBMS         string  `json:"dbms"`
+	UseCase      string  `json:"use_case"`
+	Loaded       bool    `json:"loaded"`
+	TimeLoadingS float64 `json:"time_loading_s"`
+	Size         string  `json:"size"`
+}
+
+func volumeTable(ctx context.Context, js jetstream.JetStream) [][]string {
+	return kvTable(ctx, js, contracts.KVVolumes, 6, "(none: the local backend keeps no volumes)", func(k string, v []byte) []string {
+		var vol Volume
+		_ = json.Unmarshal(v, &vol)
+		return []string{k, vol.DBMS, vol.UseCase, fmt.Sprint(vol.Loaded), fmt.Sprintf("%.0f", vol.TimeLoadingS), vol.Size}
+	})
+}
+
+func runningExperiments(ctx context.Context, js jetstream.JetStream) ([]expstate.State, error) {
+	values, err := kvValues(ctx, js, contracts.KVExperiments)
+	if err != nil {
+		return nil, err
+	}
+	var out []expstate.State
+	for _, v := range values {
+		var x expstate.State
+		if json.Unmarshal(v, &x) == nil && x.Status == expstate.StatusRunning {
+			out = append(out, x)
+		}
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].StartedAt.Before(out[j].StartedAt) })
+	return out, nil
+}
+
+// experimentRows: one row per configuration with its SUT state, phase and
+// the current phase's shards.
+func experimentRows(x expstate.State) [][]string {
+	var rows [][]string
+	for i, c := range x.Configs {
+		pc := x.Plan.Configurations[i]
+		phase, attempt, pending, running, done := "", "", "", "", ""
+		switch {
+		case c.Current != nil:
+			phase = pc.Phases[c.Phase].Name
+			attempt = fmt.Sprint(c.Current.Attempt)
+			p, r, d := c.Current.Shards()
+			pending, running, done = fmt.Sprint(p), fmt.Sprint(r), fmt.Sprint(d)
+		case c.Status == expstate.ConfigRunning && c.Phase >= len(pc.Phases):
+			phase = "(held: benchq stop ends it)"
+		case c.Status == expstate.ConfigRemoved:
+			phase = fmt.Sprintf("(%d of %d phases)", min(c.Phase+1, len(pc.Phases)), len(pc.Phases))
+		}
+		sut := c.Status
+		if c.Failed != "" {
+			sut += " (" + c.Failed + ")"
+		}
+		rows = append(rows, []string{pc.Name, pc.DBMS, sut, phase, attempt, pending, running, done})
+	}
+	return rows
+}
+
+// cmdStop cancels one experiment (-e) or every running one, and waits
+// until each has ended.
+func cmdStop(ctx context.Context, args []string, st *State) int {
+	fs := flag.NewFlagSet("benchq stop", flag.ContinueOnError)
+	fs.SetOutput(st.Stderr)
+	code := fs.String("e", "", "the experiment to stop (default: every running experiment)")
+	reason := fs.String("reason", "", "why, recorded with the experiment")
+	wait := fs.Duration("wait", 2*time.Minute, "how long to wait for the teardown")
+	if err := fs.Parse(args); err != nil {
+		return ExitUsage
+	}
+	if fs.NArg() > 0 {
+		st.errorf("stop: unexpected %q (usage: benchq stop [-e CODE])", strings.Join(fs.Args(), " "))
+		return ExitUsage
+	}
+	s, err := loadStack(st)
+	if s == nil {
+		st.errorf("%v", err)
+		return ExitNotReady
+	}
+	nc, err := nats.Connect(s.NATSURL)
+	if err != nil {
+		st.errorf("connect to %s: %v", s.NATSURL, err)
+		return ExitNotReady
+	}
+	defer nc.Close()
+	js, _ := jetstream.New(nc)
+	running, err := runningExperiments(ctx, js)
+	if err != nil {
+		st.errorf("read experiments: %v", err)
+		return ExitFailed
+	}
+	var codes []string
+	for _, x := range running {
+		if *code == "" || x.Code == *code {
+			codes = append(codes, x.Code)
+		}
+	}
+	if len(codes) == 0 {
+		if *code != "" {
+			st.errorf("experiment %s is not running (see: benchq summary -e %s)", *code, *code)
+			return ExitFailed
+		}
+		fmt.Fprintln(st.Stdout, "no experiment is running")
+		return ExitOK
+	}
+	rc := ExitOK
+	for _, c := range codes {
+		cons, err := js.OrderedConsumer(ctx, contracts.StreamEvents, jetstream.OrderedConsumerConfig{
+			FilterSubjects: []string{contracts.Subject(contracts.SubjExperimentCancelled, c, "", ""),
+				contracts.Subject(contracts.SubjExperimentDone, c, "", ""), contracts.Subject(contracts.SubjExperimentFailed, c, "", "")},
+		})
+		if err != nil {
+			st.errorf("follow %s: %v", c, err)
+			return ExitFailed
+		}
+		now := time.Now().UTC()
+		stop := &contracts.Stop{Envelope: contracts.NewEnvelope(c, fmt.Sprintf("%s.stop.%d", c, now.UnixNano()), now), Reason: *reason}
+		data, _ := json.Marshal(stop)
+		if _, err := js.Publish(ctx, contracts.SubjStop, data, jetstream.WithMsgID(stop.ID)); err != nil {
+			st.errorf("publish stop: %v", err)
+			return ExitFailed
+		}
+		fmt.Fprintf(st.Stdout, "stopping experiment %s ...\n", c)
+		msg, err := cons.Next(jetstream.FetchMaxWait(*wait))
+		if err != nil {
+			st.errorf("experiment %s did not end within %s; see: benchq status", c, *wait)
+			rc = ExitFailed
+			continue
+		}
+		var end contracts.ExperimentEnd
+		_ = json.Unmarshal(msg.Data(), &end)
+		fmt.Fprintf(st.Stdout, "experiment %s %s: %s (what was measured is kept: benchq summary -e %s)\n", c, end.Status, end.Reason, c)
+	}
+	return rc
+}

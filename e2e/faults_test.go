@@ -1,0 +1,384 @@
+package e2e
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/benchq/benchq/contracts"
+)
+
+// Issue 3's checks on one embedded stack: the bexhoma grid with
+// repetitions, -ms across experiments, benchq stop, and the services
+// killed (SIGKILL) in the middle of phases.
+func TestExperimentsAsBexhomaUsersKnowThem(t *testing.T) {
+	s := startStack(t)
+
+	t.Run("grid -nlp 2 -nbp 1,2 -nbf 1,2 -nc 2", func(t *testing.T) {
+		code := fmt.Sprintf("e2e-grid-%d", time.Now().Unix())
+		out := s.cli(t, 8*time.Minute, "ycsb", "-e", code, "-dbms", "Redis", "-sf", "0.1", "-nlp", "2", "-nbp", "1,2", "-nbf", "1,2", "-nc", "2", "-tr", "run")
+		if !strings.Contains(out, "TEST passed: Workflow as planned") || strings.Contains(out, "TEST failed") {
+			t.Errorf("result tests:\n%s", out)
+		}
+		if n := tableRows(out, "### Execution", "#### Per Phase"); n != 8 {
+			t.Errorf("%d execution rows (Per Phase), want 8: 2 repetitions × pods [1, 2] × factors [1, 2]", n)
+		}
+		if !strings.Contains(out, "* DBMS Redis-64-2-16384 - Pods [[1, 2, 1, 2], [1, 2, 1, 2]]") {
+			t.Errorf("planned workflow missing:\n%s", out)
+		}
+	})
+
+	t.Run("-ms 1 bounds SUTs across two experiments", func(t *testing.T) {
+		codes := []string{fmt.Sprintf("e2e-ms-a-%d", time.Now().Unix()), fmt.Sprintf("e2e-ms-b-%d", time.Now().Unix())}
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+		defer cancel()
+		// Sample the SUT processes (every 50 ms) while both run.
+		sampler := s.sampleSUTs(ctx)
+		var wg sync.WaitGroup
+		outs := make([]string, 2)
+		for i, code := range codes {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				outs[i] = s.cli(t, 5*time.Minute, "ycsb", "-e", code, "-dbms", "Redis", "-sf", "0.05", "-nlp", "2", "-nlt", "8", "-nbt", "8", "-ms", "1", "-xli", "1", "-tr", "run")
+			}()
+		}
+		wg.Wait()
+		max, samples := sampler()
+		t.Logf("SUT processes alive at once: max %d over %d samples", max, samples)
+		if max != 1 || samples < 20 {
+			t.Errorf("max %d SUTs alive at once over %d samples, want exactly 1", max, samples)
+		}
+		// The same from the events: one experiment's SUT lifetime (deploy
+		// … sut.removed) never overlaps the other's.
+		windows := make([][2]time.Time, 2)
+		for i, code := range codes {
+			if !strings.Contains(outs[i], "experiment done") {
+				t.Errorf("%s did not finish:\n%s", code, outs[i])
+			}
+			if !strings.Contains(outs[i], "ops/s, elapsed") {
+				t.Errorf("%s: no live progress line in the CLI output", code)
+			}
+			windows[i] = s.sutWindow(t, code)
+		}
+		if windows[0][0].Before(windows[1][1]) && windows[1][0].Before(windows[0][1]) {
+			t.Errorf("SUT lifetimes overlap: %v and %v", windows[0], windows[1])
+		}
+	})
+
+	t.Run("stop cancels and keeps what was measured", func(t *testing.T) {
+		code := fmt.Sprintf("e2e-stop-%d", time.Now().Unix())
+		ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+		defer cancel()
+		ev := s.events(ctx, code)
+		s.cli(t, time.Minute, "ycsb", "-e", code, "-dbms", "Redis", "-sf", "0.05", "-xop", "1", "-nlt", "8", "-nbt", "8", "--detach", "run")
+		s.waitPhase(t, ev, contracts.PhaseStarted, contracts.KindRun)
+		status := s.cli(t, 30*time.Second, "status")
+		for _, want := range []string{"Message queue:     Running", "Results database:  Running", "scheduler:         Running", "driver-agent-1", "| " + code, "Redis-8-1-16384-1-run1", "(none: the local backend keeps no volumes)"} {
+			if !strings.Contains(status, want) {
+				t.Errorf("benchq status lacks %q", want)
+			}
+		}
+		out := s.cli(t, 2*time.Minute, "stop", "-e", code, "-reason", "e2e")
+		if !strings.Contains(out, "cancelled") {
+			t.Errorf("stop output:\n%s", out)
+		}
+		// The collector stores the end a moment after the CLI saw it.
+		s.waitCount(t, 1, `SELECT count(*) FROM experiments WHERE code = $1 AND status = 'cancelled'`, code)
+		if n := s.count(t, `SELECT count(*) FROM shard_results WHERE code = $1 AND kind = 'load' AND status = 'ok'`, code); n != 1 {
+			t.Errorf("%d loading results kept, want 1", n)
+		}
+		if n := s.liveSUTs(); n != 0 {
+			t.Errorf("%d SUT processes left after stop", n)
+		}
+	})
+
+	t.Run("scheduler and deployer killed mid-phase", func(t *testing.T) {
+		code := fmt.Sprintf("e2e-kill-%d", time.Now().Unix())
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+		defer cancel()
+		ev := s.events(ctx, code)
+		s.cli(t, time.Minute, "ycsb", "-e", code, "-dbms", "Redis", "-sf", "0.15", "-xop", "0.15", "-nlp", "2", "-nlt", "8", "-nbt", "8", "-tr", "--detach", "run")
+		s.waitPhase(t, ev, contracts.PhaseStarted, contracts.KindLoad)
+		s.kill(t, "scheduler")
+		s.waitPhase(t, ev, contracts.PhaseStarted, contracts.KindRun)
+		s.kill(t, "scheduler")
+		s.kill(t, "deployer")
+		if end := s.waitEnd(t, ev); end.Status != contracts.ExperimentDone {
+			t.Fatalf("experiment %s: %s", end.Status, end.Reason)
+		}
+		out := s.cli(t, time.Minute, "summary", "-e", code)
+		if !strings.Contains(out, "TEST passed: Workflow as planned") || strings.Contains(out, "TEST failed") {
+			t.Errorf("summary after the kills:\n%s", out)
+		}
+		// Each phase exactly once, each shard exactly once.
+		if n := s.count(t, `SELECT count(*) FROM phases WHERE code = $1 AND status = 'done'`, code); n != 2 {
+			t.Errorf("%d phases done, want 2 (load, run1) each once", n)
+		}
+		if n := s.count(t, `SELECT count(*) FROM shard_results WHERE code = $1`, code); n != 3 {
+			t.Errorf("%d shard results, want 3", n)
+		}
+		if n := s.liveSUTs(); n != 0 {
+			t.Errorf("%d SUT processes left: the restarted deployer did not tear down", n)
+		}
+	})
+
+	t.Run("agent killed mid-shard: the phase is re-run", func(t *testing.T) {
+		code := fmt.Sprintf("e2e-agent-%d", time.Now().Unix())
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+		defer cancel()
+		ev := s.events(ctx, code)
+		s.cli(t, time.Minute, "ycsb", "-e", code, "-dbms", "Redis", "-sf", "0.05", "-xop", "0.5", "-nlt", "8", "-nbt", "8", "-tr", "--detach", "run")
+		agent := s.waitReadyAgent(t, ev, contracts.KindRun)
+		s.waitPhase(t, ev, contracts.PhaseStarted, contracts.KindRun)
+		if err := syscall.Kill(s.pid(agent), syscall.SIGKILL); err != nil {
+			t.Fatal(err)
+		}
+		t.Logf("killed %s during the benchmark phase", agent)
+		end := s.waitEnd(t, ev)
+		if end.Status != contracts.ExperimentDone {
+			t.Fatalf("experiment %s: %s", end.Status, end.Reason)
+		}
+		if out, err := s.benchq(context.Background(), "restart", agent); err != nil {
+			t.Errorf("restart %s: %v\n%s", agent, err, out)
+		}
+		out := s.cli(t, time.Minute, "summary", "-e", code)
+		if !strings.Contains(out, "TEST passed: Workflow as planned") || !strings.Contains(out, "was re-run: its results are from attempt 2") {
+			t.Errorf("summary does not show the re-run:\n%s", out)
+		}
+		if n := tableRows(out, "### Execution", "#### Per Phase"); n != 1 {
+			t.Errorf("%d execution rows, want 1: the re-run replaces the lost attempt, not doubled", n)
+		}
+	})
+}
+
+// cli runs benchq and fails the test if it exits non-zero.
+func (s *stack) cli(t *testing.T, timeout time.Duration, args ...string) string {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), timeout)
+	defer cancel()
+	var out bytes.Buffer
+	cmd := s.command(ctx, args...)
+	cmd.Stdout, cmd.Stderr = &out, &out
+	if err := cmd.Run(); err != nil {
+		t.Fatalf("benchq %s: %v\n%s", strings.Join(args, " "), err, out.String())
+	}
+	t.Logf("benchq %s:\n%s", strings.Join(args, " "), out.String())
+	return out.String()
+}
+
+// kill SIGKILLs a service of the stack and starts it again.
+func (s *stack) kill(t *testing.T, name string) {
+	t.Helper()
+	if err := syscall.Kill(s.pid(name), syscall.SIGKILL); err != nil {
+		t.Fatalf("kill %s: %v", name, err)
+	}
+	time.Sleep(500 * time.Millisecond) // let the dead service's pull requests lapse
+	if out, err := s.benchq(context.Background(), "restart", name); err != nil {
+		t.Fatalf("restart %s: %v\n%s", name, err, out)
+	}
+	t.Logf("killed and restarted %s", name)
+}
+
+func (s *stack) waitPhase(t *testing.T, ev jetstream.Consumer, status, kind string) contracts.PhaseEvent {
+	t.Helper()
+	deadline := time.Now().Add(3 * time.Minute)
+	for time.Now().Before(deadline) {
+		m, err := ev.Next(jetstream.FetchMaxWait(time.Second))
+		if err != nil {
+			continue
+		}
+		if strings.Contains(m.Subject(), ".phase.") {
+			var pe contracts.PhaseEvent
+			_ = json.Unmarshal(m.Data(), &pe)
+			if pe.Status == status && pe.Kind == kind {
+				return pe
+			}
+		}
+		if isEnd(m.Subject()) {
+			t.Fatalf("experiment ended before phase %s %s: %s", kind, status, m.Data())
+		}
+	}
+	t.Fatalf("no phase %s %s within 3 minutes", kind, status)
+	return contracts.PhaseEvent{}
+}
+
+// waitReadyAgent returns the agent that reported READY for a shard of the
+// first phase of the given kind.
+func (s *stack) waitReadyAgent(t *testing.T, ev jetstream.Consumer, kind string) string {
+	t.Helper()
+	deadline := time.Now().Add(3 * time.Minute)
+	for time.Now().Before(deadline) {
+		m, err := ev.Next(jetstream.FetchMaxWait(time.Second))
+		if err != nil || !strings.HasSuffix(m.Subject(), ".barrier.ready") {
+			continue
+		}
+		var r contracts.BarrierReady
+		_ = json.Unmarshal(m.Data(), &r)
+		if strings.Contains(r.Phase, "-"+kind) {
+			return r.Agent
+		}
+	}
+	t.Fatalf("no READY of a %s phase", kind)
+	return ""
+}
+
+func (s *stack) waitEnd(t *testing.T, ev jetstream.Consumer) contracts.ExperimentEnd {
+	t.Helper()
+	deadline := time.Now().Add(4 * time.Minute)
+	for time.Now().Before(deadline) {
+		m, err := ev.Next(jetstream.FetchMaxWait(time.Second))
+		if err != nil {
+			continue
+		}
+		if isEnd(m.Subject()) {
+			var end contracts.ExperimentEnd
+			_ = json.Unmarshal(m.Data(), &end)
+			return end
+		}
+	}
+	t.Fatal("the experiment did not end within 4 minutes")
+	return contracts.ExperimentEnd{}
+}
+
+// isEnd: the subject of an experiment's end (not of a phase or SUT event).
+func isEnd(subj string) bool {
+	if strings.Contains(subj, ".phase.") || strings.Contains(subj, ".sut.") {
+		return false
+	}
+	return strings.HasSuffix(subj, ".done") || strings.HasSuffix(subj, ".failed") || strings.HasSuffix(subj, ".cancelled")
+}
+
+// waitCount polls query until it counts want (30 s at most).
+func (s *stack) waitCount(t *testing.T, want int, query string, args ...any) {
+	t.Helper()
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		n := s.count(t, query, args...)
+		if n == want {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("%s: %d, want %d", query, n, want)
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+}
+
+func (s *stack) count(t *testing.T, query string, args ...any) int {
+	t.Helper()
+	ctx := context.Background()
+	conn, err := pgx.Connect(ctx, s.info.DBURL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close(ctx)
+	var n int
+	if err := conn.QueryRow(ctx, query, args...).Scan(&n); err != nil {
+		t.Fatalf("%s: %v", query, err)
+	}
+	return n
+}
+
+// sutWindow is when the experiment's SUT was up: from its sut.ready to its
+// sut.removed event, read from the stored messages.
+func (s *stack) sutWindow(t *testing.T, code string) [2]time.Time {
+	t.Helper()
+	ctx := context.Background()
+	conn, err := pgx.Connect(ctx, s.info.DBURL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close(ctx)
+	var w [2]time.Time
+	if err := conn.QueryRow(ctx, `SELECT min(ts) FILTER (WHERE subject LIKE '%.sut.ready'), max(ts) FILTER (WHERE subject LIKE '%.sut.removed') FROM messages WHERE code = $1`, code).Scan(&w[0], &w[1]); err != nil {
+		t.Fatalf("sut window of %s: %v", code, err)
+	}
+	return w
+}
+
+// liveSUTs counts the SUTs with a live process: the local backend runs each
+// SUT in <home>/suts/<code>/<configuration>, and its processes (Redis's one,
+// PostgreSQL's several) have that folder as their working directory. Redis
+// rewrites its command line, so the working directory is what identifies it.
+func (s *stack) liveSUTs() int {
+	root := filepath.Join(s.home, "suts") + string(filepath.Separator)
+	suts := map[string]bool{}
+	cwds, _ := filepath.Glob("/proc/[0-9]*/cwd")
+	for _, c := range cwds {
+		dir, err := os.Readlink(c)
+		if err != nil || !strings.HasPrefix(dir, root) {
+			continue
+		}
+		parts := strings.SplitN(strings.TrimPrefix(dir, root), string(filepath.Separator), 3)
+		if len(parts) >= 2 {
+			suts[parts[0]+"/"+parts[1]] = true
+		}
+	}
+	return len(suts)
+}
+
+// sampleSUTs counts the live SUTs every 50 ms until stopped; stop returns
+// the maximum seen and the number of samples.
+func (s *stack) sampleSUTs(ctx context.Context) (stop func() (max, samples int)) {
+	ctx, cancel := context.WithCancel(ctx)
+	var most, n int
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		for ctx.Err() == nil {
+			most = maxInt(most, s.liveSUTs())
+			n++
+			time.Sleep(50 * time.Millisecond)
+		}
+	}()
+	return func() (int, int) {
+		cancel()
+		<-done
+		return most, n
+	}
+}
+
+func maxInt(a, b int) int {
+	if a > b {
+		return a
+	}
+	return b
+}
+
+// tableRows counts the data rows of the first Markdown table after the
+// section heading and the sub-heading.
+func tableRows(out, section, sub string) int {
+	i := strings.Index(out, section)
+	if i < 0 {
+		return -1
+	}
+	j := strings.Index(out[i:], sub)
+	if j < 0 {
+		return -1
+	}
+	n := 0
+	inTable := false
+	for _, l := range strings.Split(out[i+j+len(sub):], "\n") {
+		switch {
+		case strings.HasPrefix(l, "|"):
+			inTable = true
+			n++
+		case inTable:
+			return n - 2 // header and rule
+		}
+	}
+	return n - 2
+}
+

@@ -1,0 +1,106 @@
+#!/usr/bin/env bash
+# Builds a real Kubernetes control plane from pinned Go modules, once:
+# etcd v3.5.35, kube-apiserver, kube-controller-manager, kube-scheduler and
+# kubectl v1.34.2, and kwok v0.8.0 (with its stage files). Everything lands in
+# a cache outside the repository; a second run builds nothing and prints the
+# same directory. internal/k8stest starts these binaries for the tests.
+#
+#   scripts/k8s/build-control-plane.sh        # prints the bin directory
+#
+# BENCHQ_K8S_CACHE overrides the cache (default ~/.cache/benchq/k8s).
+set -euo pipefail
+
+K8S_VERSION=v1.34.2
+STAGING_VERSION=v0.34.2
+ETCD_VERSION=v3.5.35
+KWOK_VERSION=v0.8.0
+
+CACHE=${BENCHQ_K8S_CACHE:-$HOME/.cache/benchq/k8s}
+BIN="$CACHE/bin"
+SRC="$CACHE/src"
+mkdir -p "$BIN" "$SRC"
+step() { printf 'build-control-plane: %s\n' "$*" >&2; }
+
+export CGO_ENABLED=0
+export GOFLAGS=-buildvcs=false
+export GOTOOLCHAIN=${GOTOOLCHAIN:-local}
+
+# built NAME VERSION: true when $BIN/NAME exists and was built from VERSION.
+built() { [ -x "$BIN/$1" ] && [ "$(cat "$BIN/.$1.version" 2>/dev/null)" = "$2" ]; }
+stamp() { echo "$2" >"$BIN/.$1.version"; }
+
+# --- Kubernetes: a wrapper module that requires k8s.io/kubernetes and maps each
+# of its `=> ./staging/...` replaces to the published staging module.
+k8s_wanted=()
+for b in kube-apiserver kube-controller-manager kube-scheduler kubectl; do
+  built "$b" "$K8S_VERSION" || k8s_wanted+=("$b")
+done
+if [ ${#k8s_wanted[@]} -gt 0 ]; then
+  step "kubernetes $K8S_VERSION: ${k8s_wanted[*]} (several minutes the first time)"
+  go mod download "k8s.io/kubernetes@$K8S_VERSION"
+  kdir=$(go mod download -json "k8s.io/kubernetes@$K8S_VERSION" | sed -n 's/.*"Dir": "\(.*\)",/\1/p')
+  w="$SRC/kubernetes-$K8S_VERSION"
+  mkdir -p "$w"
+  {
+    echo "module benchq.local/k8s-control-plane"
+    echo
+    echo "go 1.24.0"
+    echo
+    echo "godebug default=go1.24"
+    echo
+    echo "require k8s.io/kubernetes $K8S_VERSION"
+    echo
+    echo "replace ("
+    sed -n 's#^[[:space:]]*\(k8s\.io/[a-z0-9-]*\) => \./staging/.*#\t\1 => \1 '"$STAGING_VERSION"'#p' "$kdir/go.mod"
+    echo ")"
+  } >"$w/go.mod.new"
+  if ! cmp -s "$w/go.mod.new" "$w/go.mod.want" 2>/dev/null; then
+    cp "$w/go.mod.new" "$w/go.mod"
+    cp "$w/go.mod.new" "$w/go.mod.want"
+    rm -f "$w/go.sum"
+  fi
+  rm -f "$w/go.mod.new"
+  ldflags="-s -w -X k8s.io/component-base/version.gitVersion=$K8S_VERSION -X k8s.io/component-base/version.gitMajor=1 -X k8s.io/component-base/version.gitMinor=34 -X k8s.io/component-base/version.gitTreeState=clean"
+  for b in "${k8s_wanted[@]}"; do
+    step "go build k8s.io/kubernetes/cmd/$b"
+    (cd "$w" && go build -mod=mod -trimpath -ldflags "$ldflags" -o "$BIN/$b.tmp" "k8s.io/kubernetes/cmd/$b")
+    mv "$BIN/$b.tmp" "$BIN/$b"
+    stamp "$b" "$K8S_VERSION"
+  done
+fi
+
+# --- etcd: the server module through a wrapper (go install ignores its replaces).
+if ! built etcd "$ETCD_VERSION"; then
+  step "etcd $ETCD_VERSION"
+  w="$SRC/etcd-$ETCD_VERSION"
+  mkdir -p "$w"
+  if [ ! -f "$w/go.mod" ]; then
+    printf 'module benchq.local/etcd\n\ngo 1.24.0\n\nrequire go.etcd.io/etcd/server/v3 %s\n' "$ETCD_VERSION" >"$w/go.mod"
+  fi
+  (cd "$w" && go build -mod=mod -trimpath -ldflags "-s -w" -o "$BIN/etcd.tmp" go.etcd.io/etcd/server/v3)
+  mv "$BIN/etcd.tmp" "$BIN/etcd"
+  stamp etcd "$ETCD_VERSION"
+fi
+
+# --- kwok: built inside a copy of its own module (honours its replaces); the
+# stage files it ships are copied next to the binaries.
+if ! built kwok "$KWOK_VERSION" || [ ! -d "$CACHE/kwok-stage" ]; then
+  step "kwok $KWOK_VERSION"
+  go mod download "sigs.k8s.io/kwok@$KWOK_VERSION"
+  kdir=$(go mod download -json "sigs.k8s.io/kwok@$KWOK_VERSION" | sed -n 's/.*"Dir": "\(.*\)",/\1/p')
+  w="$SRC/kwok-$KWOK_VERSION"
+  rm -rf "$w"
+  cp -r "$kdir" "$w"
+  chmod -R u+w "$w"
+  (cd "$w" && go build -trimpath -ldflags "-s -w" -o "$BIN/kwok.tmp" ./cmd/kwok)
+  mv "$BIN/kwok.tmp" "$BIN/kwok"
+  rm -rf "$CACHE/kwok-stage.tmp"
+  mkdir -p "$CACHE/kwok-stage.tmp"
+  cp -r "$w/kustomize/stage/." "$CACHE/kwok-stage.tmp/"
+  rm -rf "$CACHE/kwok-stage"
+  mv "$CACHE/kwok-stage.tmp" "$CACHE/kwok-stage"
+  stamp kwok "$KWOK_VERSION"
+fi
+
+step "ready: $BIN (kwok stages in $CACHE/kwok-stage)"
+echo "$BIN"

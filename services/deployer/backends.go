@@ -1,0 +1,49 @@
+package main
+
+import (
+	"fmt"
+	"log/slog"
+
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/tools/clientcmd"
+)
+
+// BackendConfig chooses and configures the backend (flags and env of main).
+type BackendConfig struct {
+	Kind string // BackendLocal or BackendKubernetes
+	// Local: the directory of the SUTs' data.
+	Root string
+	// Kubernetes: a kubeconfig file ("" = $KUBECONFIG, ~/.kube/config, or
+	// the in-cluster service account) and the namespace ("" = the
+	// kubeconfig context's, or the service account's, or "default").
+	Kubeconfig, Namespace string
+}
+
+// NewBackend returns the backend cfg names; the scheduler never knows which.
+func NewBackend(cfg BackendConfig, log *slog.Logger) (Backend, error) {
+	switch cfg.Kind {
+	case BackendLocal, "":
+		return &Local{Root: cfg.Root, Log: log}, nil
+	case BackendKubernetes:
+		rules := clientcmd.NewDefaultClientConfigLoadingRules()
+		rules.ExplicitPath = cfg.Kubeconfig
+		cc := clientcmd.NewNonInteractiveDeferredLoadingClientConfig(rules, &clientcmd.ConfigOverrides{})
+		rc, err := cc.ClientConfig()
+		if err != nil {
+			return nil, fmt.Errorf("kubernetes backend: %w", err)
+		}
+		ns := cfg.Namespace
+		if ns == "" {
+			if ns, _, err = cc.Namespace(); err != nil {
+				return nil, fmt.Errorf("kubernetes backend: namespace: %w", err)
+			}
+		}
+		client, err := kubernetes.NewForConfig(rc)
+		if err != nil {
+			return nil, fmt.Errorf("kubernetes backend: %w", err)
+		}
+		log.Info("kubernetes backend", "server", rc.Host, "namespace", ns)
+		return &Kube{Client: client, Namespace: ns, Log: log}, nil
+	}
+	return nil, fmt.Errorf("unknown backend %q: use %s or %s", cfg.Kind, BackendLocal, BackendKubernetes)
+}

@@ -1,0 +1,111 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"maps"
+	"strconv"
+	"strings"
+
+	batchv1 "k8s.io/api/batch/v1"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/validation"
+	"k8s.io/utils/ptr"
+
+	"github.com/benchq/benchq/contracts"
+)
+
+// DriverSpec describes the driver agents of one phase: Shards agent pods,
+// run together, each taking one shard job of the phase from the JetStream
+// work queue and exiting.
+type DriverSpec struct {
+	Code, Configuration, DBMS string
+	Phase                     string // e.g. Redis-8-2-16384-1-load
+	Kind                      string // contracts.KindLoad or contracts.KindRun
+	Shards                    int
+	Node                      string // -rnl / -rnb: pin the agents
+	Image                     string // the driver-agent image
+	NATSURL                   string // as seen from inside the cluster
+}
+
+// DriverJob returns the Job of a phase's driver agents, named
+// bq-<code>-<phase lower-cased>, with component loader or benchmarker.
+// Each pod is one agent named after the pod; the agent reads
+// BENCHQ_AGENT_PHASE (take only this phase's shards) and
+// BENCHQ_AGENT_MAX_SHARDS=1 (exit after one shard) — see docs/kubernetes.md.
+func DriverJob(d DriverSpec, namespace string) (*batchv1.Job, error) {
+	component := componentBenchmarker
+	if d.Kind == contracts.KindLoad {
+		component = componentLoader
+	}
+	name := namePrefix + strings.ToLower(d.Code) + "-" + strings.ToLower(d.Phase)
+	if errs := validation.IsDNS1035Label(name); len(errs) > 0 {
+		return nil, fmt.Errorf("%w: driver job %q of phase %q: %s", ErrInvalidName, name, d.Phase, strings.Join(errs, "; "))
+	}
+	if errs := validation.IsValidLabelValue(d.Phase); len(errs) > 0 {
+		return nil, fmt.Errorf("%w: phase %q is not a label value: %s", ErrInvalidName, d.Phase, strings.Join(errs, "; "))
+	}
+	if d.Shards < 1 || d.Image == "" || d.NATSURL == "" {
+		return nil, fmt.Errorf("%w: driver job %s needs shards (got %d), an image and a NATS URL", ErrBadSpec, name, d.Shards)
+	}
+	s := Spec{Code: d.Code, Configuration: d.Configuration}
+	labels := labelsFor(s, d.DBMS, component)
+	labels[labelPhase] = d.Phase
+	pod := corev1.PodSpec{
+		RestartPolicy:                corev1.RestartPolicyNever,
+		AutomountServiceAccountToken: ptr.To(false),
+		EnableServiceLinks:           ptr.To(false),
+		Containers: []corev1.Container{{
+			Name:  "driver-agent",
+			Image: d.Image,
+			Env: []corev1.EnvVar{
+				{Name: "BENCHQ_POD_NAME", ValueFrom: &corev1.EnvVarSource{FieldRef: &corev1.ObjectFieldSelector{APIVersion: "v1", FieldPath: "metadata.name"}}},
+				{Name: "BENCHQ_AGENT_NAME", Value: "$(BENCHQ_POD_NAME)"},
+				{Name: "BENCHQ_NATS_URL", Value: d.NATSURL},
+				{Name: "BENCHQ_AGENT_PHASE", Value: d.Phase},
+				{Name: "BENCHQ_AGENT_MAX_SHARDS", Value: "1"},
+			},
+		}},
+	}
+	if d.Node != "" {
+		pod.NodeSelector = map[string]string{corev1.LabelHostname: d.Node}
+	}
+	return &batchv1.Job{
+		TypeMeta:   metav1.TypeMeta{APIVersion: "batch/v1", Kind: "Job"},
+		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: namespace, Labels: labels},
+		Spec: batchv1.JobSpec{
+			Parallelism: ptr.To(int32(d.Shards)),
+			Completions: ptr.To(int32(d.Shards)),
+			// A failed shard is retried by JetStream's redelivery to
+			// another agent; the Job replaces its pod once per shard.
+			BackoffLimit: ptr.To(int32(d.Shards)),
+			Template: corev1.PodTemplateSpec{
+				ObjectMeta: metav1.ObjectMeta{Labels: maps.Clone(labels), Annotations: map[string]string{"benchq.io/shards": strconv.Itoa(d.Shards)}},
+				Spec:       pod,
+			},
+		},
+	}, nil
+}
+
+// StartDrivers creates the phase's driver Job (or finds it: idempotent)
+// and returns its name; teardown deletes it with the configuration.
+func (k *Kube) StartDrivers(ctx context.Context, d DriverSpec) (string, error) {
+	j, err := DriverJob(d, k.Namespace)
+	if err != nil {
+		return "", err
+	}
+	s := Spec{Code: d.Code, Configuration: d.Configuration}
+	if err := k.retry(ctx, func(ctx context.Context) error { return ensure(ctx, k.Client.BatchV1().Jobs(k.Namespace), j, s) }); err != nil {
+		return "", err
+	}
+	return j.Name, nil
+}
+
+// WaitDrivers waits until the phase's driver Job completed (every agent
+// exited 0) or failed.
+func (k *Kube) WaitDrivers(ctx context.Context, d DriverSpec, name string) error {
+	return k.wait(ctx, Spec{Code: d.Code, Configuration: d.Configuration}, "driver job "+name, func(ctx context.Context) error {
+		return k.jobComplete(ctx, name)
+	})
+}

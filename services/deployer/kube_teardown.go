@@ -1,0 +1,126 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"strings"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+)
+
+// collection is one kind of object teardown deletes by label.
+type collection struct {
+	kind string
+	list func(ctx context.Context, opts metav1.ListOptions) (runtime.Object, error)
+	del  func(ctx context.Context, name string, opts metav1.DeleteOptions) error
+}
+
+// collections are the kinds a configuration owns, in deletion order: the
+// Jobs (bootstrap, schema, drivers), the workloads, the Services, the
+// per-configuration PVCs (cluster workers'), and pods left by any of them.
+// Reused volumes carry no experiment label and stay.
+func (k *Kube) collections() []collection {
+	ns := k.Namespace
+	c := k.Client
+	return []collection{
+		{"job", func(ctx context.Context, o metav1.ListOptions) (runtime.Object, error) {
+			return c.BatchV1().Jobs(ns).List(ctx, o)
+		}, c.BatchV1().Jobs(ns).Delete},
+		{"deployment", func(ctx context.Context, o metav1.ListOptions) (runtime.Object, error) {
+			return c.AppsV1().Deployments(ns).List(ctx, o)
+		}, c.AppsV1().Deployments(ns).Delete},
+		{"statefulset", func(ctx context.Context, o metav1.ListOptions) (runtime.Object, error) {
+			return c.AppsV1().StatefulSets(ns).List(ctx, o)
+		}, c.AppsV1().StatefulSets(ns).Delete},
+		{"service", func(ctx context.Context, o metav1.ListOptions) (runtime.Object, error) {
+			return c.CoreV1().Services(ns).List(ctx, o)
+		}, c.CoreV1().Services(ns).Delete},
+		{"persistentvolumeclaim", func(ctx context.Context, o metav1.ListOptions) (runtime.Object, error) {
+			return c.CoreV1().PersistentVolumeClaims(ns).List(ctx, o)
+		}, c.CoreV1().PersistentVolumeClaims(ns).Delete},
+		{"pod", func(ctx context.Context, o metav1.ListOptions) (runtime.Object, error) {
+			return c.CoreV1().Pods(ns).List(ctx, o)
+		}, c.CoreV1().Pods(ns).Delete},
+	}
+}
+
+// Teardown deletes every object of the configuration (of the whole
+// experiment when configuration is "") by label, in the foreground (owners
+// wait for their dependents: ReplicaSets, pods, endpoint slices), and
+// waits until none is left. Nothing there is not an error.
+func (k *Kube) Teardown(ctx context.Context, code, configuration string) error {
+	if err := k.teardown(ctx, code, configuration); err != nil {
+		return fmt.Errorf("teardown %s/%s: %w", code, configuration, err)
+	}
+	k.log().Info("sut removed", "code", code, "configuration", configuration)
+	return nil
+}
+
+func (k *Kube) teardown(ctx context.Context, code, configuration string) error {
+	if code == "" {
+		return fmt.Errorf("%w: an experiment code is required", ErrInvalidName)
+	}
+	sel := metav1.ListOptions{LabelSelector: selectorString(code, configuration)}
+	fg := metav1.DeletePropagationForeground
+	for _, c := range k.collections() {
+		err := k.retry(ctx, func(ctx context.Context) error {
+			names, err := listNames(ctx, c, sel)
+			if err != nil {
+				return err
+			}
+			for _, name := range names {
+				if err := c.del(ctx, name, metav1.DeleteOptions{PropagationPolicy: &fg}); err != nil && !apierrors.IsNotFound(err) {
+					return fmt.Errorf("delete %s %s: %w", c.kind, name, err)
+				}
+			}
+			return nil
+		})
+		if err != nil {
+			return err
+		}
+	}
+	return k.wait(ctx, Spec{Code: code, Configuration: configuration}, "objects to be deleted", func(ctx context.Context) error {
+		var left []string
+		for _, c := range k.collections() {
+			names, err := listNames(ctx, c, sel)
+			if err != nil {
+				return err
+			}
+			for _, n := range names {
+				left = append(left, c.kind+"/"+n)
+			}
+		}
+		if len(left) > 0 {
+			return fmt.Errorf("%w: still there: %s", errNotReady, strings.Join(left, ", "))
+		}
+		return nil
+	})
+}
+
+func listNames(ctx context.Context, c collection, opts metav1.ListOptions) ([]string, error) {
+	l, err := c.list(ctx, opts)
+	if err != nil {
+		return nil, fmt.Errorf("list %s: %w", c.kind, err)
+	}
+	return namesOf(l)
+}
+
+// namesOf returns the names of a list's items.
+func namesOf(l runtime.Object) ([]string, error) {
+	items, err := meta.ExtractList(l)
+	if err != nil {
+		return nil, err
+	}
+	names := make([]string, 0, len(items))
+	for _, it := range items {
+		a, err := meta.Accessor(it)
+		if err != nil {
+			return nil, err
+		}
+		names = append(names, a.GetName())
+	}
+	return names, nil
+}

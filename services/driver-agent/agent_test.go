@@ -1,0 +1,366 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"net/url"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/nats-io/nats.go"
+
+	"github.com/benchq/benchq/contracts"
+	"github.com/benchq/benchq/internal/bus"
+	"github.com/benchq/benchq/internal/catalog"
+	"github.com/benchq/benchq/internal/localdb"
+	"github.com/benchq/benchq/internal/plan"
+	"github.com/benchq/benchq/internal/testenv"
+	"github.com/benchq/benchq/internal/ycsb"
+)
+
+// phaseWait bounds one phase of these small runs (JVM start included);
+// generous, the machine may be busy.
+const phaseWait = 3 * time.Minute
+
+// ycsbLib returns the directory of the YCSB jars, built from the current
+// sources (scripts/build-ycsb.sh is a no-op while they are unchanged), or
+// $BENCHQ_YCSB_LIB as it is. Skips without java or maven.
+func ycsbLib(t *testing.T) string {
+	t.Helper()
+	if d := os.Getenv("BENCHQ_YCSB_LIB"); d != "" {
+		return d
+	}
+	for _, tool := range []string{"java", "mvn"} {
+		if _, err := exec.LookPath(tool); err != nil {
+			t.Skipf("skipping: %s not installed", tool)
+		}
+	}
+	ctx, cancel := context.WithTimeout(t.Context(), 10*time.Minute)
+	defer cancel()
+	out, err := exec.CommandContext(ctx, "../../scripts/build-ycsb.sh").CombinedOutput()
+	if err != nil {
+		t.Fatalf("scripts/build-ycsb.sh: %v\n%s", err, out)
+	}
+	cache := os.Getenv("BENCHQ_CACHE")
+	if cache == "" {
+		cache = filepath.Join(os.Getenv("HOME"), ".cache", "benchq")
+	}
+	return filepath.Join(cache, "ycsb", "lib")
+}
+
+// stack is NATS with n driver agents serving shard jobs, and the test in
+// the scheduler's seat.
+type stack struct {
+	t   *testing.T
+	ctx context.Context
+	bus *bus.Bus
+}
+
+func newStack(t *testing.T, agents int) *stack {
+	t.Helper()
+	lib := ycsbLib(t)
+	ctx, cancel := context.WithTimeout(t.Context(), 10*time.Minute)
+	t.Cleanup(cancel)
+	url := testenv.NATS(t)
+	b, err := bus.Connect(ctx, url, "agent-test", testenv.Logger(t, "scheduler"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(b.Close)
+	if err := b.Setup(ctx); err != nil {
+		t.Fatal(err)
+	}
+	for i := range agents {
+		cfg := Config{NATSURL: url, Name: fmt.Sprintf("agent-%d", i+1), Java: "java", YCSBLib: lib, Workloads: "ycsb/workloads"}
+		log := testenv.Logger(t, cfg.Name)
+		testenv.Go(t, func(ctx context.Context) error { return Run(ctx, cfg, log) })
+	}
+	return &stack{t: t, ctx: ctx, bus: b}
+}
+
+// runPhase does what the scheduler does for one phase: publish its shard
+// jobs, wait for every READY, publish GO half a second ahead, and collect
+// the finals (keyed by shard).
+func (s *stack) runPhase(jobs []contracts.ShardJob) map[int]*contracts.Final {
+	s.t.Helper()
+	code, phase := jobs[0].Code, jobs[0].Phase
+	ready := make(chan *nats.Msg, 64)
+	finals := make(chan *nats.Msg, 64)
+	for subj, ch := range map[string]chan *nats.Msg{
+		contracts.Subject(contracts.SubjBarrierReady, code, "", ""): ready,
+		contracts.Subject(contracts.SubjFinal, code, phase, "*"):    finals,
+	} {
+		sub, err := s.bus.NC.ChanSubscribe(subj, ch)
+		if err != nil {
+			s.t.Fatal(err)
+		}
+		defer func() { _ = sub.Unsubscribe() }()
+	}
+	if err := s.bus.NC.Flush(); err != nil {
+		s.t.Fatal(err)
+	}
+	for i := range jobs {
+		if err := s.bus.Publish(s.ctx, contracts.SubjShard, &jobs[i]); err != nil {
+			s.t.Fatal(err)
+		}
+	}
+	deadline := time.After(phaseWait)
+	got := map[int]*contracts.Final{}
+	readyShards := map[int]bool{}
+	for len(got) < len(jobs) {
+		select {
+		case m := <-ready:
+			var r contracts.BarrierReady
+			if err := json.Unmarshal(m.Data, &r); err != nil || r.Phase != phase {
+				continue
+			}
+			readyShards[r.Shard] = true
+			if len(readyShards) == len(jobs) {
+				now := time.Now()
+				if err := s.bus.Publish(s.ctx, contracts.Subject(contracts.SubjBarrierGo, code, "", ""), &contracts.BarrierGo{
+					Envelope: contracts.NewEnvelope(code, code+"."+phase+".go", now), Phase: phase, Attempt: 1, StartAt: now.Add(500 * time.Millisecond),
+				}); err != nil {
+					s.t.Fatal(err)
+				}
+			}
+		case m := <-finals:
+			var f contracts.Final
+			if err := bus.Decode(contracts.SchemaFinal, m.Data, &f); err != nil {
+				s.t.Fatalf("final: %v", err)
+			}
+			got[f.Shard] = &f
+		case <-deadline:
+			s.t.Fatalf("phase %s: %d of %d finals within %s (READY: %v)", phase, len(got), len(jobs), phaseWait, readyShards)
+		}
+	}
+	for shard, f := range got {
+		if f.Status != contracts.StatusOK {
+			s.t.Fatalf("phase %s shard %d failed: %s", phase, shard, f.Error)
+		}
+	}
+	return got
+}
+
+// phaseJobs are the shard jobs the scheduler would send for phase p of the
+// request's only configuration.
+func phaseJobs(t *testing.T, code string, req contracts.Request, p int, ep contracts.Endpoint) []contracts.ShardJob {
+	t.Helper()
+	req.SchemaVersion = 1
+	pl, err := plan.Expand(code, req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := pl.Configurations[0]
+	ph := c.Phases[p]
+	var jobs []contracts.ShardJob
+	for k, sh := range ph.Shards {
+		jobs = append(jobs, contracts.ShardJob{
+			Envelope:      contracts.NewEnvelope(code, fmt.Sprintf("%s.%s.%d.a1.job", code, ph.Name, k+1), time.Now()),
+			Configuration: c.Name, Phase: ph.Name, Kind: ph.Kind, Shard: k + 1, Shards: len(ph.Shards), Attempt: 1,
+			Engine: "ycsb", DBMS: c.DBMS, Endpoint: ep, TimeoutS: 120, YCSB: sh.YCSB,
+		})
+	}
+	return jobs
+}
+
+// sut is a real database under test: its endpoint, how to empty it and how
+// many records it holds.
+type sut struct {
+	dbms  string
+	ep    contracts.Endpoint
+	reset func() error
+	count func() (int64, error)
+}
+
+func redisSUT(t *testing.T) sut {
+	t.Helper()
+	if _, err := localdb.RedisBinary(); err != nil {
+		t.Skipf("skipping: %v", err)
+	}
+	dir := t.TempDir()
+	ctx, cancel := context.WithTimeout(t.Context(), time.Minute)
+	defer cancel()
+	r, err := localdb.StartRedis(ctx, dir, 0, localdb.RedisOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+		defer cancel()
+		if err := r.Stop(ctx); err != nil {
+			t.Errorf("stop redis: %v", err)
+		}
+	})
+	cmd := func(args ...string) (string, error) { return localdb.RedisCommand(t.Context(), r.Addr(), args...) }
+	entry, _ := catalog.Lookup("Redis")
+	return sut{
+		dbms: "Redis", ep: entry.Endpoint("127.0.0.1", r.Port),
+		reset: func() error { _, err := cmd("FLUSHALL"); return err },
+		count: func() (int64, error) {
+			// Data keys: every key but the binding's scan index, which must
+			// hold every data key too.
+			keys, err := cmd("DBSIZE")
+			if err != nil {
+				return 0, err
+			}
+			indexed, err := cmd("ZCARD", "_indices")
+			if err != nil {
+				return 0, err
+			}
+			n, _ := strconv.ParseInt(keys, 10, 64)
+			i, _ := strconv.ParseInt(indexed, 10, 64)
+			if n > 0 && n-1 != i {
+				return 0, fmt.Errorf("%d keys but %d in the scan index", n, i)
+			}
+			return i, nil
+		},
+	}
+}
+
+func postgresSUT(t *testing.T) sut {
+	t.Helper()
+	dbURL := testenv.Postgres(t)
+	u, err := url.Parse(dbURL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	port, _ := strconv.Atoi(u.Port())
+	entry, _ := catalog.Lookup("PostgreSQL")
+	ep := entry.Endpoint("127.0.0.1", port)
+	ep.Database, ep.User, ep.JDBCURL = strings.TrimPrefix(u.Path, "/"), u.User.Username(), ""
+	exec := func(sql string, dest ...any) error {
+		ctx, cancel := context.WithTimeout(t.Context(), time.Minute)
+		defer cancel()
+		conn, err := pgx.Connect(ctx, dbURL)
+		if err != nil {
+			return err
+		}
+		defer conn.Close(ctx)
+		if len(dest) > 0 {
+			return conn.QueryRow(ctx, sql).Scan(dest...)
+		}
+		_, err = conn.Exec(ctx, sql)
+		return err
+	}
+	for _, stmt := range entry.Schema("ycsb") {
+		if err := exec(stmt); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return sut{
+		dbms: "PostgreSQL", ep: ep,
+		reset: func() error { return exec("TRUNCATE usertable") },
+		count: func() (n int64, err error) { err = exec("SELECT count(*) FROM usertable", &n); return n, err },
+	}
+}
+
+// insertsOK adds up the INSERTs that returned OK, and fails on any other
+// return code: a duplicate key is an ERROR in the JDBC binding.
+func insertsOK(t *testing.T, finals map[int]*contracts.Final) int64 {
+	t.Helper()
+	var n int64
+	for shard, f := range finals {
+		for _, op := range f.Operations {
+			if op.Name != "INSERT" {
+				continue
+			}
+			for rc, c := range op.ReturnCodes {
+				if rc != "OK" {
+					t.Errorf("shard %d: %d INSERTs returned %s", shard, c, rc)
+				}
+			}
+			n += op.ReturnCodes["OK"]
+		}
+	}
+	return n
+}
+
+// Workloads that insert while benchmarking (D, E) with 2 and 3 benchmarking
+// shards on one key space: every shard inserts its own new keys, so after
+// the run the store holds exactly the loaded records plus every successful
+// insert, and no insert hit an existing key. Each shard also ships its
+// histograms and its measured window.
+func TestShardsInsertWithoutCollisions(t *testing.T) {
+	t.Parallel()
+	const records = 2000
+	for name, newSUT := range map[string]func(*testing.T) sut{"Redis": redisSUT, "PostgreSQL": postgresSUT} {
+		t.Run(name, func(t *testing.T) {
+			t.Parallel()
+			db := newSUT(t)
+			s := newStack(t, 3)
+			zero := 0
+			for _, wl := range []string{"d", "e"} {
+				for _, shards := range []int{2, 3} {
+					name := fmt.Sprintf("%s-%s-%d", strings.ToLower(db.dbms), wl, shards)
+					t.Run(name, func(t *testing.T) {
+						req := contracts.Request{DBMS: []string{db.dbms}, SF: records / 1e6, Operations: 0.006, Workload: wl,
+							LoadingPods: []int{2}, LoadingThreads: []int{4}, BenchmarkingPods: []int{shards}, BenchmarkingThreads: []int{2 * shards},
+							StatusInterval: 1}
+						if wl == "e" {
+							req.TargetBase = &zero // scans as fast as they go; D runs throttled (intended latencies)
+						} else {
+							base := 6000
+							req.TargetBase = &base
+						}
+						if err := db.reset(); err != nil {
+							t.Fatal(err)
+						}
+						s.runPhase(phaseJobs(t, name, req, 0, db.ep))
+						if n, err := db.count(); err != nil || n != records {
+							t.Fatalf("after loading: %d records (%v), want %d", n, err, records)
+						}
+						finals := s.runPhase(phaseJobs(t, name, req, 1, db.ep))
+						inserted := insertsOK(t, finals)
+						n, err := db.count()
+						if err != nil {
+							t.Fatal(err)
+						}
+						t.Logf("%s: %d loaded + %d inserted by %d shards = %d records", name, records, inserted, shards, n)
+						if n != records+inserted {
+							t.Errorf("%d records after the run, want %d loaded + %d inserted = %d", n, records, inserted, records+inserted)
+						}
+						for shard, f := range finals {
+							checkMeasurements(t, shard, f, wl == "d")
+						}
+					})
+				}
+			}
+		})
+	}
+}
+
+// checkMeasurements: every measured operation carries its histogram, which
+// holds exactly its operations; the window is set; intended-start latencies
+// exist exactly when the shard had a target.
+func checkMeasurements(t *testing.T, shard int, f *contracts.Final, throttled bool) {
+	t.Helper()
+	if f.FirstOpAt == nil || f.LastOpAt == nil || f.LastOpAt.Before(*f.FirstOpAt) || f.FirstOpAt.Before(f.StartedAt) {
+		t.Errorf("shard %d: window %v … %v (started %v)", shard, f.FirstOpAt, f.LastOpAt, f.StartedAt)
+	}
+	intended := false
+	for _, op := range f.Operations {
+		intended = intended || strings.HasPrefix(op.Name, "Intended-")
+		if op.Count == 0 {
+			continue
+		}
+		h, err := ycsb.DecodeHistogram(op.Histogram)
+		if err != nil {
+			t.Errorf("shard %d %s: %v", shard, op.Name, err)
+			continue
+		}
+		if h.TotalCount() != op.Count || float64(ycsb.ValueAtPercentile(h, 99)) != op.P99US {
+			t.Errorf("shard %d %s: histogram of %d values, p99 %d; YCSB printed %d operations, p99 %v",
+				shard, op.Name, h.TotalCount(), ycsb.ValueAtPercentile(h, 99), op.Count, op.P99US)
+		}
+	}
+	if intended != throttled {
+		t.Errorf("shard %d: Intended- operations %v, target set %v", shard, intended, throttled)
+	}
+}
