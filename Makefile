@@ -41,3 +41,11 @@ test-e2e:
 
 clean: down
 	rm -rf $(BENCHQ_HOME)
+
+# The kubernetes backend against a real control plane (etcd, kube-apiserver,
+# controller-manager, scheduler v1.34.2 and kwok v0.8.0 on loopback), built
+# once into ~/.cache/benchq/k8s by scripts/k8s/build-control-plane.sh.
+.PHONY: test-k8s
+test-k8s:
+	scripts/k8s/build-control-plane.sh
+	BENCHQ_K8S_REQUIRED=1 go test -count=1 -tags k8s -timeout 15m ./internal/k8stest/ ./internal/catalog/ ./services/deployer/

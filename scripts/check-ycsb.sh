@@ -7,7 +7,10 @@
 #     for Redis, PostgreSQL, and PostgreSQL batched (db.batchsize=1000, jdbc.autocommit=false,
 #     reWriteBatchedInserts=true); verify the record counts;
 #   - workload A (20,000 ops), then E (scans) and D briefly; no Return=ERROR anywhere, and with
-#     dataintegrity=true no value read back differs from what was written.
+#     dataintegrity=true no value read back differs from what was written;
+#   - two benchmarking shards of workload D on PostgreSQL (io.benchq.ycsb.ShardedWorkload),
+#     released with "GO <instant>": no duplicate key, count(*) = loaded + inserted, both report
+#     their window (BENCHQ FIRST_OP / LAST_OP) and write HdrHistogram logs.
 # Prints the throughput of every phase and a final PASS/FAIL line. KEEP_TMP=1 keeps the temp dir
 # (YCSB outputs, server logs) for inspection; CHECK_YCSB_RECORDS / CHECK_YCSB_OPS change the
 # load size and the workload-A length. Needs: java 17, mvn,
@@ -321,6 +324,37 @@ run_workload pg e 2000 "${PG_ARGS[@]}" -p jdbc.fetchsize=50 -p jdbc.autocommit=f
 psql_ -d ycsb -c "DELETE FROM usertable u WHERE NOT EXISTS
   (SELECT 1 FROM loaded_keys l WHERE l.ycsb_key = u.ycsb_key)"
 run_workload pg d 5000 "${PG_NOPREP_ARGS[@]}"
+
+# ---------------------------------------------------------------- two shards inserting
+say "two benchmarking shards of workload D"
+psql_ -d ycsb -c "DELETE FROM usertable u WHERE NOT EXISTS
+  (SELECT 1 FROM loaded_keys l WHERE l.ycsb_key = u.ycsb_key)"
+for s in 1 2; do
+  launch "pg-shard$s" -t "${PG_ARGS[@]}" -P "$WL/workloadd" -p recordcount=$RECORDS \
+    -p operationcount=5000 -p workload=io.benchq.ycsb.ShardedWorkload -p benchq.shard=$s \
+    -p benchq.shards=2 -p hdrhistogram.fileoutput=true -p "hdrhistogram.output.path=$TMP/pg-shard$s-" \
+    -threads 4 -s
+done
+wait_ready pg-shard1 pg-shard2
+# Both connect, then wait for the same instant before their first operation.
+start="$(date -u -d '+0.4 sec' +%Y-%m-%dT%H:%M:%S.%NZ)"
+for s in 1 2; do send "pg-shard$s" "GO $start"; done
+first=()
+for s in 1 2; do
+  finish "pg-shard$s"
+  check_summary "pg-shard$s"
+  grep -q '^BENCHQ LAST_OP ' "$TMP/pg-shard$s.err" || fail "pg-shard$s: no BENCHQ LAST_OP line"
+  at="$(sed -n 's/^BENCHQ FIRST_OP //p' "$TMP/pg-shard$s.err")"
+  [ -n "$at" ] || fail "pg-shard$s: no BENCHQ FIRST_OP line"
+  first+=("$(date -u -d "$at" +%s%N)")
+  [ -s "$TMP/pg-shard$s-READ.hdr" ] || fail "pg-shard$s: no HdrHistogram log $TMP/pg-shard$s-READ.hdr"
+done
+inserted=$(( $(ops pg-shard1 INSERT) + $(ops pg-shard2 INSERT) ))
+n="$(pg_count)"
+[ "$n" -eq $((RECORDS + inserted)) ] \
+  || fail "pg two shards: count(*) = $n, expected $RECORDS loaded + $inserted inserted"
+skew=$(( (first[0] > first[1] ? first[0] - first[1] : first[1] - first[0]) / 1000000 ))
+report "pg workload d, 2 shards x 4 thr" "$(( $(throughput pg-shard1) + $(throughput pg-shard2) )) ops/s, $inserted inserts, start skew ${skew} ms"
 
 # ---------------------------------------------------------------- summary
 echo

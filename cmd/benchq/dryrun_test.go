@@ -3,8 +3,10 @@ package main
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"strings"
 	"testing"
+	"time"
 )
 
 func run(args ...string) (int, string, string) {
@@ -61,5 +63,58 @@ func TestUsageErrors(t *testing.T) {
 				t.Errorf("exit %d, stderr %q; want %d containing %q", code, errb.String(), c.code, c.msg)
 			}
 		})
+	}
+}
+
+// bexhoma-pgbouncer-benchbase.txt's Benchbase command: one configuration,
+// benchmark pods [1, 2], 600 s each.
+func TestDryRunBenchbase(t *testing.T) {
+	code, out, errs := run("benchbase", "-dbms", "PostgreSQL", "-sf", "16", "-xsd", "10", "-xtb", "1024", "-xnbf", "16", "-nbp", "1,2", "-nbt", "32", "-xconn", "-ms", "1", "-tr",
+		"-rnn", "cl-worker11", "-rnl", "cl-worker19", "-rnb", "cl-worker19", "-dry-run", "run")
+	if code != ExitOK {
+		t.Fatalf("exit %d: %s", code, errs)
+	}
+	for _, want := range []string{
+		"* DBMS PostgreSQL-1-1-1024 - Pods [[1, 2]]\n",
+		"    * shard 2: terminals 16, target 8192, warehouses 16, duration 600s\n",
+	} {
+		if !strings.Contains(out, want) {
+			t.Errorf("missing %q in:\n%s", want, out)
+		}
+	}
+}
+
+// The PgBouncer seed command: the pool is part of the configuration's name.
+func TestDryRunPool(t *testing.T) {
+	_, out, errs := run("ycsb", "-dbms", "PgBouncer", "-sf", "16", "-xwl", "c", "-xtb", "16384", "-xnbf", "11", "-xnlf", "11", "-nc", "1", "-ne", "1",
+		"-nlp", "16", "-nlt", "64", "-nbp", "16", "-nbt", "128", "-xnpp", "4", "-xnpi", "128", "-xnpo", "64", "-xop", "16", "-m", "-mc", "-ms", "1", "-tr",
+		"-lr", "64Gi", "-rr", "64Gi", "-dry-run", "run")
+	if !strings.Contains(out, "* DBMS PgBouncer-64-16-180224-4-128-64 - Pods [[16]]\n") {
+		t.Errorf("got:\n%s%s", out, errs)
+	}
+}
+
+// Every flag lands in its request field.
+func TestFlagsBuildTheRequest(t *testing.T) {
+	var f expFlags
+	fs := newExpFlagSet(&f, "ycsb", &bytes.Buffer{})
+	err := fs.Parse([]string{"-dbms", "Redis,PostgreSQL", "-sf", "2", "-xop", "3", "-xwl", "e", "-xio", "ordered", "-xtb", "0",
+		"-xnlf", "1,4", "-xnbf", "2", "-nlp", "1,8", "-nlt", "64", "-nbp", "1,8", "-nbt", "32", "-ne", "1,2", "-nc", "2", "-ms", "3", "-xli", "5", "-xbs", "100", "-tr",
+		"-m", "-mc", "-ma", "-rc", "4", "-rr", "16Gi", "-lr", "64Gi", "-rst", "shared", "-rss", "50Gi", "-rsr", "-rnn", "n1", "-rnl", "n2", "-rnb", "n3",
+		"-nw", "3", "-nwr", "1", "-xnpp", "4", "-xnpi", "128", "-xnpo", "64", "-xsd", "0.5", "-xconn", "-timeout-shard", "99"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := f.request("c1", "load", time.Date(2026, 11, 21, 10, 0, 0, 0, time.UTC))
+	got, _ := json.Marshal(r)
+	want := `{"schema_version":1,"id":"c1.request","code":"c1","ts":"2026-11-21T10:00:00Z","benchmark":"ycsb","dbms":["Redis","PostgreSQL"],"sf":2,"operations":3,` +
+		`"workload":"e","insert_order":"ordered","target_base":0,"loading_factors":[1,4],"benchmarking_factors":[2],"loading_pods":[1,8],"loading_threads":[64],` +
+		`"benchmarking_pods":[1,8],"benchmarking_threads":[32],"clients":[1,2],"repetitions":2,"max_suts":3,"status_interval":5,"batch_size":100,"test_results":true,` +
+		`"timeouts":{"shard_s":99},"action":"load","monitoring":{"sut":true,"cluster":true,"application":true},` +
+		`"resources":{"request_cpu":"4","request_memory":"16Gi","limit_memory":"64Gi"},"storage":{"class":"shared","size":"50Gi","remove":true},` +
+		`"nodes":{"sut":"n1","loading":"n2","benchmarking":"n3"},"workers":3,"worker_replicas":1,"pool_pods":[4],"pool_inbound":[128],"pool_outbound":[64],` +
+		`"duration_s":30,"new_connection":true}`
+	if string(got) != want {
+		t.Errorf("got\n%s\nwant\n%s", got, want)
 	}
 }

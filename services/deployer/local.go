@@ -61,6 +61,9 @@ func (l *Local) deploy(ctx context.Context, s Spec) (Deployed, error) {
 		return Deployed{}, fmt.Errorf("DBMS %s needs the kubernetes backend (BENCHQ_BACKEND=kubernetes); the local backend runs only %s",
 			entry.Name, strings.Join(catalog.LocalKinds, ", "))
 	}
+	if ignored := localIgnores(s.SUT); len(ignored) > 0 {
+		l.Log.Info("the local backend ignores", "configuration", s.Configuration, "settings", strings.Join(ignored, ", "))
+	}
 	dir, err := l.dir(s.Code, s.Configuration)
 	if err != nil {
 		return Deployed{}, err
@@ -273,4 +276,26 @@ func writeState(dir string, st localState) error {
 		return fmt.Errorf("write %s: %w", stateFile, err)
 	}
 	return nil
+}
+
+// localIgnores names the SUT settings that only the Kubernetes backend
+// applies: processes on this machine have no requests, nodes or volumes.
+func localIgnores(sut *contracts.SUTSpec) []string {
+	if sut == nil {
+		return nil
+	}
+	var out []string
+	if sut.Resources != nil {
+		out = append(out, "resources (-rc/-rr/-lr)")
+	}
+	if sut.Storage != nil {
+		out = append(out, "storage (-rst/-rss/-rsr)")
+	}
+	if sut.Node != "" {
+		out = append(out, "node (-rnn)")
+	}
+	if sut.Monitoring != nil {
+		out = append(out, "monitoring (-m/-mc/-ma)")
+	}
+	return out
 }
