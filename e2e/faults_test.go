@@ -381,4 +381,3 @@ func tableRows(out, section, sub string) int {
 	}
 	return n - 2
 }
-

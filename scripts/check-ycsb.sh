@@ -353,7 +353,7 @@ inserted=$(( $(ops pg-shard1 INSERT) + $(ops pg-shard2 INSERT) ))
 n="$(pg_count)"
 [ "$n" -eq $((RECORDS + inserted)) ] \
   || fail "pg two shards: count(*) = $n, expected $RECORDS loaded + $inserted inserted"
-skew=$(( (first[0] > first[1] ? first[0] - first[1] : first[1] - first[0]) / 1000000 ))
+skew="$(awk -v a="${first[0]}" -v b="${first[1]}" 'BEGIN { d = a - b; if (d < 0) d = -d; printf "%.1f", d / 1e6 }')"
 report "pg workload d, 2 shards x 4 thr" "$(( $(throughput pg-shard1) + $(throughput pg-shard2) )) ops/s, $inserted inserts, start skew ${skew} ms"
 
 # ---------------------------------------------------------------- summary
