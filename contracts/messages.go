@@ -242,6 +242,9 @@ type YCSBShard struct {
 	InsertOrder    string `json:"insert_order,omitempty"`
 	StatusInterval int    `json:"status_interval,omitempty"`
 	BatchSize      int    `json:"batch_size,omitempty"`
+	// MaxExecutionS stops the shard after this many seconds (YCSB's
+	// maxexecutiontime); 0 = run all operations.
+	MaxExecutionS int `json:"max_execution_s,omitempty"`
 }
 
 // Phase kinds.

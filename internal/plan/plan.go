@@ -318,8 +318,6 @@ func checkSettings(r contracts.Request) error {
 		return invalid("workload", "benchbase runs tpcc, not %q", r.Workload)
 	case !bb && r.Workload == "tpcc":
 		return invalid("workload", "tpcc is a Benchbase workload; use `benchq benchbase` (benchmark benchbase) or a YCSB workload a-f")
-	case !bb && r.DurationS > 0:
-		return invalid("duration_s", "a duration (-xsd) is for benchbase; YCSB phases run their operations (-xop)")
 	case !bb && r.NewConnection:
 		return invalid("new_connection", "a new connection per transaction (-xconn) is a Benchbase option")
 	case bb && r.SF != float64(int64(r.SF)):
@@ -457,6 +455,7 @@ func runPhase(cfg string, client int, r contracts.Request, records, ops int64, t
 			InsertOrder:    r.InsertOrder,
 			StatusInterval: r.StatusInterval,
 			BatchSize:      r.BatchSize,
+			MaxExecutionS:  r.DurationS, // YCSB: -xsd caps a benchmarking phase (maxexecutiontime)
 		}})
 	}
 	return ph

@@ -227,7 +227,6 @@ func TestExpandRejectsInconsistentSettings(t *testing.T) {
 	}{
 		"tpcc on ycsb":         {contracts.Request{DBMS: []string{"Redis"}, Workload: "tpcc"}, "workload"},
 		"ycsb wl on benchbase": {contracts.Request{Benchmark: BenchmarkBenchbase, DBMS: []string{"PostgreSQL"}, Workload: "a"}, "workload"},
-		"duration on ycsb":     {contracts.Request{DBMS: []string{"Redis"}, DurationS: 60}, "duration_s"},
 		"xconn on ycsb":        {contracts.Request{DBMS: []string{"Redis"}, NewConnection: true}, "new_connection"},
 		"fractional wh":        {contracts.Request{Benchmark: BenchmarkBenchbase, DBMS: []string{"PostgreSQL"}, SF: 1.5}, "sf"},
 		"benchbase on redis":   {contracts.Request{Benchmark: BenchmarkBenchbase, DBMS: []string{"Redis"}}, "dbms[0]"},
@@ -273,5 +272,17 @@ func TestExpandPoolLoop(t *testing.T) {
 	}
 	if _, err := Expand("1", req(contracts.Request{DBMS: []string{"PgBouncer"}, PoolPods: ints(8), PoolInbound: ints(4)})); err == nil {
 		t.Error("4 inbound connections over 8 pool pods accepted")
+	}
+}
+
+// -xsd on YCSB caps each benchmarking shard (maxexecutiontime), not loading.
+func TestYCSBDurationCapsBenchmarking(t *testing.T) {
+	p, err := Expand("1", req(contracts.Request{DBMS: []string{"Redis"}, DurationS: 90}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := p.Configurations[0]
+	if c.Phases[0].Shards[0].YCSB.MaxExecutionS != 0 || c.Phases[1].Shards[0].YCSB.MaxExecutionS != 90 {
+		t.Errorf("load %d, run %d", c.Phases[0].Shards[0].YCSB.MaxExecutionS, c.Phases[1].Shards[0].YCSB.MaxExecutionS)
 	}
 }

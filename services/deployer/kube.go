@@ -35,6 +35,8 @@ type Kube struct {
 	Poll time.Duration
 }
 
+var _ Backend = (*Kube)(nil)
+
 // errNotReady is wrapped by wait conditions that are not met yet.
 var errNotReady = errors.New("not ready")
 

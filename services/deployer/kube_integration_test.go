@@ -284,6 +284,9 @@ func testDeployTeardown(t *testing.T, cp *k8stest.ControlPlane) {
 				sut.UseCase = s.Code // a volume per case: they run in parallel
 				s.SUT = &sut
 			}
+			if tc.entry != nil {
+				return // a catalog shape no DBMS has: its golden file is applied above
+			}
 			d, err := k.Deploy(ctx, s)
 			if err != nil {
 				t.Fatal(err)

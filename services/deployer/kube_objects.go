@@ -146,10 +146,12 @@ func (b *builder) cluster(o *kubeObjects) error {
 	front := componentWorker
 	if c.Master != nil {
 		front = componentSUT
-		mpod, _, err := b.serverPod(b.entry, r, componentSUT, c.Master.Args, false)
+		// The master keeps the reusable volume; workers have their own.
+		mpod, vol, err := b.serverPod(b.entry, r, componentSUT, c.Master.Args, true)
 		if err != nil {
 			return err
 		}
+		o.Volume = vol
 		o.Deployments = append(o.Deployments, b.deployment(b.names.Base, componentSUT, mpod))
 	}
 	o.Services = append(o.Services, b.service(b.entry, b.names.Base, componentSUT, front, false))

@@ -29,6 +29,9 @@ const (
 type goldenCase struct {
 	name string
 	spec Spec
+	// entry replaces the catalog's entry of spec.DBMS (a DBMS shape no
+	// catalog file has yet).
+	entry func(catalog.Entry) catalog.Entry
 }
 
 // goldenCases: every catalog entry with its defaults, and the option sets
@@ -36,14 +39,14 @@ type goldenCase struct {
 func goldenCases() []goldenCase {
 	var cases []goldenCase
 	for _, n := range catalog.Names() {
-		cases = append(cases, goldenCase{strings.ToLower(n) + "-default", Spec{
+		cases = append(cases, goldenCase{name: strings.ToLower(n) + "-default", spec: Spec{
 			Code: goldenCode, Configuration: n + "-64-8-196608-1", DBMS: n, Benchmark: "ycsb",
 		}})
 	}
 	return append(cases,
-		goldenCase{"redis-single-host", Spec{Code: goldenCode, Configuration: "Redis-64-8-196608-1", DBMS: "Redis", Benchmark: "ycsb",
+		goldenCase{name: "redis-single-host", spec: Spec{Code: goldenCode, Configuration: "Redis-64-8-196608-1", DBMS: "Redis", Benchmark: "ycsb",
 			SUT: &contracts.SUTSpec{UseCase: "ycsb-1"}}},
-		goldenCase{"redis-resources-node-monitoring-ephemeral", Spec{Code: goldenCode, Configuration: "Redis-64-8-196608-1", DBMS: "Redis", Benchmark: "ycsb",
+		goldenCase{name: "redis-resources-node-monitoring-ephemeral", spec: Spec{Code: goldenCode, Configuration: "Redis-64-8-196608-1", DBMS: "Redis", Benchmark: "ycsb",
 			SUT: &contracts.SUTSpec{
 				Resources:  &contracts.Resources{RequestCPU: "4", RequestMemory: "8Gi", LimitMemory: "32Gi"},
 				Storage:    &contracts.Storage{Size: "20Gi"},
@@ -51,17 +54,48 @@ func goldenCases() []goldenCase {
 				Monitoring: &contracts.Monitoring{SUT: true, Application: true},
 				UseCase:    "ycsb-1",
 			}}},
-		goldenCase{"rediscluster-nw3-nwr1", Spec{Code: goldenCode, Configuration: "RedisCluster-64-8-196608-1", DBMS: "RedisCluster", Benchmark: "ycsb",
+		goldenCase{name: "rediscluster-nw3-nwr1", spec: Spec{Code: goldenCode, Configuration: "RedisCluster-64-8-196608-1", DBMS: "RedisCluster", Benchmark: "ycsb",
 			SUT: &contracts.SUTSpec{Workers: 3, WorkerReplicas: 1, UseCase: "ycsb-1"}}},
-		goldenCase{"rediscluster-nw3-storage-shared", Spec{Code: goldenCode, Configuration: "RedisCluster-64-8-196608-1", DBMS: "RedisCluster", Benchmark: "ycsb",
+		goldenCase{name: "rediscluster-nw3-storage-shared", spec: Spec{Code: goldenCode, Configuration: "RedisCluster-64-8-196608-1", DBMS: "RedisCluster", Benchmark: "ycsb",
 			SUT: &contracts.SUTSpec{Workers: 3, Storage: &contracts.Storage{Class: "shared", Size: "5Gi"}, Monitoring: &contracts.Monitoring{Application: true}, UseCase: "ycsb-1"}}},
-		goldenCase{"dragonflycluster-nw3", Spec{Code: goldenCode, Configuration: "DragonflyCluster-64-8-196608-1", DBMS: "DragonflyCluster", Benchmark: "ycsb",
+		goldenCase{name: "dragonflycluster-nw3", spec: Spec{Code: goldenCode, Configuration: "DragonflyCluster-64-8-196608-1", DBMS: "DragonflyCluster", Benchmark: "ycsb",
 			SUT: &contracts.SUTSpec{Workers: 3, UseCase: "ycsb-1"}}},
-		goldenCase{"pgbouncer-pool-4-128-64", Spec{Code: goldenCode, Configuration: "PgBouncer-64-8-196608-1", DBMS: "PgBouncer", Benchmark: "ycsb",
+		goldenCase{name: "pgbouncer-pool-4-128-64", spec: Spec{Code: goldenCode, Configuration: "PgBouncer-64-8-196608-1", DBMS: "PgBouncer", Benchmark: "ycsb",
 			SUT: &contracts.SUTSpec{Pool: &contracts.Pool{Pods: 4, Inbound: 128, Outbound: 64}, Monitoring: &contracts.Monitoring{Application: true}, UseCase: "ycsb-1"}}},
-		goldenCase{"postgresql-storage-shared-50gi", Spec{Code: goldenCode, Configuration: "PostgreSQL-64-8-196608-1", DBMS: "PostgreSQL", Benchmark: "ycsb",
+		goldenCase{name: "postgresql-storage-shared-50gi", spec: Spec{Code: goldenCode, Configuration: "PostgreSQL-64-8-196608-1", DBMS: "PostgreSQL", Benchmark: "ycsb",
 			SUT: &contracts.SUTSpec{Storage: &contracts.Storage{Class: "shared", Size: "50Gi"}, UseCase: "ycsb-1"}}},
+		goldenCase{name: "cluster-with-master-storage", spec: Spec{Code: goldenCode, Configuration: "RedisCluster-64-8-196608-1", DBMS: "RedisCluster", Benchmark: "ycsb",
+			SUT: &contracts.SUTSpec{Workers: 3, Storage: &contracts.Storage{Class: "shared", Size: "5Gi"}, UseCase: "ycsb-1"}},
+			entry: withMaster},
 	)
+}
+
+// withMaster gives a cluster entry a coordinator pod, as a DBMS with one
+// (Citus, say) would have: no catalog file has one yet.
+func withMaster(e catalog.Entry) catalog.Entry {
+	k := *e.Kubernetes
+	c := *k.Cluster
+	c.Master = &catalog.Master{Args: []string{"--coordinator", "yes"}}
+	k.Cluster = &c
+	e.Kubernetes = &k
+	return e
+}
+
+// buildCase builds a golden case's objects.
+func buildCase(t *testing.T, tc goldenCase, namespace string) *kubeObjects {
+	t.Helper()
+	e, err := catalog.Lookup(tc.spec.DBMS)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if tc.entry != nil {
+		e = tc.entry(e)
+	}
+	o, err := buildObjects(e, tc.spec, namespace)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return o
 }
 
 // renderObjects is the golden form: the endpoint as a comment, then every
@@ -150,15 +184,7 @@ func lineDiff(want, got string) string {
 func TestGoldenObjects(t *testing.T) {
 	for _, tc := range goldenCases() {
 		t.Run(tc.name, func(t *testing.T) {
-			e, err := catalog.Lookup(tc.spec.DBMS)
-			if err != nil {
-				t.Fatal(err)
-			}
-			o, err := buildObjects(e, tc.spec, goldenNamespace)
-			if err != nil {
-				t.Fatal(err)
-			}
-			checkGolden(t, filepath.Join("testdata", "kube", tc.name+".yaml"), renderObjects(t, o))
+			checkGolden(t, filepath.Join("testdata", "kube", tc.name+".yaml"), renderObjects(t, buildCase(t, tc, goldenNamespace)))
 		})
 	}
 }
@@ -207,6 +233,19 @@ func TestObjectShapes(t *testing.T) {
 	}
 	if rc.Endpoint.Host != "bq-42-rediscluster-1.ns.svc" || rc.Endpoint.Port != 6379 {
 		t.Errorf("endpoint %+v", rc.Endpoint)
+	}
+
+	m := buildCase(t, goldenCase{spec: Spec{Code: "42", Configuration: "C-1", DBMS: "RedisCluster", Benchmark: "ycsb",
+		SUT: &contracts.SUTSpec{Workers: 3, Storage: &contracts.Storage{Class: "shared"}, UseCase: "ycsb-1"}}, entry: withMaster}, "ns")
+	if len(m.Deployments) != 1 || m.Deployments[0].Name != "bq-42-c-1" || m.Services[1].Spec.Selector[labelComponent] != componentSUT {
+		t.Errorf("a master: a sut Deployment the client Service selects")
+	}
+	if m.Volume == nil || m.Deployments[0].Spec.Template.Spec.Volumes[0].PersistentVolumeClaim.ClaimName != m.Volume.Name ||
+		m.StatefulSets[0].Spec.VolumeClaimTemplates[0].Name != "data" {
+		t.Errorf("a master keeps the reused volume, workers their claim templates")
+	}
+	if env := m.Jobs[0].Spec.Template.Spec.Containers[0].Env; env[len(env)-1].Name != "BENCHQ_MASTER" || env[len(env)-1].Value != "bq-42-c-1.ns.svc:6379" {
+		t.Errorf("bootstrap env %+v", env)
 	}
 
 	pg := build("PgBouncer", &contracts.SUTSpec{Pool: &contracts.Pool{Pods: 4, Inbound: 128, Outbound: 63}})

@@ -18,11 +18,11 @@ type collection struct {
 	del  func(ctx context.Context, name string, opts metav1.DeleteOptions) error
 }
 
-// collections are the kinds a configuration owns, in deletion order: the
-// Jobs (bootstrap, schema, drivers), the workloads, the Services, the
-// per-configuration PVCs (cluster workers'), and pods left by any of them.
-// Reused volumes carry no experiment label and stay.
-func (k *Kube) collections() []collection {
+// owned are the kinds a configuration's objects are, in deletion order:
+// the Jobs (bootstrap, schema, drivers), the workloads, the Services and
+// the per-configuration PVCs (cluster workers'). Reused volumes carry no
+// experiment label and stay.
+func (k *Kube) owned() []collection {
 	ns := k.Namespace
 	c := k.Client
 	return []collection{
@@ -41,16 +41,36 @@ func (k *Kube) collections() []collection {
 		{"persistentvolumeclaim", func(ctx context.Context, o metav1.ListOptions) (runtime.Object, error) {
 			return c.CoreV1().PersistentVolumeClaims(ns).List(ctx, o)
 		}, c.CoreV1().PersistentVolumeClaims(ns).Delete},
-		{"pod", func(ctx context.Context, o metav1.ListOptions) (runtime.Object, error) {
-			return c.CoreV1().Pods(ns).List(ctx, o)
-		}, c.CoreV1().Pods(ns).Delete},
 	}
 }
 
+// derived are the kinds controllers make from them, carrying their labels:
+// teardown waits for the garbage collector to remove them (it may learn of
+// a ReplicaSet only after its Deployment is gone).
+func (k *Kube) derived() []collection {
+	ns := k.Namespace
+	c := k.Client
+	return []collection{
+		{"replicaset", func(ctx context.Context, o metav1.ListOptions) (runtime.Object, error) {
+			return c.AppsV1().ReplicaSets(ns).List(ctx, o)
+		}, nil},
+		{"controllerrevision", func(ctx context.Context, o metav1.ListOptions) (runtime.Object, error) {
+			return c.AppsV1().ControllerRevisions(ns).List(ctx, o)
+		}, nil},
+	}
+}
+
+// pods are deleted last, once nothing that would replace them is left:
+// only strays remain by then (the garbage collector removes the rest).
+func (k *Kube) pods() collection {
+	c := k.Client.CoreV1().Pods(k.Namespace)
+	return collection{"pod", func(ctx context.Context, o metav1.ListOptions) (runtime.Object, error) { return c.List(ctx, o) }, c.Delete}
+}
+
 // Teardown deletes every object of the configuration (of the whole
-// experiment when configuration is "") by label, in the foreground (owners
-// wait for their dependents: ReplicaSets, pods, endpoint slices), and
-// waits until none is left. Nothing there is not an error.
+// experiment when configuration is "") by label and waits until none is
+// left, pods, ReplicaSets and ControllerRevisions included. Nothing there
+// is not an error.
 func (k *Kube) Teardown(ctx context.Context, code, configuration string) error {
 	if err := k.teardown(ctx, code, configuration); err != nil {
 		return fmt.Errorf("teardown %s/%s: %w", code, configuration, err)
@@ -64,8 +84,25 @@ func (k *Kube) teardown(ctx context.Context, code, configuration string) error {
 		return fmt.Errorf("%w: an experiment code is required", ErrInvalidName)
 	}
 	sel := metav1.ListOptions{LabelSelector: selectorString(code, configuration)}
+	spec := Spec{Code: code, Configuration: configuration}
+	if err := k.deleteAll(ctx, sel, k.owned()); err != nil {
+		return err
+	}
+	if err := k.waitGone(ctx, spec, sel, append(k.owned(), k.derived()...)); err != nil {
+		return err
+	}
+	pods := []collection{k.pods()}
+	if err := k.deleteAll(ctx, sel, pods); err != nil {
+		return err
+	}
+	return k.waitGone(ctx, spec, sel, pods)
+}
+
+// deleteAll deletes the objects of cs matching sel, in the foreground
+// (owners wait for their dependents: ReplicaSets, pods, endpoint slices).
+func (k *Kube) deleteAll(ctx context.Context, sel metav1.ListOptions, cs []collection) error {
 	fg := metav1.DeletePropagationForeground
-	for _, c := range k.collections() {
+	for _, c := range cs {
 		err := k.retry(ctx, func(ctx context.Context) error {
 			names, err := listNames(ctx, c, sel)
 			if err != nil {
@@ -82,9 +119,14 @@ func (k *Kube) teardown(ctx context.Context, code, configuration string) error {
 			return err
 		}
 	}
-	return k.wait(ctx, Spec{Code: code, Configuration: configuration}, "objects to be deleted", func(ctx context.Context) error {
+	return nil
+}
+
+// waitGone waits until no object of cs matches sel.
+func (k *Kube) waitGone(ctx context.Context, s Spec, sel metav1.ListOptions, cs []collection) error {
+	return k.wait(ctx, s, "objects to be deleted", func(ctx context.Context) error {
 		var left []string
-		for _, c := range k.collections() {
+		for _, c := range cs {
 			names, err := listNames(ctx, c, sel)
 			if err != nil {
 				return err

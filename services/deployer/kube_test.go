@@ -380,8 +380,12 @@ func TestKubeTeardown(t *testing.T) {
 		"list services " + s,
 		"delete services bq-7-postgresql-1",
 		"list persistentvolumeclaims " + s,
+		// wait until the objects and what controllers made of them are gone
+		"list jobs " + s, "list deployments " + s, "list statefulsets " + s, "list services " + s, "list persistentvolumeclaims " + s,
+		"list replicasets " + s, "list controllerrevisions " + s,
+		// then delete stray pods, and wait for them
 		"list pods " + s,
-		"list jobs " + s, "list deployments " + s, "list statefulsets " + s, "list services " + s, "list persistentvolumeclaims " + s, "list pods " + s,
+		"list pods " + s,
 	})
 	for _, a := range f.Actions() {
 		if d, ok := a.(k8stesting.DeleteAction); ok && (d.GetDeleteOptions().PropagationPolicy == nil || *d.GetDeleteOptions().PropagationPolicy != metav1.DeletePropagationForeground) {

@@ -364,3 +364,42 @@ func checkMeasurements(t *testing.T, shard int, f *contracts.Final, throttled bo
 		t.Errorf("shard %d: Intended- operations %v, target set %v", shard, intended, throttled)
 	}
 }
+
+// A shard whose driver cannot reach its SUT never reports READY: it fails at
+// once with the driver's reason (the scheduler then fails the phase naming
+// the shard, services/scheduler), instead of holding the barrier.
+func TestUnreachableSUTFailsBeforeReady(t *testing.T) {
+	t.Parallel()
+	s := newStack(t, 1)
+	entry, _ := catalog.Lookup("Redis")
+	ep := entry.Endpoint("127.0.0.1", 1) // nothing listens on port 1
+	job := phaseJobs(t, "unreachable", contracts.Request{DBMS: []string{"Redis"}, SF: 0.001}, 0, ep)[0]
+	ready, finals := make(chan *nats.Msg, 4), make(chan *nats.Msg, 4)
+	for subj, ch := range map[string]chan *nats.Msg{
+		contracts.Subject(contracts.SubjBarrierReady, job.Code, "", ""):  ready,
+		contracts.Subject(contracts.SubjFinal, job.Code, job.Phase, "*"): finals,
+	} {
+		sub, err := s.bus.NC.ChanSubscribe(subj, ch)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer func() { _ = sub.Unsubscribe() }()
+	}
+	if err := s.bus.Publish(s.ctx, contracts.SubjShard, &job); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case <-ready:
+		t.Fatal("READY from a driver that cannot reach its SUT")
+	case m := <-finals:
+		var f contracts.Final
+		if err := bus.Decode(contracts.SchemaFinal, m.Data, &f); err != nil {
+			t.Fatal(err)
+		}
+		if f.Status != contracts.StatusFailed || !strings.Contains(f.Error, "before READY") || !strings.Contains(f.Error, "init failed") {
+			t.Errorf("final %s: %q", f.Status, f.Error)
+		}
+	case <-time.After(phaseWait):
+		t.Fatalf("no final within %s", phaseWait)
+	}
+}

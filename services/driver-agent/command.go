@@ -68,6 +68,9 @@ func ycsbCommand(java, lib, workloads, hdrDir string, job contracts.ShardJob, bi
 	if y.BatchSize > 0 {
 		all["db.batchsize"] = strconv.Itoa(y.BatchSize)
 	}
+	if y.MaxExecutionS > 0 {
+		all["maxexecutiontime"] = strconv.Itoa(y.MaxExecutionS)
+	}
 	keys := make([]string, 0, len(all))
 	for k := range all {
 		keys = append(keys, k)

@@ -355,7 +355,14 @@ func (s *State) onFinal(m *contracts.Final, now time.Time) []Out {
 	if !ok || m.Shard < 1 || m.Shard > len(cur.Done) || cur.Done[m.Shard-1] != nil {
 		return nil
 	}
-	cur.Done[m.Shard-1] = &ShardDone{Status: m.Status, Error: m.Error, StartedAt: m.StartedAt, EndedAt: m.EndedAt}
+	// The phase window is the shards' first to last operation when the
+	// driver reports them (GO reaches a driver a little before the start
+	// instant), else the shards' process window.
+	start, end := m.StartedAt, m.EndedAt
+	if m.FirstOpAt != nil && m.LastOpAt != nil {
+		start, end = *m.FirstOpAt, *m.LastOpAt
+	}
+	cur.Done[m.Shard-1] = &ShardDone{Status: m.Status, Error: m.Error, StartedAt: start, EndedAt: end}
 	if m.Status != contracts.StatusOK && cur.Status == phPreparing {
 		// A shard died before READY: the phase cannot start together.
 		return s.endPhase(i, fmt.Sprintf("shard %d failed before the barrier: %s", m.Shard, m.Error), now)

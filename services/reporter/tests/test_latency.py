@@ -166,3 +166,16 @@ def test_real_experiment_figures():
     assert run[START_SKEW] == pytest.approx((max(first) - min(first)).total_seconds() * 1000)
     assert set(s.execution_latency["latency from"]) == {"start", "intended start"}
     assert set(s.execution_latency["percentiles"]) == {"merged"}
+
+
+def test_a_shard_without_histogram_leaves_a_labelled_upper_bound(shards):
+    tables = two_shard_run(shards)
+    ops = [o for o in tables["shard_operations"] if o["phase"] == RUN]
+    ops[1]["histogram"] = None  # an older driver
+    s = summarize(experiment(tables))
+    row = s.execution_latency.iloc[0]
+    assert row["percentiles"] == "max of shards"
+    assert row["99thPercentileLatency(us)"] == max(o["p99_us"] for o in ops)
+    assert s.execution_per_phase.iloc[0]["[READ].99thPercentileLatency(us)"] == row["99thPercentileLatency(us)"]
+    assert any("READ are the maximum over the shards (an upper bound)" in n for n in s.notes["execution_per_phase"])
+    assert MERGED_NOTE not in s.notes["execution_per_phase"]

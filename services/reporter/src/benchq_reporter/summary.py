@@ -408,11 +408,13 @@ def phase_latency(ops: pd.DataFrame, planned: pd.DataFrame) -> pd.DataFrame:
         if len(ran) and ran["histogram"].notna().all():
             source, figures = MERGED, latency.stats(latency.merge(ran["histogram"]))
         else:
-            source = ONE_SHARD if len(ran) <= 1 and len(g) == 1 else UPPER_BOUND
+            # Shards that ran none of the operation add nothing to its latency.
+            source, src = (ONE_SHARD, ran if len(ran) else g) if len(ran) <= 1 else (UPPER_BOUND, ran)
             count = g["count"].sum(skipna=False)
-            figures = {k: g[SHARD_FIGURES[k]].max(skipna=False) for k in LATENCY_FIGURES}
+            figures = {k: src[SHARD_FIGURES[k]].max(skipna=False) for k in LATENCY_FIGURES}
             figures["count"] = count
-            figures["mean"] = (g["count"] * g["avg_us"]).sum(skipna=False) / count if count else float("nan")
+            weighted = (src["count"] * src["avg_us"]).sum(skipna=False)
+            figures["mean"] = weighted / count if pd.notna(count) and count else float("nan")
         rows.append({"phase": phase, "configuration": configuration.get(phase, phase), "operation": op,
                      "shards": len(g), "percentiles": source, **figures,
                      "_order": (order.get(phase, len(order)), phase, _op_order(op))})
