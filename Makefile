@@ -9,7 +9,7 @@ BENCHQ := $(BENCHQ_HOME)/bin/benchq
 DBMS ?= Redis
 EXPERIMENT ?= -dbms $(DBMS) -sf 0.1 -xop 0.2 -xwl a -nlp 2 -nlt 8 -nbp 1 -nbt 8 -xtb 16384 -xnlf 1 -xnbf 1 -xli 2 -tr
 
-.PHONY: run up down summary test test-go test-py test-e2e bootstrap clean
+.PHONY: run up down summary test test-go test-py test-e2e test-k8s bootstrap clean
 
 run: bootstrap
 	@scripts/run.sh $(EXPERIMENT)
@@ -27,7 +27,7 @@ summary:
 bootstrap:
 	@scripts/bootstrap.sh
 
-test: bootstrap test-go test-py test-e2e
+test: bootstrap test-go test-py test-e2e test-k8s
 
 test-go:
 	go vet ./...

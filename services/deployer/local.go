@@ -62,7 +62,7 @@ func (l *Local) deploy(ctx context.Context, s Spec) (Deployed, error) {
 			entry.Name, strings.Join(catalog.LocalKinds, ", "))
 	}
 	if ignored := localIgnores(s.SUT); len(ignored) > 0 {
-		l.Log.Info("the local backend ignores", "configuration", s.Configuration, "settings", strings.Join(ignored, ", "))
+		l.log().Info("the local backend ignores", "configuration", s.Configuration, "settings", strings.Join(ignored, ", "))
 	}
 	dir, err := l.dir(s.Code, s.Configuration)
 	if err != nil {

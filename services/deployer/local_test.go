@@ -12,6 +12,7 @@ import (
 
 	"github.com/jackc/pgx/v5"
 
+	"github.com/benchq/benchq/contracts"
 	"github.com/benchq/benchq/internal/catalog"
 	"github.com/benchq/benchq/internal/localdb"
 	"github.com/benchq/benchq/internal/procs"
@@ -128,7 +129,9 @@ func TestLocalRedeployRestartsDeadSUTOnSamePort(t *testing.T) {
 	l := newLocal(t)
 	const code, conf = "1700000002", "Redis-1"
 	teardownAtEnd(t, l, code, conf)
-	spec := Spec{Code: code, Configuration: conf, DBMS: "Redis", Benchmark: "ycsb"}
+	// Kubernetes-only settings are accepted (and logged as ignored).
+	spec := Spec{Code: code, Configuration: conf, DBMS: "Redis", Benchmark: "ycsb",
+		SUT: &contracts.SUTSpec{Resources: &contracts.Resources{RequestCPU: "4"}, Node: "n1", UseCase: "ycsb-0.1"}}
 	d, err := l.Deploy(ctx, spec)
 	if err != nil {
 		t.Fatal(err)
@@ -257,5 +260,15 @@ func TestLocalTeardownOfNothing(t *testing.T) {
 	t.Parallel()
 	if err := newLocal(t).Teardown(t.Context(), "1", "never-deployed"); err != nil {
 		t.Fatal(err)
+	}
+}
+
+func TestLocalIgnores(t *testing.T) {
+	if got := localIgnores(nil); got != nil {
+		t.Errorf("nil spec: %v", got)
+	}
+	got := strings.Join(localIgnores(&contracts.SUTSpec{Storage: &contracts.Storage{Size: "1Gi"}, Node: "n", Workers: 3}), "; ")
+	if got != "storage (-rst/-rss/-rsr); node (-rnn)" {
+		t.Errorf("got %q", got)
 	}
 }
