@@ -120,7 +120,7 @@ func TestNamesMatchJSON(t *testing.T) {
 		"request": SubjRequest, "stop": SubjStop, "rejected": SubjRejected, "planned": SubjPlanned, "deploy": SubjDeploy, "teardown": SubjTeardown,
 		"sut_ready": SubjSUTReady, "sut_failed": SubjSUTFailed, "sut_removed": SubjSUTRemoved, "shard": SubjShard,
 		"barrier_ready": SubjBarrierReady, "barrier_go": SubjBarrierGo, "interval": SubjInterval, "final": SubjFinal,
-		"phase_started": SubjPhaseStarted, "phase_done": SubjPhaseDone, "phase_failed": SubjPhaseFailed,
+		"phase_started": SubjPhaseStarted, "phase_done": SubjPhaseDone, "phase_failed": SubjPhaseFailed, "phase_skipped": SubjPhaseSkipped,
 		"experiment_done": SubjExperimentDone, "experiment_failed": SubjExperimentFailed, "experiment_cancelled": SubjExperimentCancelled,
 	}
 	if !reflect.DeepEqual(n.Subjects, want) {

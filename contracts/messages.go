@@ -189,9 +189,32 @@ type Deploy struct {
 // Teardown asks the deployer to remove one SUT configuration.
 type Teardown struct {
 	Envelope
-	Configuration string `json:"configuration"`
-	DBMS          string `json:"dbms"`
-	Reason        string `json:"reason,omitempty"`
+	Configuration string        `json:"configuration"`
+	DBMS          string        `json:"dbms"`
+	Reason        string        `json:"reason,omitempty"`
+	Loaded        *VolumeLoaded `json:"loaded,omitempty"`
+}
+
+// VolumeLoaded tells the deployer, with the teardown, that the
+// configuration's loading phase filled its persistent volume: the backend
+// records it so later experiments skip loading.
+type VolumeLoaded struct {
+	Volume       string    `json:"volume"` // from sut.ready info["volume"]
+	LoadingTimeS float64   `json:"loading_time_s"`
+	At           time.Time `json:"at"`
+	By           string    `json:"by"` // the experiment code
+}
+
+// VolumeEntry is a volume's entry in the volumes KV bucket (key = name),
+// written by a backend with persistent storage; benchq status lists them.
+type VolumeEntry struct {
+	Name         string  `json:"name"`
+	DBMS         string  `json:"dbms"`
+	UseCase      string  `json:"use_case"`
+	Loaded       bool    `json:"loaded"`
+	TimeLoadingS float64 `json:"time_loading_s"`
+	Size         string  `json:"size"`
+	Class        string  `json:"class,omitempty"`
 }
 
 // Endpoint tells drivers how to reach a SUT.
@@ -372,6 +395,9 @@ const (
 	PhaseStarted = "started"
 	PhaseDone    = "done"
 	PhaseFailed  = "failed"
+	// PhaseSkipped: a loading phase not run because the SUT's persistent
+	// volume already holds the data set (reason says which volume).
+	PhaseSkipped = "skipped"
 )
 
 // PhaseEvent reports a phase's state change.

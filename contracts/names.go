@@ -40,6 +40,7 @@ const (
 	SubjPhaseStarted        = "benchq.exp.{code}.phase.started"
 	SubjPhaseDone           = "benchq.exp.{code}.phase.done"
 	SubjPhaseFailed         = "benchq.exp.{code}.phase.failed"
+	SubjPhaseSkipped        = "benchq.exp.{code}.phase.skipped"
 	SubjExperimentDone      = "benchq.exp.{code}.done"
 	SubjExperimentFailed    = "benchq.exp.{code}.failed"
 	SubjExperimentCancelled = "benchq.exp.{code}.cancelled"

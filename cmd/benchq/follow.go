@@ -194,6 +194,8 @@ func describe(subject string, data []byte) (line, end, rejected string) {
 		return fmt.Sprintf("phase started: %s (%s, %v shards)", str("phase"), str("kind"), m["shards"]), "", ""
 	case strings.HasSuffix(subject, ".phase.done"):
 		return fmt.Sprintf("phase done: %s (%s)", str("phase"), span(str("started_at"), str("ended_at"))), "", ""
+	case strings.HasSuffix(subject, ".phase.skipped"):
+		return fmt.Sprintf("phase skipped: %s: %s", str("phase"), str("reason")), "", ""
 	case strings.HasSuffix(subject, ".phase.failed"):
 		return fmt.Sprintf("phase FAILED: %s: %s", str("phase"), str("reason")), "", ""
 	case strings.HasSuffix(subject, ".done"), strings.HasSuffix(subject, ".failed"), strings.HasSuffix(subject, ".cancelled"):

@@ -214,20 +214,9 @@ func agentTable(ctx context.Context, js jetstream.JetStream) [][]string {
 	})
 }
 
-// Volume is an entry of the volumes KV bucket, written by a backend with
-// persistent storage (the Kubernetes backend).
-type Volume struct {
-	Name         string  `json:"name"`
-	DBMS         string  `json:"dbms"`
-	UseCase      string  `json:"use_case"`
-	Loaded       bool    `json:"loaded"`
-	TimeLoadingS float64 `json:"time_loading_s"`
-	Size         string  `json:"size"`
-}
-
 func volumeTable(ctx context.Context, js jetstream.JetStream) [][]string {
 	return kvTable(ctx, js, contracts.KVVolumes, 6, "(none: the local backend keeps no volumes)", func(k string, v []byte) []string {
-		var vol Volume
+		var vol contracts.VolumeEntry
 		_ = json.Unmarshal(v, &vol)
 		return []string{k, vol.DBMS, vol.UseCase, fmt.Sprint(vol.Loaded), fmt.Sprintf("%.0f", vol.TimeLoadingS), vol.Size}
 	})

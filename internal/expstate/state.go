@@ -55,6 +55,11 @@ type Config struct {
 	Failed   string              `json:"failed,omitempty"`
 	// Reruns lists why earlier attempts of phases were abandoned.
 	Reruns []string `json:"reruns,omitempty"`
+	// Volume is the SUT's persistent volume (from sut.ready), and
+	// LoadingTimeS how long this configuration's loading phase took to fill
+	// it (0: not loaded here).
+	Volume       string  `json:"volume,omitempty"`
+	LoadingTimeS float64 `json:"loading_time_s,omitempty"`
 }
 
 // Phase tracks the running phase of a configuration.

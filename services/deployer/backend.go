@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"time"
 
 	"github.com/benchq/benchq/contracts"
 )
@@ -27,4 +28,12 @@ type Deployed struct {
 type Backend interface {
 	Deploy(ctx context.Context, s Spec) (Deployed, error)
 	Teardown(ctx context.Context, code, configuration string) error
+}
+
+// Volumes is implemented by backends with persistent volumes (Kubernetes):
+// MarkLoaded records that a loading phase filled a volume, List reads them
+// for the volumes KV bucket (benchq status).
+type Volumes interface {
+	MarkLoaded(ctx context.Context, volume string, loadingTime time.Duration, by string, at time.Time) error
+	VolumeEntries(ctx context.Context) ([]contracts.VolumeEntry, error)
 }

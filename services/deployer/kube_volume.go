@@ -1,6 +1,8 @@
 package main
 
 import (
+	"github.com/benchq/benchq/contracts"
+
 	"context"
 	"encoding/json"
 	"fmt"
@@ -192,3 +194,19 @@ func (k *Kube) Volumes(ctx context.Context) ([]Volume, error) {
 	slices.SortFunc(out, func(a, b Volume) int { return strings.Compare(a.Name, b.Name) })
 	return out, nil
 }
+
+// VolumeEntries lists the volumes as entries of the volumes KV bucket.
+func (k *Kube) VolumeEntries(ctx context.Context) ([]contracts.VolumeEntry, error) {
+	vols, err := k.Volumes(ctx)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]contracts.VolumeEntry, 0, len(vols))
+	for _, v := range vols {
+		out = append(out, contracts.VolumeEntry{Name: v.Name, DBMS: v.DBMS, UseCase: v.UseCase, Loaded: v.Loaded,
+			TimeLoadingS: v.LoadingTime, Size: v.Size, Class: v.Class})
+	}
+	return out, nil
+}
+
+var _ Volumes = (*Kube)(nil) // the kubernetes backend keeps persistent volumes

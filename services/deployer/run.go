@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -123,12 +124,45 @@ func (d *Deployer) deploy(ctx context.Context, job contracts.Deploy) error {
 }
 
 func (d *Deployer) teardown(ctx context.Context, job contracts.Teardown) error {
+	vols, persistent := d.backend.(Volumes)
+	if job.Loaded != nil && persistent {
+		// Before the SUT goes: a crash in between redelivers the job, and
+		// marking again is harmless.
+		if err := vols.MarkLoaded(ctx, job.Loaded.Volume, time.Duration(job.Loaded.LoadingTimeS*float64(time.Second)), job.Loaded.By, job.Loaded.At); err != nil {
+			return fmt.Errorf("mark volume %s loaded: %w", job.Loaded.Volume, err) // redelivered
+		}
+	}
 	if err := d.backend.Teardown(ctx, job.Code, job.Configuration); err != nil {
 		return fmt.Errorf("teardown %s: %w", job.Configuration, err) // redelivered
+	}
+	if persistent {
+		d.syncVolumes(ctx, vols)
 	}
 	d.log.Info("sut removed", "code", job.Code, "configuration", job.Configuration, "reason", job.Reason)
 	return d.bus.Publish(ctx, contracts.Subject(contracts.SubjSUTRemoved, job.Code, "", ""), &contracts.SUTRemoved{
 		Envelope:      contracts.NewEnvelope(job.Code, job.ID+".removed", time.Now()),
 		Configuration: job.Configuration, DBMS: job.DBMS,
 	})
+}
+
+// syncVolumes mirrors the backend's volumes into the volumes KV bucket for
+// benchq status. Best effort: the backend's own record (PVC annotations) is
+// the truth, and the next teardown syncs again.
+func (d *Deployer) syncVolumes(ctx context.Context, vols Volumes) {
+	entries, err := vols.VolumeEntries(ctx)
+	if err != nil {
+		d.log.Warn("volumes not listed", "err", err)
+		return
+	}
+	kv, err := d.bus.JS.KeyValue(ctx, contracts.KVVolumes)
+	if err != nil {
+		d.log.Warn("no volumes bucket", "err", err)
+		return
+	}
+	for _, e := range entries {
+		data, _ := json.Marshal(e)
+		if _, err := kv.Put(ctx, e.Name, data); err != nil {
+			d.log.Warn("volume not recorded", "volume", e.Name, "err", err)
+		}
+	}
 }

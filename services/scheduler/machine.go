@@ -263,6 +263,28 @@ func (s *State) onSUTReady(m *contracts.SUTReady, now time.Time) []Out {
 	}
 	ep := m.Endpoint
 	s.Configs[i].Status, s.Configs[i].Endpoint, s.Configs[i].Deadline = cfgRunning, &ep, nil
+	volume, _ := m.Info["volume"].(string)
+	loaded, _ := m.Info["volume_loaded"].(bool)
+	s.Configs[i].Volume = volume
+	phases := s.Plan.Configurations[i].Phases
+	if loaded && len(phases) > 0 && phases[0].Kind == contracts.KindLoad {
+		// bexhoma's "Database is persisted to disk": the volume already
+		// holds this data set, so the loading phase is skipped.
+		reason := fmt.Sprintf("the database is persisted on volume %s", volume)
+		if at, _ := m.Info["volume_loaded_at"].(string); at != "" {
+			reason += ", loaded at " + at
+		}
+		if by, _ := m.Info["volume_loaded_by"].(string); by != "" {
+			reason += " by experiment " + by
+		}
+		s.Configs[i].Phase = 0
+		ph := phases[0]
+		out := []Out{{Subject: contracts.Subject(contracts.SubjPhaseSkipped, s.Code, "", ""), Msg: &contracts.PhaseEvent{
+			Envelope: env(s.Code, fmt.Sprintf("%s.%s.skipped", s.Code, ph.Name), now), Configuration: s.Plan.Configurations[i].Name,
+			Phase: ph.Name, Kind: ph.Kind, Status: contracts.PhaseSkipped, Attempt: 1, Shards: len(ph.Shards), Reason: reason,
+		}}}
+		return append(out, s.startPhase(i, 1, now)...)
+	}
 	return s.startPhase(i, 0, now)
 }
 
@@ -386,8 +408,13 @@ func (s *State) onFinal(m *contracts.Final, now time.Time) []Out {
 // remaining phases are skipped (listed in the failure) and the experiment
 // goes on with its other configurations.
 func (s *State) endPhase(i int, reason string, now time.Time) []Out {
-	out := []Out{s.closePhase(i, reason, now)}
+	ph := s.Plan.Configurations[i].Phases[s.Configs[i].Phase]
+	closed := s.closePhase(i, reason, now)
+	out := []Out{closed}
 	if reason == "" {
+		if pe := closed.Msg.(*contracts.PhaseEvent); ph.Kind == contracts.KindLoad && pe.StartedAt != nil && pe.EndedAt != nil {
+			s.Configs[i].LoadingTimeS = pe.EndedAt.Sub(*pe.StartedAt).Seconds()
+		}
 		return append(out, s.startPhase(i, s.Configs[i].Phase+1, now)...)
 	}
 	phases := s.Plan.Configurations[i].Phases
@@ -511,9 +538,13 @@ func (s *State) teardown(i int, reason string, now time.Time) []Out {
 	pc := s.Plan.Configurations[i]
 	dl := now.Add(secs(s.Plan.Timeouts.SUTReadyS)).UTC()
 	s.Configs[i].Status, s.Configs[i].Deadline, s.Configs[i].Current = cfgTearing, &dl, nil
-	return []Out{{Subject: contracts.SubjTeardown, Msg: &contracts.Teardown{
+	td := &contracts.Teardown{
 		Envelope: env(s.Code, s.Code+"."+pc.Name+".teardown", now), Configuration: pc.Name, DBMS: pc.DBMS, Reason: reason,
-	}}}
+	}
+	if c := s.Configs[i]; c.Volume != "" && c.LoadingTimeS > 0 {
+		td.Loaded = &contracts.VolumeLoaded{Volume: c.Volume, LoadingTimeS: c.LoadingTimeS, At: now.UTC(), By: s.Code}
+	}
+	return []Out{{Subject: contracts.SubjTeardown, Msg: td}}
 }
 
 func (s *State) current(phase string, attempt int) (int, *PhaseState, bool) {

@@ -329,3 +329,36 @@ func TestActionStartHoldsTheSUT(t *testing.T) {
 		t.Fatalf("stop: %v", subjects(out))
 	}
 }
+
+// A SUT whose persistent volume already holds the data set skips loading
+// (bexhoma's "Database is persisted to disk"); a SUT whose loading filled
+// its volume says so with its teardown, so the backend can record it.
+func TestPersistedVolumes(t *testing.T) {
+	p := defaultPlan(t, nil)
+	s, _, _ := Start(p, []byte(`{}`), t0, 0)
+	out := s.Step(Event{SUTReady: &contracts.SUTReady{Configuration: p.Configurations[0].Name, Endpoint: contracts.Endpoint{Host: "h", Port: 1},
+		Info: map[string]any{"volume": "bq-redis-ycsb-0-1", "volume_loaded": true, "volume_loaded_by": "42"}}}, t0)
+	if got := strings.Join(subjects(out), " "); got != "benchq.exp.17.phase.skipped benchq.jobs.shard" {
+		t.Fatalf("persisted: %s", got)
+	}
+	if pe := out[0].Msg.(*contracts.PhaseEvent); pe.Status != contracts.PhaseSkipped || !strings.Contains(pe.Reason, "persisted on volume bq-redis-ycsb-0-1") || !strings.Contains(pe.Reason, "by experiment 42") {
+		t.Errorf("skipped %+v", pe)
+	}
+	if j := jobs(out); j[0].Kind != contracts.KindRun {
+		t.Errorf("first job %s", j[0].Kind)
+	}
+	out = runPhase(t, s, jobs(out), contracts.StatusOK)
+	if td := out[len(out)-1].Msg.(*contracts.Teardown); td.Loaded != nil {
+		t.Errorf("a skipped load marked the volume again: %+v", td.Loaded)
+	}
+
+	s, _, _ = Start(p, []byte(`{}`), t0, 0)
+	out = s.Step(Event{SUTReady: &contracts.SUTReady{Configuration: p.Configurations[0].Name, Endpoint: contracts.Endpoint{Host: "h", Port: 1},
+		Info: map[string]any{"volume": "bq-redis-ycsb-0-1", "volume_loaded": false}}}, t0)
+	out = runPhase(t, s, jobs(out), contracts.StatusOK) // load: shards 1 s … 4 s
+	out = runPhase(t, s, jobs(out), contracts.StatusOK)
+	td := out[len(out)-1].Msg.(*contracts.Teardown)
+	if td.Loaded == nil || td.Loaded.Volume != "bq-redis-ycsb-0-1" || td.Loaded.LoadingTimeS != 3 || td.Loaded.By != "17" {
+		t.Errorf("teardown %+v", td.Loaded)
+	}
+}

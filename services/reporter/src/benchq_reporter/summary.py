@@ -645,6 +645,8 @@ def workflow_notes(data: ExperimentData) -> list[str]:
     phases = data.phases.sort_values(["phase", "attempt"])
     for row in phases[phases["status"] == "failed"].itertuples(index=False):
         notes.append(f"Phase {row.phase} failed: {row.reason or 'no reason given'} (attempt {row.attempt})")
+    for row in phases[phases["status"] == "skipped"].itertuples(index=False):
+        notes.append(f"Phase {row.phase} skipped: {row.reason or 'no reason given'}")
     shards = data.shards.sort_values(["phase", "shard", "attempt"])
     for row in shards[shards["status"] != "ok"].itertuples(index=False):
         notes.append(
