@@ -1,0 +1,251 @@
+package tpcc
+
+import (
+	"context"
+	"database/sql"
+	"database/sql/driver"
+	"errors"
+	"fmt"
+	"net"
+	"net/url"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/lib/pq"
+	"github.com/pingcap/go-tpc/pkg/measurement"
+	"github.com/pingcap/go-tpc/pkg/workload"
+	gotpc "github.com/pingcap/go-tpc/tpcc"
+
+	"github.com/benchq/benchq/contracts"
+	"github.com/benchq/benchq/internal/benchbase"
+)
+
+// driverName is go-tpc's name for PostgreSQL (lib/pq); it selects go-tpc's
+// PostgreSQL DDL and placeholders.
+const driverName = "postgres"
+
+// DSN is the lib/pq connection URL of a PostgreSQL endpoint.
+func DSN(ep contracts.Endpoint) string {
+	u := url.URL{
+		Scheme: "postgres",
+		Host:   net.JoinHostPort(ep.Host, strconv.Itoa(ep.Port)),
+		Path:   "/" + ep.Database,
+		// binary_parameters: a statement with parameters is parsed, bound
+		// and executed in one round trip, which also keeps an unnamed
+		// statement on one server connection behind a transaction pooler.
+		RawQuery: "sslmode=disable&application_name=benchq-tpcc&binary_parameters=yes",
+	}
+	if ep.Database == "" {
+		u.Path = "/postgres"
+	}
+	switch {
+	case ep.User != "" && ep.Password != "":
+		u.User = url.UserPassword(ep.User, ep.Password)
+	case ep.User != "":
+		u.User = url.User(ep.User)
+	}
+	return u.String()
+}
+
+// openDB opens a pool on ep and checks that the server answers. With
+// oneShot, its connections prepare nothing (see oneShotConnector).
+func openDB(ctx context.Context, ep contracts.Endpoint, oneShot bool) (*sql.DB, error) {
+	pqc, err := pq.NewConnector(DSN(ep))
+	if err != nil {
+		return nil, fmt.Errorf("postgres %s:%d: %w", ep.Host, ep.Port, err)
+	}
+	var connector driver.Connector = pqc
+	if oneShot {
+		connector = oneShotConnector{pqc}
+	}
+	db := sql.OpenDB(connector)
+	pctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+	defer cancel()
+	if err := db.PingContext(pctx); err != nil {
+		_ = db.Close()
+		return nil, fmt.Errorf("postgres %s:%d: %w", ep.Host, ep.Port, err)
+	}
+	return db, nil
+}
+
+// oneShotConnector opens connections on which preparing a statement costs
+// nothing: a statement is sent with its parameters when it runs, as the
+// unnamed statement (one round trip with binary_parameters), as
+// PostgreSQL's JDBC driver (Benchbase) sends a connection's first
+// executions of a statement, or all of them with prepareThreshold=0. Used
+// with a new connection per request, where go-tpc would prepare its ~40
+// statements on every connection and close them with it (some 80 extra
+// round trips and 40 parses each), and behind a transaction pooler, where
+// a named statement does not survive its transaction.
+type oneShotConnector struct{ driver.Connector }
+
+func (c oneShotConnector) Connect(ctx context.Context) (driver.Conn, error) {
+	conn, err := c.Connector.Connect(ctx)
+	if err != nil {
+		return nil, err
+	}
+	pc, ok := conn.(pqConn)
+	if !ok {
+		_ = conn.Close()
+		return nil, fmt.Errorf("one-shot statements: %T lacks context methods", conn)
+	}
+	return oneShotConn{pc}, nil
+}
+
+// neverPrepares reports whether a JDBC URL forbids server-side prepared
+// statements (prepareThreshold=0: the catalog's PgBouncer).
+func neverPrepares(jdbcURL string) bool {
+	_, query, ok := strings.Cut(jdbcURL, "?")
+	if !ok {
+		return false
+	}
+	v, err := url.ParseQuery(query)
+	return err == nil && v.Get("prepareThreshold") == "0"
+}
+
+// pqConn is what lib/pq's connection implements and oneShotConn passes on.
+type pqConn interface {
+	driver.Conn
+	driver.ConnBeginTx
+	driver.ExecerContext
+	driver.QueryerContext
+	driver.Pinger
+}
+
+type oneShotConn struct{ pqConn }
+
+func (c oneShotConn) Prepare(query string) (driver.Stmt, error) {
+	return oneShotStmt{c.pqConn, query}, nil
+}
+
+func (c oneShotConn) PrepareContext(_ context.Context, query string) (driver.Stmt, error) {
+	return oneShotStmt{c.pqConn, query}, nil
+}
+
+type oneShotStmt struct {
+	conn  pqConn
+	query string
+}
+
+func (s oneShotStmt) Close() error  { return nil }
+func (s oneShotStmt) NumInput() int { return -1 }
+
+func (s oneShotStmt) ExecContext(ctx context.Context, args []driver.NamedValue) (driver.Result, error) {
+	return s.conn.ExecContext(ctx, s.query, args)
+}
+
+func (s oneShotStmt) QueryContext(ctx context.Context, args []driver.NamedValue) (driver.Rows, error) {
+	return s.conn.QueryContext(ctx, s.query, args)
+}
+
+func (s oneShotStmt) Exec(args []driver.Value) (driver.Result, error) {
+	return s.ExecContext(context.Background(), named(args))
+}
+
+func (s oneShotStmt) Query(args []driver.Value) (driver.Rows, error) {
+	return s.QueryContext(context.Background(), named(args))
+}
+
+func named(args []driver.Value) []driver.NamedValue {
+	nv := make([]driver.NamedValue, len(args))
+	for i, v := range args {
+		nv[i] = driver.NamedValue{Ordinal: i + 1, Value: v}
+	}
+	return nv
+}
+
+// workloader is go-tpc's TPC-C workload on db for warehouses and threads;
+// weights are NewOrder, Payment, OrderStatus, Delivery, StockLevel in
+// percent (nil: TPC-C's mix).
+func workloader(db *sql.DB, database string, warehouses, threads int, weights []int) (workload.Workloader, error) {
+	var wl workload.Workloader
+	err := safely("go-tpc workload", func() error {
+		var err error
+		wl, err = gotpc.NewWorkloader(db, &gotpc.Config{
+			Driver: driverName, DBName: database, Threads: threads, Warehouses: warehouses,
+			Parts: 1, PartitionType: gotpc.PartitionTypeHash, Weight: weights,
+			Isolation: int(sql.LevelReadCommitted),
+			// Zero would make go-tpc's own histograms reject every value.
+			MaxMeasureLatency: measurement.DefaultMaxLatency,
+		})
+		return err
+	})
+	return wl, err
+}
+
+// safely runs f and turns a panic into an error: go-tpc panics where it
+// cannot connect or prepare a statement, and a lost connection must fail a
+// request, not the agent.
+func safely(what string, f func() error) (err error) {
+	defer func() {
+		if r := recover(); r != nil {
+			err = fmt.Errorf("%s: %v", what, r)
+		}
+	}()
+	return f()
+}
+
+// withState is ctx carrying go-tpc's per-thread state from state. go-tpc
+// keeps a thread's state (its connection, prepared statements, random
+// source) as a value of the context InitThread returns; a terminal opens
+// its connections before READY and runs under the Run's context, so the
+// state moves over as a value while cancellation stays ctx's.
+func withState(ctx, state context.Context) context.Context {
+	return stateContext{Context: ctx, state: state}
+}
+
+type stateContext struct {
+	context.Context
+	state context.Context
+}
+
+func (c stateContext) Value(key any) any {
+	if v := c.state.Value(key); v != nil {
+		return v
+	}
+	return c.Context.Value(key)
+}
+
+// ErrNotLoaded: the database does not hold the shard's warehouses.
+var ErrNotLoaded = errors.New("tpc-c data not loaded")
+
+// checkLoaded fails unless the warehouse table holds exactly warehouses rows.
+func checkLoaded(ctx context.Context, db *sql.DB, warehouses int) error {
+	var n int
+	err := db.QueryRowContext(ctx, "SELECT count(*) FROM warehouse").Scan(&n)
+	var pqErr *pq.Error
+	if errors.As(err, &pqErr) && pqErr.Code == "42P01" { // undefined_table
+		return fmt.Errorf("%w: no warehouse table", ErrNotLoaded)
+	}
+	if err != nil {
+		return fmt.Errorf("count warehouses: %w", err)
+	}
+	if n != warehouses {
+		return fmt.Errorf("%w: %d warehouses, the shard expects %d", ErrNotLoaded, n, warehouses)
+	}
+	return nil
+}
+
+// CountRows counts the rows of TPC-C's tables.
+func CountRows(ctx context.Context, ep contracts.Endpoint) (map[string]int64, error) {
+	db, err := openDB(ctx, ep, false)
+	if err != nil {
+		return nil, err
+	}
+	defer db.Close()
+	return countRows(ctx, db)
+}
+
+func countRows(ctx context.Context, db *sql.DB) (map[string]int64, error) {
+	rows := make(map[string]int64, len(benchbase.TPCCTables))
+	for _, t := range benchbase.TPCCTables {
+		var n int64
+		// Table names are constants of ours, not input.
+		if err := db.QueryRowContext(ctx, "SELECT count(*) FROM "+t).Scan(&n); err != nil {
+			return nil, fmt.Errorf("count %s: %w", t, err)
+		}
+		rows[t] = n
+	}
+	return rows, nil
+}

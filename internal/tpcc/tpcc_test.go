@@ -1,0 +1,272 @@
+package tpcc
+
+import (
+	"context"
+	"database/sql"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/url"
+	"strconv"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/benchq/benchq/contracts"
+	"github.com/benchq/benchq/internal/benchbase"
+	"github.com/benchq/benchq/internal/testenv"
+)
+
+// endpoint turns testenv's PostgreSQL URL into the SUT endpoint a shard gets.
+func endpoint(t *testing.T, raw string) contracts.Endpoint {
+	t.Helper()
+	u, err := url.Parse(raw)
+	if err != nil {
+		t.Fatal(err)
+	}
+	port, err := strconv.Atoi(u.Port())
+	if err != nil {
+		t.Fatal(err)
+	}
+	return contracts.Endpoint{Host: u.Hostname(), Port: port, Database: u.Path[1:], User: u.User.Username()}
+}
+
+// intervals collects what a progress callback gets.
+type intervals struct {
+	mu  sync.Mutex
+	ivs []contracts.Interval
+}
+
+func (c *intervals) add(iv contracts.Interval) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.ivs = append(c.ivs, iv)
+}
+
+func (c *intervals) all() []contracts.Interval {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return append([]contracts.Interval(nil), c.ivs...)
+}
+
+func TestLoadThenRun(t *testing.T) {
+	if testing.Short() {
+		t.Skip("loads a TPC-C warehouse into a real PostgreSQL")
+	}
+	ep := endpoint(t, testenv.Postgres(t))
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+	defer cancel()
+
+	if _, err := Prepare(ctx, ep, contracts.TPCCShard{Warehouses: 1, Terminals: 1, DurationS: 1}); !errors.Is(err, ErrNotLoaded) {
+		t.Fatalf("Prepare before loading: %v, want ErrNotLoaded", err)
+	}
+
+	var loadProgress intervals
+	load, err := Load(ctx, ep, contracts.TPCCShard{Warehouses: 1, Terminals: 2, StatusInterval: 1}, loadProgress.add)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("loaded 1 warehouse with 2 threads in %s: %v", load.Elapsed, load.Rows)
+	checkSpecRows(t, load.Rows, 1)
+	if ivs := loadProgress.all(); len(ivs) == 0 || ivs[len(ivs)-1].Operations != sum(load.Rows) {
+		t.Errorf("load progress %+v: want a last interval with all %d rows", ivs, sum(load.Rows))
+	}
+	// The progress reports' source: PostgreSQL's insert counters, which catch
+	// up with the rows within a second or so.
+	statsDB, err := openDB(ctx, ep, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer statsDB.Close()
+	testenv.Eventually(t, 30*time.Second, func() error {
+		n, err := insertedRows(ctx, statsDB)
+		if err == nil && n != sum(load.Rows) {
+			err = fmt.Errorf("pg_stat_user_tables counts %d inserted rows, the tables hold %d", n, sum(load.Rows))
+		}
+		return err
+	})
+	var f contracts.Final
+	load.FillFinal(&f)
+	if f.Threads != 2 || len(f.Operations) != len(benchbase.TPCCTables) || f.RuntimeMS <= 0 || f.Throughput <= 0 {
+		t.Errorf("load Final: %+v", f)
+	}
+	// Payment inserts one history row: the ones counted OK committed (the
+	// runs' last requests, not measured, may add one per terminal).
+	var payments, unmeasured int64
+
+	t.Run("two terminals unthrottled", func(t *testing.T) {
+		const duration = 10 * time.Second
+		sh := contracts.TPCCShard{Warehouses: 1, Terminals: 2, DurationS: int(duration / time.Second), StatusInterval: 3}
+		b, err := Prepare(ctx, ep, sh)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer b.Close()
+		var progress intervals
+		start := time.Now().Add(200 * time.Millisecond)
+		res, err := b.Run(ctx, start, progress.add)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Logf("%d requests, throughput %.1f/s, goodput %.1f/s, p95 %.0f µs, errors %v",
+			res.MeasuredRequests, res.Throughput, res.Goodput, res.Latency.P95US, res.ErrorMessages)
+		checkResult(t, res, sh, start)
+		payments += res.Transactions[1].Outcomes[benchbase.CodeOK]
+		unmeasured += int64(sh.Terminals)
+
+		// Intervals at 3, 6, 9 s and one at the end, adding up to the total.
+		ivs := progress.all()
+		var n float64
+		for _, iv := range ivs {
+			for _, m := range iv.PerOp {
+				n += m["Count"]
+			}
+		}
+		if len(ivs) != 4 || ivs[3].ElapsedS != 10 || ivs[3].Operations != res.MeasuredRequests || int64(n) != res.MeasuredRequests {
+			t.Errorf("intervals %+v: want 4, the last at 10 s with all %d requests", ivs, res.MeasuredRequests)
+		}
+		for i, iv := range ivs[:3] {
+			if iv.ElapsedS != int64(3*(i+1)) || !iv.At.Equal(start.Add(time.Duration(3*(i+1))*time.Second).UTC()) {
+				t.Errorf("interval %d: elapsed %d at %v", i, iv.ElapsedS, iv.At)
+			}
+		}
+	})
+
+	t.Run("rate and a new connection per transaction", func(t *testing.T) {
+		const rate, seconds = 40, 4
+		sh := contracts.TPCCShard{Warehouses: 1, Terminals: 2, Target: rate, DurationS: seconds, NewConnection: true}
+		db, err := openDB(ctx, ep, false)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer db.Close()
+		before := sessions(t, db, ep.Database)
+
+		start := time.Now().Add(200 * time.Millisecond)
+		res, err := Run(ctx, ep, sh, start, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Logf("%d requests at target %d/s: throughput %.1f/s, p95 %.0f µs", res.MeasuredRequests, rate, res.Throughput, res.Latency.P95US)
+		checkResult(t, res, sh, start)
+		payments += res.Transactions[1].Outcomes[benchbase.CodeOK]
+		unmeasured += int64(sh.Terminals)
+		// The schedule has rate × duration slots; none can be measured twice.
+		if res.MeasuredRequests > rate*seconds {
+			t.Errorf("%d requests measured, the rate allows %d", res.MeasuredRequests, rate*seconds)
+		}
+		ops := res.Operations()
+		intended := 0
+		for _, op := range ops {
+			if len(op.Name) > len(benchbase.IntendedPrefix) && op.Name[:len(benchbase.IntendedPrefix)] == benchbase.IntendedPrefix {
+				intended++
+			}
+		}
+		if intended != len(benchbase.TxTypes) {
+			t.Errorf("%d Intended-<Type> operations, want %d", intended, len(benchbase.TxTypes))
+		}
+		// Every request connected anew: at least as many sessions as requests.
+		testenv.Eventually(t, 15*time.Second, func() error {
+			if got := sessions(t, db, ep.Database) - before; got < res.MeasuredRequests {
+				return fmt.Errorf("%d new sessions for %d requests", got, res.MeasuredRequests)
+			}
+			return nil
+		})
+	})
+
+	rows, err := CountRows(ctx, ep)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if added := rows["history"] - load.Rows["history"]; added < payments || added > payments+unmeasured {
+		t.Errorf("%d history rows added by %d successful payments (+ up to %d unmeasured)", added, payments, unmeasured)
+	}
+}
+
+// checkSpecRows compares row counts with TPC-C's initial database
+// population (clause 4.3.3.1) for w warehouses.
+func checkSpecRows(t *testing.T, rows map[string]int64, w int64) {
+	t.Helper()
+	want := map[string]int64{
+		"warehouse": w, "district": 10 * w, "customer": 30000 * w, "history": 30000 * w,
+		"orders": 30000 * w, "new_order": 9000 * w, "item": 100000, "stock": 100000 * w,
+	}
+	for table, n := range want {
+		if rows[table] != n {
+			t.Errorf("%s has %d rows, TPC-C wants %d", table, rows[table], n)
+		}
+	}
+	// 5 to 15 lines per order.
+	if ol := rows["order_line"]; ol < 5*30000*w || ol > 15*30000*w {
+		t.Errorf("order_line has %d rows, want 5-15 per order", ol)
+	}
+}
+
+func checkResult(t *testing.T, res benchbase.Result, sh contracts.TPCCShard, start time.Time) {
+	t.Helper()
+	window := time.Duration(sh.DurationS) * time.Second
+	if res.Elapsed != window || res.Terminals != sh.Terminals || res.Rate != sh.Target || res.FinalState != "EXIT" {
+		t.Errorf("result settings %+v", res)
+	}
+	var requests, ok int64
+	for _, tx := range res.Transactions {
+		if tx.Requests == 0 || tx.Latency == nil || tx.Histogram == "" {
+			t.Errorf("%s: %d requests, latency %v", tx.Name, tx.Requests, tx.Latency)
+			continue
+		}
+		if got := tx.Outcomes[benchbase.CodeOK] + tx.Outcomes[benchbase.CodeError]; got != tx.Requests {
+			t.Errorf("%s: outcomes %v do not add up to %d requests", tx.Name, tx.Outcomes, tx.Requests)
+		}
+		rec, err := benchbase.DecodeRecorder(tx.Histogram)
+		if err != nil || rec.Count() != tx.Requests {
+			t.Errorf("%s: histogram of %d values (%v), want %d", tx.Name, rec.Count(), err, tx.Requests)
+		}
+		requests += tx.Requests
+		ok += tx.Outcomes[benchbase.CodeOK]
+	}
+	if len(res.Transactions) != len(benchbase.TxTypes) || requests != res.MeasuredRequests || ok != res.Successes {
+		t.Errorf("%d types, %d requests (measured %d), %d ok (successes %d)", len(res.Transactions), requests, res.MeasuredRequests, ok, res.Successes)
+	}
+	if want := float64(res.MeasuredRequests) / window.Seconds(); res.Throughput != want {
+		t.Errorf("throughput %v, want %v", res.Throughput, want)
+	}
+	if want := float64(res.Successes) / window.Seconds(); res.Goodput != want {
+		t.Errorf("goodput %v, want %v", res.Goodput, want)
+	}
+	if res.FirstOpAt == nil || res.FirstOpAt.Before(start) || res.LastOpAt == nil || !res.LastOpAt.Before(start.Add(window)) {
+		t.Errorf("window %v – %v outside %v + %v", res.FirstOpAt, res.LastOpAt, start, window)
+	}
+	var f contracts.Final
+	res.FillFinal(&f)
+	if f.Threads != sh.Terminals || f.RuntimeMS != float64(window.Milliseconds()) || f.Throughput != res.Throughput {
+		t.Errorf("Final %+v", f)
+	}
+	f.Envelope = contracts.NewEnvelope("fx", "fx.p.1.a1.final", start)
+	f.Configuration, f.Phase, f.Kind, f.Shard, f.Attempt = "PostgreSQL-1", "PostgreSQL-1-run1", contracts.KindRun, 1, 1
+	f.Agent, f.Status, f.StartedAt, f.EndedAt = "test", contracts.StatusOK, start, start.Add(window)
+	if b, err := json.Marshal(f); err != nil {
+		t.Error(err)
+	} else if err := contracts.Validate(contracts.SchemaFinal, b); err != nil {
+		t.Errorf("the Final does not pass the contract: %v", err)
+	}
+	all := f.Operations[len(f.Operations)-1]
+	if all.Name != benchbase.All || all.Count != res.MeasuredRequests || all.ReturnCodes[benchbase.CodeOK] != res.Successes {
+		t.Errorf("ALL operation %+v", all)
+	}
+}
+
+func sessions(t *testing.T, db *sql.DB, database string) int64 {
+	t.Helper()
+	var n int64
+	if err := db.QueryRow("SELECT sessions FROM pg_stat_database WHERE datname = $1", database).Scan(&n); err != nil {
+		t.Fatal(err)
+	}
+	return n
+}
+
+func sum(m map[string]int64) (n int64) {
+	for _, v := range m {
+		n += v
+	}
+	return n
+}
