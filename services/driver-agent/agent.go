@@ -131,7 +131,13 @@ func (a *Agent) stale(ctx context.Context, m jetstream.Msg, job contracts.ShardJ
 	return false, ""
 }
 
+// publishFinal publishes a shard's final with a context of its own, as
+// bus.settle's acks do: a SIGTERM while the publish waits for its PubAck
+// would fail it although JetStream stored the final, the job would be handed
+// back, and another agent would pick up a shard that already ran.
 func (a *Agent) publishFinal(ctx context.Context, f *contracts.Final) error {
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
+	defer cancel()
 	subj := contracts.Subject(contracts.SubjFinal, f.Code, f.Phase, fmt.Sprint(f.Shard))
 	return a.bus.Publish(ctx, subj, f)
 }
