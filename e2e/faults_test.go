@@ -338,7 +338,7 @@ func (s *stack) sampleSUTs(ctx context.Context) (stop func() (max, samples int))
 	go func() {
 		defer close(done)
 		for ctx.Err() == nil {
-			most = maxInt(most, s.liveSUTs())
+			most = max(most, s.liveSUTs())
 			n++
 			time.Sleep(50 * time.Millisecond)
 		}
@@ -348,13 +348,6 @@ func (s *stack) sampleSUTs(ctx context.Context) (stop func() (max, samples int))
 		<-done
 		return most, n
 	}
-}
-
-func maxInt(a, b int) int {
-	if a > b {
-		return a
-	}
-	return b
 }
 
 // tableRows counts the data rows of the first Markdown table after the

@@ -3,7 +3,6 @@ package main
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"flag"
 	"fmt"
 	"net/http"
@@ -16,6 +15,7 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/benchq/benchq/contracts"
+	"github.com/benchq/benchq/internal/bus"
 	"github.com/benchq/benchq/internal/expstate"
 	"github.com/benchq/benchq/internal/procs"
 )
@@ -165,26 +165,13 @@ func prometheusStatus(ctx context.Context, url string) string {
 	return "Running (" + url + ")"
 }
 
-// kvValues reads every entry of a KV bucket (none: an empty map).
+// kvValues reads every entry of a named KV bucket.
 func kvValues(ctx context.Context, js jetstream.JetStream, bucket string) (map[string][]byte, error) {
 	kv, err := js.KeyValue(ctx, bucket)
 	if err != nil {
 		return nil, fmt.Errorf("bucket %s: %w", bucket, err)
 	}
-	out := map[string][]byte{}
-	keys, err := kv.ListKeys(ctx)
-	if errors.Is(err, jetstream.ErrNoKeysFound) {
-		return out, nil
-	}
-	if err != nil {
-		return nil, err
-	}
-	for k := range keys.Keys() {
-		if e, err := kv.Get(ctx, k); err == nil { // an entry may expire between list and get
-			out[k] = e.Value()
-		}
-	}
-	return out, nil
+	return bus.Values(ctx, kv)
 }
 
 // kvTable renders a bucket's entries as sorted rows, or one row saying why

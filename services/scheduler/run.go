@@ -399,22 +399,15 @@ func (s *Scheduler) tick(ctx context.Context) error {
 // heartbeats reads the agents' last beats; nil (no lost-agent check) when
 // the bucket cannot be read.
 func (s *Scheduler) heartbeats(ctx context.Context) map[string]time.Time {
-	keys, err := s.agents.ListKeys(ctx)
-	beats := map[string]time.Time{}
-	if errors.Is(err, jetstream.ErrNoKeysFound) {
-		return beats
-	}
+	values, err := bus.Values(ctx, s.agents)
 	if err != nil {
 		s.log.Warn("agent heartbeats unreadable", "err", err)
 		return nil
 	}
-	for k := range keys.Keys() {
-		e, err := s.agents.Get(ctx, k)
-		if err != nil {
-			continue // expired between list and get: no beat
-		}
+	beats := map[string]time.Time{}
+	for k, v := range values {
 		var hb contracts.Heartbeat
-		if json.Unmarshal(e.Value(), &hb) == nil {
+		if json.Unmarshal(v, &hb) == nil {
 			beats[k] = hb.At
 		}
 	}
