@@ -13,6 +13,7 @@ step() { printf 'bootstrap: %s\n' "$*"; }
 need=()
 command -v redis-server >/dev/null || need+=(redis-server)
 ls /usr/lib/postgresql/*/bin/postgres >/dev/null 2>&1 || need+=(postgresql)
+command -v pgbouncer >/dev/null || [ -x /usr/sbin/pgbouncer ] || need+=(pgbouncer)
 command -v java >/dev/null || need+=(openjdk-17-jdk-headless)
 command -v mvn >/dev/null || need+=(maven)
 if [ ${#need[@]} -gt 0 ]; then

@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
-# End-to-end check of benchq's YCSB bindings and launcher against a throwaway redis-server and
-# a throwaway PostgreSQL 15, both on free loopback ports in a temp dir:
+# End-to-end check of benchq's YCSB bindings and launcher against a throwaway redis-server, a
+# throwaway 3-master Redis Cluster, a throwaway PostgreSQL 15 and a PgBouncer in front of it,
+# all on free loopback ports in a temp dir:
 #   - barrier protocol: BENCHQ READY on stderr, GO on stdin; exit 3 for an unreachable SUT or a
 #     missing table, exit 4 when stdin closes without GO; stdout carries only the summary;
 #   - load 10,000 records with 2 concurrent loaders (insertstart 0 / 5000) released together,
@@ -10,11 +11,18 @@
 #     dataintegrity=true no value read back differs from what was written;
 #   - two benchmarking shards of workload D on PostgreSQL (io.benchq.ycsb.ShardedWorkload),
 #     released with "GO <instant>": no duplicate key, count(*) = loaded + inserted, both report
-#     their window (BENCHQ FIRST_OP / LAST_OP) and write HdrHistogram logs.
+#     their window (BENCHQ FIRST_OP / LAST_OP) and write HdrHistogram logs;
+#   - Redis Cluster (redis.cluster=true; formed by redis-cli --cluster create): the same load,
+#     A, then E with two benchmarking shards; data keys = index entries = loaded + inserted,
+#     summed over the masters;
+#   - PgBouncer (transaction pooling) with prepareThreshold=0: batched load and workload A
+#     without any error; the same workload without prepareThreshold=0 is run too and its
+#     prepared-statement errors reported as a note (they are why the catalog sets it).
 # Prints the throughput of every phase and a final PASS/FAIL line. KEEP_TMP=1 keeps the temp dir
 # (YCSB outputs, server logs) for inspection; CHECK_YCSB_RECORDS / CHECK_YCSB_OPS change the
 # load size and the workload-A length. Needs: java 17, mvn,
-# redis-server, PostgreSQL 15 in /usr/lib/postgresql/15/bin, python3, runuser; run as root.
+# redis-server, redis-cli, PostgreSQL 15 in /usr/lib/postgresql/15/bin, pgbouncer, python3,
+# runuser, setpriv; run as root.
 set -euo pipefail
 
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
@@ -30,6 +38,9 @@ STEP_TIMEOUT=300 # seconds any single YCSB phase may take
 TMP=""
 REDIS_PID=""
 PG_DATA=""
+PGB_PID=""
+declare -a CLUSTER_PIDS=()
+declare -a CLUSTER_PORTS=()
 declare -a JAVA_PIDS=()
 declare -A FIFO_FD=()
 declare -A PID=()
@@ -64,6 +75,10 @@ cleanup() {
     stop_pid "$pid"
   done
   [ -n "$REDIS_PID" ] && stop_pid "$REDIS_PID"
+  for pid in "${CLUSTER_PIDS[@]}"; do
+    stop_pid "$pid"
+  done
+  [ -n "$PGB_PID" ] && stop_pid "$PGB_PID"
   if [ -n "$PG_DATA" ] && [ -f "$PG_DATA/postmaster.pid" ]; then
     # SIGINT = PostgreSQL's "fast" shutdown.
     stop_pid "$(head -n1 "$PG_DATA/postmaster.pid")" INT
@@ -114,6 +129,35 @@ done
 [ "$(rcli ping 2>/dev/null)" = "PONG" ] || fail "redis-server did not answer on $REDIS_PORT"
 say "redis-server pid $REDIS_PID on 127.0.0.1:$REDIS_PORT"
 
+# ---------------------------------------------------------------- redis cluster (3 masters)
+for i in 0 1 2; do
+  port="$(free_port)"
+  mkdir "$TMP/cluster$i"
+  redis-server --port "$port" --bind 127.0.0.1 --save '' --appendonly no --daemonize no \
+    --dir "$TMP/cluster$i" --cluster-enabled yes --cluster-config-file nodes.conf \
+    --cluster-port "$(free_port)" >"$TMP/cluster$i.log" 2>&1 &
+  CLUSTER_PIDS+=($!)
+  CLUSTER_PORTS+=("$port")
+done
+for i in 0 1 2; do
+  for _ in $(seq 100); do
+    [ "$(redis-cli -p "${CLUSTER_PORTS[$i]}" ping 2>/dev/null)" = "PONG" ] && break
+    kill -0 "${CLUSTER_PIDS[$i]}" 2>/dev/null || fail "cluster node $i died: $(cat "$TMP/cluster$i.log")"
+    sleep 0.1
+  done
+done
+redis-cli --cluster create "${CLUSTER_PORTS[@]/#/127.0.0.1:}" --cluster-yes \
+  >"$TMP/cluster-create.log" 2>&1 || fail "redis-cli --cluster create: $(tail -n 5 "$TMP/cluster-create.log")"
+for i in 0 1 2; do
+  for _ in $(seq 150); do
+    redis-cli -p "${CLUSTER_PORTS[$i]}" cluster info | grep -q 'cluster_state:ok' && break
+    sleep 0.2
+  done
+  redis-cli -p "${CLUSTER_PORTS[$i]}" cluster info | grep -q 'cluster_state:ok' \
+    || fail "cluster node $i: no cluster_state:ok"
+done
+say "redis cluster pids ${CLUSTER_PIDS[*]} on ports ${CLUSTER_PORTS[*]}"
+
 # ---------------------------------------------------------------- postgresql
 PG_PORT="$(free_port)"
 PG_DATA="$TMP/pg/data"
@@ -132,6 +176,34 @@ psql_ -d ycsb -c "CREATE TABLE usertable (YCSB_KEY VARCHAR(255) PRIMARY KEY$cols
   || fail "CREATE TABLE failed"
 say "postgres pid $(head -n1 "$PG_DATA/postmaster.pid") on 127.0.0.1:$PG_PORT"
 PG_URL="jdbc:postgresql://127.0.0.1:$PG_PORT/ycsb"
+
+# ---------------------------------------------------------------- pgbouncer (transaction pooling)
+PGB_PORT="$(free_port)"
+mkdir "$TMP/pgb"
+chown postgres: "$TMP/pgb"
+cat >"$TMP/pgb/pgbouncer.ini" <<EOF
+[databases]
+* = host=127.0.0.1 port=$PG_PORT user=postgres
+[pgbouncer]
+listen_addr = 127.0.0.1
+listen_port = $PGB_PORT
+unix_socket_dir =
+auth_type = any
+pool_mode = transaction
+max_client_conn = 64
+default_pool_size = 8
+ignore_startup_parameters = extra_float_digits
+EOF
+# pgbouncer refuses root; setpriv execs it (no intermediate process), so the pid is pgbouncer's.
+setpriv --reuid=postgres --regid=postgres --clear-groups pgbouncer "$TMP/pgb/pgbouncer.ini" \
+  >"$TMP/pgb/pgbouncer.log" 2>&1 &
+PGB_PID=$!
+for _ in $(seq 100); do
+  "$PGBIN/psql" -X -q -h 127.0.0.1 -p "$PGB_PORT" -U postgres -d ycsb -c 'SELECT 1' >/dev/null 2>&1 && break
+  kill -0 "$PGB_PID" 2>/dev/null || fail "pgbouncer died: $(cat "$TMP/pgb/pgbouncer.log")"
+  sleep 0.1
+done
+say "pgbouncer pid $PGB_PID on 127.0.0.1:$PGB_PORT (transaction pooling)"
 
 # ---------------------------------------------------------------- helpers
 REDIS_ARGS=(-db io.benchq.ycsb.RedisClient -p redis.host=127.0.0.1 -p "redis.port=$REDIS_PORT")
@@ -355,6 +427,70 @@ n="$(pg_count)"
   || fail "pg two shards: count(*) = $n, expected $RECORDS loaded + $inserted inserted"
 skew="$(awk -v a="${first[0]}" -v b="${first[1]}" 'BEGIN { d = a - b; if (d < 0) d = -d; printf "%.1f", d / 1e6 }')"
 report "pg workload d, 2 shards x 4 thr" "$(( $(throughput pg-shard1) + $(throughput pg-shard2) )) ops/s, $inserted inserts, start skew ${skew} ms"
+
+# ---------------------------------------------------------------- redis cluster
+say "redis cluster"
+RC_ARGS=(-db io.benchq.ycsb.RedisClient -p redis.host=127.0.0.1 -p "redis.port=${CLUSTER_PORTS[0]}"
+  -p redis.cluster=true)
+# cluster_rows: "<data keys> <index entries>" summed over the (3 master) nodes.
+cluster_rows() {
+  local keys=0 idx=0 p n key
+  for p in "${CLUSTER_PORTS[@]}"; do
+    n="$(redis-cli -p "$p" dbsize)"
+    for key in $(redis-cli -p "$p" --scan --pattern '_indices*'); do
+      n=$((n - 1))
+      idx=$((idx + $(redis-cli -p "$p" zcard "$key")))
+    done
+    keys=$((keys + n))
+  done
+  echo "$keys $idx"
+}
+load_phase rc "${RC_ARGS[@]}"
+read -r keys idx <<<"$(cluster_rows)"
+[ "$keys" -eq $RECORDS ] && [ "$idx" -eq $RECORDS ] \
+  || fail "redis cluster: $keys data keys, $idx indexed after load, expected $RECORDS"
+buckets="$(for p in "${CLUSTER_PORTS[@]}"; do redis-cli -p "$p" --scan --pattern '_indices*' | wc -l; done | paste -sd/)"
+say "redis cluster: $keys data keys, $idx index entries in $buckets buckets per master"
+run_workload rc a $RUN_OPS "${RC_ARGS[@]}"
+# Workload E (scans over the masters' index buckets) with two benchmarking shards, whose
+# inserts must not collide. (Only once: a second E run would insert the same new keys again.)
+for s in 1 2; do
+  launch "rc-shard$s" -t "${RC_ARGS[@]}" -P "$WL/workloade" -p recordcount=$RECORDS \
+    -p operationcount=2000 -p workload=io.benchq.ycsb.ShardedWorkload -p benchq.shard=$s \
+    -p benchq.shards=2 -p dataintegrity=true -threads 4 -s
+done
+run_phase rc-shard1 rc-shard2
+check_summary rc-shard1
+check_summary rc-shard2
+inserted=$(( $(ops rc-shard1 INSERT) + $(ops rc-shard2 INSERT) ))
+read -r keys idx <<<"$(cluster_rows)"
+[ "$keys" -eq $((RECORDS + inserted)) ] && [ "$idx" -eq "$keys" ] \
+  || fail "redis cluster, 2 shards of E: $keys data keys, $idx indexed, expected $RECORDS + $inserted"
+report "rc workload e, 2 shards x 4 thr" "$(( $(throughput rc-shard1) + $(throughput rc-shard2) )) ops/s (SCAN $(( $(ops rc-shard1 SCAN) + $(ops rc-shard2 SCAN) )), INSERT $inserted), $keys keys"
+
+# ---------------------------------------------------------------- pgbouncer
+say "pgbouncer (transaction pooling)"
+PGB_URL="jdbc:postgresql://127.0.0.1:$PGB_PORT/ycsb"
+PGB_ARGS=(-db io.benchq.ycsb.JdbcClient -p "db.url=$PGB_URL?prepareThreshold=0" -p db.user=postgres)
+PGB_BATCH_ARGS=(-db io.benchq.ycsb.JdbcClient
+  -p "db.url=$PGB_URL?reWriteBatchedInserts=true&prepareThreshold=0" -p db.user=postgres
+  -p db.batchsize=1000 -p jdbc.autocommit=false)
+psql_ -d ycsb -c "TRUNCATE usertable"
+load_phase pgb-batched "${PGB_BATCH_ARGS[@]}"
+n="$(pg_count)"
+[ "$n" -eq $RECORDS ] || fail "pgbouncer batched: count(*) = $n after load, expected $RECORDS"
+run_workload pgb a $RUN_OPS "${PGB_ARGS[@]}"
+for name in pgb-batched-load0 pgb-batched-load1 pgb-run-a; do
+  if grep -q 'prepared statement' "$TMP/$name.err"; then
+    fail "$name: prepared-statement errors despite prepareThreshold=0: $(grep -m1 'prepared statement' "$TMP/$name.err")"
+  fi
+done
+# The control: pgjdbc's default (server-side prepared statements from the 5th execution).
+launch pgb-noprep -t -db io.benchq.ycsb.JdbcClient -p "db.url=$PGB_URL" -p db.user=postgres \
+  -P "$WL/workloada" -p recordcount=$RECORDS -p operationcount=$RUN_OPS -threads 8 -s
+run_phase pgb-noprep
+errors="$(awk -F', ' '$2 == "Return=ERROR" {n += $3} END {print n + 0}' "$TMP/pgb-noprep.out")"
+NOTES+=("pgbouncer without prepareThreshold=0: $errors of $RUN_OPS operations failed ($(grep -c 'prepared statement' "$TMP/pgb-noprep.err" || true) prepared-statement errors logged)")
 
 # ---------------------------------------------------------------- summary
 echo

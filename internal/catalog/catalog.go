@@ -34,6 +34,15 @@ const (
 
 var kinds = []string{KindRedis, KindPostgreSQL, KindPgBouncer, KindRedisCluster, KindDragonfly, KindDragonflyCluster}
 
+// LocalKinds are the kinds the local backend can start, from the Debian
+// packages (redis-server, postgresql, pgbouncer). Dragonfly has no Debian
+// package and no build on the registries these machines reach: Kubernetes
+// only.
+var LocalKinds = []string{KindRedis, KindPostgreSQL, KindRedisCluster, KindPgBouncer}
+
+// RunsLocally reports whether the local backend can start this DBMS.
+func (e Entry) RunsLocally() bool { return slices.Contains(LocalKinds, e.Kind) }
+
 // Probes: how readiness is checked.
 const (
 	ProbeRedisPing  = "redis-ping"

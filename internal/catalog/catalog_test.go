@@ -171,8 +171,8 @@ func TestKubernetesSections(t *testing.T) {
 	}{
 		{"Redis", TopologySingle, true},
 		{"PostgreSQL", TopologySingle, true},
-		{"PgBouncer", TopologyPool, false},
-		{"RedisCluster", TopologyCluster, false},
+		{"PgBouncer", TopologyPool, true},
+		{"RedisCluster", TopologyCluster, true},
 		{"Dragonfly", TopologySingle, false},
 		{"DragonflyCluster", TopologyCluster, false},
 	} {

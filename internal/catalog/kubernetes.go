@@ -3,7 +3,6 @@ package catalog
 import (
 	"errors"
 	"fmt"
-	"slices"
 	"sort"
 	"strings"
 
@@ -152,12 +151,6 @@ func (e Entry) SettingArgsList() []string {
 	}
 	return out
 }
-
-// LocalKinds are the kinds the local backend can start.
-var LocalKinds = []string{KindRedis, KindPostgreSQL}
-
-// RunsLocally reports whether the local backend can start this DBMS.
-func (e Entry) RunsLocally() bool { return slices.Contains(LocalKinds, e.Kind) }
 
 func (k *Kubernetes) validate(e Entry) error {
 	var errs []error

@@ -21,6 +21,11 @@ type RedisOptions struct {
 	Settings map[string]string
 	// Timeout bounds the wait for the first PONG (default 30s).
 	Timeout time.Duration
+	// Cluster runs the server as a Redis Cluster node (cluster-enabled,
+	// nodes.conf in its dir) with its cluster bus on BusPort (0: a free
+	// port). StartRedisCluster forms the cluster.
+	Cluster bool
+	BusPort int
 }
 
 // Redis is a running redis-server.
@@ -72,7 +77,13 @@ func startRedis(ctx context.Context, dir string, port int, opts RedisOptions) (*
 				return nil, err
 			}
 		}
-		if err := os.WriteFile(r.confFile(), []byte(redisConf(dir, r.Port, opts.Settings)), 0o644); err != nil {
+		settings := opts.Settings
+		if opts.Cluster {
+			if settings, err = clusterSettings(r.Port, opts); err != nil {
+				return nil, err
+			}
+		}
+		if err := os.WriteFile(r.confFile(), []byte(redisConf(dir, r.Port, settings)), 0o644); err != nil {
 			return nil, fmt.Errorf("write redis.conf: %w", err)
 		}
 		if r.Pid, err = procs.Start(procs.Spec{
@@ -92,10 +103,34 @@ func startRedis(ctx context.Context, dir string, port int, opts RedisOptions) (*
 		stopCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
 		_ = r.Stop(stopCtx)
 		cancel()
-		if port != 0 || attempt == 3 || !errors.Is(err, ErrAddrInUse) {
+		picked := port == 0 || (opts.Cluster && opts.BusPort == 0)
+		if !picked || attempt == 3 || !errors.Is(err, ErrAddrInUse) {
 			return nil, err
 		}
 	}
+}
+
+// clusterSettings adds the cluster directives to opts.Settings (which win,
+// but for the bus port): a bus port other than port, picked when
+// opts.BusPort is 0.
+func clusterSettings(port int, opts RedisOptions) (map[string]string, error) {
+	bus := opts.BusPort
+	for bus == 0 || bus == port {
+		var err error
+		if bus, err = procs.FreePort(); err != nil {
+			return nil, err
+		}
+	}
+	s := map[string]string{
+		"cluster-enabled":      "yes",
+		"cluster-config-file":  "nodes.conf",
+		"cluster-node-timeout": "5000",
+	}
+	for k, v := range opts.Settings {
+		s[k] = v
+	}
+	s["cluster-port"] = strconv.Itoa(bus)
+	return s, nil
 }
 
 func (r *Redis) confFile() string { return filepath.Join(r.Dir, "redis.conf") }
@@ -148,22 +183,32 @@ func redisQuote(v string) string {
 
 // readRedisPort finds the port directive of a redis.conf we wrote.
 func readRedisPort(conf string) (int, error) {
-	f, err := os.Open(conf)
+	p, err := readRedisPortDirective(conf, "port")
 	if err != nil {
 		return 0, fmt.Errorf("port of running redis-server: %w", err)
+	}
+	return p, nil
+}
+
+// readRedisPortDirective reads a numeric directive (port, cluster-port,
+// quoted or not) of a redis.conf we wrote.
+func readRedisPortDirective(conf, name string) (int, error) {
+	f, err := os.Open(conf)
+	if err != nil {
+		return 0, err
 	}
 	defer f.Close()
 	sc := bufio.NewScanner(f)
 	for sc.Scan() {
-		if v, ok := strings.CutPrefix(sc.Text(), "port "); ok {
-			p, err := strconv.Atoi(strings.TrimSpace(v))
+		if v, ok := strings.CutPrefix(sc.Text(), name+" "); ok {
+			p, err := strconv.Atoi(strings.Trim(strings.TrimSpace(v), `"`))
 			if err != nil {
-				return 0, fmt.Errorf("port of running redis-server: %s: %w", conf, err)
+				return 0, fmt.Errorf("%s: %s: %w", conf, name, err)
 			}
 			return p, nil
 		}
 	}
-	return 0, fmt.Errorf("port of running redis-server: no port directive in %s", conf)
+	return 0, fmt.Errorf("no %s directive in %s", name, conf)
 }
 
 // liveRedis reports the pid in dir/redis.pid if it is a live redis-server.

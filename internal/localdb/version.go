@@ -8,9 +8,9 @@ import (
 	"strings"
 )
 
-// Version runs `binary --version` (redis-server or postgres) and returns the
-// product and version as bexhoma reports them: "Redis 7.0.15",
-// "PostgreSQL 15.14".
+// Version runs `binary --version` (redis-server, postgres or pgbouncer) and
+// returns the product and version as bexhoma reports them: "Redis 7.0.15",
+// "PostgreSQL 15.14", "PgBouncer 1.18.0".
 func Version(ctx context.Context, binary string) (string, error) {
 	out, err := exec.CommandContext(ctx, binary, "--version").CombinedOutput()
 	if err != nil {
@@ -26,6 +26,7 @@ func Version(ctx context.Context, binary string) (string, error) {
 var (
 	redisVersionRE = regexp.MustCompile(`^Redis server v=(\S+)`)
 	pgVersionRE    = regexp.MustCompile(`^postgres \(PostgreSQL\) (\S+)`)
+	pgbVersionRE   = regexp.MustCompile(`^PgBouncer (\S+)`)
 )
 
 func parseVersion(out string) (string, error) {
@@ -35,6 +36,9 @@ func parseVersion(out string) (string, error) {
 	}
 	if m := pgVersionRE.FindStringSubmatch(out); m != nil {
 		return "PostgreSQL " + m[1], nil
+	}
+	if m := pgbVersionRE.FindStringSubmatch(out); m != nil {
+		return "PgBouncer " + m[1], nil
 	}
 	return "", fmt.Errorf("unrecognised --version output %q", out)
 }

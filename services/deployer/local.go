@@ -23,8 +23,10 @@ const BackendLocal = "local"
 
 // Local runs SUTs as processes on this machine, one directory per
 // configuration: Root/<code>/<configuration>/ holds endpoint.json and the
-// server's directory data/. The servers are detached, so a restarted
-// deployer finds them through those files.
+// server's directory data/ (Redis, PostgreSQL; PgBouncer's backend), a
+// cluster's node directories cluster/node-<i>/, a pool's pool-<i>/. The
+// servers are detached, so a restarted deployer finds them through those
+// files.
 type Local struct {
 	Root string
 	Log  *slog.Logger
@@ -38,7 +40,14 @@ type localState struct {
 	DBMS     string             `json:"dbms"`
 	Kind     string             `json:"kind"`
 	Endpoint contracts.Endpoint `json:"endpoint"`
-	Pid      int                `json:"pid"`
+	Pid      int                `json:"pid"` // the endpoint's process
+	// Pids of every process of a cluster (nodes, masters first) or a pool
+	// (the pool processes, then the backend).
+	Pids []int `json:"pids,omitempty"`
+	// BackendPort is a pool's PostgreSQL, restarted there if it died.
+	BackendPort int `json:"backend_port,omitempty"`
+	// Info are facts of a cluster or pool for sut.ready (nodes, limits).
+	Info map[string]any `json:"info,omitempty"`
 }
 
 const stateFile = "endpoint.json"
@@ -94,6 +103,10 @@ func (l *Local) deploy(ctx context.Context, s Spec) (Deployed, error) {
 		st, binary, err = l.startRedis(ctx, dir, port, entry)
 	case catalog.KindPostgreSQL:
 		st, binary, err = l.startPostgres(ctx, dir, port, entry, s.Benchmark)
+	case catalog.KindRedisCluster:
+		st, binary, err = l.startRedisCluster(ctx, dir, entry, s.SUT)
+	case catalog.KindPgBouncer:
+		st, binary, err = l.startPgBouncer(ctx, dir, entry, s)
 	default:
 		err = fmt.Errorf("the local backend cannot run kind %q of %s", entry.Kind, entry.Name)
 	}
@@ -114,6 +127,9 @@ func (l *Local) deploy(ctx context.Context, s Spec) (Deployed, error) {
 	}
 	info["version"] = version
 	info["backend"] = BackendLocal
+	for k, v := range st.Info {
+		info[k] = v
+	}
 	log.Info("sut ready", "port", st.Endpoint.Port, "pid", st.Pid, "version", version)
 	return Deployed{Endpoint: st.Endpoint, Info: info, Backend: BackendLocal}, nil
 }
@@ -196,12 +212,18 @@ func (l *Local) Teardown(ctx context.Context, code, configuration string) error 
 	}
 	// Stop by the servers' own pid files rather than endpoint.json, which a
 	// deployer that crashed mid-deploy never wrote. Each Stop is a no-op
-	// when its server is not there.
+	// when its server is not there. A pool goes before its backend.
+	if err := stopPools(ctx, dir); err != nil {
+		return err
+	}
 	data := filepath.Join(dir, "data")
 	if err := (&localdb.Postgres{Dir: data}).Stop(ctx); err != nil {
 		return err
 	}
 	if err := (&localdb.Redis{Dir: data}).Stop(ctx); err != nil {
+		return err
+	}
+	if err := (&localdb.RedisCluster{Dir: filepath.Join(dir, clusterDir)}).Stop(ctx); err != nil {
 		return err
 	}
 	if err := os.RemoveAll(dir); err != nil {

@@ -227,9 +227,9 @@ func TestLocalUnknownDBMS(t *testing.T) {
 func TestLocalRefusesKubernetesOnlyDBMS(t *testing.T) {
 	t.Parallel()
 	l := newLocal(t)
-	for _, dbms := range []string{"PgBouncer", "RedisCluster", "Dragonfly", "DragonflyCluster"} {
+	for _, dbms := range []string{"Dragonfly", "DragonflyCluster"} {
 		_, err := l.Deploy(t.Context(), Spec{Code: "1", Configuration: dbms + "-1", DBMS: dbms, Benchmark: "ycsb"})
-		want := "deploy " + dbms + "-1: DBMS " + dbms + " needs the kubernetes backend (BENCHQ_BACKEND=kubernetes); the local backend runs only redis, postgresql"
+		want := "deploy " + dbms + "-1: DBMS " + dbms + " needs the kubernetes backend (BENCHQ_BACKEND=kubernetes); the local backend runs only redis, postgresql, redis-cluster, pgbouncer"
 		if err == nil || err.Error() != want {
 			t.Errorf("Deploy(%s) = %v, want %q", dbms, err, want)
 		}

@@ -13,6 +13,7 @@ import java.util.Map;
 import java.util.Properties;
 import java.util.Set;
 import java.util.Vector;
+import java.util.concurrent.atomic.AtomicInteger;
 import java.util.regex.Pattern;
 
 import site.ycsb.ByteIterator;
@@ -30,7 +31,9 @@ import site.ycsb.StringByteIterator;
  * <ul>
  *   <li>{@code db.url} (required) is passed to the driver untouched, so URL options such as
  *       {@code prepareThreshold=0} (needed behind PgBouncer in transaction mode) or
- *       {@code reWriteBatchedInserts=true} work as documented by pgJDBC.</li>
+ *       {@code reWriteBatchedInserts=true} work as documented by pgJDBC. One exception: a URL
+ *       with several hosts and {@code loadBalanceHosts=true} is spread evenly over the hosts
+ *       instead of at random ({@link #spread}).</li>
  *   <li>{@code db.user}, {@code db.passwd}; {@code db.driver} (optional class name to load).</li>
  *   <li>{@code db.batchsize} (default off): inserts are queued with JDBC batching and sent every
  *       N rows; queued inserts report {@code BATCHED_OK}, the one that sends the batch reports
@@ -71,6 +74,11 @@ public class JdbcClient extends DB {
   /** Errors logged per instance; see {@link RedisClient} for why this is capped. */
   private static final int MAX_LOGGED_ERRORS = 10;
 
+  /** Instances initialised in this process (the launcher's probe included), for {@link #spread}. */
+  private static final AtomicInteger INSTANCES = new AtomicInteger();
+
+  private static final String PG_PREFIX = "jdbc:postgresql://";
+
   private String url;
   private Properties connectionProps;
   private boolean autoCommit;
@@ -92,6 +100,8 @@ public class JdbcClient extends DB {
       throw new DBException("property " + URL_PROPERTY + " is required, e.g. "
           + "jdbc:postgresql://127.0.0.1:5432/ycsb");
     }
+    url = spread(url, RedisClient.intProperty(p, ShardedWorkload.SHARD_PROPERTY, 1),
+        RedisClient.intProperty(p, "threadcount", 1), INSTANCES.getAndIncrement());
     connectionProps = new Properties();
     String user = p.getProperty(USER_PROPERTY);
     if (user != null && !user.isEmpty()) {
@@ -140,6 +150,32 @@ public class JdbcClient extends DB {
       throw new DBException("table " + table + " is not usable: " + e.getMessage(), e);
     }
     OpWindow.awaitStart();
+  }
+
+  /**
+   * The URL one instance connects to. A PostgreSQL URL naming several hosts with
+   * {@code loadBalanceHosts=true} (the local backend's PgBouncer processes, standing in for a
+   * Kubernetes Service over the pool's pods) becomes a URL on one of them, taken round-robin
+   * over the phase's connections: instance i of shard s with T threads per shard uses host
+   * {@code ((s-1)*T + i) mod n}. pgJDBC alone picks a host at random per connection and fails
+   * over when one refuses, but pool processes whose max_client_conn is their exact share of the
+   * clients still refused some of many concurrent connects. Other URLs are returned as they
+   * are.
+   */
+  static String spread(String url, int shard, int threads, int instance) {
+    if (!url.startsWith(PG_PREFIX) || !url.contains("loadBalanceHosts=true")) {
+      return url;
+    }
+    int end = url.indexOf('/', PG_PREFIX.length());
+    if (end < 0) {
+      return url;
+    }
+    String[] hosts = url.substring(PG_PREFIX.length(), end).split(",");
+    if (hosts.length < 2) {
+      return url;
+    }
+    long n = (long) Math.max(shard - 1, 0) * Math.max(threads, 1) + instance;
+    return PG_PREFIX + hosts[(int) (n % hosts.length)] + url.substring(end);
   }
 
   @Override

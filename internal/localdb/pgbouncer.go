@@ -1,0 +1,311 @@
+package localdb
+
+import (
+	"bufio"
+	"context"
+	"errors"
+	"fmt"
+	"net/url"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"sort"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/benchq/benchq/internal/procs"
+)
+
+// PgBouncerOptions tune StartPgBouncer.
+type PgBouncerOptions struct {
+	// BackendPort is the PostgreSQL server on 127.0.0.1 the pool forwards
+	// to; every database name is passed through to it.
+	BackendPort int
+	// User is the backend user every client is logged in as (the pool
+	// authenticates nobody: auth_type any, as the local PostgreSQL trusts
+	// loopback). Default "postgres".
+	User string
+	// Database is the one the readiness probe queries through the pool
+	// (default "postgres").
+	Database string
+	// MaxClientConn is max_client_conn (inbound connections), PoolSize is
+	// default_pool_size and max_db_connections (outbound); 0 keeps
+	// PgBouncer's defaults.
+	MaxClientConn, PoolSize int
+	// Settings are extra [pgbouncer] settings; they win.
+	Settings map[string]string
+	// Timeout bounds the wait for the first SELECT 1 through the pool
+	// (default 30s).
+	Timeout time.Duration
+}
+
+// PgBouncer is a running pgbouncer in transaction pooling mode.
+type PgBouncer struct {
+	Dir  string // holds pgbouncer.ini, pgbouncer.pid, pgbouncer.log
+	Port int
+	Pid  int
+}
+
+// PgBouncerBinary locates pgbouncer: $BENCHQ_PGBOUNCER, else PATH, else
+// /usr/sbin (Debian's place, off a normal user's PATH).
+func PgBouncerBinary() (string, error) {
+	if p := os.Getenv("BENCHQ_PGBOUNCER"); p != "" {
+		if !isExecutable(p) {
+			return "", fmt.Errorf("pgbouncer: BENCHQ_PGBOUNCER=%s is not an executable: %w", p, ErrNotInstalled)
+		}
+		return p, nil
+	}
+	if p, err := exec.LookPath("pgbouncer"); err == nil {
+		return p, nil
+	}
+	if p := "/usr/sbin/pgbouncer"; isExecutable(p) {
+		return p, nil
+	}
+	return "", fmt.Errorf("pgbouncer: not on PATH nor in /usr/sbin (apt-get install pgbouncer): %w", ErrNotInstalled)
+}
+
+// StartPgBouncer runs pgbouncer on 127.0.0.1:port (0: a free port) in front
+// of the PostgreSQL server on opts.BackendPort, from a pgbouncer.ini written
+// into dir, and waits until a SELECT 1 passes through it. It runs as the
+// postgres OS user when we are root (pgbouncer refuses root). A live
+// pgbouncer of dir with the same configuration is reused; one whose
+// configuration changed (the backend moved to another port) is restarted on
+// its port.
+func StartPgBouncer(ctx context.Context, dir string, port int, opts PgBouncerOptions) (*PgBouncer, error) {
+	dir, err := filepath.Abs(dir)
+	if err != nil {
+		return nil, fmt.Errorf("start pgbouncer: %w", err)
+	}
+	b, err := startPgBouncer(ctx, dir, port, opts)
+	if err != nil {
+		return nil, fmt.Errorf("start pgbouncer in %s: %w", dir, err)
+	}
+	return b, nil
+}
+
+func startPgBouncer(ctx context.Context, dir string, port int, opts PgBouncerOptions) (*PgBouncer, error) {
+	bin, err := PgBouncerBinary()
+	if err != nil {
+		return nil, err
+	}
+	if opts.BackendPort <= 0 {
+		return nil, errors.New("no backend port")
+	}
+	// pgbouncer refuses to run as root, like postgres: the same OS user.
+	osUser := ""
+	if os.Geteuid() == 0 {
+		if _, err := procs.LookupUser(pgOSUser); err != nil {
+			return nil, fmt.Errorf("pgbouncer refuses to run as root and there is no %q user to run it as: %w", pgOSUser, err)
+		}
+		osUser = pgOSUser
+	}
+	// Private to its user, like a PostgreSQL data dir; the parents must be
+	// reachable by it.
+	if err := preparePGDir(dir, osUser); err != nil {
+		return nil, err
+	}
+	b := &PgBouncer{Dir: dir}
+	if pid, ok := livePgBouncer(dir); ok {
+		livePort, err := readINIPort(b.iniFile())
+		if err != nil {
+			return nil, err
+		}
+		want := pgbouncerINI(livePort, opts)
+		if have, _ := os.ReadFile(b.iniFile()); string(have) == want {
+			b.Pid, b.Port = pid, livePort
+			return b, b.waitReady(ctx, opts)
+		}
+		// Reconfigured: restart on the same port, so the endpoint stays.
+		if err := procs.Stop(ctx, pid, 10*time.Second); err != nil {
+			return nil, err
+		}
+		port = livePort
+	}
+	for attempt := 1; ; attempt++ {
+		b.Port = port
+		if b.Port == 0 {
+			if b.Port, err = procs.FreePort(); err != nil {
+				return nil, err
+			}
+		}
+		if err := os.WriteFile(b.iniFile(), []byte(pgbouncerINI(b.Port, opts)), 0o644); err != nil {
+			return nil, fmt.Errorf("write pgbouncer.ini: %w", err)
+		}
+		if b.Pid, err = procs.Start(procs.Spec{
+			Name:    "pgbouncer",
+			Path:    bin,
+			Args:    []string{b.iniFile()},
+			Dir:     dir,
+			User:    osUser,
+			LogFile: b.logFile(),
+			PidFile: b.pidFile(),
+		}); err != nil {
+			return nil, err
+		}
+		err = b.waitReady(ctx, opts)
+		if err == nil {
+			return b, nil
+		}
+		stopCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
+		_ = b.Stop(stopCtx)
+		cancel()
+		if port != 0 || attempt == 3 || !errors.Is(err, ErrAddrInUse) {
+			return nil, err
+		}
+	}
+}
+
+func (b *PgBouncer) iniFile() string { return filepath.Join(b.Dir, "pgbouncer.ini") }
+func (b *PgBouncer) pidFile() string { return filepath.Join(b.Dir, "pgbouncer.pid") }
+func (b *PgBouncer) logFile() string { return filepath.Join(b.Dir, "pgbouncer.log") }
+
+// Addr is host:port of the pool.
+func (b *PgBouncer) Addr() string { return fmt.Sprintf("127.0.0.1:%d", b.Port) }
+
+// pgbouncerINI renders the configuration: loopback only, no unix socket (a
+// deep directory would exceed its path limit), transaction pooling, every
+// database passed through to the backend as opts.User, logs on stderr
+// (which procs appends to pgbouncer.log).
+func pgbouncerINI(port int, opts PgBouncerOptions) string {
+	user := cmpOr(opts.User, pgOSUser)
+	settings := map[string]string{
+		"listen_addr":     "127.0.0.1",
+		"listen_port":     strconv.Itoa(port),
+		"unix_socket_dir": "",
+		// No passwords: the backend trusts loopback, so the pool logs
+		// every client in as user (the catalog's user) without checking.
+		"auth_type": "any",
+		"pool_mode": "transaction",
+		// pgjdbc sends it at startup; PgBouncer refuses unknown
+		// parameters unless told to ignore them.
+		"ignore_startup_parameters": "extra_float_digits",
+		"admin_users":               user,
+		"stats_users":               user,
+	}
+	if opts.MaxClientConn > 0 {
+		settings["max_client_conn"] = strconv.Itoa(opts.MaxClientConn)
+	}
+	if opts.PoolSize > 0 {
+		settings["default_pool_size"] = strconv.Itoa(opts.PoolSize)
+		settings["max_db_connections"] = strconv.Itoa(opts.PoolSize)
+	}
+	for k, v := range opts.Settings {
+		settings[k] = v
+	}
+	keys := make([]string, 0, len(settings))
+	for k := range settings {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	var s strings.Builder
+	s.WriteString(";; written by benchq (internal/localdb); rewritten on every start\n")
+	fmt.Fprintf(&s, "[databases]\n* = host=127.0.0.1 port=%d user=%s\n\n[pgbouncer]\n", opts.BackendPort, user)
+	for _, k := range keys {
+		fmt.Fprintf(&s, "%s = %s\n", k, settings[k])
+	}
+	return s.String()
+}
+
+func cmpOr(v, dflt string) string {
+	if v == "" {
+		return dflt
+	}
+	return v
+}
+
+// readINIPort finds listen_port in a pgbouncer.ini we wrote.
+func readINIPort(ini string) (int, error) {
+	f, err := os.Open(ini)
+	if err != nil {
+		return 0, fmt.Errorf("port of pgbouncer: %w", err)
+	}
+	defer f.Close()
+	sc := bufio.NewScanner(f)
+	for sc.Scan() {
+		if k, v, ok := strings.Cut(sc.Text(), "="); ok && strings.TrimSpace(k) == "listen_port" {
+			p, err := strconv.Atoi(strings.TrimSpace(v))
+			if err != nil {
+				return 0, fmt.Errorf("port of pgbouncer: %s: %w", ini, err)
+			}
+			return p, nil
+		}
+	}
+	return 0, fmt.Errorf("port of pgbouncer: no listen_port in %s", ini)
+}
+
+// PgBouncerPort is the port of dir's pgbouncer (its pgbouncer.ini), running
+// or not: where a restart should listen again.
+func PgBouncerPort(dir string) (int, error) {
+	return readINIPort(filepath.Join(dir, "pgbouncer.ini"))
+}
+
+// livePgBouncer reports the pid in dir/pgbouncer.pid if it is a live pgbouncer.
+func livePgBouncer(dir string) (int, bool) {
+	pid, err := procs.ReadPidFile(filepath.Join(dir, "pgbouncer.pid"))
+	if err != nil || !procs.Alive(pid) {
+		return 0, false
+	}
+	if comm, _ := procs.Comm(pid); comm != "pgbouncer" {
+		return 0, false // the pid was reused by another program
+	}
+	return pid, true
+}
+
+// waitReady polls SELECT 1 through the pool (simple protocol: no prepared
+// statement may outlive a transaction behind transaction pooling).
+func (b *PgBouncer) waitReady(ctx context.Context, opts PgBouncerOptions) error {
+	timeout := opts.Timeout
+	if timeout <= 0 {
+		timeout = 30 * time.Second
+	}
+	ctx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+	u := url.URL{
+		Scheme:   "postgresql",
+		User:     url.User(cmpOr(opts.User, pgOSUser)),
+		Host:     b.Addr(),
+		Path:     "/" + cmpOr(opts.Database, "postgres"),
+		RawQuery: "sslmode=disable&default_query_exec_mode=simple_protocol",
+	}
+	err := procs.WaitFor(ctx, "SELECT 1 through pgbouncer on "+b.Addr(), 50*time.Millisecond, func(ctx context.Context) error {
+		if !procs.Alive(b.Pid) {
+			return procs.Permanent(exited("pgbouncer", b.Pid, b.logFile()))
+		}
+		ctx, cancel := context.WithTimeout(ctx, 3*time.Second)
+		defer cancel()
+		conn, err := pgx.Connect(ctx, u.String())
+		if err != nil {
+			return err
+		}
+		defer conn.Close(context.Background())
+		var one int
+		return conn.QueryRow(ctx, "SELECT 1").Scan(&one)
+	})
+	if err != nil {
+		return fmt.Errorf("%w (log: %s)", err, b.logFile())
+	}
+	return nil
+}
+
+// Stop stops pgbouncer (SIGTERM: immediate shutdown; SIGKILL after 10s) and
+// removes its pid file. It is a no-op when none runs; a zero Pid is looked
+// up in Dir's pgbouncer.pid.
+func (b *PgBouncer) Stop(ctx context.Context) error {
+	pid := b.Pid
+	if pid == 0 {
+		var ok bool
+		if pid, ok = livePgBouncer(b.Dir); !ok {
+			return nil
+		}
+	}
+	if err := procs.Stop(ctx, pid, 10*time.Second); err != nil {
+		return fmt.Errorf("stop pgbouncer in %s: %w", b.Dir, err)
+	}
+	if err := os.Remove(b.pidFile()); err != nil && !errors.Is(err, os.ErrNotExist) {
+		return fmt.Errorf("stop pgbouncer: %w", err)
+	}
+	return nil
+}
