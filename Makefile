@@ -49,3 +49,12 @@ clean: down
 test-k8s:
 	scripts/k8s/build-control-plane.sh
 	BENCHQ_K8S_REQUIRED=1 go test -count=1 -tags k8s -timeout 15m ./internal/k8stest/ ./internal/catalog/ ./services/deployer/
+
+# Driver efficiency (issue 4, point 8): CPU seconds per million YCSB
+# operations of the bare YCSB command line and of a shard through the driver
+# agent, on a Redis of its own (docs/bench.md). It prints figures and never
+# fails on them. Options: make bench BENCH="-runs 3 -operations 1000000".
+.PHONY: bench
+bench: bootstrap
+	@go build -o $(BENCHQ_HOME)/bin/bench ./cmd/bench
+	@$(BENCHQ_HOME)/bin/bench $(BENCH)
