@@ -9,10 +9,17 @@ BENCHQ := $(BENCHQ_HOME)/bin/benchq
 DBMS ?= Redis
 EXPERIMENT ?= -dbms $(DBMS) -sf 0.1 -xop 0.2 -xwl a -nlp 2 -nlt 8 -nbp 1 -nbt 8 -xtb 16384 -xnlf 1 -xnbf 1 -xli 2 -tr
 
-.PHONY: run up down summary test test-go test-py test-e2e test-k8s bootstrap clean
+# The TPC-C experiment (`make run-tpcc`): 2 warehouses loaded by one pod,
+# 30 s of 8 terminals on 1 pod, then split over 2 pods.
+TPCC ?= -dbms PostgreSQL -sf 2 -xsd 0.5 -nbp 1,2 -nbt 8 -tr
+
+.PHONY: run run-tpcc up down summary test test-go test-py test-e2e test-k8s bootstrap clean
 
 run: bootstrap
 	@scripts/run.sh $(EXPERIMENT)
+
+run-tpcc: bootstrap
+	@BENCHMARK=benchbase scripts/run.sh $(TPCC)
 
 up: bootstrap
 	@$(BENCHQ) up

@@ -59,6 +59,7 @@ func openDB(ctx context.Context, ep contracts.Endpoint, oneShot bool) (*sql.DB, 
 	if oneShot {
 		connector = oneShotConnector{pqc}
 	}
+	connector = rollbackConnector{connector}
 	db := sql.OpenDB(connector)
 	pctx, cancel := context.WithTimeout(ctx, 30*time.Second)
 	defer cancel()

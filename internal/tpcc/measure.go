@@ -17,6 +17,7 @@ const maxErrorMessages = 10
 type typeStats struct {
 	latency, intended *benchbase.Recorder // the whole window
 	ok, failed        int64
+	aborted           int64 // user aborts: NewOrder's intended rollbacks
 	iv                *benchbase.Recorder // since the last interval
 	ivFailed          int64
 }
@@ -46,8 +47,9 @@ func newRecorder(rated bool, start time.Time) *recorder {
 func micros(d time.Duration) int64 { return int64(d / time.Microsecond) }
 
 // record adds one measured request of type typ that was due at due, ran
-// from begin to end, and failed with err (nil: success).
-func (r *recorder) record(typ int, due, begin, end time.Time, err error) {
+// from begin to end, and failed with err (nil: success), or was aborted on
+// purpose by the transaction (TPC-C's NewOrder rollbacks).
+func (r *recorder) record(typ int, due, begin, end time.Time, err error, aborted bool) {
 	us := micros(end.Sub(begin))
 	r.mu.Lock()
 	defer r.mu.Unlock()
@@ -64,6 +66,8 @@ func (r *recorder) record(typ int, due, begin, end time.Time, err error) {
 			r.seen[msg] = true
 			r.errs = append(r.errs, benchbase.TxTypes[typ]+": "+truncate(msg, 300))
 		}
+	} else if aborted {
+		t.aborted++
 	} else {
 		t.ok++
 	}
@@ -136,6 +140,9 @@ func (r *recorder) fill(res *benchbase.Result, window time.Duration) error {
 		}
 		if t.failed > 0 {
 			tx.Outcomes[benchbase.CodeError] = t.failed
+		}
+		if t.aborted > 0 {
+			tx.Outcomes[benchbase.CodeAborted] = t.aborted
 		}
 		var err error
 		if tx.Histogram, err = t.latency.Encode(); err != nil {

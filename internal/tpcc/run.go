@@ -202,15 +202,16 @@ func (b *Bench) terminal(ctx context.Context, t *terminal, sched *schedule, rec 
 			return
 		}
 		typ := pick(t.rng)
+		rctx, watch := watchRollback(ctx)
 		begin := time.Now()
-		err := b.execute(ctx, t, typ)
+		err := b.execute(rctx, t, typ)
 		end := time.Now()
 		if ctx.Err() != nil || !end.Before(sched.end) {
 			// Cut short, or ended after the window: Benchbase measures
 			// neither.
 			return
 		}
-		rec.record(typ, due, begin, end, err)
+		rec.record(typ, due, begin, end, err, err == nil && watch.rolledBack)
 	}
 }
 

@@ -92,7 +92,7 @@ func TestLoadThenRun(t *testing.T) {
 	}
 	// Payment inserts one history row: the ones counted OK committed (the
 	// runs' last requests, not measured, may add one per terminal).
-	var payments, unmeasured int64
+	var payments, newOrders, unmeasured int64
 
 	t.Run("two terminals unthrottled", func(t *testing.T) {
 		const duration = 10 * time.Second
@@ -112,6 +112,7 @@ func TestLoadThenRun(t *testing.T) {
 			res.MeasuredRequests, res.Throughput, res.Goodput, res.Latency.P95US, res.ErrorMessages)
 		checkResult(t, res, sh, start)
 		payments += res.Transactions[1].Outcomes[benchbase.CodeOK]
+		newOrders += res.Transactions[0].Outcomes[benchbase.CodeOK]
 		unmeasured += int64(sh.Terminals)
 
 		// Intervals at 3, 6, 9 s and one at the end, adding up to the total.
@@ -150,6 +151,7 @@ func TestLoadThenRun(t *testing.T) {
 		t.Logf("%d requests at target %d/s: throughput %.1f/s, p95 %.0f µs", res.MeasuredRequests, rate, res.Throughput, res.Latency.P95US)
 		checkResult(t, res, sh, start)
 		payments += res.Transactions[1].Outcomes[benchbase.CodeOK]
+		newOrders += res.Transactions[0].Outcomes[benchbase.CodeOK]
 		unmeasured += int64(sh.Terminals)
 		// The schedule has rate × duration slots; none can be measured twice.
 		if res.MeasuredRequests > rate*seconds {
@@ -180,6 +182,11 @@ func TestLoadThenRun(t *testing.T) {
 	}
 	if added := rows["history"] - load.Rows["history"]; added < payments || added > payments+unmeasured {
 		t.Errorf("%d history rows added by %d successful payments (+ up to %d unmeasured)", added, payments, unmeasured)
+	}
+	// NewOrder adds one orders row when it commits; its 1 % intended
+	// rollbacks add none and are counted USER_ABORTED, not OK.
+	if added := rows["orders"] - load.Rows["orders"]; added < newOrders || added > newOrders+unmeasured {
+		t.Errorf("%d orders rows added by %d successful NewOrders (+ up to %d unmeasured)", added, newOrders, unmeasured)
 	}
 }
 
@@ -214,7 +221,7 @@ func checkResult(t *testing.T, res benchbase.Result, sh contracts.TPCCShard, sta
 			t.Errorf("%s: %d requests, latency %v", tx.Name, tx.Requests, tx.Latency)
 			continue
 		}
-		if got := tx.Outcomes[benchbase.CodeOK] + tx.Outcomes[benchbase.CodeError]; got != tx.Requests {
+		if got := tx.Outcomes[benchbase.CodeOK] + tx.Outcomes[benchbase.CodeError] + tx.Outcomes[benchbase.CodeAborted]; got != tx.Requests {
 			t.Errorf("%s: outcomes %v do not add up to %d requests", tx.Name, tx.Outcomes, tx.Requests)
 		}
 		rec, err := benchbase.DecodeRecorder(tx.Histogram)

@@ -81,8 +81,11 @@ func (a *Agent) handle(ctx context.Context, m jetstream.Msg) error {
 		log.Warn("dropping stale shard job", "why", why)
 		return nil
 	}
+	if job.Engine == "benchbase" && job.TPCC != nil {
+		return a.handleTPCC(ctx, m, job, log)
+	}
 	if job.Engine != "ycsb" || job.YCSB == nil {
-		return a.publishFinal(ctx, failedFinal(job, a.cfg.Name, fmt.Sprintf("engine %q is not available on this agent (it runs ycsb)", job.Engine)))
+		return a.publishFinal(ctx, failedFinal(job, a.cfg.Name, fmt.Sprintf("engine %q is not available on this agent (it runs ycsb, and benchbase's TPC-C with its embedded engine)", job.Engine)))
 	}
 	hdrDir, err := os.MkdirTemp("", "benchq-shard-")
 	if err != nil {

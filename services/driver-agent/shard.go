@@ -61,35 +61,18 @@ var errAborted = errors.New("phase aborted")
 // the job is redelivered.
 func (r *shardRun) run(ctx context.Context, progress func()) (*contracts.Final, error) {
 	job := r.job
-	final := &contracts.Final{
-		Envelope:      contracts.NewEnvelope(job.Code, fmt.Sprintf("%s.%s.%d.a%d.final", job.Code, job.Phase, job.Shard, job.Attempt), time.Now()),
-		Configuration: job.Configuration, Phase: job.Phase, Kind: job.Kind, Shard: job.Shard, Attempt: job.Attempt,
-		Agent: r.a.cfg.Name, Threads: job.YCSB.Threads, Target: job.YCSB.Target,
-	}
+	final := newFinal(job, r.a.cfg.Name, job.YCSB.Threads, job.YCSB.Target)
 	fail := func(format string, args ...any) (*contracts.Final, error) {
-		now := time.Now().UTC()
-		final.Status, final.Error = contracts.StatusFailed, fmt.Sprintf(format, args...)
-		if final.StartedAt.IsZero() {
-			final.StartedAt = now
-		}
-		final.EndedAt, final.TS = now, now
-		return final, nil
+		return failed(final, format, args...), nil
 	}
 
 	// Listen for GO (and for the phase failing elsewhere) before READY is
 	// published, so the answer cannot be missed.
-	signals := make(chan *nats.Msg, 16)
-	subs := []string{
-		contracts.Subject(contracts.SubjBarrierGo, job.Code, "", ""),
-		contracts.Subject(contracts.SubjPhaseFailed, job.Code, "", ""),
+	signals, unsubscribe, err := r.a.barrierSignals(job.Code)
+	if err != nil {
+		return nil, err
 	}
-	for _, s := range subs {
-		sub, err := r.a.bus.NC.ChanSubscribe(s, signals)
-		if err != nil {
-			return nil, fmt.Errorf("subscribe %s: %w", s, err)
-		}
-		defer func() { _ = sub.Unsubscribe() }()
-	}
+	defer unsubscribe()
 
 	cmd := exec.Command(r.args[0], r.args[1:]...)
 	// The JVM dies with the agent (no orphaned load generators) and gets its
@@ -282,6 +265,50 @@ func parseMarker(line string) (marker string, at time.Time, ok bool) {
 		}
 	}
 	return "", time.Time{}, false
+}
+
+// newFinal is a shard's final before it runs: who, what and its settings.
+func newFinal(job contracts.ShardJob, agent string, threads, target int) *contracts.Final {
+	return &contracts.Final{
+		Envelope:      contracts.NewEnvelope(job.Code, fmt.Sprintf("%s.%s.%d.a%d.final", job.Code, job.Phase, job.Shard, job.Attempt), time.Now()),
+		Configuration: job.Configuration, Phase: job.Phase, Kind: job.Kind, Shard: job.Shard, Attempt: job.Attempt,
+		Agent: agent, Threads: threads, Target: target,
+	}
+}
+
+// failed marks f failed now, with the reason.
+func failed(f *contracts.Final, format string, args ...any) *contracts.Final {
+	now := time.Now().UTC()
+	f.Status, f.Error = contracts.StatusFailed, fmt.Sprintf(format, args...)
+	if f.StartedAt.IsZero() {
+		f.StartedAt = now
+	}
+	f.EndedAt, f.TS = now, now
+	return f
+}
+
+// barrierSignals subscribes to the experiment's GO and phase.failed events,
+// before a shard publishes READY so that the answer cannot be missed.
+func (a *Agent) barrierSignals(code string) (<-chan *nats.Msg, func(), error) {
+	signals := make(chan *nats.Msg, 16)
+	var subs []*nats.Subscription
+	unsubscribe := func() {
+		for _, sub := range subs {
+			_ = sub.Unsubscribe()
+		}
+	}
+	for _, s := range []string{
+		contracts.Subject(contracts.SubjBarrierGo, code, "", ""),
+		contracts.Subject(contracts.SubjPhaseFailed, code, "", ""),
+	} {
+		sub, err := a.bus.NC.ChanSubscribe(s, signals)
+		if err != nil {
+			unsubscribe()
+			return nil, nil, fmt.Errorf("subscribe %s: %w", s, err)
+		}
+		subs = append(subs, sub)
+	}
+	return signals, unsubscribe, nil
 }
 
 // phaseFailed reports whether m is the phase.failed of this shard's phase

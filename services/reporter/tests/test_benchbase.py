@@ -186,3 +186,25 @@ def test_the_documented_frame_is_enough():
     assert row[bb.AVG] == pytest.approx((500.5 + 5005) / 2)
     assert s.loading.iloc[0][bb.SF_PER_HOUR] == 100.0
     assert s.skew_ms == {"c-run1": 1000.0}
+
+
+def test_whole_summary_of_a_benchbase_experiment_in_bexhomas_order(tpcc):
+    """`reporter summary` of a TPC-C experiment: bexhoma's Benchbase sections and
+    tests, not the YCSB tables (an ALL operation there would count requests twice)."""
+    from benchq_reporter import render
+    from benchq_reporter.summary import summarize
+
+    s = summarize(experiment(tpcc))
+    assert s.benchbase is not None and s.execution_per_phase.empty
+    md = render.markdown(s)
+    heads = [line for line in md.splitlines() if line.startswith("#")]
+    assert heads == ["## Show Summary", "### Workload", "### Connections", "### Execution", "#### Per Pod",
+                     "#### Aggregated Parallel", "### Workflow", "#### Actual", "#### Planned", "### Loading",
+                     "### Tests"], heads
+    assert "* TEST passed: Throughput (requests/second) contains no 0 or NaN" in md
+    assert "* TEST passed: Workflow as planned" in md
+    assert "[OVERALL].Throughput(ops/sec)" not in md
+    assert "Benchbase Workload tpcc SF=" in md and "* Benchbase runs a TPC-C experiment" in md
+    assert "YCSB" not in md.split("### Connections")[0]
+    doc = json.loads(render.json_document(s))
+    assert len(doc["benchbase"]["per_pod"]) == len(s.benchbase.per_pod)

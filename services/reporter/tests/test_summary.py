@@ -117,6 +117,19 @@ def test_failed_operation_fails_the_failed_column_test(tables):
     assert s.execution_per_phase.iloc[0]["[READ-FAILED].Return=OK"] == 0
 
 
+def test_batched_ok_is_a_success_not_an_exception(tables):
+    # YCSB's JDBC binding answers an insert queued into a batch with BATCHED_OK.
+    load = [o for o in tables["shard_operations"] if o["phase"] != RUN and o["operation"] == "INSERT"]
+    assert load
+    for op in load:
+        op["return_codes"] = {"BATCHED_OK": op["count"]}
+    s = summarize(experiment(tables))
+    assert (s.loading_per_connection["exceptions"] == 0).all()
+    load[0]["return_codes"]["ERROR"] = 2
+    s = summarize(experiment(tables))
+    assert s.loading_per_connection["exceptions"].sum() == 2
+
+
 def test_missing_percentile_stays_nan(tables):
     for op in tables["shard_operations"]:
         if op["operation"] == "UPDATE":

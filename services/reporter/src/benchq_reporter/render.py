@@ -13,6 +13,7 @@ from typing import Any
 
 import pandas as pd
 
+from . import benchbase as bb
 from .summary import Summary, Test
 
 NO_DATA = "(no data)"
@@ -52,11 +53,25 @@ def workload_lines(s: Summary) -> list[str]:
     sf = "?" if w.sf is None else number(w.sf)
     return [
         "### Workload",
-        f"{w.benchmark.upper()} SF={sf}",
+        f"Benchbase Workload {w.workload or 'tpcc'} SF={sf}" if w.benchmark == "benchbase" else f"{w.benchmark.upper()} SF={sf}",
         f"* Type: {w.benchmark}",
         f"* Duration: {duration}",
         f"* Code: {w.code}",
         f"* Status: {status}",
+        *(_benchbase_workload(w) if w.benchmark == "benchbase" else _ycsb_workload(w)),
+        f"  * Experiment uses benchq version {w.version}.",
+        f"  * Experiment is limited to DBMS {w.dbms!r}.",
+        f"  * Import is handled by {alternatives(w.loading_pods)} processes (pods).",
+        f"  * Loading is tested with {numbers(w.loading_threads)} threads, split into {numbers(w.loading_pods)} pods.",
+        f"  * Benchmarking is tested with {numbers(w.benchmarking_threads)} threads, "
+        f"split into {numbers(w.benchmarking_pods)} pods.",
+        f"  * Benchmarking is run as {numbers(w.clients)} times the number of benchmarking pods.",
+        f"  * Experiment is run {runs}.",
+    ]
+
+
+def _ycsb_workload(w: Any) -> list[str]:
+    return [
         "* YCSB driver runs the experiment.",
         "* This experiment compares run time and resource consumption of YCSB queries.",
         f"  * Workload is '{w.workload.upper()}'.",
@@ -67,14 +82,22 @@ def workload_lines(s: Summary) -> list[str]:
         f"  * Target is based on multiples of '{w.target_base}'.",
         f"  * Factors for loading are {numbers(w.loading_factors)}.",
         f"  * Factors for benchmarking are {numbers(w.benchmarking_factors)}.",
-        f"  * Experiment uses benchq version {w.version}.",
-        f"  * Experiment is limited to DBMS {w.dbms!r}.",
-        f"  * Import is handled by {alternatives(w.loading_pods)} processes (pods).",
-        f"  * Loading is tested with {numbers(w.loading_threads)} threads, split into {numbers(w.loading_pods)} pods.",
-        f"  * Benchmarking is tested with {numbers(w.benchmarking_threads)} threads, "
-        f"split into {numbers(w.benchmarking_pods)} pods.",
-        f"  * Benchmarking is run as {numbers(w.clients)} times the number of benchmarking pods.",
-        f"  * Experiment is run {runs}.",
+    ]
+
+
+def _benchbase_workload(w: Any) -> list[str]:
+    """bexhoma's Benchbase lines; the engine is ours (internal/tpcc), not Benchbase's jar."""
+    sf = "?" if w.sf is None else number(w.sf)
+    d = w.duration_bench_s
+    runs_for = "? minutes" if d is None else f"{number(d / 60)} minutes" if d % 60 == 0 else f"{number(d)} seconds"
+    reconnect = " There is a reconnect for each transaction." if w.new_connection else ""
+    return [
+        "* Benchbase runs a TPC-C experiment (benchq's TPC-C engine on go-tpc, Benchbase's transaction mix and outcomes).",
+        "* This experiment compares run time and resource consumption of Benchbase queries in different DBMS.",
+        "  * Benchbase data is generated and loaded using several threads.",
+        f"  * Benchmark is '{w.workload or 'tpcc'}'. Scaling factor is {sf}. Target is based on multiples of "
+        f"'{w.target_base}'. Factors for benchmarking are {numbers(w.benchmarking_factors)}.{reconnect} "
+        f"Benchmarking runs for {runs_for}.",
     ]
 
 
@@ -122,7 +145,19 @@ def test_lines(tests: list[Test]) -> list[str]:
 
 def markdown(s: Summary) -> str:
     """The whole summary, bexhoma's section order, ending with how to see it again."""
-    parts = [
+    if s.benchbase is not None:
+        parts = [["## Show Summary"], workload_lines(s), connection_lines(s),
+                 bb.execution_lines(s.benchbase), workflow_lines(s), bb.loading_lines(s.benchbase)]
+    else:
+        parts = _ycsb_parts(s)
+    if s.show_tests:
+        parts.append(test_lines(s.tests))
+    parts.append([f"To see the summary again run: reporter summary -e {s.code}"])
+    return "\n\n".join("\n".join(p) for p in parts) + "\n"
+
+
+def _ycsb_parts(s: Summary) -> list[list[str]]:
+    return [
         ["## Show Summary"],
         workload_lines(s),
         connection_lines(s),
@@ -134,10 +169,6 @@ def markdown(s: Summary) -> str:
          "", "#### Per Phase", "", *_noted_table(s, "execution_per_phase"),
          "", "#### Latency per Phase", "", *_noted_table(s, "execution_latency")],
     ]
-    if s.show_tests:
-        parts.append(test_lines(s.tests))
-    parts.append([f"To see the summary again run: reporter summary -e {s.code}"])
-    return "\n\n".join("\n".join(p) for p in parts) + "\n"
 
 
 def tests_markdown(s: Summary) -> str:
@@ -176,6 +207,10 @@ def json_document(s: Summary) -> str:
                       "latency": records(s.execution_latency)},
         "notes": s.notes,
         "tests": [asdict(t) for t in s.tests],
+        **({"benchbase": {"per_pod": records(s.benchbase.per_pod),
+                          "aggregated_parallel": records(s.benchbase.aggregated),
+                          "loading": records(s.benchbase.loading),
+                          "notes": s.benchbase.notes}} if s.benchbase is not None else {}),
         "tests_passed": s.tests_passed,
     }
     return json.dumps(doc, indent=2, default=_plain) + "\n"

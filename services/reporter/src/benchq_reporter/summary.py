@@ -29,6 +29,7 @@ from typing import Any
 
 import pandas as pd
 
+from . import benchbase as bb
 from . import latency
 from .model import ExperimentData
 
@@ -112,6 +113,8 @@ class Workload:
     benchmarking_threads: list[int]
     clients: list[int]
     repetitions: int
+    duration_bench_s: float | None = None  # Benchbase: each benchmarking phase's duration
+    new_connection: bool = False  # Benchbase -xconn
 
 
 @dataclass(frozen=True)
@@ -164,6 +167,9 @@ class Summary:
     # Notes printed under a table, keyed by its field name.
     notes: dict[str, list[str]] = field(default_factory=dict)
     show_tests: bool = field(default=True)
+    # A Benchbase (TPC-C) experiment's Execution and Loading, in bexhoma's
+    # layout; its YCSB-shaped tables above are then empty.
+    benchbase: bb.BenchbaseSummary | None = None
 
     @property
     def tests_passed(self) -> bool:
@@ -175,6 +181,8 @@ def summarize(data: ExperimentData) -> Summary:
     plan = data.plan
     settings = plan.get("settings") or {}
     planned = planned_phases(plan)
+    if settings.get("benchmark") == "benchbase":
+        return summarize_benchbase(data, planned, settings)
     sf = _float(settings.get("sf"))
     loading = shard_table(data, planned, "load")
     execution = shard_table(data, planned, "run")
@@ -204,6 +212,23 @@ def summarize(data: ExperimentData) -> Summary:
             "execution_latency": latency_notes(execution_lat),
         },
         show_tests=bool(settings.get("test_results", True)),
+    )
+
+
+def summarize_benchbase(data: ExperimentData, planned: pd.DataFrame, settings: dict[str, Any]) -> Summary:
+    """A Benchbase (TPC-C) experiment: bexhoma's Per Pod, Aggregated Parallel and
+    Loading tables (benchbase.py), its two result tests."""
+    workflow = build_workflow(data, planned)
+    s = bb.summarize(bb.shard_rows(data))
+    same = _same_workflow(workflow)
+    tests = [Test(id, passed, text) for id, passed, text in bb.tests(s)]
+    tests.append(Test("workflow", same, "Workflow as planned" if same else "Workflow not as planned"))
+    empty = pd.DataFrame()
+    return Summary(
+        code=data.code, workload=build_workload(data), connections=build_connections(data), workflow=workflow,
+        loading_per_connection=empty, loading_per_run=empty, execution_per_connection=empty,
+        execution_per_phase=empty, loading_latency=empty, execution_latency=empty,
+        tests=tests, show_tests=bool(settings.get("test_results", True)), benchbase=s,
     )
 
 
@@ -241,6 +266,8 @@ def build_workload(data: ExperimentData) -> Workload:
         benchmarking_threads=list(s.get("benchmarking_threads") or []),
         clients=list(s.get("clients") or []),
         repetitions=int(s.get("repetitions") or 1),
+        duration_bench_s=_float(s.get("duration_s")),
+        new_connection=bool(s.get("new_connection")),
     )
 
 
@@ -293,8 +320,14 @@ def select_attempts(shards: pd.DataFrame) -> pd.DataFrame:
     return ranked.groupby(["phase", "shard"], sort=False).tail(1).drop(columns="_ok")
 
 
+# YCSB's successful return codes: BATCHED_OK is an insert queued into a JDBC
+# batch (-xtb / batchsize), committed with it; not an exception.
+SUCCESS_CODES = frozenset({"OK", "BATCHED_OK"})
+
+
 def _exceptions(codes: Any) -> int:
-    return sum(int(n) for rc, n in (codes or {}).items() if rc != "OK")
+    """Operations that returned anything but success (ERROR, NOT_FOUND, ...)."""
+    return sum(int(n) for rc, n in (codes or {}).items() if rc not in SUCCESS_CODES)
 
 
 def operation_columns(ops: pd.DataFrame) -> pd.DataFrame:
@@ -682,8 +715,7 @@ def _throughput_test(id: str, label: str, table: pd.DataFrame) -> Test:
 def build_tests(loading_conn: pd.DataFrame, execution_conn: pd.DataFrame,
                 execution: pd.DataFrame, workflow: Workflow) -> list[Test]:
     """bexhoma's result tests (-tr), over the reported figures."""
-    same = {b: sorted(map(sorted, runs)) for b, runs in workflow.actual.items()} == \
-           {b: sorted(map(sorted, runs)) for b, runs in workflow.planned.items()}
+    same = _same_workflow(workflow)
     failed_ops = [c for c in execution_conn.columns if c.endswith("-FAILED].Return=OK")]
     failed_shards = execution["status"].ne("ok").any() if not execution.empty else False
     return [
@@ -694,6 +726,12 @@ def build_tests(loading_conn: pd.DataFrame, execution_conn: pd.DataFrame,
              "Execution Phase: contains FAILED column" if failed_ops or failed_shards
              else "Execution Phase: contains no FAILED column"),
     ]
+
+
+def _same_workflow(workflow: Workflow) -> bool:
+    """bexhoma's "Workflow as planned": the same pod lists per configuration, in any order."""
+    return {b: sorted(map(sorted, runs)) for b, runs in workflow.actual.items()} == \
+           {b: sorted(map(sorted, runs)) for b, runs in workflow.planned.items()}
 
 
 # --- helpers ----------------------------------------------------------------
