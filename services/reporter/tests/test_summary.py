@@ -130,6 +130,18 @@ def test_batched_ok_is_a_success_not_an_exception(tables):
     assert s.loading_per_connection["exceptions"].sum() == 2
 
 
+def test_return_ok_counts_batched_inserts_and_is_unknown_without_codes(tables):
+    load = [o for o in tables["shard_operations"] if o["phase"] != RUN and o["operation"] == "INSERT"]
+    for op in load:
+        op["return_codes"] = {"OK": 4, "BATCHED_OK": op["count"] - 4}
+    run = [o for o in tables["shard_operations"] if o["phase"] == RUN and o["operation"] == "UPDATE"]
+    for op in run:
+        op["operation"], op["return_codes"] = "READ-MODIFY-WRITE", {}
+    s = summarize(experiment(tables))
+    assert s.loading_per_connection["[INSERT].Return=OK"].sum() == sum(o["count"] for o in load)
+    assert s.execution_per_phase["[READ-MODIFY-WRITE].Return=OK"].isna().all()
+
+
 def test_missing_percentile_stays_nan(tables):
     for op in tables["shard_operations"]:
         if op["operation"] == "UPDATE":

@@ -325,6 +325,11 @@ def select_attempts(shards: pd.DataFrame) -> pd.DataFrame:
 SUCCESS_CODES = frozenset({"OK", "BATCHED_OK"})
 
 
+def _successes(codes: Any) -> int:
+    """[OP].Return=OK: successful operations, OK and BATCHED_OK (a batched JDBC insert)."""
+    return sum(int(n) for rc, n in (codes or {}).items() if rc in SUCCESS_CODES)
+
+
 def _exceptions(codes: Any) -> int:
     """Operations that returned anything but success (ERROR, NOT_FOUND, ...)."""
     return sum(int(n) for rc, n in (codes or {}).items() if rc not in SUCCESS_CODES)
@@ -340,7 +345,7 @@ def operation_columns(ops: pd.DataFrame) -> pd.DataFrame:
     if ops.empty:
         return pd.DataFrame(columns=keys + ["exceptions"])
     ops = ops.assign(
-        ok=ops["return_codes"].map(lambda rc: int((rc or {}).get("OK", 0))),
+        ok=ops["return_codes"].map(_successes),
         exc=ops["return_codes"].map(_exceptions),
     )
     exceptions = ops.groupby(keys)["exc"].sum().rename("exceptions")
@@ -350,8 +355,14 @@ def operation_columns(ops: pd.DataFrame) -> pd.DataFrame:
     # dropna=False: an operation whose p99 is NULL everywhere still gets its (NaN) column.
     p99 = shown.pivot_table(index=keys, columns="operation", values="p99_us", aggfunc="max", dropna=False)
     wide = pd.DataFrame(index=exceptions.index)
+    # YCSB reports no return codes for READ-MODIFY-WRITE (its read and its
+    # update have theirs): unknown, not 0. An <OP>-FAILED has none either,
+    # and none of it was OK.
+    uncounted = {op for op in set(shown["operation"]) - set(shown.loc[shown["return_codes"].map(bool), "operation"])
+                 if not op.endswith("-FAILED")}
     for op in sorted(shown["operation"].unique()):
-        wide[ok_column(op)] = ok[op].reindex(wide.index).fillna(0).astype("Int64")
+        col = ok[op].reindex(wide.index).fillna(0).astype("Int64")
+        wide[ok_column(op)] = pd.Series(pd.NA, index=wide.index, dtype="Int64") if op in uncounted else col
         wide[p99_column(op)] = p99[op].reindex(wide.index).astype("float64")
     wide["exceptions"] = exceptions.astype("Int64")
     return wide.reset_index()
