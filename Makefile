@@ -55,7 +55,7 @@ clean: down
 .PHONY: test-k8s
 test-k8s:
 	scripts/k8s/build-control-plane.sh
-	BENCHQ_K8S_REQUIRED=1 go test -count=1 -tags k8s -timeout 15m ./internal/k8stest/ ./internal/catalog/ ./services/deployer/
+	BENCHQ_K8S_REQUIRED=1 go test -count=1 -tags k8s -timeout 15m ./internal/k8stest/ ./internal/catalog/ ./services/deployer/ ./services/scheduler/
 
 # Driver efficiency (issue 4, point 8): CPU seconds per million YCSB
 # operations of the bare YCSB command line and of a shard through the driver

@@ -93,6 +93,11 @@ func TestGoMessagesValidate(t *testing.T) {
 		SchemaFinal:              &Final{Envelope: env, Configuration: "c-1", Phase: "c-1-load", Kind: KindLoad, Shard: 1, Attempt: 1, Agent: "a", Status: StatusOK, StartedAt: now, EndedAt: now, Operations: []OpResult{{Name: "INSERT", Count: 10, ReturnCodes: map[string]int64{"OK": 10}}}},
 		SchemaPhase:              &PhaseEvent{Envelope: env, Configuration: "c-1", Phase: "c-1-load", Kind: KindLoad, Status: PhaseDone, Attempt: 1, StartedAt: &now, EndedAt: &now},
 		SchemaExperimentEnd:      &ExperimentEnd{Envelope: env, Status: ExperimentDone},
+		SchemaFinal + "-simulated": &Final{Envelope: env, Configuration: "c-1", Phase: "c-1-load", Kind: KindLoad, Shard: 2, Attempt: 1, Agent: "bq-1-c-1-load",
+			Status: StatusSimulated, Error: "simulated on kwok", StartedAt: now, EndedAt: now},
+		SchemaDrivers: &Drivers{Envelope: env, Configuration: "c-1", DBMS: "Redis", Phase: "c-1-run1", Kind: KindRun, Attempt: 1, Shards: 2, Node: "n1"},
+		SchemaDriverEnded: &DriverEnded{Envelope: env, Configuration: "c-1", Phase: "c-1-run1", Kind: KindRun, Attempt: 1, Job: "bq-1-c-1-run1",
+			Shards: 2, Succeeded: 2, Simulated: true, Nodes: []string{"kwok-node-0"}, StartedAt: &now, EndedAt: &now, Reason: "Complete"},
 	}
 	for name, m := range msgs {
 		schema, _, _ := strings.Cut(name, "-")
@@ -118,9 +123,10 @@ func TestNamesMatchJSON(t *testing.T) {
 	}
 	want := map[string]string{
 		"request": SubjRequest, "stop": SubjStop, "rejected": SubjRejected, "planned": SubjPlanned, "deploy": SubjDeploy, "teardown": SubjTeardown,
-		"sut_ready": SubjSUTReady, "sut_failed": SubjSUTFailed, "sut_removed": SubjSUTRemoved, "shard": SubjShard,
+		"sut_ready": SubjSUTReady, "sut_failed": SubjSUTFailed, "sut_removed": SubjSUTRemoved, "shard": SubjShard, "drivers": SubjDrivers,
 		"barrier_ready": SubjBarrierReady, "barrier_go": SubjBarrierGo, "interval": SubjInterval, "final": SubjFinal,
 		"phase_started": SubjPhaseStarted, "phase_done": SubjPhaseDone, "phase_failed": SubjPhaseFailed, "phase_skipped": SubjPhaseSkipped,
+		"driver_ended":    SubjDriverEnded,
 		"experiment_done": SubjExperimentDone, "experiment_failed": SubjExperimentFailed, "experiment_cancelled": SubjExperimentCancelled,
 	}
 	if !reflect.DeepEqual(n.Subjects, want) {
@@ -159,6 +165,8 @@ func TestForSubject(t *testing.T) {
 		Subject(SubjSUTFailed, "1", "", ""):        SchemaSUTFailed,
 		Subject(SubjBarrierGo, "1", "", ""):        SchemaBarrierGo,
 		SubjShard:                                  SchemaShardJob,
+		SubjDrivers:                                SchemaDrivers,
+		Subject(SubjDriverEnded, "1", "", ""):      SchemaDriverEnded,
 	}
 	for subj, want := range cases {
 		if got, _, err := ForSubject(subj); err != nil || got != want {

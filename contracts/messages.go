@@ -363,6 +363,10 @@ type OpResult struct {
 const (
 	StatusOK     = "ok"
 	StatusFailed = "failed"
+	// StatusSimulated: the shard's driver pod "ran" on a simulated node
+	// (kwok) that runs no container, so nothing was measured. The scheduler
+	// publishes this final on the shard's behalf (docs/kubernetes.md).
+	StatusSimulated = "simulated"
 )
 
 // Final is the final result of one shard.
@@ -388,6 +392,43 @@ type Final struct {
 	Throughput float64    `json:"throughput,omitempty"`
 	Operations []OpResult `json:"operations,omitempty"`
 	Stdout     string     `json:"stdout,omitempty"`
+}
+
+// Drivers asks the deployer to start the driver agents of one phase
+// attempt where its backend runs them itself (Kubernetes: a Job with one
+// agent pod per shard, docs/kubernetes.md). The scheduler sends it together
+// with the phase's shard jobs; a backend whose agents are long-running
+// processes (local) acks it and does nothing.
+type Drivers struct {
+	Envelope
+	Configuration string `json:"configuration"`
+	DBMS          string `json:"dbms"`
+	Phase         string `json:"phase"`
+	Kind          string `json:"kind"`
+	Attempt       int    `json:"attempt"`
+	Shards        int    `json:"shards"`
+	Node          string `json:"node,omitempty"` // pin the agents (-rnl, -rnb)
+}
+
+// DriverEnded reports that the driver agents' Job of a phase attempt ended
+// (complete or failed). Simulated is true when its pods ran on simulated
+// nodes (kwok) where no container runs: the shards never reported and never
+// will.
+type DriverEnded struct {
+	Envelope
+	Configuration string     `json:"configuration"`
+	Phase         string     `json:"phase"`
+	Kind          string     `json:"kind"`
+	Attempt       int        `json:"attempt"`
+	Job           string     `json:"job"`
+	Shards        int        `json:"shards"`
+	Succeeded     int        `json:"succeeded"`
+	Failed        int        `json:"failed"`
+	Simulated     bool       `json:"simulated"`
+	Nodes         []string   `json:"nodes,omitempty"`
+	StartedAt     *time.Time `json:"started_at,omitempty"`
+	EndedAt       *time.Time `json:"ended_at,omitempty"`
+	Reason        string     `json:"reason"`
 }
 
 // Phase statuses.

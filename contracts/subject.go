@@ -17,6 +17,10 @@ func ForSubject(subject string) (schema string, msg Message, err error) {
 		return SchemaStop, &Stop{}, nil
 	case subject == SubjShard:
 		return SchemaShardJob, &ShardJob{}, nil
+	case subject == SubjDrivers:
+		return SchemaDrivers, &Drivers{}, nil
+	case strings.HasSuffix(subject, ".driver.ended"):
+		return SchemaDriverEnded, &DriverEnded{}, nil
 	case strings.HasSuffix(subject, ".planned"):
 		return SchemaPlanned, &Planned{}, nil
 	case strings.HasSuffix(subject, ".rejected"):

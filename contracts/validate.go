@@ -43,6 +43,8 @@ const (
 	SchemaPhase         = "phase"
 	SchemaExperimentEnd = "experiment_end"
 	SchemaStop          = "stop"
+	SchemaDrivers       = "drivers"
+	SchemaDriverEnded   = "driver_ended"
 )
 
 // ErrInvalid is wrapped by every validation failure.

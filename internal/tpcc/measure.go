@@ -17,7 +17,7 @@ const maxErrorMessages = 10
 type typeStats struct {
 	latency, intended *benchbase.Recorder // the whole window
 	ok, failed        int64
-	aborted           int64 // user aborts: NewOrder's intended rollbacks
+	aborted           int64               // user aborts: NewOrder's intended rollbacks
 	iv                *benchbase.Recorder // since the last interval
 	ivFailed          int64
 }

@@ -17,7 +17,13 @@ type BackendConfig struct {
 	// the in-cluster service account) and the namespace ("" = the
 	// kubeconfig context's, or the service account's, or "default").
 	Kubeconfig, Namespace string
+	// Kubernetes: the driver agents' image and the NATS URL their pods use
+	// (driver Jobs, docs/kubernetes.md).
+	DriverImage, DriverNATSURL string
 }
+
+// DefaultDriverImage is the driver-agent image of deploy/k8s.
+const DefaultDriverImage = "benchq/driver-agent:dev"
 
 // NewBackend returns the backend cfg names; the scheduler never knows which.
 func NewBackend(cfg BackendConfig, log *slog.Logger) (Backend, error) {
@@ -43,7 +49,12 @@ func NewBackend(cfg BackendConfig, log *slog.Logger) (Backend, error) {
 			return nil, fmt.Errorf("kubernetes backend: %w", err)
 		}
 		log.Info("kubernetes backend", "server", rc.Host, "namespace", ns)
-		return &Kube{Client: client, Namespace: ns, Log: log}, nil
+		image := cfg.DriverImage
+		if image == "" {
+			image = DefaultDriverImage
+		}
+		log.Info("kubernetes backend", "driver_image", image, "driver_nats", cfg.DriverNATSURL)
+		return &Kube{Client: client, Namespace: ns, Log: log, DriverImage: image, DriverNATSURL: cfg.DriverNATSURL}, nil
 	}
 	return nil, fmt.Errorf("unknown backend %q: use %s or %s", cfg.Kind, BackendLocal, BackendKubernetes)
 }

@@ -33,6 +33,9 @@ type Kube struct {
 	Log       *slog.Logger
 	// Poll is how often a wait looks again (default 500ms).
 	Poll time.Duration
+	// DriverImage and DriverNATSURL go into the driver Jobs (StartDrivers):
+	// the driver-agent image and the NATS URL as pods see it.
+	DriverImage, DriverNATSURL string
 }
 
 var _ Backend = (*Kube)(nil)

@@ -23,23 +23,34 @@ type DriverSpec struct {
 	Code, Configuration, DBMS string
 	Phase                     string // e.g. Redis-8-2-16384-1-load
 	Kind                      string // contracts.KindLoad or contracts.KindRun
+	Attempt                   int    // the phase attempt (0 = 1); a re-run gets a Job of its own
 	Shards                    int
 	Node                      string // -rnl / -rnb: pin the agents
 	Image                     string // the driver-agent image
 	NATSURL                   string // as seen from inside the cluster
 }
 
+// annotationAttempt on a driver Job: the phase attempt its agents serve.
+const annotationAttempt = "benchq.io/attempt"
+
 // DriverJob returns the Job of a phase's driver agents, named
-// bq-<code>-<phase lower-cased>, with component loader or benchmarker.
-// Each pod is one agent named after the pod; the agent reads
-// BENCHQ_AGENT_PHASE (take only this phase's shards) and
-// BENCHQ_AGENT_MAX_SHARDS=1 (exit after one shard) — see docs/kubernetes.md.
+// bq-<code>-<phase lower-cased> (plus -a<attempt> for a re-run), with
+// component loader or benchmarker. Each pod is one agent named after the
+// pod; the agent reads BENCHQ_AGENT_EXPERIMENT and BENCHQ_AGENT_PHASE (take
+// only this phase's shards) and BENCHQ_AGENT_MAX_SHARDS=1 (exit after one
+// shard) — see docs/kubernetes.md.
 func DriverJob(d DriverSpec, namespace string) (*batchv1.Job, error) {
 	component := componentBenchmarker
 	if d.Kind == contracts.KindLoad {
 		component = componentLoader
 	}
+	if d.Attempt < 1 {
+		d.Attempt = 1
+	}
 	name := namePrefix + strings.ToLower(d.Code) + "-" + strings.ToLower(d.Phase)
+	if d.Attempt > 1 {
+		name += "-a" + strconv.Itoa(d.Attempt)
+	}
 	if errs := validation.IsDNS1035Label(name); len(errs) > 0 {
 		return nil, fmt.Errorf("%w: driver job %q of phase %q: %s", ErrInvalidName, name, d.Phase, strings.Join(errs, "; "))
 	}
@@ -63,6 +74,7 @@ func DriverJob(d DriverSpec, namespace string) (*batchv1.Job, error) {
 				{Name: "BENCHQ_POD_NAME", ValueFrom: &corev1.EnvVarSource{FieldRef: &corev1.ObjectFieldSelector{APIVersion: "v1", FieldPath: "metadata.name"}}},
 				{Name: "BENCHQ_AGENT_NAME", Value: "$(BENCHQ_POD_NAME)"},
 				{Name: "BENCHQ_NATS_URL", Value: d.NATSURL},
+				{Name: "BENCHQ_AGENT_EXPERIMENT", Value: d.Code},
 				{Name: "BENCHQ_AGENT_PHASE", Value: d.Phase},
 				{Name: "BENCHQ_AGENT_MAX_SHARDS", Value: "1"},
 			},
@@ -72,8 +84,9 @@ func DriverJob(d DriverSpec, namespace string) (*batchv1.Job, error) {
 		pod.NodeSelector = map[string]string{corev1.LabelHostname: d.Node}
 	}
 	return &batchv1.Job{
-		TypeMeta:   metav1.TypeMeta{APIVersion: "batch/v1", Kind: "Job"},
-		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: namespace, Labels: labels},
+		TypeMeta: metav1.TypeMeta{APIVersion: "batch/v1", Kind: "Job"},
+		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: namespace, Labels: labels,
+			Annotations: map[string]string{annotationAttempt: strconv.Itoa(d.Attempt)}},
 		Spec: batchv1.JobSpec{
 			Parallelism: ptr.To(int32(d.Shards)),
 			Completions: ptr.To(int32(d.Shards)),
@@ -91,6 +104,12 @@ func DriverJob(d DriverSpec, namespace string) (*batchv1.Job, error) {
 // StartDrivers creates the phase's driver Job (or finds it: idempotent)
 // and returns its name; teardown deletes it with the configuration.
 func (k *Kube) StartDrivers(ctx context.Context, d DriverSpec) (string, error) {
+	if d.Image == "" {
+		d.Image = k.DriverImage
+	}
+	if d.NATSURL == "" {
+		d.NATSURL = k.DriverNATSURL
+	}
 	j, err := DriverJob(d, k.Namespace)
 	if err != nil {
 		return "", err

@@ -20,6 +20,20 @@ import (
 // Config is the deployer's configuration.
 type Config struct {
 	NATSURL string
+	// DriverPoll is how often a backend that runs driver Jobs is asked
+	// which ended (default 1s).
+	DriverPoll time.Duration
+}
+
+// DriverBackend is implemented by backends that run the driver agents of a
+// phase themselves (Kubernetes: a Job per phase attempt, docs/kubernetes.md).
+// On the others (local) agents are long-running processes and a drivers job
+// is acked without effect.
+type DriverBackend interface {
+	StartDrivers(ctx context.Context, d DriverSpec) (string, error)
+	// EndedDrivers lists the driver Jobs that completed or failed, except
+	// those named in skip.
+	EndedDrivers(ctx context.Context, skip map[string]bool) ([]DriverEnd, error)
 }
 
 // Deployer turns deploy/teardown jobs into SUTs through a Backend and
@@ -43,7 +57,35 @@ func Run(ctx context.Context, cfg Config, backend Backend, log *slog.Logger) err
 	}
 	d := &Deployer{bus: b, backend: backend, log: log}
 	log.Info("deployer ready", "nats", cfg.NATSURL)
-	return b.Consume(ctx, bus.ConsumerSpec{
+	// Drivers jobs have a consumer of their own, so that a deploy waiting
+	// for its SUT (up to its timeout) never holds up another configuration's
+	// phase, whose agents would miss their barrier.
+	dctx, stop := context.WithCancel(ctx)
+	defer stop()
+	watched := make(chan struct{})
+	if db, ok := backend.(DriverBackend); ok {
+		poll := cfg.DriverPoll
+		if poll <= 0 {
+			poll = time.Second
+		}
+		go func() { defer close(watched); d.watchDrivers(dctx, db, poll) }()
+	} else {
+		close(watched)
+	}
+	drivers := make(chan error, 1)
+	go func() {
+		drivers <- b.Consume(dctx, bus.ConsumerSpec{
+			Stream: contracts.StreamJobs, Durable: "deployer-drivers", Filters: []string{contracts.SubjDrivers},
+			AckWait: 30 * time.Second, MaxDeliver: 5,
+		}, func(ctx context.Context, msgs []jetstream.Msg) []error {
+			errs := make([]error, len(msgs))
+			for i, m := range msgs {
+				errs[i] = d.handle(ctx, m)
+			}
+			return errs
+		})
+	}()
+	err = b.Consume(ctx, bus.ConsumerSpec{
 		Stream: contracts.StreamJobs, Durable: "deployer",
 		Filters: []string{contracts.SubjDeploy, contracts.SubjTeardown},
 		AckWait: 30 * time.Second, MaxDeliver: 5,
@@ -56,6 +98,12 @@ func Run(ctx context.Context, cfg Config, backend Backend, log *slog.Logger) err
 		}
 		return errs
 	})
+	stop() // the deploy consumer ended (ctx, or it could not start)
+	<-watched
+	if derr := <-drivers; err == nil {
+		err = derr
+	}
+	return err
 }
 
 // keepAlive tells JetStream the job is in progress until stop is called.
@@ -77,6 +125,13 @@ func keepAlive(m jetstream.Msg) (stop func()) {
 }
 
 func (d *Deployer) handle(ctx context.Context, m jetstream.Msg) error {
+	if m.Subject() == contracts.SubjDrivers {
+		var job contracts.Drivers
+		if err := bus.Decode(contracts.SchemaDrivers, m.Data(), &job); err != nil {
+			return err
+		}
+		return d.drivers(ctx, job)
+	}
 	if strings.HasSuffix(m.Subject(), ".teardown") {
 		var job contracts.Teardown
 		if err := bus.Decode(contracts.SchemaTeardown, m.Data(), &job); err != nil {
@@ -163,6 +218,68 @@ func (d *Deployer) syncVolumes(ctx context.Context, vols Volumes) {
 		data, _ := json.Marshal(e)
 		if _, err := kv.Put(ctx, e.Name, data); err != nil {
 			d.log.Warn("volume not recorded", "volume", e.Name, "err", err)
+		}
+	}
+}
+
+// drivers starts the driver Job of a phase attempt on a backend that runs
+// them. A Job the backend refuses (a name too long, say) is reported at
+// once as a driver.ended that nothing succeeded, so the phase fails naming
+// it instead of waiting for its barrier timeout.
+func (d *Deployer) drivers(ctx context.Context, job contracts.Drivers) error {
+	db, ok := d.backend.(DriverBackend)
+	if !ok {
+		return nil // local: the agents are processes of their own
+	}
+	log := d.log.With("code", job.Code, "phase", job.Phase, "attempt", job.Attempt)
+	spec := DriverSpec{Code: job.Code, Configuration: job.Configuration, DBMS: job.DBMS, Phase: job.Phase, Kind: job.Kind,
+		Attempt: job.Attempt, Shards: job.Shards, Node: job.Node}
+	cctx, cancel := context.WithTimeout(ctx, time.Minute)
+	defer cancel()
+	name, err := db.StartDrivers(cctx, spec)
+	if err == nil {
+		log.Info("driver job started", "job", name, "shards", job.Shards)
+		return nil
+	}
+	if ctx.Err() != nil || !permanent(err) {
+		return fmt.Errorf("start drivers of %s: %w", job.Phase, err) // redelivered
+	}
+	log.Warn("driver job refused", "err", err)
+	now := time.Now().UTC()
+	return d.bus.Publish(ctx, contracts.Subject(contracts.SubjDriverEnded, job.Code, "", ""), DriverEnd{
+		Code: job.Code, Configuration: job.Configuration, Phase: job.Phase, Kind: job.Kind, Attempt: job.Attempt,
+		Job: "(not created)", Shards: job.Shards, StartedAt: &now, EndedAt: &now,
+		Reason: "the driver Job was not created: " + err.Error(),
+	}.Event(now))
+}
+
+// watchDrivers reports every driver Job that ended, once per process (see
+// kube_drivers.go): a restarted deployer lists the Jobs again and
+// re-publishes, which JetStream drops as duplicates.
+func (d *Deployer) watchDrivers(ctx context.Context, db DriverBackend, every time.Duration) {
+	reported := map[string]bool{}
+	t := time.NewTicker(every)
+	defer t.Stop()
+	for {
+		ended, err := db.EndedDrivers(ctx, reported)
+		if err != nil && ctx.Err() == nil {
+			d.log.Warn("driver jobs not listed", "err", err)
+		}
+		for _, e := range ended {
+			if err := d.bus.Publish(ctx, contracts.Subject(contracts.SubjDriverEnded, e.Code, "", ""), e.Event(time.Now())); err != nil {
+				if ctx.Err() == nil {
+					d.log.Warn("driver.ended not published", "job", e.Job, "err", err)
+				}
+				continue // next round
+			}
+			reported[e.Job] = true
+			d.log.Info("driver job ended", "code", e.Code, "phase", e.Phase, "job", e.Job,
+				"succeeded", e.Succeeded, "failed", e.Failed, "simulated", e.Simulated)
+		}
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
 		}
 	}
 }

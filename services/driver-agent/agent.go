@@ -12,6 +12,7 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/benchq/benchq/contracts"
+	"github.com/benchq/benchq/internal/benchbase"
 	"github.com/benchq/benchq/internal/bus"
 	"github.com/benchq/benchq/internal/catalog"
 	"github.com/benchq/benchq/internal/expstate"
@@ -24,6 +25,12 @@ type Config struct {
 	Java      string
 	YCSBLib   string // directory with the YCSB core, our bindings and their dependencies
 	Workloads string // directory with workloada..workloadf
+	// Benchbase, when set, runs TPC-C shards (engine benchbase) instead of
+	// the embedded engine (benchbase.go).
+	Benchbase *benchbase.Install
+
+	// Limits bind the agent to one phase (driver Jobs, phase.go).
+	Limits PhaseLimits
 }
 
 // Agent pulls shard jobs from the shared work queue, one at a time.
@@ -32,6 +39,7 @@ type Agent struct {
 	bus  *bus.Bus
 	log  *slog.Logger
 	busy atomic.Value // string: the id of the shard job in flight, for heartbeats
+	lim  phaseState   // shards ended, for Limits.MaxShards (phase.go)
 }
 
 // ackWait: a job not acked or touched (InProgress) within this time goes to
@@ -50,6 +58,7 @@ func Run(ctx context.Context, cfg Config, log *slog.Logger) error {
 		return err
 	}
 	a := &Agent{cfg: cfg, bus: b, log: log}
+	ctx = a.withLimits(ctx)
 	go a.heartbeat(ctx)
 	log.Info("agent ready", "name", cfg.Name, "ycsb", cfg.YCSBLib)
 	return b.Consume(ctx, bus.ConsumerSpec{
@@ -59,6 +68,7 @@ func Run(ctx context.Context, cfg Config, log *slog.Logger) error {
 		errs := make([]error, len(msgs))
 		for i, m := range msgs {
 			errs[i] = a.handle(ctx, m)
+			a.afterJob()
 		}
 		return errs
 	})
@@ -67,6 +77,9 @@ func Run(ctx context.Context, cfg Config, log *slog.Logger) error {
 func (a *Agent) handle(ctx context.Context, m jetstream.Msg) error {
 	var job contracts.ShardJob
 	if err := bus.Decode(contracts.SchemaShardJob, m.Data(), &job); err != nil {
+		return err
+	}
+	if other, err := a.otherPhase(ctx, m, job); other {
 		return err
 	}
 	log := a.log.With("code", job.Code, "phase", job.Phase, "shard", job.Shard, "attempt", job.Attempt)
@@ -142,16 +155,15 @@ func (a *Agent) publishFinal(ctx context.Context, f *contracts.Final) error {
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
 	defer cancel()
 	subj := contracts.Subject(contracts.SubjFinal, f.Code, f.Phase, fmt.Sprint(f.Shard))
-	return a.bus.Publish(ctx, subj, f)
+	if err := a.bus.Publish(ctx, subj, f); err != nil {
+		return err
+	}
+	a.shardEnded()
+	return nil
 }
 
 func failedFinal(job contracts.ShardJob, agent, reason string) *contracts.Final {
-	now := time.Now().UTC()
-	return &contracts.Final{
-		Envelope:      contracts.NewEnvelope(job.Code, fmt.Sprintf("%s.%s.%d.a%d.final", job.Code, job.Phase, job.Shard, job.Attempt), now),
-		Configuration: job.Configuration, Phase: job.Phase, Kind: job.Kind, Shard: job.Shard, Attempt: job.Attempt,
-		Agent: agent, Status: contracts.StatusFailed, Error: reason, StartedAt: now, EndedAt: now,
-	}
+	return failed(newFinal(job, agent, 0, 0), "%s", reason)
 }
 
 // heartbeat keeps this agent's entry alive in the agents KV bucket (its TTL

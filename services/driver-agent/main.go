@@ -6,6 +6,7 @@ package main
 import (
 	"context"
 	"flag"
+	"fmt"
 	"os"
 	"os/signal"
 	"path/filepath"
@@ -25,12 +26,38 @@ func main() {
 	fs.StringVar(&cfg.Java, "java", config.Env("BENCHQ_JAVA", "java"), "java binary")
 	fs.StringVar(&cfg.YCSBLib, "ycsb-lib", config.Env("BENCHQ_YCSB_LIB", filepath.Join(cache, "ycsb", "lib")), "YCSB jars (built by scripts/build-ycsb.sh)")
 	fs.StringVar(&cfg.Workloads, "workloads", config.Env("BENCHQ_YCSB_WORKLOADS", "services/driver-agent/ycsb/workloads"), "YCSB workload files")
+	fs.StringVar(&cfg.Limits.Experiment, "experiment", config.Env("BENCHQ_AGENT_EXPERIMENT", ""), "take only shard jobs of this experiment (env BENCHQ_AGENT_EXPERIMENT; driver Jobs)")
+	fs.StringVar(&cfg.Limits.Phase, "phase", config.Env("BENCHQ_AGENT_PHASE", ""), "take only shard jobs of this phase, hand others back (env BENCHQ_AGENT_PHASE; driver Jobs)")
+	bbHome := fs.String("benchbase", config.Env("BENCHQ_BENCHBASE_HOME", ""), "Benchbase install (benchbase.jar or its directory; JAVA_HOME picks the JVM) that runs TPC-C shards; unset = the embedded engine (env BENCHQ_BENCHBASE_HOME)")
+	maxShards := fs.Int("max-shards", 0, "exit 0 after this many shards ended; 0 = serve until stopped (env BENCHQ_AGENT_MAX_SHARDS; driver Jobs)")
 	_ = fs.Parse(os.Args[1:])
+	cfg.Limits.MaxShards = *maxShards
+	if v := os.Getenv("BENCHQ_AGENT_MAX_SHARDS"); v != "" && !flagGiven(fs, "max-shards") {
+		n, err := strconv.Atoi(v)
+		if err != nil || n < 0 {
+			fmt.Fprintf(os.Stderr, "BENCHQ_AGENT_MAX_SHARDS=%q: want a whole number >= 0\n", v)
+			os.Exit(2)
+		}
+		cfg.Limits.MaxShards = n
+	}
+	var err error
+	if cfg.Benchbase, err = findBenchbase(*bbHome, os.Getenv); err != nil {
+		fmt.Fprintf(os.Stderr, "-benchbase: %v\n", err)
+		os.Exit(2)
+	}
 	log := config.Logger("driver-agent").With("agent", cfg.Name)
+	logTPCCEngine(log, cfg.Benchbase)
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	if err := Run(ctx, cfg, log); err != nil {
 		log.Error("agent failed", "err", err)
 		os.Exit(1)
 	}
+}
+
+// flagGiven reports whether the command line set flag name.
+func flagGiven(fs *flag.FlagSet, name string) bool {
+	given := false
+	fs.Visit(func(f *flag.Flag) { given = given || f.Name == name })
+	return given
 }

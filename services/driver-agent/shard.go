@@ -163,25 +163,9 @@ wait:
 	// 3. Run until the driver exits, or the phase fails elsewhere (another
 	// shard died, a timeout, benchq stop): then stop the driver and report
 	// the shard as aborted; what it printed so far is kept in stdout.
-	var waitErr error
-	aborted := ""
-run:
-	for {
-		select {
-		case waitErr = <-exited:
-			break run
-		case m := <-signals:
-			if reason, ok := r.phaseFailed(m); ok && aborted == "" {
-				aborted = reason
-				kill()
-			}
-		case <-heartbeat.C:
-			progress()
-		case <-ctx.Done():
-			kill()
-			<-exited
-			return nil, ctx.Err()
-		}
+	waitErr, aborted, stopping := r.supervise(ctx, exited, signals, heartbeat.C, kill, progress)
+	if stopping {
+		return nil, ctx.Err()
 	}
 	final.EndedAt = time.Now().UTC()
 	final.TS = final.EndedAt
@@ -309,6 +293,31 @@ func (a *Agent) barrierSignals(code string) (<-chan *nats.Msg, func(), error) {
 		subs = append(subs, sub)
 	}
 	return signals, unsubscribe, nil
+}
+
+// supervise waits until a started driver process exits (its Wait result
+// arrives on exited) and keeps the job alive meanwhile. A phase.failed of
+// this shard's phase and attempt kills the process: aborted is its reason.
+// When ctx ends (the agent is stopping) it kills the process, waits for it
+// and reports stopping.
+func (r *shardRun) supervise(ctx context.Context, exited <-chan error, signals <-chan *nats.Msg, heartbeat <-chan time.Time, kill, progress func()) (waitErr error, aborted string, stopping bool) {
+	for {
+		select {
+		case err := <-exited:
+			return err, aborted, false
+		case m := <-signals:
+			if reason, ok := r.phaseFailed(m); ok && aborted == "" {
+				aborted = reason
+				kill()
+			}
+		case <-heartbeat:
+			progress()
+		case <-ctx.Done():
+			kill()
+			<-exited
+			return nil, aborted, true
+		}
+	}
 }
 
 // phaseFailed reports whether m is the phase.failed of this shard's phase

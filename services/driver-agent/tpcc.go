@@ -146,7 +146,13 @@ func (a *Agent) handleTPCC(ctx context.Context, m jetstream.Msg, job contracts.S
 	log.Info("tpc-c shard starting", "warehouses", job.TPCC.Warehouses, "terminals", job.TPCC.Terminals, "target", job.TPCC.Target, "duration_s", job.TPCC.DurationS)
 	a.busy.Store(job.ID)
 	defer a.busy.Store("")
-	final, err := a.runTPCC(ctx, job, func() { _ = m.InProgress() })
+	var final *contracts.Final
+	var err error
+	if a.cfg.Benchbase != nil {
+		final, err = a.runBenchbaseJar(ctx, job, func() { _ = m.InProgress() })
+	} else {
+		final, err = a.runTPCC(ctx, job, func() { _ = m.InProgress() })
+	}
 	if err != nil {
 		return err // stopping: not acked, redelivered
 	}

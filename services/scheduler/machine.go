@@ -40,6 +40,10 @@ type State struct {
 	// Busy is the number of SUTs alive in OTHER experiments, set by the
 	// caller before Start/Step: -ms bounds SUTs across all experiments.
 	Busy int `json:"-"`
+	// Drivers holds, per phase name, the driver.ended event of the current
+	// attempt's driver Job (Kubernetes backend) until DriverGrace has
+	// passed: then the shards still without a final are settled (drivers.go).
+	Drivers map[string]*DriverEnd `json:"drivers,omitempty"`
 }
 
 // GoLead is how far ahead of "now" the common start time is set, so every
@@ -60,7 +64,9 @@ type Event struct {
 	Ready      *contracts.BarrierReady
 	Final      *contracts.Final
 	Stop       *contracts.Stop
-	Tick       bool
+	// DriverEnded: a phase's driver Job ended (Kubernetes backend).
+	DriverEnded *contracts.DriverEnded
+	Tick        bool
 	// Heartbeats of the driver agents (name → last beat), read for a tick;
 	// nil when unknown, which disables the lost-agent check.
 	Heartbeats map[string]time.Time
@@ -112,6 +118,8 @@ func (s *State) Step(ev Event, now time.Time) []Out {
 		out = s.onFinal(ev.Final, now)
 	case ev.Stop != nil:
 		out = s.onStop(ev.Stop, now)
+	case ev.DriverEnded != nil:
+		out = s.onDriverEnded(ev.DriverEnded, now)
 	case ev.Tick:
 		out = s.onTick(now, ev.Heartbeats)
 	}
@@ -166,6 +174,8 @@ func (s *State) Early(ev Event) bool {
 		return phaseAhead(ev.Ready.Phase, ev.Ready.Attempt)
 	case ev.Final != nil:
 		return phaseAhead(ev.Final.Phase, ev.Final.Attempt)
+	case ev.DriverEnded != nil:
+		return phaseAhead(ev.DriverEnded.Phase, ev.DriverEnded.Attempt)
 	}
 	return false
 }
@@ -343,6 +353,13 @@ func (s *State) startAttempt(i, p, attempt int, now time.Time) []Out {
 			TimeoutS: s.Plan.Timeouts.BarrierS, StartBy: &startBy,
 		}})
 	}
+	// Where the backend starts the drivers itself (Kubernetes: one Job of
+	// agent pods per phase attempt) the deployer needs to know now: those
+	// agents are the ones that answer READY. The local backend acks it.
+	out = append(out, Out{Subject: contracts.SubjDrivers, Msg: &contracts.Drivers{
+		Envelope:      env(s.Code, fmt.Sprintf("%s.%s.a%d.drivers", s.Code, ph.Name, attempt), now),
+		Configuration: pc.Name, DBMS: pc.DBMS, Phase: ph.Name, Kind: ph.Kind, Attempt: attempt, Shards: n, Node: ph.Node,
+	}})
 	return out
 }
 
@@ -394,13 +411,19 @@ func (s *State) onFinal(m *contracts.Final, now time.Time) []Out {
 			return nil
 		}
 	}
+	return s.endPhase(i, strings.Join(shardFailures(cur), "; "), now)
+}
+
+// shardFailures names the finished shards that failed (a simulated shard
+// did not fail: it measured nothing, which the phase's reason says).
+func shardFailures(cur *PhaseState) []string {
 	var failed []string
 	for k, d := range cur.Done {
-		if d.Status != contracts.StatusOK {
+		if d != nil && d.Status != contracts.StatusOK && d.Status != contracts.StatusSimulated {
 			failed = append(failed, fmt.Sprintf("shard %d: %s", k+1, d.Error))
 		}
 	}
-	return s.endPhase(i, strings.Join(failed, "; "), now)
+	return failed
 }
 
 // endPhase publishes done (reason empty) or failed, then moves on: the next
@@ -408,11 +431,19 @@ func (s *State) onFinal(m *contracts.Final, now time.Time) []Out {
 // remaining phases are skipped (listed in the failure) and the experiment
 // goes on with its other configurations.
 func (s *State) endPhase(i int, reason string, now time.Time) []Out {
+	return s.endPhaseNoted(i, reason, "", now)
+}
+
+// endPhaseNoted is endPhase with a note that a done phase's event carries
+// as its reason (a simulated phase: nothing was measured).
+func (s *State) endPhaseNoted(i int, reason, note string, now time.Time) []Out {
 	ph := s.Plan.Configurations[i].Phases[s.Configs[i].Phase]
-	closed := s.closePhase(i, reason, now)
+	closed := s.closePhase(i, reason, note, now)
 	out := []Out{closed}
 	if reason == "" {
-		if pe := closed.Msg.(*contracts.PhaseEvent); ph.Kind == contracts.KindLoad && pe.StartedAt != nil && pe.EndedAt != nil {
+		// A simulated loading phase loaded nothing: its volume must not be
+		// recorded as holding the data set.
+		if pe := closed.Msg.(*contracts.PhaseEvent); note == "" && ph.Kind == contracts.KindLoad && pe.StartedAt != nil && pe.EndedAt != nil {
 			s.Configs[i].LoadingTimeS = pe.EndedAt.Sub(*pe.StartedAt).Seconds()
 		}
 		return append(out, s.startPhase(i, s.Configs[i].Phase+1, now)...)
@@ -437,7 +468,7 @@ func (s *State) retryPhase(i int, reason string, now time.Time) []Out {
 
 // closePhase publishes the phase's done or failed event with its window
 // (earliest shard start … latest shard end) and clears the current phase.
-func (s *State) closePhase(i int, reason string, now time.Time) Out {
+func (s *State) closePhase(i int, reason, note string, now time.Time) Out {
 	cur := s.Configs[i].Current
 	var start, end *time.Time
 	for _, d := range cur.Done {
@@ -462,12 +493,14 @@ func (s *State) closePhase(i int, reason string, now time.Time) Out {
 	}
 	status := contracts.PhaseDone
 	ph := s.Plan.Configurations[i].Phases[s.Configs[i].Phase]
+	text := note
 	if reason != "" {
-		status = contracts.PhaseFailed
+		status, text = contracts.PhaseFailed, reason
 		s.fail(fmt.Sprintf("phase %s failed: %s", ph.Name, reason))
 	}
-	out := s.phaseEvent(i, status, start, end, reason, now)
+	out := s.phaseEvent(i, status, start, end, text, now)
 	s.Configs[i].Current = nil
+	delete(s.Drivers, ph.Name)
 	return out
 }
 
@@ -477,6 +510,8 @@ func (s *State) onTick(now time.Time, beats map[string]time.Time) []Out {
 		c := &s.Configs[i]
 		name := s.Plan.Configurations[i].Name
 		switch {
+		case s.driversDue(i, now):
+			out = append(out, s.settleDrivers(i, now)...)
 		case c.Status == cfgDeploying && c.Deadline != nil && now.After(*c.Deadline):
 			s.fail(fmt.Sprintf("SUT %s not ready within %ds", name, s.Plan.Timeouts.SUTReadyS))
 			c.Failed = "not ready in time"
@@ -537,6 +572,9 @@ func missing(ready []bool, done []*ShardDone) string {
 func (s *State) teardown(i int, reason string, now time.Time) []Out {
 	pc := s.Plan.Configurations[i]
 	dl := now.Add(secs(s.Plan.Timeouts.SUTReadyS)).UTC()
+	if c := s.Configs[i]; c.Current != nil && c.Phase < len(pc.Phases) {
+		delete(s.Drivers, pc.Phases[c.Phase].Name)
+	}
 	s.Configs[i].Status, s.Configs[i].Deadline, s.Configs[i].Current = cfgTearing, &dl, nil
 	td := &contracts.Teardown{
 		Envelope: env(s.Code, s.Code+"."+pc.Name+".teardown", now), Configuration: pc.Name, DBMS: pc.DBMS, Reason: reason,

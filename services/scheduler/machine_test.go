@@ -1,6 +1,7 @@
 package main
 
 import (
+	"encoding/json"
 	"fmt"
 	"strings"
 	"testing"
@@ -269,7 +270,7 @@ func TestLostAgentReRunsThePhaseOnce(t *testing.T) {
 	}
 	beats["a1"] = t0.Add(20 * time.Second) // a2 silent for 20 s
 	out = s.Step(Event{Tick: true, Heartbeats: beats}, t0.Add(20*time.Second))
-	if got := strings.Join(subjects(out), " "); got != "benchq.exp.17.phase.failed benchq.jobs.shard benchq.jobs.shard" {
+	if got := strings.Join(subjects(out), " "); got != "benchq.exp.17.phase.failed benchq.jobs.shard benchq.jobs.shard benchq.jobs.drivers" {
 		t.Fatalf("lost agent: %s", got)
 	}
 	if r := out[0].Msg.(*contracts.PhaseEvent).Reason; !strings.Contains(r, "shard 2 (agent a2") || !strings.Contains(r, "re-running") {
@@ -338,7 +339,7 @@ func TestPersistedVolumes(t *testing.T) {
 	s, _, _ := Start(p, []byte(`{}`), t0, 0)
 	out := s.Step(Event{SUTReady: &contracts.SUTReady{Configuration: p.Configurations[0].Name, Endpoint: contracts.Endpoint{Host: "h", Port: 1},
 		Info: map[string]any{"volume": "bq-redis-ycsb-0-1", "volume_loaded": true, "volume_loaded_by": "42"}}}, t0)
-	if got := strings.Join(subjects(out), " "); got != "benchq.exp.17.phase.skipped benchq.jobs.shard" {
+	if got := strings.Join(subjects(out), " "); got != "benchq.exp.17.phase.skipped benchq.jobs.shard benchq.jobs.drivers" {
 		t.Fatalf("persisted: %s", got)
 	}
 	if pe := out[0].Msg.(*contracts.PhaseEvent); pe.Status != contracts.PhaseSkipped || !strings.Contains(pe.Reason, "persisted on volume bq-redis-ycsb-0-1") || !strings.Contains(pe.Reason, "by experiment 42") {
@@ -360,5 +361,189 @@ func TestPersistedVolumes(t *testing.T) {
 	td := out[len(out)-1].Msg.(*contracts.Teardown)
 	if td.Loaded == nil || td.Loaded.Volume != "bq-redis-ycsb-0-1" || td.Loaded.LoadingTimeS != 3 || td.Loaded.By != "17" {
 		t.Errorf("teardown %+v", td.Loaded)
+	}
+}
+
+// drivers returns the Drivers job among out.
+func drivers(t *testing.T, out []Out) *contracts.Drivers {
+	t.Helper()
+	for _, o := range out {
+		if d, ok := o.Msg.(*contracts.Drivers); ok {
+			if o.Subject != contracts.SubjDrivers {
+				t.Errorf("drivers job on %s", o.Subject)
+			}
+			return d
+		}
+	}
+	t.Fatalf("no drivers job in %v", subjects(out))
+	return nil
+}
+
+func driverEnded(d *contracts.Drivers, succeeded, failed int, simulated bool) Event {
+	start, end := t0.Add(time.Second), t0.Add(2*time.Second)
+	return Event{DriverEnded: &contracts.DriverEnded{Configuration: d.Configuration, Phase: d.Phase, Kind: d.Kind, Attempt: d.Attempt,
+		Job: "bq-17-" + strings.ToLower(d.Phase), Shards: d.Shards, Succeeded: succeeded, Failed: failed, Simulated: simulated,
+		Nodes: []string{"kwok-node-0"}, StartedAt: &start, EndedAt: &end, Reason: "Complete"}}
+}
+
+// Every phase attempt asks the deployer for its driver agents, with the
+// phase's shape and node pin.
+func TestEveryPhaseAsksForDrivers(t *testing.T) {
+	p := defaultPlan(t, func(r *contracts.Request) {
+		r.Nodes = &contracts.Nodes{Loading: "n-load", Benchmarking: "n-bench"}
+	})
+	s, _, _ := Start(p, []byte(`{}`), t0, 0)
+	out := ready(s, 0)
+	d := drivers(t, out)
+	if d.Phase != "Redis-8-2-16384-1-load" || d.Kind != contracts.KindLoad || d.Shards != 2 || d.Attempt != 1 || d.Node != "n-load" ||
+		d.DBMS != "Redis" || d.Configuration != "Redis-8-2-16384-1" || d.ID != "17.Redis-8-2-16384-1-load.a1.drivers" {
+		t.Errorf("load drivers %+v", d)
+	}
+	out = runPhase(t, s, jobs(out), contracts.StatusOK)
+	if d := drivers(t, out); d.Phase != "Redis-8-2-16384-1-run1" || d.Kind != contracts.KindRun || d.Shards != 1 || d.Node != "n-bench" {
+		t.Errorf("run drivers %+v", d)
+	}
+}
+
+// kwok: the driver Jobs "complete" at once and no agent ever reports.
+// After the grace every shard is recorded as simulated (a final on its
+// behalf, no measurement), the phase starts and is done saying so, and the
+// experiment goes on to the end; the volume is not marked loaded.
+func TestSimulatedDriversCompleteThePhaseWithoutMeasurements(t *testing.T) {
+	p := defaultPlan(t, func(r *contracts.Request) { r.BenchmarkingPods = []int{1, 2} })
+	s, _, _ := Start(p, []byte(`{}`), t0, 0)
+	out := s.Step(Event{SUTReady: &contracts.SUTReady{Configuration: p.Configurations[0].Name, Endpoint: contracts.Endpoint{Host: "h", Port: 1},
+		Info: map[string]any{"volume": "bq-redis-ycsb-0-1"}}}, t0)
+	var sequence []string
+	for phase := 0; phase < 3; phase++ {
+		d := drivers(t, out)
+		if got := s.Step(driverEnded(d, d.Shards, 0, true), t0); len(got) != 0 {
+			t.Fatalf("driver.ended settles before the grace: %v", subjects(got))
+		}
+		if got := s.Step(Event{Tick: true}, t0.Add(DriverGrace-time.Millisecond)); len(got) != 0 {
+			t.Fatalf("tick within the grace: %v", subjects(got))
+		}
+		out = s.Step(Event{Tick: true}, t0.Add(DriverGrace))
+		var finals int
+		for _, o := range out {
+			switch m := o.Msg.(type) {
+			case *contracts.Final:
+				finals++
+				if m.Status != contracts.StatusSimulated || len(m.Operations) != 0 || m.Agent != "bq-17-"+strings.ToLower(d.Phase) ||
+					!strings.Contains(m.Error, SimulatedNote) || !strings.Contains(m.Error, "kwok-node-0") ||
+					m.ID != fmt.Sprintf("17.%s.%d.a1.final", d.Phase, m.Shard) || o.Subject != fmt.Sprintf("benchq.results.17.%s.%d.final", d.Phase, m.Shard) {
+					t.Errorf("final %s %+v", o.Subject, m)
+				}
+				raw, _ := json.Marshal(m)
+				if err := contracts.Validate(contracts.SchemaFinal, raw); err != nil {
+					t.Error(err)
+				}
+			case *contracts.PhaseEvent:
+				sequence = append(sequence, m.Status+" "+m.Phase)
+				if m.Reason != SimulatedNote {
+					t.Errorf("phase event reason %q", m.Reason)
+				}
+				if m.Status == contracts.PhaseDone && (!m.StartedAt.Equal(t0.Add(time.Second)) || !m.EndedAt.Equal(t0.Add(2*time.Second))) {
+					t.Errorf("window %v – %v", m.StartedAt, m.EndedAt)
+				}
+			case *contracts.Teardown:
+				if m.Loaded != nil {
+					t.Errorf("a simulated load marked the volume loaded: %+v", m.Loaded)
+				}
+			}
+		}
+		if finals != d.Shards {
+			t.Errorf("%d simulated finals for %d shards", finals, d.Shards)
+		}
+		// The finals come back to the scheduler: nothing happens.
+		if got := s.Step(final(&contracts.ShardJob{Phase: d.Phase, Shard: 1, Attempt: 1}, contracts.StatusSimulated), t0); len(got) != 0 {
+			t.Errorf("own final: %v", subjects(got))
+		}
+	}
+	want := "started Redis-8-2-16384-1-load, done Redis-8-2-16384-1-load, started Redis-8-2-16384-1-run1, done Redis-8-2-16384-1-run1, " +
+		"started Redis-8-2-16384-1-run2, done Redis-8-2-16384-1-run2"
+	if got := strings.Join(sequence, ", "); got != want {
+		t.Errorf("phases: %s", got)
+	}
+	if got := subjects(out); got[len(got)-1] != "benchq.jobs.teardown" {
+		t.Fatalf("after the last phase: %v", got)
+	}
+	out = s.Step(Event{SUTRemoved: &contracts.SUTRemoved{Configuration: p.Configurations[0].Name}}, t0)
+	if s.Status != contracts.ExperimentDone || len(s.Failures) != 0 || len(s.Drivers) != 0 {
+		t.Errorf("experiment %s %v drivers %v", s.Status, s.Failures, s.Drivers)
+	}
+}
+
+// A real node: the Job's pods ran (and exited 0) but shard 2 never sent a
+// result. That is a failure naming the Job and the shard, not a success.
+func TestDriversThatEndWithoutResultsFailThePhase(t *testing.T) {
+	p := defaultPlan(t, nil)
+	s, _, _ := Start(p, []byte(`{}`), t0, 0)
+	out := ready(s, 0)
+	d := drivers(t, out)
+	js := jobs(out)
+	for _, j := range js {
+		s.Step(Event{Ready: &contracts.BarrierReady{Phase: j.Phase, Shard: j.Shard, Attempt: 1, Agent: fmt.Sprint("pod-", j.Shard)}}, t0)
+	}
+	s.Step(final(js[0], contracts.StatusOK), t0)
+	s.Step(driverEnded(d, 2, 0, false), t0.Add(5*time.Second))
+	if got := s.Step(Event{Tick: true}, t0.Add(6*time.Second)); len(got) != 0 {
+		t.Fatalf("within the grace: %v", subjects(got))
+	}
+	out = s.Step(Event{Tick: true}, t0.Add(8*time.Second))
+	if got := strings.Join(subjects(out), " "); got != "benchq.results.17.Redis-8-2-16384-1-load.2.final benchq.exp.17.phase.failed benchq.jobs.teardown" {
+		t.Fatalf("got %s", got)
+	}
+	want := "driver Job bq-17-redis-8-2-16384-1-load ended (succeeded 2, failed 0) but shard 2 never reported a result"
+	if f := out[0].Msg.(*contracts.Final); f.Status != contracts.StatusFailed || f.Shard != 2 || f.Error != want {
+		t.Errorf("final %+v", f)
+	}
+	if r := out[1].Msg.(*contracts.PhaseEvent).Reason; r != want {
+		t.Errorf("reason %q", r)
+	}
+	s.Step(Event{SUTRemoved: &contracts.SUTRemoved{Configuration: p.Configurations[0].Name}}, t0)
+	if s.Status != contracts.ExperimentFailed || !strings.Contains(strings.Join(s.Failures, "; "), want) {
+		t.Errorf("experiment %s %v", s.Status, s.Failures)
+	}
+
+	// A Job that failed before any agent was READY fails the phase too,
+	// with what the Job says.
+	s, _, _ = Start(p, []byte(`{}`), t0, 0)
+	d = drivers(t, ready(s, 0))
+	ev := driverEnded(d, 0, 3, false)
+	ev.DriverEnded.Reason = "Failed: BackoffLimitExceeded"
+	s.Step(ev, t0)
+	out = s.Step(Event{Tick: true}, t0.Add(DriverGrace))
+	if got := strings.Join(subjects(out), " "); got != "benchq.results.17.Redis-8-2-16384-1-load.1.final benchq.results.17.Redis-8-2-16384-1-load.2.final benchq.exp.17.phase.failed benchq.jobs.teardown" {
+		t.Fatalf("got %s", got)
+	}
+	if r := out[2].Msg.(*contracts.PhaseEvent).Reason; !strings.Contains(r, "(succeeded 0, failed 3) but shard 1 never reported") || !strings.Contains(r, "BackoffLimitExceeded") {
+		t.Errorf("reason %q", r)
+	}
+}
+
+// Every shard reported before the Job ended: driver.ended changes nothing;
+// one of another attempt or of a phase not running is ignored; one that
+// overtakes the stored phase is early (redelivered).
+func TestDriverEndedAfterTheFinalsChangesNothing(t *testing.T) {
+	p := defaultPlan(t, nil)
+	s, _, _ := Start(p, []byte(`{}`), t0, 0)
+	if !s.Early(Event{DriverEnded: &contracts.DriverEnded{Phase: "Redis-8-2-16384-1-load", Attempt: 1}}) {
+		t.Error("driver.ended of a phase not started yet is not early")
+	}
+	out := ready(s, 0)
+	d := drivers(t, out)
+	if got := s.Step(driverEnded(&contracts.Drivers{Phase: d.Phase, Attempt: 2, Shards: 2}, 2, 0, true), t0); len(got) != 0 || len(s.Drivers) != 0 {
+		t.Errorf("another attempt's driver.ended recorded: %v", s.Drivers)
+	}
+	out = runPhase(t, s, jobs(out), contracts.StatusOK)
+	if got := subjects(out); got[0] != "benchq.exp.17.phase.done" {
+		t.Fatalf("load: %v", got)
+	}
+	if got := s.Step(driverEnded(d, 2, 0, false), t0); len(got) != 0 || len(s.Drivers) != 0 {
+		t.Errorf("driver.ended of a finished phase: %v %v", subjects(got), s.Drivers)
+	}
+	if got := s.Step(Event{Tick: true}, t0.Add(time.Minute)); len(got) != 0 {
+		t.Errorf("tick: %v", subjects(got))
 	}
 }

@@ -91,6 +91,7 @@ func Run(ctx context.Context, cfg Config, log *slog.Logger) error {
 		contracts.Subject(contracts.SubjSUTFailed, "", "", ""),
 		contracts.Subject(contracts.SubjSUTRemoved, "", "", ""),
 		contracts.Subject(contracts.SubjBarrierReady, "", "", ""),
+		contracts.Subject(contracts.SubjDriverEnded, "", "", ""),
 	}}, s.each(s.handleEvent))
 	consume(bus.ConsumerSpec{Stream: contracts.StreamResults, Durable: "scheduler-results", MaxDeliver: maxEarly, Filters: []string{
 		contracts.Subject(contracts.SubjFinal, "", "", ""),
@@ -261,6 +262,8 @@ func decodeEvent(subject string, data []byte) (Event, string, error) {
 		ev.Ready = m
 	case *contracts.Final:
 		ev.Final = m
+	case *contracts.DriverEnded:
+		ev.DriverEnded = m
 	default:
 		return ev, "", bus.Permanent(fmt.Errorf("the scheduler does not consume %s", subject))
 	}

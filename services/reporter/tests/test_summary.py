@@ -142,6 +142,19 @@ def test_return_ok_counts_batched_inserts_and_is_unknown_without_codes(tables):
     assert s.execution_per_phase["[READ-MODIFY-WRITE].Return=OK"].isna().all()
 
 
+def test_simulated_phase_is_said_plainly_and_fails_the_tests(tables):
+    # kwok: the scheduler records the driver Job's shards as simulated, no operations.
+    reason = "simulated on kwok: the driver pods did not run YCSB, no measurements (driver Job bq-x)"
+    for r in tables["shard_results"]:
+        if r["phase"] == RUN:
+            r.update(status="simulated", error=reason, runtime_ms=0, throughput=0, threads=0, target=0)
+    tables["shard_operations"] = [o for o in tables["shard_operations"] if o["phase"] != RUN]
+    s = summarize(experiment(tables))
+    assert any(n.startswith(f"Phase {RUN} was simulated, not measured: {reason}") for n in s.workflow.notes)
+    assert not any("failed" in n for n in s.workflow.notes)
+    assert not _test(s, "execution_throughput").passed
+
+
 def test_missing_percentile_stays_nan(tables):
     for op in tables["shard_operations"]:
         if op["operation"] == "UPDATE":

@@ -1,0 +1,152 @@
+package main
+
+import (
+	"fmt"
+	"sort"
+	"strings"
+	"time"
+
+	"github.com/benchq/benchq/contracts"
+)
+
+// Driver Jobs (Kubernetes backend): the deployer starts one Job of agent
+// pods per phase attempt (the Drivers job of startAttempt) and reports its
+// end with driver.ended. Agents that ran publish their finals before they
+// exit, so by then every shard should have one. After DriverGrace (finals
+// may still be on their way) every shard without a final is settled:
+//
+//   - simulated (the pods ran on kwok's fake nodes, where no container
+//     runs): the shard is recorded as "simulated" without a measurement and
+//     the phase is done, its reason saying so (SimulatedNote);
+//   - otherwise the shard failed: its agent exited without a result, or
+//     never ran (the Job failed); the phase fails naming Job and shard.
+//
+// In both cases the scheduler publishes the shard's final on its behalf
+// (same id as the agent's would have, so JetStream keeps one), so the
+// results database holds one row per shard either way.
+
+// DriverGrace is how long after driver.ended the shards without a final
+// are settled.
+const DriverGrace = 3 * time.Second
+
+// SimulatedNote is the reason of a phase whose driver pods were simulated,
+// and the error of its shards' finals.
+const SimulatedNote = "simulated on kwok: the driver pods did not run YCSB, no measurements"
+
+// DriverEnd is a stored driver.ended, waiting for DriverGrace.
+type DriverEnd struct {
+	Attempt    int        `json:"attempt"`
+	Job        string     `json:"job"`
+	Succeeded  int        `json:"succeeded"`
+	Failed     int        `json:"failed"`
+	Simulated  bool       `json:"simulated"`
+	Nodes      []string   `json:"nodes,omitempty"`
+	Reason     string     `json:"reason,omitempty"`
+	StartedAt  *time.Time `json:"started_at,omitempty"`
+	EndedAt    *time.Time `json:"ended_at,omitempty"`
+	ReceivedAt time.Time  `json:"received_at"`
+}
+
+// onDriverEnded records the end of the current attempt's driver Job; a
+// stale one (another attempt, a phase no longer running) is ignored, a
+// repeated one keeps the first.
+func (s *State) onDriverEnded(m *contracts.DriverEnded, now time.Time) []Out {
+	if _, _, ok := s.current(m.Phase, m.Attempt); !ok {
+		return nil
+	}
+	if d := s.Drivers[m.Phase]; d != nil && d.Attempt == m.Attempt {
+		return nil
+	}
+	if s.Drivers == nil {
+		s.Drivers = map[string]*DriverEnd{}
+	}
+	s.Drivers[m.Phase] = &DriverEnd{
+		Attempt: m.Attempt, Job: m.Job, Succeeded: m.Succeeded, Failed: m.Failed, Simulated: m.Simulated,
+		Nodes: m.Nodes, Reason: m.Reason, StartedAt: m.StartedAt, EndedAt: m.EndedAt, ReceivedAt: now.UTC(),
+	}
+	return nil
+}
+
+// driversDue reports whether configuration i's current phase has a driver
+// Job that ended at least DriverGrace ago.
+func (s *State) driversDue(i int, now time.Time) bool {
+	c := s.Configs[i]
+	if c.Status != cfgRunning || c.Current == nil {
+		return false
+	}
+	d := s.Drivers[s.Plan.Configurations[i].Phases[c.Phase].Name]
+	return d != nil && d.Attempt == c.Current.Attempt && !now.Before(d.ReceivedAt.Add(DriverGrace))
+}
+
+// settleDrivers settles the shards of configuration i's current phase that
+// have no final (see the comment at the top).
+func (s *State) settleDrivers(i int, now time.Time) []Out {
+	c := &s.Configs[i]
+	cur := c.Current
+	pc := s.Plan.Configurations[i]
+	ph := pc.Phases[c.Phase]
+	d := s.Drivers[ph.Name]
+	delete(s.Drivers, ph.Name)
+	start, end := now.UTC(), now.UTC()
+	if d.StartedAt != nil {
+		start = d.StartedAt.UTC()
+	}
+	if d.EndedAt != nil {
+		end = d.EndedAt.UTC()
+	}
+	if end.Before(start) {
+		end = start
+	}
+	var missing []int
+	for k, done := range cur.Done {
+		if done == nil {
+			missing = append(missing, k+1)
+		}
+	}
+	if len(missing) == 0 {
+		return nil // every shard reported: its finals end the phase
+	}
+	var out []Out
+	shardFinal := func(shard int, status, text string) {
+		cur.Done[shard-1] = &ShardDone{Status: status, Error: text, StartedAt: start, EndedAt: end}
+		out = append(out, Out{Subject: contracts.Subject(contracts.SubjFinal, s.Code, ph.Name, fmt.Sprint(shard)), Msg: &contracts.Final{
+			Envelope:      env(s.Code, fmt.Sprintf("%s.%s.%d.a%d.final", s.Code, ph.Name, shard, cur.Attempt), now),
+			Configuration: pc.Name, Phase: ph.Name, Kind: ph.Kind, Shard: shard, Attempt: cur.Attempt,
+			Agent: d.Job, Status: status, Error: text, StartedAt: start, EndedAt: end,
+		}})
+	}
+	if d.Simulated {
+		where := fmt.Sprintf("driver Job %s", d.Job)
+		if len(d.Nodes) > 0 {
+			nodes := append([]string(nil), d.Nodes...)
+			sort.Strings(nodes)
+			where += ", node " + strings.Join(nodes, ", ")
+		}
+		for _, k := range missing {
+			shardFinal(k, contracts.StatusSimulated, fmt.Sprintf("%s (%s)", SimulatedNote, where))
+		}
+		if cur.Status == phPreparing {
+			// No agent ran, so none was READY and no GO went out: the
+			// phase "started" when the Job's pods did, as far as the
+			// cluster is concerned.
+			cur.Status, cur.GoAt = phRunning, &start
+			out = append(out, s.phaseEvent(i, contracts.PhaseStarted, &start, nil, SimulatedNote, now))
+		}
+		return append(out, s.endPhaseNoted(i, strings.Join(shardFailures(cur), "; "), SimulatedNote, now)...)
+	}
+	var reasons []string
+	for _, k := range missing {
+		text := fmt.Sprintf("driver Job %s ended (succeeded %d, failed %d) but shard %d never reported a result", d.Job, d.Succeeded, d.Failed, k)
+		shardFinal(k, contracts.StatusFailed, text)
+		reasons = append(reasons, text)
+	}
+	for _, f := range shardFailures(cur) {
+		if !strings.Contains(f, "driver Job "+d.Job+" ended") {
+			reasons = append(reasons, f)
+		}
+	}
+	if d.Failed > 0 && d.Reason != "" {
+		reasons = append(reasons, "the Job says: "+d.Reason)
+	}
+	return append(out, s.endPhase(i, strings.Join(reasons, "; "), now)...)
+}

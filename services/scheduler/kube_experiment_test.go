@@ -1,0 +1,352 @@
+//go:build k8s
+
+// A whole experiment on the kubernetes backend (make test-k8s): a real
+// control plane (internal/k8stest: etcd, kube-apiserver, controller-manager,
+// scheduler, kwok), a real nats-server, this scheduler in-process and the
+// deployer binary as a process of its own with BENCHQ_BACKEND=kubernetes.
+//
+// kwok runs no container: the SUT's pods are Running and the driver Jobs'
+// pods Succeeded because kwok says so. So the experiment reaches every
+// phase event, but no agent ever runs YCSB: each phase ends "simulated on
+// kwok" with one shard final per shard saying so and no measurement. The
+// numbers of benchq come from the local backend's tests.
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/nats-io/nats.go/jetstream"
+	batchv1 "k8s.io/api/batch/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes"
+
+	"github.com/benchq/benchq/contracts"
+	"github.com/benchq/benchq/internal/bus"
+	"github.com/benchq/benchq/internal/k8stest"
+	"github.com/benchq/benchq/internal/procs"
+	"github.com/benchq/benchq/internal/testenv"
+)
+
+// startDeployer builds the deployer and runs it against the control plane
+// until t ends (SIGTERM, SIGKILL after 10 s; it also dies with the test
+// binary).
+func startDeployer(t *testing.T, cp *k8stest.ControlPlane, natsURL, ns string) {
+	t.Helper()
+	dir := t.TempDir()
+	bin := filepath.Join(dir, "deployer")
+	build := exec.Command("go", "build", "-o", bin, "../deployer")
+	if out, err := build.CombinedOutput(); err != nil {
+		t.Fatalf("go build deployer: %v\n%s", err, out)
+	}
+	logPath := filepath.Join(dir, "deployer.log")
+	logf, err := os.Create(logPath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cmd := exec.Command(bin, "-kubeconfig", cp.Kubeconfig, "-namespace", ns)
+	cmd.Env = append(os.Environ(), "BENCHQ_BACKEND=kubernetes", "BENCHQ_NATS_URL="+natsURL,
+		"BENCHQ_DRIVER_IMAGE=benchq/driver-agent:dev", "BENCHQ_DRIVER_NATS_URL=nats://nats:4222")
+	cmd.Stdout, cmd.Stderr = logf, logf
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan struct{})
+	go func() { _ = cmd.Wait(); close(done) }()
+	t.Cleanup(func() {
+		_ = syscall.Kill(-cmd.Process.Pid, syscall.SIGTERM)
+		select {
+		case <-done:
+		case <-time.After(10 * time.Second):
+			_ = syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
+			<-done
+		}
+		_ = logf.Close()
+		if t.Failed() {
+			t.Logf("deployer log (last lines):\n%s", procs.LogTail(logPath, 40))
+		}
+	})
+}
+
+// jobWatcher records every driver Job of the namespace it sees.
+type jobWatcher struct {
+	mu   sync.Mutex
+	jobs map[string]batchv1.Job
+}
+
+func watchJobs(ctx context.Context, c kubernetes.Interface, ns string) *jobWatcher {
+	w := &jobWatcher{jobs: map[string]batchv1.Job{}}
+	go func() {
+		for ctx.Err() == nil {
+			l, err := c.BatchV1().Jobs(ns).List(ctx, metav1.ListOptions{LabelSelector: "app=benchq,component in (loader,benchmarker)"})
+			if err == nil {
+				w.mu.Lock()
+				for _, j := range l.Items {
+					w.jobs[j.Name] = j
+				}
+				w.mu.Unlock()
+			}
+			select {
+			case <-ctx.Done():
+			case <-time.After(100 * time.Millisecond):
+			}
+		}
+	}()
+	return w
+}
+
+func (w *jobWatcher) get(name string) (batchv1.Job, bool) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	j, ok := w.jobs[name]
+	return j, ok
+}
+
+// labelled lists what is left labelled with the experiment.
+func labelled(ctx context.Context, c kubernetes.Interface, ns, code string) ([]string, error) {
+	opts := metav1.ListOptions{LabelSelector: "experiment=" + code}
+	var out []string
+	pods, err := c.CoreV1().Pods(ns).List(ctx, opts)
+	if err != nil {
+		return nil, err
+	}
+	for _, o := range pods.Items {
+		out = append(out, "pod/"+o.Name)
+	}
+	svcs, err := c.CoreV1().Services(ns).List(ctx, opts)
+	if err != nil {
+		return nil, err
+	}
+	for _, o := range svcs.Items {
+		out = append(out, "service/"+o.Name)
+	}
+	deps, err := c.AppsV1().Deployments(ns).List(ctx, opts)
+	if err != nil {
+		return nil, err
+	}
+	for _, o := range deps.Items {
+		out = append(out, "deployment/"+o.Name)
+	}
+	rss, err := c.AppsV1().ReplicaSets(ns).List(ctx, opts)
+	if err != nil {
+		return nil, err
+	}
+	for _, o := range rss.Items {
+		out = append(out, "replicaset/"+o.Name)
+	}
+	jobs, err := c.BatchV1().Jobs(ns).List(ctx, opts)
+	if err != nil {
+		return nil, err
+	}
+	for _, o := range jobs.Items {
+		out = append(out, "job/"+o.Name)
+	}
+	pvcs, err := c.CoreV1().PersistentVolumeClaims(ns).List(ctx, opts)
+	if err != nil {
+		return nil, err
+	}
+	for _, o := range pvcs.Items {
+		out = append(out, "pvc/"+o.Name)
+	}
+	eps, err := c.DiscoveryV1().EndpointSlices(ns).List(ctx, opts)
+	if err != nil {
+		return nil, err
+	}
+	for _, o := range eps.Items {
+		out = append(out, "endpointslice/"+o.Name)
+	}
+	return out, nil
+}
+
+// TestKubeExperiment: benchq ycsb -dbms Redis -sf 0.01 -nlp 2 -nbp 1,2
+// -rnl kwok-node-0 run, driven by the scheduler through the deployer on
+// the kubernetes backend, to its end.
+func TestKubeExperiment(t *testing.T) {
+	cp := k8stest.Start(t)
+	ns := cp.Namespace(t, "experiment")
+	natsURL := testenv.NATS(t)
+	ctx, cancel := context.WithTimeout(t.Context(), 5*time.Minute)
+	defer cancel()
+	log := testenv.Logger(t, "scheduler")
+	testenv.Go(t, func(ctx context.Context) error {
+		return Run(ctx, Config{NATSURL: natsURL, TickEvery: 200 * time.Millisecond}, log)
+	})
+	startDeployer(t, cp, natsURL, ns)
+	jobs := watchJobs(ctx, cp.Client, ns)
+
+	b, err := bus.Connect(ctx, natsURL, "kube-experiment-test", testenv.Logger(t, "test"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer b.Close()
+	if err := b.Setup(ctx); err != nil {
+		t.Fatal(err)
+	}
+	const code = "kexp1"
+	events, err := b.JS.OrderedConsumer(ctx, contracts.StreamEvents, jetstream.OrderedConsumerConfig{FilterSubjects: []string{"benchq.exp." + code + ".>"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	request := `{"schema_version": 1, "id": "kexp1-request", "code": "kexp1", "dbms": ["Redis"], "sf": 0.01,
+		"loading_pods": [2], "benchmarking_pods": [1, 2], "nodes": {"loading": "` + k8stest.NodeName + `"}}`
+	start := time.Now()
+	if err := b.PublishRaw(ctx, contracts.SubjRequest, "kexp1-request", []byte(request)); err != nil {
+		t.Fatal(err)
+	}
+
+	// Every event of the experiment, in order, until it ends.
+	var seq []string
+	var ended []contracts.DriverEnded
+	var phases []contracts.PhaseEvent
+	var end contracts.ExperimentEnd
+	for end.Status == "" {
+		m, err := events.Next(jetstream.FetchMaxWait(3 * time.Minute))
+		if err != nil {
+			t.Fatalf("after %v: %v", seq, err)
+		}
+		subj := strings.TrimPrefix(m.Subject(), "benchq.exp."+code+".")
+		msg, err := bus.DecodeSubject(m.Subject(), m.Data())
+		if err != nil {
+			t.Fatalf("%s: %v", m.Subject(), err)
+		}
+		switch e := msg.(type) {
+		case *contracts.DriverEnded:
+			ended = append(ended, *e)
+			subj += fmt.Sprintf("(%s, simulated=%v)", e.Phase, e.Simulated)
+		case *contracts.PhaseEvent:
+			phases = append(phases, *e)
+			subj += "(" + e.Phase + ")"
+		case *contracts.ExperimentEnd:
+			end = *e
+		}
+		seq = append(seq, subj)
+	}
+	t.Logf("events after %.1fs:\n  %s", time.Since(start).Seconds(), strings.Join(seq, "\n  "))
+
+	cfg := "Redis-64-2-16384-1"
+	load, run1, run2 := cfg+"-load", cfg+"-run1", cfg+"-run2"
+	want := []string{
+		"planned",
+		"sut.ready",
+		"driver.ended(" + load + ", simulated=true)",
+		"phase.started(" + load + ")",
+		"phase.done(" + load + ")",
+		"driver.ended(" + run1 + ", simulated=true)",
+		"phase.started(" + run1 + ")",
+		"phase.done(" + run1 + ")",
+		"driver.ended(" + run2 + ", simulated=true)",
+		"phase.started(" + run2 + ")",
+		"phase.done(" + run2 + ")",
+		"sut.removed",
+		"done",
+	}
+	if strings.Join(seq, " ") != strings.Join(want, " ") {
+		t.Errorf("events:\n  got  %s\n  want %s", strings.Join(seq, " "), strings.Join(want, " "))
+	}
+	if end.Status != contracts.ExperimentDone {
+		t.Errorf("experiment %s: %s", end.Status, end.Reason)
+	}
+	for _, p := range phases {
+		if p.Reason != SimulatedNote {
+			t.Errorf("phase %s %s: reason %q, want %q", p.Phase, p.Status, p.Reason, SimulatedNote)
+		}
+	}
+
+	// The driver Jobs: one per phase, one pod per shard, labelled, the
+	// loading one pinned by -rnl; each reported simulated on the kwok node.
+	shards := map[string]int{load: 2, run1: 1, run2: 2}
+	for _, e := range ended {
+		name := "bq-" + code + "-" + strings.ToLower(e.Phase)
+		if e.Job != name || e.Shards != shards[e.Phase] || e.Succeeded != shards[e.Phase] || e.Failed != 0 ||
+			!e.Simulated || len(e.Nodes) != 1 || e.Nodes[0] != k8stest.NodeName || e.Attempt != 1 {
+			t.Errorf("driver.ended %+v", e)
+		}
+		j, ok := jobs.get(name)
+		if !ok {
+			t.Errorf("driver job %s never seen", name)
+			continue
+		}
+		component := "benchmarker"
+		if e.Kind == contracts.KindLoad {
+			component = "loader"
+		}
+		l := j.Labels
+		if *j.Spec.Parallelism != int32(shards[e.Phase]) || *j.Spec.Completions != int32(shards[e.Phase]) ||
+			l["app"] != "benchq" || l["experiment"] != code || l["configuration"] != cfg || l["phase"] != e.Phase || l["component"] != component {
+			t.Errorf("job %s: parallelism %d, labels %v", name, *j.Spec.Parallelism, l)
+		}
+		env := map[string]string{}
+		for _, v := range j.Spec.Template.Spec.Containers[0].Env {
+			env[v.Name] = v.Value
+		}
+		if env["BENCHQ_AGENT_PHASE"] != e.Phase || env["BENCHQ_AGENT_EXPERIMENT"] != code || env["BENCHQ_AGENT_MAX_SHARDS"] != "1" ||
+			env["BENCHQ_NATS_URL"] != "nats://nats:4222" || j.Spec.Template.Spec.Containers[0].Image != "benchq/driver-agent:dev" {
+			t.Errorf("job %s: env %v image %s", name, env, j.Spec.Template.Spec.Containers[0].Image)
+		}
+		pin := j.Spec.Template.Spec.NodeSelector["kubernetes.io/hostname"]
+		if (e.Kind == contracts.KindLoad) != (pin == k8stest.NodeName) {
+			t.Errorf("job %s: node selector %v", name, j.Spec.Template.Spec.NodeSelector)
+		}
+	}
+	if len(ended) != 3 {
+		t.Errorf("%d driver.ended events, want 3", len(ended))
+	}
+
+	// One final per shard, published by the scheduler on the shards'
+	// behalf: simulated, no measurement.
+	results, err := b.JS.OrderedConsumer(ctx, contracts.StreamResults, jetstream.OrderedConsumerConfig{FilterSubjects: []string{"benchq.results." + code + ".>"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	finals := map[string]contracts.Final{}
+	for len(finals) < 5 {
+		m, err := results.Next(jetstream.FetchMaxWait(10 * time.Second))
+		if err != nil {
+			t.Fatalf("finals %v: %v", finals, err)
+		}
+		var f contracts.Final
+		if err := bus.Decode(contracts.SchemaFinal, m.Data(), &f); err != nil {
+			t.Fatal(err)
+		}
+		key := fmt.Sprintf("%s/%d", f.Phase, f.Shard)
+		if _, dup := finals[key]; dup {
+			t.Errorf("two finals for %s", key)
+		}
+		finals[key] = f
+		if f.Status != contracts.StatusSimulated || len(f.Operations) != 0 || f.Throughput != 0 || !strings.HasPrefix(f.Error, SimulatedNote) {
+			t.Errorf("final %s: %+v", key, f)
+		}
+	}
+	if m, err := results.Next(jetstream.FetchMaxWait(time.Second)); err == nil {
+		t.Errorf("a sixth result: %s %s", m.Subject(), m.Data())
+	}
+
+	// The scheduler's stored state: done, no failures.
+	kv, err := b.JS.KeyValue(ctx, contracts.KVExperiments)
+	if err != nil {
+		t.Fatal(err)
+	}
+	e, err := kv.Get(ctx, code)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var st State
+	if err := json.Unmarshal(e.Value(), &st); err != nil || st.Status != contracts.ExperimentDone || len(st.Failures) != 0 || len(st.Drivers) != 0 {
+		t.Errorf("state %s %v %v (%v)", st.Status, st.Failures, st.Drivers, err)
+	}
+
+	// Nothing labelled with the experiment is left.
+	if left, err := labelled(ctx, cp.Client, ns, code); err != nil || len(left) > 0 {
+		t.Errorf("left after the experiment: %v %v", left, err)
+	}
+}
