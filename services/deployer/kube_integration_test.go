@@ -485,7 +485,27 @@ func testDeployK8s(t *testing.T, cp *k8stest.ControlPlane) {
 	}
 	t.Logf("kubectl apply -k deploy/k8s:\n%s", out)
 	const ns = "benchq"
-	eventually(t, "benchq's pods", func(ctx context.Context) error { return podsSettled(ctx, cp.Client, ns, "app=benchq", 8) })
+	// Every replica the manifests ask for runs (NATS, the results
+	// database, the services; driver agents come as Jobs per phase).
+	want := 0
+	deps, err := cp.Client.AppsV1().Deployments(ns).List(ctx, metav1.ListOptions{LabelSelector: "app=benchq"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, d := range deps.Items {
+		want += int(ptr.Deref(d.Spec.Replicas, 1))
+	}
+	sets, err := cp.Client.AppsV1().StatefulSets(ns).List(ctx, metav1.ListOptions{LabelSelector: "app=benchq"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, s := range sets.Items {
+		want += int(ptr.Deref(s.Spec.Replicas, 1))
+	}
+	if len(deps.Items) != 4 || len(sets.Items) != 2 {
+		t.Errorf("deploy/k8s made %d Deployments and %d StatefulSets labelled app=benchq, want 4 (scheduler, deployer, collector, reporter) and 2 (NATS, results database)", len(deps.Items), len(sets.Items))
+	}
+	eventually(t, "benchq's pods", func(ctx context.Context) error { return podsSettled(ctx, cp.Client, ns, "app=benchq", want) })
 
 	tok, err := cp.Client.CoreV1().ServiceAccounts(ns).CreateToken(ctx, "benchq-deployer", &authTokenRequest, metav1.CreateOptions{})
 	if err != nil {
