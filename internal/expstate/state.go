@@ -60,6 +60,9 @@ type Config struct {
 	// it (0: not loaded here).
 	Volume       string  `json:"volume,omitempty"`
 	LoadingTimeS float64 `json:"loading_time_s,omitempty"`
+	// Backend is the deployer's backend of this SUT (from sut.ready):
+	// "local" means the shards run on the stack's pool of driver agents.
+	Backend string `json:"backend,omitempty"`
 }
 
 // Phase tracks the running phase of a configuration.

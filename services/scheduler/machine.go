@@ -3,6 +3,7 @@ package main
 import (
 	"encoding/json"
 	"fmt"
+	"sort"
 	"strings"
 	"time"
 
@@ -276,6 +277,7 @@ func (s *State) onSUTReady(m *contracts.SUTReady, now time.Time) []Out {
 	volume, _ := m.Info["volume"].(string)
 	loaded, _ := m.Info["volume_loaded"].(bool)
 	s.Configs[i].Volume = volume
+	s.Configs[i].Backend, _ = m.Info["backend"].(string)
 	phases := s.Plan.Configurations[i].Phases
 	if loaded && len(phases) > 0 && phases[0].Kind == contracts.KindLoad {
 		// bexhoma's "Database is persisted to disk": the volume already
@@ -526,7 +528,9 @@ func (s *State) onTick(now time.Time, beats map[string]time.Time) []Out {
 				out = append(out, s.endPhase(i, fmt.Sprintf("shards %s did not finish within %ds", missing(nil, c.Current.Done), s.Plan.Timeouts.ShardS), now)...)
 			}
 		case c.Status == cfgRunning && c.Current != nil && beats != nil:
-			if lost := lostShards(c.Current, beats, now); lost != "" {
+			if short := s.tooFewAgents(i, beats, now); short != "" {
+				out = append(out, s.endPhase(i, short, now)...)
+			} else if lost := lostShards(c.Current, beats, now); lost != "" {
 				reason := "lost " + lost
 				ph := s.Plan.Configurations[i].Phases[c.Phase]
 				if ph.Kind == contracts.KindRun && c.Current.Attempt < MaxAttempts {
@@ -538,6 +542,48 @@ func (s *State) onTick(now time.Time, beats map[string]time.Time) []Out {
 		}
 	}
 	return out
+}
+
+// AgentsGrace is how long a phase on the local backend waits for as many
+// live driver agents as it has shards before it fails (agents starting or
+// restarting beat within it).
+const AgentsGrace = 10 * time.Second
+
+// tooFewAgents explains why a preparing phase on the local backend can never
+// pass its barrier: its shards all run at once, one per agent, and fewer
+// agents than shards are alive in the stack's pool. Without it the phase
+// would wait for the barrier timeout and fail saying only which shards were
+// not READY. On Kubernetes the deployer starts one agent per shard (driver
+// Jobs), so the check does not apply.
+func (s *State) tooFewAgents(i int, beats map[string]time.Time, now time.Time) string {
+	c := &s.Configs[i]
+	cur := c.Current
+	if c.Backend != "local" || cur.Status != phPreparing {
+		return ""
+	}
+	dispatched := cur.Deadline.Add(-secs(s.Plan.Timeouts.BarrierS))
+	if now.Sub(dispatched) < AgentsGrace {
+		return ""
+	}
+	var alive []string
+	for name, at := range beats {
+		if now.Sub(at) <= AgentLost {
+			alive = append(alive, name)
+		}
+	}
+	need := len(cur.Ready)
+	if len(alive) >= need {
+		return ""
+	}
+	sort.Strings(alive)
+	ph := s.Plan.Configurations[i].Phases[c.Phase]
+	flag := "-nbp"
+	if ph.Kind == contracts.KindLoad {
+		flag = "-nlp"
+	}
+	return fmt.Sprintf("needs %d driver agents at once (one per shard), but the stack runs %d (%s): "+
+		"start it with more (BENCHQ_AGENTS=%d benchq up) or use fewer pods (%s)",
+		need, len(alive), strings.Join(alive, ", "), need, flag)
 }
 
 // lostShards names the unfinished shards whose agent stopped beating.

@@ -301,6 +301,47 @@ func TestLostAgentReRunsThePhaseOnce(t *testing.T) {
 	}
 }
 
+// A phase with more shards than the local stack has driver agents can never
+// pass its barrier: it fails after AgentsGrace naming the numbers and the
+// fix, not after the barrier timeout. On Kubernetes (driver Jobs, one agent
+// per shard) the check does not apply.
+func TestTooFewAgentsFailsThePhaseNamingTheFix(t *testing.T) {
+	p := defaultPlan(t, func(r *contracts.Request) { r.BenchmarkingPods = []int{4} })
+	for _, backend := range []string{"local", "kubernetes"} {
+		t.Run(backend, func(t *testing.T) {
+			s, _, _ := Start(p, []byte(`{}`), t0, 0)
+			load := jobs(s.Step(Event{SUTReady: &contracts.SUTReady{Configuration: p.Configurations[0].Name,
+				Endpoint: contracts.Endpoint{Host: "h", Port: 1}, Info: map[string]any{"backend": backend}}}, t0))
+			beats := map[string]time.Time{"agent-1": t0, "agent-2": t0, "agent-3": t0.Add(-time.Minute)} // agent-3 is gone
+			if out := s.Step(Event{Tick: true, Heartbeats: beats}, t0.Add(11*time.Second)); len(out) != 0 {
+				t.Fatalf("loading with 2 shards and 2 live agents: %v", subjects(out))
+			}
+			if run := jobs(runPhase(t, s, load, contracts.StatusOK)); len(run) != 4 {
+				t.Fatalf("%d benchmarking shards, want 4", len(run))
+			}
+			if out := s.Step(Event{Tick: true, Heartbeats: beats}, t0.Add(5*time.Second)); len(out) != 0 {
+				t.Fatalf("within the grace: %v", subjects(out))
+			}
+			out := s.Step(Event{Tick: true, Heartbeats: beats}, t0.Add(11*time.Second))
+			if backend != "local" {
+				if len(out) != 0 {
+					t.Fatalf("driver Jobs start one agent per shard, yet: %v", subjects(out))
+				}
+				return
+			}
+			if got := strings.Join(subjects(out), " "); got != "benchq.exp.17.phase.failed benchq.jobs.teardown" {
+				t.Fatalf("4 shards, 2 live agents: %s", got)
+			}
+			r := out[0].Msg.(*contracts.PhaseEvent).Reason
+			for _, want := range []string{"needs 4 driver agents at once (one per shard), but the stack runs 2 (agent-1, agent-2)", "BENCHQ_AGENTS=4", "-nbp"} {
+				if !strings.Contains(r, want) {
+					t.Errorf("reason %q lacks %q", r, want)
+				}
+			}
+		})
+	}
+}
+
 // A failed benchmarking phase ends its configuration: later phases are
 // skipped and named, the SUT is torn down.
 func TestFailedPhaseEndsConfiguration(t *testing.T) {
