@@ -66,7 +66,14 @@ type stack struct {
 func newStack(t *testing.T, agents int) *stack {
 	t.Helper()
 	lib := ycsbLib(t)
-	ctx, cancel := context.WithTimeout(t.Context(), 10*time.Minute)
+	return startAgents(t, agents, 10*time.Minute, Config{Java: "java", YCSBLib: lib, Workloads: "ycsb/workloads"})
+}
+
+// startAgents starts NATS and n agents configured as base (named agent-1
+// ... agent-n), bounded by timeout.
+func startAgents(t *testing.T, n int, timeout time.Duration, base Config) *stack {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(t.Context(), timeout)
 	t.Cleanup(cancel)
 	url := testenv.NATS(t)
 	b, err := bus.Connect(ctx, url, "agent-test", testenv.Logger(t, "scheduler"))
@@ -77,8 +84,9 @@ func newStack(t *testing.T, agents int) *stack {
 	if err := b.Setup(ctx); err != nil {
 		t.Fatal(err)
 	}
-	for i := range agents {
-		cfg := Config{NATSURL: url, Name: fmt.Sprintf("agent-%d", i+1), Java: "java", YCSBLib: lib, Workloads: "ycsb/workloads"}
+	for i := range n {
+		cfg := base
+		cfg.NATSURL, cfg.Name = url, fmt.Sprintf("agent-%d", i+1)
 		log := testenv.Logger(t, cfg.Name)
 		testenv.Go(t, func(ctx context.Context) error { return Run(ctx, cfg, log) })
 	}

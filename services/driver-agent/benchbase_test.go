@@ -1,7 +1,6 @@
 package main
 
 import (
-	"context"
 	"encoding/json"
 	"fmt"
 	"math"
@@ -17,7 +16,6 @@ import (
 	"github.com/benchq/benchq/contracts"
 	"github.com/benchq/benchq/internal/benchbase"
 	"github.com/benchq/benchq/internal/bus"
-	"github.com/benchq/benchq/internal/testenv"
 )
 
 // The real Benchbase cannot be installed on this machine (it is not on
@@ -144,23 +142,7 @@ func fakeBenchbase(t *testing.T, body string, load, run contracts.TPCCShard) (*b
 // install (and need no YCSB).
 func newBenchbaseStack(t *testing.T, agents int, in *benchbase.Install) *stack {
 	t.Helper()
-	ctx, cancel := context.WithTimeout(t.Context(), 5*time.Minute)
-	t.Cleanup(cancel)
-	url := testenv.NATS(t)
-	b, err := bus.Connect(ctx, url, "agent-test", testenv.Logger(t, "scheduler"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(b.Close)
-	if err := b.Setup(ctx); err != nil {
-		t.Fatal(err)
-	}
-	for i := range agents {
-		cfg := Config{NATSURL: url, Name: fmt.Sprintf("agent-%d", i+1), Benchbase: in}
-		log := testenv.Logger(t, cfg.Name)
-		testenv.Go(t, func(ctx context.Context) error { return Run(ctx, cfg, log) })
-	}
-	return &stack{t: t, ctx: ctx, bus: b}
+	return startAgents(t, agents, 5*time.Minute, Config{Benchbase: in})
 }
 
 // bbRequest: 2 warehouses, two benchmarking shards of 2 terminals and half
