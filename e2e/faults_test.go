@@ -104,6 +104,28 @@ func TestExperimentsAsBexhomaUsersKnowThem(t *testing.T) {
 		}
 	})
 
+	t.Run("-nbp 4,8 on a stack of 2 agents", func(t *testing.T) {
+		// The local backend starts the agents a phase lacks, bound to it.
+		code := fmt.Sprintf("e2e-pods-%d", time.Now().Unix())
+		out := s.cli(t, 4*time.Minute, "ycsb", "-e", code, "-dbms", "Redis", "-sf", "0.01", "-nlp", "2", "-nbp", "4,8", "-tr", "run")
+		if !strings.Contains(out, "TEST passed: Workflow as planned") || strings.Contains(out, "TEST failed") {
+			t.Errorf("result tests:\n%s", out)
+		}
+		if n := s.count(t, `SELECT count(*)::int FROM shard_results WHERE code = $1 AND kind = 'run' AND status = 'ok'`, code); n != 12 {
+			t.Errorf("%d ok benchmarking shards, want 4 + 8", n)
+		}
+		// The phase-bound agents ran shards of their phase only, and none
+		// is left once the experiment is over.
+		bound := s.count(t, `SELECT count(*)::int FROM shard_results WHERE code = $1 AND agent LIKE 'drv-%'`, code)
+		wrong := s.count(t, `SELECT count(*)::int FROM shard_results WHERE code = $1 AND agent LIKE 'drv-%' AND agent NOT LIKE 'drv-' || code || '-' || phase || '-a%'`, code)
+		if bound < 2+6 || wrong != 0 {
+			t.Errorf("%d shards on phase-bound agents (want at least 8: 2 + 6 missing from the pool of 2), %d on an agent bound to another phase", bound, wrong)
+		}
+		if n := livePhaseAgents(code); n != 0 {
+			t.Errorf("%d phase-bound agents still running after the experiment", n)
+		}
+	})
+
 	t.Run("scheduler and deployer killed mid-phase", func(t *testing.T) {
 		code := fmt.Sprintf("e2e-kill-%d", time.Now().Unix())
 		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
@@ -327,6 +349,20 @@ func (s *stack) liveSUTs() int {
 		}
 	}
 	return len(suts)
+}
+
+// livePhaseAgents counts the running driver agents that the local backend
+// started for a phase of experiment code (named drv-<code>-...).
+func livePhaseAgents(code string) int {
+	n := 0
+	cmds, _ := filepath.Glob("/proc/[0-9]*/cmdline")
+	for _, c := range cmds {
+		b, err := os.ReadFile(c)
+		if err == nil && strings.Contains(string(b), "drv-"+code+"-") {
+			n++
+		}
+	}
+	return n
 }
 
 // sampleSUTs counts the live SUTs every 50 ms until stopped; stop returns

@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"fmt"
 	"strings"
 	"testing"
 	"time"
@@ -225,39 +224,4 @@ func TestDeployerReportsDriverJobs(t *testing.T) {
 	if e := next(); e.Phase != long || e.Succeeded != 0 || e.Simulated || !strings.Contains(e.Reason, "not created") {
 		t.Errorf("refused Job: %+v", e)
 	}
-}
-
-func TestLocalDeployerIgnoresDriversJobs(t *testing.T) {
-	url := testenv.NATS(t)
-	ctx, cancel := context.WithTimeout(t.Context(), time.Minute)
-	defer cancel()
-	testenv.Go(t, func(ctx context.Context) error {
-		return Run(ctx, Config{NATSURL: url}, &Local{Root: t.TempDir()}, testenv.Logger(t, "deployer"))
-	})
-	b, err := bus.Connect(ctx, url, "test", testenv.Logger(t, "test"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer b.Close()
-	if err := b.Setup(ctx); err != nil {
-		t.Fatal(err)
-	}
-	if err := b.Publish(ctx, contracts.SubjDrivers, &contracts.Drivers{Envelope: contracts.NewEnvelope("l1", "l1.c-1-load.a1.drivers", time.Now()),
-		Configuration: "c-1", DBMS: "Redis", Phase: "c-1-load", Kind: contracts.KindLoad, Attempt: 1, Shards: 2}); err != nil {
-		t.Fatal(err)
-	}
-	testenv.Eventually(t, 30*time.Second, func() error {
-		s, err := b.JS.Stream(ctx, contracts.StreamJobs)
-		if err != nil {
-			return err
-		}
-		info, err := s.Info(ctx)
-		if err != nil {
-			return err
-		}
-		if info.State.Msgs != 0 {
-			return fmt.Errorf("%d jobs left in the work queue", info.State.Msgs)
-		}
-		return nil
-	})
 }

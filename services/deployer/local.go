@@ -30,6 +30,9 @@ const BackendLocal = "local"
 type Local struct {
 	Root string
 	Log  *slog.Logger
+	// AgentBin is the driver-agent binary that StartPhaseAgents runs
+	// (default: driver-agent beside this program).
+	AgentBin string
 
 	mu    sync.Mutex
 	locks map[string]*sync.Mutex // per configuration directory
@@ -212,7 +215,11 @@ func (l *Local) Teardown(ctx context.Context, code, configuration string) error 
 	}
 	// Stop by the servers' own pid files rather than endpoint.json, which a
 	// deployer that crashed mid-deploy never wrote. Each Stop is a no-op
-	// when its server is not there. A pool goes before its backend.
+	// when its server is not there. Agents started for a phase go first,
+	// a pool before its backend.
+	if err := stopPhaseAgents(ctx, dir); err != nil {
+		return err
+	}
 	if err := stopPools(ctx, dir); err != nil {
 		return err
 	}

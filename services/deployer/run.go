@@ -27,8 +27,9 @@ type Config struct {
 
 // DriverBackend is implemented by backends that run the driver agents of a
 // phase themselves (Kubernetes: a Job per phase attempt, docs/kubernetes.md).
-// On the others (local) agents are long-running processes and a drivers job
-// is acked without effect.
+// The local backend runs a pool of long-running agents instead and only
+// tops it up when a phase has more shards than it has agents
+// (local_drivers.go).
 type DriverBackend interface {
 	StartDrivers(ctx context.Context, d DriverSpec) (string, error)
 	// EndedDrivers lists the driver Jobs that completed or failed, except
@@ -227,9 +228,12 @@ func (d *Deployer) syncVolumes(ctx context.Context, vols Volumes) {
 // once as a driver.ended that nothing succeeded, so the phase fails naming
 // it instead of waiting for its barrier timeout.
 func (d *Deployer) drivers(ctx context.Context, job contracts.Drivers) error {
+	if pa, ok := d.backend.(phaseAgents); ok {
+		return d.topUp(ctx, pa, job) // local: the pool, topped up if too small
+	}
 	db, ok := d.backend.(DriverBackend)
 	if !ok {
-		return nil // local: the agents are processes of their own
+		return nil
 	}
 	log := d.log.With("code", job.Code, "phase", job.Phase, "attempt", job.Attempt)
 	spec := DriverSpec{Code: job.Code, Configuration: job.Configuration, DBMS: job.DBMS, Phase: job.Phase, Kind: job.Kind,

@@ -551,10 +551,11 @@ const AgentsGrace = 10 * time.Second
 
 // tooFewAgents explains why a preparing phase on the local backend can never
 // pass its barrier: its shards all run at once, one per agent, and fewer
-// agents than shards are alive in the stack's pool. Without it the phase
-// would wait for the barrier timeout and fail saying only which shards were
-// not READY. On Kubernetes the deployer starts one agent per shard (driver
-// Jobs), so the check does not apply.
+// agents than shards are alive. The deployer starts the agents a phase lacks
+// (its drivers job), so this is the safety net when that failed. Without it
+// the phase would wait for the barrier timeout and fail saying only which
+// shards were not READY. On Kubernetes the deployer starts one agent per
+// shard (driver Jobs), so the check does not apply.
 func (s *State) tooFewAgents(i int, beats map[string]time.Time, now time.Time) string {
 	c := &s.Configs[i]
 	cur := c.Current

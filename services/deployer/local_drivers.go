@@ -1,0 +1,149 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/benchq/benchq/contracts"
+	"github.com/benchq/benchq/internal/bus"
+	"github.com/benchq/benchq/internal/procs"
+)
+
+// Phase agents of the local backend. The embedded stack runs a fixed pool
+// of driver agents (benchq up, BENCHQ_AGENTS). A phase's shards run at once,
+// one per agent, so a phase with more shards than the pool has live agents
+// could never pass its barrier. For such a phase the local backend starts
+// the missing agents itself, bound to the phase as a driver Job's pods are
+// on Kubernetes (-experiment, -phase, -max-shards 1: they take only that
+// phase's shards and exit after one). They run detached, like the SUTs, with
+// a pid file and a log in the configuration's directory (drivers/), and the
+// configuration's teardown stops any that are still waiting.
+
+// phaseAgentPrefix starts the name of an agent started for one phase; the
+// pool's agents are the others.
+const phaseAgentPrefix = "drv-"
+
+// agentAlive is how recent an agent's heartbeat must be for it to count
+// (the scheduler's AgentLost).
+const agentAlive = 15 * time.Second
+
+const driversDir = "drivers"
+
+// phaseAgents is implemented by backends that top up the stack's agent pool
+// for a phase (local).
+type phaseAgents interface {
+	StartPhaseAgents(ctx context.Context, d DriverSpec, n int) ([]string, error)
+}
+
+// topUp starts the agents a phase lacks: its shards minus the pool's live
+// agents.
+func (d *Deployer) topUp(ctx context.Context, pa phaseAgents, job contracts.Drivers) error {
+	kv, err := d.bus.JS.KeyValue(ctx, contracts.KVAgents)
+	if err != nil {
+		return fmt.Errorf("agents bucket: %w", err) // redelivered
+	}
+	values, err := bus.Values(ctx, kv)
+	if err != nil {
+		return fmt.Errorf("agents bucket: %w", err)
+	}
+	pool := poolAgents(values, time.Now())
+	missing := job.Shards - pool
+	if missing <= 0 {
+		return nil
+	}
+	spec := DriverSpec{Code: job.Code, Configuration: job.Configuration, DBMS: job.DBMS, Phase: job.Phase, Kind: job.Kind,
+		Attempt: job.Attempt, Shards: job.Shards, Node: job.Node}
+	names, err := pa.StartPhaseAgents(ctx, spec, missing)
+	if err != nil {
+		return fmt.Errorf("start agents for %s: %w", job.Phase, err)
+	}
+	d.log.Info("started agents for a phase the pool is too small for", "code", job.Code, "phase", job.Phase,
+		"shards", job.Shards, "pool", pool, "agents", names)
+	return nil
+}
+
+// poolAgents counts the pool's agents that beat within agentAlive of now.
+func poolAgents(beats map[string][]byte, now time.Time) int {
+	n := 0
+	for name, v := range beats {
+		var hb contracts.Heartbeat
+		if strings.HasPrefix(name, phaseAgentPrefix) || json.Unmarshal(v, &hb) != nil {
+			continue
+		}
+		if now.Sub(hb.At) <= agentAlive {
+			n++
+		}
+	}
+	return n
+}
+
+// StartPhaseAgents starts n driver agents bound to d's phase attempt, named
+// drv-<code>-<phase>-a<attempt>-<k>. It is idempotent: an agent whose
+// process is alive is not started again (a redelivered job).
+func (l *Local) StartPhaseAgents(ctx context.Context, d DriverSpec, n int) ([]string, error) {
+	dir, err := l.dir(d.Code, d.Configuration)
+	if err != nil {
+		return nil, err
+	}
+	bin := l.AgentBin
+	if bin == "" {
+		exe, err := os.Executable()
+		if err != nil {
+			return nil, fmt.Errorf("driver-agent binary: %w", err)
+		}
+		bin = filepath.Join(filepath.Dir(exe), "driver-agent")
+	}
+	drivers := filepath.Join(dir, driversDir)
+	if err := os.MkdirAll(drivers, 0o755); err != nil {
+		return nil, err
+	}
+	var names []string
+	for k := 1; k <= n; k++ {
+		name := fmt.Sprintf("%s%s-%s-a%d-%d", phaseAgentPrefix, d.Code, d.Phase, d.Attempt, k)
+		pidFile := filepath.Join(drivers, name+".pid")
+		if pid, err := procs.ReadPidFile(pidFile); err == nil && procs.Alive(pid) {
+			names = append(names, name)
+			continue
+		}
+		if _, err := procs.Start(procs.Spec{
+			Name: name, Path: bin,
+			Args:    []string{"-name", name, "-experiment", d.Code, "-phase", d.Phase, "-max-shards", "1"},
+			LogFile: filepath.Join(drivers, name+".log"), PidFile: pidFile,
+		}); err != nil {
+			return names, err
+		}
+		names = append(names, name)
+	}
+	return names, nil
+}
+
+// stopPhaseAgents stops the configuration's phase agents that still run
+// (those that never got a shard).
+func stopPhaseAgents(ctx context.Context, dir string) error {
+	files, err := filepath.Glob(filepath.Join(dir, driversDir, "*.pid"))
+	if err != nil {
+		return fmt.Errorf("stop phase agents: %w", err)
+	}
+	var errs []error
+	for _, f := range files {
+		pid, err := procs.ReadPidFile(f)
+		if err != nil {
+			continue
+		}
+		// A pid file outlives its process: stop only a driver agent.
+		if comm, err := procs.Comm(pid); err != nil || !strings.HasPrefix(comm, "driver-agent") {
+			continue
+		}
+		if err := procs.Stop(ctx, pid, 5*time.Second); err != nil {
+			errs = append(errs, fmt.Errorf("stop %s (pid %s): %w", filepath.Base(f), strconv.Itoa(pid), err))
+		}
+	}
+	return errors.Join(errs...)
+}
