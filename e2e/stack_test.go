@@ -10,6 +10,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
@@ -139,4 +140,18 @@ func (s *stack) pid(name string) int {
 	}
 	s.t.Fatalf("no process %s in stack.json", name)
 	return 0
+}
+
+// checkSummary fails t unless the printed summary out holds every line of
+// want and no failed result test.
+func checkSummary(t *testing.T, out string, want ...string) {
+	t.Helper()
+	for _, line := range want {
+		if !strings.Contains(out, line) {
+			t.Errorf("summary lacks %q", line)
+		}
+	}
+	if strings.Contains(out, "TEST failed") {
+		t.Error("a result test failed")
+	}
 }

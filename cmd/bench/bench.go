@@ -11,6 +11,8 @@ import (
 	"runtime"
 	"strings"
 	"time"
+
+	"github.com/benchq/benchq/internal/numfmt"
 )
 
 // Config is what the bench runs, and with which binaries.
@@ -94,7 +96,7 @@ func Run(ctx context.Context, cfg Config, out io.Writer, log *slog.Logger) error
 	}
 	fmt.Fprintln(out)
 	writeWorkload(out, cfg, st.redis.Addr())
-	fmt.Fprintf(out, "loaded    %s records through the agent in %.1f s (not measured)\n", thousands(load.m.Ops), load.m.Wall.Seconds())
+	fmt.Fprintf(out, "loaded    %s records through the agent in %.1f s (not measured)\n", numfmt.Thousands(load.m.Ops), load.m.Wall.Seconds())
 	writeRowHeader(out)
 
 	var (

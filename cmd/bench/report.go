@@ -6,6 +6,8 @@ import (
 	"math"
 	"strconv"
 	"strings"
+
+	"github.com/benchq/benchq/internal/numfmt"
 )
 
 // writeEnvironment prints the machine and the versions.
@@ -27,7 +29,7 @@ func writeEnvironment(w io.Writer, e environment) {
 // writeWorkload prints what is measured and how.
 func writeWorkload(w io.Writer, cfg Config, redisAddr string) {
 	fmt.Fprintf(w, "workload  YCSB %s on Redis %s (loopback): %s records, %s operations, %d threads, unthrottled, status every %d s\n",
-		strings.ToUpper(cfg.Workload), redisAddr, thousands(cfg.Records), thousands(cfg.Operations), cfg.Threads, cfg.StatusInterval)
+		strings.ToUpper(cfg.Workload), redisAddr, numfmt.Thousands(cfg.Records), numfmt.Thousands(cfg.Operations), cfg.Threads, cfg.StatusInterval)
 	fmt.Fprintf(w, "runs      %d each way, interleaved b a a b b a ...; CPU = user + system of the reaped process (wait4)\n", cfg.Runs)
 	fmt.Fprintln(w, "  (a) bare   the java command the agent builds for the shard, with site.ycsb.Client as main class (no barrier); CPU = the JVM")
 	fmt.Fprintln(w, "  (b) agent  a driver-agent process: job from JetStream, READY/GO barrier (the bench answers GO), intervals, final; CPU = agent + its JVM")
@@ -51,8 +53,8 @@ func writeRow(w io.Writer, m measurement) {
 	if m.Way == agent {
 		agentCol, startCol = secs(m.AgentSelf().Seconds()), secs(m.AgentStart.Seconds())
 	}
-	fmt.Fprintf(w, rowFormat, strconv.Itoa(m.Round), m.Way, thousands(m.Ops), secs(m.Wall.Seconds()), secs(m.CPU.Seconds()),
-		fixed(m.CPUPerMillion()), thousands(int64(math.Round(m.Throughput))),
+	fmt.Fprintf(w, rowFormat, strconv.Itoa(m.Round), m.Way, numfmt.Thousands(m.Ops), secs(m.Wall.Seconds()), secs(m.CPU.Seconds()),
+		fixed(m.CPUPerMillion()), numfmt.Thousands(int64(math.Round(m.Throughput))),
 		secs(m.JVM.Seconds()), agentCol, startCol, secs(m.NATS.Seconds()), secs(m.Redis.Seconds()))
 }
 
@@ -68,8 +70,8 @@ func writeSummary(w io.Writer, ms []measurement, limit float64) {
 		if s.way == agent {
 			agentCol, startCol = secs(s.st.AgentSelf), secs(s.st.AgentStart)
 		}
-		fmt.Fprintf(w, rowFormat, "median", s.way, thousands(int64(math.Round(s.st.Ops))), secs(s.st.Wall), secs(s.st.CPU),
-			fixed(s.st.PerMillion), thousands(int64(math.Round(s.st.Throughput))),
+		fmt.Fprintf(w, rowFormat, "median", s.way, numfmt.Thousands(int64(math.Round(s.st.Ops))), secs(s.st.Wall), secs(s.st.CPU),
+			fixed(s.st.PerMillion), numfmt.Thousands(int64(math.Round(s.st.Throughput))),
 			secs(s.st.JVM), agentCol, startCol, secs(s.st.NATS), secs(s.st.Redis))
 	}
 	fmt.Fprintln(w)
@@ -139,22 +141,4 @@ func fixed(f float64) string {
 		return "-"
 	}
 	return strconv.FormatFloat(f, 'f', 2, 64)
-}
-
-// thousands formats n with comma separators: 1234567 → "1,234,567".
-func thousands(n int64) string {
-	s := strconv.FormatInt(n, 10)
-	neg := strings.HasPrefix(s, "-")
-	s = strings.TrimPrefix(s, "-")
-	var b strings.Builder
-	for i, c := range s {
-		if i > 0 && (len(s)-i)%3 == 0 {
-			b.WriteByte(',')
-		}
-		b.WriteRune(c)
-	}
-	if neg {
-		return "-" + b.String()
-	}
-	return b.String()
 }

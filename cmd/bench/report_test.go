@@ -63,15 +63,6 @@ func TestReportOverTheLimit(t *testing.T) {
 	}))
 }
 
-func TestThousands(t *testing.T) {
-	t.Parallel()
-	for n, want := range map[int64]string{0: "0", 999: "999", 1000: "1,000", 500000: "500,000", 1234567: "1,234,567", -4200: "-4,200"} {
-		if got := thousands(n); got != want {
-			t.Errorf("thousands(%d) = %q, want %q", n, got, want)
-		}
-	}
-}
-
 func TestDecided(t *testing.T) {
 	t.Parallel()
 	for _, c := range []struct {

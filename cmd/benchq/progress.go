@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/benchq/benchq/contracts"
+	"github.com/benchq/benchq/internal/numfmt"
 	"github.com/benchq/benchq/internal/plan"
 )
 
@@ -96,38 +97,20 @@ func (p *progress) line(phase string) string {
 	fmt.Fprintf(&b, "  %s: ", phase)
 	switch {
 	case plan.ops > 0:
-		fmt.Fprintf(&b, "%s of %s operations (%.0f%%), %s ops/s, elapsed %ds", thousands(ops), thousands(plan.ops), 100*float64(ops)/float64(plan.ops), thousands(int64(rate)), elapsed)
+		fmt.Fprintf(&b, "%s of %s operations (%.0f%%), %s ops/s, elapsed %ds", numfmt.Thousands(ops), numfmt.Thousands(plan.ops), 100*float64(ops)/float64(plan.ops), numfmt.Thousands(int64(rate)), elapsed)
 		if rate > 0 && ops < plan.ops {
 			fmt.Fprintf(&b, ", ETA %s", (time.Duration(float64(plan.ops-ops)/rate) * time.Second).Round(time.Second))
 		}
 	case plan.durationS > 0:
-		fmt.Fprintf(&b, "%s transactions, %s tx/s, elapsed %ds of %ds", thousands(ops), thousands(int64(rate)), elapsed, plan.durationS)
+		fmt.Fprintf(&b, "%s transactions, %s tx/s, elapsed %ds of %ds", numfmt.Thousands(ops), numfmt.Thousands(int64(rate)), elapsed, plan.durationS)
 		if left := int64(plan.durationS) - elapsed; left > 0 {
 			fmt.Fprintf(&b, ", ETA %ds", left)
 		}
 	default:
-		fmt.Fprintf(&b, "%s operations, %s ops/s, elapsed %ds", thousands(ops), thousands(int64(rate)), elapsed)
+		fmt.Fprintf(&b, "%s operations, %s ops/s, elapsed %ds", numfmt.Thousands(ops), numfmt.Thousands(int64(rate)), elapsed)
 	}
 	if pp.attempt > 1 {
 		fmt.Fprintf(&b, " (attempt %d)", pp.attempt)
-	}
-	return b.String()
-}
-
-// thousands formats n with thin separators: 1,234,567.
-func thousands(n int64) string {
-	s := fmt.Sprint(n)
-	neg := strings.HasPrefix(s, "-")
-	s = strings.TrimPrefix(s, "-")
-	var b strings.Builder
-	for i, r := range s {
-		if i > 0 && (len(s)-i)%3 == 0 {
-			b.WriteByte(',')
-		}
-		b.WriteRune(r)
-	}
-	if neg {
-		return "-" + b.String()
 	}
 	return b.String()
 }

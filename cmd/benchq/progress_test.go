@@ -38,11 +38,3 @@ func TestProgressLine(t *testing.T) {
 		t.Errorf("after the end: %q", got)
 	}
 }
-
-func TestThousands(t *testing.T) {
-	for n, want := range map[int64]string{0: "0", 999: "999", 1000: "1,000", 1234567: "1,234,567", -4500: "-4,500"} {
-		if got := thousands(n); got != want {
-			t.Errorf("thousands(%d) = %q, want %q", n, got, want)
-		}
-	}
-}

@@ -55,6 +55,14 @@ func NATS(t testing.TB) string {
 // when PostgreSQL is not installed.
 func Postgres(t testing.TB) string {
 	t.Helper()
+	return StartPostgres(t, localdb.PGOptions{Database: "benchq", Unsafe: true}).URL()
+}
+
+// StartPostgres starts a PostgreSQL server with opts on a free port in a
+// temporary directory and stops it when t ends; it skips the test when
+// PostgreSQL is not installed.
+func StartPostgres(t testing.TB, opts localdb.PGOptions) *localdb.Postgres {
+	t.Helper()
 	if _, err := localdb.PGBinDir(); err != nil {
 		if errors.Is(err, localdb.ErrNotInstalled) {
 			t.Skipf("skipping: %v", err)
@@ -81,11 +89,11 @@ func Postgres(t testing.TB) string {
 	})
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
-	p, err := localdb.StartPostgres(ctx, dir, 0, localdb.PGOptions{Database: "benchq", Unsafe: true})
+	p, err := localdb.StartPostgres(ctx, dir, 0, opts)
 	if err != nil {
 		t.Fatal(err)
 	}
-	return p.URL()
+	return p
 }
 
 // Eventually calls cond every 20ms until it returns nil, and fails the test

@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"os"
-	"path/filepath"
 	"strconv"
 	"strings"
 	"sync"
@@ -15,6 +14,7 @@ import (
 	"github.com/benchq/benchq/internal/benchbase"
 	"github.com/benchq/benchq/internal/catalog"
 	"github.com/benchq/benchq/internal/localdb"
+	"github.com/benchq/benchq/internal/testenv"
 )
 
 // TestFigures measures the engine on this machine; it runs only when asked:
@@ -106,34 +106,11 @@ func TestFigures(t *testing.T) {
 // not testenv's throwaway settings, and stops it when t ends.
 func sutPostgres(t *testing.T) contracts.Endpoint {
 	t.Helper()
-	if _, err := localdb.PGBinDir(); err != nil {
-		t.Skip(err)
-	}
 	entry, err := catalog.Lookup("PostgreSQL")
 	if err != nil {
 		t.Fatal(err)
 	}
-	// The server runs as the OS user postgres when we are root.
-	base := t.TempDir()
-	for _, d := range []string{filepath.Dir(base), base} {
-		if err := os.Chmod(d, 0o755); err != nil {
-			t.Fatal(err)
-		}
-	}
-	dir := filepath.Join(base, "pg")
-	t.Cleanup(func() {
-		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-		defer cancel()
-		if err := (&localdb.Postgres{Dir: dir}).Stop(ctx); err != nil {
-			t.Errorf("stop postgres: %v", err)
-		}
-	})
-	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
-	defer cancel()
-	p, err := localdb.StartPostgres(ctx, dir, 0, localdb.PGOptions{Database: entry.Database, Settings: entry.Settings})
-	if err != nil {
-		t.Fatal(err)
-	}
+	p := testenv.StartPostgres(t, localdb.PGOptions{Database: entry.Database, Settings: entry.Settings})
 	return entry.Endpoint("127.0.0.1", p.Port)
 }
 

@@ -40,6 +40,20 @@ func statePids(t *testing.T, l *Local, code, configuration string) []int {
 
 // checkTornDown: every process gone, the configuration's directory removed,
 // and a second teardown is fine.
+// checkRedeployKeeps deploys spec again (a redelivered deploy job) and
+// checks that the running SUT is kept: same endpoint, same processes.
+func checkRedeployKeeps(t *testing.T, ctx context.Context, l *Local, spec Spec, ep contracts.Endpoint, pids []int) {
+	t.Helper()
+	again, err := l.Deploy(ctx, spec)
+	if err != nil {
+		t.Fatal(err)
+	}
+	now := statePids(t, l, spec.Code, spec.Configuration)
+	if again.Endpoint != ep || !slices.Equal(now, pids) {
+		t.Errorf("redeploy = %+v %v, want the same endpoint %+v and pids %v", again.Endpoint, now, ep, pids)
+	}
+}
+
 func checkTornDown(t *testing.T, ctx context.Context, l *Local, code, conf string, pids []int) {
 	t.Helper()
 	if err := l.Teardown(ctx, code, conf); err != nil {
@@ -131,13 +145,7 @@ func TestLocalRedisCluster(t *testing.T) {
 		t.Fatalf("pids = %v", pids)
 	}
 
-	again, err := l.Deploy(ctx, spec)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if again.Endpoint != ep || !slices.Equal(statePids(t, l, code, conf), pids) {
-		t.Errorf("redeploy = %+v %v, want the same endpoint %+v and pids %v", again.Endpoint, statePids(t, l, code, conf), ep, pids)
-	}
+	checkRedeployKeeps(t, ctx, l, spec, ep, pids)
 	checkTornDown(t, ctx, l, code, conf, pids)
 }
 
@@ -236,19 +244,13 @@ func TestLocalPgBouncer(t *testing.T) {
 		t.Fatalf("pids = %v, want 2 pools and the backend", pids)
 	}
 
-	again, err := l.Deploy(ctx, spec)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if again.Endpoint != ep || !slices.Equal(statePids(t, l, code, conf), pids) {
-		t.Errorf("redeploy = %+v %v, want the same endpoint and pids %v", again.Endpoint, statePids(t, l, code, conf), pids)
-	}
+	checkRedeployKeeps(t, ctx, l, spec, ep, pids)
 
 	// A pool process that died comes back on its port.
 	if err := procs.Stop(ctx, pids[1], 0); err != nil {
 		t.Fatal(err)
 	}
-	again, err = l.Deploy(ctx, spec)
+	again, err := l.Deploy(ctx, spec)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -444,6 +444,28 @@ func (w *world) waitState(code string, ok func(State) bool) {
 	})
 }
 
+// intoBenchmark requests the default experiment, deploys its SUT, plays its
+// loading phase through and starts its benchmarking phase (every shard
+// READY, phase.started seen); it returns the deploy and the run's jobs.
+func intoBenchmark(w *world, code string) (contracts.Deploy, []contracts.ShardJob) {
+	w.t.Helper()
+	w.request("req-"+code, experimentRequest(code, ""))
+	d := w.deploy(code)
+	load := w.shardJobs(code, 2)
+	for _, j := range load {
+		w.ready(j)
+	}
+	w.started(load[0])
+	for _, j := range load {
+		w.final(j)
+	}
+	w.phaseDone(load[0])
+	run := w.shardJobs(code, 1)
+	w.ready(run[0])
+	w.started(run[0])
+	return d, run
+}
+
 // runThrough plays one whole experiment; restart, if not nil, is called
 // after the load phase's READYs are sent and before its finals.
 func runThrough(t *testing.T, w *world, code string, restart func()) {
@@ -759,20 +781,7 @@ func TestSchedulerStopCancelsARunningExperiment(t *testing.T) {
 	w := newWorld(t)
 	w.start()
 	code := "stop1"
-	w.request("req-"+code, experimentRequest(code, ""))
-	d := w.deploy(code)
-	load := w.shardJobs(code, 2)
-	for _, j := range load {
-		w.ready(j)
-	}
-	w.started(load[0])
-	for _, j := range load {
-		w.final(j)
-	}
-	w.phaseDone(load[0])
-	run := w.shardJobs(code, 1)
-	w.ready(run[0])
-	w.started(run[0])
+	d, run := intoBenchmark(w, code)
 	w.stop(code)
 	var pe contracts.PhaseEvent
 	w.events.wait(t, contracts.Subject(contracts.SubjPhaseFailed, code, "", ""), &pe, nil)
@@ -794,19 +803,7 @@ func TestSchedulerReRunsAPhaseThatLostItsAgent(t *testing.T) {
 	w := newWorld(t)
 	w.start()
 	code := "lost1"
-	w.request("req-"+code, experimentRequest(code, ""))
-	d := w.deploy(code)
-	load := w.shardJobs(code, 2)
-	for _, j := range load {
-		w.ready(j)
-	}
-	for _, j := range load {
-		w.final(j)
-	}
-	w.phaseDone(load[0])
-	run := w.shardJobs(code, 1)
-	w.ready(run[0])
-	w.started(run[0])
+	d, run := intoBenchmark(w, code)
 	w.silence("agent-1")
 	var pe contracts.PhaseEvent
 	w.events.wait(t, contracts.Subject(contracts.SubjPhaseFailed, code, "", ""), &pe, nil)
