@@ -6,6 +6,8 @@ import (
 	"errors"
 	"os"
 	"path/filepath"
+	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -95,11 +97,16 @@ func TestLocalDeployerStartsTheAgentsAPhaseLacks(t *testing.T) {
 	drivers("l1.c-1-run1.a1.drivers-small", 1) // the pool suffices
 	testenv.Eventually(t, 20*time.Second, queueEmpty)
 
-	got, _ := os.ReadFile(calls)
-	want := "-name drv-l1-c-1-run1-a1-1 -experiment l1 -phase c-1-run1 -max-shards 1\n" +
-		"-name drv-l1-c-1-run1-a1-2 -experiment l1 -phase c-1-run1 -max-shards 1\n"
-	if string(got) != want {
-		t.Fatalf("agents started:\n%s\nwant:\n%s", got, want)
+	// The agents start concurrently: their lines come in either order.
+	raw, _ := os.ReadFile(calls)
+	got := strings.Split(strings.TrimSpace(string(raw)), "\n")
+	slices.Sort(got)
+	want := []string{
+		"-name drv-l1-c-1-run1-a1-1 -experiment l1 -phase c-1-run1 -max-shards 1",
+		"-name drv-l1-c-1-run1-a1-2 -experiment l1 -phase c-1-run1 -max-shards 1",
+	}
+	if !slices.Equal(got, want) {
+		t.Fatalf("agents started:\n%s\nwant:\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
 	}
 	pids, _ := filepath.Glob(filepath.Join(local.Root, "l1", "c-1", driversDir, "*.pid"))
 	var alive []int
