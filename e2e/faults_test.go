@@ -170,6 +170,7 @@ func TestExperimentsAsBexhomaUsersKnowThem(t *testing.T) {
 			t.Errorf("restart %s: %v\n%s", agent, err, out)
 		}
 		out := s.cli(t, time.Minute, "summary", "-e", code)
+		keepSummary(t, out)
 		if !strings.Contains(out, "TEST passed: Workflow as planned") || !strings.Contains(out, "was re-run: its results are from attempt 2") {
 			t.Errorf("summary does not show the re-run:\n%s", out)
 		}

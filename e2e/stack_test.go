@@ -146,6 +146,7 @@ func (s *stack) pid(name string) int {
 // want and no failed result test.
 func checkSummary(t *testing.T, out string, want ...string) {
 	t.Helper()
+	keepSummary(t, out)
 	for _, line := range want {
 		if !strings.Contains(out, line) {
 			t.Errorf("summary lacks %q", line)
@@ -153,5 +154,25 @@ func checkSummary(t *testing.T, out string, want ...string) {
 	}
 	if strings.Contains(out, "TEST failed") {
 		t.Error("a result test failed")
+	}
+}
+
+// keepSummary writes a printed summary to $BENCHQ_E2E_SUMMARIES/<test>.md
+// when that is set, so the summaries of two commits can be compared
+// (scripts/compare-summaries.sh masks codes and measured figures).
+func keepSummary(t *testing.T, out string) {
+	dir := os.Getenv("BENCHQ_E2E_SUMMARIES")
+	if dir == "" {
+		return
+	}
+	name := strings.NewReplacer("/", "_", " ", "_").Replace(t.Name())
+	f, err := os.OpenFile(filepath.Join(dir, name+".md"), os.O_CREATE|os.O_APPEND|os.O_WRONLY, 0o644)
+	if err != nil {
+		t.Errorf("keep summary: %v", err)
+		return
+	}
+	defer f.Close()
+	if _, err := f.WriteString(out + "\n"); err != nil {
+		t.Errorf("keep summary: %v", err)
 	}
 }
