@@ -13,61 +13,14 @@ import (
 	"github.com/benchq/benchq/internal/catalog"
 )
 
-// Plan is the expanded experiment, published in the planned event and kept
-// in the experiments table. Settings holds the request with defaults applied.
-type Plan struct {
-	Code           string             `json:"code"`
-	Settings       contracts.Request  `json:"settings"`
-	RecordCount    int64              `json:"recordcount"`
-	OperationCount int64              `json:"operationcount"`
-	Configurations []Configuration    `json:"configurations"`
-	Timeouts       contracts.Timeouts `json:"timeouts"`
-}
-
-// Configuration is one SUT, loaded once, then benchmarked phase after phase.
-type Configuration struct {
-	Name          string            `json:"name"` // e.g. Redis-8-2-16384-1
-	Base          string            `json:"base"` // name without the repetition: Redis-8-2-16384
-	DBMS          string            `json:"dbms"`
-	ExperimentRun int               `json:"experiment_run"` // -nc repetition, 1-based
-	SUT           contracts.SUTSpec `json:"sut"`
-	Phases        []Phase           `json:"phases"` // the loading phase first (none for action start)
-}
-
-// Phase is one loading or benchmarking phase; its shards start together.
-type Phase struct {
-	Name    string  `json:"name"` // <configuration>-load, <configuration>-run<client>
-	Kind    string  `json:"kind"`
-	Client  int     `json:"client"` // benchmarking phase number inside the configuration (0 for loading)
-	Pods    int     `json:"pods"`
-	Threads int     `json:"threads"` // total over shards
-	Factor  float64 `json:"factor"`
-	Target  int     `json:"target"` // total ops/s over shards; 0 = unthrottled
-	Node    string  `json:"node,omitempty"`
-	Shards  []Shard `json:"shards"`
-}
-
-// Shard holds one shard's parameters for the phase's engine: exactly one of
-// YCSB (engine ycsb) and TPCC (engine benchbase) is set.
-type Shard struct {
-	YCSB *contracts.YCSBShard `json:"ycsb,omitempty"`
-	TPCC *contracts.TPCCShard `json:"tpcc,omitempty"`
-}
-
-// Threads and Target of the shard, whatever its engine.
-func (s Shard) Threads() int {
-	if s.TPCC != nil {
-		return s.TPCC.Terminals
-	}
-	return s.YCSB.Threads
-}
-
-func (s Shard) Target() int {
-	if s.TPCC != nil {
-		return s.TPCC.Target
-	}
-	return s.YCSB.Target
-}
+// The plan's data types are contracts (the planned event publishes them);
+// these aliases keep the package's vocabulary: plan.Plan, plan.Phase, ….
+type (
+	Plan          = contracts.Plan
+	Configuration = contracts.PlanConfiguration
+	Phase         = contracts.PlanPhase
+	Shard         = contracts.PlanShard
+)
 
 // InvalidError is a request that cannot be expanded; Field names the culprit.
 type InvalidError struct{ Field, Message string }
@@ -529,16 +482,4 @@ func timeouts(r contracts.Request, p Plan) contracts.Timeouts {
 		out.ShardS = t.ShardS
 	}
 	return out
-}
-
-// Phase returns the phase with the given name.
-func (p Plan) Phase(name string) (Configuration, Phase, bool) {
-	for _, c := range p.Configurations {
-		for _, ph := range c.Phases {
-			if ph.Name == name {
-				return c, ph, true
-			}
-		}
-	}
-	return Configuration{}, Phase{}, false
 }
