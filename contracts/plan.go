@@ -1,11 +1,17 @@
 package contracts
 
+// SchemaPlan is the plan's schema (schemas/plan.schema.json): the planned
+// message carries a plan, and a stored plan is validated against it alone.
+const SchemaPlan = "plan"
+
 // Plan is the expanded experiment: published in the planned event, stored
 // in the experiments table and the scheduler's state, read by the reporter.
 // internal/plan builds it from a Request; schemas/plan.schema.json describes
 // it for every reader, Go or Python.
 type Plan struct {
 	Code string `json:"code"`
+	// Version of benchq that planned the experiment (internal/plan.Version).
+	Version string `json:"version"`
 	// Settings is the request with every default resolved, so a reader never
 	// needs to know benchq's defaults (docs/events.md, "The plan").
 	Settings       Request             `json:"settings"`

@@ -72,9 +72,18 @@ var DefaultPool = contracts.Pool{Pods: 1, Inbound: 128, Outbound: 64}
 // timeout grows with the phase's expected duration (see timeouts).
 var DefaultTimeouts = contracts.Timeouts{SUTReadyS: 120, BarrierS: 120, ShardS: 3600}
 
-// WithDefaults fills every field the request left out.
+// Version is benchq's version, stamped on every plan; a release build sets
+// it with -ldflags "-X github.com/benchq/benchq/internal/plan.Version=…".
+var Version = "dev"
+
+// WithDefaults fills every field the request left out: the plan's settings
+// carry every value resolved (plan.schema.json requires them), so no reader
+// of a plan needs benchq's defaults.
 func WithDefaults(r contracts.Request) contracts.Request {
 	d := Defaults
+	if r.SchemaVersion == 0 {
+		r.SchemaVersion = contracts.SchemaVersion
+	}
 	if r.Benchmark == "" {
 		r.Benchmark = d.Benchmark
 	}
@@ -154,6 +163,7 @@ func Expand(code string, req contracts.Request) (Plan, error) {
 	r := WithDefaults(req)
 	p := Plan{
 		Code:           code,
+		Version:        Version,
 		Settings:       r,
 		RecordCount:    millions(r.SF),
 		OperationCount: millions(r.Operations),
@@ -203,6 +213,7 @@ func Expand(code string, req contracts.Request) (Plan, error) {
 								DBMS:          dbms,
 								ExperimentRun: run,
 								SUT:           sutSpec(r, pool),
+								Phases:        []Phase{}, // [] rather than null for action start: the schema wants a list
 							}
 							if len(c.Name) > maxNameLen-len("-run999") {
 								return Plan{}, invalid("dbms", "configuration name %s is too long to name its phases and Kubernetes objects (at most %d characters)", c.Name, maxNameLen-len("-run999"))
