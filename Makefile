@@ -13,7 +13,7 @@ EXPERIMENT ?= -dbms $(DBMS) -sf 0.1 -xop 0.2 -xwl a -nlp 2 -nlt 8 -nbp 1 -nbt 8 
 # 30 s of 8 terminals on 1 pod, then split over 2 pods.
 TPCC ?= -dbms PostgreSQL -sf 2 -xsd 0.5 -nbp 1,2 -nbt 8 -tr
 
-.PHONY: run run-tpcc up down summary test test-go test-py test-e2e test-k8s bootstrap clean
+.PHONY: run run-tpcc up down summary test test-go test-py test-ycsb test-e2e test-k8s bootstrap clean
 
 run: bootstrap
 	@scripts/run.sh $(EXPERIMENT)
@@ -34,7 +34,7 @@ summary:
 bootstrap:
 	@scripts/bootstrap.sh
 
-test: bootstrap test-go test-py test-e2e test-k8s
+test: bootstrap test-go test-py test-ycsb test-e2e test-k8s
 
 test-go:
 	go vet ./...
@@ -42,6 +42,12 @@ test-go:
 
 test-py:
 	.venv/bin/pytest -q services/reporter/tests
+
+# The YCSB bindings and launcher against throwaway Redis, Redis Cluster,
+# PostgreSQL and PgBouncer servers (the barrier protocol, loads, workloads,
+# sharded inserts, data integrity); about 5 minutes.
+test-ycsb:
+	scripts/check-ycsb.sh
 
 test-e2e:
 	go test -count=1 -timeout 20m -v ./e2e/...

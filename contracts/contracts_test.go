@@ -43,13 +43,20 @@ func TestExamples(t *testing.T) {
 	}
 }
 
-// Every schema has examples of both verdicts, so neither side can drift
-// unnoticed.
+// Every schema file has examples of both verdicts: neither language can
+// drift unnoticed, and every schema is shown to reject something. A file
+// per reason: examples/invalid/<schema>--<what is wrong>.json.
 func TestEverySchemaHasExamples(t *testing.T) {
-	for _, s := range SchemaNames() {
-		v, _ := filepath.Glob(filepath.Join("examples", "valid", s+"--*.json"))
-		if len(v) == 0 {
-			t.Errorf("schema %s has no valid example", s)
+	schemas, _ := filepath.Glob(filepath.Join("schemas", "*.schema.json"))
+	if len(schemas) == 0 {
+		t.Fatal("no schemas")
+	}
+	for _, f := range schemas {
+		s := strings.TrimSuffix(filepath.Base(f), ".schema.json")
+		for _, verdict := range []string{"valid", "invalid"} {
+			if ex, _ := filepath.Glob(filepath.Join("examples", verdict, s+"--*.json")); len(ex) == 0 {
+				t.Errorf("schema %s has no %s example (examples/%s/%s--<description>.json)", s, verdict, verdict, s)
+			}
 		}
 	}
 }

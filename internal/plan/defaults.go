@@ -1,0 +1,160 @@
+package plan
+
+import (
+	"math"
+
+	"github.com/benchq/benchq/contracts"
+)
+
+// Defaults are bexhoma's defaults where it has one.
+var Defaults = contracts.Request{
+	Benchmark:           BenchmarkYCSB,
+	Action:              contracts.ActionRun,
+	SF:                  1,
+	Workload:            "a",
+	InsertOrder:         "hashed",
+	LoadingFactors:      []float64{1},
+	BenchmarkingFactors: []float64{1},
+	LoadingPods:         []int{1},
+	LoadingThreads:      []int{64},
+	BenchmarkingPods:    []int{1},
+	BenchmarkingThreads: []int{64},
+	Clients:             []int{1},
+	Repetitions:         1,
+	MaxSUTs:             1,
+	StatusInterval:      10,
+}
+
+// Benchmarks (the request's "benchmark", the CLI's command).
+const (
+	BenchmarkYCSB      = "ycsb"
+	BenchmarkBenchbase = "benchbase"
+)
+
+// DefaultTargetBase is -xtb's default; Benchbase's targets are
+// transactions/s, so its base is smaller (bexhoma's examples use 1024).
+const (
+	DefaultTargetBase          = 16384
+	DefaultBenchbaseTargetBase = 1024
+	DefaultBenchbaseDurationS  = 300
+)
+
+// Default pool of a DBMS with a connection pool when -xnpp/-xnpi/-xnpo are
+// not given.
+var DefaultPool = contracts.Pool{Pods: 1, Inbound: 128, Outbound: 64}
+
+// DefaultTimeouts bound every wait; a request may override each. The shard
+// timeout grows with the phase's expected duration (see timeouts).
+var DefaultTimeouts = contracts.Timeouts{SUTReadyS: 120, BarrierS: 120, ShardS: 3600}
+
+// WithDefaults fills every field the request left out: the plan's settings
+// carry every value resolved (plan.schema.json requires them), so no reader
+// of a plan needs benchq's defaults.
+func WithDefaults(r contracts.Request) contracts.Request {
+	d := Defaults
+	if r.SchemaVersion == 0 {
+		r.SchemaVersion = contracts.SchemaVersion
+	}
+	if r.Benchmark == "" {
+		r.Benchmark = d.Benchmark
+	}
+	if r.Action == "" {
+		r.Action = d.Action
+	}
+	if r.SF == 0 {
+		r.SF = d.SF
+	}
+	if r.Operations == 0 {
+		r.Operations = r.SF
+	}
+	bb := r.Benchmark == BenchmarkBenchbase
+	if r.Workload == "" {
+		r.Workload = d.Workload
+		if bb {
+			r.Workload = "tpcc"
+		}
+	}
+	if r.InsertOrder == "" && !bb {
+		r.InsertOrder = d.InsertOrder
+	}
+	if r.TargetBase == nil {
+		tb := DefaultTargetBase
+		if bb {
+			tb = DefaultBenchbaseTargetBase
+		}
+		r.TargetBase = &tb
+	}
+	if bb && r.DurationS == 0 {
+		r.DurationS = DefaultBenchbaseDurationS
+	}
+	fillF := func(v *[]float64, def []float64) {
+		if len(*v) == 0 {
+			*v = def
+		}
+	}
+	fillI := func(v *[]int, def []int) {
+		if len(*v) == 0 {
+			*v = def
+		}
+	}
+	fillF(&r.LoadingFactors, d.LoadingFactors)
+	fillF(&r.BenchmarkingFactors, d.BenchmarkingFactors)
+	fillI(&r.LoadingPods, d.LoadingPods)
+	if bb {
+		fillI(&r.LoadingThreads, []int{1}) // bexhoma's Benchbase loads with one thread per pod
+	}
+	fillI(&r.LoadingThreads, d.LoadingThreads)
+	fillI(&r.BenchmarkingPods, d.BenchmarkingPods)
+	fillI(&r.BenchmarkingThreads, d.BenchmarkingThreads)
+	fillI(&r.Clients, d.Clients)
+	if r.Repetitions == 0 {
+		r.Repetitions = d.Repetitions
+	}
+	if r.MaxSUTs == 0 {
+		r.MaxSUTs = d.MaxSUTs
+	}
+	if r.StatusInterval == 0 {
+		r.StatusInterval = d.StatusInterval
+	}
+	if r.TestResults == nil {
+		t := true
+		r.TestResults = &t
+	}
+	return r
+}
+
+// timeouts are the request's, else the defaults; a shard's default grows
+// with the longest expected phase (Benchbase's duration, or YCSB operations
+// at the target rate) so a long throttled phase is not cut short:
+// max(3600 s, 2 × expected + 300 s).
+func timeouts(r contracts.Request, p Plan) contracts.Timeouts {
+	out := DefaultTimeouts
+	var expected float64
+	for _, c := range p.Configurations {
+		for _, ph := range c.Phases {
+			for _, sh := range ph.Shards {
+				switch {
+				case sh.TPCC != nil && sh.TPCC.DurationS > 0:
+					expected = max(expected, float64(sh.TPCC.DurationS))
+				case sh.YCSB != nil && sh.YCSB.Target > 0:
+					expected = max(expected, float64(sh.YCSB.OperationCount)/float64(sh.YCSB.Target))
+				}
+			}
+		}
+	}
+	out.ShardS = max(out.ShardS, int(math.Ceil(2*expected))+300)
+	t := r.Timeouts
+	if t == nil {
+		return out
+	}
+	if t.SUTReadyS > 0 {
+		out.SUTReadyS = t.SUTReadyS
+	}
+	if t.BarrierS > 0 {
+		out.BarrierS = t.BarrierS
+	}
+	if t.ShardS > 0 {
+		out.ShardS = t.ShardS
+	}
+	return out
+}

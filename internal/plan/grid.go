@@ -1,0 +1,151 @@
+package plan
+
+import (
+	"fmt"
+	"math"
+	"strconv"
+
+	"github.com/benchq/benchq/contracts"
+)
+
+// Expand builds the plan of a validated request (defaults are applied here).
+//
+// Loop order follows bexhoma: loading variants (threads × pods × factor) ×
+// DBMS (× pool variants, for a DBMS with a connection pool) give one
+// configuration each, repeated -nc times on a fresh SUT; inside a
+// configuration the benchmarking variants (factor × threads × pods ×
+// clients) run one after another.
+func Expand(code string, req contracts.Request) (Plan, error) {
+	r := WithDefaults(req)
+	p := Plan{
+		Code:           code,
+		Version:        Version,
+		Settings:       r,
+		RecordCount:    millions(r.SF),
+		OperationCount: millions(r.Operations),
+	}
+	if err := checkSettings(r); err != nil {
+		return Plan{}, err
+	}
+	if r.Benchmark == BenchmarkBenchbase {
+		p.RecordCount, p.OperationCount = int64(r.SF), 0 // warehouses; Benchbase runs for a duration
+	}
+	if p.RecordCount < 1 {
+		return Plan{}, invalid("sf", "%g million rows is less than one row; use at least 0.000001", r.SF)
+	}
+	pools, err := poolGrid(r)
+	if err != nil {
+		return Plan{}, err
+	}
+	for _, lt := range r.LoadingThreads {
+		for _, lp := range r.LoadingPods {
+			if err := checkLoaders(r, p.RecordCount, lt, lp); err != nil {
+				return Plan{}, err
+			}
+			for _, lf := range r.LoadingFactors {
+				loading := phaseSpec{kind: contracts.KindLoad, pods: lp, threads: lt, factor: lf, target: target(*r.TargetBase, lf)}
+				for _, dbms := range r.DBMS {
+					dbmsPools := []*contracts.Pool{nil}
+					if HasPool(dbms) {
+						dbmsPools = pools
+					}
+					for _, pool := range dbmsPools {
+						cfgBase := fmt.Sprintf("%s-%d-%d-%d", dbms, lt, lp, loading.target)
+						if pool != nil {
+							cfgBase += fmt.Sprintf("-%d-%d-%d", pool.Pods, pool.Inbound, pool.Outbound)
+						}
+						for run := 1; run <= r.Repetitions; run++ {
+							c := Configuration{
+								Name:          fmt.Sprintf("%s-%d", cfgBase, run),
+								Base:          cfgBase,
+								DBMS:          dbms,
+								ExperimentRun: run,
+								SUT:           sutSpec(r, pool),
+							}
+							if c.Phases, err = phases(r, p, c.Name, loading); err != nil {
+								return Plan{}, err
+							}
+							p.Configurations = append(p.Configurations, c)
+							if r.Action == contracts.ActionRun && len(p.Configurations) > MaxConfigurations {
+								return Plan{}, invalid("(grid)", "more than %d configurations; shorten the lists of -nlp, -nlt, -xnlf, -dbms, -xnpp/-xnpi/-xnpo or -nc", MaxConfigurations)
+							}
+						}
+					}
+				}
+			}
+		}
+	}
+	p.Timeouts = timeouts(r, p)
+	return p, nil
+}
+
+// phases of one configuration: its loading phase, then the benchmarking
+// variants (factor × threads × pods × clients); as many as the action asks.
+func phases(r contracts.Request, p Plan, cfg string, loading phaseSpec) ([]Phase, error) {
+	if len(cfg) > maxNameLen-len("-run999") {
+		return nil, invalid("dbms", "configuration name %s is too long to name its phases and Kubernetes objects (at most %d characters)", cfg, maxNameLen-len("-run999"))
+	}
+	out := []Phase{} // [] rather than null for action start: the schema wants a list
+	if r.Action == contracts.ActionStart {
+		return out, nil
+	}
+	out = append(out, newPhase(r, p, cfg, loading))
+	if r.Action == contracts.ActionLoad {
+		return out, nil
+	}
+	client := 0
+	for _, bf := range r.BenchmarkingFactors {
+		for _, bt := range r.BenchmarkingThreads {
+			for _, bp := range r.BenchmarkingPods {
+				for _, ne := range r.Clients {
+					if err := checkBenchmarkers(r, p.OperationCount, bt, bp, bp*ne); err != nil {
+						return nil, err
+					}
+					client++
+					out = append(out, newPhase(r, p, cfg, phaseSpec{kind: contracts.KindRun, client: client,
+						pods: bp * ne, threads: bt * ne, factor: bf, target: target(*r.TargetBase, bf)}))
+				}
+			}
+		}
+	}
+	return out, nil
+}
+
+// poolGrid is the pool loop: pods × inbound × outbound, bexhoma's order.
+func poolGrid(r contracts.Request) ([]*contracts.Pool, error) {
+	or := func(v []int, d int) []int {
+		if len(v) == 0 {
+			return []int{d}
+		}
+		return v
+	}
+	var out []*contracts.Pool
+	for _, pods := range or(r.PoolPods, DefaultPool.Pods) {
+		for _, in := range or(r.PoolInbound, DefaultPool.Inbound) {
+			for _, outb := range or(r.PoolOutbound, DefaultPool.Outbound) {
+				if in < pods || outb < pods {
+					return nil, invalid("pool_inbound", "%d inbound / %d outbound connections cannot be split over %d pool pods; every pod needs at least one of each", in, outb, pods)
+				}
+				out = append(out, &contracts.Pool{Pods: pods, Inbound: in, Outbound: outb})
+			}
+		}
+	}
+	return out, nil
+}
+
+// sutSpec is the SUT shape shared by every configuration of the request.
+func sutSpec(r contracts.Request, pool *contracts.Pool) contracts.SUTSpec {
+	s := contracts.SUTSpec{
+		Workers: r.Workers, WorkerReplicas: r.WorkerReplicas, Pool: pool,
+		Resources: r.Resources, Storage: r.Storage, Monitoring: r.Monitoring,
+		UseCase: fmt.Sprintf("%s-%s", r.Benchmark, strconv.FormatFloat(r.SF, 'f', -1, 64)),
+	}
+	if r.Nodes != nil {
+		s.Node = r.Nodes.SUT
+	}
+	return s
+}
+
+func millions(x float64) int64 { return int64(math.Round(x * 1e6)) }
+
+func target(base int, factor float64) int { return int(math.Round(float64(base) * factor)) }

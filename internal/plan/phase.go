@@ -1,0 +1,82 @@
+package plan
+
+import (
+	"fmt"
+
+	"github.com/benchq/benchq/contracts"
+)
+
+// phaseSpec is one phase of the grid before its totals are split over its
+// shards.
+type phaseSpec struct {
+	kind          string // contracts.KindLoad or KindRun
+	client        int    // benchmarking phase number, from 1; 0 for loading
+	pods, threads int
+	factor        float64
+	target        int
+}
+
+// newPhase splits the phase's threads and target over its shards, and its
+// work: a loading shard inserts its own contiguous range of rows, a
+// benchmarking shard runs its share of the operations. The engine's builder
+// makes each shard.
+func newPhase(r contracts.Request, p Plan, cfg string, s phaseSpec) Phase {
+	ph := Phase{Name: cfg + "-load", Kind: s.kind, Client: s.client, Pods: s.pods, Threads: s.threads,
+		Factor: s.factor, Target: s.target, Node: node(r, s.kind)}
+	work := p.RecordCount
+	if s.kind == contracts.KindRun {
+		ph.Name = fmt.Sprintf("%s-run%d", cfg, s.client)
+		work = p.OperationCount
+	}
+	parts := SplitRange(work, s.pods)
+	threads := SplitInt(s.threads, s.pods)
+	targets := SplitInt(s.target, s.pods)
+	for i := range s.pods {
+		if r.Benchmark == BenchmarkBenchbase {
+			ph.Shards = append(ph.Shards, Shard{TPCC: tpccShard(r, s.kind, p.RecordCount, threads[i], targets[i])})
+			continue
+		}
+		ph.Shards = append(ph.Shards, Shard{YCSB: ycsbShard(r, s.kind, p.RecordCount, threads[i], targets[i], parts[i])})
+	}
+	return ph
+}
+
+func node(r contracts.Request, kind string) string {
+	if r.Nodes == nil {
+		return ""
+	}
+	if kind == contracts.KindLoad {
+		return r.Nodes.Loading
+	}
+	return r.Nodes.Benchmarking
+}
+
+// Range is a contiguous run of keys or operations.
+type Range struct{ Start, Count int64 }
+
+// SplitRange splits n items into parts contiguous ranges; the remainder goes
+// one each to the first shards, so nothing is lost and sizes differ by ≤ 1.
+func SplitRange(n int64, parts int) []Range {
+	out := make([]Range, parts)
+	q, rem := n/int64(parts), n%int64(parts)
+	var start int64
+	for i := range out {
+		c := q
+		if int64(i) < rem {
+			c++
+		}
+		out[i] = Range{Start: start, Count: c}
+		start += c
+	}
+	return out
+}
+
+// SplitInt splits n into parts integers summing to n, differing by ≤ 1.
+func SplitInt(n, parts int) []int {
+	rs := SplitRange(int64(n), parts)
+	out := make([]int, parts)
+	for i, r := range rs {
+		out[i] = int(r.Count)
+	}
+	return out
+}

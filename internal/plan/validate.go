@@ -1,0 +1,103 @@
+package plan
+
+import (
+	"fmt"
+	"strings"
+
+	"github.com/benchq/benchq/contracts"
+	"github.com/benchq/benchq/internal/catalog"
+)
+
+// InvalidError is a request that cannot be expanded; Field names the culprit.
+type InvalidError struct{ Field, Message string }
+
+func (e *InvalidError) Error() string { return e.Field + ": " + e.Message }
+
+func invalid(field, format string, args ...any) error {
+	return &InvalidError{Field: field, Message: fmt.Sprintf(format, args...)}
+}
+
+// maxNameLen is the longest name that is a NATS token and, lower-cased, a
+// Kubernetes label value and object name.
+const maxNameLen = 63
+
+// MaxConfigurations bounds a grid: beyond it a request is almost surely a
+// typo, and every configuration is a SUT to start.
+const MaxConfigurations = 1000
+
+// HasPool reports whether a DBMS sits behind a connection pool (the pool
+// loop -xnpp/-xnpi/-xnpo applies to it).
+func HasPool(dbms string) bool {
+	e, err := catalog.Lookup(dbms)
+	return err == nil && e.Kind == "pgbouncer" // the catalog kind of PgBouncer (catalog/pgbouncer.json)
+}
+
+// checkSettings rejects combinations the schema cannot express.
+func checkSettings(r contracts.Request) error {
+	bb := r.Benchmark == BenchmarkBenchbase
+	switch {
+	case bb && r.Workload != "tpcc":
+		return invalid("workload", "benchbase runs tpcc, not %q", r.Workload)
+	case !bb && r.Workload == "tpcc":
+		return invalid("workload", "tpcc is a Benchbase workload; use `benchq benchbase` (benchmark benchbase) or a YCSB workload a-f")
+	case !bb && r.NewConnection:
+		return invalid("new_connection", "a new connection per transaction (-xconn) is a Benchbase option")
+	case bb && r.SF != float64(int64(r.SF)):
+		return invalid("sf", "Benchbase's scale factor is a number of warehouses, a whole number (got %g)", r.SF)
+	case r.WorkerReplicas > 0 && r.Workers == 0:
+		return invalid("worker_replicas", "replicas (-nwr) need workers (-nw)")
+	case r.Storage != nil && r.Storage.Remove && r.Storage.Class == "" && r.Storage.Size == "":
+		return invalid("storage.remove", "removing the volume first (-rsr) needs a volume: give -rst and/or -rss")
+	}
+	if bb {
+		for i, d := range r.DBMS {
+			if e, err := catalog.Lookup(d); err == nil && e.JDBCURL == "" {
+				return invalid(fmt.Sprintf("dbms[%d]", i), "%s has no SQL interface; benchbase needs one of: %s", d, strings.Join(sqlDBMS(), ", "))
+			}
+		}
+	}
+	pooled := false
+	for _, d := range r.DBMS {
+		pooled = pooled || HasPool(d)
+	}
+	if !pooled && (len(r.PoolPods) > 0 || len(r.PoolInbound) > 0 || len(r.PoolOutbound) > 0) {
+		return invalid("pool_pods", "-xnpp/-xnpi/-xnpo size a connection pool, and none of %s has one (e.g. PgBouncer)", strings.Join(r.DBMS, ", "))
+	}
+	return nil
+}
+
+func sqlDBMS() []string {
+	var out []string
+	for _, n := range catalog.Names() {
+		if e, err := catalog.Lookup(n); err == nil && e.JDBCURL != "" {
+			out = append(out, n)
+		}
+	}
+	return out
+}
+
+// checkLoaders rejects a loading variant whose rows or threads cannot be
+// split over its pods.
+func checkLoaders(r contracts.Request, records int64, threads, pods int) error {
+	switch {
+	case int64(pods) > records:
+		return invalid("loading_pods", "%d loader pods for %d rows would leave pods without rows (lower -nlp or raise -sf)", pods, records)
+	case threads < pods:
+		return invalid("loading_threads", "%d threads cannot be split into %d loader pods; every pod needs at least one thread (raise -nlt or lower -nlp)", threads, pods)
+	case r.Benchmark == BenchmarkBenchbase && pods != 1:
+		return invalid("loading_pods", "Benchbase loads with one pod (it creates the schema and fills every warehouse); drop -nlp")
+	}
+	return nil
+}
+
+// checkBenchmarkers rejects a benchmarking variant whose threads (per
+// benchmarker pod) or operations (per shard) cannot be split.
+func checkBenchmarkers(r contracts.Request, operations int64, threads, pods, shards int) error {
+	switch {
+	case threads < pods:
+		return invalid("benchmarking_threads", "%d threads cannot be split into %d benchmarker pods; every pod needs at least one thread (raise -nbt or lower -nbp)", threads, pods)
+	case r.Benchmark != BenchmarkBenchbase && int64(shards) > operations:
+		return invalid("operations", "%d operations cannot be split into %d benchmarker pods (raise -xop)", operations, shards)
+	}
+	return nil
+}
