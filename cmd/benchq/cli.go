@@ -62,7 +62,8 @@ commands:
   restart SERVICE         stop and start one service of the stack
   help                    this text
 
-Run 'benchq ycsb -h' for the experiment flags (bexhoma's names).
+Every command takes -h. Run 'benchq ycsb -h' for the experiment flags (bexhoma's names);
+they may come before or after ACTION.
 Exit codes: 0 ok, 1 failed/rejected/cancelled, 2 usage error, 3 stack not running.
 `
 
@@ -79,7 +80,7 @@ func Main(ctx context.Context, args []string, st *State) int {
 			return rc
 		}
 		rest = fs.Args()
-		if len(rest) > 0 && cmd != "restart" {
+		if len(rest) > 0 && cmd != "restart" { // cmdRestart checks its SERVICE
 			st.errorf("%s: unexpected %q (usage: benchq %s)", cmd, strings.Join(rest, " "), cmd)
 			return ExitUsage
 		}

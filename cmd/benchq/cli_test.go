@@ -114,7 +114,7 @@ func TestHelpDoesNothing(t *testing.T) {
 		t.Run(strings.Join(args, " "), func(t *testing.T) {
 			t.Parallel()
 			s := newFakeStack(t, "")
-			code, out, errs := s.main(context.Background(), args...)
+			code, out, errs := s.main(t.Context(), args...)
 			want := "usage: benchq " + args[0]
 			switch args[0] {
 			case "help", "-h", "--help":
@@ -161,7 +161,7 @@ func TestUsageErrorsDoNothing(t *testing.T) {
 		t.Run(strings.Join(c.args, " "), func(t *testing.T) {
 			t.Parallel()
 			s := newFakeStack(t, "")
-			code, out, errs := s.main(context.Background(), c.args...)
+			code, out, errs := s.main(t.Context(), c.args...)
 			if code != ExitUsage || !strings.Contains(errs, c.msg) || strings.Count(errs, "\n") != 1 || out != "" {
 				t.Errorf("exit %d, stdout %q, stderr %q; want exit 2 and one line on stderr containing %q", code, out, errs, c.msg)
 			}
@@ -175,7 +175,7 @@ func TestUsageErrorsDoNothing(t *testing.T) {
 // to a real NATS are compared.
 func TestFlagsAfterTheActionMakeTheSameRequest(t *testing.T) {
 	url := testenv.NATS(t)
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	ctx, cancel := context.WithTimeout(t.Context(), 30*time.Second)
 	defer cancel()
 	b, err := bus.Connect(ctx, url, "test", testenv.Logger(t, "test"))
 	if err != nil {
@@ -251,8 +251,8 @@ func TestFlagsAfterTheActionMakeTheSameRequest(t *testing.T) {
 // --dry-run after the action plans as before it, and runs nothing.
 func TestDryRunAfterTheAction(t *testing.T) {
 	s := newFakeStack(t, "")
-	_, before, _ := s.main(context.Background(), "benchbase", "-dbms", "PostgreSQL", "-nbp", "1,2", "--dry-run", "-e", "x", "run")
-	code, after, errs := s.main(context.Background(), "benchbase", "run", "-dbms", "PostgreSQL", "--dry-run", "-nbp", "1,2", "-e", "x")
+	_, before, _ := s.main(t.Context(), "benchbase", "-dbms", "PostgreSQL", "-nbp", "1,2", "--dry-run", "-e", "x", "run")
+	code, after, errs := s.main(t.Context(), "benchbase", "run", "-dbms", "PostgreSQL", "--dry-run", "-nbp", "1,2", "-e", "x")
 	if code != ExitOK || after != before || !strings.Contains(after, "Pods [[1, 2]]") {
 		t.Errorf("exit %d (%s); flags after the action:\n%s\nbefore it:\n%s", code, errs, after, before)
 	}
