@@ -2,9 +2,12 @@ package main
 
 import (
 	"context"
+	"errors"
+	"flag"
 	"fmt"
 	"io"
 	"path/filepath"
+	"strings"
 )
 
 // Exit codes.
@@ -59,7 +62,8 @@ commands:
   restart SERVICE         stop and start one service of the stack
   help                    this text
 
-Run 'benchq ycsb -h' for the experiment flags (bexhoma's names).
+Every command takes -h. Run 'benchq ycsb -h' for the experiment flags (bexhoma's names);
+they may come before or after ACTION.
 Exit codes: 0 ok, 1 failed/rejected/cancelled, 2 usage error, 3 stack not running.
 `
 
@@ -69,25 +73,126 @@ func Main(ctx context.Context, args []string, st *State) int {
 		fmt.Fprint(st.Stderr, usage)
 		return ExitUsage
 	}
-	switch args[0] {
+	cmd, rest := args[0], args[1:]
+	if u, ok := flagless[cmd]; ok {
+		fs := newFlagSet(u.synopsis, u.about)
+		if rc, done := parseArgs(fs, rest, st); done {
+			return rc
+		}
+		rest = fs.Args()
+		if len(rest) > 0 && cmd != "restart" { // cmdRestart checks its SERVICE
+			st.errorf("%s: unexpected %q (usage: benchq %s)", cmd, strings.Join(rest, " "), cmd)
+			return ExitUsage
+		}
+	}
+	switch cmd {
 	case "up":
 		return cmdUp(ctx, st)
 	case "down":
 		return cmdDown(ctx, st)
 	case "ycsb", "benchbase":
-		return cmdExperiment(ctx, args[0], args[1:], st)
+		return cmdExperiment(ctx, cmd, rest, st)
 	case "status":
-		return cmdStatus(ctx, args[1:], st)
+		return cmdStatus(ctx, rest, st)
 	case "stop":
-		return cmdStop(ctx, args[1:], st)
+		return cmdStop(ctx, rest, st)
 	case "restart":
-		return cmdRestart(ctx, args[1:], st)
+		return cmdRestart(ctx, rest, st)
 	case "summary":
-		return cmdSummary(ctx, args[1:], st)
-	case "help", "-h", "--help":
+		return cmdSummaryArgs(ctx, rest, st)
+	case "help", "-h", "-help", "--help":
 		fmt.Fprint(st.Stdout, usage)
 		return ExitOK
 	}
-	st.errorf("unknown command %q (commands: up, down, ycsb, benchbase, status, stop, summary, restart, help)", args[0])
+	st.errorf("unknown command %q (commands: up, down, ycsb, benchbase, status, stop, summary, restart, help)", cmd)
 	return ExitUsage
+}
+
+// flagless are the commands without flags. Main parses their arguments so
+// that -h, or a flag or word they do not take, stops them before they start,
+// stop or connect to anything.
+var flagless = map[string]struct{ synopsis, about string }{
+	"up":      {"up", "Start the embedded stack (NATS, results DB, services, agents); its state is kept in\n$BENCHQ_HOME (default .benchq)."},
+	"down":    {"down", "Stop everything the stack started: the services, every SUT left behind, the results DB\nand NATS."},
+	"restart": {"restart SERVICE", "Stop (if alive) and start again one service of the stack: collector, scheduler,\ndeployer or driver-agent-N."},
+	"status":  {"status", "Print the components, agents, volumes and running experiments of the stack."},
+}
+
+// newFlagSet is the flag set of a command whose usage is a synopsis and one
+// paragraph, followed by its flags if it has any.
+func newFlagSet(synopsis, about string) *flag.FlagSet {
+	name, _, _ := strings.Cut(synopsis, " ")
+	fs := flag.NewFlagSet("benchq "+name, flag.ContinueOnError)
+	fs.Usage = func() {
+		fmt.Fprintf(fs.Output(), "usage: benchq %s\n\n%s\n", synopsis, about)
+		flags := false
+		fs.VisitAll(func(*flag.Flag) { flags = true })
+		if flags {
+			fmt.Fprint(fs.Output(), "\nflags:\n")
+			fs.PrintDefaults()
+		}
+	}
+	return fs
+}
+
+// parseArgs parses a command's arguments the way bexhoma's argparse does:
+// flags may come before and after the positional words (`benchq ycsb run
+// -dbms Redis`), and "--" ends the flags. The words are left in fs.Args(),
+// as fs.Parse leaves them. done means the command must return code at once:
+// after -h/--help (its usage on stdout, exit 0) or a usage error (one line on
+// stderr naming the flag, exit 2); either way before anything has been done.
+func parseArgs(fs *flag.FlagSet, args []string, st *State) (code int, done bool) {
+	fs.SetOutput(io.Discard) // the flag package would print the whole usage on every error
+	var words []string
+	for {
+		err := fs.Parse(args)
+		if errors.Is(err, flag.ErrHelp) {
+			fs.SetOutput(st.Stdout)
+			fs.Usage()
+			return ExitOK, true
+		}
+		if err != nil {
+			name := strings.TrimPrefix(fs.Name(), "benchq ")
+			st.errorf("%s: %v (see: benchq %s -h)", name, err, name)
+			return ExitUsage, true
+		}
+		rest := fs.Args()
+		if len(rest) == 0 {
+			break
+		}
+		if n := len(args) - len(rest); n > 0 && args[n-1] == "--" {
+			words = append(words, rest...)
+			break
+		}
+		words, args = append(words, rest[0]), rest[1:]
+	}
+	_ = fs.Parse(append([]string{"--"}, words...))
+	return ExitOK, false
+}
+
+// cmdSummaryArgs is `benchq summary -e CODE [-format json]`: the reporter
+// prints the summary, but the arguments are checked here, before waiting for
+// the collector, so that a usage error or -h needs no stack.
+func cmdSummaryArgs(ctx context.Context, args []string, st *State) int {
+	fs := newFlagSet("summary -e CODE [-format markdown|json]", "Print the summary of an experiment again.")
+	var code, format string
+	fs.StringVar(&code, "e", "", "the experiment")
+	fs.StringVar(&code, "experiment", "", "alias of -e")
+	fs.StringVar(&format, "format", "", "markdown (default) or json")
+	if rc, done := parseArgs(fs, args, st); done {
+		return rc
+	}
+	switch {
+	case fs.NArg() > 0:
+		st.errorf("summary: unexpected %q (usage: benchq summary -e CODE)", strings.Join(fs.Args(), " "))
+		return ExitUsage
+	case code == "":
+		st.errorf("summary: which experiment? give -e CODE")
+		return ExitUsage
+	}
+	reporterArgs := []string{"-e", code}
+	if format != "" {
+		reporterArgs = append(reporterArgs, "--format", format)
+	}
+	return cmdSummary(ctx, reporterArgs, st)
 }

@@ -3,7 +3,6 @@ package main
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"flag"
 	"fmt"
 	"io"
@@ -56,7 +55,7 @@ func newExpFlagSet(f *expFlags, benchmark string, out io.Writer) *flag.FlagSet {
 	fs := flag.NewFlagSet("benchq "+benchmark, flag.ContinueOnError)
 	fs.SetOutput(out)
 	fs.Usage = func() {
-		fmt.Fprintf(out, "usage: benchq %s [flags] run|start|load|summary\n\n"+
+		fmt.Fprintf(fs.Output(), "usage: benchq %s [flags] run|start|load|summary\n\n"+
 			"run: load and benchmark; load: loading only; start: deploy the SUTs and keep them (benchq stop ends them);\n"+
 			"summary: print the summary of -e CODE again.\n\nflags (bexhoma's names):\n", benchmark)
 		fs.PrintDefaults()
@@ -154,11 +153,8 @@ func (f *expFlags) request(code, action string, now time.Time) contracts.Request
 func cmdExperiment(ctx context.Context, benchmark string, args []string, st *State) int {
 	var f expFlags
 	fs := newExpFlagSet(&f, benchmark, st.Stderr)
-	if err := fs.Parse(args); err != nil {
-		if errors.Is(err, flag.ErrHelp) {
-			return ExitOK
-		}
-		return ExitUsage // the flag package already named the flag
+	if rc, done := parseArgs(fs, args, st); done {
+		return rc
 	}
 	rest := fs.Args()
 	if len(rest) != 1 || !slices.Contains(actions, rest[0]) {

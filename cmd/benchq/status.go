@@ -260,8 +260,8 @@ func cmdStop(ctx context.Context, args []string, st *State) int {
 	code := fs.String("e", "", "the experiment to stop (default: every running experiment)")
 	reason := fs.String("reason", "", "why, recorded with the experiment")
 	wait := fs.Duration("wait", 2*time.Minute, "how long to wait for the teardown")
-	if err := fs.Parse(args); err != nil {
-		return ExitUsage
+	if rc, done := parseArgs(fs, args, st); done {
+		return rc
 	}
 	if fs.NArg() > 0 {
 		st.errorf("stop: unexpected %q (usage: benchq stop [-e CODE])", strings.Join(fs.Args(), " "))
