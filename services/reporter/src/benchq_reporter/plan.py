@@ -1,0 +1,121 @@
+"""The plan stored with an experiment (experiments.plan), typed.
+
+This is the one module that reads the plan's JSON: the rest of the
+reporter sees a Plan with typed values. The plan is what the scheduler
+expanded from the request (Go: internal/plan.Plan, its settings
+contracts.Request); new plans carry every setting resolved. The fallbacks
+below are for plans stored before the plan carried resolved settings
+(issue 10): they give the value the scheduler used when the request
+omitted the setting.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+import pandas as pd
+
+
+@dataclass(frozen=True)
+class Settings:
+    """The request the plan was expanded from, as the summary uses it."""
+
+    benchmark: str
+    dbms: list[str]
+    sf: float | None
+    workload: str
+    insert_order: str
+    target_base: int | None
+    batch_size: int | None
+    loading_factors: list[float]
+    benchmarking_factors: list[float]
+    loading_pods: list[int]
+    loading_threads: list[int]
+    benchmarking_pods: list[int]
+    benchmarking_threads: list[int]
+    clients: list[int]
+    repetitions: int
+    test_results: bool
+    duration_s: float | None  # Benchbase: each benchmarking phase's duration
+    new_connection: bool  # Benchbase -xconn
+
+
+@dataclass(frozen=True)
+class Phase:
+    """One planned phase with the facts of its configuration."""
+
+    name: str
+    configuration: str
+    base: str  # the configuration's name without its repetition
+    experiment_run: int  # -nc repetition, 1-based
+    kind: str | None
+    client: int  # benchmarking phase number inside the configuration (0: loading)
+    pods: int | None
+
+
+# Plan.table()'s columns; "order" is the phase's position in the plan.
+PHASE_COLUMNS = ["phase", "configuration", "base", "experiment_run", "kind", "client", "pods", "order"]
+
+
+@dataclass(frozen=True)
+class Plan:
+    settings: Settings
+    version: str
+    recordcount: int | None
+    operationcount: int | None
+    configurations: list[str]  # names, in plan order
+    phases: list[Phase]  # in plan order: the order bexhoma runs them
+
+    def table(self) -> pd.DataFrame:
+        """One row per planned phase (PHASE_COLUMNS), in plan order."""
+        rows = [{"phase": p.name, "configuration": p.configuration, "base": p.base,
+                 "experiment_run": p.experiment_run, "kind": p.kind, "client": p.client,
+                 "pods": p.pods, "order": i} for i, p in enumerate(self.phases)]
+        df = pd.DataFrame(rows, columns=PHASE_COLUMNS)
+        return df.astype({"experiment_run": "Int64", "client": "Int64", "pods": "Int64", "order": "Int64"})
+
+
+def read(plan: Mapping[str, Any] | None) -> Plan:
+    """The typed plan; a missing value takes the default the scheduler applied."""
+    plan = plan or {}
+    s = plan.get("settings") or {}
+    configurations = plan.get("configurations") or []
+    return Plan(
+        settings=Settings(
+            benchmark=s.get("benchmark") or "ycsb",
+            dbms=list(s.get("dbms") or []),
+            sf=_float(s.get("sf")),
+            workload=str(s.get("workload") or ""),
+            insert_order=str(s.get("insert_order") or ""),
+            target_base=s.get("target_base"),
+            batch_size=s.get("batch_size"),
+            loading_factors=list(s.get("loading_factors") or []),
+            benchmarking_factors=list(s.get("benchmarking_factors") or []),
+            loading_pods=list(s.get("loading_pods") or []),
+            loading_threads=list(s.get("loading_threads") or []),
+            benchmarking_pods=list(s.get("benchmarking_pods") or []),
+            benchmarking_threads=list(s.get("benchmarking_threads") or []),
+            clients=list(s.get("clients") or []),
+            repetitions=int(s.get("repetitions") or 1),
+            test_results=bool(s.get("test_results", True)),
+            duration_s=_float(s.get("duration_s")),
+            new_connection=bool(s.get("new_connection")),
+        ),
+        # No plan carries a version yet; "dev" says so rather than guessing.
+        version=str(plan.get("version") or s.get("version") or "dev"),
+        recordcount=plan.get("recordcount"),
+        operationcount=plan.get("operationcount"),
+        configurations=[c["name"] for c in configurations],
+        phases=[
+            Phase(name=ph["name"], configuration=cfg["name"], base=cfg.get("base", cfg["name"]),
+                  experiment_run=cfg.get("experiment_run", 1), kind=ph.get("kind"),
+                  client=ph.get("client", 0), pods=ph.get("pods"))
+            for cfg in configurations for ph in cfg.get("phases") or []
+        ],
+    )
+
+
+def _float(value: Any) -> float | None:
+    return None if value is None else float(value)
