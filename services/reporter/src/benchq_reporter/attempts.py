@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import pandas as pd
 
+from .contracts import RESULT
 from .model import ExperimentData
 
 SHARD_KEYS = ["phase", "shard", "attempt"]
@@ -17,7 +18,7 @@ SHARD_KEYS = ["phase", "shard", "attempt"]
 
 def select_attempts(shards: pd.DataFrame) -> pd.DataFrame:
     """The one reported attempt of each (phase, shard): the highest ok one, else the highest."""
-    ranked = shards.assign(_ok=shards["status"].eq("ok")).sort_values(["phase", "shard", "_ok", "attempt"])
+    ranked = shards.assign(_ok=shards["status"].eq(RESULT.ok)).sort_values(["phase", "shard", "_ok", "attempt"])
     return ranked.groupby(["phase", "shard"], sort=False).tail(1).drop(columns="_ok")
 
 

@@ -56,6 +56,7 @@ from hdrh.histogram import HdrHistogram
 
 from . import latency
 from .attempts import select_attempts
+from .contracts import KIND, RESULT
 from .model import TS, ExperimentData
 
 # The operation holding all requests of a shard (Go: benchbase.All), and the
@@ -182,7 +183,7 @@ def shard_rows(data: ExperimentData) -> pd.DataFrame:
 
 def _num_errors(df: pd.DataFrame) -> pd.Series:
     """Failed requests, plus one for a failed shard (as ycsb.py's exceptions)."""
-    return df["errors"].astype("Int64").fillna(0) + df["status"].ne("ok").astype("Int64")
+    return df["errors"].astype("Int64").fillna(0) + df["status"].ne(RESULT.ok).astype("Int64")
 
 
 def per_pod(run: pd.DataFrame) -> pd.DataFrame:
@@ -226,7 +227,7 @@ def aggregated(run: pd.DataFrame) -> tuple[pd.DataFrame, list[str], dict[str, fl
         if not exact:
             bounded.append(phase)
         starts = g["first_op_at"]
-        complete = starts.notna().all() and g["status"].eq("ok").all() and g["runtime_s"].notna().all()
+        complete = starts.notna().all() and g["status"].eq(RESULT.ok).all() and g["runtime_s"].notna().all()
         if complete:
             ends = starts + pd.to_timedelta(g["runtime_s"], unit="s")
             window = (ends.max() - starts.min()).total_seconds()
@@ -286,7 +287,7 @@ def loading(load: pd.DataFrame) -> pd.DataFrame:
 
 
 def summarize(rows: pd.DataFrame) -> Tables:
-    run = rows[rows["kind"] == "run"]
+    run = rows[rows["kind"] == KIND.run]
     agg, notes, skews = aggregated(run)
-    return Tables(per_pod=per_pod(run), aggregated=agg, loading=loading(rows[rows["kind"] == "load"]),
+    return Tables(per_pod=per_pod(run), aggregated=agg, loading=loading(rows[rows["kind"] == KIND.load]),
                   notes=notes, skew_ms=skews)

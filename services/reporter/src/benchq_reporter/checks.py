@@ -13,6 +13,7 @@ import pandas as pd
 
 from . import benchbase as bb
 from . import ycsb
+from .contracts import RESULT
 from .workflow import Workflow
 
 
@@ -40,7 +41,7 @@ def ycsb_tests(loading_conn: pd.DataFrame, execution_conn: pd.DataFrame,
                execution: pd.DataFrame, w: Workflow) -> list[Test]:
     """A YCSB experiment's: loading and execution throughput, the workflow, no FAILED operation."""
     failed_ops = [c for c in execution_conn.columns if c.endswith("-FAILED].Return=OK")]
-    failed_shards = execution["status"].ne("ok").any() if not execution.empty else False
+    failed_shards = execution["status"].ne(RESULT.ok).any() if not execution.empty else False
     return [
         throughput("loading_throughput", f"Loading Phase: {ycsb.THROUGHPUT}", loading_conn[ycsb.THROUGHPUT]),
         throughput("execution_throughput", f"Execution Phase: {ycsb.THROUGHPUT}", execution_conn[ycsb.THROUGHPUT]),

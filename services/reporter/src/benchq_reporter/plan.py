@@ -17,6 +17,8 @@ from typing import Any
 
 import pandas as pd
 
+from .contracts import BENCHMARK
+
 
 @dataclass(frozen=True)
 class Settings:
@@ -84,7 +86,7 @@ def read(plan: Mapping[str, Any] | None) -> Plan:
     configurations = plan.get("configurations") or []
     return Plan(
         settings=Settings(
-            benchmark=s.get("benchmark") or "ycsb",
+            benchmark=s.get("benchmark") or BENCHMARK.ycsb,
             dbms=list(s.get("dbms") or []),
             sf=_float(s.get("sf")),
             workload=str(s.get("workload") or ""),

@@ -16,6 +16,7 @@ import pandas as pd
 
 from . import benchbase as bb
 from .checks import Test
+from .contracts import EXPERIMENT
 from .summary import BenchbaseSummary, Summary, YcsbSummary
 from .workload import Workload
 
@@ -51,7 +52,7 @@ def alternatives(xs: list[Any]) -> str:
 def workload_lines(s: Summary) -> list[str]:
     w = s.workload
     benchbase = isinstance(s, BenchbaseSummary)
-    duration = "running" if w.duration_s is None else f"{int(w.duration_s)}s"
+    duration = EXPERIMENT.running if w.duration_s is None else f"{int(w.duration_s)}s"
     status = w.status if not w.reason else f"{w.status} ({w.reason})"
     runs = "once" if w.repetitions == 1 else f"{w.repetitions} times"
     sf = "?" if w.sf is None else number(w.sf)

@@ -18,6 +18,7 @@ from . import checks, ycsb
 from .attempts import kind_operations
 from .checks import Test
 from .connections import Connection, build_connections
+from .contracts import BENCHMARK, KIND
 from .model import ExperimentData
 from .workflow import Workflow, build_workflow
 from .workload import Workload, build_workload
@@ -65,25 +66,25 @@ def summarize(data: ExperimentData) -> YcsbSummary | BenchbaseSummary:
     workflow = build_workflow(data)
     common = {"code": data.code, "workload": build_workload(data), "connections": build_connections(data),
               "workflow": workflow, "show_tests": data.plan.settings.test_results}
-    if data.plan.settings.benchmark == "benchbase":
+    if data.plan.settings.benchmark == BENCHMARK.benchbase:
         tables = bb.summarize(bb.shard_rows(data))
         return BenchbaseSummary(**common, benchbase=tables,
                                 tests=[*checks.benchbase_tests(tables), checks.workflow(workflow)])
 
     sf = data.plan.settings.sf
     planned = data.plan.table()
-    loading = ycsb.shard_table(data, planned, "load")
-    execution = ycsb.shard_table(data, planned, "run")
-    loading_lat = ycsb.phase_latency(kind_operations(data, "load"), planned)
-    execution_lat = ycsb.phase_latency(kind_operations(data, "run"), planned)
+    loading = ycsb.shard_table(data, planned, KIND.load)
+    execution = ycsb.shard_table(data, planned, KIND.run)
+    loading_lat = ycsb.phase_latency(kind_operations(data, KIND.load), planned)
+    execution_lat = ycsb.phase_latency(kind_operations(data, KIND.run), planned)
     loading_conn = ycsb.loading_per_connection(loading, sf)
     execution_conn = ycsb.execution_per_connection(execution)
     return YcsbSummary(
         **common,
         loading_per_connection=loading_conn,
-        loading_per_run=ycsb.loading_per_run(loading, sf, loading_lat, ycsb.phase_windows(data, "load")),
+        loading_per_run=ycsb.loading_per_run(loading, sf, loading_lat, ycsb.phase_windows(data, KIND.load)),
         execution_per_connection=execution_conn,
-        execution_per_phase=ycsb.execution_per_phase(execution, execution_lat, ycsb.phase_windows(data, "run")),
+        execution_per_phase=ycsb.execution_per_phase(execution, execution_lat, ycsb.phase_windows(data, KIND.run)),
         loading_latency=ycsb.latency_table(loading_lat, "DBMS", "configuration"),
         execution_latency=ycsb.latency_table(execution_lat, "phase", "phase"),
         tests=checks.ycsb_tests(loading_conn, execution_conn, execution, workflow),

@@ -13,6 +13,7 @@ from dataclasses import dataclass
 import pandas as pd
 
 from .attempts import select_attempts
+from .contracts import KIND, PHASE, RESULT
 from .model import ExperimentData
 
 
@@ -37,7 +38,7 @@ class Workflow:
 
 def build_workflow(data: ExperimentData) -> Workflow:
     planned = data.plan.table()
-    runs_planned = planned[planned["kind"] == "run"]
+    runs_planned = planned[planned["kind"] == KIND.run]
     bases = list(dict.fromkeys(planned["base"]))
     runs_of = {b: sorted(set(planned.loc[planned["base"] == b, "experiment_run"])) for b in bases}
 
@@ -45,7 +46,7 @@ def build_workflow(data: ExperimentData) -> Workflow:
     for row in runs_planned.itertuples(index=False):
         plan_pods.setdefault((row.base, row.experiment_run), []).append(int(row.pods))
 
-    done = data.phases[(data.phases["kind"] == "run") & (data.phases["status"] == "done")]
+    done = data.phases[(data.phases["kind"] == KIND.run) & (data.phases["status"] == PHASE.done)]
     done = done.sort_values("attempt").groupby("phase", sort=False).tail(1)
     done = done.merge(planned[["phase", "base", "experiment_run", "pods"]], on="phase", how="left")
     # A phase the plan does not know still shows up, under its configuration's name.
@@ -74,17 +75,17 @@ def workflow_notes(data: ExperimentData) -> list[str]:
         if row.failure:
             notes.append(f"Configuration {row.name} failed: {row.failure}")
     phases = data.phases.sort_values(["phase", "attempt"])
-    for row in phases[phases["status"] == "failed"].itertuples(index=False):
+    for row in phases[phases["status"] == PHASE.failed].itertuples(index=False):
         notes.append(f"Phase {row.phase} failed: {row.reason or 'no reason given'} (attempt {row.attempt})")
-    for row in phases[phases["status"] == "skipped"].itertuples(index=False):
+    for row in phases[phases["status"] == PHASE.skipped].itertuples(index=False):
         notes.append(f"Phase {row.phase} skipped: {row.reason or 'no reason given'}")
     shards = data.shards.sort_values(["phase", "shard", "attempt"])
-    simulated = shards[shards["status"] == "simulated"]
+    simulated = shards[shards["status"] == RESULT.simulated]
     for phase, g in simulated.groupby("phase", sort=True):
         # The Kubernetes backend on kwok: driver Jobs "complete", nothing ran.
         notes.append(f"Phase {phase} was simulated, not measured: {g['error'].iloc[0] or 'no reason given'} "
                      f"({len(g)} shard(s)); its figures are missing, not zero")
-    for row in shards[~shards["status"].isin(["ok", "simulated"])].itertuples(index=False):
+    for row in shards[~shards["status"].isin([RESULT.ok, RESULT.simulated])].itertuples(index=False):
         notes.append(
             f"Shard {row.phase}-{row.shard} failed: {row.error or 'no error given'} "
             f"(attempt {row.attempt}, agent {row.agent})"

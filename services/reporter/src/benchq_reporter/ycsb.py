@@ -28,6 +28,7 @@ import pandas as pd
 
 from . import latency
 from .attempts import SHARD_KEYS, kind_operations, reported_shards
+from .contracts import RESULT
 from .model import ExperimentData
 
 THROUGHPUT = "[OVERALL].Throughput(ops/sec)"
@@ -138,7 +139,7 @@ def shard_table(data: ExperimentData, planned: pd.DataFrame, kind: str) -> pd.Da
     chosen = reported_shards(data, kind)
     df = chosen.merge(operation_columns(kind_operations(data, kind)), on=SHARD_KEYS, how="left")
     df = df.merge(planned.drop(columns=["configuration", "kind"]), on="phase", how="left")
-    df["exceptions"] = df["exceptions"].astype("Int64").fillna(0) + df["status"].ne("ok").astype("Int64")
+    df["exceptions"] = df["exceptions"].astype("Int64").fillna(0) + df["status"].ne(RESULT.ok).astype("Int64")
     df["order"] = df["order"].fillna(len(planned))
     return df.sort_values(["order", "phase", "shard"], kind="stable").reset_index(drop=True)
 
@@ -267,7 +268,7 @@ def phase_windows(data: ExperimentData, kind: str) -> pd.DataFrame:
     per_phase = counted.groupby("phase")["count"].sum()
     rows = []
     for phase, g in chosen.groupby("phase", sort=False):
-        complete = g["first_op_at"].notna().all() and g["last_op_at"].notna().all() and g["status"].eq("ok").all()
+        complete = g["first_op_at"].notna().all() and g["last_op_at"].notna().all() and g["status"].eq(RESULT.ok).all()
         if complete:
             window = (g["last_op_at"].max() - g["first_op_at"].min()).total_seconds() * 1000
             skew = (g["first_op_at"].max() - g["first_op_at"].min()).total_seconds() * 1000
