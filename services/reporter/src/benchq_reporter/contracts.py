@@ -177,10 +177,10 @@ def _section(*path: str) -> Names:
     return Names(**{k: v for k, v in section.items() if k != "comment"})
 
 
-def _benchmarks() -> Names:
-    # The benchmark names are the request schema's: names.json has no section for them.
+def _request_enum(field: str) -> Names:
+    # Values a request field may take are the request schema's: names.json does not repeat them.
     request = _schema(find_dir() / "schemas" / f"request{SCHEMA_SUFFIX}")
-    return Names(**{b: b for b in request["properties"]["benchmark"]["enum"]})
+    return Names(**{v: v for v in request["properties"][field]["enum"]})
 
 
 RESULT = _section("statuses", "result")  # a shard's final result
@@ -190,4 +190,5 @@ KIND = _section("kinds")  # of a phase: load or run
 ACTION = _section("actions")
 BACKEND = _section("backends")
 DURABLE = _section("durables")  # JetStream durable consumer names
-BENCHMARK = _benchmarks()
+BENCHMARK = _request_enum("benchmark")  # BENCHMARK.ycsb, BENCHMARK.benchbase
+WORKLOAD = _request_enum("workload")  # YCSB's a-f, Benchbase's tpcc

@@ -1,12 +1,18 @@
 """The plan stored with an experiment (experiments.plan), typed.
 
-This is the one module that reads the plan's JSON: the rest of the
-reporter sees a Plan with typed values. The plan is what the scheduler
-expanded from the request (Go: internal/plan.Plan, its settings
-contracts.Request); new plans carry every setting resolved. The fallbacks
-below are for plans stored before the plan carried resolved settings
-(issue 10): they give the value the scheduler used when the request
-omitted the setting.
+This is the one module that reads the plan's JSON, and the one place
+with defaults for what it lacks: the rest of the reporter reads typed
+values. The plan is what the scheduler expanded from the request (Go:
+internal/plan.Plan; its settings are the request with Go's defaults
+applied, contracts.Request).
+
+The fallbacks in ``read`` are for plans stored before the plan carried
+every setting resolved (issue 10). Those left out what a setting's JSON
+omits when unset (Go's omitempty: no batch size, no Benchbase duration
+for YCSB, no insert order for Benchbase, test_results and new_connection
+when false...), and the oldest ones settings added since (benchmark,
+workload tpcc, repetitions, test_results). Each fallback is the value the
+scheduler used then; with a plan that has the setting it does nothing.
 """
 
 from __future__ import annotations
@@ -17,7 +23,7 @@ from typing import Any
 
 import pandas as pd
 
-from .contracts import BENCHMARK
+from .contracts import BENCHMARK, WORKLOAD
 
 
 @dataclass(frozen=True)
@@ -80,16 +86,17 @@ class Plan:
 
 
 def read(plan: Mapping[str, Any] | None) -> Plan:
-    """The typed plan; a missing value takes the default the scheduler applied."""
+    """The typed plan; a value an older plan lacks takes the default the scheduler applied."""
     plan = plan or {}
     s = plan.get("settings") or {}
     configurations = plan.get("configurations") or []
+    benchmark = s.get("benchmark") or BENCHMARK.ycsb
     return Plan(
         settings=Settings(
-            benchmark=s.get("benchmark") or BENCHMARK.ycsb,
+            benchmark=benchmark,
             dbms=list(s.get("dbms") or []),
             sf=_float(s.get("sf")),
-            workload=str(s.get("workload") or ""),
+            workload=str(s.get("workload") or (WORKLOAD.tpcc if benchmark == BENCHMARK.benchbase else "")),
             insert_order=str(s.get("insert_order") or ""),
             target_base=s.get("target_base"),
             batch_size=s.get("batch_size"),

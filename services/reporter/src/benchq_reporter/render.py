@@ -58,7 +58,7 @@ def workload_lines(s: Summary) -> list[str]:
     sf = "?" if w.sf is None else number(w.sf)
     return [
         "### Workload",
-        f"Benchbase Workload {w.workload or 'tpcc'} SF={sf}" if benchbase else f"{w.benchmark.upper()} SF={sf}",
+        f"Benchbase Workload {w.workload} SF={sf}" if benchbase else f"{w.benchmark.upper()} SF={sf}",
         f"* Type: {w.benchmark}",
         f"* Duration: {duration}",
         f"* Code: {w.code}",
@@ -100,7 +100,7 @@ def _benchbase_workload(w: Workload) -> list[str]:
         "* Benchbase runs a TPC-C experiment (benchq's TPC-C engine on go-tpc, Benchbase's transaction mix and outcomes).",
         "* This experiment compares run time and resource consumption of Benchbase queries in different DBMS.",
         "  * Benchbase data is generated and loaded using several threads.",
-        f"  * Benchmark is '{w.workload or 'tpcc'}'. Scaling factor is {sf}. Target is based on multiples of "
+        f"  * Benchmark is '{w.workload}'. Scaling factor is {sf}. Target is based on multiples of "
         f"'{w.target_base}'. Factors for benchmarking are {numbers(w.benchmarking_factors)}.{reconnect} "
         f"Benchmarking runs for {runs_for}.",
     ]
