@@ -30,22 +30,25 @@ from .contracts import BENCHMARK, WORKLOAD
 class Settings:
     """The request the plan was expanded from, as the summary uses it."""
 
+    # The experiment
     benchmark: str
     dbms: list[str]
     sf: float | None
     workload: str
-    insert_order: str
     target_base: int | None
-    batch_size: int | None
-    loading_factors: list[float]
-    benchmarking_factors: list[float]
-    loading_pods: list[int]
-    loading_threads: list[int]
-    benchmarking_pods: list[int]
-    benchmarking_threads: list[int]
-    clients: list[int]
     repetitions: int
     test_results: bool
+    # Loading
+    loading_pods: list[int]
+    loading_threads: list[int]
+    loading_factors: list[float]
+    insert_order: str
+    batch_size: int | None
+    # Benchmarking
+    benchmarking_pods: list[int]
+    benchmarking_threads: list[int]
+    benchmarking_factors: list[float]
+    clients: list[int]
     duration_s: float | None  # Benchbase: each benchmarking phase's duration
     new_connection: bool  # Benchbase -xconn
 
@@ -69,6 +72,8 @@ PHASE_COLUMNS = ["phase", "configuration", "base", "experiment_run", "kind", "cl
 
 @dataclass(frozen=True)
 class Plan:
+    """What the scheduler planned: the settings, the configurations and their phases."""
+
     settings: Settings
     version: str
     recordcount: int | None
@@ -97,18 +102,18 @@ def read(plan: Mapping[str, Any] | None) -> Plan:
             dbms=list(s.get("dbms") or []),
             sf=_float(s.get("sf")),
             workload=str(s.get("workload") or (WORKLOAD.tpcc if benchmark == BENCHMARK.benchbase else "")),
-            insert_order=str(s.get("insert_order") or ""),
             target_base=s.get("target_base"),
-            batch_size=s.get("batch_size"),
-            loading_factors=list(s.get("loading_factors") or []),
-            benchmarking_factors=list(s.get("benchmarking_factors") or []),
-            loading_pods=list(s.get("loading_pods") or []),
-            loading_threads=list(s.get("loading_threads") or []),
-            benchmarking_pods=list(s.get("benchmarking_pods") or []),
-            benchmarking_threads=list(s.get("benchmarking_threads") or []),
-            clients=list(s.get("clients") or []),
             repetitions=int(s.get("repetitions") or 1),
             test_results=bool(s.get("test_results", True)),
+            loading_pods=list(s.get("loading_pods") or []),
+            loading_threads=list(s.get("loading_threads") or []),
+            loading_factors=list(s.get("loading_factors") or []),
+            insert_order=str(s.get("insert_order") or ""),
+            batch_size=s.get("batch_size"),
+            benchmarking_pods=list(s.get("benchmarking_pods") or []),
+            benchmarking_threads=list(s.get("benchmarking_threads") or []),
+            benchmarking_factors=list(s.get("benchmarking_factors") or []),
+            clients=list(s.get("clients") or []),
             duration_s=_float(s.get("duration_s")),
             new_connection=bool(s.get("new_connection")),
         ),

@@ -22,6 +22,7 @@ Rules that keep every number traceable to a row:
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 import pandas as pd
@@ -324,29 +325,40 @@ def _aggregate(df: pd.DataFrame, by: list[str]) -> pd.DataFrame:
     return g
 
 
-def loading_per_run(loading: pd.DataFrame, sf: float | None, lat: pd.DataFrame,
-                    windows: pd.DataFrame) -> pd.DataFrame:
-    ops = _op_columns(loading)
-    g = _aggregate(loading, ["phase"])
+def _per_phase(shards: pd.DataFrame, lat: pd.DataFrame, windows: pd.DataFrame,
+               leading: Callable[[pd.DataFrame], dict[str, Any]]) -> pd.DataFrame:
+    """The shards added up per phase: the ``leading`` columns, taken from the
+    aggregate, then the overall and common-window figures, then each operation's."""
+    g = _aggregate(shards, ["phase"])
     _merged_percentiles(g, lat)
     window_throughput, skew = _window_figures(g, windows)
     out = pd.DataFrame({
-        "DBMS": g["configuration"],
-        "experiment_run": g["experiment_run"],
-        "threads": g["threads"],
-        "target": g["target"],
-        "pod_count": g["pods"],
-        "exceptions": g["exceptions"],
-        "sf": sf,
-        SF_PER_HOUR: _sf_per_hour(sf, g["runtime_ms"]),
+        **leading(g),
         THROUGHPUT: g["throughput"],
         RUNTIME: g["runtime_ms"],
         WINDOW_THROUGHPUT: window_throughput,
         START_SKEW: skew,
     })
-    for c in ops:
+    for c in _op_columns(shards):
         out[c] = g[c]
     return out
+
+
+def loading_per_run(loading: pd.DataFrame, sf: float | None, lat: pd.DataFrame,
+                    windows: pd.DataFrame) -> pd.DataFrame:
+    def leading(g: pd.DataFrame) -> dict[str, Any]:
+        return {
+            "DBMS": g["configuration"],
+            "experiment_run": g["experiment_run"],
+            "threads": g["threads"],
+            "target": g["target"],
+            "pod_count": g["pods"],
+            "exceptions": g["exceptions"],
+            "sf": sf,
+            SF_PER_HOUR: _sf_per_hour(sf, g["runtime_ms"]),
+        }
+
+    return _per_phase(loading, lat, windows, leading)
 
 
 def execution_per_connection(execution: pd.DataFrame) -> pd.DataFrame:
@@ -373,24 +385,16 @@ def execution_per_connection(execution: pd.DataFrame) -> pd.DataFrame:
 
 
 def execution_per_phase(execution: pd.DataFrame, lat: pd.DataFrame, windows: pd.DataFrame) -> pd.DataFrame:
-    ops = _op_columns(execution)
-    g = _aggregate(execution, ["phase"])
-    _merged_percentiles(g, lat)
-    window_throughput, skew = _window_figures(g, windows)
-    out = pd.DataFrame({
-        "DBMS": g["phase"],
-        "phase": g["phase"],
-        "experiment_run": g["experiment_run"],
-        "threads": g["threads"],
-        "target": g["target"],
-        "benchmark_run": g["attempt"],
-        "pod_count": g["pods"],
-        "exceptions": g["exceptions"],
-        THROUGHPUT: g["throughput"],
-        RUNTIME: g["runtime_ms"],
-        WINDOW_THROUGHPUT: window_throughput,
-        START_SKEW: skew,
-    })
-    for c in ops:
-        out[c] = g[c]
-    return out
+    def leading(g: pd.DataFrame) -> dict[str, Any]:
+        return {
+            "DBMS": g["phase"],
+            "phase": g["phase"],
+            "experiment_run": g["experiment_run"],
+            "threads": g["threads"],
+            "target": g["target"],
+            "benchmark_run": g["attempt"],
+            "pod_count": g["pods"],
+            "exceptions": g["exceptions"],
+        }
+
+    return _per_phase(execution, lat, windows, leading)
