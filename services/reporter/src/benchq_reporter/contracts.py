@@ -159,19 +159,19 @@ def subject(template: str, code: Any = None, phase: Any = None, shard: Any = Non
 
 
 class Names(SimpleNamespace):
-    """One section of names.json, its entries as read-only attributes: PHASE.done == "done".
+    """Contract values as read-only attributes: PHASE.done == "done".
 
-    A name removed from names.json fails where the code uses it, instead
+    A section of names.json, or the values a request field may take. A
+    name removed from the contract fails where the code uses it, instead
     of a comparison with a stale literal quietly matching nothing.
     """
 
     def __setattr__(self, name: str, value: Any) -> None:
-        raise AttributeError(f"{type(self).__name__} is read from names.json; it cannot be changed")
+        raise AttributeError(f"{type(self).__name__} is read from contracts/; it cannot be changed")
 
 
 def _section(*path: str) -> Names:
-    d = find_dir()
-    section = _names(d.resolve())
+    section = _names(find_dir().resolve())
     for key in path:
         section = section[key]
     return Names(**{k: v for k, v in section.items() if k != "comment"})

@@ -52,6 +52,7 @@ def alternatives(xs: list[Any]) -> str:
 def workload_lines(s: Summary) -> list[str]:
     w = s.workload
     benchbase = isinstance(s, BenchbaseSummary)
+    # No end yet: the Duration line says the experiment is still running.
     duration = EXPERIMENT.running if w.duration_s is None else f"{int(w.duration_s)}s"
     status = w.status if not w.reason else f"{w.status} ({w.reason})"
     runs = "once" if w.repetitions == 1 else f"{w.repetitions} times"
