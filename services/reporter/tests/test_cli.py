@@ -1,9 +1,15 @@
-"""The command in-process: exit status, stdout only the payload, one-line errors."""
+"""The command in-process: exit status, stdout only the payload, one-line errors.
+
+Exit status (README): 0 success, 1 a runtime failure, 2 bad usage, as
+benchq's own, which `benchq summary` passes on.
+"""
 
 from __future__ import annotations
 
 import io
 import socket
+
+import pytest
 
 from benchq_reporter.cli import main
 
@@ -24,7 +30,7 @@ def test_unreachable_database_names_the_url_without_password_and_the_fix():
     port = closed_port()
     status, out, err = run(["summary", "-e", "x"],
                            {"BENCHQ_DB_URL": f"postgresql://benchq:s3cret@127.0.0.1:{port}/benchq"})
-    assert status == 2
+    assert status == 1
     assert out == ""
     assert err.count("\n") == 1
     url = f"postgresql://benchq@127.0.0.1:{port}/benchq"
@@ -37,24 +43,46 @@ def test_db_flag_wins_over_env():
     port = closed_port()
     status, _, err = run(["list", "--db", f"postgresql://flag@127.0.0.1:{port}/benchq"],
                          {"BENCHQ_DB_URL": "postgresql://env@127.0.0.1:1/benchq"})
-    assert status == 2 and "postgresql://flag@" in err
+    assert status == 1 and "postgresql://flag@" in err
 
 
 def test_missing_database_url_is_a_usage_error():
     status, out, err = run(["list"])
-    assert (status, out) == (64, "")
+    assert (status, out) == (2, "")
     assert err == "reporter: no results database: pass --db URL or set BENCHQ_DB_URL\n"
 
 
 def test_bad_arguments_are_one_line():
     status, out, err = run(["summary"])
-    assert (status, out) == (64, "")
+    assert (status, out) == (2, "")
     assert err == "reporter: the following arguments are required: -e/--experiment (see: reporter --help)\n"
     status, _, err = run(["summary", "-e", "x", "--format", "yaml"])
-    assert status == 64 and err.count("\n") == 1
+    assert status == 2 and err.count("\n") == 1
+
+
+@pytest.mark.parametrize("argv", [
+    [],  # no command
+    ["report"],  # unknown command
+    ["tests"],  # no -e
+    ["list", "--bogus"],  # unknown flag
+    ["summary", "-e"],  # -e without its value
+])
+def test_usage_errors_exit_2_before_touching_the_database(argv):
+    # The URL points nowhere: a usage error must not get as far as connecting (that would be 1).
+    status, out, err = run(argv, {"BENCHQ_DB_URL": f"postgresql://x@127.0.0.1:{closed_port()}/benchq"})
+    assert (status, out) == (2, "")
+    assert err.startswith("reporter: ") and err.endswith(" (see: reporter --help)\n") and err.count("\n") == 1
 
 
 def test_help_goes_to_stdout():
     status, out, err = run(["--help"])
     assert (status, err) == (0, "")
     assert "summary" in out and "tests" in out
+
+
+@pytest.mark.parametrize("command", ["summary", "list", "tests"])
+def test_every_command_has_help_that_exits_0(command):
+    for flag in ("-h", "--help"):
+        status, out, err = run([command, flag])
+        assert (status, err) == (0, "")
+        assert out.startswith(f"usage: reporter {command}")

@@ -96,3 +96,36 @@ def test_contracts_dir_from_env(tmp_path):
 
 def test_contracts_dir_found_from_the_repository():
     assert (contracts.find_dir({}) / "names.json").is_file()
+
+
+@pytest.mark.parametrize("names,path", [
+    (contracts.RESULT, ("statuses", "result")),
+    (contracts.PHASE, ("statuses", "phase")),
+    (contracts.EXPERIMENT, ("statuses", "experiment")),
+    (contracts.KIND, ("kinds",)),
+    (contracts.ACTION, ("actions",)),
+    (contracts.BACKEND, ("backends",)),
+    (contracts.DURABLE, ("durables",)),
+])
+def test_constants_are_names_json(names, path):
+    """The constants the reporter compares with are names.json's sections, entry for entry."""
+    section = json.loads((contracts.find_dir() / "names.json").read_text())
+    for key in path:
+        section = section[key]
+    section = {k: v for k, v in section.items() if k != "comment"}
+    assert section and vars(names) == section
+
+
+def test_benchmarks_are_the_request_schemas():
+    schema = json.loads((contracts.find_dir() / "schemas" / "request.schema.json").read_text())
+    enum = schema["properties"]["benchmark"]["enum"]
+    assert sorted(vars(contracts.BENCHMARK).values()) == sorted(enum)
+    # The two the summary tells apart.
+    assert {contracts.BENCHMARK.ycsb, contracts.BENCHMARK.benchbase} == set(enum)
+
+
+def test_constants_are_read_only_and_unknown_names_fail():
+    with pytest.raises(AttributeError):
+        contracts.PHASE.done = "finished"
+    with pytest.raises(AttributeError):
+        contracts.PHASE.finished  # noqa: B018 - a name names.json does not have

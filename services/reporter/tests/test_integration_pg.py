@@ -82,6 +82,6 @@ def test_summary_json(db):
 
 def test_database_without_the_schema(postgres_url):
     status, out, err = run(postgres_url.rsplit("/", 1)[0] + "/postgres", "list")
-    assert (status, out) == (2, "")
+    assert (status, out) == (1, "")
     assert err.startswith("reporter: cannot read the results database at postgresql://benchq@")
     assert 'relation "experiments" does not exist' in err

@@ -41,10 +41,9 @@ histogram       its latencies as a decoded HdrHistogram (hdrh), or None
 ``shard_rows`` builds that frame from an experiment's tables (the driver
 agent ships each TPC-C shard as a Final whose operations are the five
 transaction types and ALL: internal/benchbase in Go). ``summarize`` turns
-it into the three tables and their notes, ``markdown`` prints them.
+it into the three tables and their notes; render.py prints them.
 
-Pure: no database, no printing. This module imports neither summary.py nor
-render.py, so that they can import it.
+Pure: no database, no printing.
 """
 
 from __future__ import annotations
@@ -56,6 +55,8 @@ import pandas as pd
 from hdrh.histogram import HdrHistogram
 
 from . import latency
+from .attempts import select_attempts
+from .contracts import KIND, RESULT
 from .model import TS, ExperimentData
 
 # The operation holding all requests of a shard (Go: benchbase.All), and the
@@ -105,11 +106,12 @@ EFFICIENCY_NOTE = (
     "efficiency is 0, as in bexhoma without keying and think times: TPC-C's efficiency "
     "(tpmC per 12.86 × warehouses) needs them, and neither engine applies them."
 )
-TEST_NAME = f"{THROUGHPUT} contains no 0 or NaN"
 
 
 @dataclass(frozen=True, eq=False)  # DataFrames do not compare to a bool
-class BenchbaseSummary:
+class Tables:
+    """bexhoma's Benchbase tables: Per Pod and Aggregated Parallel (Execution), and Loading."""
+
     per_pod: pd.DataFrame
     aggregated: pd.DataFrame
     loading: pd.DataFrame
@@ -131,25 +133,6 @@ def frame(rows: list[dict[str, Any]]) -> pd.DataFrame:
     return df
 
 
-def _select_attempts(shards: pd.DataFrame) -> pd.DataFrame:
-    """The reported attempt of each (phase, shard): the highest ok one, else the highest.
-
-    The same rule as summary.select_attempts (not imported: summary.py imports this module).
-    """
-    ranked = shards.assign(_ok=shards["status"].eq("ok")).sort_values(["phase", "shard", "_ok", "attempt"])
-    return ranked.groupby(["phase", "shard"], sort=False).tail(1).drop(columns="_ok")
-
-
-def _planned(plan: dict[str, Any]) -> dict[str, dict[str, Any]]:
-    """phase → its experiment run, client and pods, from the plan."""
-    out = {}
-    for cfg in plan.get("configurations") or []:
-        for ph in cfg.get("phases") or []:
-            out[ph["name"]] = {"experiment_run": cfg.get("experiment_run", 1),
-                               "client": ph.get("client", 0), "pods": ph.get("pods")}
-    return out
-
-
 def _histogram(ops: pd.DataFrame) -> HdrHistogram | None:
     """The shard's histogram of all requests: ALL's, else the types' merged, else None."""
     all_ = ops[ops["operation"] == ALL]
@@ -163,9 +146,9 @@ def _histogram(ops: pd.DataFrame) -> HdrHistogram | None:
 
 def shard_rows(data: ExperimentData) -> pd.DataFrame:
     """The SHARD_COLUMNS frame of an experiment's TPC-C shards (one attempt each)."""
-    chosen = _select_attempts(data.shards)
-    planned = _planned(data.plan)
-    sf = (data.plan.get("settings") or {}).get("sf")
+    chosen = select_attempts(data.shards)
+    planned = {p.name: p for p in data.plan.phases}
+    sf = data.plan.settings.sf
     rows = []
     for s in chosen.itertuples(index=False):
         ops = data.operations[(data.operations["phase"] == s.phase) & (data.operations["shard"] == s.shard)
@@ -173,11 +156,12 @@ def shard_rows(data: ExperimentData) -> pd.DataFrame:
         all_ = ops[ops["operation"] == ALL]
         codes = (all_["return_codes"].iloc[0] or {}) if len(all_) else None
         runtime_s = s.runtime_ms / 1000 if pd.notna(s.runtime_ms) else float("nan")
-        plan = planned.get(s.phase, {})
+        plan = planned.get(s.phase)
         rows.append({
             "configuration": s.configuration, "phase": s.phase, "kind": s.kind,
-            "experiment_run": plan.get("experiment_run", 1), "client": plan.get("client", 0),
-            "shard": s.shard, "pods": plan.get("pods"), "status": s.status,
+            # A phase the plan does not know: as if it were the first run's.
+            "experiment_run": plan.experiment_run if plan else 1, "client": plan.client if plan else 0,
+            "shard": s.shard, "pods": plan.pods if plan else None, "status": s.status,
             "terminals": s.threads, "target": s.target, "sf": sf, "runtime_s": runtime_s,
             "requests": all_["count"].iloc[0] if len(all_) else None,
             "successes": int(codes.get("OK", 0)) if codes is not None else None,
@@ -198,8 +182,8 @@ def shard_rows(data: ExperimentData) -> pd.DataFrame:
 
 
 def _num_errors(df: pd.DataFrame) -> pd.Series:
-    """Failed requests, plus one for a failed shard (as summary.py's exceptions)."""
-    return df["errors"].astype("Int64").fillna(0) + df["status"].ne("ok").astype("Int64")
+    """Failed requests, plus one for a failed shard (as ycsb.py's exceptions)."""
+    return df["errors"].astype("Int64").fillna(0) + df["status"].ne(RESULT.ok).astype("Int64")
 
 
 def per_pod(run: pd.DataFrame) -> pd.DataFrame:
@@ -243,7 +227,7 @@ def aggregated(run: pd.DataFrame) -> tuple[pd.DataFrame, list[str], dict[str, fl
         if not exact:
             bounded.append(phase)
         starts = g["first_op_at"]
-        complete = starts.notna().all() and g["status"].eq("ok").all() and g["runtime_s"].notna().all()
+        complete = starts.notna().all() and g["status"].eq(RESULT.ok).all() and g["runtime_s"].notna().all()
         if complete:
             ends = starts + pd.to_timedelta(g["runtime_s"], unit="s")
             window = (ends.max() - starts.min()).total_seconds()
@@ -302,51 +286,8 @@ def loading(load: pd.DataFrame) -> pd.DataFrame:
     return df
 
 
-def summarize(rows: pd.DataFrame) -> BenchbaseSummary:
-    run = rows[rows["kind"] == "run"]
+def summarize(rows: pd.DataFrame) -> Tables:
+    run = rows[rows["kind"] == KIND.run]
     agg, notes, skews = aggregated(run)
-    return BenchbaseSummary(per_pod=per_pod(run), aggregated=agg, loading=loading(rows[rows["kind"] == "load"]),
-                            notes=notes, skew_ms=skews)
-
-
-def tests(s: BenchbaseSummary) -> list[tuple[str, bool, str]]:
-    """bexhoma's result test of a Benchbase experiment: (id, passed, text)."""
-    values = s.per_pod[THROUGHPUT]
-    if values.empty:
-        return [("benchbase_throughput", False, f"{THROUGHPUT} has no values")]
-    if (values.isna() | values.eq(0)).any():
-        return [("benchbase_throughput", False, f"{THROUGHPUT} contains 0 or NaN")]
-    return [("benchbase_throughput", True, TEST_NAME)]
-
-
-# --- Markdown -----------------------------------------------------------------
-
-
-def table(df: pd.DataFrame) -> str:
-    """As render.table (tabulate, floatfmt ".2f", NaN for missing), not imported from it:
-    render.py imports summary.py, which imports this module."""
-    if df.empty:
-        return "(no data)"
-    cells = df.astype(object).where(df.notna(), None)
-    return cells.to_markdown(index=False, floatfmt=".2f", missingval="NaN")
-
-
-def execution_lines(s: BenchbaseSummary) -> list[str]:
-    """The Execution section: Per Pod, Aggregated Parallel and its notes."""
-    notes = [*s.notes]
-    if s.skew_ms:
-        skews = ", ".join(f"{phase} {ms:.1f} ms" for phase, ms in s.skew_ms.items())
-        notes.append(f"Start skew (latest - earliest first request of a phase's pods): {skews}.")
-    return ["### Execution", "", "#### Per Pod", "", table(s.per_pod),
-            "", "#### Aggregated Parallel", "", table(s.aggregated),
-            *([""] if notes else []), *[f"* {n}" for n in notes]]
-
-
-def loading_lines(s: BenchbaseSummary) -> list[str]:
-    """The Loading section."""
-    return ["### Loading", "", table(s.loading)]
-
-
-def markdown(s: BenchbaseSummary) -> str:
-    """Execution and Loading as bexhoma prints them (it puts Workflow between the two)."""
-    return "\n\n".join("\n".join(p) for p in (execution_lines(s), loading_lines(s))) + "\n"
+    return Tables(per_pod=per_pod(run), aggregated=agg, loading=loading(rows[rows["kind"] == KIND.load]),
+                  notes=notes, skew_ms=skews)

@@ -4,11 +4,12 @@ Process state (argv, env, stdout, stderr) is passed in, so tests run the
 command in-process. stdout carries only the payload; every error is one
 line on stderr starting with "reporter: ".
 
-Exit status:
-  0   success
-  1   no such experiment, or (``tests``) a result test failed
-  2   the results database is unreachable or unusable
-  64  bad usage
+Exit status, as benchq's own (cmd/benchq/cli.go), which `benchq summary`
+passes on unchanged:
+  0  success (also --help)
+  1  a runtime failure: the results database is unreachable or unusable,
+     no such experiment, or (``tests``) a result test failed
+  2  bad usage: unknown command or flag, a missing argument, no database URL
 """
 
 from __future__ import annotations
@@ -30,8 +31,7 @@ FIX = "start the stack with: make up"
 class ExitStatus(IntEnum):
     SUCCESS = 0
     ERROR = 1
-    DATABASE = 2
-    USAGE = 64
+    USAGE = 2
 
 
 class UsageError(Exception):
@@ -103,9 +103,9 @@ def main(argv: Sequence[str], env: Mapping[str, str], stdout: TextIO, stderr: Te
                 return ExitStatus.SUCCESS
             data = db.fetch_experiment(conn, args.experiment)
     except db.Unreachable as e:
-        return fail(ExitStatus.DATABASE, f"cannot reach the results database at {e.url} ({e.reason}); {FIX}")
+        return fail(ExitStatus.ERROR, f"cannot reach the results database at {e.url} ({e.reason}); {FIX}")
     except db.DatabaseError as e:
-        return fail(ExitStatus.DATABASE, f"cannot read the results database at {e.url} ({e.reason}); {FIX}")
+        return fail(ExitStatus.ERROR, f"cannot read the results database at {e.url} ({e.reason}); {FIX}")
 
     if data is None:
         return fail(ExitStatus.ERROR, f"no experiment with code '{args.experiment}' in the results database "

@@ -1,9 +1,11 @@
 """benchq's message contracts, read from the one place they are defined.
 
-contracts/names.json (subjects, streams, KV buckets) and
-contracts/schemas/*.schema.json are shared with the Go services
+contracts/names.json (subjects, streams, KV buckets, statuses, kinds, ...)
+and contracts/schemas/*.schema.json are shared with the Go services
 (contracts/validate.go); this module reads the same files so both
-languages accept and reject the same messages. The directory is
+languages accept and reject the same messages, and so no status or kind
+is spelled by hand in Python: RESULT.ok, PHASE.done, KIND.run, ... are
+read from names.json when this module is imported. The directory is
 $BENCHQ_CONTRACTS_DIR, else the nearest ``contracts/names.json`` above
 this file (the repository checkout).
 """
@@ -17,6 +19,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from functools import cache
 from pathlib import Path
+from types import SimpleNamespace
 from typing import Any
 
 from jsonschema import Draft202012Validator, validators
@@ -113,10 +116,10 @@ def load(directory: Path | None = None) -> Contracts:
 
 @cache
 def _load(d: Path) -> Contracts:
-    names = json.loads((d / "names.json").read_text())
+    names = _names(d)
     schemas = {}
     for path in sorted((d / "schemas").glob("*" + SCHEMA_SUFFIX)):
-        schemas[path.name.removesuffix(SCHEMA_SUFFIX)] = json.loads(path.read_text())
+        schemas[path.name.removesuffix(SCHEMA_SUFFIX)] = _schema(path)
     for name, schema in schemas.items():
         Draft202012Validator.check_schema(schema)
         if "$id" not in schema:
@@ -125,6 +128,15 @@ def _load(d: Path) -> Contracts:
         (s["$id"], Resource.from_contents(s)) for s in schemas.values()
     )
     return Contracts(directory=d, names=names, schemas=schemas, registry=registry)
+
+
+@cache
+def _names(d: Path) -> dict[str, Any]:
+    return json.loads((d / "names.json").read_text())
+
+
+def _schema(path: Path) -> dict[str, Any]:
+    return json.loads(path.read_text())
 
 
 def validate(schema_name: str, obj: Any) -> None:
@@ -144,3 +156,39 @@ def subject(template: str, code: Any = None, phase: Any = None, shard: Any = Non
     return (template.replace("{code}", token(code))
                     .replace("{phase}", token(phase))
                     .replace("{shard}", token(shard)))
+
+
+class Names(SimpleNamespace):
+    """Contract values as read-only attributes: PHASE.done == "done".
+
+    A section of names.json, or the values a request field may take. A
+    name removed from the contract fails where the code uses it, instead
+    of a comparison with a stale literal quietly matching nothing.
+    """
+
+    def __setattr__(self, name: str, value: Any) -> None:
+        raise AttributeError(f"{type(self).__name__} is read from contracts/; it cannot be changed")
+
+
+def _section(*path: str) -> Names:
+    section = _names(find_dir().resolve())
+    for key in path:
+        section = section[key]
+    return Names(**{k: v for k, v in section.items() if k != "comment"})
+
+
+def _request_enum(field: str) -> Names:
+    # Values a request field may take are the request schema's: names.json does not repeat them.
+    request = _schema(find_dir() / "schemas" / f"request{SCHEMA_SUFFIX}")
+    return Names(**{v: v for v in request["properties"][field]["enum"]})
+
+
+RESULT = _section("statuses", "result")  # a shard's final result
+PHASE = _section("statuses", "phase")  # phase events and stored phases
+EXPERIMENT = _section("statuses", "experiment")  # the stored state and its end
+KIND = _section("kinds")  # of a phase: load or run
+ACTION = _section("actions")
+BACKEND = _section("backends")
+DURABLE = _section("durables")  # JetStream durable consumer names
+BENCHMARK = _request_enum("benchmark")  # BENCHMARK.ycsb, BENCHMARK.benchbase
+WORKLOAD = _request_enum("workload")  # YCSB's a-f, Benchbase's tpcc

@@ -10,9 +10,12 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from functools import cached_property
 from typing import Any
 
 import pandas as pd
+
+from .plan import Plan, read as read_plan
 
 TS = "timestamp"
 
@@ -70,9 +73,10 @@ class ExperimentData:
     def code(self) -> str:
         return self.experiment["code"]
 
-    @property
-    def plan(self) -> dict[str, Any]:
-        return self.experiment.get("plan") or {}
+    @cached_property
+    def plan(self) -> Plan:
+        """The experiment's plan, typed (plan.py reads the stored JSON)."""
+        return read_plan(self.experiment.get("plan"))
 
     @classmethod
     def from_tables(cls, tables: Mapping[str, Sequence[Mapping[str, Any]]]) -> ExperimentData:

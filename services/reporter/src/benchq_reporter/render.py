@@ -1,7 +1,8 @@
 """Print a Summary as bexhoma-style markdown, or as JSON for machines.
 
-Numbers are rounded here and only here: tables use tabulate's floatfmt
-".2f" like bexhoma, integers stay integers, missing values print as NaN.
+All the markdown of the reporter is here. Numbers are rounded here and
+only here: tables use tabulate's floatfmt ".2f" like bexhoma, integers
+stay integers, missing values print as NaN.
 """
 
 from __future__ import annotations
@@ -14,7 +15,10 @@ from typing import Any
 import pandas as pd
 
 from . import benchbase as bb
-from .summary import Summary, Test
+from .checks import Test
+from .contracts import EXPERIMENT
+from .summary import BenchbaseSummary, Summary, YcsbSummary
+from .workload import Workload
 
 NO_DATA = "(no data)"
 
@@ -47,18 +51,20 @@ def alternatives(xs: list[Any]) -> str:
 
 def workload_lines(s: Summary) -> list[str]:
     w = s.workload
-    duration = "running" if w.duration_s is None else f"{int(w.duration_s)}s"
+    benchbase = isinstance(s, BenchbaseSummary)
+    # No end yet: the Duration line says the experiment is still running.
+    duration = EXPERIMENT.running if w.duration_s is None else f"{int(w.duration_s)}s"
     status = w.status if not w.reason else f"{w.status} ({w.reason})"
     runs = "once" if w.repetitions == 1 else f"{w.repetitions} times"
     sf = "?" if w.sf is None else number(w.sf)
     return [
         "### Workload",
-        f"Benchbase Workload {w.workload or 'tpcc'} SF={sf}" if w.benchmark == "benchbase" else f"{w.benchmark.upper()} SF={sf}",
+        f"Benchbase Workload {w.workload} SF={sf}" if benchbase else f"{w.benchmark.upper()} SF={sf}",
         f"* Type: {w.benchmark}",
         f"* Duration: {duration}",
         f"* Code: {w.code}",
         f"* Status: {status}",
-        *(_benchbase_workload(w) if w.benchmark == "benchbase" else _ycsb_workload(w)),
+        *(_benchbase_workload(w) if benchbase else _ycsb_workload(w)),
         f"  * Experiment uses benchq version {w.version}.",
         f"  * Experiment is limited to DBMS {w.dbms!r}.",
         f"  * Import is handled by {alternatives(w.loading_pods)} processes (pods).",
@@ -70,7 +76,7 @@ def workload_lines(s: Summary) -> list[str]:
     ]
 
 
-def _ycsb_workload(w: Any) -> list[str]:
+def _ycsb_workload(w: Workload) -> list[str]:
     return [
         "* YCSB driver runs the experiment.",
         "* This experiment compares run time and resource consumption of YCSB queries.",
@@ -85,7 +91,7 @@ def _ycsb_workload(w: Any) -> list[str]:
     ]
 
 
-def _benchbase_workload(w: Any) -> list[str]:
+def _benchbase_workload(w: Workload) -> list[str]:
     """bexhoma's Benchbase lines; the engine is ours (internal/tpcc), not Benchbase's jar."""
     sf = "?" if w.sf is None else number(w.sf)
     d = w.duration_bench_s
@@ -95,7 +101,7 @@ def _benchbase_workload(w: Any) -> list[str]:
         "* Benchbase runs a TPC-C experiment (benchq's TPC-C engine on go-tpc, Benchbase's transaction mix and outcomes).",
         "* This experiment compares run time and resource consumption of Benchbase queries in different DBMS.",
         "  * Benchbase data is generated and loaded using several threads.",
-        f"  * Benchmark is '{w.workload or 'tpcc'}'. Scaling factor is {sf}. Target is based on multiples of "
+        f"  * Benchmark is '{w.workload}'. Scaling factor is {sf}. Target is based on multiples of "
         f"'{w.target_base}'. Factors for benchmarking are {numbers(w.benchmarking_factors)}.{reconnect} "
         f"Benchmarking runs for {runs_for}.",
     ]
@@ -130,7 +136,7 @@ def workflow_lines(s: Summary) -> list[str]:
     return lines
 
 
-def _noted_table(s: Summary, name: str) -> list[str]:
+def _noted_table(s: YcsbSummary, name: str) -> list[str]:
     """A table of the summary with the notes that belong under it."""
     df = getattr(s, name)
     if df.empty:
@@ -143,11 +149,12 @@ def test_lines(tests: list[Test]) -> list[str]:
     return ["### Tests", *[f"* TEST {'passed' if t.passed else 'failed'}: {t.text}" for t in tests]]
 
 
-def markdown(s: Summary) -> str:
+def markdown(s: YcsbSummary | BenchbaseSummary) -> str:
     """The whole summary, bexhoma's section order, ending with how to see it again."""
-    if s.benchbase is not None:
+    if isinstance(s, BenchbaseSummary):
+        # bexhoma puts Workflow between a Benchbase experiment's Execution and Loading.
         parts = [["## Show Summary"], workload_lines(s), connection_lines(s),
-                 bb.execution_lines(s.benchbase), workflow_lines(s), bb.loading_lines(s.benchbase)]
+                 benchbase_execution_lines(s.benchbase), workflow_lines(s), benchbase_loading_lines(s.benchbase)]
     else:
         parts = _ycsb_parts(s)
     if s.show_tests:
@@ -156,7 +163,7 @@ def markdown(s: Summary) -> str:
     return "\n\n".join("\n".join(p) for p in parts) + "\n"
 
 
-def _ycsb_parts(s: Summary) -> list[list[str]]:
+def _ycsb_parts(s: YcsbSummary) -> list[list[str]]:
     return [
         ["## Show Summary"],
         workload_lines(s),
@@ -169,6 +176,26 @@ def _ycsb_parts(s: Summary) -> list[list[str]]:
          "", "#### Per Phase", "", *_noted_table(s, "execution_per_phase"),
          "", "#### Latency per Phase", "", *_noted_table(s, "execution_latency")],
     ]
+
+
+def benchbase_execution_lines(t: bb.Tables) -> list[str]:
+    """A Benchbase experiment's Execution section: Per Pod, Aggregated Parallel and its notes."""
+    notes = [*t.notes]
+    if t.skew_ms:
+        skews = ", ".join(f"{phase} {ms:.1f} ms" for phase, ms in t.skew_ms.items())
+        notes.append(f"Start skew (latest - earliest first request of a phase's pods): {skews}.")
+    return ["### Execution", "", "#### Per Pod", "", table(t.per_pod),
+            "", "#### Aggregated Parallel", "", table(t.aggregated),
+            *([""] if notes else []), *[f"* {n}" for n in notes]]
+
+
+def benchbase_loading_lines(t: bb.Tables) -> list[str]:
+    return ["### Loading", "", table(t.loading)]
+
+
+def benchbase_markdown(t: bb.Tables) -> str:
+    """A Benchbase experiment's Execution and Loading sections alone."""
+    return "\n\n".join("\n".join(p) for p in (benchbase_execution_lines(t), benchbase_loading_lines(t))) + "\n"
 
 
 def tests_markdown(s: Summary) -> str:
@@ -192,25 +219,34 @@ def _plain(v: Any) -> Any:
     return v
 
 
-def json_document(s: Summary) -> str:
-    """The summary's data unrounded, with the same column names as the markdown tables."""
+def json_document(s: YcsbSummary | BenchbaseSummary) -> str:
+    """The summary's data unrounded, with the same column names as the markdown tables.
+
+    A Benchbase summary has the YCSB keys too, empty, and its own under
+    "benchbase": every document has the same layout.
+    """
+    ycsb = s if isinstance(s, YcsbSummary) else None
+
+    def rows(name: str) -> list[dict[str, Any]]:
+        return records(getattr(ycsb, name)) if ycsb is not None else []
+
     doc = {
         "code": s.code,
         "workload": asdict(s.workload),
         "connections": [asdict(c) for c in s.connections],
         "workflow": asdict(s.workflow),
-        "loading": {"per_connection": records(s.loading_per_connection),
-                    "per_run": records(s.loading_per_run),
-                    "latency": records(s.loading_latency)},
-        "execution": {"per_connection": records(s.execution_per_connection),
-                      "per_phase": records(s.execution_per_phase),
-                      "latency": records(s.execution_latency)},
-        "notes": s.notes,
-        "tests": [asdict(t) for t in s.tests],
+        "loading": {"per_connection": rows("loading_per_connection"),
+                    "per_run": rows("loading_per_run"),
+                    "latency": rows("loading_latency")},
+        "execution": {"per_connection": rows("execution_per_connection"),
+                      "per_phase": rows("execution_per_phase"),
+                      "latency": rows("execution_latency")},
+        "notes": ycsb.notes if ycsb is not None else {},
+        "tests": [t._asdict() for t in s.tests],
         **({"benchbase": {"per_pod": records(s.benchbase.per_pod),
                           "aggregated_parallel": records(s.benchbase.aggregated),
                           "loading": records(s.benchbase.loading),
-                          "notes": s.benchbase.notes}} if s.benchbase is not None else {}),
+                          "notes": s.benchbase.notes}} if isinstance(s, BenchbaseSummary) else {}),
         "tests_passed": s.tests_passed,
     }
     return json.dumps(doc, indent=2, default=_plain) + "\n"

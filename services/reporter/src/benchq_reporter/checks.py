@@ -1,0 +1,57 @@
+"""bexhoma's result tests (-tr), over the reported figures.
+
+Each test's text is already worded for its outcome, as bexhoma prints it
+("... contains no 0 or NaN" when it passed, "... contains 0 or NaN" when
+not); render.py only adds "TEST passed:" or "TEST failed:".
+"""
+
+from __future__ import annotations
+
+from typing import NamedTuple
+
+import pandas as pd
+
+from . import benchbase as bb
+from . import ycsb
+from .contracts import RESULT
+from .workflow import Workflow
+
+
+class Test(NamedTuple):
+    id: str
+    passed: bool
+    text: str
+
+
+def throughput(id: str, name: str, values: pd.Series) -> Test:
+    """Passed when every value of a throughput column is there and not 0."""
+    if values.empty:
+        return Test(id, False, f"{name} has no values")
+    if (values.isna() | values.eq(0)).any():
+        return Test(id, False, f"{name} contains 0 or NaN")
+    return Test(id, True, f"{name} contains no 0 or NaN")
+
+
+def workflow(w: Workflow) -> Test:
+    same = w.as_planned()
+    return Test("workflow", same, "Workflow as planned" if same else "Workflow not as planned")
+
+
+def ycsb_tests(loading_conn: pd.DataFrame, execution_conn: pd.DataFrame,
+               execution: pd.DataFrame, w: Workflow) -> list[Test]:
+    """A YCSB experiment's: loading and execution throughput, the workflow, no FAILED operation."""
+    failed_ops = [c for c in execution_conn.columns if c.endswith("-FAILED].Return=OK")]
+    failed_shards = execution["status"].ne(RESULT.ok).any() if not execution.empty else False
+    return [
+        throughput("loading_throughput", f"Loading Phase: {ycsb.THROUGHPUT}", loading_conn[ycsb.THROUGHPUT]),
+        throughput("execution_throughput", f"Execution Phase: {ycsb.THROUGHPUT}", execution_conn[ycsb.THROUGHPUT]),
+        workflow(w),
+        Test("no_failed", not (failed_ops or failed_shards),
+             "Execution Phase: contains FAILED column" if failed_ops or failed_shards
+             else "Execution Phase: contains no FAILED column"),
+    ]
+
+
+def benchbase_tests(tables: bb.Tables) -> list[Test]:
+    """A Benchbase experiment's own test: the pods' throughput (the workflow test is added to it)."""
+    return [throughput("benchbase_throughput", bb.THROUGHPUT, tables.per_pod[bb.THROUGHPUT])]
