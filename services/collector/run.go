@@ -54,8 +54,8 @@ func Run(ctx context.Context, cfg Config, log *slog.Logger) error {
 	h := func(ctx context.Context, msgs []jetstream.Msg) []error { return storeBatch(ctx, db, msgs) }
 	var wg sync.WaitGroup
 	for _, spec := range []bus.ConsumerSpec{
-		{Stream: contracts.StreamEvents, Durable: "collector-events", Batch: cfg.Batch, AckWait: ackWait},
-		{Stream: contracts.StreamResults, Durable: "collector-results", Batch: cfg.Batch, AckWait: ackWait},
+		{Stream: contracts.StreamEvents, Durable: contracts.DurableCollectorEvents, Batch: cfg.Batch, AckWait: ackWait},
+		{Stream: contracts.StreamResults, Durable: contracts.DurableCollectorResults, Batch: cfg.Batch, AckWait: ackWait},
 	} {
 		wg.Add(1)
 		go func(spec bus.ConsumerSpec) {

@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"maps"
 
 	"github.com/jackc/pgx/v5"
 
@@ -73,7 +74,7 @@ func write(ctx context.Context, tx pgx.Tx, r record) error {
 	case *contracts.Planned:
 		return writePlanned(ctx, tx, m)
 	case *contracts.SUTReady:
-		info, _ := json.Marshal(m.Info)
+		info, _ := json.Marshal(connectionFacts(m))
 		redacted := m.Endpoint
 		redacted.Password = "" // results are shared; credentials are not
 		ep, _ := json.Marshal(redacted)
@@ -151,4 +152,18 @@ func writeFinal(ctx context.Context, tx pgx.Tx, m *contracts.Final) error {
 		}
 	}
 	return nil
+}
+
+// connectionFacts are what the summary's Connections section lists: the
+// info facts and, as before the backend travelled typed, the backend.
+func connectionFacts(m *contracts.SUTReady) map[string]any {
+	if m.Backend == "" {
+		return m.Info
+	}
+	facts := maps.Clone(m.Info)
+	if facts == nil {
+		facts = map[string]any{}
+	}
+	facts["backend"] = m.Backend
+	return facts
 }

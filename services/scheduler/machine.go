@@ -3,7 +3,6 @@ package main
 import (
 	"encoding/json"
 	"fmt"
-	"sort"
 	"strings"
 	"time"
 
@@ -77,9 +76,9 @@ type Event struct {
 // shard's agent: the second attempt is marked as a re-run in the summary.
 const MaxAttempts = 2
 
-// AgentLost is how long an agent may stay silent (it beats every 5 s)
-// before its shards count as lost.
-const AgentLost = 15 * time.Second
+// AgentLost is how long an agent may stay silent before its shards count
+// as lost.
+const AgentLost = contracts.AgentLiveness
 
 // Start creates the state of a newly planned experiment and its first outputs.
 // busy is the number of SUTs alive in other experiments (see State.Busy).
@@ -88,13 +87,13 @@ func Start(p plan.Plan, request []byte, now time.Time, busy int) (*State, []Out,
 	if err != nil {
 		return nil, nil, err
 	}
-	s := &State{State: expstate.State{Code: p.Code, Status: "running", Plan: p, StartedAt: now.UTC()}, Busy: busy}
+	s := &State{State: expstate.State{Code: p.Code, Status: expstate.StatusRunning, Plan: p, StartedAt: now.UTC()}, Busy: busy}
 	for range p.Configurations {
 		s.Configs = append(s.Configs, ConfigState{Status: cfgPending})
 	}
 	out := []Out{{
-		Subject: contracts.Subject(contracts.SubjPlanned, p.Code, "", ""),
-		Msg:     &contracts.Planned{Envelope: env(p.Code, p.Code+".planned", now), Request: request, Plan: planJSON},
+		Subject: contracts.TopicPlanned.For(p.Code),
+		Msg:     &contracts.Planned{Envelope: env(p.Code, contracts.PlannedID(p.Code), now), Request: request, Plan: planJSON},
 	}}
 	out = append(out, s.advance(now)...)
 	return s, out, nil
@@ -102,7 +101,7 @@ func Start(p plan.Plan, request []byte, now time.Time, busy int) (*State, []Out,
 
 // Step applies one event.
 func (s *State) Step(ev Event, now time.Time) []Out {
-	if s.Status != "running" {
+	if s.Status != expstate.StatusRunning {
 		return nil
 	}
 	var out []Out
@@ -132,7 +131,7 @@ func (s *State) Step(ev Event, now time.Time) []Out {
 // READY (or the deployer's sut.ready) can overtake it, and a save can fail.
 // Such an event must be redelivered, not dropped as stale.
 func (s *State) Early(ev Event) bool {
-	if s.Status != "running" {
+	if s.Status != expstate.StatusRunning {
 		return false
 	}
 	cfgStatus := func(name string) string {
@@ -213,7 +212,7 @@ func (s *State) advance(now time.Time) []Out {
 		active++
 		sut := pc.SUT
 		out = append(out, Out{Subject: contracts.SubjDeploy, Msg: &contracts.Deploy{
-			Envelope: env(s.Code, s.Code+"."+pc.Name+".deploy", now), Configuration: pc.Name, DBMS: pc.DBMS,
+			Envelope: env(s.Code, contracts.DeployID(s.Code, pc.Name), now), Configuration: pc.Name, DBMS: pc.DBMS,
 			Benchmark: s.Plan.Settings.Benchmark, TimeoutS: s.Plan.Timeouts.SUTReadyS, SUT: &sut,
 		}})
 	}
@@ -223,19 +222,18 @@ func (s *State) advance(now time.Time) []Out {
 		}
 	}
 	status, reason := contracts.ExperimentDone, ""
-	subj := contracts.SubjExperimentDone
 	switch {
 	case s.Cancelled != "":
-		status, subj, reason = contracts.ExperimentCancelled, contracts.SubjExperimentCancelled, s.Cancelled
+		status, reason = contracts.ExperimentCancelled, s.Cancelled
 	case len(s.Failures) > 0:
-		status, subj, reason = contracts.ExperimentFailed, contracts.SubjExperimentFailed, strings.Join(s.Failures, "; ")
+		status, reason = contracts.ExperimentFailed, strings.Join(s.Failures, "; ")
 	}
 	s.Status = status
 	end := now.UTC()
 	s.EndedAt = &end
 	started := s.StartedAt
-	return append(out, Out{Subject: contracts.Subject(subj, s.Code, "", ""), Msg: &contracts.ExperimentEnd{
-		Envelope: env(s.Code, s.Code+".end", now), Status: status, Reason: reason, StartedAt: &started, EndedAt: &end,
+	return append(out, Out{Subject: contracts.EndTopic(status).For(s.Code), Msg: &contracts.ExperimentEnd{
+		Envelope: env(s.Code, contracts.ExperimentEndID(s.Code), now), Status: status, Reason: reason, StartedAt: &started, EndedAt: &end,
 	}})
 }
 
@@ -274,25 +272,26 @@ func (s *State) onSUTReady(m *contracts.SUTReady, now time.Time) []Out {
 	}
 	ep := m.Endpoint
 	s.Configs[i].Status, s.Configs[i].Endpoint, s.Configs[i].Deadline = cfgRunning, &ep, nil
-	volume, _ := m.Info["volume"].(string)
-	loaded, _ := m.Info["volume_loaded"].(bool)
-	s.Configs[i].Volume = volume
-	s.Configs[i].Backend, _ = m.Info["backend"].(string)
+	s.Configs[i].Backend = m.Backend
+	vol := m.Volume
+	if vol != nil {
+		s.Configs[i].Volume = vol.Name
+	}
 	phases := s.Plan.Configurations[i].Phases
-	if loaded && len(phases) > 0 && phases[0].Kind == contracts.KindLoad {
+	if vol != nil && vol.Loaded && len(phases) > 0 && phases[0].Kind == contracts.KindLoad {
 		// bexhoma's "Database is persisted to disk": the volume already
 		// holds this data set, so the loading phase is skipped.
-		reason := fmt.Sprintf("the database is persisted on volume %s", volume)
-		if at, _ := m.Info["volume_loaded_at"].(string); at != "" {
-			reason += ", loaded at " + at
+		reason := fmt.Sprintf("the database is persisted on volume %s", vol.Name)
+		if vol.LoadedAt != nil {
+			reason += ", loaded at " + vol.LoadedAt.UTC().Format(time.RFC3339)
 		}
-		if by, _ := m.Info["volume_loaded_by"].(string); by != "" {
-			reason += " by experiment " + by
+		if vol.LoadedBy != "" {
+			reason += " by experiment " + vol.LoadedBy
 		}
 		s.Configs[i].Phase = 0
 		ph := phases[0]
-		out := []Out{{Subject: contracts.Subject(contracts.SubjPhaseSkipped, s.Code, "", ""), Msg: &contracts.PhaseEvent{
-			Envelope: env(s.Code, fmt.Sprintf("%s.%s.skipped", s.Code, ph.Name), now), Configuration: s.Plan.Configurations[i].Name,
+		out := []Out{{Subject: contracts.TopicPhaseSkipped.For(s.Code), Msg: &contracts.PhaseEvent{
+			Envelope: env(s.Code, contracts.SkippedID(s.Code, ph.Name), now), Configuration: s.Plan.Configurations[i].Name,
 			Phase: ph.Name, Kind: ph.Kind, Status: contracts.PhaseSkipped, Attempt: 1, Shards: len(ph.Shards), Reason: reason,
 		}}}
 		return append(out, s.startPhase(i, 1, now)...)
@@ -349,7 +348,7 @@ func (s *State) startAttempt(i, p, attempt int, now time.Time) []Out {
 	for k, sh := range ph.Shards {
 		shard := k + 1
 		out = append(out, Out{Subject: contracts.SubjShard, Msg: &contracts.ShardJob{
-			Envelope:      env(s.Code, fmt.Sprintf("%s.%s.%d.a%d.job", s.Code, ph.Name, shard, attempt), now),
+			Envelope:      env(s.Code, contracts.ShardJobID(s.Code, ph.Name, shard, attempt), now),
 			Configuration: pc.Name, Phase: ph.Name, Kind: ph.Kind, Shard: shard, Shards: n, Attempt: attempt,
 			Engine: engine, DBMS: pc.DBMS, Endpoint: ep, YCSB: sh.YCSB, TPCC: sh.TPCC, Node: ph.Node,
 			TimeoutS: s.Plan.Timeouts.BarrierS, StartBy: &startBy,
@@ -359,7 +358,7 @@ func (s *State) startAttempt(i, p, attempt int, now time.Time) []Out {
 	// agent pods per phase attempt) the deployer needs to know now: those
 	// agents are the ones that answer READY. The local backend acks it.
 	out = append(out, Out{Subject: contracts.SubjDrivers, Msg: &contracts.Drivers{
-		Envelope:      env(s.Code, fmt.Sprintf("%s.%s.a%d.drivers", s.Code, ph.Name, attempt), now),
+		Envelope:      env(s.Code, contracts.DriversID(s.Code, ph.Name, attempt), now),
 		Configuration: pc.Name, DBMS: pc.DBMS, Phase: ph.Name, Kind: ph.Kind, Attempt: attempt, Shards: n, Node: ph.Node,
 	}})
 	return out
@@ -385,8 +384,8 @@ func (s *State) onReady(m *contracts.BarrierReady, now time.Time) []Out {
 	pc := s.Plan.Configurations[i]
 	ph := pc.Phases[s.Configs[i].Phase]
 	return []Out{
-		{Subject: contracts.Subject(contracts.SubjBarrierGo, s.Code, "", ""), Msg: &contracts.BarrierGo{
-			Envelope: env(s.Code, fmt.Sprintf("%s.%s.a%d.go", s.Code, ph.Name, cur.Attempt), now), Phase: ph.Name, Attempt: cur.Attempt, StartAt: goAt}},
+		{Subject: contracts.TopicBarrierGo.For(s.Code), Msg: &contracts.BarrierGo{
+			Envelope: env(s.Code, contracts.GoID(s.Code, ph.Name, cur.Attempt), now), Phase: ph.Name, Attempt: cur.Attempt, StartAt: goAt}},
 		s.phaseEvent(i, contracts.PhaseStarted, &goAt, nil, "", now),
 	}
 }
@@ -559,24 +558,18 @@ const AgentsGrace = 10 * time.Second
 func (s *State) tooFewAgents(i int, beats map[string]time.Time, now time.Time) string {
 	c := &s.Configs[i]
 	cur := c.Current
-	if c.Backend != "local" || cur.Status != phPreparing {
+	if c.Backend != contracts.BackendLocal || cur.Status != phPreparing {
 		return ""
 	}
 	dispatched := cur.Deadline.Add(-secs(s.Plan.Timeouts.BarrierS))
 	if now.Sub(dispatched) < AgentsGrace {
 		return ""
 	}
-	var alive []string
-	for name, at := range beats {
-		if now.Sub(at) <= AgentLost {
-			alive = append(alive, name)
-		}
-	}
+	alive := contracts.LiveAgents(beats, now)
 	need := len(cur.Ready)
 	if len(alive) >= need {
 		return ""
 	}
-	sort.Strings(alive)
 	ph := s.Plan.Configurations[i].Phases[c.Phase]
 	flag := "-nbp"
 	if ph.Kind == contracts.KindLoad {
@@ -594,7 +587,7 @@ func lostShards(cur *PhaseState, beats map[string]time.Time, now time.Time) stri
 		if agent == "" || cur.Done[k] != nil {
 			continue
 		}
-		if at, ok := beats[agent]; !ok || now.Sub(at) > AgentLost {
+		if at, ok := beats[agent]; !ok || !contracts.AgentLive(at, now) {
 			lost = append(lost, fmt.Sprintf("shard %d (agent %s silent for more than %s)", k+1, agent, AgentLost))
 		}
 	}
@@ -624,7 +617,7 @@ func (s *State) teardown(i int, reason string, now time.Time) []Out {
 	}
 	s.Configs[i].Status, s.Configs[i].Deadline, s.Configs[i].Current = cfgTearing, &dl, nil
 	td := &contracts.Teardown{
-		Envelope: env(s.Code, s.Code+"."+pc.Name+".teardown", now), Configuration: pc.Name, DBMS: pc.DBMS, Reason: reason,
+		Envelope: env(s.Code, contracts.TeardownID(s.Code, pc.Name), now), Configuration: pc.Name, DBMS: pc.DBMS, Reason: reason,
 	}
 	if c := s.Configs[i]; c.Volume != "" && c.LoadingTimeS > 0 {
 		td.Loaded = &contracts.VolumeLoaded{Volume: c.Volume, LoadingTimeS: c.LoadingTimeS, At: now.UTC(), By: s.Code}
@@ -648,9 +641,8 @@ func (s *State) phaseEvent(i int, status string, start, end *time.Time, reason s
 	pc := s.Plan.Configurations[i]
 	ph := pc.Phases[s.Configs[i].Phase]
 	att := s.Configs[i].Current.Attempt
-	subj := map[string]string{contracts.PhaseStarted: contracts.SubjPhaseStarted, contracts.PhaseDone: contracts.SubjPhaseDone, contracts.PhaseFailed: contracts.SubjPhaseFailed}[status]
-	return Out{Subject: contracts.Subject(subj, s.Code, "", ""), Msg: &contracts.PhaseEvent{
-		Envelope: env(s.Code, fmt.Sprintf("%s.%s.a%d.%s", s.Code, ph.Name, att, status), now), Configuration: pc.Name,
+	return Out{Subject: contracts.PhaseTopic(status).For(s.Code), Msg: &contracts.PhaseEvent{
+		Envelope: env(s.Code, contracts.PhaseEventID(s.Code, ph.Name, att, status), now), Configuration: pc.Name,
 		Phase: ph.Name, Kind: ph.Kind, Status: status, Attempt: att, Shards: len(ph.Shards), StartedAt: start, EndedAt: end, Reason: reason,
 	}}
 }
