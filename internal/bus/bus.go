@@ -34,8 +34,8 @@ func Connect(ctx context.Context, url, name string, log *slog.Logger) (*Bus, err
 	var lastErr error
 	for {
 		b, err := Dial(url, name, log)
-		if err == nil || !errors.Is(err, errDial) {
-			return b, err
+		if err == nil {
+			return b, nil
 		}
 		lastErr = err
 		select {
@@ -46,14 +46,12 @@ func Connect(ctx context.Context, url, name string, log *slog.Logger) (*Bus, err
 	}
 }
 
-var errDial = errors.New("dial")
-
 // Dial connects to url once: for a command that should say at once that
 // nats-server is not reachable rather than wait for it.
 func Dial(url, name string, log *slog.Logger) (*Bus, error) {
 	nc, err := nats.Connect(url, nats.Name(name), nats.Timeout(3*time.Second), nats.MaxReconnects(-1), nats.ReconnectWait(250*time.Millisecond))
 	if err != nil {
-		return nil, fmt.Errorf("%w: %w", errDial, err)
+		return nil, err
 	}
 	js, err := jetstream.New(nc)
 	if err != nil {
