@@ -61,6 +61,20 @@ func Dial(url, name string, log *slog.Logger) (*Bus, error) {
 	return &Bus{NC: nc, JS: js, Log: log}, nil
 }
 
+// Open connects (see Connect) and declares the streams and buckets (Setup):
+// how every service starts.
+func Open(ctx context.Context, url, name string, log *slog.Logger) (*Bus, error) {
+	b, err := Connect(ctx, url, name, log)
+	if err != nil {
+		return nil, err
+	}
+	if err := b.Setup(ctx); err != nil {
+		b.Close()
+		return nil, err
+	}
+	return b, nil
+}
+
 // Close drains the connection.
 func (b *Bus) Close() {
 	if b != nil && b.NC != nil {

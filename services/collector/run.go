@@ -43,14 +43,11 @@ func Run(ctx context.Context, cfg Config, log *slog.Logger) error {
 	if err := migrate(ctx, db); err != nil {
 		return err
 	}
-	b, err := bus.Connect(ctx, cfg.NATSURL, "benchq-collector", log)
+	b, err := bus.Open(ctx, cfg.NATSURL, "benchq-collector", log)
 	if err != nil {
 		return err
 	}
 	defer b.Close()
-	if err := b.Setup(ctx); err != nil {
-		return err
-	}
 	h := func(ctx context.Context, msgs []jetstream.Msg) []error { return storeBatch(ctx, db, msgs) }
 	var wg sync.WaitGroup
 	for _, spec := range []bus.ConsumerSpec{

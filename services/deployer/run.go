@@ -48,14 +48,11 @@ type Deployer struct {
 
 // Run serves jobs until ctx ends.
 func Run(ctx context.Context, cfg Config, backend Backend, log *slog.Logger) error {
-	b, err := bus.Connect(ctx, cfg.NATSURL, "benchq-deployer", log)
+	b, err := bus.Open(ctx, cfg.NATSURL, "benchq-deployer", log)
 	if err != nil {
 		return err
 	}
 	defer b.Close()
-	if err := b.Setup(ctx); err != nil {
-		return err
-	}
 	d := &Deployer{bus: b, backend: backend, log: log}
 	log.Info("deployer ready", "nats", cfg.NATSURL)
 	// Drivers jobs have a consumer of their own, so that a deploy waiting

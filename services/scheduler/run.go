@@ -45,14 +45,11 @@ type Scheduler struct {
 
 // Run serves until ctx ends.
 func Run(ctx context.Context, cfg Config, log *slog.Logger) error {
-	b, err := bus.Connect(ctx, cfg.NATSURL, "benchq-scheduler", log)
+	b, err := bus.Open(ctx, cfg.NATSURL, "benchq-scheduler", log)
 	if err != nil {
 		return err
 	}
 	defer b.Close()
-	if err := b.Setup(ctx); err != nil {
-		return err
-	}
 	kv, err := b.JS.KeyValue(ctx, contracts.KVExperiments)
 	if err != nil {
 		return fmt.Errorf("kv %s: %w", contracts.KVExperiments, err)
