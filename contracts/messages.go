@@ -140,15 +140,6 @@ type SUTSpec struct {
 	UseCase string `json:"use_case,omitempty"`
 }
 
-// Heartbeat is an agent's entry in the agents KV bucket (key = agent
-// name), written every 5 s; the scheduler counts an agent silent for 15 s
-// as lost, and the bucket's TTL drops it after 30 s.
-type Heartbeat struct {
-	Name string    `json:"name"`
-	At   time.Time `json:"at"`
-	Busy string    `json:"busy,omitempty"` // the shard job id it runs, if any
-}
-
 // Stop asks the scheduler to cancel an experiment (benchq stop).
 type Stop struct {
 	Envelope
@@ -199,22 +190,10 @@ type Teardown struct {
 // configuration's loading phase filled its persistent volume: the backend
 // records it so later experiments skip loading.
 type VolumeLoaded struct {
-	Volume       string    `json:"volume"` // from sut.ready info["volume"]
+	Volume       string    `json:"volume"` // from sut.ready volume.name
 	LoadingTimeS float64   `json:"loading_time_s"`
 	At           time.Time `json:"at"`
 	By           string    `json:"by"` // the experiment code
-}
-
-// VolumeEntry is a volume's entry in the volumes KV bucket (key = name),
-// written by a backend with persistent storage; benchq status lists them.
-type VolumeEntry struct {
-	Name         string  `json:"name"`
-	DBMS         string  `json:"dbms"`
-	UseCase      string  `json:"use_case"`
-	Loaded       bool    `json:"loaded"`
-	TimeLoadingS float64 `json:"time_loading_s"`
-	Size         string  `json:"size"`
-	Class        string  `json:"class,omitempty"`
 }
 
 // Endpoint tells drivers how to reach a SUT.
@@ -230,13 +209,38 @@ type Endpoint struct {
 // SUTReady reports a provisioned, probed SUT.
 type SUTReady struct {
 	Envelope
-	Configuration string         `json:"configuration"`
-	DBMS          string         `json:"dbms"`
-	Endpoint      Endpoint       `json:"endpoint"`
-	Backend       string         `json:"backend,omitempty"`
-	Info          map[string]any `json:"info,omitempty"`
-	ReadyAfterMS  int64          `json:"ready_after_ms,omitempty"`
+	Configuration string   `json:"configuration"`
+	DBMS          string   `json:"dbms"`
+	Endpoint      Endpoint `json:"endpoint"`
+	// Backend is where the SUT runs (BackendLocal, BackendKubernetes): on
+	// the local backend a phase's shards share the stack's agent pool.
+	Backend string `json:"backend,omitempty"`
+	// Volume is the SUT's persistent volume, when it has one.
+	Volume *VolumeState `json:"volume,omitempty"`
+	// Info holds facts for the summary's Connections section only (version,
+	// host facts): nothing decides on them.
+	Info         map[string]any `json:"info,omitempty"`
+	ReadyAfterMS int64          `json:"ready_after_ms,omitempty"`
 }
+
+// VolumeState is a SUT's persistent volume as the deployer found it. Loaded
+// means an earlier experiment's loading phase filled it with this data set,
+// so the scheduler skips loading (bexhoma's "Database is persisted to disk").
+type VolumeState struct {
+	Name   string `json:"name"`
+	New    bool   `json:"new,omitempty"` // created by this deploy
+	Loaded bool   `json:"loaded"`
+	// When, by which experiment and in how long it was loaded (Loaded only).
+	LoadedAt     *time.Time `json:"loaded_at,omitempty"`
+	LoadedBy     string     `json:"loaded_by,omitempty"`
+	LoadingTimeS float64    `json:"loading_time_s,omitempty"`
+}
+
+// Backends of the deployer.
+const (
+	BackendLocal      = "local"
+	BackendKubernetes = "kubernetes"
+)
 
 // SUTFailed reports a SUT that could not be provisioned.
 type SUTFailed struct {
@@ -431,6 +435,13 @@ type DriverEnded struct {
 	Reason        string     `json:"reason"`
 }
 
+// Stamp gives a driver.ended its envelope, from its code, phase and attempt:
+// the deployer reports a Job again after a restart, and the same id lets
+// JetStream drop the repeat.
+func (d *DriverEnded) Stamp(now time.Time) {
+	d.Envelope = NewEnvelope(d.Code, DriverEndedID(d.Code, d.Phase, d.Attempt), now)
+}
+
 // Phase statuses.
 const (
 	PhaseStarted = "started"
@@ -455,8 +466,10 @@ type PhaseEvent struct {
 	Reason        string     `json:"reason,omitempty"`
 }
 
-// Experiment end statuses.
+// Experiment statuses: running until the end, then done, failed or
+// cancelled (the experiment_end event).
 const (
+	ExperimentRunning   = "running"
 	ExperimentDone      = "done"
 	ExperimentFailed    = "failed"
 	ExperimentCancelled = "cancelled"

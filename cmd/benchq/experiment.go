@@ -123,7 +123,7 @@ func (f *expFlags) request(code, action string, now time.Time) contracts.Request
 	tb := f.xtb
 	tr := f.tr
 	r := contracts.Request{
-		SchemaVersion: contracts.SchemaVersion, ID: code + ".request", Code: code, TS: &now, Action: action,
+		SchemaVersion: contracts.SchemaVersion, ID: contracts.RequestID(code), Code: code, TS: &now, Action: action,
 		Benchmark: f.benchmark, DBMS: f.dbms, SF: f.sf, Operations: f.xop, Workload: f.xwl, InsertOrder: f.xio,
 		TargetBase: &tb, LoadingFactors: f.xnlf, BenchmarkingFactors: f.xnbf,
 		LoadingPods: f.nlp, LoadingThreads: f.nlt, BenchmarkingPods: f.nbp, BenchmarkingThreads: f.nbt,

@@ -8,7 +8,6 @@ import (
 	"os/exec"
 	"path/filepath"
 	"sort"
-	"strings"
 	"sync"
 	"time"
 
@@ -17,28 +16,29 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/benchq/benchq/contracts"
+	"github.com/benchq/benchq/internal/bus"
+	"github.com/benchq/benchq/internal/plan"
 	"github.com/benchq/benchq/internal/procs"
 )
 
 // submitAndFollow publishes the request, prints one line per experiment
 // event until the experiment ends, then prints the summary.
 func submitAndFollow(ctx context.Context, st *State, s *Stack, code, reqID string, data []byte, detach bool) int {
-	nc, err := nats.Connect(s.NATSURL)
+	b, err := s.dial()
 	if err != nil {
 		st.errorf("connect to %s: %v (is the stack up? make up)", s.NATSURL, err)
 		return ExitNotReady
 	}
-	defer nc.Close()
-	js, _ := jetstream.New(nc)
+	defer b.Close()
 	// Subscribe before publishing so no event can be missed.
-	cons, err := js.OrderedConsumer(ctx, contracts.StreamEvents, jetstream.OrderedConsumerConfig{
-		FilterSubjects: []string{"benchq.exp." + code + ".>"},
+	cons, err := b.JS.OrderedConsumer(ctx, contracts.StreamEvents, jetstream.OrderedConsumerConfig{
+		FilterSubjects: []string{contracts.ExperimentEvents(code)},
 	})
 	if err != nil {
 		st.errorf("follow %s: %v", code, err)
 		return ExitFailed
 	}
-	if _, err := js.Publish(ctx, contracts.SubjRequest, data, jetstream.WithMsgID(reqID)); err != nil {
+	if err := b.PublishRaw(ctx, contracts.SubjRequest, reqID, data); err != nil {
 		st.errorf("publish request: %v", err)
 		return ExitFailed
 	}
@@ -54,7 +54,7 @@ func submitAndFollow(ctx context.Context, st *State, s *Stack, code, reqID strin
 	// Live progress from the shards' streamed intervals (core NATS: a
 	// missed interval only makes a line a little older).
 	pr, active := newProgress(), map[string]bool{}
-	sub, err := nc.Subscribe(contracts.Subject(contracts.SubjInterval, code, "", ""), func(m *nats.Msg) {
+	sub, err := b.NC.Subscribe(contracts.TopicInterval.For(code), func(m *nats.Msg) {
 		var iv contracts.Interval
 		if json.Unmarshal(m.Data, &iv) == nil {
 			mu.Lock()
@@ -107,12 +107,14 @@ func submitAndFollow(ctx context.Context, st *State, s *Stack, code, reqID strin
 			}
 			continue // no event for a while: the phase is running
 		}
-		subj := msg.Subject()
+		subj, _ := contracts.ParseSubject(msg.Subject())
 		mu.Lock()
-		switch {
-		case strings.HasSuffix(subj, ".planned"):
-			pr.plan(msg.Data())
-		case strings.HasSuffix(subj, ".phase.started"), strings.HasSuffix(subj, ".phase.done"), strings.HasSuffix(subj, ".phase.failed"):
+		switch subj.Topic {
+		case contracts.TopicPlanned:
+			if p, err := decodePlanned(msg.Data()); err == nil {
+				pr.plan(p)
+			}
+		case contracts.TopicPhaseStarted, contracts.TopicPhaseDone, contracts.TopicPhaseFailed:
 			var pe contracts.PhaseEvent
 			if json.Unmarshal(msg.Data(), &pe) == nil {
 				if pe.Status == contracts.PhaseStarted {
@@ -132,13 +134,13 @@ func submitAndFollow(ctx context.Context, st *State, s *Stack, code, reqID strin
 			st.errorf("request rejected: %s", rejected)
 			return ExitFailed
 		}
-		if detach && strings.HasSuffix(subj, ".planned") {
+		if detach && subj.Topic == contracts.TopicPlanned {
 			fmt.Fprintf(st.Stdout, "detached; follow it with: benchq status; the result with: benchq summary -e %s\n", code)
 			return ExitOK
 		}
 		status = end
 	}
-	if err := waitStored(ctx, js, s.DBURL, code, true); err != nil {
+	if err := waitStored(ctx, b, s.DBURL, code, true); err != nil {
 		st.errorf("%v", err)
 		return ExitFailed
 	}
@@ -161,44 +163,37 @@ const (
 
 // describe turns an event into a progress line; end is the experiment's
 // final status when the event ends it.
-func describe(subject string, data []byte) (line, end, rejected string) {
+func describe(subj contracts.ParsedSubject, data []byte) (line, end, rejected string) {
 	var m map[string]any
 	_ = json.Unmarshal(data, &m)
 	str := func(k string) string { v, _ := m[k].(string); return v }
 	num := func(k string) float64 { v, _ := m[k].(float64); return v }
-	switch {
-	case strings.HasSuffix(subject, ".rejected"):
+	switch subj.Topic {
+	case contracts.TopicRejected:
 		return "rejected: " + str("reason"), "", str("reason")
-	case strings.HasSuffix(subject, ".planned"):
-		var p struct {
-			Plan struct {
-				Configurations []struct {
-					Phases []json.RawMessage `json:"phases"`
-				} `json:"configurations"`
-			} `json:"plan"`
-		}
-		_ = json.Unmarshal(data, &p)
+	case contracts.TopicPlanned:
+		p, _ := decodePlanned(data)
 		phases := 0
-		for _, c := range p.Plan.Configurations {
+		for _, c := range p.Configurations {
 			phases += len(c.Phases)
 		}
-		return fmt.Sprintf("planned: %d configuration(s), %d phase(s)", len(p.Plan.Configurations), phases), "", ""
-	case strings.HasSuffix(subject, ".sut.ready"):
+		return fmt.Sprintf("planned: %d configuration(s), %d phase(s)", len(p.Configurations), phases), "", ""
+	case contracts.TopicSUTReady:
 		ep, _ := m["endpoint"].(map[string]any)
 		return fmt.Sprintf("sut ready: %s (%s on %v:%v, %.1fs)", str("configuration"), str("dbms"), ep["host"], ep["port"], num("ready_after_ms")/1000), "", ""
-	case strings.HasSuffix(subject, ".sut.failed"):
+	case contracts.TopicSUTFailed:
 		return fmt.Sprintf("sut FAILED: %s: %s", str("configuration"), str("reason")), "", ""
-	case strings.HasSuffix(subject, ".sut.removed"):
+	case contracts.TopicSUTRemoved:
 		return "sut removed: " + str("configuration"), "", ""
-	case strings.HasSuffix(subject, ".phase.started"):
+	case contracts.TopicPhaseStarted:
 		return fmt.Sprintf("phase started: %s (%s, %v shards)", str("phase"), str("kind"), m["shards"]), "", ""
-	case strings.HasSuffix(subject, ".phase.done"):
+	case contracts.TopicPhaseDone:
 		return fmt.Sprintf("phase done: %s (%s)", str("phase"), span(str("started_at"), str("ended_at"))), "", ""
-	case strings.HasSuffix(subject, ".phase.skipped"):
+	case contracts.TopicPhaseSkipped:
 		return fmt.Sprintf("phase skipped: %s: %s", str("phase"), str("reason")), "", ""
-	case strings.HasSuffix(subject, ".phase.failed"):
+	case contracts.TopicPhaseFailed:
 		return fmt.Sprintf("phase FAILED: %s: %s", str("phase"), str("reason")), "", ""
-	case strings.HasSuffix(subject, ".done"), strings.HasSuffix(subject, ".failed"), strings.HasSuffix(subject, ".cancelled"):
+	case contracts.TopicExperimentDone, contracts.TopicExperimentFailed, contracts.TopicExperimentCancelled:
 		line := "experiment " + str("status")
 		if r := str("reason"); r != "" {
 			line += ": " + r
@@ -206,6 +201,18 @@ func describe(subject string, data []byte) (line, end, rejected string) {
 		return line, str("status"), ""
 	}
 	return "", "", ""
+}
+
+// decodePlanned reads the plan of a planned event: the CLI's one reading
+// of it (progress targets, the planned line).
+func decodePlanned(data []byte) (plan.Plan, error) {
+	var ev contracts.Planned
+	var p plan.Plan
+	if err := json.Unmarshal(data, &ev); err != nil {
+		return p, err
+	}
+	err := json.Unmarshal(ev.Plan, &p)
+	return p, err
 }
 
 func span(a, b string) string {
@@ -222,15 +229,15 @@ func span(a, b string) string {
 // with ended, the experiment's end is in the database, so the summary is
 // complete. After a collector crash this includes the redelivery of what it
 // had fetched.
-func waitStored(ctx context.Context, js jetstream.JetStream, dbURL, code string, ended bool) error {
+func waitStored(ctx context.Context, b *bus.Bus, dbURL, code string, ended bool) error {
 	ctx, cancel := context.WithTimeout(ctx, 2*time.Minute)
 	defer cancel()
 	return procs.WaitFor(ctx, "the collector to store experiment "+code, 200*time.Millisecond, func(ctx context.Context) error {
 		for _, c := range []struct{ stream, durable string }{
-			{contracts.StreamEvents, "collector-events"},
-			{contracts.StreamResults, "collector-results"},
+			{contracts.StreamEvents, contracts.DurableCollectorEvents},
+			{contracts.StreamResults, contracts.DurableCollectorResults},
 		} {
-			cons, err := js.Consumer(ctx, c.stream, c.durable)
+			cons, err := b.JS.Consumer(ctx, c.stream, c.durable)
 			if err != nil {
 				return err
 			}
@@ -254,7 +261,7 @@ func waitStored(ctx context.Context, js jetstream.JetStream, dbURL, code string,
 		if err := conn.QueryRow(ctx, `SELECT status FROM experiments WHERE code = $1`, code).Scan(&status); err != nil {
 			return err
 		}
-		if status == "running" {
+		if status == contracts.ExperimentRunning {
 			return fmt.Errorf("status still running")
 		}
 		return nil
@@ -290,14 +297,13 @@ func cmdSummary(ctx context.Context, args []string, st *State) int {
 		return ExitNotReady
 	}
 	// What the collector has not stored yet would be missing: wait briefly.
-	if nc, err := nats.Connect(s.NATSURL); err == nil {
-		js, _ := jetstream.New(nc)
+	if b, err := s.dial(); err == nil {
 		wctx, cancel := context.WithTimeout(ctx, 30*time.Second)
-		if err := waitStored(wctx, js, s.DBURL, "", false); err != nil {
+		if err := waitStored(wctx, b, s.DBURL, "", false); err != nil {
 			st.errorf("warning: the collector has not stored everything yet (%v); the summary may be incomplete", err)
 		}
 		cancel()
-		nc.Close()
+		b.Close()
 	}
 	return runReporter(ctx, st, s, append([]string{"summary"}, args...)...)
 }

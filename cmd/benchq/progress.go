@@ -1,7 +1,6 @@
 package main
 
 import (
-	"encoding/json"
 	"fmt"
 	"strings"
 	"time"
@@ -33,15 +32,9 @@ func newProgress() *progress {
 	return &progress{planned: map[string]phasePlan{}, phases: map[string]*phaseProgress{}}
 }
 
-// plan reads the phases' targets from a planned event.
-func (p *progress) plan(data []byte) {
-	var ev struct {
-		Plan plan.Plan `json:"plan"`
-	}
-	if json.Unmarshal(data, &ev) != nil {
-		return
-	}
-	for _, c := range ev.Plan.Configurations {
+// plan reads the phases' targets from the plan of a planned event.
+func (p *progress) plan(pl plan.Plan) {
+	for _, c := range pl.Configurations {
 		for _, ph := range c.Phases {
 			var pp phasePlan
 			for _, sh := range ph.Shards {

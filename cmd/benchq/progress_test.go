@@ -14,8 +14,12 @@ func TestProgressLine(t *testing.T) {
 		t.Fatal(err)
 	}
 	data, _ := json.Marshal(map[string]any{"plan": p})
+	decoded, err := decodePlanned(data)
+	if err != nil {
+		t.Fatal(err)
+	}
 	pr := newProgress()
-	pr.plan(data)
+	pr.plan(decoded)
 	run := p.Configurations[0].Phases[1].Name
 	if got := pr.line(run); got != "" {
 		t.Errorf("before any interval: %q", got)

@@ -5,15 +5,14 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"log/slog"
 	"os"
 	"path/filepath"
 	"strconv"
 	"time"
 
-	"github.com/nats-io/nats.go"
-	"github.com/nats-io/nats.go/jetstream"
-
 	"github.com/benchq/benchq/contracts"
+	"github.com/benchq/benchq/internal/bus"
 	"github.com/benchq/benchq/internal/localdb"
 	"github.com/benchq/benchq/internal/procs"
 )
@@ -90,6 +89,12 @@ func cmdRestart(ctx context.Context, args []string, st *State) int {
 }
 
 var errNotUp = errors.New("the stack is not running (start it with: make up)")
+
+// dial connects to the stack's NATS through internal/bus, the one door to
+// it; it fails at once when nats-server is not reachable.
+func (s *Stack) dial() (*bus.Bus, error) {
+	return bus.Dial(s.NATSURL, "benchq", slog.New(slog.DiscardHandler))
+}
 
 func loadStack(st *State) (*Stack, error) {
 	data, err := os.ReadFile(filepath.Join(st.home(), "stack.json"))
@@ -198,41 +203,35 @@ func startStack(ctx context.Context, st *State) (*Stack, error) {
 func waitReady(ctx context.Context, s *Stack, agents int) error {
 	ctx, cancel := context.WithTimeout(ctx, 60*time.Second)
 	defer cancel()
+	var b *bus.Bus // once nats-server answers
+	defer func() { b.Close() }()
 	return procs.WaitFor(ctx, "the stack's services", 200*time.Millisecond, func(ctx context.Context) error {
 		for _, p := range s.Procs {
 			if !procs.Alive(p.Pid) {
 				return procs.Permanent(fmt.Errorf("%s exited: %s", p.Name, procs.LogTail(p.Log, 5)))
 			}
 		}
-		nc, err := nats.Connect(s.NATSURL)
-		if err != nil {
-			return err
+		if b == nil {
+			var err error
+			if b, err = s.dial(); err != nil {
+				return err
+			}
 		}
-		defer nc.Close()
-		js, _ := jetstream.New(nc)
 		for _, c := range []struct{ stream, durable string }{
-			{contracts.StreamRequests, "scheduler-requests"},
-			{contracts.StreamEvents, "collector-events"},
-			{contracts.StreamJobs, "deployer"},
-			{contracts.StreamJobs, "agents"},
+			{contracts.StreamRequests, contracts.DurableSchedulerRequests},
+			{contracts.StreamEvents, contracts.DurableCollectorEvents},
+			{contracts.StreamJobs, contracts.DurableDeployer},
+			{contracts.StreamJobs, contracts.DurableAgents},
 		} {
-			if _, err := js.Consumer(ctx, c.stream, c.durable); err != nil {
+			if _, err := b.JS.Consumer(ctx, c.stream, c.durable); err != nil {
 				return fmt.Errorf("consumer %s not yet declared: %w", c.durable, err)
 			}
 		}
-		kv, err := js.KeyValue(ctx, contracts.KVAgents)
+		beats, err := bus.Heartbeats(ctx, b.JS)
 		if err != nil {
 			return err
 		}
-		keys, err := kv.ListKeys(ctx)
-		if err != nil {
-			return err
-		}
-		n := 0
-		for range keys.Keys() {
-			n++
-		}
-		if n < agents {
+		if n := len(beats); n < agents {
 			return fmt.Errorf("%d of %d agents reported", n, agents)
 		}
 		return nil

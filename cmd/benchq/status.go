@@ -11,7 +11,6 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
-	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/benchq/benchq/contracts"
@@ -24,13 +23,13 @@ import (
 // consumer with waiting pull requests proves a live instance, however it
 // was started (embedded stack, Kubernetes, by hand).
 var serviceConsumers = []struct{ service, stream, durable string }{
-	{"scheduler", contracts.StreamRequests, "scheduler-requests"},
-	{"scheduler", contracts.StreamEvents, "scheduler-events"},
-	{"scheduler", contracts.StreamResults, "scheduler-results"},
-	{"deployer", contracts.StreamJobs, "deployer"},
-	{"collector", contracts.StreamEvents, "collector-events"},
-	{"collector", contracts.StreamResults, "collector-results"},
-	{"driver-agent", contracts.StreamJobs, "agents"},
+	{"scheduler", contracts.StreamRequests, contracts.DurableSchedulerRequests},
+	{"scheduler", contracts.StreamEvents, contracts.DurableSchedulerEvents},
+	{"scheduler", contracts.StreamResults, contracts.DurableSchedulerResults},
+	{"deployer", contracts.StreamJobs, contracts.DurableDeployer},
+	{"collector", contracts.StreamEvents, contracts.DurableCollectorEvents},
+	{"collector", contracts.StreamResults, contracts.DurableCollectorResults},
+	{"driver-agent", contracts.StreamJobs, contracts.DurableAgents},
 }
 
 // cmdStatus prints, like bexhoma's `bexperiments status`, the health of each
@@ -57,14 +56,14 @@ func cmdStatus(ctx context.Context, args []string, st *State) int {
 		}
 	}
 
-	nc, err := nats.Connect(s.NATSURL, nats.Timeout(3*time.Second))
+	b, err := s.dial()
 	if err != nil {
 		line("Message queue", fmt.Sprintf("NOT REACHABLE (%s: %v)", s.NATSURL, err))
 		return ExitFailed
 	}
-	defer nc.Close()
-	js, _ := jetstream.New(nc)
-	line("Message queue", fmt.Sprintf("Running (NATS %s, JetStream, %s)", nc.ConnectedServerVersion(), s.NATSURL))
+	defer b.Close()
+	js := b.JS
+	line("Message queue", fmt.Sprintf("Running (NATS %s, JetStream, %s)", b.NC.ConnectedServerVersion(), s.NATSURL))
 	line("Results database", dbStatus(ctx, s.DBURL))
 	line("Prometheus", prometheusStatus(ctx, st.Env("BENCHQ_PROMETHEUS_URL")))
 
@@ -272,14 +271,13 @@ func cmdStop(ctx context.Context, args []string, st *State) int {
 		st.errorf("%v", err)
 		return ExitNotReady
 	}
-	nc, err := nats.Connect(s.NATSURL)
+	b, err := s.dial()
 	if err != nil {
 		st.errorf("connect to %s: %v", s.NATSURL, err)
 		return ExitNotReady
 	}
-	defer nc.Close()
-	js, _ := jetstream.New(nc)
-	running, err := runningExperiments(ctx, js)
+	defer b.Close()
+	running, err := runningExperiments(ctx, b.JS)
 	if err != nil {
 		st.errorf("read experiments: %v", err)
 		return ExitFailed
@@ -300,18 +298,17 @@ func cmdStop(ctx context.Context, args []string, st *State) int {
 	}
 	rc := ExitOK
 	for _, c := range codes {
-		cons, err := js.OrderedConsumer(ctx, contracts.StreamEvents, jetstream.OrderedConsumerConfig{
-			FilterSubjects: []string{contracts.Subject(contracts.SubjExperimentCancelled, c, "", ""),
-				contracts.Subject(contracts.SubjExperimentDone, c, "", ""), contracts.Subject(contracts.SubjExperimentFailed, c, "", "")},
+		cons, err := b.JS.OrderedConsumer(ctx, contracts.StreamEvents, jetstream.OrderedConsumerConfig{
+			FilterSubjects: []string{contracts.TopicExperimentCancelled.For(c),
+				contracts.TopicExperimentDone.For(c), contracts.TopicExperimentFailed.For(c)},
 		})
 		if err != nil {
 			st.errorf("follow %s: %v", c, err)
 			return ExitFailed
 		}
 		now := time.Now().UTC()
-		stop := &contracts.Stop{Envelope: contracts.NewEnvelope(c, fmt.Sprintf("%s.stop.%d", c, now.UnixNano()), now), Reason: *reason}
-		data, _ := json.Marshal(stop)
-		if _, err := js.Publish(ctx, contracts.SubjStop, data, jetstream.WithMsgID(stop.ID)); err != nil {
+		stop := &contracts.Stop{Envelope: contracts.NewEnvelope(c, contracts.StopID(c, now), now), Reason: *reason}
+		if err := b.Publish(ctx, contracts.SubjStop, stop); err != nil {
 			st.errorf("publish stop: %v", err)
 			return ExitFailed
 		}

@@ -33,14 +33,9 @@ type Bus struct {
 func Connect(ctx context.Context, url, name string, log *slog.Logger) (*Bus, error) {
 	var lastErr error
 	for {
-		nc, err := nats.Connect(url, nats.Name(name), nats.MaxReconnects(-1), nats.ReconnectWait(250*time.Millisecond))
+		b, err := Dial(url, name, log)
 		if err == nil {
-			js, err := jetstream.New(nc)
-			if err != nil {
-				nc.Close()
-				return nil, fmt.Errorf("jetstream: %w", err)
-			}
-			return &Bus{NC: nc, JS: js, Log: log}, nil
+			return b, nil
 		}
 		lastErr = err
 		select {
@@ -49,6 +44,35 @@ func Connect(ctx context.Context, url, name string, log *slog.Logger) (*Bus, err
 		case <-time.After(250 * time.Millisecond):
 		}
 	}
+}
+
+// Dial connects to url once: for a command that should say at once that
+// nats-server is not reachable rather than wait for it.
+func Dial(url, name string, log *slog.Logger) (*Bus, error) {
+	nc, err := nats.Connect(url, nats.Name(name), nats.Timeout(3*time.Second), nats.MaxReconnects(-1), nats.ReconnectWait(250*time.Millisecond))
+	if err != nil {
+		return nil, err
+	}
+	js, err := jetstream.New(nc)
+	if err != nil {
+		nc.Close()
+		return nil, fmt.Errorf("jetstream: %w", err)
+	}
+	return &Bus{NC: nc, JS: js, Log: log}, nil
+}
+
+// Open connects (see Connect) and declares the streams and buckets (Setup):
+// how every service starts.
+func Open(ctx context.Context, url, name string, log *slog.Logger) (*Bus, error) {
+	b, err := Connect(ctx, url, name, log)
+	if err != nil {
+		return nil, err
+	}
+	if err := b.Setup(ctx); err != nil {
+		b.Close()
+		return nil, err
+	}
+	return b, nil
 }
 
 // Close drains the connection.
@@ -75,7 +99,7 @@ func (b *Bus) Setup(ctx context.Context) error {
 	kvs := []jetstream.KeyValueConfig{
 		{Bucket: contracts.KVExperiments, History: 5, Storage: jetstream.FileStorage},
 		{Bucket: contracts.KVVolumes, History: 5, Storage: jetstream.FileStorage},
-		{Bucket: contracts.KVAgents, TTL: 30 * time.Second, Storage: jetstream.FileStorage},
+		{Bucket: contracts.KVAgents, TTL: contracts.AgentsTTL, Storage: jetstream.FileStorage},
 	}
 	for _, kc := range kvs {
 		if _, err := b.JS.CreateOrUpdateKeyValue(ctx, kc); err != nil {

@@ -28,7 +28,7 @@ const (
 
 // StatusRunning is an experiment's status until it ends (then done, failed
 // or cancelled, as contracts.Experiment*).
-const StatusRunning = "running"
+const StatusRunning = contracts.ExperimentRunning
 
 // State is one experiment's state.
 type State struct {
@@ -61,7 +61,8 @@ type Config struct {
 	Volume       string  `json:"volume,omitempty"`
 	LoadingTimeS float64 `json:"loading_time_s,omitempty"`
 	// Backend is the deployer's backend of this SUT (from sut.ready):
-	// "local" means the shards run on the stack's pool of driver agents.
+	// contracts.BackendLocal means the shards run on the stack's pool of
+	// driver agents.
 	Backend string `json:"backend,omitempty"`
 }
 

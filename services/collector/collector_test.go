@@ -299,6 +299,9 @@ func TestCollectorStoresAnExperiment(t *testing.T) {
 			to_char(ended_at AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS"Z"'), plan->'configurations'->0->>'name', plan->>'recordcount', request->>'dbms') FROM experiments`)
 	e.expect("configurations", []string{"c1 Redis-2-2-16384-1 Redis 1 127.0.0.1:7000 local 7.0.15 1234"},
 		`SELECT concat_ws(' ', code, name, dbms, experiment_run, (endpoint->>'host') || ':' || (endpoint->>'port'), backend, info->>'version', ready_after_ms) FROM configurations`)
+	// The summary's Connections section lists the backend among the facts,
+	// as when it travelled in info.
+	e.expect("configuration info", []string{"local 2"}, `SELECT concat_ws(' ', info->>'backend', info->>'cores') FROM configurations`)
 	e.expect("phases", []string{fmt.Sprintf("c1 %s 1 load done 2 5", load)},
 		`SELECT concat_ws(' ', code, phase, attempt, kind, status, shards, extract(epoch FROM ended_at - started_at)::int) FROM phases`)
 	e.expect("shard_results", []string{

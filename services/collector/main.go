@@ -7,22 +7,15 @@ import (
 	"context"
 	"flag"
 	"os"
-	"os/signal"
-	"syscall"
 
 	"github.com/benchq/benchq/internal/config"
 )
 
 func main() {
 	fs := flag.NewFlagSet("collector", flag.ExitOnError)
-	natsURL := fs.String("nats", config.Env("BENCHQ_NATS_URL", "nats://127.0.0.1:4222"), "NATS server URL (env BENCHQ_NATS_URL)")
+	natsURL := config.NATSFlag(fs)
 	dbURL := fs.String("db", config.Env("BENCHQ_DB_URL", "postgresql://postgres@127.0.0.1:5432/benchq?sslmode=disable"), "results database URL (env BENCHQ_DB_URL)")
 	_ = fs.Parse(os.Args[1:])
 	log := config.Logger("collector")
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-	defer stop()
-	if err := Run(ctx, Config{NATSURL: *natsURL, DBURL: *dbURL}, log); err != nil {
-		log.Error("collector failed", "err", err)
-		os.Exit(1)
-	}
+	config.Serve(log, "collector", func(ctx context.Context) error { return Run(ctx, Config{NATSURL: *natsURL, DBURL: *dbURL}, log) })
 }

@@ -43,19 +43,16 @@ func Run(ctx context.Context, cfg Config, log *slog.Logger) error {
 	if err := migrate(ctx, db); err != nil {
 		return err
 	}
-	b, err := bus.Connect(ctx, cfg.NATSURL, "benchq-collector", log)
+	b, err := bus.Open(ctx, cfg.NATSURL, "benchq-collector", log)
 	if err != nil {
 		return err
 	}
 	defer b.Close()
-	if err := b.Setup(ctx); err != nil {
-		return err
-	}
 	h := func(ctx context.Context, msgs []jetstream.Msg) []error { return storeBatch(ctx, db, msgs) }
 	var wg sync.WaitGroup
 	for _, spec := range []bus.ConsumerSpec{
-		{Stream: contracts.StreamEvents, Durable: "collector-events", Batch: cfg.Batch, AckWait: ackWait},
-		{Stream: contracts.StreamResults, Durable: "collector-results", Batch: cfg.Batch, AckWait: ackWait},
+		{Stream: contracts.StreamEvents, Durable: contracts.DurableCollectorEvents, Batch: cfg.Batch, AckWait: ackWait},
+		{Stream: contracts.StreamResults, Durable: contracts.DurableCollectorResults, Batch: cfg.Batch, AckWait: ackWait},
 	} {
 		wg.Add(1)
 		go func(spec bus.ConsumerSpec) {

@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"maps"
 
 	"github.com/jackc/pgx/v5"
 
@@ -73,7 +74,7 @@ func write(ctx context.Context, tx pgx.Tx, r record) error {
 	case *contracts.Planned:
 		return writePlanned(ctx, tx, m)
 	case *contracts.SUTReady:
-		info, _ := json.Marshal(m.Info)
+		info, _ := json.Marshal(connectionFacts(m))
 		redacted := m.Endpoint
 		redacted.Password = "" // results are shared; credentials are not
 		ep, _ := json.Marshal(redacted)
@@ -88,11 +89,11 @@ func write(ctx context.Context, tx pgx.Tx, r record) error {
 		_, err = tx.Exec(ctx, `INSERT INTO phases (code, phase, attempt, configuration, kind, status, shards, started_at, ended_at, reason)
 			VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, NULLIF($10, ''))
 			ON CONFLICT (code, phase, attempt) DO UPDATE SET
-			  status = CASE WHEN phases.status = 'started' THEN EXCLUDED.status ELSE phases.status END,
+			  status = CASE WHEN phases.status = $11 THEN EXCLUDED.status ELSE phases.status END,
 			  started_at = COALESCE(phases.started_at, EXCLUDED.started_at),
 			  ended_at = COALESCE(EXCLUDED.ended_at, phases.ended_at),
 			  reason = COALESCE(EXCLUDED.reason, phases.reason)`,
-			m.Code, m.Phase, m.Attempt, m.Configuration, m.Kind, m.Status, m.Shards, m.StartedAt, m.EndedAt, m.Reason)
+			m.Code, m.Phase, m.Attempt, m.Configuration, m.Kind, m.Status, m.Shards, m.StartedAt, m.EndedAt, m.Reason, contracts.PhaseStarted)
 	case *contracts.Final:
 		err = writeFinal(ctx, tx, m)
 	case *contracts.Interval:
@@ -151,4 +152,18 @@ func writeFinal(ctx context.Context, tx pgx.Tx, m *contracts.Final) error {
 		}
 	}
 	return nil
+}
+
+// connectionFacts are what the summary's Connections section lists: the
+// info facts and, as before the backend travelled typed, the backend.
+func connectionFacts(m *contracts.SUTReady) map[string]any {
+	if m.Backend == "" {
+		return m.Info
+	}
+	facts := maps.Clone(m.Info)
+	if facts == nil {
+		facts = map[string]any{}
+	}
+	facts["backend"] = m.Backend
+	return facts
 }

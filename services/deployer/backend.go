@@ -18,8 +18,9 @@ type Spec struct {
 // Deployed is a provisioned, probed SUT.
 type Deployed struct {
 	Endpoint contracts.Endpoint
-	Info     map[string]any // bexhoma's connection facts, "version", "backend"
+	Info     map[string]any // bexhoma's connection facts, "version"
 	Backend  string
+	Volume   *contracts.VolumeState // its persistent volume, if any
 }
 
 // Backend provisions and removes SUTs. Both methods are idempotent: a

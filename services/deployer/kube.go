@@ -16,11 +16,12 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
 
+	"github.com/benchq/benchq/contracts"
 	"github.com/benchq/benchq/internal/catalog"
 )
 
-// BackendKubernetes is the name of the kubernetes backend in events and Info.
-const BackendKubernetes = "kubernetes"
+// BackendKubernetes is the name of the kubernetes backend in events.
+const BackendKubernetes = contracts.BackendKubernetes
 
 // Kube runs SUTs as Kubernetes objects in one namespace (docs/kubernetes.md):
 // it creates the objects buildObjects describes, waits until their pods are
@@ -67,19 +68,20 @@ func (k *Kube) deploy(ctx context.Context, s Spec) (Deployed, error) {
 	}
 	log := k.log().With("code", s.Code, "configuration", s.Configuration, "dbms", entry.Name)
 	info := map[string]any{
-		"backend": BackendKubernetes, "namespace": k.Namespace,
-		"image": objs.Image, "version": imageTag(objs.Image),
+		"namespace": k.Namespace,
+		"image":     objs.Image, "version": imageTag(objs.Image),
 	}
 	if len(objs.Ignored) > 0 {
 		info["ignored"] = objs.Ignored
 		log.Info("spec fields that do not apply to this dbms are ignored", "fields", objs.Ignored)
 	}
+	var volume *contracts.VolumeState
 	if objs.Volume != nil {
 		v, err := k.ensureVolume(ctx, objs.Volume, s)
 		if err != nil {
 			return Deployed{}, err
 		}
-		v.addTo(info)
+		volume = v.state()
 		log.Info("volume", "name", v.Name, "new", v.New, "loaded", v.Loaded)
 	}
 
@@ -121,7 +123,7 @@ func (k *Kube) deploy(ctx context.Context, s Spec) (Deployed, error) {
 		info["node"] = strings.Join(nodes, ",")
 	}
 	log.Info("sut ready", "endpoint", fmt.Sprintf("%s:%d", objs.Endpoint.Host, objs.Endpoint.Port))
-	return Deployed{Endpoint: objs.Endpoint, Info: info, Backend: BackendKubernetes}, nil
+	return Deployed{Endpoint: objs.Endpoint, Info: info, Backend: BackendKubernetes, Volume: volume}, nil
 }
 
 // getCreator is the part of a typed client ensure needs.

@@ -6,7 +6,6 @@ import (
 	"slices"
 	"strconv"
 	"strings"
-	"time"
 
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
@@ -26,41 +25,18 @@ import (
 // without any container.
 const kwokNodeAnnotation = "kwok.x-k8s.io/node"
 
-// DriverEnd is a driver Job that ended.
-type DriverEnd struct {
-	Code, Configuration, Phase, Kind string
-	Attempt                          int
-	Job                              string
-	Shards, Succeeded, Failed        int
-	// Simulated: every pod of the Job ran on a simulated node (kwok), so
-	// no agent ran and no shard will ever report.
-	Simulated          bool
-	Nodes              []string
-	StartedAt, EndedAt *time.Time
-	Reason             string
-}
-
-// Event is the driver.ended event of the Job.
-func (d DriverEnd) Event(now time.Time) *contracts.DriverEnded {
-	return &contracts.DriverEnded{
-		Envelope:      contracts.NewEnvelope(d.Code, fmt.Sprintf("%s.%s.a%d.driver.ended", d.Code, d.Phase, d.Attempt), now),
-		Configuration: d.Configuration, Phase: d.Phase, Kind: d.Kind, Attempt: d.Attempt, Job: d.Job,
-		Shards: d.Shards, Succeeded: d.Succeeded, Failed: d.Failed, Simulated: d.Simulated, Nodes: d.Nodes,
-		StartedAt: d.StartedAt, EndedAt: d.EndedAt, Reason: d.Reason,
-	}
-}
-
 // driverSelector selects every driver Job (and its pods) of the namespace.
 var driverSelector = labelApp + "=" + appName + "," + labelComponent + " in (" + componentLoader + "," + componentBenchmarker + ")"
 
 // EndedDrivers returns the driver Jobs that completed or failed, except
 // those named in skip (already reported).
-func (k *Kube) EndedDrivers(ctx context.Context, skip map[string]bool) ([]DriverEnd, error) {
+// Their envelopes are stamped when they are published.
+func (k *Kube) EndedDrivers(ctx context.Context, skip map[string]bool) ([]contracts.DriverEnded, error) {
 	l, err := k.Client.BatchV1().Jobs(k.Namespace).List(ctx, metav1.ListOptions{LabelSelector: driverSelector})
 	if err != nil {
 		return nil, fmt.Errorf("list driver jobs: %w", err)
 	}
-	var out []DriverEnd
+	var out []contracts.DriverEnded
 	for i := range l.Items {
 		j := &l.Items[i]
 		if skip[j.Name] || j.DeletionTimestamp != nil {
@@ -89,7 +65,7 @@ func jobEnded(j *batchv1.Job) *batchv1.JobCondition {
 	return nil
 }
 
-func (k *Kube) driverEnd(ctx context.Context, j *batchv1.Job, cond *batchv1.JobCondition) (DriverEnd, error) {
+func (k *Kube) driverEnd(ctx context.Context, j *batchv1.Job, cond *batchv1.JobCondition) (contracts.DriverEnded, error) {
 	kind := contracts.KindRun
 	if j.Labels[labelComponent] == componentLoader {
 		kind = contracts.KindLoad
@@ -102,8 +78,8 @@ func (k *Kube) driverEnd(ctx context.Context, j *batchv1.Job, cond *batchv1.JobC
 	if j.Spec.Parallelism != nil && *j.Spec.Parallelism > 0 {
 		shards = int(*j.Spec.Parallelism)
 	}
-	d := DriverEnd{
-		Code: j.Labels[labelExperiment], Configuration: j.Labels[labelConfiguration], Phase: j.Labels[labelPhase],
+	d := contracts.DriverEnded{
+		Envelope: contracts.Envelope{Code: j.Labels[labelExperiment]}, Configuration: j.Labels[labelConfiguration], Phase: j.Labels[labelPhase],
 		Kind: kind, Attempt: attempt, Job: j.Name, Shards: shards,
 		Succeeded: int(j.Status.Succeeded), Failed: int(j.Status.Failed),
 	}

@@ -91,9 +91,9 @@ func TestEndedDriversOnKwokAreSimulated(t *testing.T) {
 		e.StartedAt == nil || e.EndedAt == nil || !strings.Contains(e.Reason, "kwok.x-k8s.io/node=fake") {
 		t.Errorf("%+v", e)
 	}
-	ev := e.Event(time.Now())
-	if ev.ID != "7.Redis-8-2-16384-1-load.a1.driver.ended" {
-		t.Errorf("id %s", ev.ID)
+	e.Stamp(time.Now())
+	if e.ID != "7.Redis-8-2-16384-1-load.a1.driver.ended" {
+		t.Errorf("id %s", e.ID)
 	}
 	if ended, _ := k.EndedDrivers(kubeCtx(t), map[string]bool{e.Job: true}); len(ended) != 0 {
 		t.Errorf("reported again: %+v", ended)

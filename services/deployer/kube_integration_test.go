@@ -341,8 +341,8 @@ func testVolumes(t *testing.T, cp *k8stest.ControlPlane) {
 		t.Fatal(err)
 	}
 	first := pvc()
-	if first.Status.Phase != corev1.ClaimBound || d.Info["volume_new"] != true || d.Info["volume_loaded"] != false {
-		t.Fatalf("first deploy: pvc %s, info %v", first.Status.Phase, d.Info)
+	if first.Status.Phase != corev1.ClaimBound || d.Volume == nil || !d.Volume.New || d.Volume.Loaded {
+		t.Fatalf("first deploy: pvc %s, volume %+v", first.Status.Phase, d.Volume)
 	}
 	if err := k.MarkLoaded(ctx, first.Name, 12*time.Second, "vol1/PostgreSQL-64-8-196608-1", time.Now()); err != nil {
 		t.Fatal(err)
@@ -358,8 +358,8 @@ func testVolumes(t *testing.T, cp *k8stest.ControlPlane) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if d.Info["volume_loaded"] != true || d.Info["volume_loading_time_s"] != 12.0 || pvc().UID != first.UID {
-		t.Errorf("reuse: info %v", d.Info)
+	if d.Volume == nil || !d.Volume.Loaded || d.Volume.LoadingTimeS != 12.0 || pvc().UID != first.UID {
+		t.Errorf("reuse: volume %+v", d.Volume)
 	}
 	if err := k.Teardown(ctx, "vol2", ""); err != nil {
 		t.Fatal(err)
@@ -370,8 +370,8 @@ func testVolumes(t *testing.T, cp *k8stest.ControlPlane) {
 		t.Fatal(err)
 	}
 	second := pvc()
-	if second.UID == first.UID || second.Status.Phase != corev1.ClaimBound || d.Info["volume_loaded"] != false || d.Info["volume_new"] != true {
-		t.Errorf("-rsr: uid %s (was %s), %s, info %v", second.UID, first.UID, second.Status.Phase, d.Info)
+	if second.UID == first.UID || second.Status.Phase != corev1.ClaimBound || d.Volume == nil || d.Volume.Loaded || !d.Volume.New {
+		t.Errorf("-rsr: uid %s (was %s), %s, volume %+v", second.UID, first.UID, second.Status.Phase, d.Volume)
 	}
 	vols, err := k.Volumes(ctx)
 	if err != nil || len(vols) != 1 || vols[0].Loaded || vols[0].Phase != "Bound" {

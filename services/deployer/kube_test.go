@@ -6,6 +6,7 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
+	"reflect"
 	"slices"
 	"strings"
 	"testing"
@@ -206,8 +207,8 @@ func TestKubeVolumeCreatedThenReusedLoaded(t *testing.T) {
 		"get jobs bq-7-postgresql-1-schema",
 		"list pods " + sel("PostgreSQL-1"),
 	})
-	if d.Info["volume"] != "bq-postgresql-ycsb-1" || d.Info["volume_new"] != true || d.Info["volume_loaded"] != false {
-		t.Errorf("info %v", d.Info)
+	if v := d.Volume; v == nil || v.Name != "bq-postgresql-ycsb-1" || !v.New || v.Loaded {
+		t.Errorf("volume %+v", v)
 	}
 
 	at := time.Date(2025, 11, 21, 12, 0, 0, 0, time.UTC)
@@ -226,12 +227,10 @@ func TestKubeVolumeCreatedThenReusedLoaded(t *testing.T) {
 	if got := f.actions()[:2]; !slices.Equal(got, []string{"get persistentvolumeclaims bq-postgresql-ycsb-1", "create services bq-8-postgresql-1"}) {
 		t.Errorf("reuse: %v", got)
 	}
-	want := map[string]any{"volume": "bq-postgresql-ycsb-1", "volume_new": false, "volume_loaded": true,
-		"volume_loaded_at": "2025-11-21T12:00:00Z", "volume_loading_time_s": 93.5, "volume_loaded_by": "7/PostgreSQL-1"}
-	for key, v := range want {
-		if d.Info[key] != v {
-			t.Errorf("info[%s] = %v, want %v", key, d.Info[key], v)
-		}
+	want := contracts.VolumeState{Name: "bq-postgresql-ycsb-1", New: false, Loaded: true,
+		LoadedAt: &at, LoadingTimeS: 93.5, LoadedBy: "7/PostgreSQL-1"}
+	if d.Volume == nil || !reflect.DeepEqual(*d.Volume, want) {
+		t.Errorf("volume %+v, want %+v", d.Volume, want)
 	}
 	vols, err := k.Volumes(ctx)
 	if err != nil || len(vols) != 1 || !vols[0].Loaded || vols[0].Class != "shared" || vols[0].Size != "50Gi" || vols[0].UseCase != "ycsb-1" || vols[0].DBMS != "PostgreSQL" {
@@ -260,8 +259,8 @@ func TestKubeVolumeRemovedFirst(t *testing.T) {
 	}) {
 		t.Errorf("actions %v", got)
 	}
-	if d.Info["volume_loaded"] != false || d.Info["volume_new"] != true {
-		t.Errorf("info %v", d.Info)
+	if v := d.Volume; v == nil || v.Loaded || !v.New {
+		t.Errorf("volume %+v", v)
 	}
 
 	// Redelivered: the volume this configuration created is not removed again.

@@ -55,17 +55,18 @@ func volumeFromPVC(p *corev1.PersistentVolumeClaim) Volume {
 	return v
 }
 
-// addTo records the volume in a deploy's Info: the scheduler skips loading
-// when volume_loaded is true (bexhoma's "Database is persisted to disk").
-func (v Volume) addTo(info map[string]any) {
-	info["volume"] = v.Name
-	info["volume_new"] = v.New
-	info["volume_loaded"] = v.Loaded
+// state is the volume as sut.ready reports it: the scheduler skips loading
+// when it is loaded (bexhoma's "Database is persisted to disk").
+func (v Volume) state() *contracts.VolumeState {
+	st := &contracts.VolumeState{Name: v.Name, New: v.New, Loaded: v.Loaded}
 	if v.Loaded {
-		info["volume_loaded_at"] = v.LoadedAt.Format(time.RFC3339)
-		info["volume_loading_time_s"] = v.LoadingTime
-		info["volume_loaded_by"] = v.LoadedBy
+		st.LoadingTimeS, st.LoadedBy = v.LoadingTime, v.LoadedBy
+		if !v.LoadedAt.IsZero() {
+			at := v.LoadedAt.UTC()
+			st.LoadedAt = &at
+		}
 	}
+	return st
 }
 
 // ensureVolume creates the volume want, or reuses the one an earlier

@@ -32,7 +32,7 @@ const phaseAgentPrefix = "drv-"
 
 // agentAlive is how recent an agent's heartbeat must be for it to count
 // (the scheduler's AgentLost).
-const agentAlive = 15 * time.Second
+const agentAlive = contracts.AgentLiveness
 
 const driversDir = "drivers"
 

@@ -7,16 +7,14 @@ import (
 	"context"
 	"flag"
 	"os"
-	"os/signal"
 	"path/filepath"
-	"syscall"
 
 	"github.com/benchq/benchq/internal/config"
 )
 
 func main() {
 	fs := flag.NewFlagSet("deployer", flag.ExitOnError)
-	natsURL := fs.String("nats", config.Env("BENCHQ_NATS_URL", "nats://127.0.0.1:4222"), "NATS server URL (env BENCHQ_NATS_URL)")
+	natsURL := config.NATSFlag(fs)
 	var bc BackendConfig
 	fs.StringVar(&bc.Kind, "backend", config.Env("BENCHQ_BACKEND", BackendLocal), "where SUTs run: local or kubernetes (env BENCHQ_BACKEND)")
 	fs.StringVar(&bc.Root, "root", config.Env("BENCHQ_SUT_ROOT", filepath.Join(config.Env("BENCHQ_HOME", ".benchq"), "suts")), "local backend: directory for SUT data (env BENCHQ_SUT_ROOT)")
@@ -29,15 +27,10 @@ func main() {
 		bc.DriverNATSURL = *natsURL
 	}
 	log := config.Logger("deployer")
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-	defer stop()
 	backend, err := NewBackend(bc, log)
 	if err != nil {
 		log.Error("deployer failed", "err", err)
 		os.Exit(2)
 	}
-	if err := Run(ctx, Config{NATSURL: *natsURL}, backend, log); err != nil {
-		log.Error("deployer failed", "err", err)
-		os.Exit(1)
-	}
+	config.Serve(log, "deployer", func(ctx context.Context) error { return Run(ctx, Config{NATSURL: *natsURL}, backend, log) })
 }

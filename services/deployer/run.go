@@ -6,7 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"strings"
+	"maps"
 	"time"
 
 	"github.com/nats-io/nats.go/jetstream"
@@ -34,7 +34,7 @@ type DriverBackend interface {
 	StartDrivers(ctx context.Context, d DriverSpec) (string, error)
 	// EndedDrivers lists the driver Jobs that completed or failed, except
 	// those named in skip.
-	EndedDrivers(ctx context.Context, skip map[string]bool) ([]DriverEnd, error)
+	EndedDrivers(ctx context.Context, skip map[string]bool) ([]contracts.DriverEnded, error)
 }
 
 // Deployer turns deploy/teardown jobs into SUTs through a Backend and
@@ -48,14 +48,11 @@ type Deployer struct {
 
 // Run serves jobs until ctx ends.
 func Run(ctx context.Context, cfg Config, backend Backend, log *slog.Logger) error {
-	b, err := bus.Connect(ctx, cfg.NATSURL, "benchq-deployer", log)
+	b, err := bus.Open(ctx, cfg.NATSURL, "benchq-deployer", log)
 	if err != nil {
 		return err
 	}
 	defer b.Close()
-	if err := b.Setup(ctx); err != nil {
-		return err
-	}
 	d := &Deployer{bus: b, backend: backend, log: log}
 	log.Info("deployer ready", "nats", cfg.NATSURL)
 	// Drivers jobs have a consumer of their own, so that a deploy waiting
@@ -76,7 +73,7 @@ func Run(ctx context.Context, cfg Config, backend Backend, log *slog.Logger) err
 	drivers := make(chan error, 1)
 	go func() {
 		drivers <- b.Consume(dctx, bus.ConsumerSpec{
-			Stream: contracts.StreamJobs, Durable: "deployer-drivers", Filters: []string{contracts.SubjDrivers},
+			Stream: contracts.StreamJobs, Durable: contracts.DurableDeployerDrivers, Filters: []string{contracts.SubjDrivers},
 			AckWait: 30 * time.Second, MaxDeliver: 5,
 		}, func(ctx context.Context, msgs []jetstream.Msg) []error {
 			errs := make([]error, len(msgs))
@@ -87,7 +84,7 @@ func Run(ctx context.Context, cfg Config, backend Backend, log *slog.Logger) err
 		})
 	}()
 	err = b.Consume(ctx, bus.ConsumerSpec{
-		Stream: contracts.StreamJobs, Durable: "deployer",
+		Stream: contracts.StreamJobs, Durable: contracts.DurableDeployer,
 		Filters: []string{contracts.SubjDeploy, contracts.SubjTeardown},
 		AckWait: 30 * time.Second, MaxDeliver: 5,
 	}, func(ctx context.Context, msgs []jetstream.Msg) []error {
@@ -133,7 +130,7 @@ func (d *Deployer) handle(ctx context.Context, m jetstream.Msg) error {
 		}
 		return d.drivers(ctx, job)
 	}
-	if strings.HasSuffix(m.Subject(), ".teardown") {
+	if m.Subject() == contracts.SubjTeardown {
 		var job contracts.Teardown
 		if err := bus.Decode(contracts.SchemaTeardown, m.Data(), &job); err != nil {
 			return err
@@ -166,16 +163,19 @@ func (d *Deployer) deploy(ctx context.Context, job contracts.Deploy) error {
 			reason += " (add a catalog file under catalog/ or fix the request's dbms)"
 		}
 		log.Warn("deploy failed", "err", err)
-		return d.bus.Publish(ctx, contracts.Subject(contracts.SubjSUTFailed, job.Code, "", ""), &contracts.SUTFailed{
-			Envelope:      contracts.NewEnvelope(job.Code, job.ID+".failed", time.Now()),
+		return d.bus.Publish(ctx, contracts.TopicSUTFailed.For(job.Code), &contracts.SUTFailed{
+			Envelope:      contracts.NewEnvelope(job.Code, contracts.SUTFailedID(job.ID), time.Now()),
 			Configuration: job.Configuration, DBMS: job.DBMS, Reason: reason,
 		})
 	}
 	log.Info("sut ready", "endpoint", fmt.Sprintf("%s:%d", dep.Endpoint.Host, dep.Endpoint.Port), "after", time.Since(start))
-	return d.bus.Publish(ctx, contracts.Subject(contracts.SubjSUTReady, job.Code, "", ""), &contracts.SUTReady{
-		Envelope:      contracts.NewEnvelope(job.Code, job.ID+".ready", time.Now()),
-		Configuration: job.Configuration, DBMS: job.DBMS, Endpoint: dep.Endpoint, Backend: dep.Backend,
-		Info: dep.Info, ReadyAfterMS: time.Since(start).Milliseconds(),
+	// The backend travels typed (Backend), not as an Info fact.
+	info := maps.Clone(dep.Info)
+	delete(info, "backend")
+	return d.bus.Publish(ctx, contracts.TopicSUTReady.For(job.Code), &contracts.SUTReady{
+		Envelope:      contracts.NewEnvelope(job.Code, contracts.SUTReadyID(job.ID), time.Now()),
+		Configuration: job.Configuration, DBMS: job.DBMS, Endpoint: dep.Endpoint, Backend: dep.Backend, Volume: dep.Volume,
+		Info: info, ReadyAfterMS: time.Since(start).Milliseconds(),
 	})
 }
 
@@ -195,8 +195,8 @@ func (d *Deployer) teardown(ctx context.Context, job contracts.Teardown) error {
 		d.syncVolumes(ctx, vols)
 	}
 	d.log.Info("sut removed", "code", job.Code, "configuration", job.Configuration, "reason", job.Reason)
-	return d.bus.Publish(ctx, contracts.Subject(contracts.SubjSUTRemoved, job.Code, "", ""), &contracts.SUTRemoved{
-		Envelope:      contracts.NewEnvelope(job.Code, job.ID+".removed", time.Now()),
+	return d.bus.Publish(ctx, contracts.TopicSUTRemoved.For(job.Code), &contracts.SUTRemoved{
+		Envelope:      contracts.NewEnvelope(job.Code, contracts.SUTRemovedID(job.ID), time.Now()),
 		Configuration: job.Configuration, DBMS: job.DBMS,
 	})
 }
@@ -250,11 +250,13 @@ func (d *Deployer) drivers(ctx context.Context, job contracts.Drivers) error {
 	}
 	log.Warn("driver job refused", "err", err)
 	now := time.Now().UTC()
-	return d.bus.Publish(ctx, contracts.Subject(contracts.SubjDriverEnded, job.Code, "", ""), DriverEnd{
-		Code: job.Code, Configuration: job.Configuration, Phase: job.Phase, Kind: job.Kind, Attempt: job.Attempt,
+	ended := &contracts.DriverEnded{
+		Envelope: contracts.Envelope{Code: job.Code}, Configuration: job.Configuration, Phase: job.Phase, Kind: job.Kind, Attempt: job.Attempt,
 		Job: "(not created)", Shards: job.Shards, StartedAt: &now, EndedAt: &now,
 		Reason: "the driver Job was not created: " + err.Error(),
-	}.Event(now))
+	}
+	ended.Stamp(now)
+	return d.bus.Publish(ctx, contracts.TopicDriverEnded.For(job.Code), ended)
 }
 
 // watchDrivers reports every driver Job that ended, once per process (see
@@ -270,7 +272,8 @@ func (d *Deployer) watchDrivers(ctx context.Context, db DriverBackend, every tim
 			d.log.Warn("driver jobs not listed", "err", err)
 		}
 		for _, e := range ended {
-			if err := d.bus.Publish(ctx, contracts.Subject(contracts.SubjDriverEnded, e.Code, "", ""), e.Event(time.Now())); err != nil {
+			e.Stamp(time.Now())
+			if err := d.bus.Publish(ctx, contracts.TopicDriverEnded.For(e.Code), &e); err != nil {
 				if ctx.Err() == nil {
 					d.log.Warn("driver.ended not published", "job", e.Job, "err", err)
 				}

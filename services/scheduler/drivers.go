@@ -35,16 +35,8 @@ const SimulatedNote = "simulated on kwok: the driver pods did not run YCSB, no m
 
 // DriverEnd is a stored driver.ended, waiting for DriverGrace.
 type DriverEnd struct {
-	Attempt    int        `json:"attempt"`
-	Job        string     `json:"job"`
-	Succeeded  int        `json:"succeeded"`
-	Failed     int        `json:"failed"`
-	Simulated  bool       `json:"simulated"`
-	Nodes      []string   `json:"nodes,omitempty"`
-	Reason     string     `json:"reason,omitempty"`
-	StartedAt  *time.Time `json:"started_at,omitempty"`
-	EndedAt    *time.Time `json:"ended_at,omitempty"`
-	ReceivedAt time.Time  `json:"received_at"`
+	contracts.DriverEnded
+	ReceivedAt time.Time `json:"received_at"`
 }
 
 // onDriverEnded records the end of the current attempt's driver Job; a
@@ -60,10 +52,7 @@ func (s *State) onDriverEnded(m *contracts.DriverEnded, now time.Time) []Out {
 	if s.Drivers == nil {
 		s.Drivers = map[string]*DriverEnd{}
 	}
-	s.Drivers[m.Phase] = &DriverEnd{
-		Attempt: m.Attempt, Job: m.Job, Succeeded: m.Succeeded, Failed: m.Failed, Simulated: m.Simulated,
-		Nodes: m.Nodes, Reason: m.Reason, StartedAt: m.StartedAt, EndedAt: m.EndedAt, ReceivedAt: now.UTC(),
-	}
+	s.Drivers[m.Phase] = &DriverEnd{DriverEnded: *m, ReceivedAt: now.UTC()}
 	return nil
 }
 
@@ -109,8 +98,8 @@ func (s *State) settleDrivers(i int, now time.Time) []Out {
 	var out []Out
 	shardFinal := func(shard int, status, text string) {
 		cur.Done[shard-1] = &ShardDone{Status: status, Error: text, StartedAt: start, EndedAt: end}
-		out = append(out, Out{Subject: contracts.Subject(contracts.SubjFinal, s.Code, ph.Name, fmt.Sprint(shard)), Msg: &contracts.Final{
-			Envelope:      env(s.Code, fmt.Sprintf("%s.%s.%d.a%d.final", s.Code, ph.Name, shard, cur.Attempt), now),
+		out = append(out, Out{Subject: contracts.FinalSubject(s.Code, ph.Name, shard), Msg: &contracts.Final{
+			Envelope:      env(s.Code, contracts.FinalID(s.Code, ph.Name, shard, cur.Attempt), now),
 			Configuration: pc.Name, Phase: ph.Name, Kind: ph.Kind, Shard: shard, Attempt: cur.Attempt,
 			Agent: d.Job, Status: status, Error: text, StartedAt: start, EndedAt: end,
 		}})

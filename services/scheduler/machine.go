@@ -2,9 +2,6 @@ package main
 
 import (
 	"encoding/json"
-	"fmt"
-	"sort"
-	"strings"
 	"time"
 
 	"github.com/benchq/benchq/contracts"
@@ -16,6 +13,11 @@ import (
 // new state and the messages to publish. run.go does the I/O: load state from
 // KV, publish the outputs (deterministic ids, so a re-publish after a crash is
 // de-duplicated), store the state, then ack the event.
+//
+// This file holds the state and the dispatch of events to their handlers;
+// the handlers live by concern: admission.go (-ms SUT slots, the SUT's
+// lifecycle, benchq stop), phase.go (barrier, shards, phase end and re-run),
+// watchdog.go (deadlines and lost agents), drivers.go (driver Jobs).
 
 // The stored state's types live in internal/expstate (benchq status reads
 // them too); the machine's behaviour lives here.
@@ -73,14 +75,6 @@ type Event struct {
 	Heartbeats map[string]time.Time
 }
 
-// MaxAttempts bounds how often a benchmarking phase runs when it loses a
-// shard's agent: the second attempt is marked as a re-run in the summary.
-const MaxAttempts = 2
-
-// AgentLost is how long an agent may stay silent (it beats every 5 s)
-// before its shards count as lost.
-const AgentLost = 15 * time.Second
-
 // Start creates the state of a newly planned experiment and its first outputs.
 // busy is the number of SUTs alive in other experiments (see State.Busy).
 func Start(p plan.Plan, request []byte, now time.Time, busy int) (*State, []Out, error) {
@@ -88,13 +82,13 @@ func Start(p plan.Plan, request []byte, now time.Time, busy int) (*State, []Out,
 	if err != nil {
 		return nil, nil, err
 	}
-	s := &State{State: expstate.State{Code: p.Code, Status: "running", Plan: p, StartedAt: now.UTC()}, Busy: busy}
+	s := &State{State: expstate.State{Code: p.Code, Status: expstate.StatusRunning, Plan: p, StartedAt: now.UTC()}, Busy: busy}
 	for range p.Configurations {
 		s.Configs = append(s.Configs, ConfigState{Status: cfgPending})
 	}
 	out := []Out{{
-		Subject: contracts.Subject(contracts.SubjPlanned, p.Code, "", ""),
-		Msg:     &contracts.Planned{Envelope: env(p.Code, p.Code+".planned", now), Request: request, Plan: planJSON},
+		Subject: contracts.TopicPlanned.For(p.Code),
+		Msg:     &contracts.Planned{Envelope: env(p.Code, contracts.PlannedID(p.Code), now), Request: request, Plan: planJSON},
 	}}
 	out = append(out, s.advance(now)...)
 	return s, out, nil
@@ -102,7 +96,7 @@ func Start(p plan.Plan, request []byte, now time.Time, busy int) (*State, []Out,
 
 // Step applies one event.
 func (s *State) Step(ev Event, now time.Time) []Out {
-	if s.Status != "running" {
+	if s.Status != expstate.StatusRunning {
 		return nil
 	}
 	var out []Out
@@ -132,7 +126,7 @@ func (s *State) Step(ev Event, now time.Time) []Out {
 // READY (or the deployer's sut.ready) can overtake it, and a save can fail.
 // Such an event must be redelivered, not dropped as stale.
 func (s *State) Early(ev Event) bool {
-	if s.Status != "running" {
+	if s.Status != expstate.StatusRunning {
 		return false
 	}
 	cfgStatus := func(name string) string {
@@ -190,448 +184,6 @@ func (s *State) config(name string) (int, bool) {
 	return 0, false
 }
 
-// advance admits pending configurations while the SUTs alive in all
-// experiments (Busy + ours) stay below this experiment's -ms, and ends the
-// experiment when every configuration is removed.
-func (s *State) advance(now time.Time) []Out {
-	var out []Out
-	active := s.Busy + s.Alive()
-	for i := range s.Configs {
-		if s.Configs[i].Status != cfgPending {
-			continue
-		}
-		if s.Cancelled != "" {
-			s.Configs[i].Status = cfgRemoved // never deployed
-			continue
-		}
-		if active >= s.Plan.Settings.MaxSUTs {
-			break
-		}
-		pc := s.Plan.Configurations[i]
-		dl := now.Add(secs(s.Plan.Timeouts.SUTReadyS)).UTC()
-		s.Configs[i].Status, s.Configs[i].Deadline = cfgDeploying, &dl
-		active++
-		sut := pc.SUT
-		out = append(out, Out{Subject: contracts.SubjDeploy, Msg: &contracts.Deploy{
-			Envelope: env(s.Code, s.Code+"."+pc.Name+".deploy", now), Configuration: pc.Name, DBMS: pc.DBMS,
-			Benchmark: s.Plan.Settings.Benchmark, TimeoutS: s.Plan.Timeouts.SUTReadyS, SUT: &sut,
-		}})
-	}
-	for _, c := range s.Configs {
-		if c.Status != cfgRemoved {
-			return out
-		}
-	}
-	status, reason := contracts.ExperimentDone, ""
-	subj := contracts.SubjExperimentDone
-	switch {
-	case s.Cancelled != "":
-		status, subj, reason = contracts.ExperimentCancelled, contracts.SubjExperimentCancelled, s.Cancelled
-	case len(s.Failures) > 0:
-		status, subj, reason = contracts.ExperimentFailed, contracts.SubjExperimentFailed, strings.Join(s.Failures, "; ")
-	}
-	s.Status = status
-	end := now.UTC()
-	s.EndedAt = &end
-	started := s.StartedAt
-	return append(out, Out{Subject: contracts.Subject(subj, s.Code, "", ""), Msg: &contracts.ExperimentEnd{
-		Envelope: env(s.Code, s.Code+".end", now), Status: status, Reason: reason, StartedAt: &started, EndedAt: &end,
-	}})
-}
-
-// onStop cancels the experiment: running phases fail (their shards stop),
-// every SUT is torn down, pending configurations are dropped; results
-// already measured stay where they are.
-func (s *State) onStop(m *contracts.Stop, now time.Time) []Out {
-	if s.Cancelled != "" {
-		return nil
-	}
-	reason := "cancelled by benchq stop"
-	if m.Reason != "" {
-		reason += ": " + m.Reason
-	}
-	s.Cancelled = reason
-	var out []Out
-	for i := range s.Configs {
-		c := &s.Configs[i]
-		switch c.Status {
-		case cfgRunning:
-			if c.Current != nil {
-				out = append(out, s.phaseEvent(i, contracts.PhaseFailed, c.Current.GoAt, nil, reason, now))
-			}
-			out = append(out, s.teardown(i, reason, now)...)
-		case cfgDeploying:
-			out = append(out, s.teardown(i, reason, now)...)
-		}
-	}
-	return out
-}
-
-func (s *State) onSUTReady(m *contracts.SUTReady, now time.Time) []Out {
-	i, ok := s.config(m.Configuration)
-	if !ok || s.Configs[i].Status != cfgDeploying {
-		return nil // stale or duplicate
-	}
-	ep := m.Endpoint
-	s.Configs[i].Status, s.Configs[i].Endpoint, s.Configs[i].Deadline = cfgRunning, &ep, nil
-	volume, _ := m.Info["volume"].(string)
-	loaded, _ := m.Info["volume_loaded"].(bool)
-	s.Configs[i].Volume = volume
-	s.Configs[i].Backend, _ = m.Info["backend"].(string)
-	phases := s.Plan.Configurations[i].Phases
-	if loaded && len(phases) > 0 && phases[0].Kind == contracts.KindLoad {
-		// bexhoma's "Database is persisted to disk": the volume already
-		// holds this data set, so the loading phase is skipped.
-		reason := fmt.Sprintf("the database is persisted on volume %s", volume)
-		if at, _ := m.Info["volume_loaded_at"].(string); at != "" {
-			reason += ", loaded at " + at
-		}
-		if by, _ := m.Info["volume_loaded_by"].(string); by != "" {
-			reason += " by experiment " + by
-		}
-		s.Configs[i].Phase = 0
-		ph := phases[0]
-		out := []Out{{Subject: contracts.Subject(contracts.SubjPhaseSkipped, s.Code, "", ""), Msg: &contracts.PhaseEvent{
-			Envelope: env(s.Code, fmt.Sprintf("%s.%s.skipped", s.Code, ph.Name), now), Configuration: s.Plan.Configurations[i].Name,
-			Phase: ph.Name, Kind: ph.Kind, Status: contracts.PhaseSkipped, Attempt: 1, Shards: len(ph.Shards), Reason: reason,
-		}}}
-		return append(out, s.startPhase(i, 1, now)...)
-	}
-	return s.startPhase(i, 0, now)
-}
-
-func (s *State) onSUTFailed(m *contracts.SUTFailed, now time.Time) []Out {
-	i, ok := s.config(m.Configuration)
-	if !ok || s.Configs[i].Status != cfgDeploying {
-		return nil
-	}
-	s.fail(fmt.Sprintf("SUT %s failed: %s", m.Configuration, m.Reason))
-	s.Configs[i].Failed = m.Reason
-	return s.teardown(i, "SUT failed", now)
-}
-
-func (s *State) onSUTRemoved(name string, now time.Time) []Out {
-	i, ok := s.config(name)
-	if !ok || s.Configs[i].Status != cfgTearing {
-		return nil
-	}
-	s.Configs[i].Status, s.Configs[i].Deadline = cfgRemoved, nil
-	return nil
-}
-
-// startPhase sends the shard jobs of phase p (attempt 1). After the last
-// phase the SUT is torn down — unless the action is start, which keeps it
-// until benchq stop.
-func (s *State) startPhase(i, p int, now time.Time) []Out {
-	return s.startAttempt(i, p, 1, now)
-}
-
-func (s *State) startAttempt(i, p, attempt int, now time.Time) []Out {
-	pc := s.Plan.Configurations[i]
-	if p >= len(pc.Phases) {
-		if s.Plan.Settings.Action == contracts.ActionStart {
-			s.Configs[i].Phase, s.Configs[i].Current = p, nil
-			return nil // held: the SUT stays up until benchq stop
-		}
-		return s.teardown(i, "all phases done", now)
-	}
-	ph := pc.Phases[p]
-	n := len(ph.Shards)
-	s.Configs[i].Phase = p
-	s.Configs[i].Current = &PhaseState{
-		Attempt: attempt, Status: phPreparing, Ready: make([]bool, n), Done: make([]*ShardDone, n), Agents: make([]string, n),
-		Deadline: now.Add(secs(s.Plan.Timeouts.BarrierS)).UTC(),
-	}
-	ep := *s.Configs[i].Endpoint
-	engine := s.Plan.Settings.Benchmark
-	startBy := s.Configs[i].Current.Deadline
-	var out []Out
-	for k, sh := range ph.Shards {
-		shard := k + 1
-		out = append(out, Out{Subject: contracts.SubjShard, Msg: &contracts.ShardJob{
-			Envelope:      env(s.Code, fmt.Sprintf("%s.%s.%d.a%d.job", s.Code, ph.Name, shard, attempt), now),
-			Configuration: pc.Name, Phase: ph.Name, Kind: ph.Kind, Shard: shard, Shards: n, Attempt: attempt,
-			Engine: engine, DBMS: pc.DBMS, Endpoint: ep, YCSB: sh.YCSB, TPCC: sh.TPCC, Node: ph.Node,
-			TimeoutS: s.Plan.Timeouts.BarrierS, StartBy: &startBy,
-		}})
-	}
-	// Where the backend starts the drivers itself (Kubernetes: one Job of
-	// agent pods per phase attempt) the deployer needs to know now: those
-	// agents are the ones that answer READY. The local backend acks it.
-	out = append(out, Out{Subject: contracts.SubjDrivers, Msg: &contracts.Drivers{
-		Envelope:      env(s.Code, fmt.Sprintf("%s.%s.a%d.drivers", s.Code, ph.Name, attempt), now),
-		Configuration: pc.Name, DBMS: pc.DBMS, Phase: ph.Name, Kind: ph.Kind, Attempt: attempt, Shards: n, Node: ph.Node,
-	}})
-	return out
-}
-
-func (s *State) onReady(m *contracts.BarrierReady, now time.Time) []Out {
-	i, cur, ok := s.current(m.Phase, m.Attempt)
-	if !ok || cur.Status != phPreparing || m.Shard < 1 || m.Shard > len(cur.Ready) {
-		return nil
-	}
-	cur.Ready[m.Shard-1] = true
-	if len(cur.Agents) == len(cur.Ready) {
-		cur.Agents[m.Shard-1] = m.Agent
-	}
-	for _, r := range cur.Ready {
-		if !r {
-			return nil
-		}
-	}
-	goAt := now.Add(GoLead).UTC()
-	cur.Status, cur.GoAt = phRunning, &goAt
-	cur.Deadline = goAt.Add(secs(s.Plan.Timeouts.ShardS))
-	pc := s.Plan.Configurations[i]
-	ph := pc.Phases[s.Configs[i].Phase]
-	return []Out{
-		{Subject: contracts.Subject(contracts.SubjBarrierGo, s.Code, "", ""), Msg: &contracts.BarrierGo{
-			Envelope: env(s.Code, fmt.Sprintf("%s.%s.a%d.go", s.Code, ph.Name, cur.Attempt), now), Phase: ph.Name, Attempt: cur.Attempt, StartAt: goAt}},
-		s.phaseEvent(i, contracts.PhaseStarted, &goAt, nil, "", now),
-	}
-}
-
-func (s *State) onFinal(m *contracts.Final, now time.Time) []Out {
-	i, cur, ok := s.current(m.Phase, m.Attempt)
-	if !ok || m.Shard < 1 || m.Shard > len(cur.Done) || cur.Done[m.Shard-1] != nil {
-		return nil
-	}
-	// The phase window is the shards' first to last operation when the
-	// driver reports them (GO reaches a driver a little before the start
-	// instant), else the shards' process window.
-	start, end := m.StartedAt, m.EndedAt
-	if m.FirstOpAt != nil && m.LastOpAt != nil {
-		start, end = *m.FirstOpAt, *m.LastOpAt
-	}
-	cur.Done[m.Shard-1] = &ShardDone{Status: m.Status, Error: m.Error, StartedAt: start, EndedAt: end}
-	if m.Status != contracts.StatusOK && cur.Status == phPreparing {
-		// A shard died before READY: the phase cannot start together.
-		return s.endPhase(i, fmt.Sprintf("shard %d failed before the barrier: %s", m.Shard, m.Error), now)
-	}
-	for _, d := range cur.Done {
-		if d == nil {
-			return nil
-		}
-	}
-	return s.endPhase(i, strings.Join(shardFailures(cur), "; "), now)
-}
-
-// shardFailures names the finished shards that failed (a simulated shard
-// did not fail: it measured nothing, which the phase's reason says).
-func shardFailures(cur *PhaseState) []string {
-	var failed []string
-	for k, d := range cur.Done {
-		if d != nil && d.Status != contracts.StatusOK && d.Status != contracts.StatusSimulated {
-			failed = append(failed, fmt.Sprintf("shard %d: %s", k+1, d.Error))
-		}
-	}
-	return failed
-}
-
-// endPhase publishes done (reason empty) or failed, then moves on: the next
-// phase, or — when the phase failed — teardown: the configuration's
-// remaining phases are skipped (listed in the failure) and the experiment
-// goes on with its other configurations.
-func (s *State) endPhase(i int, reason string, now time.Time) []Out {
-	return s.endPhaseNoted(i, reason, "", now)
-}
-
-// endPhaseNoted is endPhase with a note that a done phase's event carries
-// as its reason (a simulated phase: nothing was measured).
-func (s *State) endPhaseNoted(i int, reason, note string, now time.Time) []Out {
-	ph := s.Plan.Configurations[i].Phases[s.Configs[i].Phase]
-	closed := s.closePhase(i, reason, note, now)
-	out := []Out{closed}
-	if reason == "" {
-		// A simulated loading phase loaded nothing: its volume must not be
-		// recorded as holding the data set.
-		if pe := closed.Msg.(*contracts.PhaseEvent); note == "" && ph.Kind == contracts.KindLoad && pe.StartedAt != nil && pe.EndedAt != nil {
-			s.Configs[i].LoadingTimeS = pe.EndedAt.Sub(*pe.StartedAt).Seconds()
-		}
-		return append(out, s.startPhase(i, s.Configs[i].Phase+1, now)...)
-	}
-	phases := s.Plan.Configurations[i].Phases
-	failed := phases[s.Configs[i].Phase]
-	if rest := len(phases) - s.Configs[i].Phase - 1; rest > 0 {
-		s.fail(fmt.Sprintf("configuration %s: %d later phase(s) skipped", s.Plan.Configurations[i].Name, rest))
-	}
-	return append(out, s.teardown(i, fmt.Sprintf("%s phase %s failed", failed.Kind, failed.Name), now)...)
-}
-
-// retryPhase abandons the current attempt (its phase.failed stops the
-// shards still running) and starts the next one on the same SUT.
-func (s *State) retryPhase(i int, reason string, now time.Time) []Out {
-	cur := s.Configs[i].Current
-	ph := s.Plan.Configurations[i].Phases[s.Configs[i].Phase]
-	out := []Out{s.phaseEvent(i, contracts.PhaseFailed, cur.GoAt, nil, reason+"; re-running the phase", now)}
-	s.Configs[i].Reruns = append(s.Configs[i].Reruns, fmt.Sprintf("%s attempt %d: %s", ph.Name, cur.Attempt, reason))
-	return append(out, s.startAttempt(i, s.Configs[i].Phase, cur.Attempt+1, now)...)
-}
-
-// closePhase publishes the phase's done or failed event with its window
-// (earliest shard start … latest shard end) and clears the current phase.
-func (s *State) closePhase(i int, reason, note string, now time.Time) Out {
-	cur := s.Configs[i].Current
-	var start, end *time.Time
-	for _, d := range cur.Done {
-		if d == nil || d.StartedAt.IsZero() {
-			continue
-		}
-		if start == nil || d.StartedAt.Before(*start) {
-			t := d.StartedAt
-			start = &t
-		}
-		if end == nil || d.EndedAt.After(*end) {
-			t := d.EndedAt
-			end = &t
-		}
-	}
-	if start == nil {
-		start = cur.GoAt
-	}
-	if end == nil {
-		t := now.UTC()
-		end = &t
-	}
-	status := contracts.PhaseDone
-	ph := s.Plan.Configurations[i].Phases[s.Configs[i].Phase]
-	text := note
-	if reason != "" {
-		status, text = contracts.PhaseFailed, reason
-		s.fail(fmt.Sprintf("phase %s failed: %s", ph.Name, reason))
-	}
-	out := s.phaseEvent(i, status, start, end, text, now)
-	s.Configs[i].Current = nil
-	delete(s.Drivers, ph.Name)
-	return out
-}
-
-func (s *State) onTick(now time.Time, beats map[string]time.Time) []Out {
-	var out []Out
-	for i := range s.Configs {
-		c := &s.Configs[i]
-		name := s.Plan.Configurations[i].Name
-		switch {
-		case s.driversDue(i, now):
-			out = append(out, s.settleDrivers(i, now)...)
-		case c.Status == cfgDeploying && c.Deadline != nil && now.After(*c.Deadline):
-			s.fail(fmt.Sprintf("SUT %s not ready within %ds", name, s.Plan.Timeouts.SUTReadyS))
-			c.Failed = "not ready in time"
-			out = append(out, s.teardown(i, "SUT not ready in time", now)...)
-		case c.Status == cfgTearing && c.Deadline != nil && now.After(*c.Deadline):
-			s.fail(fmt.Sprintf("SUT %s not removed within %ds; remove it by hand", name, s.Plan.Timeouts.SUTReadyS))
-			c.Status, c.Deadline = cfgRemoved, nil
-		case c.Status == cfgRunning && c.Current != nil && now.After(c.Current.Deadline):
-			if c.Current.Status == phPreparing {
-				out = append(out, s.endPhase(i, fmt.Sprintf("shards %s not READY within %ds (are enough driver agents running?)", missing(c.Current.Ready, nil), s.Plan.Timeouts.BarrierS), now)...)
-			} else {
-				out = append(out, s.endPhase(i, fmt.Sprintf("shards %s did not finish within %ds", missing(nil, c.Current.Done), s.Plan.Timeouts.ShardS), now)...)
-			}
-		case c.Status == cfgRunning && c.Current != nil && beats != nil:
-			if short := s.tooFewAgents(i, beats, now); short != "" {
-				out = append(out, s.endPhase(i, short, now)...)
-			} else if lost := lostShards(c.Current, beats, now); lost != "" {
-				reason := "lost " + lost
-				ph := s.Plan.Configurations[i].Phases[c.Phase]
-				if ph.Kind == contracts.KindRun && c.Current.Attempt < MaxAttempts {
-					out = append(out, s.retryPhase(i, reason, now)...)
-				} else {
-					out = append(out, s.endPhase(i, reason, now)...)
-				}
-			}
-		}
-	}
-	return out
-}
-
-// AgentsGrace is how long a phase on the local backend waits for as many
-// live driver agents as it has shards before it fails (agents starting or
-// restarting beat within it).
-const AgentsGrace = 10 * time.Second
-
-// tooFewAgents explains why a preparing phase on the local backend can never
-// pass its barrier: its shards all run at once, one per agent, and fewer
-// agents than shards are alive. The deployer starts the agents a phase lacks
-// (its drivers job), so this is the safety net when that failed. Without it
-// the phase would wait for the barrier timeout and fail saying only which
-// shards were not READY. On Kubernetes the deployer starts one agent per
-// shard (driver Jobs), so the check does not apply.
-func (s *State) tooFewAgents(i int, beats map[string]time.Time, now time.Time) string {
-	c := &s.Configs[i]
-	cur := c.Current
-	if c.Backend != "local" || cur.Status != phPreparing {
-		return ""
-	}
-	dispatched := cur.Deadline.Add(-secs(s.Plan.Timeouts.BarrierS))
-	if now.Sub(dispatched) < AgentsGrace {
-		return ""
-	}
-	var alive []string
-	for name, at := range beats {
-		if now.Sub(at) <= AgentLost {
-			alive = append(alive, name)
-		}
-	}
-	need := len(cur.Ready)
-	if len(alive) >= need {
-		return ""
-	}
-	sort.Strings(alive)
-	ph := s.Plan.Configurations[i].Phases[c.Phase]
-	flag := "-nbp"
-	if ph.Kind == contracts.KindLoad {
-		flag = "-nlp"
-	}
-	return fmt.Sprintf("needs %d driver agents at once (one per shard), but the stack runs %d (%s): "+
-		"start it with more (BENCHQ_AGENTS=%d benchq up) or use fewer pods (%s)",
-		need, len(alive), strings.Join(alive, ", "), need, flag)
-}
-
-// lostShards names the unfinished shards whose agent stopped beating.
-func lostShards(cur *PhaseState, beats map[string]time.Time, now time.Time) string {
-	var lost []string
-	for k, agent := range cur.Agents {
-		if agent == "" || cur.Done[k] != nil {
-			continue
-		}
-		if at, ok := beats[agent]; !ok || now.Sub(at) > AgentLost {
-			lost = append(lost, fmt.Sprintf("shard %d (agent %s silent for more than %s)", k+1, agent, AgentLost))
-		}
-	}
-	return strings.Join(lost, ", ")
-}
-
-func missing(ready []bool, done []*ShardDone) string {
-	var m []string
-	for k, r := range ready {
-		if !r {
-			m = append(m, fmt.Sprint(k+1))
-		}
-	}
-	for k, d := range done {
-		if d == nil {
-			m = append(m, fmt.Sprint(k+1))
-		}
-	}
-	return strings.Join(m, ", ")
-}
-
-func (s *State) teardown(i int, reason string, now time.Time) []Out {
-	pc := s.Plan.Configurations[i]
-	dl := now.Add(secs(s.Plan.Timeouts.SUTReadyS)).UTC()
-	if c := s.Configs[i]; c.Current != nil && c.Phase < len(pc.Phases) {
-		delete(s.Drivers, pc.Phases[c.Phase].Name)
-	}
-	s.Configs[i].Status, s.Configs[i].Deadline, s.Configs[i].Current = cfgTearing, &dl, nil
-	td := &contracts.Teardown{
-		Envelope: env(s.Code, s.Code+"."+pc.Name+".teardown", now), Configuration: pc.Name, DBMS: pc.DBMS, Reason: reason,
-	}
-	if c := s.Configs[i]; c.Volume != "" && c.LoadingTimeS > 0 {
-		td.Loaded = &contracts.VolumeLoaded{Volume: c.Volume, LoadingTimeS: c.LoadingTimeS, At: now.UTC(), By: s.Code}
-	}
-	return []Out{{Subject: contracts.SubjTeardown, Msg: td}}
-}
-
 func (s *State) current(phase string, attempt int) (int, *PhaseState, bool) {
 	for i, c := range s.Configs {
 		if c.Current == nil || c.Status != cfgRunning {
@@ -642,17 +194,6 @@ func (s *State) current(phase string, attempt int) (int, *PhaseState, bool) {
 		}
 	}
 	return 0, nil, false
-}
-
-func (s *State) phaseEvent(i int, status string, start, end *time.Time, reason string, now time.Time) Out {
-	pc := s.Plan.Configurations[i]
-	ph := pc.Phases[s.Configs[i].Phase]
-	att := s.Configs[i].Current.Attempt
-	subj := map[string]string{contracts.PhaseStarted: contracts.SubjPhaseStarted, contracts.PhaseDone: contracts.SubjPhaseDone, contracts.PhaseFailed: contracts.SubjPhaseFailed}[status]
-	return Out{Subject: contracts.Subject(subj, s.Code, "", ""), Msg: &contracts.PhaseEvent{
-		Envelope: env(s.Code, fmt.Sprintf("%s.%s.a%d.%s", s.Code, ph.Name, att, status), now), Configuration: pc.Name,
-		Phase: ph.Name, Kind: ph.Kind, Status: status, Attempt: att, Shards: len(ph.Shards), StartedAt: start, EndedAt: end, Reason: reason,
-	}}
 }
 
 func (s *State) fail(reason string) {

@@ -307,11 +307,11 @@ func TestLostAgentReRunsThePhaseOnce(t *testing.T) {
 // per shard) the check does not apply.
 func TestTooFewAgentsFailsThePhaseNamingTheFix(t *testing.T) {
 	p := defaultPlan(t, func(r *contracts.Request) { r.BenchmarkingPods = []int{4} })
-	for _, backend := range []string{"local", "kubernetes"} {
+	for _, backend := range []string{contracts.BackendLocal, contracts.BackendKubernetes} {
 		t.Run(backend, func(t *testing.T) {
 			s, _, _ := Start(p, []byte(`{}`), t0, 0)
 			load := jobs(s.Step(Event{SUTReady: &contracts.SUTReady{Configuration: p.Configurations[0].Name,
-				Endpoint: contracts.Endpoint{Host: "h", Port: 1}, Info: map[string]any{"backend": backend}}}, t0))
+				Endpoint: contracts.Endpoint{Host: "h", Port: 1}, Backend: backend}}, t0))
 			beats := map[string]time.Time{"agent-1": t0, "agent-2": t0, "agent-3": t0.Add(-time.Minute)} // agent-3 is gone
 			if out := s.Step(Event{Tick: true, Heartbeats: beats}, t0.Add(11*time.Second)); len(out) != 0 {
 				t.Fatalf("loading with 2 shards and 2 live agents: %v", subjects(out))
@@ -323,7 +323,7 @@ func TestTooFewAgentsFailsThePhaseNamingTheFix(t *testing.T) {
 				t.Fatalf("within the grace: %v", subjects(out))
 			}
 			out := s.Step(Event{Tick: true, Heartbeats: beats}, t0.Add(11*time.Second))
-			if backend != "local" {
+			if backend != contracts.BackendLocal {
 				if len(out) != 0 {
 					t.Fatalf("driver Jobs start one agent per shard, yet: %v", subjects(out))
 				}
@@ -379,7 +379,7 @@ func TestPersistedVolumes(t *testing.T) {
 	p := defaultPlan(t, nil)
 	s, _, _ := Start(p, []byte(`{}`), t0, 0)
 	out := s.Step(Event{SUTReady: &contracts.SUTReady{Configuration: p.Configurations[0].Name, Endpoint: contracts.Endpoint{Host: "h", Port: 1},
-		Info: map[string]any{"volume": "bq-redis-ycsb-0-1", "volume_loaded": true, "volume_loaded_by": "42"}}}, t0)
+		Volume: &contracts.VolumeState{Name: "bq-redis-ycsb-0-1", Loaded: true, LoadedBy: "42"}}}, t0)
 	if got := strings.Join(subjects(out), " "); got != "benchq.exp.17.phase.skipped benchq.jobs.shard benchq.jobs.drivers" {
 		t.Fatalf("persisted: %s", got)
 	}
@@ -396,7 +396,7 @@ func TestPersistedVolumes(t *testing.T) {
 
 	s, _, _ = Start(p, []byte(`{}`), t0, 0)
 	out = s.Step(Event{SUTReady: &contracts.SUTReady{Configuration: p.Configurations[0].Name, Endpoint: contracts.Endpoint{Host: "h", Port: 1},
-		Info: map[string]any{"volume": "bq-redis-ycsb-0-1", "volume_loaded": false}}}, t0)
+		Volume: &contracts.VolumeState{Name: "bq-redis-ycsb-0-1", Loaded: false}}}, t0)
 	out = runPhase(t, s, jobs(out), contracts.StatusOK) // load: shards 1 s … 4 s
 	out = runPhase(t, s, jobs(out), contracts.StatusOK)
 	td := out[len(out)-1].Msg.(*contracts.Teardown)
@@ -454,7 +454,7 @@ func TestSimulatedDriversCompleteThePhaseWithoutMeasurements(t *testing.T) {
 	p := defaultPlan(t, func(r *contracts.Request) { r.BenchmarkingPods = []int{1, 2} })
 	s, _, _ := Start(p, []byte(`{}`), t0, 0)
 	out := s.Step(Event{SUTReady: &contracts.SUTReady{Configuration: p.Configurations[0].Name, Endpoint: contracts.Endpoint{Host: "h", Port: 1},
-		Info: map[string]any{"volume": "bq-redis-ycsb-0-1"}}}, t0)
+		Volume: &contracts.VolumeState{Name: "bq-redis-ycsb-0-1"}}}, t0)
 	var sequence []string
 	for phase := 0; phase < 3; phase++ {
 		d := drivers(t, out)

@@ -16,6 +16,7 @@ import (
 
 	"github.com/benchq/benchq/contracts"
 	"github.com/benchq/benchq/internal/bus"
+	"github.com/benchq/benchq/internal/expstate"
 	"github.com/benchq/benchq/internal/plan"
 )
 
@@ -29,12 +30,11 @@ type Config struct {
 // serialised by mu: one experiment's state is read, stepped and written
 // without interleaving, and throughput is not a concern at this level.
 type Scheduler struct {
-	bus    *bus.Bus
-	kv     jetstream.KeyValue
-	agents jetstream.KeyValue
-	log    *slog.Logger
-	mu     sync.Mutex
-	now    func() time.Time
+	bus *bus.Bus
+	kv  jetstream.KeyValue
+	log *slog.Logger
+	mu  sync.Mutex
+	now func() time.Time
 
 	// alive counts the SUTs of each running experiment (from its stored
 	// state): -ms bounds their sum. ended lists experiments the tick can
@@ -45,23 +45,16 @@ type Scheduler struct {
 
 // Run serves until ctx ends.
 func Run(ctx context.Context, cfg Config, log *slog.Logger) error {
-	b, err := bus.Connect(ctx, cfg.NATSURL, "benchq-scheduler", log)
+	b, err := bus.Open(ctx, cfg.NATSURL, "benchq-scheduler", log)
 	if err != nil {
 		return err
 	}
 	defer b.Close()
-	if err := b.Setup(ctx); err != nil {
-		return err
-	}
 	kv, err := b.JS.KeyValue(ctx, contracts.KVExperiments)
 	if err != nil {
 		return fmt.Errorf("kv %s: %w", contracts.KVExperiments, err)
 	}
-	agents, err := b.JS.KeyValue(ctx, contracts.KVAgents)
-	if err != nil {
-		return fmt.Errorf("kv %s: %w", contracts.KVAgents, err)
-	}
-	s := &Scheduler{bus: b, kv: kv, agents: agents, log: log, now: time.Now, alive: map[string]int{}, ended: map[string]bool{}}
+	s := &Scheduler{bus: b, kv: kv, log: log, now: time.Now, alive: map[string]int{}, ended: map[string]bool{}}
 	if cfg.TickEvery == 0 {
 		cfg.TickEvery = time.Second
 	}
@@ -78,7 +71,7 @@ func Run(ctx context.Context, cfg Config, log *slog.Logger) error {
 			}
 		}()
 	}
-	consume(bus.ConsumerSpec{Stream: contracts.StreamRequests, Durable: "scheduler-requests"}, s.each(func(ctx context.Context, m jetstream.Msg) error {
+	consume(bus.ConsumerSpec{Stream: contracts.StreamRequests, Durable: contracts.DurableSchedulerRequests}, s.each(func(ctx context.Context, m jetstream.Msg) error {
 		if m.Subject() == contracts.SubjStop {
 			return s.handleStop(ctx, m)
 		}
@@ -86,15 +79,15 @@ func Run(ctx context.Context, cfg Config, log *slog.Logger) error {
 	}))
 	// Early events are redelivered every second; MaxDeliver bounds that for an
 	// event whose experiment never appears (about five minutes).
-	consume(bus.ConsumerSpec{Stream: contracts.StreamEvents, Durable: "scheduler-events", MaxDeliver: maxEarly, Filters: []string{
-		contracts.Subject(contracts.SubjSUTReady, "", "", ""),
-		contracts.Subject(contracts.SubjSUTFailed, "", "", ""),
-		contracts.Subject(contracts.SubjSUTRemoved, "", "", ""),
-		contracts.Subject(contracts.SubjBarrierReady, "", "", ""),
-		contracts.Subject(contracts.SubjDriverEnded, "", "", ""),
+	consume(bus.ConsumerSpec{Stream: contracts.StreamEvents, Durable: contracts.DurableSchedulerEvents, MaxDeliver: maxEarly, Filters: []string{
+		contracts.TopicSUTReady.All(),
+		contracts.TopicSUTFailed.All(),
+		contracts.TopicSUTRemoved.All(),
+		contracts.TopicBarrierReady.All(),
+		contracts.TopicDriverEnded.All(),
 	}}, s.each(s.handleEvent))
-	consume(bus.ConsumerSpec{Stream: contracts.StreamResults, Durable: "scheduler-results", MaxDeliver: maxEarly, Filters: []string{
-		contracts.Subject(contracts.SubjFinal, "", "", ""),
+	consume(bus.ConsumerSpec{Stream: contracts.StreamResults, Durable: contracts.DurableSchedulerResults, MaxDeliver: maxEarly, Filters: []string{
+		contracts.TopicFinal.All(),
 	}}, s.each(s.handleEvent))
 	log.Info("scheduler ready", "nats", cfg.NATSURL)
 	t := time.NewTicker(cfg.TickEvery)
@@ -141,7 +134,7 @@ func (s *Scheduler) handleRequest(ctx context.Context, m jetstream.Msg) error {
 	}
 	_ = json.Unmarshal(m.Data(), &head)
 	if head.ID == "" {
-		head.ID = fmt.Sprintf("request-%d", meta.Sequence.Stream)
+		head.ID = contracts.RequestIDFallback(meta.Sequence.Stream)
 	}
 	userCode := head.Code != "" && codePattern.MatchString(head.Code)
 	code := head.Code
@@ -200,7 +193,7 @@ func (s *Scheduler) handleStop(ctx context.Context, m jetstream.Msg) error {
 	if err != nil {
 		return err
 	}
-	if !ok || st.state.Status != "running" {
+	if !ok || st.state.Status != expstate.StatusRunning {
 		s.log.Info("stop: no running experiment", "code", stop.Code)
 		return nil
 	}
@@ -211,7 +204,7 @@ func (s *Scheduler) handleStop(ctx context.Context, m jetstream.Msg) error {
 // track records an experiment's SUT count (for -ms across experiments) and
 // whether it ended.
 func (s *Scheduler) track(st *State) {
-	if st.Status != "running" {
+	if st.Status != expstate.StatusRunning {
 		delete(s.alive, st.Code)
 		s.ended[st.Code] = true
 		return
@@ -231,9 +224,9 @@ func (s *Scheduler) busyExcept(code string) int {
 }
 
 func (s *Scheduler) reject(ctx context.Context, code, reqID string, errs []contracts.FieldError, log *slog.Logger) error {
-	msg := &contracts.Rejected{Envelope: contracts.NewEnvelope(code, reqID+".rejected", s.now()), RequestID: reqID, Reason: plan.Reason(errs), Errors: errs}
+	msg := &contracts.Rejected{Envelope: contracts.NewEnvelope(code, contracts.RejectedID(reqID), s.now()), RequestID: reqID, Reason: plan.Reason(errs), Errors: errs}
 	log.Info("request rejected", "reason", msg.Reason)
-	return s.bus.Publish(ctx, contracts.Subject(contracts.SubjRejected, code, "", ""), msg)
+	return s.bus.Publish(ctx, contracts.TopicRejected.For(code), msg)
 }
 
 // handleEvent feeds a service event or a shard result to its experiment.
@@ -371,7 +364,7 @@ func (s *Scheduler) running(ctx context.Context) ([]*State, error) {
 			continue
 		}
 		s.track(st.state)
-		if st.state.Status == "running" {
+		if st.state.Status == expstate.StatusRunning {
 			states = append(states, st.state)
 		}
 	}
@@ -402,17 +395,10 @@ func (s *Scheduler) tick(ctx context.Context) error {
 // heartbeats reads the agents' last beats; nil (no lost-agent check) when
 // the bucket cannot be read.
 func (s *Scheduler) heartbeats(ctx context.Context) map[string]time.Time {
-	values, err := bus.Values(ctx, s.agents)
+	beats, err := bus.Heartbeats(ctx, s.bus.JS)
 	if err != nil {
 		s.log.Warn("agent heartbeats unreadable", "err", err)
 		return nil
 	}
-	beats := map[string]time.Time{}
-	for k, v := range values {
-		var hb contracts.Heartbeat
-		if json.Unmarshal(v, &hb) == nil {
-			beats[k] = hb.At
-		}
-	}
-	return beats
+	return bus.LastBeats(beats)
 }

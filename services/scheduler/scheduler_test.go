@@ -676,23 +676,25 @@ func TestSchedulerKeepsSUTReadyThatOvertakesTheFirstState(t *testing.T) {
 // met waits until the scheduler has met every event delivered to it so far:
 // either all but unacked of them are acknowledged (for the events these
 // tests send: taken as handled), or retried of them came back for another
-// try (the scheduler postponed them). For a scheduler that does neither it
-// gives up after 10s without failing: the test's own assertion follows.
+// try (the scheduler postponed them). A scheduler that does neither within
+// 20s fails the test, naming what it waited for.
 func (w *world) met(unacked, retried int) {
 	w.t.Helper()
-	c, err := w.b.JS.Consumer(w.ctx, contracts.StreamEvents, "scheduler-events")
+	c, err := w.b.JS.Consumer(w.ctx, contracts.StreamEvents, contracts.DurableSchedulerEvents)
 	if err != nil {
 		w.t.Fatal(err)
 	}
-	for end := time.Now().Add(10 * time.Second); time.Now().Before(end); time.Sleep(20 * time.Millisecond) {
-		ci, err := c.Info(w.ctx)
-		if err != nil {
+	var ci *jetstream.ConsumerInfo
+	for end := time.Now().Add(20 * time.Second); time.Now().Before(end); time.Sleep(20 * time.Millisecond) {
+		if ci, err = c.Info(w.ctx); err != nil {
 			w.t.Fatal(err)
 		}
 		if ci.NumPending == 0 && (ci.NumAckPending == unacked || ci.NumRedelivered >= retried) {
 			return
 		}
 	}
+	w.t.Fatalf("the scheduler did not meet its events within 20s: want none pending and %d unacknowledged or %d redelivered; "+
+		"got %d pending, %d unacknowledged, %d redelivered", unacked, retried, ci.NumPending, ci.NumAckPending, ci.NumRedelivered)
 }
 
 // limitStateSize sets the largest state the experiments bucket accepts

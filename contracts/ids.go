@@ -1,0 +1,98 @@
+package contracts
+
+import (
+	"fmt"
+	"time"
+)
+
+// Message ids. They are deterministic — the same message always gets the
+// same id — because JetStream de-duplicates on them (Nats-Msg-Id) and the
+// collector stores each id once: a service that re-publishes after a crash,
+// or publishes on another's behalf (the scheduler's final for a shard whose
+// driver never reported), must build exactly the id the first publisher did.
+// Every id is built here and nowhere else.
+
+// RequestID is the id the CLI gives the request of experiment code.
+func RequestID(code string) string { return code + ".request" }
+
+// RequestIDFallback names a request that came without an id by its stream
+// sequence.
+func RequestIDFallback(seq uint64) string { return fmt.Sprintf("request-%d", seq) }
+
+// RejectedID answers request requestID.
+func RejectedID(requestID string) string { return requestID + ".rejected" }
+
+// PlannedID is the plan of experiment code.
+func PlannedID(code string) string { return code + ".planned" }
+
+// DeployID asks for configuration's SUT.
+func DeployID(code, configuration string) string { return code + "." + configuration + ".deploy" }
+
+// TeardownID asks to remove configuration's SUT.
+func TeardownID(code, configuration string) string { return code + "." + configuration + ".teardown" }
+
+// SUTReadyID answers deploy job deployID.
+func SUTReadyID(deployID string) string { return deployID + ".ready" }
+
+// SUTFailedID answers deploy job deployID.
+func SUTFailedID(deployID string) string { return deployID + ".failed" }
+
+// SUTRemovedID answers teardown job teardownID.
+func SUTRemovedID(teardownID string) string { return teardownID + ".removed" }
+
+// ShardJobID is shard shard of phase's attempt.
+func ShardJobID(code, phase string, shard, attempt int) string {
+	return fmt.Sprintf("%s.%s.%d.a%d.job", code, phase, shard, attempt)
+}
+
+// RequeuedID is a shard job handed back to the queue by an agent that got it
+// as stream message seq.
+func RequeuedID(jobID string, seq uint64) string { return fmt.Sprintf("%s.requeued.%d", jobID, seq) }
+
+// DriversID asks for the driver agents of phase's attempt.
+func DriversID(code, phase string, attempt int) string {
+	return fmt.Sprintf("%s.%s.a%d.drivers", code, phase, attempt)
+}
+
+// DriverEndedID reports the end of the driver Job of phase's attempt.
+func DriverEndedID(code, phase string, attempt int) string {
+	return fmt.Sprintf("%s.%s.a%d.driver.ended", code, phase, attempt)
+}
+
+// ReadyID is shard shard's READY at phase's barrier.
+func ReadyID(code, phase string, shard, attempt int) string {
+	return fmt.Sprintf("%s.%s.%d.a%d.ready", code, phase, shard, attempt)
+}
+
+// GoID is the GO of phase's attempt.
+func GoID(code, phase string, attempt int) string {
+	return fmt.Sprintf("%s.%s.a%d.go", code, phase, attempt)
+}
+
+// IntervalID is shard shard's status interval at elapsedS seconds.
+func IntervalID(code, phase string, shard, attempt int, elapsedS int64) string {
+	return fmt.Sprintf("%s.%s.%d.a%d.i%d", code, phase, shard, attempt, elapsedS)
+}
+
+// FinalID is shard shard's final result; the agent and the scheduler (on
+// the shard's behalf) both publish it.
+func FinalID(code, phase string, shard, attempt int) string {
+	return fmt.Sprintf("%s.%s.%d.a%d.final", code, phase, shard, attempt)
+}
+
+// PhaseEventID is phase's attempt reaching status (PhaseStarted, PhaseDone,
+// PhaseFailed).
+func PhaseEventID(code, phase string, attempt int, status string) string {
+	return fmt.Sprintf("%s.%s.a%d.%s", code, phase, attempt, status)
+}
+
+// SkippedID says a loading phase was skipped (it has no attempt).
+func SkippedID(code, phase string) string { return fmt.Sprintf("%s.%s.%s", code, phase, PhaseSkipped) }
+
+// ExperimentEndID is the end of experiment code, whatever its status.
+func ExperimentEndID(code string) string { return code + ".end" }
+
+// StopID is a benchq stop of code: every stop is a new message.
+func StopID(code string, now time.Time) string {
+	return fmt.Sprintf("%s.stop.%d", code, now.UnixNano())
+}

@@ -1,0 +1,47 @@
+package contracts
+
+import (
+	"sort"
+	"time"
+)
+
+// Records of the KV buckets (names.go): what one key holds.
+
+// Heartbeat is an agent's entry in the agents KV bucket (key = agent
+// name), written every HeartbeatEvery; see AgentLiveness and AgentsTTL.
+type Heartbeat struct {
+	Name string    `json:"name"`
+	At   time.Time `json:"at"`
+	Busy string    `json:"busy,omitempty"` // the shard job id it runs, if any
+}
+
+// Live reports whether the agent beat within AgentLiveness of now.
+func (h Heartbeat) Live(now time.Time) bool { return AgentLive(h.At, now) }
+
+// AgentLive reports whether an agent whose last beat was at is live at now.
+func AgentLive(at, now time.Time) bool { return now.Sub(at) <= AgentLiveness }
+
+// LiveAgents names the agents of beats (name → last beat) that are live at
+// now, sorted.
+func LiveAgents(beats map[string]time.Time, now time.Time) []string {
+	var live []string
+	for name, at := range beats {
+		if AgentLive(at, now) {
+			live = append(live, name)
+		}
+	}
+	sort.Strings(live)
+	return live
+}
+
+// VolumeEntry is a volume's entry in the volumes KV bucket (key = name),
+// written by a backend with persistent storage; benchq status lists them.
+type VolumeEntry struct {
+	Name         string  `json:"name"`
+	DBMS         string  `json:"dbms"`
+	UseCase      string  `json:"use_case"`
+	Loaded       bool    `json:"loaded"`
+	TimeLoadingS float64 `json:"time_loading_s"`
+	Size         string  `json:"size"`
+	Class        string  `json:"class,omitempty"`
+}

@@ -1,0 +1,158 @@
+package main
+
+import (
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/benchq/benchq/contracts"
+)
+
+// Admission and the SUT's lifecycle: a configuration is deployed only while
+// the SUTs alive in every experiment stay below -ms; the deployer's answers
+// move it on; teardown and benchq stop remove it.
+
+// advance admits pending configurations while the SUTs alive in all
+// experiments (Busy + ours) stay below this experiment's -ms, and ends the
+// experiment when every configuration is removed.
+func (s *State) advance(now time.Time) []Out {
+	var out []Out
+	active := s.Busy + s.Alive()
+	for i := range s.Configs {
+		if s.Configs[i].Status != cfgPending {
+			continue
+		}
+		if s.Cancelled != "" {
+			s.Configs[i].Status = cfgRemoved // never deployed
+			continue
+		}
+		if active >= s.Plan.Settings.MaxSUTs {
+			break
+		}
+		pc := s.Plan.Configurations[i]
+		dl := now.Add(secs(s.Plan.Timeouts.SUTReadyS)).UTC()
+		s.Configs[i].Status, s.Configs[i].Deadline = cfgDeploying, &dl
+		active++
+		sut := pc.SUT
+		out = append(out, Out{Subject: contracts.SubjDeploy, Msg: &contracts.Deploy{
+			Envelope: env(s.Code, contracts.DeployID(s.Code, pc.Name), now), Configuration: pc.Name, DBMS: pc.DBMS,
+			Benchmark: s.Plan.Settings.Benchmark, TimeoutS: s.Plan.Timeouts.SUTReadyS, SUT: &sut,
+		}})
+	}
+	for _, c := range s.Configs {
+		if c.Status != cfgRemoved {
+			return out
+		}
+	}
+	status, reason := contracts.ExperimentDone, ""
+	switch {
+	case s.Cancelled != "":
+		status, reason = contracts.ExperimentCancelled, s.Cancelled
+	case len(s.Failures) > 0:
+		status, reason = contracts.ExperimentFailed, strings.Join(s.Failures, "; ")
+	}
+	s.Status = status
+	end := now.UTC()
+	s.EndedAt = &end
+	started := s.StartedAt
+	return append(out, Out{Subject: contracts.EndTopic(status).For(s.Code), Msg: &contracts.ExperimentEnd{
+		Envelope: env(s.Code, contracts.ExperimentEndID(s.Code), now), Status: status, Reason: reason, StartedAt: &started, EndedAt: &end,
+	}})
+}
+
+// onStop cancels the experiment: running phases fail (their shards stop),
+// every SUT is torn down, pending configurations are dropped; results
+// already measured stay where they are.
+func (s *State) onStop(m *contracts.Stop, now time.Time) []Out {
+	if s.Cancelled != "" {
+		return nil
+	}
+	reason := "cancelled by benchq stop"
+	if m.Reason != "" {
+		reason += ": " + m.Reason
+	}
+	s.Cancelled = reason
+	var out []Out
+	for i := range s.Configs {
+		c := &s.Configs[i]
+		switch c.Status {
+		case cfgRunning:
+			if c.Current != nil {
+				out = append(out, s.phaseEvent(i, contracts.PhaseFailed, c.Current.GoAt, nil, reason, now))
+			}
+			out = append(out, s.teardown(i, reason, now)...)
+		case cfgDeploying:
+			out = append(out, s.teardown(i, reason, now)...)
+		}
+	}
+	return out
+}
+
+func (s *State) onSUTReady(m *contracts.SUTReady, now time.Time) []Out {
+	i, ok := s.config(m.Configuration)
+	if !ok || s.Configs[i].Status != cfgDeploying {
+		return nil // stale or duplicate
+	}
+	ep := m.Endpoint
+	s.Configs[i].Status, s.Configs[i].Endpoint, s.Configs[i].Deadline = cfgRunning, &ep, nil
+	s.Configs[i].Backend = m.Backend
+	vol := m.Volume
+	if vol != nil {
+		s.Configs[i].Volume = vol.Name
+	}
+	phases := s.Plan.Configurations[i].Phases
+	if vol != nil && vol.Loaded && len(phases) > 0 && phases[0].Kind == contracts.KindLoad {
+		// bexhoma's "Database is persisted to disk": the volume already
+		// holds this data set, so the loading phase is skipped.
+		reason := fmt.Sprintf("the database is persisted on volume %s", vol.Name)
+		if vol.LoadedAt != nil {
+			reason += ", loaded at " + vol.LoadedAt.UTC().Format(time.RFC3339)
+		}
+		if vol.LoadedBy != "" {
+			reason += " by experiment " + vol.LoadedBy
+		}
+		s.Configs[i].Phase = 0
+		ph := phases[0]
+		out := []Out{{Subject: contracts.TopicPhaseSkipped.For(s.Code), Msg: &contracts.PhaseEvent{
+			Envelope: env(s.Code, contracts.SkippedID(s.Code, ph.Name), now), Configuration: s.Plan.Configurations[i].Name,
+			Phase: ph.Name, Kind: ph.Kind, Status: contracts.PhaseSkipped, Attempt: 1, Shards: len(ph.Shards), Reason: reason,
+		}}}
+		return append(out, s.startPhase(i, 1, now)...)
+	}
+	return s.startPhase(i, 0, now)
+}
+
+func (s *State) onSUTFailed(m *contracts.SUTFailed, now time.Time) []Out {
+	i, ok := s.config(m.Configuration)
+	if !ok || s.Configs[i].Status != cfgDeploying {
+		return nil
+	}
+	s.fail(fmt.Sprintf("SUT %s failed: %s", m.Configuration, m.Reason))
+	s.Configs[i].Failed = m.Reason
+	return s.teardown(i, "SUT failed", now)
+}
+
+func (s *State) onSUTRemoved(name string, now time.Time) []Out {
+	i, ok := s.config(name)
+	if !ok || s.Configs[i].Status != cfgTearing {
+		return nil
+	}
+	s.Configs[i].Status, s.Configs[i].Deadline = cfgRemoved, nil
+	return nil
+}
+
+func (s *State) teardown(i int, reason string, now time.Time) []Out {
+	pc := s.Plan.Configurations[i]
+	dl := now.Add(secs(s.Plan.Timeouts.SUTReadyS)).UTC()
+	if c := s.Configs[i]; c.Current != nil && c.Phase < len(pc.Phases) {
+		delete(s.Drivers, pc.Phases[c.Phase].Name)
+	}
+	s.Configs[i].Status, s.Configs[i].Deadline, s.Configs[i].Current = cfgTearing, &dl, nil
+	td := &contracts.Teardown{
+		Envelope: env(s.Code, contracts.TeardownID(s.Code, pc.Name), now), Configuration: pc.Name, DBMS: pc.DBMS, Reason: reason,
+	}
+	if c := s.Configs[i]; c.Volume != "" && c.LoadingTimeS > 0 {
+		td.Loaded = &contracts.VolumeLoaded{Volume: c.Volume, LoadingTimeS: c.LoadingTimeS, At: now.UTC(), By: s.Code}
+	}
+	return []Out{{Subject: contracts.SubjTeardown, Msg: td}}
+}

@@ -1,0 +1,209 @@
+package main
+
+import (
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/benchq/benchq/contracts"
+)
+
+// The phase lifecycle: shard jobs out, the READY barrier, GO, the shards'
+// finals, then done or failed and the next phase (or a re-run).
+
+// startPhase sends the shard jobs of phase p (attempt 1). After the last
+// phase the SUT is torn down — unless the action is start, which keeps it
+// until benchq stop.
+func (s *State) startPhase(i, p int, now time.Time) []Out {
+	return s.startAttempt(i, p, 1, now)
+}
+
+func (s *State) startAttempt(i, p, attempt int, now time.Time) []Out {
+	pc := s.Plan.Configurations[i]
+	if p >= len(pc.Phases) {
+		if s.Plan.Settings.Action == contracts.ActionStart {
+			s.Configs[i].Phase, s.Configs[i].Current = p, nil
+			return nil // held: the SUT stays up until benchq stop
+		}
+		return s.teardown(i, "all phases done", now)
+	}
+	ph := pc.Phases[p]
+	n := len(ph.Shards)
+	s.Configs[i].Phase = p
+	s.Configs[i].Current = &PhaseState{
+		Attempt: attempt, Status: phPreparing, Ready: make([]bool, n), Done: make([]*ShardDone, n), Agents: make([]string, n),
+		Deadline: now.Add(secs(s.Plan.Timeouts.BarrierS)).UTC(),
+	}
+	ep := *s.Configs[i].Endpoint
+	engine := s.Plan.Settings.Benchmark
+	startBy := s.Configs[i].Current.Deadline
+	var out []Out
+	for k, sh := range ph.Shards {
+		shard := k + 1
+		out = append(out, Out{Subject: contracts.SubjShard, Msg: &contracts.ShardJob{
+			Envelope:      env(s.Code, contracts.ShardJobID(s.Code, ph.Name, shard, attempt), now),
+			Configuration: pc.Name, Phase: ph.Name, Kind: ph.Kind, Shard: shard, Shards: n, Attempt: attempt,
+			Engine: engine, DBMS: pc.DBMS, Endpoint: ep, YCSB: sh.YCSB, TPCC: sh.TPCC, Node: ph.Node,
+			TimeoutS: s.Plan.Timeouts.BarrierS, StartBy: &startBy,
+		}})
+	}
+	// Where the backend starts the drivers itself (Kubernetes: one Job of
+	// agent pods per phase attempt) the deployer needs to know now: those
+	// agents are the ones that answer READY. The local backend acks it.
+	out = append(out, Out{Subject: contracts.SubjDrivers, Msg: &contracts.Drivers{
+		Envelope:      env(s.Code, contracts.DriversID(s.Code, ph.Name, attempt), now),
+		Configuration: pc.Name, DBMS: pc.DBMS, Phase: ph.Name, Kind: ph.Kind, Attempt: attempt, Shards: n, Node: ph.Node,
+	}})
+	return out
+}
+
+func (s *State) onReady(m *contracts.BarrierReady, now time.Time) []Out {
+	i, cur, ok := s.current(m.Phase, m.Attempt)
+	if !ok || cur.Status != phPreparing || m.Shard < 1 || m.Shard > len(cur.Ready) {
+		return nil
+	}
+	cur.Ready[m.Shard-1] = true
+	if len(cur.Agents) == len(cur.Ready) {
+		cur.Agents[m.Shard-1] = m.Agent
+	}
+	for _, r := range cur.Ready {
+		if !r {
+			return nil
+		}
+	}
+	goAt := now.Add(GoLead).UTC()
+	cur.Status, cur.GoAt = phRunning, &goAt
+	cur.Deadline = goAt.Add(secs(s.Plan.Timeouts.ShardS))
+	pc := s.Plan.Configurations[i]
+	ph := pc.Phases[s.Configs[i].Phase]
+	return []Out{
+		{Subject: contracts.TopicBarrierGo.For(s.Code), Msg: &contracts.BarrierGo{
+			Envelope: env(s.Code, contracts.GoID(s.Code, ph.Name, cur.Attempt), now), Phase: ph.Name, Attempt: cur.Attempt, StartAt: goAt}},
+		s.phaseEvent(i, contracts.PhaseStarted, &goAt, nil, "", now),
+	}
+}
+
+func (s *State) onFinal(m *contracts.Final, now time.Time) []Out {
+	i, cur, ok := s.current(m.Phase, m.Attempt)
+	if !ok || m.Shard < 1 || m.Shard > len(cur.Done) || cur.Done[m.Shard-1] != nil {
+		return nil
+	}
+	// The phase window is the shards' first to last operation when the
+	// driver reports them (GO reaches a driver a little before the start
+	// instant), else the shards' process window.
+	start, end := m.StartedAt, m.EndedAt
+	if m.FirstOpAt != nil && m.LastOpAt != nil {
+		start, end = *m.FirstOpAt, *m.LastOpAt
+	}
+	cur.Done[m.Shard-1] = &ShardDone{Status: m.Status, Error: m.Error, StartedAt: start, EndedAt: end}
+	if m.Status != contracts.StatusOK && cur.Status == phPreparing {
+		// A shard died before READY: the phase cannot start together.
+		return s.endPhase(i, fmt.Sprintf("shard %d failed before the barrier: %s", m.Shard, m.Error), now)
+	}
+	for _, d := range cur.Done {
+		if d == nil {
+			return nil
+		}
+	}
+	return s.endPhase(i, strings.Join(shardFailures(cur), "; "), now)
+}
+
+// shardFailures names the finished shards that failed (a simulated shard
+// did not fail: it measured nothing, which the phase's reason says).
+func shardFailures(cur *PhaseState) []string {
+	var failed []string
+	for k, d := range cur.Done {
+		if d != nil && d.Status != contracts.StatusOK && d.Status != contracts.StatusSimulated {
+			failed = append(failed, fmt.Sprintf("shard %d: %s", k+1, d.Error))
+		}
+	}
+	return failed
+}
+
+// endPhase publishes done (reason empty) or failed, then moves on: the next
+// phase, or — when the phase failed — teardown: the configuration's
+// remaining phases are skipped (listed in the failure) and the experiment
+// goes on with its other configurations.
+func (s *State) endPhase(i int, reason string, now time.Time) []Out {
+	return s.endPhaseNoted(i, reason, "", now)
+}
+
+// endPhaseNoted is endPhase with a note that a done phase's event carries
+// as its reason (a simulated phase: nothing was measured).
+func (s *State) endPhaseNoted(i int, reason, note string, now time.Time) []Out {
+	ph := s.Plan.Configurations[i].Phases[s.Configs[i].Phase]
+	closed := s.closePhase(i, reason, note, now)
+	out := []Out{closed}
+	if reason == "" {
+		// A simulated loading phase loaded nothing: its volume must not be
+		// recorded as holding the data set.
+		if pe := closed.Msg.(*contracts.PhaseEvent); note == "" && ph.Kind == contracts.KindLoad && pe.StartedAt != nil && pe.EndedAt != nil {
+			s.Configs[i].LoadingTimeS = pe.EndedAt.Sub(*pe.StartedAt).Seconds()
+		}
+		return append(out, s.startPhase(i, s.Configs[i].Phase+1, now)...)
+	}
+	phases := s.Plan.Configurations[i].Phases
+	failed := phases[s.Configs[i].Phase]
+	if rest := len(phases) - s.Configs[i].Phase - 1; rest > 0 {
+		s.fail(fmt.Sprintf("configuration %s: %d later phase(s) skipped", s.Plan.Configurations[i].Name, rest))
+	}
+	return append(out, s.teardown(i, fmt.Sprintf("%s phase %s failed", failed.Kind, failed.Name), now)...)
+}
+
+// retryPhase abandons the current attempt (its phase.failed stops the
+// shards still running) and starts the next one on the same SUT.
+func (s *State) retryPhase(i int, reason string, now time.Time) []Out {
+	cur := s.Configs[i].Current
+	ph := s.Plan.Configurations[i].Phases[s.Configs[i].Phase]
+	out := []Out{s.phaseEvent(i, contracts.PhaseFailed, cur.GoAt, nil, reason+"; re-running the phase", now)}
+	s.Configs[i].Reruns = append(s.Configs[i].Reruns, fmt.Sprintf("%s attempt %d: %s", ph.Name, cur.Attempt, reason))
+	return append(out, s.startAttempt(i, s.Configs[i].Phase, cur.Attempt+1, now)...)
+}
+
+// closePhase publishes the phase's done or failed event with its window
+// (earliest shard start … latest shard end) and clears the current phase.
+func (s *State) closePhase(i int, reason, note string, now time.Time) Out {
+	cur := s.Configs[i].Current
+	var start, end *time.Time
+	for _, d := range cur.Done {
+		if d == nil || d.StartedAt.IsZero() {
+			continue
+		}
+		if start == nil || d.StartedAt.Before(*start) {
+			t := d.StartedAt
+			start = &t
+		}
+		if end == nil || d.EndedAt.After(*end) {
+			t := d.EndedAt
+			end = &t
+		}
+	}
+	if start == nil {
+		start = cur.GoAt
+	}
+	if end == nil {
+		t := now.UTC()
+		end = &t
+	}
+	status := contracts.PhaseDone
+	ph := s.Plan.Configurations[i].Phases[s.Configs[i].Phase]
+	text := note
+	if reason != "" {
+		status, text = contracts.PhaseFailed, reason
+		s.fail(fmt.Sprintf("phase %s failed: %s", ph.Name, reason))
+	}
+	out := s.phaseEvent(i, status, start, end, text, now)
+	s.Configs[i].Current = nil
+	delete(s.Drivers, ph.Name)
+	return out
+}
+
+func (s *State) phaseEvent(i int, status string, start, end *time.Time, reason string, now time.Time) Out {
+	pc := s.Plan.Configurations[i]
+	ph := pc.Phases[s.Configs[i].Phase]
+	att := s.Configs[i].Current.Attempt
+	return Out{Subject: contracts.PhaseTopic(status).For(s.Code), Msg: &contracts.PhaseEvent{
+		Envelope: env(s.Code, contracts.PhaseEventID(s.Code, ph.Name, att, status), now), Configuration: pc.Name,
+		Phase: ph.Name, Kind: ph.Kind, Status: status, Attempt: att, Shards: len(ph.Shards), StartedAt: start, EndedAt: end, Reason: reason,
+	}}
+}

@@ -1,0 +1,124 @@
+package main
+
+import (
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/benchq/benchq/contracts"
+)
+
+// The watchdog: every tick checks the deadlines of deploys, teardowns,
+// barriers and shards, and the driver agents' heartbeats.
+
+// MaxAttempts bounds how often a benchmarking phase runs when it loses a
+// shard's agent: the second attempt is marked as a re-run in the summary.
+const MaxAttempts = 2
+
+// AgentLost is how long an agent may stay silent before its shards count
+// as lost.
+const AgentLost = contracts.AgentLiveness
+
+func (s *State) onTick(now time.Time, beats map[string]time.Time) []Out {
+	var out []Out
+	for i := range s.Configs {
+		c := &s.Configs[i]
+		name := s.Plan.Configurations[i].Name
+		switch {
+		case s.driversDue(i, now):
+			out = append(out, s.settleDrivers(i, now)...)
+		case c.Status == cfgDeploying && c.Deadline != nil && now.After(*c.Deadline):
+			s.fail(fmt.Sprintf("SUT %s not ready within %ds", name, s.Plan.Timeouts.SUTReadyS))
+			c.Failed = "not ready in time"
+			out = append(out, s.teardown(i, "SUT not ready in time", now)...)
+		case c.Status == cfgTearing && c.Deadline != nil && now.After(*c.Deadline):
+			s.fail(fmt.Sprintf("SUT %s not removed within %ds; remove it by hand", name, s.Plan.Timeouts.SUTReadyS))
+			c.Status, c.Deadline = cfgRemoved, nil
+		case c.Status == cfgRunning && c.Current != nil && now.After(c.Current.Deadline):
+			if c.Current.Status == phPreparing {
+				out = append(out, s.endPhase(i, fmt.Sprintf("shards %s not READY within %ds (are enough driver agents running?)", missing(c.Current.Ready, nil), s.Plan.Timeouts.BarrierS), now)...)
+			} else {
+				out = append(out, s.endPhase(i, fmt.Sprintf("shards %s did not finish within %ds", missing(nil, c.Current.Done), s.Plan.Timeouts.ShardS), now)...)
+			}
+		case c.Status == cfgRunning && c.Current != nil && beats != nil:
+			if short := s.tooFewAgents(i, beats, now); short != "" {
+				out = append(out, s.endPhase(i, short, now)...)
+			} else if lost := lostShards(c.Current, beats, now); lost != "" {
+				reason := "lost " + lost
+				ph := s.Plan.Configurations[i].Phases[c.Phase]
+				if ph.Kind == contracts.KindRun && c.Current.Attempt < MaxAttempts {
+					out = append(out, s.retryPhase(i, reason, now)...)
+				} else {
+					out = append(out, s.endPhase(i, reason, now)...)
+				}
+			}
+		}
+	}
+	return out
+}
+
+// AgentsGrace is how long a phase on the local backend waits for as many
+// live driver agents as it has shards before it fails (agents starting or
+// restarting beat within it).
+const AgentsGrace = 10 * time.Second
+
+// tooFewAgents explains why a preparing phase on the local backend can never
+// pass its barrier: its shards all run at once, one per agent, and fewer
+// agents than shards are alive. The deployer starts the agents a phase lacks
+// (its drivers job), so this is the safety net when that failed. Without it
+// the phase would wait for the barrier timeout and fail saying only which
+// shards were not READY. On Kubernetes the deployer starts one agent per
+// shard (driver Jobs), so the check does not apply.
+func (s *State) tooFewAgents(i int, beats map[string]time.Time, now time.Time) string {
+	c := &s.Configs[i]
+	cur := c.Current
+	if c.Backend != contracts.BackendLocal || cur.Status != phPreparing {
+		return ""
+	}
+	dispatched := cur.Deadline.Add(-secs(s.Plan.Timeouts.BarrierS))
+	if now.Sub(dispatched) < AgentsGrace {
+		return ""
+	}
+	alive := contracts.LiveAgents(beats, now)
+	need := len(cur.Ready)
+	if len(alive) >= need {
+		return ""
+	}
+	ph := s.Plan.Configurations[i].Phases[c.Phase]
+	flag := "-nbp"
+	if ph.Kind == contracts.KindLoad {
+		flag = "-nlp"
+	}
+	return fmt.Sprintf("needs %d driver agents at once (one per shard), but the stack runs %d (%s): "+
+		"start it with more (BENCHQ_AGENTS=%d benchq up) or use fewer pods (%s)",
+		need, len(alive), strings.Join(alive, ", "), need, flag)
+}
+
+// lostShards names the unfinished shards whose agent stopped beating.
+func lostShards(cur *PhaseState, beats map[string]time.Time, now time.Time) string {
+	var lost []string
+	for k, agent := range cur.Agents {
+		if agent == "" || cur.Done[k] != nil {
+			continue
+		}
+		if at, ok := beats[agent]; !ok || !contracts.AgentLive(at, now) {
+			lost = append(lost, fmt.Sprintf("shard %d (agent %s silent for more than %s)", k+1, agent, AgentLost))
+		}
+	}
+	return strings.Join(lost, ", ")
+}
+
+func missing(ready []bool, done []*ShardDone) string {
+	var m []string
+	for k, r := range ready {
+		if !r {
+			m = append(m, fmt.Sprint(k+1))
+		}
+	}
+	for k, d := range done {
+		if d == nil {
+			m = append(m, fmt.Sprint(k+1))
+		}
+	}
+	return strings.Join(m, ", ")
+}
