@@ -115,27 +115,12 @@ func startPgBouncer(ctx context.Context, dir string, port int, opts PgBouncerOpt
 		}
 		port = livePort
 	}
-	err = listen(port, port == 0, func(port int) (err error) {
+	err = listen(port, port == 0, func(port int) error {
 		b.Port = port
-		if err := os.WriteFile(b.iniFile(), []byte(pgbouncerINI(b.Port, opts)), 0o644); err != nil {
-			return fmt.Errorf("write pgbouncer.ini: %w", err)
-		}
-		if b.Pid, err = procs.Start(procs.Spec{
-			Name:    "pgbouncer",
-			Path:    bin,
-			Args:    []string{b.iniFile()},
-			Dir:     dir,
-			User:    osUser,
-			LogFile: b.logFile(),
-			PidFile: b.pidFile(),
-		}); err != nil {
-			return err
-		}
-		if err := b.waitReady(ctx, opts); err != nil {
-			stopFailedStart(ctx, b.Stop)
-			return err
-		}
-		return nil
+		return b.daemon().launch(ctx, bin, osUser, b.iniFile(), pgbouncerINI(b.Port, opts), func(pid int) error {
+			b.Pid = pid
+			return b.waitReady(ctx, opts)
+		})
 	})
 	if err != nil {
 		return nil, err

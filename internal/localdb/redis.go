@@ -74,24 +74,10 @@ func startRedis(ctx context.Context, dir string, port int, opts RedisOptions) (*
 				return err
 			}
 		}
-		if err := os.WriteFile(r.confFile(), []byte(redisConf(dir, r.Port, settings)), 0o644); err != nil {
-			return fmt.Errorf("write redis.conf: %w", err)
-		}
-		if r.Pid, err = procs.Start(procs.Spec{
-			Name:    "redis-server",
-			Path:    bin,
-			Args:    []string{r.confFile()},
-			Dir:     dir,
-			LogFile: r.logFile(),
-			PidFile: r.pidFile(),
-		}); err != nil {
-			return err
-		}
-		if err := r.waitReady(ctx, opts.Timeout); err != nil {
-			stopFailedStart(ctx, r.Stop)
-			return err
-		}
-		return nil
+		return r.daemon().launch(ctx, bin, "", r.confFile(), redisConf(dir, r.Port, settings), func(pid int) error {
+			r.Pid = pid
+			return r.waitReady(ctx, opts.Timeout)
+		})
 	})
 	if err != nil {
 		return nil, err

@@ -143,3 +143,29 @@ func (d daemon) stop(ctx context.Context, pid int) error {
 	}
 	return nil
 }
+
+// launch writes the daemon's configuration file conf and starts bin on it
+// as osUser ("": ourselves); ready records the pid and waits until the
+// daemon answers. A daemon that does not become ready is stopped.
+func (d daemon) launch(ctx context.Context, bin, osUser, conf, content string, ready func(pid int) error) error {
+	if err := os.WriteFile(conf, []byte(content), 0o644); err != nil {
+		return fmt.Errorf("write %s: %w", filepath.Base(conf), err)
+	}
+	pid, err := procs.Start(procs.Spec{
+		Name:    d.name,
+		Path:    bin,
+		Args:    []string{conf},
+		Dir:     d.dir,
+		User:    osUser,
+		LogFile: d.logFile(),
+		PidFile: d.pidFile(),
+	})
+	if err != nil {
+		return err
+	}
+	if err := ready(pid); err != nil {
+		stopFailedStart(ctx, func(ctx context.Context) error { return d.stop(ctx, pid) })
+		return err
+	}
+	return nil
+}
