@@ -130,7 +130,6 @@ func startPgBouncer(ctx context.Context, dir string, port int, opts PgBouncerOpt
 
 func (b *PgBouncer) daemon() daemon  { return daemon{name: "pgbouncer", dir: b.Dir, file: "pgbouncer"} }
 func (b *PgBouncer) iniFile() string { return filepath.Join(b.Dir, "pgbouncer.ini") }
-func (b *PgBouncer) pidFile() string { return b.daemon().pidFile() }
 func (b *PgBouncer) logFile() string { return b.daemon().logFile() }
 
 // Addr is host:port of the pool.

@@ -110,7 +110,6 @@ func clusterSettings(port int, opts RedisOptions) (map[string]string, error) {
 
 func (r *Redis) daemon() daemon   { return daemon{name: "redis-server", dir: r.Dir, file: "redis"} }
 func (r *Redis) confFile() string { return filepath.Join(r.Dir, "redis.conf") }
-func (r *Redis) pidFile() string  { return r.daemon().pidFile() }
 func (r *Redis) logFile() string  { return r.daemon().logFile() }
 
 // redisConf renders the configuration: loopback only, no persistence, logs
