@@ -2,19 +2,19 @@ package localdb
 
 import (
 	"bufio"
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"net/url"
 	"os"
 	"os/exec"
 	"path/filepath"
-	"sort"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
-
-	"github.com/jackc/pgx/v5"
 
 	"github.com/benchq/benchq/internal/procs"
 )
@@ -75,15 +75,9 @@ func PgBouncerBinary() (string, error) {
 // configuration changed (the backend moved to another port) is restarted on
 // its port.
 func StartPgBouncer(ctx context.Context, dir string, port int, opts PgBouncerOptions) (*PgBouncer, error) {
-	dir, err := filepath.Abs(dir)
-	if err != nil {
-		return nil, fmt.Errorf("start pgbouncer: %w", err)
-	}
-	b, err := startPgBouncer(ctx, dir, port, opts)
-	if err != nil {
-		return nil, fmt.Errorf("start pgbouncer in %s: %w", dir, err)
-	}
-	return b, nil
+	return startInDir("pgbouncer", dir, func(dir string) (*PgBouncer, error) {
+		return startPgBouncer(ctx, dir, port, opts)
+	})
 }
 
 func startPgBouncer(ctx context.Context, dir string, port int, opts PgBouncerOptions) (*PgBouncer, error) {
@@ -95,12 +89,9 @@ func startPgBouncer(ctx context.Context, dir string, port int, opts PgBouncerOpt
 		return nil, errors.New("no backend port")
 	}
 	// pgbouncer refuses to run as root, like postgres: the same OS user.
-	osUser := ""
-	if os.Geteuid() == 0 {
-		if _, err := procs.LookupUser(pgOSUser); err != nil {
-			return nil, fmt.Errorf("pgbouncer refuses to run as root and there is no %q user to run it as: %w", pgOSUser, err)
-		}
-		osUser = pgOSUser
+	osUser, err := pgRunAs("pgbouncer")
+	if err != nil {
+		return nil, err
 	}
 	// Private to its user, like a PostgreSQL data dir; the parents must be
 	// reachable by it.
@@ -108,7 +99,7 @@ func startPgBouncer(ctx context.Context, dir string, port int, opts PgBouncerOpt
 		return nil, err
 	}
 	b := &PgBouncer{Dir: dir}
-	if pid, ok := livePgBouncer(dir); ok {
+	if pid, ok := b.daemon().live(); ok {
 		livePort, err := readINIPort(b.iniFile())
 		if err != nil {
 			return nil, err
@@ -124,43 +115,22 @@ func startPgBouncer(ctx context.Context, dir string, port int, opts PgBouncerOpt
 		}
 		port = livePort
 	}
-	for attempt := 1; ; attempt++ {
+	err = listen(port, port == 0, func(port int) error {
 		b.Port = port
-		if b.Port == 0 {
-			if b.Port, err = procs.FreePort(); err != nil {
-				return nil, err
-			}
-		}
-		if err := os.WriteFile(b.iniFile(), []byte(pgbouncerINI(b.Port, opts)), 0o644); err != nil {
-			return nil, fmt.Errorf("write pgbouncer.ini: %w", err)
-		}
-		if b.Pid, err = procs.Start(procs.Spec{
-			Name:    "pgbouncer",
-			Path:    bin,
-			Args:    []string{b.iniFile()},
-			Dir:     dir,
-			User:    osUser,
-			LogFile: b.logFile(),
-			PidFile: b.pidFile(),
-		}); err != nil {
-			return nil, err
-		}
-		err = b.waitReady(ctx, opts)
-		if err == nil {
-			return b, nil
-		}
-		stopCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
-		_ = b.Stop(stopCtx)
-		cancel()
-		if port != 0 || attempt == 3 || !errors.Is(err, ErrAddrInUse) {
-			return nil, err
-		}
+		return b.daemon().launch(ctx, bin, osUser, b.iniFile(), pgbouncerINI(b.Port, opts), func(pid int) error {
+			b.Pid = pid
+			return b.waitReady(ctx, opts)
+		})
+	})
+	if err != nil {
+		return nil, err
 	}
+	return b, nil
 }
 
+func (b *PgBouncer) daemon() daemon  { return daemon{name: "pgbouncer", dir: b.Dir, file: "pgbouncer"} }
 func (b *PgBouncer) iniFile() string { return filepath.Join(b.Dir, "pgbouncer.ini") }
-func (b *PgBouncer) pidFile() string { return filepath.Join(b.Dir, "pgbouncer.pid") }
-func (b *PgBouncer) logFile() string { return filepath.Join(b.Dir, "pgbouncer.log") }
+func (b *PgBouncer) logFile() string { return b.daemon().logFile() }
 
 // Addr is host:port of the pool.
 func (b *PgBouncer) Addr() string { return fmt.Sprintf("127.0.0.1:%d", b.Port) }
@@ -170,7 +140,7 @@ func (b *PgBouncer) Addr() string { return fmt.Sprintf("127.0.0.1:%d", b.Port) }
 // database passed through to the backend as opts.User, logs on stderr
 // (which procs appends to pgbouncer.log).
 func pgbouncerINI(port int, opts PgBouncerOptions) string {
-	user := cmpOr(opts.User, pgOSUser)
+	user := cmp.Or(opts.User, pgOSUser)
 	settings := map[string]string{
 		"listen_addr":     "127.0.0.1",
 		"listen_port":     strconv.Itoa(port),
@@ -195,25 +165,13 @@ func pgbouncerINI(port int, opts PgBouncerOptions) string {
 	for k, v := range opts.Settings {
 		settings[k] = v
 	}
-	keys := make([]string, 0, len(settings))
-	for k := range settings {
-		keys = append(keys, k)
-	}
-	sort.Strings(keys)
 	var s strings.Builder
 	s.WriteString(";; written by benchq (internal/localdb); rewritten on every start\n")
 	fmt.Fprintf(&s, "[databases]\n* = host=127.0.0.1 port=%d user=%s\n\n[pgbouncer]\n", opts.BackendPort, user)
-	for _, k := range keys {
+	for _, k := range slices.Sorted(maps.Keys(settings)) {
 		fmt.Fprintf(&s, "%s = %s\n", k, settings[k])
 	}
 	return s.String()
-}
-
-func cmpOr(v, dflt string) string {
-	if v == "" {
-		return dflt
-	}
-	return v
 }
 
 // readINIPort finds listen_port in a pgbouncer.ini we wrote.
@@ -242,70 +200,22 @@ func PgBouncerPort(dir string) (int, error) {
 	return readINIPort(filepath.Join(dir, "pgbouncer.ini"))
 }
 
-// livePgBouncer reports the pid in dir/pgbouncer.pid if it is a live pgbouncer.
-func livePgBouncer(dir string) (int, bool) {
-	pid, err := procs.ReadPidFile(filepath.Join(dir, "pgbouncer.pid"))
-	if err != nil || !procs.Alive(pid) {
-		return 0, false
-	}
-	if comm, _ := procs.Comm(pid); comm != "pgbouncer" {
-		return 0, false // the pid was reused by another program
-	}
-	return pid, true
-}
-
 // waitReady polls SELECT 1 through the pool (simple protocol: no prepared
 // statement may outlive a transaction behind transaction pooling).
 func (b *PgBouncer) waitReady(ctx context.Context, opts PgBouncerOptions) error {
-	timeout := opts.Timeout
-	if timeout <= 0 {
-		timeout = 30 * time.Second
-	}
-	ctx, cancel := context.WithTimeout(ctx, timeout)
-	defer cancel()
 	u := url.URL{
 		Scheme:   "postgresql",
-		User:     url.User(cmpOr(opts.User, pgOSUser)),
+		User:     url.User(cmp.Or(opts.User, pgOSUser)),
 		Host:     b.Addr(),
-		Path:     "/" + cmpOr(opts.Database, "postgres"),
+		Path:     "/" + cmp.Or(opts.Database, "postgres"),
 		RawQuery: "sslmode=disable&default_query_exec_mode=simple_protocol",
 	}
-	err := procs.WaitFor(ctx, "SELECT 1 through pgbouncer on "+b.Addr(), 50*time.Millisecond, func(ctx context.Context) error {
-		if !procs.Alive(b.Pid) {
-			return procs.Permanent(exited("pgbouncer", b.Pid, b.logFile()))
-		}
-		ctx, cancel := context.WithTimeout(ctx, 3*time.Second)
-		defer cancel()
-		conn, err := pgx.Connect(ctx, u.String())
-		if err != nil {
-			return err
-		}
-		defer conn.Close(context.Background())
-		var one int
-		return conn.QueryRow(ctx, "SELECT 1").Scan(&one)
+	return waitReady(ctx, "pgbouncer", b.Pid, b.logFile(), "SELECT 1 through pgbouncer on "+b.Addr(), orDefault(opts.Timeout, 30*time.Second), 50*time.Millisecond, func(ctx context.Context) error {
+		return selectOne(ctx, u.String())
 	})
-	if err != nil {
-		return fmt.Errorf("%w (log: %s)", err, b.logFile())
-	}
-	return nil
 }
 
 // Stop stops pgbouncer (SIGTERM: immediate shutdown; SIGKILL after 10s) and
 // removes its pid file. It is a no-op when none runs; a zero Pid is looked
 // up in Dir's pgbouncer.pid.
-func (b *PgBouncer) Stop(ctx context.Context) error {
-	pid := b.Pid
-	if pid == 0 {
-		var ok bool
-		if pid, ok = livePgBouncer(b.Dir); !ok {
-			return nil
-		}
-	}
-	if err := procs.Stop(ctx, pid, 10*time.Second); err != nil {
-		return fmt.Errorf("stop pgbouncer in %s: %w", b.Dir, err)
-	}
-	if err := os.Remove(b.pidFile()); err != nil && !errors.Is(err, os.ErrNotExist) {
-		return fmt.Errorf("stop pgbouncer: %w", err)
-	}
-	return nil
-}
+func (b *PgBouncer) Stop(ctx context.Context) error { return b.daemon().stop(ctx, b.Pid) }

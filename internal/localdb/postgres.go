@@ -4,10 +4,11 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"net/url"
 	"os"
 	"path/filepath"
-	"sort"
+	"slices"
 	"strconv"
 	"strings"
 	"syscall"
@@ -57,15 +58,9 @@ type Postgres struct {
 // throwaway benchmark or test data, and clients (YCSB, the services) then
 // need no secrets.
 func StartPostgres(ctx context.Context, dir string, port int, opts PGOptions) (*Postgres, error) {
-	dir, err := filepath.Abs(dir)
-	if err != nil {
-		return nil, fmt.Errorf("start postgres: %w", err)
-	}
-	p, err := startPostgres(ctx, dir, port, opts)
-	if err != nil {
-		return nil, fmt.Errorf("start postgres in %s: %w", dir, err)
-	}
-	return p, nil
+	return startInDir("postgres", dir, func(dir string) (*Postgres, error) {
+		return startPostgres(ctx, dir, port, opts)
+	})
 }
 
 func startPostgres(ctx context.Context, dir string, port int, opts PGOptions) (*Postgres, error) {
@@ -73,7 +68,7 @@ func startPostgres(ctx context.Context, dir string, port int, opts PGOptions) (*
 	if err != nil {
 		return nil, err
 	}
-	osUser, err := pgRunAs()
+	osUser, err := pgRunAs("postgres")
 	if err != nil {
 		return nil, err
 	}
@@ -105,14 +100,15 @@ func startPostgres(ctx context.Context, dir string, port int, opts PGOptions) (*
 	return p, nil
 }
 
-// pgRunAs is the OS user to run initdb and postgres as: postgres when we are
-// root, else ourselves ("").
-func pgRunAs() (string, error) {
+// pgRunAs is the OS user to run program (initdb and postgres, pgbouncer)
+// as: postgres when we are root, which they refuse to run as, else
+// ourselves ("").
+func pgRunAs(program string) (string, error) {
 	if os.Geteuid() != 0 {
 		return "", nil
 	}
 	if _, err := procs.LookupUser(pgOSUser); err != nil {
-		return "", fmt.Errorf("postgres refuses to run as root and there is no %q user to run it as: %w", pgOSUser, err)
+		return "", fmt.Errorf("%s refuses to run as root and there is no %q user to run it as: %w", program, pgOSUser, err)
 	}
 	return pgOSUser, nil
 }
@@ -227,18 +223,11 @@ func initdb(ctx context.Context, bin, dir, osUser string) error {
 
 func (p *Postgres) logFile() string { return filepath.Join(p.Dir, "postgres.log") }
 
-// start launches the postmaster and waits until it answers, retrying on
-// another free port when the one we picked was taken in the meantime. A
-// postmaster that does not become ready is stopped: nothing is left behind.
+// start launches the postmaster and waits until it answers. A postmaster
+// that does not become ready is stopped: nothing is left behind.
 func (p *Postgres) start(ctx context.Context, bin string, port int, osUser string, opts PGOptions) error {
-	for attempt := 1; ; attempt++ {
+	return listen(port, port == 0, func(port int) error {
 		p.Port = port
-		if p.Port == 0 {
-			var err error
-			if p.Port, err = procs.FreePort(); err != nil {
-				return err
-			}
-		}
 		pid, err := procs.Start(procs.Spec{
 			Name:    "postgres",
 			Path:    filepath.Join(bin, "postgres"),
@@ -251,17 +240,12 @@ func (p *Postgres) start(ctx context.Context, bin string, port int, osUser strin
 			return err
 		}
 		p.Pid = pid
-		err = p.waitReady(ctx, opts.Timeout)
-		if err == nil {
-			return nil
-		}
-		stopCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
-		_ = procs.Stop(stopCtx, pid, 5*time.Second)
-		cancel()
-		if port != 0 || attempt == 3 || !errors.Is(err, ErrAddrInUse) {
+		if err := p.waitReady(ctx, opts.Timeout); err != nil {
+			stopFailedStart(ctx, func(ctx context.Context) error { return procs.Stop(ctx, pid, 5*time.Second) })
 			return err
 		}
-	}
+		return nil
+	})
 }
 
 func pgArgs(dir string, port int, opts PGOptions) []string {
@@ -282,48 +266,20 @@ func pgArgs(dir string, port int, opts PGOptions) []string {
 	for k, v := range opts.Settings {
 		settings[k] = v
 	}
-	keys := make([]string, 0, len(settings))
-	for k := range settings {
-		keys = append(keys, k)
-	}
-	sort.Strings(keys)
 	args := []string{"-D", dir, "-p", strconv.Itoa(port)}
-	for _, k := range keys {
+	for _, k := range slices.Sorted(maps.Keys(settings)) {
 		args = append(args, "-c", k+"="+settings[k])
 	}
 	return args
 }
 
 // waitReady polls `SELECT 1` over TCP until it succeeds, the postmaster
-// exits, or the timeout passes.
+// exits, or the timeout passes (default 60s: a server recovering after a
+// crash replays WAL first).
 func (p *Postgres) waitReady(ctx context.Context, timeout time.Duration) error {
-	if timeout <= 0 {
-		timeout = 60 * time.Second
-	}
-	ctx, cancel := context.WithTimeout(ctx, timeout)
-	defer cancel()
-	err := procs.WaitFor(ctx, fmt.Sprintf("postgres SELECT 1 on 127.0.0.1:%d", p.Port), 100*time.Millisecond, func(ctx context.Context) error {
-		if !procs.Alive(p.Pid) {
-			return procs.Permanent(exited("postgres", p.Pid, p.logFile()))
-		}
-		return p.ping(ctx, "postgres")
+	return waitReady(ctx, "postgres", p.Pid, p.logFile(), fmt.Sprintf("postgres SELECT 1 on 127.0.0.1:%d", p.Port), orDefault(timeout, 60*time.Second), 100*time.Millisecond, func(ctx context.Context) error {
+		return selectOne(ctx, p.url("postgres"))
 	})
-	if err != nil {
-		return fmt.Errorf("%w (log: %s)", err, p.logFile())
-	}
-	return nil
-}
-
-func (p *Postgres) ping(ctx context.Context, database string) error {
-	ctx, cancel := context.WithTimeout(ctx, 3*time.Second)
-	defer cancel()
-	conn, err := pgx.Connect(ctx, p.url(database))
-	if err != nil {
-		return err
-	}
-	defer conn.Close(context.Background())
-	var one int
-	return conn.QueryRow(ctx, "SELECT 1").Scan(&one)
 }
 
 func (p *Postgres) ensureDatabase(ctx context.Context) error {

@@ -3,11 +3,11 @@ package localdb
 import (
 	"bufio"
 	"context"
-	"errors"
 	"fmt"
+	"maps"
 	"os"
 	"path/filepath"
-	"sort"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -43,15 +43,9 @@ func (r *Redis) Addr() string { return fmt.Sprintf("127.0.0.1:%d", r.Port) }
 // answers PING. Port 0 picks a free port. If dir's server (redis.pid) is
 // alive it is reused as it is, on its own port.
 func StartRedis(ctx context.Context, dir string, port int, opts RedisOptions) (*Redis, error) {
-	dir, err := filepath.Abs(dir)
-	if err != nil {
-		return nil, fmt.Errorf("start redis-server: %w", err)
-	}
-	r, err := startRedis(ctx, dir, port, opts)
-	if err != nil {
-		return nil, fmt.Errorf("start redis-server in %s: %w", dir, err)
-	}
-	return r, nil
+	return startInDir("redis-server", dir, func(dir string) (*Redis, error) {
+		return startRedis(ctx, dir, port, opts)
+	})
 }
 
 func startRedis(ctx context.Context, dir string, port int, opts RedisOptions) (*Redis, error) {
@@ -63,51 +57,32 @@ func startRedis(ctx context.Context, dir string, port int, opts RedisOptions) (*
 		return nil, fmt.Errorf("create dir: %w", err)
 	}
 	r := &Redis{Dir: dir}
-	if pid, ok := liveRedis(dir); ok {
+	if pid, ok := r.daemon().live(); ok {
 		if r.Port, err = readRedisPort(r.confFile()); err != nil {
 			return nil, err
 		}
 		r.Pid = pid
 		return r, r.waitReady(ctx, opts.Timeout)
 	}
-	for attempt := 1; ; attempt++ {
+	// A cluster node's bus port is picked too when opts.BusPort is 0.
+	picked := port == 0 || (opts.Cluster && opts.BusPort == 0)
+	err = listen(port, picked, func(port int) (err error) {
 		r.Port = port
-		if r.Port == 0 {
-			if r.Port, err = procs.FreePort(); err != nil {
-				return nil, err
-			}
-		}
 		settings := opts.Settings
 		if opts.Cluster {
 			if settings, err = clusterSettings(r.Port, opts); err != nil {
-				return nil, err
+				return err
 			}
 		}
-		if err := os.WriteFile(r.confFile(), []byte(redisConf(dir, r.Port, settings)), 0o644); err != nil {
-			return nil, fmt.Errorf("write redis.conf: %w", err)
-		}
-		if r.Pid, err = procs.Start(procs.Spec{
-			Name:    "redis-server",
-			Path:    bin,
-			Args:    []string{r.confFile()},
-			Dir:     dir,
-			LogFile: r.logFile(),
-			PidFile: r.pidFile(),
-		}); err != nil {
-			return nil, err
-		}
-		err = r.waitReady(ctx, opts.Timeout)
-		if err == nil {
-			return r, nil
-		}
-		stopCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
-		_ = r.Stop(stopCtx)
-		cancel()
-		picked := port == 0 || (opts.Cluster && opts.BusPort == 0)
-		if !picked || attempt == 3 || !errors.Is(err, ErrAddrInUse) {
-			return nil, err
-		}
+		return r.daemon().launch(ctx, bin, "", r.confFile(), redisConf(dir, r.Port, settings), func(pid int) error {
+			r.Pid = pid
+			return r.waitReady(ctx, opts.Timeout)
+		})
+	})
+	if err != nil {
+		return nil, err
 	}
+	return r, nil
 }
 
 // clusterSettings adds the cluster directives to opts.Settings (which win,
@@ -133,9 +108,9 @@ func clusterSettings(port int, opts RedisOptions) (map[string]string, error) {
 	return s, nil
 }
 
+func (r *Redis) daemon() daemon   { return daemon{name: "redis-server", dir: r.Dir, file: "redis"} }
 func (r *Redis) confFile() string { return filepath.Join(r.Dir, "redis.conf") }
-func (r *Redis) pidFile() string  { return filepath.Join(r.Dir, "redis.pid") }
-func (r *Redis) logFile() string  { return filepath.Join(r.Dir, "redis.log") }
+func (r *Redis) logFile() string  { return r.daemon().logFile() }
 
 // redisConf renders the configuration: loopback only, no persistence, logs
 // to stdout (which procs appends to redis.log), settings last so they win.
@@ -151,12 +126,7 @@ func redisConf(dir string, port int, settings map[string]string) string {
 	line("daemonize", "no")
 	line("protected-mode", "no")
 	line("logfile", `""`)
-	keys := make([]string, 0, len(settings))
-	for k := range settings {
-		keys = append(keys, k)
-	}
-	sort.Strings(keys)
-	for _, k := range keys {
+	for _, k := range slices.Sorted(maps.Keys(settings)) {
 		line(k, redisQuote(settings[k]))
 	}
 	return b.String()
@@ -211,28 +181,8 @@ func readRedisPortDirective(conf, name string) (int, error) {
 	return 0, fmt.Errorf("no %s directive in %s", name, conf)
 }
 
-// liveRedis reports the pid in dir/redis.pid if it is a live redis-server.
-func liveRedis(dir string) (int, bool) {
-	pid, err := procs.ReadPidFile(filepath.Join(dir, "redis.pid"))
-	if err != nil || !procs.Alive(pid) {
-		return 0, false
-	}
-	if comm, _ := procs.Comm(pid); !strings.HasPrefix(comm, "redis-server") {
-		return 0, false // the pid was reused by another program
-	}
-	return pid, true
-}
-
 func (r *Redis) waitReady(ctx context.Context, timeout time.Duration) error {
-	if timeout <= 0 {
-		timeout = 30 * time.Second
-	}
-	ctx, cancel := context.WithTimeout(ctx, timeout)
-	defer cancel()
-	err := procs.WaitFor(ctx, "redis-server PING on "+r.Addr(), 50*time.Millisecond, func(ctx context.Context) error {
-		if !procs.Alive(r.Pid) {
-			return procs.Permanent(exited("redis-server", r.Pid, r.logFile()))
-		}
+	return waitReady(ctx, "redis-server", r.Pid, r.logFile(), "redis-server PING on "+r.Addr(), orDefault(timeout, 30*time.Second), 50*time.Millisecond, func(ctx context.Context) error {
 		// Bound each PING: whatever holds the port may accept and never answer.
 		ctx, cancel := context.WithTimeout(ctx, 2*time.Second)
 		defer cancel()
@@ -245,28 +195,9 @@ func (r *Redis) waitReady(ctx context.Context, timeout time.Duration) error {
 		}
 		return nil
 	})
-	if err != nil {
-		return fmt.Errorf("%w (log: %s)", err, r.logFile())
-	}
-	return nil
 }
 
 // Stop stops the server (SIGTERM; SIGKILL after 10s) and removes its pid
 // file. It is a no-op when no server runs; a zero Pid is looked up in Dir's
 // redis.pid.
-func (r *Redis) Stop(ctx context.Context) error {
-	pid := r.Pid
-	if pid == 0 {
-		var ok bool
-		if pid, ok = liveRedis(r.Dir); !ok {
-			return nil
-		}
-	}
-	if err := procs.Stop(ctx, pid, 10*time.Second); err != nil {
-		return fmt.Errorf("stop redis-server in %s: %w", r.Dir, err)
-	}
-	if err := os.Remove(r.pidFile()); err != nil && !errors.Is(err, os.ErrNotExist) {
-		return fmt.Errorf("stop redis-server: %w", err)
-	}
-	return nil
-}
+func (r *Redis) Stop(ctx context.Context) error { return r.daemon().stop(ctx, r.Pid) }

@@ -144,11 +144,9 @@ func (l *Local) startRedis(ctx context.Context, dir string, port int, entry cata
 	}
 	data := filepath.Join(dir, "data")
 	opts := localdb.RedisOptions{Settings: entry.Settings}
-	r, err := localdb.StartRedis(ctx, data, port, opts)
-	if errors.Is(err, localdb.ErrAddrInUse) && port != 0 {
-		l.log().Warn("the sut's previous port is taken: using another", "port", port, "dir", dir)
-		r, err = localdb.StartRedis(ctx, data, 0, opts)
-	}
+	r, err := onPreviousPort(l.log(), "sut", dir, port, func(port int) (*localdb.Redis, error) {
+		return localdb.StartRedis(ctx, data, port, opts)
+	})
 	if err != nil {
 		return localState{}, "", err
 	}
@@ -162,11 +160,9 @@ func (l *Local) startPostgres(ctx context.Context, dir string, port int, entry c
 	}
 	data := filepath.Join(dir, "data")
 	opts := localdb.PGOptions{Database: entry.Database, Settings: entry.Settings}
-	p, err := localdb.StartPostgres(ctx, data, port, opts)
-	if errors.Is(err, localdb.ErrAddrInUse) && port != 0 {
-		l.log().Warn("the sut's previous port is taken: using another", "port", port, "dir", dir)
-		p, err = localdb.StartPostgres(ctx, data, 0, opts)
-	}
+	p, err := onPreviousPort(l.log(), "sut", dir, port, func(port int) (*localdb.Postgres, error) {
+		return localdb.StartPostgres(ctx, data, port, opts)
+	})
 	if err != nil {
 		return localState{}, "", err
 	}
@@ -174,6 +170,20 @@ func (l *Local) startPostgres(ctx context.Context, dir string, port int, entry c
 		return localState{}, "", err
 	}
 	return localState{DBMS: entry.Name, Kind: entry.Kind, Endpoint: entry.Endpoint("127.0.0.1", p.Port), Pid: p.Pid}, filepath.Join(bin, "postgres"), nil
+}
+
+// onPreviousPort runs start on port, where a redelivered deploy or a
+// restart finds its server's endpoint again (0: none yet). When another
+// process has taken that port meanwhile, a new endpoint is better than a
+// failed deploy: start runs again on a free port. what names the server in
+// the warning ("sut", "pool").
+func onPreviousPort[T any](log *slog.Logger, what, dir string, port int, start func(port int) (T, error)) (T, error) {
+	s, err := start(port)
+	if errors.Is(err, localdb.ErrAddrInUse) && port != 0 {
+		log.Warn("the "+what+"'s previous port is taken: using another", "port", port, "dir", dir)
+		s, err = start(0)
+	}
+	return s, err
 }
 
 // initSchema runs the catalog's schema statements (idempotent: IF NOT EXISTS).

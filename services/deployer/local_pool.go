@@ -77,11 +77,9 @@ func (l *Local) startPgBouncer(ctx context.Context, dir string, entry catalog.En
 	for i := range size.Pods {
 		pdir := filepath.Join(dir, poolDirPrefix+strconv.Itoa(i))
 		port, _ := localdb.PgBouncerPort(pdir) // a restart keeps its port
-		b, err := localdb.StartPgBouncer(ctx, pdir, port, opts)
-		if errors.Is(err, localdb.ErrAddrInUse) && port != 0 {
-			l.log().Warn("the pool's previous port is taken: using another", "port", port, "dir", pdir)
-			b, err = localdb.StartPgBouncer(ctx, pdir, 0, opts)
-		}
+		b, err := onPreviousPort(l.log(), "pool", pdir, port, func(port int) (*localdb.PgBouncer, error) {
+			return localdb.StartPgBouncer(ctx, pdir, port, opts)
+		})
 		if err != nil {
 			return localState{}, "", err
 		}

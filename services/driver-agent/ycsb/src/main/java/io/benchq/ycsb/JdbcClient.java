@@ -71,9 +71,6 @@ public class JdbcClient extends DB {
   private static final Pattern TABLE_NAME =
       Pattern.compile("[A-Za-z_][A-Za-z0-9_$]*(\\.[A-Za-z_][A-Za-z0-9_$]*)?");
 
-  /** Errors logged per instance; see {@link RedisClient} for why this is capped. */
-  private static final int MAX_LOGGED_ERRORS = 10;
-
   /** Instances initialised in this process (the launcher's probe included), for {@link #spread}. */
   private static final AtomicInteger INSTANCES = new AtomicInteger();
 
@@ -90,7 +87,7 @@ public class JdbcClient extends DB {
   /** Statement holding the queued inserts, or null when nothing is queued. */
   private PreparedStatement batch;
   private int batched;
-  private int errorCount;
+  private final ErrorLog errors = new ErrorLog("JdbcClient");
 
   @Override
   public void init() throws DBException {
@@ -100,8 +97,8 @@ public class JdbcClient extends DB {
       throw new DBException("property " + URL_PROPERTY + " is required, e.g. "
           + "jdbc:postgresql://127.0.0.1:5432/ycsb");
     }
-    url = spread(url, RedisClient.intProperty(p, ShardedWorkload.SHARD_PROPERTY, 1),
-        RedisClient.intProperty(p, "threadcount", 1), INSTANCES.getAndIncrement());
+    url = spread(url, Props.intProperty(p, ShardedWorkload.SHARD_PROPERTY, 1),
+        Props.intProperty(p, "threadcount", 1), INSTANCES.getAndIncrement());
     connectionProps = new Properties();
     String user = p.getProperty(USER_PROPERTY);
     if (user != null && !user.isEmpty()) {
@@ -118,8 +115,8 @@ public class JdbcClient extends DB {
           + ac + "'");
     }
     autoCommit = Boolean.parseBoolean(ac);
-    batchSize = RedisClient.intProperty(p, BATCH_SIZE_PROPERTY, -1);
-    fetchSize = RedisClient.intProperty(p, FETCH_SIZE_PROPERTY, 0);
+    batchSize = Props.intProperty(p, BATCH_SIZE_PROPERTY, -1);
+    fetchSize = Props.intProperty(p, FETCH_SIZE_PROPERTY, 0);
     String table = p.getProperty(TABLE_PROPERTY, DEFAULT_TABLE);
     try {
       checkTableName(table);
@@ -243,14 +240,9 @@ public class JdbcClient extends DB {
     try {
       String[] names = sortedNames(values);
       PreparedStatement ps = statement("update", table, names);
-      int i = 1;
-      for (String n : names) {
-        ps.setString(i++, values.get(n).toString());
-      }
-      ps.setString(i, key);
-      int rows = ps.executeUpdate();
-      endTransaction();
-      return rows == 0 ? Status.NOT_FOUND : Status.OK;
+      int keyIndex = bindValues(ps, 1, names, values);
+      ps.setString(keyIndex, key);
+      return write(ps);
     } catch (SQLException e) {
       return failed("update", key, e);
     }
@@ -263,10 +255,7 @@ public class JdbcClient extends DB {
       String[] names = sortedNames(values);
       PreparedStatement ps = statement("insert", table, names);
       ps.setString(1, key);
-      int i = 2;
-      for (String n : names) {
-        ps.setString(i++, values.get(n).toString());
-      }
+      bindValues(ps, 2, names, values);
       if (batchSize <= 0) {
         ps.executeUpdate();
         endTransaction();
@@ -295,12 +284,27 @@ public class JdbcClient extends DB {
     try {
       PreparedStatement ps = statement("delete", table, new String[0]);
       ps.setString(1, key);
-      int rows = ps.executeUpdate();
-      endTransaction();
-      return rows == 0 ? Status.NOT_FOUND : Status.OK;
+      return write(ps);
     } catch (SQLException e) {
       return failed("delete", key, e);
     }
+  }
+
+  /** Binds the values of names, in that order, from parameter first on; returns the next. */
+  private static int bindValues(PreparedStatement ps, int first, String[] names,
+                                Map<String, ByteIterator> values) throws SQLException {
+    int i = first;
+    for (String n : names) {
+      ps.setString(i++, values.get(n).toString());
+    }
+    return i;
+  }
+
+  /** Runs an UPDATE or DELETE of one key: NOT_FOUND when no row has that key. */
+  private Status write(PreparedStatement ps) throws SQLException {
+    int rows = ps.executeUpdate();
+    endTransaction();
+    return rows == 0 ? Status.NOT_FOUND : Status.OK;
   }
 
   /** Sends the queued inserts (and commits them when autocommit is off). */
@@ -466,16 +470,10 @@ public class JdbcClient extends DB {
    * transaction); a connection that is gone is dropped and reopened by the next operation.
    */
   private Status failed(String op, String key, SQLException e) {
-    errorCount++;
-    if (errorCount <= MAX_LOGGED_ERRORS) {
-      // pgJDBC puts "Detail:"/"Position:" on extra lines; keep one line per error.
-      String msg = String.valueOf(e.getMessage()).replaceAll("\\s*\\R\\s*", " ");
-      System.err.println("JdbcClient: " + op + (key.isEmpty() ? "" : " " + key) + " failed: "
-          + msg + " (SQLState " + e.getSQLState() + ")");
-      if (errorCount == MAX_LOGGED_ERRORS) {
-        System.err.println("JdbcClient: further errors of this thread are not logged");
-      }
-    }
+    // pgJDBC puts "Detail:"/"Position:" on extra lines; keep one line per error.
+    errors.failed(() -> op + (key.isEmpty() ? "" : " " + key) + " failed: "
+        + String.valueOf(e.getMessage()).replaceAll("\\s*\\R\\s*", " ")
+        + " (SQLState " + e.getSQLState() + ")");
     boolean lost = e.getSQLState() != null && e.getSQLState().startsWith("08");
     if (conn != null && !lost) {
       try {

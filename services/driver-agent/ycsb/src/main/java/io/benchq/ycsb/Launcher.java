@@ -12,6 +12,7 @@ import java.nio.charset.StandardCharsets;
 import java.time.Instant;
 import java.time.format.DateTimeParseException;
 import java.util.Collections;
+import java.util.Map;
 import java.util.Properties;
 import java.util.jar.JarEntry;
 import java.util.jar.JarFile;
@@ -54,6 +55,10 @@ public final class Launcher {
 
   /** JVM system property: -Dbenchq.prewarm=false skips {@link #prewarm()} (for comparisons). */
   static final String PREWARM_PROPERTY = "benchq.prewarm";
+
+  /** Client's options that set one property to their value. */
+  private static final Map<String, String> VALUE_OPTIONS = Map.of(
+      "-threads", "threadcount", "-target", "target", "-db", "db", "-l", "label");
 
   /** Client's default when neither -db nor a db property is given. */
   private static final String DEFAULT_DB = "site.ycsb.BasicDB";
@@ -204,19 +209,13 @@ public final class Launcher {
         throw new IllegalArgumentException("missing argument value for " + opt);
       }
       String value = args[i + 1];
+      String property = VALUE_OPTIONS.get(opt);
+      if (property != null) {
+        cliProps.setProperty(property, value);
+        i += 2;
+        continue;
+      }
       switch (opt) {
-        case "-threads":
-          cliProps.setProperty("threadcount", value);
-          break;
-        case "-target":
-          cliProps.setProperty("target", value);
-          break;
-        case "-db":
-          cliProps.setProperty("db", value);
-          break;
-        case "-l":
-          cliProps.setProperty("label", value);
-          break;
         case "-P":
           Properties file = new Properties();
           try (InputStream in = new FileInputStream(value)) {

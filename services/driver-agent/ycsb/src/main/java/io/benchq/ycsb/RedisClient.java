@@ -82,7 +82,7 @@ public class RedisClient extends DB {
   private JedisCluster cluster;
   private ClusterConnectionProvider nodes; // cluster's, for the per-node pipelines of scans
   private ClusterIndex index;
-  private int errorCount;
+  private final ErrorLog errors = new ErrorLog("RedisClient");
 
   /**
    * The process's cluster clients by address and client settings. Never closed: they live as
@@ -103,20 +103,13 @@ public class RedisClient extends DB {
   /** One ClusterIndex per bucket count, shared by the threads (computing one takes ~10 ms). */
   private static final Map<Integer, ClusterIndex> INDEXES = new HashMap<>();
 
-  /**
-   * Errors logged per instance (thread). Beyond that they are only counted by YCSB
-   * (Return=ERROR): a flood of stack traces on stderr would slow the run and bury the status
-   * lines.
-   */
-  private static final int MAX_LOGGED_ERRORS = 10;
-
   @Override
   public void init() throws DBException {
     Properties p = getProperties();
     String host = p.getProperty(HOST_PROPERTY, "127.0.0.1");
-    int port = intProperty(p, PORT_PROPERTY, 6379);
-    int timeout = intProperty(p, TIMEOUT_PROPERTY, 2000);
-    int database = intProperty(p, DATABASE_PROPERTY, 0);
+    int port = Props.intProperty(p, PORT_PROPERTY, 6379);
+    int timeout = Props.intProperty(p, TIMEOUT_PROPERTY, 2000);
+    int database = Props.intProperty(p, DATABASE_PROPERTY, 0);
     DefaultJedisClientConfig.Builder b = DefaultJedisClientConfig.builder()
         .timeoutMillis(timeout)
         .database(database)
@@ -135,8 +128,8 @@ public class RedisClient extends DB {
       if (database != 0) {
         throw new DBException(DATABASE_PROPERTY + "=" + database + ": a Redis Cluster has only database 0");
       }
-      index = clusterIndex(intProperty(p, INDEX_BUCKETS_PROPERTY, DEFAULT_INDEX_BUCKETS));
-      initCluster(timeout, Math.max(1, intProperty(p, "threadcount", 1)));
+      index = clusterIndex(Props.intProperty(p, INDEX_BUCKETS_PROPERTY, DEFAULT_INDEX_BUCKETS));
+      initCluster(timeout, Math.max(1, Props.intProperty(p, "threadcount", 1)));
     } else {
       try {
         // Jedis connects lazily; PING now so that a wrong address or password fails in init()
@@ -451,25 +444,7 @@ public class RedisClient extends DB {
   }
 
   private Status failed(String op, String key, JedisException e) {
-    errorCount++;
-    if (errorCount <= MAX_LOGGED_ERRORS) {
-      System.err.println("RedisClient: " + op + " " + key + " failed: " + e);
-      if (errorCount == MAX_LOGGED_ERRORS) {
-        System.err.println("RedisClient: further errors of this thread are not logged");
-      }
-    }
+    errors.failed(() -> op + " " + key + " failed: " + e);
     return Status.ERROR;
-  }
-
-  static int intProperty(Properties p, String name, int dflt) throws DBException {
-    String v = p.getProperty(name);
-    if (v == null || v.isBlank()) {
-      return dflt;
-    }
-    try {
-      return Integer.parseInt(v.trim());
-    } catch (NumberFormatException e) {
-      throw new DBException("property " + name + " must be an integer, got '" + v + "'");
-    }
   }
 }

@@ -36,8 +36,8 @@ public class ShardedWorkload extends CoreWorkload {
   @Override
   public void init(Properties p) throws WorkloadException {
     super.init(p);
-    shards = longProperty(p, SHARDS_PROPERTY, 1);
-    shard = longProperty(p, SHARD_PROPERTY, 1);
+    shards = Props.longProperty(p, SHARDS_PROPERTY, 1);
+    shard = Props.longProperty(p, SHARD_PROPERTY, 1);
     if (shards < 1 || shard < 1 || shard > shards) {
       throw new WorkloadException(SHARD_PROPERTY + "=" + shard + " and " + SHARDS_PROPERTY + "="
           + shards + ": want 1 <= shard <= shards");
@@ -56,17 +56,5 @@ public class ShardedWorkload extends CoreWorkload {
       return n;
     }
     return loaded + (n - loaded) * shards + (shard - 1);
-  }
-
-  private static long longProperty(Properties p, String name, long dflt) throws WorkloadException {
-    String v = p.getProperty(name);
-    if (v == null || v.isBlank()) {
-      return dflt;
-    }
-    try {
-      return Long.parseLong(v.trim());
-    } catch (NumberFormatException e) {
-      throw new WorkloadException("property " + name + " must be an integer, got '" + v + "'");
-    }
   }
 }
