@@ -18,8 +18,8 @@ import (
 	"github.com/benchq/benchq/internal/localdb"
 )
 
-// BackendLocal is the name of the local backend in events and Info.
-const BackendLocal = "local"
+// BackendLocal is the local backend's name (flag -backend, events).
+const BackendLocal = contracts.BackendLocal
 
 // Local runs SUTs as processes on this machine, one directory per
 // configuration: Root/<code>/<configuration>/ holds endpoint.json and the
@@ -129,7 +129,6 @@ func (l *Local) deploy(ctx context.Context, s Spec) (Deployed, error) {
 		return Deployed{}, err
 	}
 	info["version"] = version
-	info["backend"] = BackendLocal
 	for k, v := range st.Info {
 		info[k] = v
 	}

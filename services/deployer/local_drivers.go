@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"os"
@@ -30,10 +29,6 @@ import (
 // pool's agents are the others.
 const phaseAgentPrefix = "drv-"
 
-// agentAlive is how recent an agent's heartbeat must be for it to count
-// (the scheduler's AgentLost).
-const agentAlive = contracts.AgentLiveness
-
 const driversDir = "drivers"
 
 // phaseAgents is implemented by backends that top up the stack's agent pool
@@ -45,15 +40,11 @@ type phaseAgents interface {
 // topUp starts the agents a phase lacks: its shards minus the pool's live
 // agents.
 func (d *Deployer) topUp(ctx context.Context, pa phaseAgents, job contracts.Drivers) error {
-	kv, err := d.bus.JS.KeyValue(ctx, contracts.KVAgents)
+	beats, err := bus.Heartbeats(ctx, d.bus.JS)
 	if err != nil {
 		return fmt.Errorf("agents bucket: %w", err) // redelivered
 	}
-	values, err := bus.Values(ctx, kv)
-	if err != nil {
-		return fmt.Errorf("agents bucket: %w", err)
-	}
-	pool := poolAgents(values, time.Now())
+	pool := poolAgents(beats, time.Now())
 	missing := job.Shards - pool
 	if missing <= 0 {
 		return nil
@@ -69,15 +60,11 @@ func (d *Deployer) topUp(ctx context.Context, pa phaseAgents, job contracts.Driv
 	return nil
 }
 
-// poolAgents counts the pool's agents that beat within agentAlive of now.
-func poolAgents(beats map[string][]byte, now time.Time) int {
+// poolAgents counts the pool's live agents (contracts.AgentLiveness).
+func poolAgents(beats map[string]contracts.Heartbeat, now time.Time) int {
 	n := 0
-	for name, v := range beats {
-		var hb contracts.Heartbeat
-		if strings.HasPrefix(name, phaseAgentPrefix) || json.Unmarshal(v, &hb) != nil {
-			continue
-		}
-		if now.Sub(hb.At) <= agentAlive {
+	for name, hb := range beats {
+		if !strings.HasPrefix(name, phaseAgentPrefix) && hb.Live(now) {
 			n++
 		}
 	}

@@ -20,16 +20,12 @@ import (
 // The pool is the live agents that are not bound to a phase.
 func TestPoolAgentsCountsLiveUnboundAgents(t *testing.T) {
 	now := time.Date(2026, 11, 21, 12, 0, 0, 0, time.UTC)
-	beat := func(at time.Time) []byte {
-		b, _ := json.Marshal(contracts.Heartbeat{At: at})
-		return b
-	}
-	beats := map[string][]byte{
+	beat := func(at time.Time) contracts.Heartbeat { return contracts.Heartbeat{At: at} }
+	beats := map[string]contracts.Heartbeat{
 		"driver-agent-1":         beat(now.Add(-2 * time.Second)),
 		"driver-agent-2":         beat(now.Add(-14 * time.Second)),
 		"driver-agent-3":         beat(now.Add(-16 * time.Second)), // silent too long
 		"drv-e1-Redis-run1-a1-1": beat(now),                        // bound to a phase
-		"garbled":                []byte("{"),
 	}
 	if n := poolAgents(beats, now); n != 2 {
 		t.Errorf("pool of %d, want 2", n)

@@ -83,13 +83,13 @@ func TestLocalRedis(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if d.Backend != "local" || d.Endpoint.Host != "127.0.0.1" || d.Endpoint.Port == 0 {
+	if d.Backend != contracts.BackendLocal || d.Endpoint.Host != "127.0.0.1" || d.Endpoint.Port == 0 {
 		t.Fatalf("Deployed = %+v", d)
 	}
 	if v, _ := d.Info["version"].(string); !strings.HasPrefix(v, "Redis ") {
 		t.Errorf("Info[version] = %v", d.Info["version"])
 	}
-	for _, k := range []string{"RAM", "CPU", "Cores", "host", "node", "disk", "cpu_list", "backend"} {
+	for _, k := range []string{"RAM", "CPU", "Cores", "host", "node", "disk", "cpu_list"} {
 		if _, ok := d.Info[k]; !ok {
 			t.Errorf("Info lacks %s", k)
 		}

@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"maps"
 	"time"
 
 	"github.com/nats-io/nats.go/jetstream"
@@ -169,13 +168,10 @@ func (d *Deployer) deploy(ctx context.Context, job contracts.Deploy) error {
 		})
 	}
 	log.Info("sut ready", "endpoint", fmt.Sprintf("%s:%d", dep.Endpoint.Host, dep.Endpoint.Port), "after", time.Since(start))
-	// The backend travels typed (Backend), not as an Info fact.
-	info := maps.Clone(dep.Info)
-	delete(info, "backend")
 	return d.bus.Publish(ctx, contracts.TopicSUTReady.For(job.Code), &contracts.SUTReady{
 		Envelope:      contracts.NewEnvelope(job.Code, contracts.SUTReadyID(job.ID), time.Now()),
 		Configuration: job.Configuration, DBMS: job.DBMS, Endpoint: dep.Endpoint, Backend: dep.Backend, Volume: dep.Volume,
-		Info: info, ReadyAfterMS: time.Since(start).Milliseconds(),
+		Info: dep.Info, ReadyAfterMS: time.Since(start).Milliseconds(),
 	})
 }
 
