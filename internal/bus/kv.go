@@ -3,7 +3,6 @@ package bus
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"time"
 
@@ -13,23 +12,31 @@ import (
 )
 
 // Values reads every entry of a KV bucket: key → value; an empty bucket is
-// an empty map. An entry that expires between the listing and its read is
-// left out.
+// an empty map. It reads one consistent snapshot (a watch's initial values)
+// and fails rather than return part of the bucket: a caller that took a
+// missing heartbeat for a silent agent would re-run a healthy phase (seen
+// on a loaded machine when single reads timed out and were skipped).
 func Values(ctx context.Context, kv jetstream.KeyValue) (map[string][]byte, error) {
-	out := map[string][]byte{}
-	keys, err := kv.ListKeys(ctx)
-	if errors.Is(err, jetstream.ErrNoKeysFound) {
-		return out, nil
-	}
+	w, err := kv.WatchAll(ctx, jetstream.IgnoreDeletes())
 	if err != nil {
-		return nil, err
+		return nil, fmt.Errorf("bucket %s: %w", kv.Bucket(), err)
 	}
-	for k := range keys.Keys() {
-		if e, err := kv.Get(ctx, k); err == nil {
-			out[k] = e.Value()
+	defer func() { _ = w.Stop() }()
+	out := map[string][]byte{}
+	for {
+		select {
+		case e, ok := <-w.Updates():
+			if !ok {
+				return nil, fmt.Errorf("bucket %s: watch closed before its initial values", kv.Bucket())
+			}
+			if e == nil { // every entry that existed has been delivered
+				return out, nil
+			}
+			out[e.Key()] = e.Value()
+		case <-ctx.Done():
+			return nil, fmt.Errorf("bucket %s: %w", kv.Bucket(), ctx.Err())
 		}
 	}
-	return out, nil
 }
 
 // Heartbeats reads the agents bucket: agent name → its last heartbeat. An

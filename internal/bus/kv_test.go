@@ -1,7 +1,9 @@
 package bus_test
 
 import (
+	"context"
 	"encoding/json"
+	"fmt"
 	"testing"
 	"time"
 
@@ -33,5 +35,46 @@ func TestHeartbeatsSkipsUndecodableEntries(t *testing.T) {
 	}
 	if len(beats) != 1 || !beats["driver-agent-1"].At.Equal(at) || beats["driver-agent-1"].Busy != "job-1" {
 		t.Errorf("heartbeats = %+v, want only driver-agent-1 at %s busy job-1", beats, at)
+	}
+}
+
+// Values returns the whole bucket or an error, never a part of it: every
+// key written, none deleted, and an empty map for an empty bucket.
+func TestValuesReadsTheWholeBucket(t *testing.T) {
+	t.Parallel()
+	ctx := testCtx(t)
+	b := connect(t, ctx, testenv.NATS(t))
+	kv, err := b.JS.KeyValue(ctx, contracts.KVVolumes)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got, err := bus.Values(ctx, kv); err != nil || len(got) != 0 {
+		t.Fatalf("empty bucket: %v, %v", got, err)
+	}
+	for i := range 50 {
+		if _, err := kv.Put(ctx, fmt.Sprintf("v%02d", i), []byte(fmt.Sprint(i))); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if _, err := kv.Put(ctx, "v07", []byte("seven")); err != nil { // a newer value wins
+		t.Fatal(err)
+	}
+	if err := kv.Delete(ctx, "v13"); err != nil {
+		t.Fatal(err)
+	}
+	got, err := bus.Values(ctx, kv)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(got) != 49 || string(got["v07"]) != "seven" || string(got["v42"]) != "42" {
+		t.Errorf("values: %d entries, v07=%q v42=%q; want 49, seven, 42", len(got), got["v07"], got["v42"])
+	}
+	if _, ok := got["v13"]; ok {
+		t.Error("deleted key v13 listed")
+	}
+	cctx, cancel := context.WithCancel(ctx)
+	cancel()
+	if _, err := bus.Values(cctx, kv); err == nil {
+		t.Error("a cancelled read returned values instead of an error")
 	}
 }
