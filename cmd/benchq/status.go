@@ -15,7 +15,6 @@ import (
 
 	"github.com/benchq/benchq/contracts"
 	"github.com/benchq/benchq/internal/bus"
-	"github.com/benchq/benchq/internal/expstate"
 	"github.com/benchq/benchq/internal/procs"
 )
 
@@ -208,15 +207,15 @@ func volumeTable(ctx context.Context, js jetstream.JetStream) [][]string {
 	})
 }
 
-func runningExperiments(ctx context.Context, js jetstream.JetStream) ([]expstate.State, error) {
+func runningExperiments(ctx context.Context, js jetstream.JetStream) ([]contracts.ExperimentState, error) {
 	values, err := kvValues(ctx, js, contracts.KVExperiments)
 	if err != nil {
 		return nil, err
 	}
-	var out []expstate.State
+	var out []contracts.ExperimentState
 	for _, v := range values {
-		var x expstate.State
-		if json.Unmarshal(v, &x) == nil && x.Status == expstate.StatusRunning {
+		var x contracts.ExperimentState
+		if json.Unmarshal(v, &x) == nil && x.Status == contracts.ExperimentRunning {
 			out = append(out, x)
 		}
 	}
@@ -226,7 +225,7 @@ func runningExperiments(ctx context.Context, js jetstream.JetStream) ([]expstate
 
 // experimentRows: one row per configuration with its SUT state, phase and
 // the current phase's shards.
-func experimentRows(x expstate.State) [][]string {
+func experimentRows(x contracts.ExperimentState) [][]string {
 	var rows [][]string
 	for i, c := range x.Configs {
 		pc := x.Plan.Configurations[i]
@@ -237,9 +236,9 @@ func experimentRows(x expstate.State) [][]string {
 			attempt = fmt.Sprint(c.Current.Attempt)
 			p, r, d := c.Current.Shards()
 			pending, running, done = fmt.Sprint(p), fmt.Sprint(r), fmt.Sprint(d)
-		case c.Status == expstate.ConfigRunning && c.Phase >= len(pc.Phases):
+		case c.Status == contracts.ConfigRunning && c.Phase >= len(pc.Phases):
 			phase = "(held: benchq stop ends it)"
-		case c.Status == expstate.ConfigRemoved:
+		case c.Status == contracts.ConfigRemoved:
 			phase = fmt.Sprintf("(%d of %d phases)", min(c.Phase+1, len(pc.Phases)), len(pc.Phases))
 		}
 		sut := c.Status

@@ -15,7 +15,6 @@ import (
 	"github.com/benchq/benchq/internal/benchbase"
 	"github.com/benchq/benchq/internal/bus"
 	"github.com/benchq/benchq/internal/catalog"
-	"github.com/benchq/benchq/internal/expstate"
 )
 
 // Config is the agent's configuration.
@@ -137,7 +136,7 @@ func (a *Agent) stale(ctx context.Context, m jetstream.Msg, job contracts.ShardJ
 	if err != nil {
 		return false, ""
 	}
-	var st expstate.State
+	var st contracts.ExperimentState
 	if json.Unmarshal(e.Value(), &st) != nil {
 		return false, ""
 	}

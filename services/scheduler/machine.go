@@ -5,7 +5,6 @@ import (
 	"time"
 
 	"github.com/benchq/benchq/contracts"
-	"github.com/benchq/benchq/internal/expstate"
 	"github.com/benchq/benchq/internal/plan"
 )
 
@@ -19,27 +18,27 @@ import (
 // lifecycle, benchq stop), phase.go (barrier, shards, phase end and re-run),
 // watchdog.go (deadlines and lost agents), drivers.go (driver Jobs).
 
-// The stored state's types live in internal/expstate (benchq status reads
-// them too); the machine's behaviour lives here.
+// The stored state's types are contracts.ExperimentState (benchq status and
+// the agents read it too); the machine's behaviour lives here.
 const (
-	cfgPending   = expstate.ConfigPending
-	cfgDeploying = expstate.ConfigDeploying
-	cfgRunning   = expstate.ConfigRunning
-	cfgTearing   = expstate.ConfigTearingDown
-	cfgRemoved   = expstate.ConfigRemoved
-	phPreparing  = expstate.PhasePreparing
-	phRunning    = expstate.PhaseRunning
+	cfgPending   = contracts.ConfigPending
+	cfgDeploying = contracts.ConfigDeploying
+	cfgRunning   = contracts.ConfigRunning
+	cfgTearing   = contracts.ConfigTearingDown
+	cfgRemoved   = contracts.ConfigRemoved
+	phPreparing  = contracts.PhasePreparing
+	phRunning    = contracts.PhaseRunning
 )
 
 type (
-	ConfigState = expstate.Config
-	PhaseState  = expstate.Phase
-	ShardDone   = expstate.ShardDone
+	ConfigState = contracts.ConfigState
+	PhaseState  = contracts.PhaseState
+	ShardDone   = contracts.ShardDone
 )
 
 // State is one experiment's state with the machine's methods.
 type State struct {
-	expstate.State
+	contracts.ExperimentState
 	// Busy is the number of SUTs alive in OTHER experiments, set by the
 	// caller before Start/Step: -ms bounds SUTs across all experiments.
 	Busy int `json:"-"`
@@ -82,7 +81,7 @@ func Start(p plan.Plan, request []byte, now time.Time, busy int) (*State, []Out,
 	if err != nil {
 		return nil, nil, err
 	}
-	s := &State{State: expstate.State{Code: p.Code, Status: expstate.StatusRunning, Plan: p, StartedAt: now.UTC()}, Busy: busy}
+	s := &State{ExperimentState: contracts.ExperimentState{Code: p.Code, Status: contracts.ExperimentRunning, Plan: p, StartedAt: now.UTC()}, Busy: busy}
 	for range p.Configurations {
 		s.Configs = append(s.Configs, ConfigState{Status: cfgPending})
 	}
@@ -96,7 +95,7 @@ func Start(p plan.Plan, request []byte, now time.Time, busy int) (*State, []Out,
 
 // Step applies one event.
 func (s *State) Step(ev Event, now time.Time) []Out {
-	if s.Status != expstate.StatusRunning {
+	if s.Status != contracts.ExperimentRunning {
 		return nil
 	}
 	var out []Out
@@ -126,7 +125,7 @@ func (s *State) Step(ev Event, now time.Time) []Out {
 // READY (or the deployer's sut.ready) can overtake it, and a save can fail.
 // Such an event must be redelivered, not dropped as stale.
 func (s *State) Early(ev Event) bool {
-	if s.Status != expstate.StatusRunning {
+	if s.Status != contracts.ExperimentRunning {
 		return false
 	}
 	cfgStatus := func(name string) string {

@@ -16,7 +16,6 @@ import (
 
 	"github.com/benchq/benchq/contracts"
 	"github.com/benchq/benchq/internal/bus"
-	"github.com/benchq/benchq/internal/expstate"
 	"github.com/benchq/benchq/internal/plan"
 )
 
@@ -193,7 +192,7 @@ func (s *Scheduler) handleStop(ctx context.Context, m jetstream.Msg) error {
 	if err != nil {
 		return err
 	}
-	if !ok || st.state.Status != expstate.StatusRunning {
+	if !ok || st.state.Status != contracts.ExperimentRunning {
 		s.log.Info("stop: no running experiment", "code", stop.Code)
 		return nil
 	}
@@ -204,7 +203,7 @@ func (s *Scheduler) handleStop(ctx context.Context, m jetstream.Msg) error {
 // track records an experiment's SUT count (for -ms across experiments) and
 // whether it ended.
 func (s *Scheduler) track(st *State) {
-	if st.Status != expstate.StatusRunning {
+	if st.Status != contracts.ExperimentRunning {
 		delete(s.alive, st.Code)
 		s.ended[st.Code] = true
 		return
@@ -364,7 +363,7 @@ func (s *Scheduler) running(ctx context.Context) ([]*State, error) {
 			continue
 		}
 		s.track(st.state)
-		if st.state.Status == expstate.StatusRunning {
+		if st.state.Status == contracts.ExperimentRunning {
 			states = append(states, st.state)
 		}
 	}

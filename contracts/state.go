@@ -1,15 +1,11 @@
-// Package expstate is the scheduler's stored state of an experiment (one
-// value per experiment code in the benchq_experiments KV bucket). The
-// scheduler steps it; benchq status reads it. Both use these types, so the
-// stored format is defined once.
-package expstate
+package contracts
 
-import (
-	"time"
+import "time"
 
-	"github.com/benchq/benchq/contracts"
-	"github.com/benchq/benchq/internal/plan"
-)
+// The scheduler's stored state of an experiment: one record per experiment
+// code in the benchq_experiments KV bucket (names.json "kv"). It is part of
+// the protocol because three services read it: the scheduler steps it,
+// benchq status shows it, agents check redelivered shard jobs against it.
 
 // Configuration states.
 const (
@@ -26,33 +22,32 @@ const (
 	PhaseRunning   = "running"   // GO published, waiting for final results
 )
 
-// StatusRunning is an experiment's status until it ends (then done, failed
-// or cancelled, as contracts.Experiment*).
-const StatusRunning = contracts.ExperimentRunning
-
-// State is one experiment's state.
-type State struct {
-	Code      string     `json:"code"`
-	RequestID string     `json:"request_id"`
-	Status    string     `json:"status"` // running | done | failed | cancelled
-	Plan      plan.Plan  `json:"plan"`
-	StartedAt time.Time  `json:"started_at"`
-	EndedAt   *time.Time `json:"ended_at,omitempty"`
-	Configs   []Config   `json:"configs"`
-	Failures  []string   `json:"failures,omitempty"`
+// ExperimentState is one experiment's state: the value of its code in the
+// benchq_experiments KV bucket. The scheduler steps it (services/scheduler),
+// benchq status reads it, and agents ask it (Waits) whether a redelivered
+// shard is still awaited.
+type ExperimentState struct {
+	Code      string        `json:"code"`
+	RequestID string        `json:"request_id"`
+	Status    string        `json:"status"` // ExperimentRunning, then ExperimentDone, …Failed or …Cancelled
+	Plan      Plan          `json:"plan"`
+	StartedAt time.Time     `json:"started_at"`
+	EndedAt   *time.Time    `json:"ended_at,omitempty"`
+	Configs   []ConfigState `json:"configs"`
+	Failures  []string      `json:"failures,omitempty"`
 	// Cancelled holds the reason of a benchq stop; the experiment then
 	// tears everything down and ends as cancelled.
 	Cancelled string `json:"cancelled,omitempty"`
 }
 
-// Config tracks one configuration (one SUT).
-type Config struct {
-	Status   string              `json:"status"`
-	Endpoint *contracts.Endpoint `json:"endpoint,omitempty"`
-	Phase    int                 `json:"phase"` // index into the plan's phases
-	Current  *Phase              `json:"current,omitempty"`
-	Deadline *time.Time          `json:"deadline,omitempty"` // of deploy or teardown
-	Failed   string              `json:"failed,omitempty"`
+// ConfigState tracks one configuration (one SUT).
+type ConfigState struct {
+	Status   string      `json:"status"`
+	Endpoint *Endpoint   `json:"endpoint,omitempty"`
+	Phase    int         `json:"phase"` // index into the plan's phases
+	Current  *PhaseState `json:"current,omitempty"`
+	Deadline *time.Time  `json:"deadline,omitempty"` // of deploy or teardown
+	Failed   string      `json:"failed,omitempty"`
 	// Reruns lists why earlier attempts of phases were abandoned.
 	Reruns []string `json:"reruns,omitempty"`
 	// Volume is the SUT's persistent volume (from sut.ready), and
@@ -66,8 +61,8 @@ type Config struct {
 	Backend string `json:"backend,omitempty"`
 }
 
-// Phase tracks the running phase of a configuration.
-type Phase struct {
+// PhaseState tracks the running phase of a configuration.
+type PhaseState struct {
 	Attempt  int          `json:"attempt"`
 	Status   string       `json:"status"`
 	Ready    []bool       `json:"ready"`
@@ -87,7 +82,7 @@ type ShardDone struct {
 
 // Alive counts the experiment's SUTs that exist or are being made or
 // removed: what -ms bounds.
-func (s *State) Alive() int {
+func (s *ExperimentState) Alive() int {
 	n := 0
 	for _, c := range s.Configs {
 		if c.Status == ConfigDeploying || c.Status == ConfigRunning || c.Status == ConfigTearingDown {
@@ -99,7 +94,7 @@ func (s *State) Alive() int {
 
 // Shards counts the current phase's shards: pending (no READY yet),
 // running (READY, no result) and done.
-func (p *Phase) Shards() (pending, running, done int) {
+func (p *PhaseState) Shards() (pending, running, done int) {
 	for k := range p.Ready {
 		switch {
 		case k < len(p.Done) && p.Done[k] != nil:
@@ -116,8 +111,8 @@ func (p *Phase) Shards() (pending, running, done int) {
 // Waits reports whether the experiment still waits for this shard of this
 // phase attempt to get READY: a shard job redelivered after its first agent
 // died is worth running only then.
-func (s *State) Waits(phase string, attempt, shard int) bool {
-	if s.Status != StatusRunning {
+func (s *ExperimentState) Waits(phase string, attempt, shard int) bool {
+	if s.Status != ExperimentRunning {
 		return false
 	}
 	for i, c := range s.Configs {

@@ -1,15 +1,13 @@
-package expstate
+package contracts
 
 import (
 	"testing"
-
-	"github.com/benchq/benchq/internal/plan"
 )
 
 func TestWaits(t *testing.T) {
-	p := plan.Plan{Configurations: []plan.Configuration{{Name: "c", Phases: []plan.Phase{{Name: "c-load"}, {Name: "c-run1"}}}}}
-	s := State{Status: StatusRunning, Plan: p, Configs: []Config{{Status: ConfigRunning, Phase: 1,
-		Current: &Phase{Attempt: 2, Status: PhasePreparing, Ready: []bool{true, false}}}}}
+	p := Plan{Configurations: []PlanConfiguration{{Name: "c", Phases: []PlanPhase{{Name: "c-load"}, {Name: "c-run1"}}}}}
+	s := ExperimentState{Status: ExperimentRunning, Plan: p, Configs: []ConfigState{{Status: ConfigRunning, Phase: 1,
+		Current: &PhaseState{Attempt: 2, Status: PhasePreparing, Ready: []bool{true, false}}}}}
 	cases := []struct {
 		phase          string
 		attempt, shard int
