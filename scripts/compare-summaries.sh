@@ -6,9 +6,11 @@
 set -euo pipefail
 [ $# -eq 2 ] || { echo "usage: $0 BEFORE_DIR AFTER_DIR" >&2; exit 2; }
 mask() {
-  # numbers (with separators, signs and exponents) -> N; table rules and
-  # padding -> one space, because column widths follow the figures.
-  sed -E -e 's/[0-9]+([.,][0-9]+)*([eE][-+]?[0-9]+)?/N/g' \
+  # progress lines (how many depends on timing) go; numbers (with
+  # separators, signs and exponents) -> N; table rules and padding -> one
+  # space, because column widths follow the figures.
+  sed -E -e '/^\[ *[0-9.]+s\]   /d' \
+         -e 's/[0-9]+([.,][0-9]+)*([eE][-+]?[0-9]+)?/N/g' \
          -e 's/:?-{3,}:?/---/g' -e 's/ +/ /g' "$1"
 }
 status=0
