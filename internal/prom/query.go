@@ -13,6 +13,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/benchq/benchq/internal/reduce"
 )
 
 // MaxPointsPerSeries is Prometheus' limit on the points of one series in a
@@ -40,11 +42,8 @@ func (e *QueryError) Error() string {
 
 func (e *QueryError) Unwrap() error { return e.Err }
 
-// Sample is one point of a series.
-type Sample struct {
-	T time.Time
-	V float64
-}
+// Sample is one point of a series, the type internal/reduce works on.
+type Sample = reduce.Sample
 
 // Series is one labelled series of a query's answer, its samples in time
 // order.

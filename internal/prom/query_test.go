@@ -41,7 +41,7 @@ func TestChunks(t *testing.T) {
 func TestMergeSeriesDropsARepeatedBoundary(t *testing.T) {
 	t.Parallel()
 	t0 := time.Unix(1000, 0).UTC()
-	at := func(s int, v float64) Sample { return Sample{t0.Add(time.Duration(s) * time.Second), v} }
+	at := func(s int, v float64) Sample { return Sample{T: t0.Add(time.Duration(s) * time.Second), V: v} }
 	m := map[string]*Series{}
 	a := map[string]string{"component": "sut"}
 	b := map[string]string{"component": "loader"}
