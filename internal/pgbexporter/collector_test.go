@@ -6,7 +6,6 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
-	"os"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -26,15 +25,9 @@ func startPgBouncer(t *testing.T, ctx context.Context) *localdb.PgBouncer {
 		t.Skipf("skipping: %v", err)
 	}
 	pg := testenv.StartPostgres(t, localdb.PGOptions{Database: "bench", Unsafe: true})
-	// pgbouncer runs as postgres when we are root: its directory's parents
-	// must let it through.
-	base := t.TempDir()
-	for _, d := range []string{filepath.Dir(base), base} {
-		if err := os.Chmod(d, 0o755); err != nil {
-			t.Fatal(err)
-		}
-	}
-	dir := filepath.Join(base, "pool")
+	// Beside the data directory: its parent lets the postgres OS user
+	// through, which pgbouncer runs as when we are root.
+	dir := filepath.Join(filepath.Dir(pg.Dir), "pool")
 	t.Cleanup(func() {
 		if err := (&localdb.PgBouncer{Dir: dir}).Stop(context.Background()); err != nil {
 			t.Errorf("stop pgbouncer: %v", err)
