@@ -15,7 +15,9 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
+	"github.com/benchq/benchq/contracts"
 	"github.com/benchq/benchq/internal/procmetrics"
+	"github.com/benchq/benchq/internal/procs"
 	"github.com/benchq/benchq/internal/prom"
 	"github.com/benchq/benchq/internal/testenv"
 )
@@ -239,4 +241,43 @@ func TestPullPhaseMetrics(t *testing.T) {
 	if len(due) != 1 || due[0].code != "m2" || !due[0].pulled {
 		t.Errorf("due after Prometheus went down: %+v, want m2 for a re-pull", due)
 	}
+}
+
+// The collector itself pulls when a phase's end is stored: with Prometheus
+// unreachable it records every figure missing with the reason and goes on
+// storing events.
+func TestCollectorPullsWhenAPhaseEnds(t *testing.T) {
+	port, err := procs.FreePort() // nothing listens there
+	if err != nil {
+		t.Fatal(err)
+	}
+	promURL := fmt.Sprintf("http://127.0.0.1:%d", port)
+	t.Setenv("BENCHQ_PROMETHEUS_URL", promURL)
+	e := newEnv(t)
+	e.start()
+	x := newExperiment(t, "mon1")
+	x.plan.Configurations[0].SUT.Monitoring = &contracts.Monitoring{SUT: true}
+	x.cfg = x.plan.Configurations[0]
+	e.publish(x.planned(t))
+	e.loadPhase(x)
+	testenv.Eventually(t, wait, func() error {
+		rows, err := e.rows(`SELECT component || '/' || metric || ': ' || coalesce(value::text, 'NULL') || ' ' || coalesce(missing, '')
+			FROM metric_summaries WHERE code = 'mon1' ORDER BY position`)
+		if err != nil {
+			return err
+		}
+		want := "Prometheus at " + promURL + " unreachable"
+		if len(rows) != 4 {
+			return fmt.Errorf("%d summaries: %v", len(rows), rows)
+		}
+		for _, r := range rows {
+			if !strings.Contains(r, ": NULL "+want) {
+				return fmt.Errorf("summary %q, want NULL and %q", r, want)
+			}
+		}
+		return nil
+	})
+	e.publish(x.phaseEvent(1, contracts.PhaseStarted))
+	e.settled()
+	e.expect("run phase stored", []string{"started"}, `SELECT status FROM phases WHERE code = 'mon1' AND phase = $1`, x.cfg.Phases[1].Name)
 }
