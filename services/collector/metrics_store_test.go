@@ -5,23 +5,12 @@ import (
 	"math"
 	"testing"
 	"time"
-
-	"github.com/jackc/pgx/v5/pgxpool"
-
-	"github.com/benchq/benchq/internal/testenv"
 )
 
 func TestStoreMetricsOnceAcrossDays(t *testing.T) {
 	ctx, cancel := context.WithTimeout(t.Context(), 3*time.Minute)
 	defer cancel()
-	pool, err := pgxpool.New(ctx, testenv.Postgres(t))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer pool.Close()
-	if err := migrate(ctx, pool); err != nil {
-		t.Fatal(err)
-	}
+	pool := resultsDB(t, ctx)
 	var kind string
 	if err := pool.QueryRow(ctx, `SELECT relkind::text FROM pg_class WHERE relname = 'metrics'`).Scan(&kind); err != nil || kind != "p" {
 		t.Fatalf("metrics is of relkind %q (%v), want a partitioned table (no TimescaleDB here)", kind, err)

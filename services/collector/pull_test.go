@@ -36,6 +36,21 @@ func cpuSeconds(t *testing.T, pid int) float64 {
 	return (u + s) / 100
 }
 
+// resultsDB starts a results database with every migration applied; it is
+// closed when t ends.
+func resultsDB(t *testing.T, ctx context.Context) *pgxpool.Pool {
+	t.Helper()
+	db, err := pgxpool.New(ctx, testenv.Postgres(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(db.Close)
+	if err := migrate(ctx, db); err != nil {
+		t.Fatal(err)
+	}
+	return db
+}
+
 // addPhase stores an experiment of one configuration with the given
 // monitoring (JSON, "" for none) and one ended phase of it.
 func addPhase(t *testing.T, ctx context.Context, db *pgxpool.Pool, code, dbms, monitoring string, start, end time.Time) {
@@ -89,14 +104,7 @@ func TestPullPhaseMetrics(t *testing.T) {
 	}
 	ctx, cancel := context.WithTimeout(t.Context(), 4*time.Minute)
 	defer cancel()
-	db, err := pgxpool.New(ctx, testenv.Postgres(t))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer db.Close()
-	if err := migrate(ctx, db); err != nil {
-		t.Fatal(err)
-	}
+	db := resultsDB(t, ctx)
 
 	burner := exec.Command("sh", "-c", "while :; do :; done")
 	if err := burner.Start(); err != nil {
