@@ -12,3 +12,9 @@ import "embed"
 //
 //go:embed *.json
 var Files embed.FS
+
+// MetricFiles holds the metric sets, metrics/<name>.json: the system set
+// and each DBMS's application set (internal/catalog.MetricSetByName).
+//
+//go:embed metrics/*.json
+var MetricFiles embed.FS

@@ -16,6 +16,12 @@ ls /usr/lib/postgresql/*/bin/postgres >/dev/null 2>&1 || need+=(postgresql)
 command -v pgbouncer >/dev/null || [ -x /usr/sbin/pgbouncer ] || need+=(pgbouncer)
 command -v java >/dev/null || need+=(openjdk-17-jdk-headless)
 command -v mvn >/dev/null || need+=(maven)
+# Monitoring (issue 11): the embedded stack's Prometheus and the SUTs'
+# exporters. Debian's pgbouncer exporter (1.7) crashes on pgbouncer 1.18's
+# SHOW STATS, so benchq exports PgBouncer's metrics itself (internal/pgbexporter).
+command -v prometheus >/dev/null || need+=(prometheus)
+command -v prometheus-redis-exporter >/dev/null || need+=(prometheus-redis-exporter)
+command -v prometheus-postgres-exporter >/dev/null || need+=(prometheus-postgres-exporter)
 if [ ${#need[@]} -gt 0 ]; then
   step "apt-get install ${need[*]}"
   SUDO=""; [ "$(id -u)" -eq 0 ] || SUDO=sudo

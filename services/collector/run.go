@@ -48,8 +48,15 @@ func Run(ctx context.Context, cfg Config, log *slog.Logger) error {
 		return err
 	}
 	defer b.Close()
-	h := func(ctx context.Context, msgs []jetstream.Msg) []error { return storeBatch(ctx, db, msgs) }
+	pull := pullerFromEnv(db, log)
+	h := func(ctx context.Context, msgs []jetstream.Msg) []error {
+		errs := storeBatch(ctx, db, msgs)
+		pull.noticeBatch(msgs)
+		return errs
+	}
 	var wg sync.WaitGroup
+	wg.Add(1)
+	go func() { defer wg.Done(); pull.run(ctx) }()
 	for _, spec := range []bus.ConsumerSpec{
 		{Stream: contracts.StreamEvents, Durable: contracts.DurableCollectorEvents, Batch: cfg.Batch, AckWait: ackWait},
 		{Stream: contracts.StreamResults, Durable: contracts.DurableCollectorResults, Batch: cfg.Batch, AckWait: ackWait},

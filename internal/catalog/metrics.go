@@ -1,0 +1,168 @@
+package catalog
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io/fs"
+	"path"
+	"slices"
+	"strings"
+	"sync"
+
+	files "github.com/benchq/benchq/catalog"
+)
+
+// SystemSet names the metric set of every component's CPU and memory.
+const SystemSet = "system"
+
+// Selector is the placeholder every metric query carries where the
+// collector puts the label matchers of one component of one configuration
+// (experiment, configuration, component, and phase for drivers).
+const Selector = "SELECTOR"
+
+// Reductions: how a metric's raw samples over a phase become one figure
+// (internal/reduce does the arithmetic).
+const (
+	ReduceIncrease = "increase"  // a counter's growth over the phase
+	ReduceMax      = "max"       // a gauge's largest sample
+	ReduceMean     = "mean"      // a gauge's mean sample
+	ReduceRateMean = "rate_mean" // a counter's mean rate per second
+	ReduceRateMax  = "rate_max"  // a counter's fastest rate between two samples
+	ReduceLast     = "last"      // a gauge's last sample in the phase
+)
+
+var reductions = []string{ReduceIncrease, ReduceMax, ReduceMean, ReduceRateMean, ReduceRateMax, ReduceLast}
+
+// Metric is one column of a Monitoring table: Query is evaluated raw at the
+// scrape step over a phase's window, reduced by Reduction, times Scale (a
+// unit: bytes to Gb).
+type Metric struct {
+	Key       string  `json:"key"` // unique within a set and against the system set
+	Title     string  `json:"title"`
+	Query     string  `json:"query"`
+	Reduction string  `json:"reduction"`
+	Scale     float64 `json:"scale"`
+}
+
+// MetricSet is one catalog/metrics/<name>.json.
+type MetricSet struct {
+	Name    string   `json:"name"`
+	Metrics []Metric `json:"metrics"`
+}
+
+var loadMetrics = sync.OnceValues(func() (map[string]MetricSet, error) { return parseMetricSets(files.MetricFiles) })
+
+// MetricSetByName returns the metric set called name ("system", or an
+// entry's Kubernetes.Metrics).
+func MetricSetByName(name string) (MetricSet, error) {
+	sets, err := loadMetrics()
+	if err != nil {
+		return MetricSet{}, err
+	}
+	s, ok := sets[name]
+	if !ok {
+		return MetricSet{}, fmt.Errorf("no metric set %q in catalog/metrics", name)
+	}
+	return s, nil
+}
+
+// parseMetricSets reads and validates every metrics/*.json of fsys. The
+// application sets' keys must differ from the system set's: a component's
+// system and application figures share one key space in metric_summaries.
+func parseMetricSets(fsys fs.FS) (map[string]MetricSet, error) {
+	paths, err := fs.Glob(fsys, "metrics/*.json")
+	if err != nil {
+		return nil, fmt.Errorf("metric sets: %w", err)
+	}
+	sets := map[string]MetricSet{}
+	for _, p := range paths {
+		b, err := fs.ReadFile(fsys, p)
+		if err != nil {
+			return nil, fmt.Errorf("metric sets: %w", err)
+		}
+		var s MetricSet
+		dec := json.NewDecoder(strings.NewReader(string(b)))
+		dec.DisallowUnknownFields()
+		if err := dec.Decode(&s); err != nil {
+			return nil, fmt.Errorf("catalog %s: %w", p, err)
+		}
+		if err := s.validate(); err != nil {
+			return nil, fmt.Errorf("catalog %s: %w", p, err)
+		}
+		if want := s.Name + ".json"; path.Base(p) != want {
+			return nil, fmt.Errorf("catalog %s: holds set %q, so it must be named %s", p, s.Name, want)
+		}
+		sets[s.Name] = s
+	}
+	sys, ok := sets[SystemSet]
+	if !ok {
+		return nil, errors.New("catalog: no metrics/system.json")
+	}
+	for _, s := range sets {
+		if s.Name == SystemSet {
+			continue
+		}
+		for _, m := range s.Metrics {
+			if slices.ContainsFunc(sys.Metrics, func(x Metric) bool { return x.Key == m.Key }) {
+				return nil, fmt.Errorf("catalog metrics/%s.json: key %q is also a system metric", s.Name, m.Key)
+			}
+		}
+	}
+	return sets, nil
+}
+
+func (s MetricSet) validate() error {
+	var errs []error
+	if s.Name == "" || strings.ContainsAny(s.Name, " /") {
+		errs = append(errs, errors.New("name: required, without spaces or slashes"))
+	}
+	if len(s.Metrics) == 0 {
+		errs = append(errs, errors.New("metrics: at least one"))
+	}
+	seen := map[string]bool{}
+	for i, m := range s.Metrics {
+		at := fmt.Sprintf("metrics[%d]", i)
+		if m.Key == "" || seen[m.Key] {
+			errs = append(errs, fmt.Errorf("%s.key: required and unique (%q)", at, m.Key))
+		}
+		seen[m.Key] = true
+		if m.Title == "" {
+			errs = append(errs, fmt.Errorf("%s.title: required", at))
+		}
+		if !strings.Contains(m.Query, Selector) {
+			errs = append(errs, fmt.Errorf("%s.query: must contain %s (the component's label matchers)", at, Selector))
+		}
+		if !slices.Contains(reductions, m.Reduction) {
+			errs = append(errs, fmt.Errorf("%s.reduction: %q is not one of %s", at, m.Reduction, strings.Join(reductions, ", ")))
+		}
+		if m.Scale <= 0 {
+			errs = append(errs, fmt.Errorf("%s.scale: must be positive", at))
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// ApplicationSets returns the application metric set per component of a
+// configuration of e (-ma): the DBMS's own set for the sut, and for a pool
+// the backend's set for the sut and the pool's set for the pool.
+func (e Entry) ApplicationSets() (map[string]MetricSet, error) {
+	out := map[string]MetricSet{}
+	sut := e
+	if p := e.Kubernetes.Pool; p != nil {
+		set, err := MetricSetByName(e.Kubernetes.Metrics)
+		if err != nil {
+			return nil, err
+		}
+		out["pool"] = set
+		if sut, err = Lookup(p.Backend); err != nil {
+			return nil, err
+		}
+	}
+	set, err := MetricSetByName(sut.Kubernetes.Metrics)
+	if err != nil {
+		return nil, err
+	}
+	out["sut"] = set
+	return out, nil
+}

@@ -1,0 +1,63 @@
+// Package obs serves a process's own Prometheus metrics: every benchq
+// service and agent exposes /metrics (and /healthz) on the address the stack
+// gives it, from a registry of its own (never the global one), so tests can
+// run several services in one process.
+package obs
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"net/http"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+)
+
+// EnvAddr names the environment variable with a service's metrics address
+// (host:port; port 0 picks a free one). Empty: no metrics server.
+const EnvAddr = "BENCHQ_METRICS_ADDR"
+
+// NewRegistry is a registry with the Go runtime and process collectors, as
+// a service's /metrics should have.
+func NewRegistry() *prometheus.Registry {
+	reg := prometheus.NewRegistry()
+	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	return reg
+}
+
+// Serve serves reg on addr (/metrics, /healthz) until ctx ends and returns
+// the address it listens on. An empty addr serves nothing and returns nil.
+func Serve(ctx context.Context, addr string, reg prometheus.Gatherer, log *slog.Logger) (net.Addr, error) {
+	if addr == "" {
+		return nil, nil
+	}
+	ln, err := net.Listen("tcp", addr)
+	if err != nil {
+		return nil, fmt.Errorf("metrics listener %s: %w", addr, err)
+	}
+	mux := http.NewServeMux()
+	mux.Handle("/metrics", promhttp.HandlerFor(reg, promhttp.HandlerOpts{ErrorLog: slogAdapter{log}}))
+	mux.HandleFunc("/healthz", func(w http.ResponseWriter, _ *http.Request) { _, _ = w.Write([]byte("ok\n")) })
+	srv := &http.Server{Handler: mux, ReadHeaderTimeout: 5 * time.Second}
+	go func() {
+		if err := srv.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
+			log.Warn("metrics server stopped", "err", err)
+		}
+	}()
+	go func() {
+		<-ctx.Done()
+		sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 2*time.Second)
+		defer cancel()
+		_ = srv.Shutdown(sctx)
+	}()
+	return ln.Addr(), nil
+}
+
+type slogAdapter struct{ log *slog.Logger }
+
+func (a slogAdapter) Println(v ...any) { a.log.Warn("metrics", "err", fmt.Sprint(v...)) }

@@ -1,0 +1,243 @@
+package prom
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/benchq/benchq/internal/localdb"
+	"github.com/benchq/benchq/internal/procs"
+)
+
+// ServerOptions tune StartServer.
+type ServerOptions struct {
+	// Config is written to <dir>/prometheus.yml; an empty TargetsDir means
+	// <dir>/targets.
+	Config Config
+	// Port on 127.0.0.1; 0 picks a free one.
+	Port int
+	// Retention is --storage.tsdb.retention.time (default 24h: the
+	// collector copies what it keeps into the results database when a
+	// phase ends).
+	Retention time.Duration
+	// Timeout bounds the wait for /-/ready (default 60s).
+	Timeout time.Duration
+}
+
+// Server is a running prometheus.
+type Server struct {
+	Dir  string // prometheus.yml, data/, targets/, prometheus.{log,pid,port}
+	Port int
+	Pid  int
+	// Targets writes the file_sd files this server reads.
+	Targets Targets
+}
+
+// Binary locates prometheus: $BENCHQ_PROMETHEUS, else PATH (Debian's
+// package puts it in /usr/bin). The error wraps localdb.ErrNotInstalled.
+func Binary() (string, error) {
+	if p := os.Getenv("BENCHQ_PROMETHEUS"); p != "" {
+		return p, nil
+	}
+	p, err := exec.LookPath("prometheus")
+	if err != nil {
+		return "", fmt.Errorf("prometheus: not on PATH (apt-get install prometheus): %w", localdb.ErrNotInstalled)
+	}
+	return p, nil
+}
+
+// StartServer writes dir/prometheus.yml and runs prometheus on it, detached,
+// until Stop; it returns once /-/ready answers. A live prometheus of dir is
+// kept (on its port) and told to reload the configuration, so that starting
+// twice is harmless.
+func StartServer(ctx context.Context, dir string, opts ServerOptions) (*Server, error) {
+	dir, err := filepath.Abs(dir)
+	if err != nil {
+		return nil, fmt.Errorf("start prometheus: %w", err)
+	}
+	s, err := startServer(ctx, dir, opts)
+	if err != nil {
+		return nil, fmt.Errorf("start prometheus in %s: %w", dir, err)
+	}
+	return s, nil
+}
+
+func startServer(ctx context.Context, dir string, opts ServerOptions) (*Server, error) {
+	bin, err := Binary()
+	if err != nil {
+		return nil, err
+	}
+	if opts.Config.TargetsDir == "" {
+		opts.Config.TargetsDir = filepath.Join(dir, "targets")
+	}
+	yml, err := opts.Config.YAML()
+	if err != nil {
+		return nil, err
+	}
+	if err := os.MkdirAll(opts.Config.TargetsDir, 0o755); err != nil {
+		return nil, err
+	}
+	s := &Server{Dir: dir, Targets: Targets{Dir: opts.Config.TargetsDir}}
+	if err := os.WriteFile(s.file("prometheus.yml"), yml, 0o644); err != nil {
+		return nil, err
+	}
+	if pid, port, ok := s.live(); ok {
+		s.Pid, s.Port = pid, port
+		if err := s.reload(ctx); err != nil {
+			return nil, err
+		}
+		return s, s.waitReady(ctx, opts.Timeout)
+	}
+	retention := opts.Retention
+	if retention <= 0 {
+		retention = 24 * time.Hour
+	}
+	for attempt := 1; ; attempt++ {
+		if s.Port = opts.Port; s.Port == 0 {
+			if s.Port, err = procs.FreePort(); err != nil {
+				return nil, err
+			}
+		}
+		if err := os.WriteFile(s.file("prometheus.port"), []byte(strconv.Itoa(s.Port)+"\n"), 0o644); err != nil {
+			return nil, err
+		}
+		if s.Pid, err = procs.Start(procs.Spec{
+			Name: "prometheus",
+			Path: bin,
+			Args: []string{
+				"--config.file=" + s.file("prometheus.yml"),
+				"--storage.tsdb.path=" + s.file("data"),
+				"--storage.tsdb.retention.time=" + promDuration(retention),
+				"--web.listen-address=" + s.Addr(),
+				"--web.enable-lifecycle", // POST /-/reload on a second start
+			},
+			Dir:     dir,
+			LogFile: s.file("prometheus.log"),
+			PidFile: s.file("prometheus.pid"),
+		}); err != nil {
+			return nil, err
+		}
+		err = s.waitReady(ctx, opts.Timeout)
+		if err == nil {
+			return s, nil
+		}
+		stopCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
+		_ = s.Stop(stopCtx)
+		cancel()
+		if opts.Port != 0 || attempt == 3 || !errors.Is(err, localdb.ErrAddrInUse) {
+			return nil, err
+		}
+	}
+}
+
+func (s *Server) file(name string) string { return filepath.Join(s.Dir, name) }
+
+// Addr is host:port of the web API.
+func (s *Server) Addr() string { return "127.0.0.1:" + strconv.Itoa(s.Port) }
+
+// URL is the base URL of the web API, for Client.
+func (s *Server) URL() string { return "http://" + s.Addr() }
+
+// livePid reports the pid in s.Dir's pid file if it is a live prometheus.
+func (s *Server) livePid() (int, bool) {
+	pid, err := procs.ReadPidFile(s.file("prometheus.pid"))
+	if err != nil || !procs.Alive(pid) {
+		return 0, false
+	}
+	if comm, _ := procs.Comm(pid); comm != "prometheus" {
+		return 0, false // the pid was reused by another program
+	}
+	return pid, true
+}
+
+// live reports the pid and port of a prometheus of s.Dir that runs.
+func (s *Server) live() (pid, port int, ok bool) {
+	if pid, ok = s.livePid(); !ok {
+		return 0, 0, false
+	}
+	b, err := os.ReadFile(s.file("prometheus.port"))
+	if err != nil {
+		return 0, 0, false
+	}
+	port, err = strconv.Atoi(strings.TrimSpace(string(b)))
+	return pid, port, err == nil
+}
+
+func (s *Server) reload(ctx context.Context) error {
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, s.URL()+"/-/reload", nil)
+	if err != nil {
+		return err
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		return fmt.Errorf("reload: %w", err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		return fmt.Errorf("reload: %s (log: %s)", resp.Status, s.file("prometheus.log"))
+	}
+	return nil
+}
+
+func (s *Server) waitReady(ctx context.Context, timeout time.Duration) error {
+	if timeout <= 0 {
+		timeout = time.Minute
+	}
+	ctx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+	logFile := s.file("prometheus.log")
+	err := procs.WaitFor(ctx, "prometheus on "+s.Addr()+" to be ready", 50*time.Millisecond, func(ctx context.Context) error {
+		if !procs.Alive(s.Pid) {
+			tail := procs.LogTail(logFile, 3)
+			err := fmt.Errorf("prometheus (pid %d) exited: %s", s.Pid, tail)
+			if strings.Contains(tail, "address already in use") {
+				err = fmt.Errorf("%w (%w)", err, localdb.ErrAddrInUse)
+			}
+			return procs.Permanent(err)
+		}
+		req, err := http.NewRequestWithContext(ctx, http.MethodGet, s.URL()+"/-/ready", nil)
+		if err != nil {
+			return err
+		}
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			return err
+		}
+		resp.Body.Close()
+		if resp.StatusCode != http.StatusOK {
+			return fmt.Errorf("/-/ready: %s", resp.Status)
+		}
+		return nil
+	})
+	if err != nil {
+		return fmt.Errorf("%w (log: %s)", err, logFile)
+	}
+	return nil
+}
+
+// Stop stops prometheus (SIGTERM, SIGKILL after 30s: it flushes its head
+// block first) and removes its pid file. It is a no-op when none runs; a
+// zero Pid is looked up in Dir's prometheus.pid.
+func (s *Server) Stop(ctx context.Context) error {
+	pid := s.Pid
+	if pid == 0 {
+		var ok bool
+		if pid, ok = s.livePid(); !ok {
+			return nil
+		}
+	}
+	if err := procs.Stop(ctx, pid, 30*time.Second); err != nil {
+		return fmt.Errorf("stop prometheus in %s: %w", s.Dir, err)
+	}
+	if err := os.Remove(s.file("prometheus.pid")); err != nil && !errors.Is(err, os.ErrNotExist) {
+		return fmt.Errorf("stop prometheus: %w", err)
+	}
+	return nil
+}

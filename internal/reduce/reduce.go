@@ -1,0 +1,162 @@
+// Package reduce turns a metric's raw samples over a phase's window into
+// the figures of a summary: a counter's increase, a gauge's maximum, a
+// rate's mean and maximum. It works on the samples themselves rather than on
+// PromQL's irate or increase, whose extrapolation and look-back make short
+// phases read as 0: with a 1 s scrape, a 6-second phase gets its true CPU
+// seconds here.
+//
+// Samples are in time order; NaN samples (a stale or failed scrape) are
+// skipped.
+package reduce
+
+import (
+	"math"
+	"time"
+)
+
+// Sample is one point of a series.
+type Sample struct {
+	T time.Time
+	V float64
+}
+
+// Increase is how much a counter grew over [start, end]. Its value at each
+// edge is interpolated linearly between the samples either side of it (the
+// caller should fetch one scrape interval beyond each edge); where there is
+// no sample beyond an edge, the sample nearest to it inside the window
+// stands in, without extrapolation. A drop between two samples is a reset
+// (the process restarted): the counter counted again from 0, so the later
+// value is all increase. ok is false when the window holds less than two
+// usable points.
+func Increase(s []Sample, start, end time.Time) (inc float64, ok bool) {
+	pts, ok := span(s, start, end)
+	for i := 1; i < len(pts); i++ {
+		inc += delta(pts[i-1].V, pts[i].V)
+	}
+	return inc, ok
+}
+
+// span is the counter's points from start to end: the edges (see edge) and
+// the samples between them.
+func span(s []Sample, start, end time.Time) ([]Sample, bool) {
+	s = valid(s)
+	first, ok1 := edge(s, start, true)
+	last, ok2 := edge(s, end, false)
+	if !ok1 || !ok2 || !last.T.After(first.T) {
+		return nil, false
+	}
+	pts := []Sample{first}
+	for _, p := range s {
+		if p.T.After(first.T) && p.T.Before(last.T) {
+			pts = append(pts, p)
+		}
+	}
+	return append(pts, last), true
+}
+
+func delta(from, to float64) float64 {
+	if to < from {
+		return to // reset: counted again from 0
+	}
+	return to - from
+}
+
+// edge returns the counter's point at t: interpolated between the samples
+// around t, or, when t lies beyond the samples (or a reset falls around it),
+// the sample nearest t on the window's side (after t for the start, before
+// it for the end).
+func edge(s []Sample, t time.Time, isStart bool) (Sample, bool) {
+	i := 0 // first sample at or after t
+	for i < len(s) && s[i].T.Before(t) {
+		i++
+	}
+	if i < len(s) && s[i].T.Equal(t) {
+		return s[i], true
+	}
+	hasBefore, hasAfter := i > 0, i < len(s)
+	if hasBefore && hasAfter && s[i].V >= s[i-1].V {
+		a, b := s[i-1], s[i]
+		f := float64(t.Sub(a.T)) / float64(b.T.Sub(a.T))
+		return Sample{T: t, V: a.V + f*(b.V-a.V)}, true
+	}
+	if isStart && hasAfter {
+		return s[i], true
+	}
+	if !isStart && hasBefore {
+		return s[i-1], true
+	}
+	return Sample{}, false
+}
+
+// Max is a gauge's largest sample in [start, end]; ok is false when there
+// is none.
+func Max(s []Sample, start, end time.Time) (max float64, ok bool) {
+	for _, p := range within(valid(s), start, end) {
+		if !ok || p.V > max {
+			max, ok = p.V, true
+		}
+	}
+	return max, ok
+}
+
+// Mean is the mean of the samples in [start, end] of a series sampled on a
+// regular grid (a query_range answer), such as a rate PromQL computed; ok is
+// false when there is none.
+func Mean(s []Sample, start, end time.Time) (mean float64, ok bool) {
+	in := within(valid(s), start, end)
+	if len(in) == 0 {
+		return 0, false
+	}
+	for _, p := range in {
+		mean += p.V
+	}
+	return mean / float64(len(in)), true
+}
+
+// CounterRate is a counter's rate per second over [start, end]: mean is the
+// increase (see Increase) per second of the span its points cover (the
+// window, when there are samples beyond both edges), max the fastest rate
+// between two consecutive points (the edges included; resets handled as in
+// Increase). ok is false when the window holds less than two usable points.
+func CounterRate(s []Sample, start, end time.Time) (mean, max float64, ok bool) {
+	pts, ok := span(s, start, end)
+	if !ok {
+		return 0, 0, false
+	}
+	var inc float64
+	for i := 1; i < len(pts); i++ {
+		d := delta(pts[i-1].V, pts[i].V)
+		inc += d
+		if r := d / pts[i].T.Sub(pts[i-1].T).Seconds(); r > max {
+			max = r
+		}
+	}
+	return inc / pts[len(pts)-1].T.Sub(pts[0].T).Seconds(), max, true
+}
+
+func valid(s []Sample) []Sample {
+	for _, p := range s {
+		if math.IsNaN(p.V) {
+			out := make([]Sample, 0, len(s))
+			for _, q := range s {
+				if !math.IsNaN(q.V) {
+					out = append(out, q)
+				}
+			}
+			return out
+		}
+	}
+	return s
+}
+
+func within(s []Sample, start, end time.Time) []Sample {
+	i := 0
+	for i < len(s) && s[i].T.Before(start) {
+		i++
+	}
+	j := i
+	for j < len(s) && !s[j].T.After(end) {
+		j++
+	}
+	return s[i:j]
+}

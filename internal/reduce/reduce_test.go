@@ -1,0 +1,87 @@
+package reduce
+
+import (
+	"math"
+	"testing"
+	"time"
+)
+
+var t0 = time.Date(2026, 11, 21, 10, 0, 0, 0, time.UTC)
+
+// at is t0 plus s seconds.
+func at(s float64) time.Time { return t0.Add(time.Duration(s * float64(time.Second))) }
+
+// series makes samples at times ts (seconds) with values vs.
+func series(ts []float64, vs ...float64) []Sample {
+	out := make([]Sample, len(ts))
+	for i := range ts {
+		out[i] = Sample{T: at(ts[i]), V: vs[i]}
+	}
+	return out
+}
+
+func near(a, b float64) bool { return math.Abs(a-b) < 1e-9 }
+
+// scrapes is a 1 s scrape 0.3 s out of step with the phase, from -0.7 s to
+// 6.3 s: a 6-second phase [0, 6] with a sample beyond each edge.
+var scrapes = []float64{-0.7, 0.3, 1.3, 2.3, 3.3, 4.3, 5.3, 6.3}
+
+func TestIncrease(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		name       string
+		s          []Sample
+		start, end float64
+		want       float64
+		ok         bool
+	}{
+		// Half a CPU all along: 3 CPU seconds in 6 s, to the sample.
+		{"steady, edges interpolated", series(scrapes, 10, 10.5, 11, 11.5, 12, 12.5, 13, 13.5), 0, 6, 3, true},
+		// Busy only inside the phase: nothing before 0.3 s or after 5.3 s.
+		{"short burst", series(scrapes, 10, 10, 11, 12, 13, 14, 15, 15), 0, 6, 5, true},
+		{"reset: the process restarted", series([]float64{0, 1, 2, 3}, 5, 7, 1, 2), 0, 3, 2 + 1 + 1, true},
+		{"no sample beyond the edges: no extrapolation", series([]float64{1, 2, 3}, 1, 2, 4), 0, 6, 3, true},
+		{"NaN skipped", series([]float64{0, 1, 2}, 1, math.NaN(), 3), 0, 2, 2, true},
+		{"one sample", series([]float64{1}, 4), 0, 6, 0, false},
+		{"outside the window", series([]float64{7, 8}, 1, 2), 0, 6, 0, false},
+		{"empty", nil, 0, 6, 0, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			got, ok := Increase(tc.s, at(tc.start), at(tc.end))
+			if ok != tc.ok || !near(got, tc.want) {
+				t.Errorf("Increase = %v, %v; want %v, %v", got, ok, tc.want, tc.ok)
+			}
+		})
+	}
+}
+
+func TestMaxMean(t *testing.T) {
+	t.Parallel()
+	s := series([]float64{-1, 0, 1, 2, 3, 4}, 100, 1, 5, math.NaN(), 3, 50)
+	if got, ok := Max(s, at(0), at(3)); !ok || got != 5 {
+		t.Errorf("Max = %v, %v; want 5 (samples outside the window ignored)", got, ok)
+	}
+	if got, ok := Mean(s, at(0), at(3)); !ok || !near(got, 3) {
+		t.Errorf("Mean = %v, %v; want 3", got, ok)
+	}
+	if _, ok := Max(s, at(10), at(20)); ok {
+		t.Error("Max of an empty window")
+	}
+	if _, ok := Mean(nil, at(0), at(1)); ok {
+		t.Error("Mean of nothing")
+	}
+}
+
+func TestCounterRate(t *testing.T) {
+	t.Parallel()
+	// 100 ops/s, then 300 ops/s for one second.
+	s := series([]float64{-0.5, 0.5, 1.5, 2.5, 3.5}, 0, 100, 400, 500, 600)
+	mean, max, ok := CounterRate(s, at(0), at(3))
+	// Increase over [0, 3]: 50 + 300 + 100 + 50 = 500.
+	if !ok || !near(mean, 500.0/3) || !near(max, 300) {
+		t.Errorf("CounterRate = %v, %v, %v; want %v, 300", mean, max, ok, 500.0/3)
+	}
+	if _, _, ok := CounterRate(s[:1], at(0), at(3)); ok {
+		t.Error("rate from one sample")
+	}
+}

@@ -1,0 +1,291 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"net/http/httptest"
+	"os"
+	"os/exec"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/jackc/pgx/v5/pgxpool"
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+
+	"github.com/benchq/benchq/contracts"
+	"github.com/benchq/benchq/internal/procmetrics"
+	"github.com/benchq/benchq/internal/procs"
+	"github.com/benchq/benchq/internal/prom"
+	"github.com/benchq/benchq/internal/testenv"
+)
+
+// cpuSeconds is the CPU time /proc/<pid>/stat reports for pid (utime +
+// stime at the usual 100 ticks a second).
+func cpuSeconds(t *testing.T, pid int) float64 {
+	t.Helper()
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if err != nil {
+		t.Fatal(err)
+	}
+	f := strings.Fields(string(b[strings.LastIndexByte(string(b), ')')+2:]))
+	u, _ := strconv.ParseFloat(f[11], 64)
+	s, _ := strconv.ParseFloat(f[12], 64)
+	return (u + s) / 100
+}
+
+// resultsDB starts a results database with every migration applied; it is
+// closed when t ends.
+func resultsDB(t *testing.T, ctx context.Context) *pgxpool.Pool {
+	t.Helper()
+	db, err := pgxpool.New(ctx, testenv.Postgres(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(db.Close)
+	if err := migrate(ctx, db); err != nil {
+		t.Fatal(err)
+	}
+	return db
+}
+
+// addPhase stores an experiment of one configuration with the given
+// monitoring (JSON, "" for none) and one ended phase of it.
+func addPhase(t *testing.T, ctx context.Context, db *pgxpool.Pool, code, dbms, monitoring string, start, end time.Time) {
+	t.Helper()
+	sut := `{}`
+	if monitoring != "" {
+		sut = `{"monitoring":` + monitoring + `}`
+	}
+	plan := fmt.Sprintf(`{"code":%q,"configurations":[{"name":"cfg-1","dbms":%q,"sut":%s,"phases":[]}]}`, code, dbms, sut)
+	if _, err := db.Exec(ctx, `INSERT INTO experiments (code, request, plan, planned_at) VALUES ($1, '{}', $2, now())`, code, plan); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := db.Exec(ctx, `INSERT INTO phases (code, phase, attempt, configuration, kind, status, started_at, ended_at)
+		VALUES ($1, 'cfg-1-load', 1, 'cfg-1', 'load', 'done', $2, $3)`, code, start, end); err != nil {
+		t.Fatal(err)
+	}
+}
+
+type summaryRow struct {
+	value   *float64
+	missing *string
+	samples int
+}
+
+func summaries(t *testing.T, ctx context.Context, db *pgxpool.Pool, code string) map[string]summaryRow {
+	t.Helper()
+	rows, err := db.Query(ctx, `SELECT component || '/' || metric, value, missing, samples FROM metric_summaries WHERE code = $1`, code)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rows.Close()
+	out := map[string]summaryRow{}
+	for rows.Next() {
+		var k string
+		var r summaryRow
+		if err := rows.Scan(&k, &r.value, &r.missing, &r.samples); err != nil {
+			t.Fatal(err)
+		}
+		out[k] = r
+	}
+	return out
+}
+
+// A real Prometheus scrapes procmetrics watching a process that burns CPU;
+// the puller turns a phase window into summaries whose CPU seconds match
+// /proc, stores each sample once, and records missing metrics (no
+// exporter, Prometheus down) as NULL with a reason.
+func TestPullPhaseMetrics(t *testing.T) {
+	if _, err := prom.Binary(); err != nil {
+		t.Skipf("skipping: %v", err)
+	}
+	ctx, cancel := context.WithTimeout(t.Context(), 4*time.Minute)
+	defer cancel()
+	db := resultsDB(t, ctx)
+
+	burner := exec.Command("sh", "-c", "while :; do :; done")
+	if err := burner.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = burner.Process.Kill(); _ = burner.Wait() }()
+	pid := burner.Process.Pid
+
+	reg := prometheus.NewRegistry()
+	pm, err := procmetrics.New(reg, "/proc")
+	if err != nil {
+		t.Fatal(err)
+	}
+	labels := procmetrics.Labels{Namespace: "benchq", Pod: "sut", Container: "redis", Experiment: "m1", Configuration: "cfg-1", DBMS: "Redis", Component: "sut"}
+	pm.Set("sut", pid, labels)
+	labels.Component, labels.Phase, labels.Container = "loader", "cfg-1-load", "ycsb"
+	pm.Set("loader", pid, labels)
+	app := httptest.NewServer(promhttp.HandlerFor(reg, promhttp.HandlerOpts{}))
+	defer app.Close()
+
+	srv, err := prom.StartServer(ctx, t.TempDir(), prom.ServerOptions{Retention: time.Hour})
+	if err != nil {
+		t.Fatal(err)
+	}
+	stopped := false
+	t.Cleanup(func() {
+		if !stopped {
+			_ = srv.Stop(context.Background())
+		}
+	})
+	if err := srv.Targets.Write("local", prom.Group{Targets: []string{strings.TrimPrefix(app.URL, "http://")}}); err != nil {
+		t.Fatal(err)
+	}
+	client := &prom.Client{URL: srv.URL()}
+	testenv.Eventually(t, time.Minute, func() error {
+		now := time.Now()
+		_, err := client.QueryRange(ctx, `container_cpu_usage_seconds_total{experiment="m1",component="sut"}`, now.Add(-5*time.Second), now, time.Second)
+		return err
+	})
+
+	// The phase: about 5 s of the burner, with /proc's word at both ends.
+	start, cpu0 := time.Now(), cpuSeconds(t, pid)
+	time.Sleep(5 * time.Second)
+	end, cpu1 := time.Now(), cpuSeconds(t, pid)
+	truth := cpu1 - cpu0
+	addPhase(t, ctx, db, "m1", "Redis", `{"cluster":true,"application":true}`, start, end)
+	addPhase(t, ctx, db, "none", "Redis", "", start, end)
+
+	p := newPuller(db, srv.URL(), time.Second, testenv.Logger(t, "puller"))
+	testenv.Eventually(t, 30*time.Second, func() error {
+		if err := p.sweep(ctx); err != nil {
+			return err
+		}
+		if n := len(summaries(t, ctx, db, "m1")); n == 0 {
+			return fmt.Errorf("no summaries yet")
+		}
+		return nil
+	})
+	got := summaries(t, ctx, db, "m1")
+	// -mc: system metrics of sut and loader; -ma: Redis' set, absent here.
+	if len(got) != 4+4+6 {
+		t.Errorf("%d summaries, want 14: %v", len(got), got)
+	}
+	for _, comp := range []string{"sut", "loader"} {
+		cpu := got[comp+"/cpu_seconds"]
+		if cpu.value == nil {
+			t.Fatalf("%s cpu_seconds missing: %v", comp, *cpu.missing)
+		}
+		t.Logf("%s CPU seconds %.3f, /proc %.3f", comp, *cpu.value, truth)
+		if d := *cpu.value - truth; d > 0.1*truth+0.3 || d < -0.1*truth-0.3 {
+			t.Errorf("%s CPU seconds %.3f, /proc says %.3f", comp, *cpu.value, truth)
+		}
+		if r := got[comp+"/max_ram"]; r.value == nil || *r.value <= 0 {
+			t.Errorf("%s max_ram %+v", comp, r)
+		}
+		if r := got[comp+"/max_cpu"]; r.value == nil || *r.value <= 0 {
+			t.Errorf("%s max_cpu %+v", comp, r)
+		}
+	}
+	if r := got["sut/redis_commands"]; r.value != nil || r.missing == nil || !strings.HasPrefix(*r.missing, "no samples") {
+		t.Errorf("redis_commands without an exporter: %+v", r)
+	}
+	if n := len(summaries(t, ctx, db, "none")); n != 0 {
+		t.Errorf("%d summaries for a phase without monitoring", n)
+	}
+
+	// The samples stored are exactly what Prometheus answers for the window.
+	series, err := client.QueryRange(ctx, `sum(container_cpu_usage_seconds_total{experiment="m1",configuration="cfg-1",component="sut"})`,
+		start.Add(-time.Second), end.Add(time.Second), time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	count := func() (n int) {
+		if err := db.QueryRow(ctx, `SELECT count(*) FROM metrics WHERE code = 'm1' AND component = 'sut' AND metric = 'cpu_seconds'`).Scan(&n); err != nil {
+			t.Fatal(err)
+		}
+		return n
+	}
+	if want := len(series[0].Samples); count() != want || got["sut/cpu_seconds"].samples != want {
+		t.Errorf("stored %d samples, summary says %d, Prometheus answers %d", count(), got["sut/cpu_seconds"].samples, want)
+	}
+	var all int
+	_ = db.QueryRow(ctx, `SELECT count(*) FROM metrics WHERE code = 'm1'`).Scan(&all)
+
+	// A collector killed after storing samples but before the summaries:
+	// the phase is pulled again and no sample is stored twice.
+	if _, err := db.Exec(ctx, `DELETE FROM metric_summaries WHERE code = 'm1'`); err != nil {
+		t.Fatal(err)
+	}
+	if err := p.sweep(ctx); err != nil {
+		t.Fatal(err)
+	}
+	var again int
+	_ = db.QueryRow(ctx, `SELECT count(*) FROM metrics WHERE code = 'm1'`).Scan(&again)
+	if again != all || len(summaries(t, ctx, db, "m1")) != 14 {
+		t.Errorf("after a re-pull: %d samples (was %d), %d summaries", again, all, len(summaries(t, ctx, db, "m1")))
+	}
+
+	// Prometheus down: every figure missing with the reason, none 0; the
+	// phase stays due for a re-pull.
+	if err := srv.Stop(ctx); err != nil {
+		t.Fatal(err)
+	}
+	stopped = true
+	addPhase(t, ctx, db, "m2", "Redis", `{"sut":true}`, start, end)
+	if err := p.sweep(ctx); err != nil {
+		t.Fatal(err)
+	}
+	down := summaries(t, ctx, db, "m2")
+	if len(down) != 4 {
+		t.Errorf("%d summaries with Prometheus down, want 4: %v", len(down), down)
+	}
+	for k, r := range down {
+		if r.value != nil || r.missing == nil || !strings.Contains(*r.missing, "Prometheus at "+srv.URL()+" unreachable") {
+			t.Errorf("%s with Prometheus down: value %v, missing %v", k, r.value, r.missing)
+		}
+	}
+	due, err := p.due(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(due) != 1 || due[0].code != "m2" || !due[0].pulled {
+		t.Errorf("due after Prometheus went down: %+v, want m2 for a re-pull", due)
+	}
+}
+
+// The collector itself pulls when a phase's end is stored: with Prometheus
+// unreachable it records every figure missing with the reason and goes on
+// storing events.
+func TestCollectorPullsWhenAPhaseEnds(t *testing.T) {
+	port, err := procs.FreePort() // nothing listens there
+	if err != nil {
+		t.Fatal(err)
+	}
+	promURL := fmt.Sprintf("http://127.0.0.1:%d", port)
+	t.Setenv("BENCHQ_PROMETHEUS_URL", promURL)
+	e := newEnv(t)
+	e.start()
+	x := newExperiment(t, "mon1")
+	x.plan.Configurations[0].SUT.Monitoring = &contracts.Monitoring{SUT: true}
+	x.cfg = x.plan.Configurations[0]
+	e.publish(x.planned(t))
+	e.loadPhase(x)
+	testenv.Eventually(t, wait, func() error {
+		rows, err := e.rows(`SELECT component || '/' || metric || ': ' || coalesce(value::text, 'NULL') || ' ' || coalesce(missing, '')
+			FROM metric_summaries WHERE code = 'mon1' ORDER BY position`)
+		if err != nil {
+			return err
+		}
+		want := "Prometheus at " + promURL + " unreachable"
+		if len(rows) != 4 {
+			return fmt.Errorf("%d summaries: %v", len(rows), rows)
+		}
+		for _, r := range rows {
+			if !strings.Contains(r, ": NULL "+want) {
+				return fmt.Errorf("summary %q, want NULL and %q", r, want)
+			}
+		}
+		return nil
+	})
+	e.publish(x.phaseEvent(1, contracts.PhaseStarted))
+	e.settled()
+	e.expect("run phase stored", []string{"started"}, `SELECT status FROM phases WHERE code = 'mon1' AND phase = $1`, x.cfg.Phases[1].Name)
+}
