@@ -44,3 +44,13 @@ def insert(url: str, tables: dict[str, list[dict[str, Any]]]) -> None:
                     ),
                     values,
                 )
+
+
+MONITORED = "ycsb-redis-mon"
+
+
+def monitored_tables() -> dict[str, list[dict[str, Any]]]:
+    """ycsb-redis.json with the collector's metric_summaries rows, under its own code."""
+    tables = load_tables("ycsb-redis.json", "metric-summaries-redis.json")
+    tables["experiments"][0]["code"] = MONITORED
+    return tables
