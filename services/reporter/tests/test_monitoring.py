@@ -10,7 +10,7 @@ from __future__ import annotations
 import json
 
 import pytest
-from rows import MONITORED, experiment, monitored_tables
+from rows import MONITORED, experiment, load_tables, monitored_tables
 
 from benchq_reporter import render
 from benchq_reporter.monitoring import CPU, CPU_NOTE
@@ -163,3 +163,15 @@ def test_json_carries_the_monitoring_tables(tables):
 def test_json_without_monitoring_has_no_monitoring_key(tables):
     tables["metric_summaries"] = []
     assert "monitoring" not in json.loads(render.json_document(summarize(experiment(tables))))
+
+
+def test_a_benchbase_summary_has_the_sections_before_its_tests(tables):
+    tpcc = load_tables("benchbase-tpcc.json")
+    phases = {LOAD: "PostgreSQL-2-1-400-1-load", RUN: "PostgreSQL-2-1-400-1-run1"}
+    tpcc["metric_summaries"] = [{**r, "phase": phases[r["phase"]], "configuration": "PostgreSQL-2-1-400-1"}
+                                for r in _rows(tables, section="system")]
+    s = summarize(experiment(tpcc))
+    headings = [line for line in render.markdown(s).splitlines() if line.startswith("### ")]
+    assert headings[-7:] == ["### Loading", "### Monitoring", *(f"### {t}" for t in SECTIONS), "### Tests"]
+    assert [t.id for t in s.tests] == ["benchbase_throughput", "monitoring_load_sut", "monitoring_load_loader",
+                                       "monitoring_run_sut", "monitoring_run_benchmarker", "workflow"]
