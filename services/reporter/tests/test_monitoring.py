@@ -175,3 +175,14 @@ def test_a_benchbase_summary_has_the_sections_before_its_tests(tables):
     assert headings[-7:] == ["### Loading", "### Monitoring", *(f"### {t}" for t in SECTIONS), "### Tests"]
     assert [t.id for t in s.tests] == ["benchbase_throughput", "monitoring_load_sut", "monitoring_load_loader",
                                        "monitoring_run_sut", "monitoring_run_benchmarker", "workflow"]
+
+
+def test_a_phase_without_shard_results_shows_its_latest_attempt(tables):
+    """A phase that failed before any shard reported still has its window's metrics."""
+    tables["metric_summaries"] += [{**r, "attempt": 2, "value": 7.0, "missing": None}
+                                   for r in _rows(tables, phase=RUN)]
+    tables["shard_results"] = [r for r in tables["shard_results"] if r["phase"] != RUN]
+    tables["shard_operations"] = [r for r in tables["shard_operations"] if r["phase"] != RUN]
+    s = summarize(experiment(tables))
+    assert _section(s.monitoring.system, SECTIONS[2]).table[CPU].tolist() == [7.0]
+    assert _section(s.monitoring.system, SECTIONS[0]).table[CPU].tolist() == [3.42]
