@@ -15,13 +15,13 @@ from benchq_reporter.model import ExperimentData
 
 DATA = Path(__file__).parent / "data"
 # In foreign-key order; child rows get the experiment code on insert.
-TABLES = ["experiments", "configurations", "phases", "shard_results", "shard_operations"]
+TABLES = ["experiments", "configurations", "phases", "shard_results", "shard_operations", "metric_summaries"]
 
 
-def load_tables(name: str = "ycsb-redis.json") -> dict[str, list[dict[str, Any]]]:
-    """A fresh, mutable copy of a fixture's rows (table name → rows)."""
-    doc = json.loads((DATA / name).read_text())
-    return copy.deepcopy({t: doc.get(t, []) for t in TABLES})
+def load_tables(name: str = "ycsb-redis.json", *more: str) -> dict[str, list[dict[str, Any]]]:
+    """A fresh, mutable copy of a fixture's rows (table name → rows); ``more`` fixtures add theirs."""
+    docs = [json.loads((DATA / n).read_text()) for n in (name, *more)]
+    return copy.deepcopy({t: [row for doc in docs for row in doc.get(t, [])] for t in TABLES})
 
 
 def experiment(tables: dict[str, list[dict[str, Any]]]) -> ExperimentData:
@@ -44,3 +44,13 @@ def insert(url: str, tables: dict[str, list[dict[str, Any]]]) -> None:
                     ),
                     values,
                 )
+
+
+MONITORED = "ycsb-redis-mon"
+
+
+def monitored_tables() -> dict[str, list[dict[str, Any]]]:
+    """ycsb-redis.json with the collector's metric_summaries rows, under its own code."""
+    tables = load_tables("ycsb-redis.json", "metric-summaries-redis.json")
+    tables["experiments"][0]["code"] = MONITORED
+    return tables

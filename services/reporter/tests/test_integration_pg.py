@@ -11,7 +11,8 @@ import io
 import json
 
 import pytest
-from rows import insert, load_tables
+import psycopg
+from rows import MONITORED, insert, load_tables, monitored_tables
 
 from benchq_reporter.cli import main
 
@@ -33,6 +34,7 @@ def db(postgres_url):
     broken["shard_results"][0]["throughput"] = 0.0
     insert(postgres_url, broken)
     insert(postgres_url, load_tables("ycsb-redis-hdr.json"))
+    insert(postgres_url, monitored_tables())
     return postgres_url
 
 
@@ -85,3 +87,32 @@ def test_database_without_the_schema(postgres_url):
     assert (status, out) == (1, "")
     assert err.startswith("reporter: cannot read the results database at postgresql://benchq@")
     assert 'relation "experiments" does not exist' in err
+
+
+def test_summary_with_monitoring_from_the_database_equals_the_golden(db, golden):
+    """metric_summaries rows (NULL values with their reasons, a 0) read back through the one SELECT."""
+    with psycopg.connect(db) as conn:
+        stored = conn.execute("SELECT count(*), count(*) FILTER (WHERE value IS NULL) FROM metric_summaries"
+                              " WHERE code = %s", (MONITORED,)).fetchone()
+    assert stored == (len(monitored_tables()["metric_summaries"]), 2)
+    status, out, err = run(db, "summary", "-e", MONITORED)
+    assert (status, err) == (0, "")
+    golden("summary-redis-monitoring.md", out)
+    status, out, _ = run(db, "tests", "-e", MONITORED)
+    assert status == 1  # the benchmarker's 0 CPU seconds
+    assert "* TEST failed: Execution phase: component benchmarker contains 0 or NaN in CPU [CPUs]" in out
+    status, out, _ = run(db, "summary", "-e", MONITORED, "--format", "json")
+    loader = json.loads(out)["monitoring"]["system"][1]
+    assert loader["rows"][0]["Max RAM Cached [Gb]"] is None and loader["rows"][0]["CPU [CPUs]"] == 8.95
+
+
+def test_a_database_before_metric_summaries_still_reads(db, golden):
+    """A results database the collector has not migrated to 0004 yet: the summary as before."""
+    old = db.rsplit("/", 1)[0] + "/benchq_0003"
+    with psycopg.connect(db, autocommit=True) as conn:
+        conn.execute("CREATE DATABASE benchq_0003 TEMPLATE benchq")
+    with psycopg.connect(old, autocommit=True) as conn:
+        conn.execute("DROP TABLE metric_summaries")
+    status, out, err = run(old, "summary", "-e", CODE)
+    assert (status, err) == (0, "")
+    golden("summary-redis.md", out)

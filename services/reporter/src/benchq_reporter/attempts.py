@@ -31,3 +31,13 @@ def reported_shards(data: ExperimentData, kind: str) -> pd.DataFrame:
 def kind_operations(data: ExperimentData, kind: str) -> pd.DataFrame:
     """The operation rows of the reported attempts of one kind's shards."""
     return data.operations.merge(reported_shards(data, kind)[SHARD_KEYS], on=SHARD_KEYS)
+
+
+def phase_attempts(data: ExperimentData) -> pd.Series:
+    """The attempt each phase is reported from (phase → attempt): its reported shards' highest.
+
+    Phase-level figures (the monitoring of a phase's window) follow the
+    shards, so a re-run phase's CPU seconds belong to the run its
+    throughput comes from.
+    """
+    return select_attempts(data.shards).groupby("phase")["attempt"].max()

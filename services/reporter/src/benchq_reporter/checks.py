@@ -14,6 +14,7 @@ import pandas as pd
 from . import benchbase as bb
 from . import ycsb
 from .contracts import RESULT
+from .monitoring import CPU, Monitoring
 from .workflow import Workflow
 
 
@@ -23,13 +24,22 @@ class Test(NamedTuple):
     text: str
 
 
-def throughput(id: str, name: str, values: pd.Series) -> Test:
-    """Passed when every value of a throughput column is there and not 0."""
+def throughput(id: str, name: str, values: pd.Series, column: str = "") -> Test:
+    """Passed when every value of a column is there and not 0; ``column`` names it after bexhoma's "in"."""
+    within = f" in {column}" if column else ""
     if values.empty:
-        return Test(id, False, f"{name} has no values")
+        return Test(id, False, f"{name} has no values{within}")
     if (values.isna() | values.eq(0)).any():
-        return Test(id, False, f"{name} contains 0 or NaN")
-    return Test(id, True, f"{name} contains no 0 or NaN")
+        return Test(id, False, f"{name} contains 0 or NaN{within}")
+    return Test(id, True, f"{name} contains no 0 or NaN{within}")
+
+
+def monitoring_tests(m: Monitoring) -> list[Test]:
+    """bexhoma's: each system table's CPU seconds are there and not 0 (none without monitoring rows)."""
+    empty = pd.Series(dtype="float64")
+    return [throughput(f"monitoring_{s.kind}_{s.component}", s.title,
+                       s.table[CPU] if CPU in s.table else empty, CPU)
+            for s in m.system]
 
 
 def workflow(w: Workflow) -> Test:
@@ -38,13 +48,14 @@ def workflow(w: Workflow) -> Test:
 
 
 def ycsb_tests(loading_conn: pd.DataFrame, execution_conn: pd.DataFrame,
-               execution: pd.DataFrame, w: Workflow) -> list[Test]:
-    """A YCSB experiment's: loading and execution throughput, the workflow, no FAILED operation."""
+               execution: pd.DataFrame, w: Workflow, m: Monitoring) -> list[Test]:
+    """A YCSB experiment's: loading and execution throughput, monitoring, the workflow, no FAILED operation."""
     failed_ops = [c for c in execution_conn.columns if c.endswith("-FAILED].Return=OK")]
     failed_shards = execution["status"].ne(RESULT.ok).any() if not execution.empty else False
     return [
         throughput("loading_throughput", f"Loading Phase: {ycsb.THROUGHPUT}", loading_conn[ycsb.THROUGHPUT]),
         throughput("execution_throughput", f"Execution Phase: {ycsb.THROUGHPUT}", execution_conn[ycsb.THROUGHPUT]),
+        *monitoring_tests(m),
         workflow(w),
         Test("no_failed", not (failed_ops or failed_shards),
              "Execution Phase: contains FAILED column" if failed_ops or failed_shards
@@ -53,5 +64,5 @@ def ycsb_tests(loading_conn: pd.DataFrame, execution_conn: pd.DataFrame,
 
 
 def benchbase_tests(tables: bb.Tables) -> list[Test]:
-    """A Benchbase experiment's own test: the pods' throughput (the workflow test is added to it)."""
+    """A Benchbase experiment's own test: the pods' throughput (monitoring and workflow tests follow it)."""
     return [throughput("benchbase_throughput", bb.THROUGHPUT, tables.per_pod[bb.THROUGHPUT])]

@@ -103,17 +103,27 @@ QUERIES = {
     "phases": _select("phases", ("phase", "attempt")),
     "shard_results": _select("shard_results", ("phase", "shard", "attempt")),
     "shard_operations": _select("shard_operations", ("phase", "shard", "attempt", "operation")),
+    # One SELECT for every monitoring section, however many phases and metrics.
+    "metric_summaries": _select("metric_summaries", ("phase", "attempt", "component", "section", "position")),
 }
+# Tables a results database may predate (migration 0004): read only when they exist.
+OPTIONAL = {"metric_summaries"}
 
 
 def fetch_experiment(conn: psycopg.Connection, code: str) -> ExperimentData | None:
     """Every row of one experiment, or None when the code is unknown."""
     tables = {}
     for table, query in QUERIES.items():
+        if table in OPTIONAL and not _exists(conn, table):
+            continue
         tables[table] = conn.execute(query, {"code": code}).fetchall()
         if table == "experiments" and not tables[table]:
             return None
     return ExperimentData.from_tables(tables)
+
+
+def _exists(conn: psycopg.Connection, table: str) -> bool:
+    return conn.execute("SELECT to_regclass(%s) IS NOT NULL AS found", (table,)).fetchone()["found"]
 
 
 def list_experiments(conn: psycopg.Connection) -> pd.DataFrame:

@@ -51,6 +51,13 @@ COLUMNS: dict[str, dict[str, Any]] = {
         "p50_us": "float64", "p95_us": "float64", "p99_us": "float64", "p999_us": "float64",
         "return_codes": object, "histogram": object,
     },
+    # Written by the collector (issue 11): one reduced metric per phase, attempt and component.
+    "metric_summaries": {
+        "configuration": object, "phase": object, "attempt": "Int64", "kind": object,
+        "component": object, "section": object, "position": "Int64", "metric": object,
+        "title": object, "value": "float64", "missing": object, "samples": "Int64",
+        "window_start": TS, "window_end": TS,
+    },
 }
 
 
@@ -68,6 +75,7 @@ class ExperimentData:
     phases: pd.DataFrame
     shards: pd.DataFrame
     operations: pd.DataFrame
+    metrics: pd.DataFrame  # metric_summaries; empty when the experiment was not monitored
 
     @property
     def code(self) -> str:
@@ -92,6 +100,7 @@ class ExperimentData:
             phases=frame("phases", tables.get("phases", ())),
             shards=frame("shard_results", tables.get("shard_results", ())),
             operations=frame("shard_operations", tables.get("shard_operations", ())),
+            metrics=frame("metric_summaries", tables.get("metric_summaries", ())),
         )
 
 

@@ -17,6 +17,7 @@ import pandas as pd
 from . import benchbase as bb
 from .checks import Test
 from .contracts import EXPERIMENT
+from .monitoring import CPU_NOTE, Monitoring, Section
 from .summary import BenchbaseSummary, Summary, YcsbSummary
 from .workload import Workload
 
@@ -145,6 +146,27 @@ def _noted_table(s: YcsbSummary, name: str) -> list[str]:
     return [table(df), *([""] if notes else []), *[f"* {n}" for n in notes]]
 
 
+def _monitoring_table(sec: Section, heading: str) -> list[str]:
+    """One monitoring table; each missing value (NaN, never 0) is named with its reason under it."""
+    return [heading + " " + sec.title, "", table(sec.table), *([""] if sec.missing else []),
+            *[f"* {n}" for n in sec.missing]]
+
+
+def monitoring_lines(m: Monitoring) -> list[str]:
+    """bexhoma's Monitoring and Application Metrics sections; only the tables that have rows."""
+    lines: list[str] = []
+    if m.system:
+        lines += ["### Monitoring"]
+        for sec in m.system:
+            lines += ["", *_monitoring_table(sec, "###")]
+        lines += ["", f"* {CPU_NOTE}"]
+    if m.application:
+        lines += [*([""] if lines else []), "### Application Metrics"]
+        for sec in m.application:
+            lines += ["", *_monitoring_table(sec, "####")]
+    return lines
+
+
 def test_lines(tests: list[Test]) -> list[str]:
     return ["### Tests", *[f"* TEST {'passed' if t.passed else 'failed'}: {t.text}" for t in tests]]
 
@@ -157,6 +179,8 @@ def markdown(s: YcsbSummary | BenchbaseSummary) -> str:
                  benchbase_execution_lines(s.benchbase), workflow_lines(s), benchbase_loading_lines(s.benchbase)]
     else:
         parts = _ycsb_parts(s)
+    if s.monitoring:
+        parts.append(monitoring_lines(s.monitoring))
     if s.show_tests:
         parts.append(test_lines(s.tests))
     parts.append([f"To see the summary again run: reporter summary -e {s.code}"])
@@ -242,6 +266,7 @@ def json_document(s: YcsbSummary | BenchbaseSummary) -> str:
                       "per_phase": rows("execution_per_phase"),
                       "latency": rows("execution_latency")},
         "notes": ycsb.notes if ycsb is not None else {},
+        **({"monitoring": monitoring_document(s.monitoring)} if s.monitoring else {}),
         "tests": [t._asdict() for t in s.tests],
         **({"benchbase": {"per_pod": records(s.benchbase.per_pod),
                           "aggregated_parallel": records(s.benchbase.aggregated),
@@ -250,6 +275,15 @@ def json_document(s: YcsbSummary | BenchbaseSummary) -> str:
         "tests_passed": s.tests_passed,
     }
     return json.dumps(doc, indent=2, default=_plain) + "\n"
+
+
+def monitoring_document(m: Monitoring) -> dict[str, Any]:
+    """The monitoring tables unrounded; a missing value is null with its reason in "missing"."""
+    def sections(secs: list[Section]) -> list[dict[str, Any]]:
+        return [{"title": sec.title, "kind": sec.kind, "component": sec.component,
+                 "rows": records(sec.table), "missing": sec.missing} for sec in secs]
+
+    return {"system": sections(m.system), "application": sections(m.application), "note": CPU_NOTE}
 
 
 def experiments_markdown(df: pd.DataFrame) -> str:

@@ -20,6 +20,7 @@ from .checks import Test
 from .connections import Connection, build_connections
 from .contracts import BENCHMARK, KIND
 from .model import ExperimentData
+from .monitoring import Monitoring, build_monitoring
 from .workflow import Workflow, build_workflow
 from .workload import Workload, build_workload
 
@@ -34,6 +35,7 @@ class Summary:
     workflow: Workflow
     tests: list[Test]
     show_tests: bool  # -tr: print the Tests section
+    monitoring: Monitoring  # empty (falsy) when the experiment was not monitored
 
     @property
     def tests_passed(self) -> bool:
@@ -64,12 +66,14 @@ class BenchbaseSummary(Summary):
 def summarize(data: ExperimentData) -> YcsbSummary | BenchbaseSummary:
     """Build every section of the summary of one experiment."""
     workflow = build_workflow(data)
+    monitoring = build_monitoring(data)
     common = {"code": data.code, "workload": build_workload(data), "connections": build_connections(data),
-              "workflow": workflow, "show_tests": data.plan.settings.test_results}
+              "workflow": workflow, "show_tests": data.plan.settings.test_results, "monitoring": monitoring}
     if data.plan.settings.benchmark == BENCHMARK.benchbase:
         tables = bb.summarize(bb.shard_rows(data))
         return BenchbaseSummary(**common, benchbase=tables,
-                                tests=[*checks.benchbase_tests(tables), checks.workflow(workflow)])
+                                tests=[*checks.benchbase_tests(tables), *checks.monitoring_tests(monitoring),
+                                       checks.workflow(workflow)])
 
     sf = data.plan.settings.sf
     planned = data.plan.table()
@@ -87,7 +91,7 @@ def summarize(data: ExperimentData) -> YcsbSummary | BenchbaseSummary:
         execution_per_phase=ycsb.execution_per_phase(execution, execution_lat, ycsb.phase_windows(data, KIND.run)),
         loading_latency=ycsb.latency_table(loading_lat, "DBMS", "configuration"),
         execution_latency=ycsb.latency_table(execution_lat, "phase", "phase"),
-        tests=checks.ycsb_tests(loading_conn, execution_conn, execution, workflow),
+        tests=checks.ycsb_tests(loading_conn, execution_conn, execution, workflow, monitoring),
         notes={
             "loading_per_run": ycsb.aggregate_notes(loading_lat),
             "execution_per_phase": ycsb.aggregate_notes(execution_lat),
