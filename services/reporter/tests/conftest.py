@@ -94,7 +94,7 @@ def postgres_url() -> str:
             conn.execute("CREATE DATABASE benchq")
         url = f"postgresql://benchq@127.0.0.1:{port}/benchq"
         with psycopg.connect(url, autocommit=True) as conn:
-            for migration in [*sorted(MIGRATIONS.glob("*.sql")), TESTS / "metric_summaries.sql"]:
+            for migration in sorted(MIGRATIONS.glob("*.sql")):
                 conn.execute(migration.read_text())
         yield url
     finally:
