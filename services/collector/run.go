@@ -13,9 +13,11 @@ import (
 	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/nats-io/nats.go/jetstream"
+	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/benchq/benchq/contracts"
 	"github.com/benchq/benchq/internal/bus"
+	"github.com/benchq/benchq/internal/obs"
 )
 
 // Config is the collector's configuration.
@@ -23,6 +25,11 @@ type Config struct {
 	NATSURL string
 	DBURL   string
 	Batch   int // messages per transaction
+	// PrometheusURL is the Prometheus whose samples the collector pulls
+	// (env BENCHQ_PROMETHEUS_URL; empty: monitoring off).
+	PrometheusURL string
+	// Metrics receives the collector's own series (selfmetrics.go); nil: none.
+	Metrics *prometheus.Registry
 }
 
 // ackWait bounds how long messages fetched by a collector that died stay
@@ -48,12 +55,21 @@ func Run(ctx context.Context, cfg Config, log *slog.Logger) error {
 		return err
 	}
 	defer b.Close()
-	h := func(ctx context.Context, msgs []jetstream.Msg) []error { return storeBatch(ctx, db, msgs) }
-	var wg sync.WaitGroup
-	for _, spec := range []bus.ConsumerSpec{
+	m := newSelfMetrics(obs.Or(cfg.Metrics))
+	specs := []bus.ConsumerSpec{
 		{Stream: contracts.StreamEvents, Durable: contracts.DurableCollectorEvents, Batch: cfg.Batch, AckWait: ackWait},
 		{Stream: contracts.StreamResults, Durable: contracts.DurableCollectorResults, Batch: cfg.Batch, AckWait: ackWait},
-	} {
+	}
+	var wg sync.WaitGroup
+	wg.Add(1)
+	go func() { defer wg.Done(); m.watchLag(ctx, b, specs, time.Second) }()
+	for _, spec := range specs {
+		h := func(ctx context.Context, msgs []jetstream.Msg) []error {
+			began := time.Now()
+			errs := storeBatch(ctx, db, msgs)
+			m.stored(spec.Stream, errs, time.Since(began))
+			return errs
+		}
 		wg.Add(1)
 		go func(spec bus.ConsumerSpec) {
 			defer wg.Done()
