@@ -16,10 +16,9 @@ func main() {
 	fs := flag.NewFlagSet("collector", flag.ExitOnError)
 	natsURL := config.NATSFlag(fs)
 	dbURL := fs.String("db", config.Env("BENCHQ_DB_URL", "postgresql://postgres@127.0.0.1:5432/benchq?sslmode=disable"), "results database URL (env BENCHQ_DB_URL)")
-	promURL := fs.String("prometheus", config.Env("BENCHQ_PROMETHEUS_URL", ""), "Prometheus to pull monitoring samples from (env BENCHQ_PROMETHEUS_URL; empty: monitoring off)")
 	_ = fs.Parse(os.Args[1:])
 	log := config.Logger("collector")
 	config.Serve(log, "collector", func(ctx context.Context) error {
-		return Run(ctx, Config{NATSURL: *natsURL, DBURL: *dbURL, PrometheusURL: *promURL, Metrics: obs.FromEnv(ctx, log)}, log)
+		return Run(ctx, Config{NATSURL: *natsURL, DBURL: *dbURL, Metrics: obs.FromEnv(ctx, log)}, log)
 	})
 }

@@ -25,9 +25,6 @@ type Config struct {
 	NATSURL string
 	DBURL   string
 	Batch   int // messages per transaction
-	// PrometheusURL is the Prometheus whose samples the collector pulls
-	// (env BENCHQ_PROMETHEUS_URL; empty: monitoring off).
-	PrometheusURL string
 	// Metrics receives the collector's own series (selfmetrics.go); nil: none.
 	Metrics *prometheus.Registry
 }
