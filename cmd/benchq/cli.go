@@ -50,7 +50,9 @@ func (s *State) errorf(format string, args ...any) {
 const usage = `usage: benchq <command> [flags]
 
 commands:
-  up                      start the embedded stack (NATS, results DB, services, agents)
+  up                      start the embedded stack (NATS, results DB, Prometheus,
+                          services, agents); BENCHQ_SCRAPE_INTERVAL sets how often
+                          Prometheus scrapes (default 1s)
   down                    stop everything the stack started
   ycsb [flags] ACTION     a YCSB experiment; ACTION is run (load and benchmark,
                           follow it, print its summary), load, start (deploy the

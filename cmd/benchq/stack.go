@@ -22,7 +22,11 @@ import (
 type Stack struct {
 	NATSURL string `json:"nats_url"`
 	DBURL   string `json:"db_url"`
-	Procs   []Proc `json:"procs"` // in start order; stopped in reverse
+	// PrometheusURL is the stack's Prometheus (monitor.go); empty when
+	// monitoring is off, MonitoringOff saying why.
+	PrometheusURL string `json:"prometheus_url,omitempty"`
+	MonitoringOff string `json:"monitoring_off,omitempty"`
+	Procs         []Proc `json:"procs"` // in start order; stopped in reverse
 }
 
 // Proc is one process of the stack, with what it takes to start it again.
@@ -77,7 +81,7 @@ func cmdRestart(ctx context.Context, args []string, st *State) int {
 		if procs.Alive(p.Pid) {
 			stopProc(ctx, st, p)
 		}
-		if err := s.start(st, p); err != nil {
+		if err := s.startService(st, p); err != nil {
 			st.errorf("%v", err)
 			return ExitFailed
 		}
@@ -86,6 +90,19 @@ func cmdRestart(ctx context.Context, args []string, st *State) int {
 	}
 	st.errorf("no service %q in the stack", args[0])
 	return ExitUsage
+}
+
+// startService starts a service with its /metrics address (the one it had
+// when that port is free) and has Prometheus scrape it there.
+func (s *Stack) startService(st *State, p Proc) error {
+	p, err := withMetricsAddr(p)
+	if err != nil {
+		return err
+	}
+	if err := s.start(st, p); err != nil {
+		return err
+	}
+	return s.writeTarget(st, p)
 }
 
 var errNotUp = errors.New("the stack is not running (start it with: make up)")
@@ -106,7 +123,9 @@ func loadStack(st *State) (*Stack, error) {
 		return nil, fmt.Errorf("read stack.json: %w", err)
 	}
 	for _, p := range s.Procs {
-		if !procs.Alive(p.Pid) {
+		// Monitoring is an addition: experiments run without Prometheus
+		// (their summary names what it could not collect); status shows it.
+		if !procs.Alive(p.Pid) && p.Name != promProc {
 			return &s, fmt.Errorf("%s (pid %d) is not running; see %s, then: make down up", p.Name, p.Pid, p.Log)
 		}
 	}
@@ -146,6 +165,11 @@ func cmdUp(ctx context.Context, st *State) int {
 		return ExitFailed
 	}
 	fmt.Fprintf(st.Stdout, "stack up: nats %s, results db %s, logs %s\n", s.NATSURL, s.DBURL, filepath.Join(st.home(), "logs"))
+	if s.PrometheusURL != "" {
+		fmt.Fprintf(st.Stdout, "prometheus %s (data %s)\n", s.PrometheusURL, promDir(st))
+	} else {
+		fmt.Fprintf(st.Stdout, "monitoring is off: %s\n", s.MonitoringOff)
+	}
 	return ExitOK
 }
 
@@ -179,16 +203,31 @@ func startStack(ctx context.Context, st *State) (*Stack, error) {
 	if err := s.save(st); err != nil {
 		return s, err
 	}
-	env := []string{"BENCHQ_NATS_URL=" + s.NATSURL, "BENCHQ_DB_URL=" + s.DBURL, "BENCHQ_HOME=" + home}
+	every, err := scrapeInterval(st)
+	if err != nil {
+		return s, err
+	}
+	if err := s.startPrometheus(ctx, st); err != nil {
+		// Monitoring is an addition: the stack runs without it, and the
+		// summary names the metrics it could not collect.
+		s.MonitoringOff = err.Error()
+		if err := s.save(st); err != nil {
+			return s, err
+		}
+	}
+	env := append([]string{"BENCHQ_NATS_URL=" + s.NATSURL, "BENCHQ_DB_URL=" + s.DBURL, "BENCHQ_HOME=" + home}, s.monitorEnv(st, every)...)
+	service := func(name, path string, args []string) error {
+		return s.startService(st, Proc{Name: name, Path: path, Args: args, Env: env})
+	}
 	for _, svc := range []string{"collector", "scheduler", "deployer"} {
-		if err := start(svc, filepath.Join(bin, svc), nil, env); err != nil {
+		if err := service(svc, filepath.Join(bin, svc), nil); err != nil {
 			return s, err
 		}
 	}
 	agents, _ := strconv.Atoi(st.env("BENCHQ_AGENTS", "2"))
 	for i := 1; i <= agents; i++ {
 		name := fmt.Sprintf("driver-agent-%d", i)
-		if err := start(name, filepath.Join(bin, "driver-agent"), []string{"-name", name}, env); err != nil {
+		if err := service(name, filepath.Join(bin, "driver-agent"), []string{"-name", name}); err != nil {
 			return s, err
 		}
 	}

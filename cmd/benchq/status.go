@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"flag"
 	"fmt"
-	"net/http"
 	"sort"
 	"strings"
 	"time"
@@ -64,7 +63,11 @@ func cmdStatus(ctx context.Context, args []string, st *State) int {
 	js := b.JS
 	line("Message queue", fmt.Sprintf("Running (NATS %s, JetStream, %s)", b.NC.ConnectedServerVersion(), s.NATSURL))
 	line("Results database", dbStatus(ctx, s.DBURL))
-	line("Prometheus", prometheusStatus(ctx, st.Env("BENCHQ_PROMETHEUS_URL")))
+	promURL := s.PrometheusURL
+	if promURL == "" {
+		promURL = st.Env("BENCHQ_PROMETHEUS_URL") // one run by hand beside the stack
+	}
+	line("Prometheus", prometheusStatus(ctx, promURL, s.MonitoringOff))
 
 	// Services: the embedded stack's processes, and their consumers.
 	pulling := map[string][]string{}
@@ -145,22 +148,6 @@ func dbStatus(ctx context.Context, url string) string {
 		kind += " with TimescaleDB"
 	}
 	return "Running (" + kind + ")"
-}
-
-func prometheusStatus(ctx context.Context, url string) string {
-	if url == "" {
-		return "not configured (set BENCHQ_PROMETHEUS_URL)"
-	}
-	req, _ := http.NewRequestWithContext(ctx, http.MethodGet, strings.TrimRight(url, "/")+"/-/ready", nil)
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		return fmt.Sprintf("NOT REACHABLE (%v)", err)
-	}
-	defer resp.Body.Close()
-	if resp.StatusCode != http.StatusOK {
-		return fmt.Sprintf("NOT READY (HTTP %d)", resp.StatusCode)
-	}
-	return "Running (" + url + ")"
 }
 
 // kvValues reads every entry of a named KV bucket.

@@ -11,6 +11,7 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"os"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -56,6 +57,31 @@ func Serve(ctx context.Context, addr string, reg prometheus.Gatherer, log *slog.
 		_ = srv.Shutdown(sctx)
 	}()
 	return ln.Addr(), nil
+}
+
+// FromEnv is what a service's main does: a fresh registry, served on
+// $BENCHQ_METRICS_ADDR until ctx ends. A listener that cannot be opened is
+// logged, not fatal: the service still does its work, and Prometheus shows
+// its target as down.
+func FromEnv(ctx context.Context, log *slog.Logger) *prometheus.Registry {
+	reg := NewRegistry()
+	addr, err := Serve(ctx, os.Getenv(EnvAddr), reg, log)
+	switch {
+	case err != nil:
+		log.Warn("no /metrics", "err", err)
+	case addr != nil:
+		log.Info("metrics served", "addr", addr.String())
+	}
+	return reg
+}
+
+// Or is reg, or a registry nobody serves when reg is nil, so that code
+// registering its metrics never checks (tests that do not look at metrics).
+func Or(reg *prometheus.Registry) *prometheus.Registry {
+	if reg == nil {
+		return prometheus.NewRegistry()
+	}
+	return reg
 }
 
 type slogAdapter struct{ log *slog.Logger }

@@ -58,3 +58,23 @@ func promDuration(d time.Duration) string {
 	}
 	return strconv.FormatInt(d.Milliseconds(), 10) + "ms"
 }
+
+// EnvScrapeInterval names the stack's scrape interval: `benchq up` reads it
+// to configure Prometheus and hands it to the collector, whose pull step it is.
+const EnvScrapeInterval = "BENCHQ_SCRAPE_INTERVAL"
+
+// ParseScrapeInterval reads a scrape interval as EnvScrapeInterval holds
+// it: a Go duration ("1s", "500ms") or seconds ("2", "0.5"); "" is the
+// default.
+func ParseScrapeInterval(v string) (time.Duration, error) {
+	if v == "" {
+		return DefaultScrapeInterval, nil
+	}
+	if d, err := time.ParseDuration(v); err == nil && d > 0 {
+		return d, nil
+	}
+	if s, err := strconv.ParseFloat(v, 64); err == nil && s > 0 {
+		return time.Duration(s * float64(time.Second)), nil
+	}
+	return 0, fmt.Errorf("%s=%q: want a duration such as 1s or 500ms, or seconds", EnvScrapeInterval, v)
+}

@@ -10,9 +10,12 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5/pgxpool"
+	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/benchq/benchq/contracts"
 	"github.com/benchq/benchq/internal/bus"
+	"github.com/benchq/benchq/internal/obs"
+	"github.com/benchq/benchq/internal/obs/obstest"
 	"github.com/benchq/benchq/internal/plan"
 	"github.com/benchq/benchq/internal/testenv"
 	"github.com/benchq/benchq/internal/ycsb"
@@ -32,6 +35,7 @@ type env struct {
 	db   string
 	pub  *bus.Bus
 	pool *pgxpool.Pool
+	reg  *prometheus.Registry // the collector's metrics; nil: none
 }
 
 func newEnv(t *testing.T) *env {
@@ -59,7 +63,7 @@ func (e *env) start() (stop func()) {
 	e.t.Helper()
 	log := testenv.Logger(e.t, "collector")
 	return testenv.Go(e.t, func(ctx context.Context) error {
-		return Run(ctx, Config{NATSURL: e.nats, DBURL: e.db, Batch: 50}, log)
+		return Run(ctx, Config{NATSURL: e.nats, DBURL: e.db, Batch: 50, Metrics: e.reg}, log)
 	})
 }
 
@@ -336,6 +340,35 @@ func TestCollectorStoresAnExperiment(t *testing.T) {
 	e.publish(late, started)
 	e.settled()
 	e.expect("phases after run", []string{load + " done", run + " done"}, `SELECT phase || ' ' || status FROM phases ORDER BY phase`)
+}
+
+// The collector's /metrics: the messages it stored by stream (planned,
+// sut.ready and two phase events; four intervals and two finals), one row
+// each, the batches timed, and no lag once settled.
+func TestCollectorServesItsMetrics(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	e.reg = obs.NewRegistry()
+	addr := obstest.Serve(t, e.reg)
+	e.start()
+	x := newExperiment(t, "c9")
+	e.publish(x.planned(t))
+	e.publish(x.sutReady())
+	e.loadPhase(x)
+	e.settled()
+	testenv.Eventually(t, wait, func() error {
+		if missing := obstest.Lacks(obstest.Get(t, addr),
+			`benchq_collector_messages_stored_total{stream="BENCHQ_EVENTS"} 4`,
+			`benchq_collector_messages_stored_total{stream="BENCHQ_RESULTS"} 6`,
+			`benchq_collector_rows_stored_total 10`,
+			`benchq_collector_batch_seconds_count{stream="BENCHQ_RESULTS"}`,
+			`benchq_collector_consumer_lag{consumer="collector-events",stream="BENCHQ_EVENTS"} 0`,
+			`benchq_collector_consumer_lag{consumer="collector-results",stream="BENCHQ_RESULTS"} 0`,
+		); len(missing) > 0 {
+			return fmt.Errorf("/metrics lacks %q", missing)
+		}
+		return nil
+	})
 }
 
 func TestCollectorIsIdempotent(t *testing.T) {

@@ -8,7 +8,6 @@ import (
 	"log/slog"
 	"math"
 	"os"
-	"strconv"
 	"strings"
 	"time"
 
@@ -45,6 +44,8 @@ type puller struct {
 	log     *slog.Logger
 	kick    chan struct{}
 	retried map[phaseKey]time.Time
+	// stored counts the metric samples written (the collector's rows metric).
+	stored func(n int64)
 
 	sweepEvery, retryEvery, retryFor time.Duration
 	queryTimeout                     time.Duration
@@ -53,15 +54,10 @@ type puller struct {
 // pullerFromEnv reads BENCHQ_PROMETHEUS_URL and BENCHQ_SCRAPE_INTERVAL (a
 // Go duration or seconds; default prom.DefaultScrapeInterval).
 func pullerFromEnv(db *pgxpool.Pool, log *slog.Logger) *puller {
-	step := prom.DefaultScrapeInterval
-	if v := os.Getenv("BENCHQ_SCRAPE_INTERVAL"); v != "" {
-		if d, err := time.ParseDuration(v); err == nil && d > 0 {
-			step = d
-		} else if s, err := strconv.ParseFloat(v, 64); err == nil && s > 0 {
-			step = time.Duration(s * float64(time.Second))
-		} else {
-			log.Warn("BENCHQ_SCRAPE_INTERVAL ignored", "value", v, "using", step)
-		}
+	step, err := prom.ParseScrapeInterval(os.Getenv(prom.EnvScrapeInterval))
+	if err != nil {
+		step = prom.DefaultScrapeInterval
+		log.Warn("scrape interval ignored", "err", err, "using", step)
 	}
 	return newPuller(db, os.Getenv("BENCHQ_PROMETHEUS_URL"), step, log)
 }
@@ -319,6 +315,9 @@ func (p *puller) pullPhase(ctx context.Context, ph endedPhase) error {
 			return err
 		}
 		stored += n
+		if p.stored != nil {
+			p.stored(n)
+		}
 		s.value, s.samples, s.missing = reduceSeries(c.metric, a.series, ph.start, ph.end)
 		out = append(out, s)
 	}

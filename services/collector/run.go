@@ -13,9 +13,11 @@ import (
 	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/nats-io/nats.go/jetstream"
+	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/benchq/benchq/contracts"
 	"github.com/benchq/benchq/internal/bus"
+	"github.com/benchq/benchq/internal/obs"
 )
 
 // Config is the collector's configuration.
@@ -23,6 +25,8 @@ type Config struct {
 	NATSURL string
 	DBURL   string
 	Batch   int // messages per transaction
+	// Metrics receives the collector's own series (selfmetrics.go); nil: none.
+	Metrics *prometheus.Registry
 }
 
 // ackWait bounds how long messages fetched by a collector that died stay
@@ -48,19 +52,25 @@ func Run(ctx context.Context, cfg Config, log *slog.Logger) error {
 		return err
 	}
 	defer b.Close()
+	m := newSelfMetrics(obs.Or(cfg.Metrics))
 	pull := pullerFromEnv(db, log)
-	h := func(ctx context.Context, msgs []jetstream.Msg) []error {
-		errs := storeBatch(ctx, db, msgs)
-		pull.noticeBatch(msgs)
-		return errs
-	}
-	var wg sync.WaitGroup
-	wg.Add(1)
-	go func() { defer wg.Done(); pull.run(ctx) }()
-	for _, spec := range []bus.ConsumerSpec{
+	pull.stored = func(n int64) { m.rows.Add(float64(n)) }
+	specs := []bus.ConsumerSpec{
 		{Stream: contracts.StreamEvents, Durable: contracts.DurableCollectorEvents, Batch: cfg.Batch, AckWait: ackWait},
 		{Stream: contracts.StreamResults, Durable: contracts.DurableCollectorResults, Batch: cfg.Batch, AckWait: ackWait},
-	} {
+	}
+	var wg sync.WaitGroup
+	wg.Add(2)
+	go func() { defer wg.Done(); m.watchLag(ctx, b, specs, time.Second) }()
+	go func() { defer wg.Done(); pull.run(ctx) }()
+	for _, spec := range specs {
+		h := func(ctx context.Context, msgs []jetstream.Msg) []error {
+			began := time.Now()
+			errs := storeBatch(ctx, db, msgs)
+			m.stored(spec.Stream, errs, time.Since(began))
+			pull.noticeBatch(msgs)
+			return errs
+		}
 		wg.Add(1)
 		go func(spec bus.ConsumerSpec) {
 			defer wg.Done()

@@ -10,6 +10,7 @@ import (
 	"path/filepath"
 
 	"github.com/benchq/benchq/internal/config"
+	"github.com/benchq/benchq/internal/obs"
 )
 
 func main() {
@@ -32,5 +33,7 @@ func main() {
 		log.Error("deployer failed", "err", err)
 		os.Exit(2)
 	}
-	config.Serve(log, "deployer", func(ctx context.Context) error { return Run(ctx, Config{NATSURL: *natsURL}, backend, log) })
+	config.Serve(log, "deployer", func(ctx context.Context) error {
+		return Run(ctx, Config{NATSURL: *natsURL, Metrics: obs.FromEnv(ctx, log)}, backend, log)
+	})
 }

@@ -6,13 +6,16 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"sync"
 	"time"
 
 	"github.com/nats-io/nats.go/jetstream"
+	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/benchq/benchq/contracts"
 	"github.com/benchq/benchq/internal/bus"
 	"github.com/benchq/benchq/internal/catalog"
+	"github.com/benchq/benchq/internal/obs"
 	"github.com/benchq/benchq/internal/plan"
 )
 
@@ -22,6 +25,16 @@ type Config struct {
 	// DriverPoll is how often a backend that runs driver Jobs is asked
 	// which ended (default 1s).
 	DriverPoll time.Duration
+	// Metrics receives the deployer's series and its backend's collectors
+	// (metricsCollectors); nil: none.
+	Metrics *prometheus.Registry
+}
+
+// metricsCollectors is implemented by backends that export series of their
+// own (the local backend: its SUTs' process trees), served with the
+// deployer's.
+type metricsCollectors interface {
+	Collectors() []prometheus.Collector
 }
 
 // DriverBackend is implemented by backends that run the driver agents of a
@@ -43,6 +56,48 @@ type Deployer struct {
 	bus     *bus.Bus
 	backend Backend
 	log     *slog.Logger
+	metrics *deployerMetrics
+}
+
+// deployerMetrics are the deployer's own series on /metrics (issue 11).
+type deployerMetrics struct {
+	start *prometheus.HistogramVec
+	alive prometheus.Gauge
+	mu    sync.Mutex
+	suts  map[string]bool // code/configuration of the SUTs this process deployed and did not tear down
+}
+
+func newDeployerMetrics(reg *prometheus.Registry) *deployerMetrics {
+	m := &deployerMetrics{
+		start: prometheus.NewHistogramVec(prometheus.HistogramOpts{
+			Name:    "benchq_deployer_sut_start_seconds",
+			Help:    "From a deploy job taken to its SUT ready, by DBMS.",
+			Buckets: prometheus.ExponentialBuckets(0.05, 2, 12),
+		}, []string{"dbms"}),
+		alive: prometheus.NewGauge(prometheus.GaugeOpts{
+			Name: "benchq_deployer_suts_alive",
+			Help: "SUTs deployed and not torn down, as this deployer process saw them (a restart starts from 0).",
+		}),
+		suts: map[string]bool{},
+	}
+	reg.MustRegister(m.start, m.alive)
+	return m
+}
+
+// up and down keep the alive gauge; a redelivered deploy or teardown
+// counts once.
+func (m *deployerMetrics) up(code, cfg string)   { m.set(code+"/"+cfg, true) }
+func (m *deployerMetrics) down(code, cfg string) { m.set(code+"/"+cfg, false) }
+
+func (m *deployerMetrics) set(key string, alive bool) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if alive {
+		m.suts[key] = true
+	} else {
+		delete(m.suts, key)
+	}
+	m.alive.Set(float64(len(m.suts)))
 }
 
 // Run serves jobs until ctx ends.
@@ -52,7 +107,11 @@ func Run(ctx context.Context, cfg Config, backend Backend, log *slog.Logger) err
 		return err
 	}
 	defer b.Close()
-	d := &Deployer{bus: b, backend: backend, log: log}
+	reg := obs.Or(cfg.Metrics)
+	d := &Deployer{bus: b, backend: backend, log: log, metrics: newDeployerMetrics(reg)}
+	if mc, ok := backend.(metricsCollectors); ok {
+		reg.MustRegister(mc.Collectors()...)
+	}
 	log.Info("deployer ready", "nats", cfg.NATSURL)
 	// Drivers jobs have a consumer of their own, so that a deploy waiting
 	// for its SUT (up to its timeout) never holds up another configuration's
@@ -168,6 +227,8 @@ func (d *Deployer) deploy(ctx context.Context, job contracts.Deploy) error {
 		})
 	}
 	log.Info("sut ready", "endpoint", fmt.Sprintf("%s:%d", dep.Endpoint.Host, dep.Endpoint.Port), "after", time.Since(start))
+	d.metrics.start.WithLabelValues(job.DBMS).Observe(time.Since(start).Seconds())
+	d.metrics.up(job.Code, job.Configuration)
 	return d.bus.Publish(ctx, contracts.TopicSUTReady.For(job.Code), &contracts.SUTReady{
 		Envelope:      contracts.NewEnvelope(job.Code, contracts.SUTReadyID(job.ID), time.Now()),
 		Configuration: job.Configuration, DBMS: job.DBMS, Endpoint: dep.Endpoint, Backend: dep.Backend, Volume: dep.Volume,
@@ -187,6 +248,7 @@ func (d *Deployer) teardown(ctx context.Context, job contracts.Teardown) error {
 	if err := d.backend.Teardown(ctx, job.Code, job.Configuration); err != nil {
 		return fmt.Errorf("teardown %s: %w", job.Configuration, err) // redelivered
 	}
+	d.metrics.down(job.Code, job.Configuration)
 	if persistent {
 		d.syncVolumes(ctx, vols)
 	}

@@ -11,6 +11,9 @@ import (
 
 	"github.com/benchq/benchq/contracts"
 	"github.com/benchq/benchq/internal/bus"
+	"github.com/benchq/benchq/internal/catalog"
+	"github.com/benchq/benchq/internal/obs"
+	"github.com/benchq/benchq/internal/obs/obstest"
 	"github.com/benchq/benchq/internal/testenv"
 )
 
@@ -42,6 +45,21 @@ func (v *volumeBackend) VolumeEntries(context.Context) ([]contracts.VolumeEntry,
 	return []contracts.VolumeEntry{{Name: "bq-postgresql-ycsb-1", DBMS: "PostgreSQL", UseCase: "ycsb-1", Loaded: true, TimeLoadingS: 12.5, Size: "50Gi"}}, nil
 }
 
+// testBus is the test's own connection to the deployer's NATS, its streams
+// set up, closed when t ends.
+func testBus(t *testing.T, ctx context.Context, url string) *bus.Bus {
+	t.Helper()
+	b, err := bus.Connect(ctx, url, "test", testenv.Logger(t, "test"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(b.Close)
+	if err := b.Setup(ctx); err != nil {
+		t.Fatal(err)
+	}
+	return b
+}
+
 // A teardown that says the loading filled the volume: the volume is marked
 // before the SUT goes, and the volumes bucket mirrors the backend's volumes.
 func TestTeardownMarksTheVolumeLoaded(t *testing.T) {
@@ -53,14 +71,7 @@ func TestTeardownMarksTheVolumeLoaded(t *testing.T) {
 	testenv.Go(t, func(ctx context.Context) error {
 		return Run(ctx, Config{NATSURL: url}, be, testenv.Logger(t, "deployer"))
 	})
-	b, err := bus.Connect(ctx, url, "test", testenv.Logger(t, "test"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer b.Close()
-	if err := b.Setup(ctx); err != nil {
-		t.Fatal(err)
-	}
+	b := testBus(t, ctx, url)
 	at := time.Date(2026, 11, 21, 10, 0, 0, 0, time.UTC)
 	if err := b.Publish(ctx, contracts.SubjTeardown, &contracts.Teardown{
 		Envelope: contracts.NewEnvelope("v1", "v1.PostgreSQL-1.teardown", at), Configuration: "PostgreSQL-1", DBMS: "PostgreSQL",
@@ -88,4 +99,44 @@ func TestTeardownMarksTheVolumeLoaded(t *testing.T) {
 	if want := []string{"mark bq-postgresql-ycsb-1 12.5s by v1", "teardown v1/PostgreSQL-1"}; !slices.Equal(be.calls, want) {
 		t.Errorf("calls %q, want %q", be.calls, want)
 	}
+}
+
+// The deployer's /metrics: a Redis SUT deployed through a deploy job is
+// timed and counted alive until its teardown.
+func TestDeployerServesItsMetrics(t *testing.T) {
+	t.Parallel()
+	requireServer(t, catalog.KindRedis)
+	url := testenv.NATS(t)
+	ctx := localTestCtx(t)
+	l := newLocal(t)
+	const code, conf = "1700000077", "Redis-1"
+	teardownAtEnd(t, l, code, conf)
+	reg := obs.NewRegistry()
+	addr := obstest.Serve(t, reg)
+	testenv.Go(t, func(ctx context.Context) error {
+		return Run(ctx, Config{NATSURL: url, Metrics: reg}, l, testenv.Logger(t, "deployer"))
+	})
+	b := testBus(t, ctx, url)
+	now := time.Now()
+	if err := b.Publish(ctx, contracts.SubjDeploy, &contracts.Deploy{
+		Envelope: contracts.NewEnvelope(code, code+"."+conf+".deploy", now), Configuration: conf, DBMS: "redis", Benchmark: "ycsb",
+	}); err != nil {
+		t.Fatal(err)
+	}
+	want := func(lines ...string) {
+		t.Helper()
+		testenv.Eventually(t, time.Minute, func() error {
+			if missing := obstest.Lacks(obstest.Get(t, addr), lines...); len(missing) > 0 {
+				return fmt.Errorf("/metrics lacks %q", missing)
+			}
+			return nil
+		})
+	}
+	want(`benchq_deployer_sut_start_seconds_count{dbms="redis"} 1`, `benchq_deployer_suts_alive 1`, `process_cpu_seconds_total`)
+	if err := b.Publish(ctx, contracts.SubjTeardown, &contracts.Teardown{
+		Envelope: contracts.NewEnvelope(code, code+"."+conf+".teardown", now), Configuration: conf, DBMS: "redis",
+	}); err != nil {
+		t.Fatal(err)
+	}
+	want(`benchq_deployer_suts_alive 0`)
 }

@@ -10,11 +10,13 @@ import (
 	"time"
 
 	"github.com/nats-io/nats.go/jetstream"
+	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/benchq/benchq/contracts"
 	"github.com/benchq/benchq/internal/benchbase"
 	"github.com/benchq/benchq/internal/bus"
 	"github.com/benchq/benchq/internal/catalog"
+	"github.com/benchq/benchq/internal/obs"
 )
 
 // Config is the agent's configuration.
@@ -30,6 +32,10 @@ type Config struct {
 
 	// Limits bind the agent to one phase (driver Jobs, phase.go).
 	Limits PhaseLimits
+
+	// Metrics is the registry served on the agent's /metrics (main.go);
+	// nil: a registry nobody serves.
+	Metrics *prometheus.Registry
 }
 
 // Agent pulls shard jobs from the shared work queue, one at a time.
@@ -39,6 +45,8 @@ type Agent struct {
 	log  *slog.Logger
 	busy atomic.Value // string: the id of the shard job in flight, for heartbeats
 	lim  phaseState   // shards ended, for Limits.MaxShards (phase.go)
+	// Metrics is never nil: the agent's per-shard series register here.
+	Metrics *prometheus.Registry
 }
 
 // ackWait: a job not acked or touched (InProgress) within this time goes to
@@ -56,7 +64,7 @@ func Run(ctx context.Context, cfg Config, log *slog.Logger) error {
 	if err := b.Setup(ctx); err != nil {
 		return err
 	}
-	a := &Agent{cfg: cfg, bus: b, log: log}
+	a := &Agent{cfg: cfg, bus: b, log: log, Metrics: obs.Or(cfg.Metrics)}
 	ctx = a.withLimits(ctx)
 	go a.heartbeat(ctx)
 	log.Info("agent ready", "name", cfg.Name, "ycsb", cfg.YCSBLib)

@@ -14,6 +14,7 @@ import (
 	"syscall"
 
 	"github.com/benchq/benchq/internal/config"
+	"github.com/benchq/benchq/internal/obs"
 )
 
 func main() {
@@ -49,6 +50,7 @@ func main() {
 	logTPCCEngine(log, cfg.Benchbase)
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
+	cfg.Metrics = obs.FromEnv(ctx, log)
 	if err := Run(ctx, cfg, log); err != nil {
 		log.Error("agent failed", "err", err)
 		os.Exit(1)

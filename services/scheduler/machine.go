@@ -72,6 +72,9 @@ type Event struct {
 	// Heartbeats of the driver agents (name → last beat), read for a tick;
 	// nil when unknown, which disables the lost-agent check.
 	Heartbeats map[string]time.Time
+	// storedAt is when JetStream stored the event (zero for a tick or a
+	// stop): the start of a phase switch, for metrics only.
+	storedAt time.Time
 }
 
 // Start creates the state of a newly planned experiment and its first outputs.

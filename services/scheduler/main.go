@@ -10,6 +10,7 @@ import (
 	"os"
 
 	"github.com/benchq/benchq/internal/config"
+	"github.com/benchq/benchq/internal/obs"
 )
 
 func main() {
@@ -17,5 +18,7 @@ func main() {
 	natsURL := config.NATSFlag(fs)
 	_ = fs.Parse(os.Args[1:])
 	log := config.Logger("scheduler")
-	config.Serve(log, "scheduler", func(ctx context.Context) error { return Run(ctx, Config{NATSURL: *natsURL}, log) })
+	config.Serve(log, "scheduler", func(ctx context.Context) error {
+		return Run(ctx, Config{NATSURL: *natsURL, Metrics: obs.FromEnv(ctx, log)}, log)
+	})
 }

@@ -13,9 +13,11 @@ import (
 	"time"
 
 	"github.com/nats-io/nats.go/jetstream"
+	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/benchq/benchq/contracts"
 	"github.com/benchq/benchq/internal/bus"
+	"github.com/benchq/benchq/internal/obs"
 	"github.com/benchq/benchq/internal/plan"
 )
 
@@ -23,6 +25,8 @@ import (
 type Config struct {
 	NATSURL   string
 	TickEvery time.Duration // how often deadlines are checked
+	// Metrics receives the scheduler's series (metrics.go); nil: none.
+	Metrics *prometheus.Registry
 }
 
 // Scheduler does the I/O around the pure state machine. All handling is
@@ -40,6 +44,8 @@ type Scheduler struct {
 	// skip. Both are rebuilt from the KV bucket at start.
 	alive map[string]int
 	ended map[string]bool
+
+	metrics *metrics
 }
 
 // Run serves until ctx ends.
@@ -53,7 +59,8 @@ func Run(ctx context.Context, cfg Config, log *slog.Logger) error {
 	if err != nil {
 		return fmt.Errorf("kv %s: %w", contracts.KVExperiments, err)
 	}
-	s := &Scheduler{bus: b, kv: kv, log: log, now: time.Now, alive: map[string]int{}, ended: map[string]bool{}}
+	s := &Scheduler{bus: b, kv: kv, log: log, now: time.Now, alive: map[string]int{}, ended: map[string]bool{},
+		metrics: newMetrics(obs.Or(cfg.Metrics))}
 	if cfg.TickEvery == 0 {
 		cfg.TickEvery = time.Second
 	}
@@ -108,6 +115,7 @@ func (s *Scheduler) each(h func(context.Context, jetstream.Msg) error) bus.Handl
 	return func(ctx context.Context, msgs []jetstream.Msg) []error {
 		errs := make([]error, len(msgs))
 		for i, m := range msgs {
+			s.metrics.handled(m.Subject())
 			s.mu.Lock()
 			errs[i] = h(ctx, m)
 			s.mu.Unlock()
@@ -203,6 +211,7 @@ func (s *Scheduler) handleStop(ctx context.Context, m jetstream.Msg) error {
 // track records an experiment's SUT count (for -ms across experiments) and
 // whether it ended.
 func (s *Scheduler) track(st *State) {
+	s.metrics.track(st)
 	if st.Status != contracts.ExperimentRunning {
 		delete(s.alive, st.Code)
 		s.ended[st.Code] = true
@@ -233,6 +242,9 @@ func (s *Scheduler) handleEvent(ctx context.Context, m jetstream.Msg) error {
 	ev, code, err := decodeEvent(m.Subject(), m.Data())
 	if err != nil {
 		return err
+	}
+	if meta, err := m.Metadata(); err == nil {
+		ev.storedAt = meta.Timestamp
 	}
 	return s.step(ctx, code, ev)
 }
@@ -311,6 +323,7 @@ func (s *Scheduler) step(ctx context.Context, code string, ev Event) error {
 	if err := s.publish(ctx, out); err != nil {
 		return err
 	}
+	s.metrics.switched(out, ev.storedAt, s.now())
 	data, _ := json.Marshal(st.state)
 	if _, err := s.kv.Update(ctx, code, data, st.rev); err != nil {
 		return fmt.Errorf("store state of %s: %w", code, err)

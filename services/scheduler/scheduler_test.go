@@ -10,10 +10,13 @@ import (
 	"time"
 
 	"github.com/nats-io/nats.go/jetstream"
+	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/benchq/benchq/contracts"
 	"github.com/benchq/benchq/internal/bus"
 	"github.com/benchq/benchq/internal/catalog"
+	"github.com/benchq/benchq/internal/obs"
+	"github.com/benchq/benchq/internal/obs/obstest"
 	"github.com/benchq/benchq/internal/testenv"
 )
 
@@ -33,6 +36,7 @@ type world struct {
 	deploys jetstream.Consumer // benchq.jobs.deploy and .teardown
 	shards  jetstream.Consumer // benchq.jobs.shard
 	events  *recorder
+	reg     *prometheus.Registry // the scheduler's metrics; nil: none
 
 	mu     sync.Mutex
 	agents map[string]bool // agent name → silenced (its heartbeats stop)
@@ -111,7 +115,7 @@ func (w *world) start() (stop func()) {
 	w.t.Helper()
 	log := testenv.Logger(w.t, "scheduler")
 	stop = testenv.Go(w.t, func(ctx context.Context) error {
-		return Run(ctx, Config{NATSURL: w.url, TickEvery: 50 * time.Millisecond}, log)
+		return Run(ctx, Config{NATSURL: w.url, TickEvery: 50 * time.Millisecond, Metrics: w.reg}, log)
 	})
 	testenv.Eventually(w.t, wait, func() error {
 		for stream, durable := range map[string]string{contracts.StreamRequests: "scheduler-requests", contracts.StreamEvents: "scheduler-events", contracts.StreamResults: "scheduler-results"} {
@@ -543,6 +547,33 @@ func TestSchedulerRunsAnExperimentThrough(t *testing.T) {
 
 // The scheduler keeps its state in KV and its place in the streams in
 // durable consumers: a new one carries on where the old one stopped.
+// The scheduler's /metrics counts what it handled: a whole experiment's
+// events by topic, its one phase switch (load → run) and the experiment done.
+func TestSchedulerServesItsMetrics(t *testing.T) {
+	t.Parallel()
+	w := newWorld(t)
+	w.reg = obs.NewRegistry()
+	addr := obstest.Serve(t, w.reg)
+	w.start()
+	runThrough(t, w, "metrics1", nil)
+	var text string
+	testenv.Eventually(t, wait, func() error {
+		text = obstest.Get(t, addr)
+		if missing := obstest.Lacks(text,
+			`benchq_scheduler_events_total{topic="request"} 1`,
+			`benchq_scheduler_events_total{topic="final"} 3`,
+			`benchq_scheduler_events_total{topic="sut_removed"} 1`,
+			`benchq_scheduler_phase_switch_seconds_count 1`,
+			`benchq_scheduler_experiments{status="done"} 1`,
+			`benchq_scheduler_experiments{status="running"} 0`,
+			`benchq_scheduler_phases{state="running"} 0`,
+			`go_goroutines`); len(missing) > 0 {
+			return fmt.Errorf("/metrics lacks %q", missing)
+		}
+		return nil
+	})
+}
+
 func TestSchedulerResumesAfterARestart(t *testing.T) {
 	t.Parallel()
 	w := newWorld(t)

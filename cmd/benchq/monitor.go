@@ -1,0 +1,162 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"net"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/benchq/benchq/internal/obs"
+	"github.com/benchq/benchq/internal/procs"
+	"github.com/benchq/benchq/internal/prom"
+)
+
+// The embedded stack's Prometheus (issue 11): Debian's binary under
+// <home>/prometheus, scraping every service's /metrics and whatever target
+// groups the deployer writes into its targets directory while SUTs and
+// drivers live.
+
+// promRetention is short: the collector copies what an experiment keeps
+// into the results database when each phase ends.
+const promRetention = 24 * time.Hour
+
+// promProc is Prometheus' name among the stack's processes.
+const promProc = "prometheus"
+
+// envTargets tells the services where the file_sd target groups go.
+const envTargets = "BENCHQ_PROMETHEUS_TARGETS"
+
+func promDir(st *State) string { return filepath.Join(st.home(), "prometheus") }
+
+func promTargets(st *State) prom.Targets {
+	return prom.Targets{Dir: filepath.Join(promDir(st), "targets")}
+}
+
+// scrapeInterval is the stack's $BENCHQ_SCRAPE_INTERVAL (prom.ParseScrapeInterval).
+func scrapeInterval(st *State) (time.Duration, error) {
+	return prom.ParseScrapeInterval(st.Env(prom.EnvScrapeInterval))
+}
+
+// startPrometheus starts the stack's Prometheus and records it; an error
+// means monitoring is off (the stack runs without it).
+func (s *Stack) startPrometheus(ctx context.Context, st *State) error {
+	every, err := scrapeInterval(st)
+	if err != nil {
+		return err
+	}
+	// Groups left by a stack that crashed name processes that are gone.
+	if err := os.RemoveAll(promTargets(st).Dir); err != nil {
+		return err
+	}
+	srv, err := prom.StartServer(ctx, promDir(st), prom.ServerOptions{
+		Config:    prom.Config{ScrapeInterval: every, TargetsDir: promTargets(st).Dir},
+		Retention: promRetention,
+	})
+	if err != nil {
+		return err
+	}
+	s.PrometheusURL = srv.URL()
+	s.Procs = append(s.Procs, Proc{Name: promProc, Pid: srv.Pid, Log: filepath.Join(srv.Dir, "prometheus.log")})
+	return s.save(st)
+}
+
+// monitorEnv is what every service needs to know of monitoring: where
+// Prometheus is (the collector pulls from it), how often it scrapes, and
+// where target groups go (the deployer writes them).
+func (s *Stack) monitorEnv(st *State, every time.Duration) []string {
+	if s.PrometheusURL == "" {
+		return nil
+	}
+	return []string{"BENCHQ_PROMETHEUS_URL=" + s.PrometheusURL, prom.EnvScrapeInterval + "=" + every.String(), envTargets + "=" + promTargets(st).Dir}
+}
+
+// withMetricsAddr gives p a metrics address: the one it had if its port is
+// free (a restart keeps its target), else a free one.
+func withMetricsAddr(p Proc) (Proc, error) {
+	key := obs.EnvAddr + "="
+	env := make([]string, 0, len(p.Env)+1)
+	addr := ""
+	for _, e := range p.Env {
+		if strings.HasPrefix(e, key) {
+			addr = strings.TrimPrefix(e, key)
+			continue
+		}
+		env = append(env, e)
+	}
+	if addr == "" || !portFree(addr) {
+		port, err := procs.FreePort()
+		if err != nil {
+			return p, err
+		}
+		addr = "127.0.0.1:" + strconv.Itoa(port)
+	}
+	p.Env = append(env, key+addr)
+	return p, nil
+}
+
+func portFree(addr string) bool {
+	ln, err := net.Listen("tcp", addr)
+	if err != nil {
+		return false
+	}
+	ln.Close()
+	return true
+}
+
+// metricsAddr is the address in p's environment, or "".
+func metricsAddr(p Proc) string {
+	for _, e := range p.Env {
+		if v, ok := strings.CutPrefix(e, obs.EnvAddr+"="); ok {
+			return v
+		}
+	}
+	return ""
+}
+
+// writeTarget has Prometheus scrape service p (when Prometheus runs).
+func (s *Stack) writeTarget(st *State, p Proc) error {
+	addr := metricsAddr(p)
+	if s.PrometheusURL == "" || addr == "" {
+		return nil
+	}
+	return promTargets(st).Write("service-"+p.Name, prom.Group{
+		Targets: []string{addr},
+		Labels:  map[string]string{prom.LabelComponent: "service", "service": p.Name},
+	})
+}
+
+// prometheusStatus is the status line of the Prometheus at url: ready or
+// not, and how many of its targets are up.
+func prometheusStatus(ctx context.Context, url, off string) string {
+	if url == "" {
+		if off != "" {
+			return "not configured (monitoring off: " + off + ")"
+		}
+		return "not configured (set BENCHQ_PROMETHEUS_URL)"
+	}
+	req, _ := http.NewRequestWithContext(ctx, http.MethodGet, strings.TrimRight(url, "/")+"/-/ready", nil)
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		return fmt.Sprintf("NOT REACHABLE (%v)", err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		return fmt.Sprintf("NOT READY (HTTP %d)", resp.StatusCode)
+	}
+	targets, err := (&prom.Client{URL: url}).Targets(ctx)
+	if err != nil {
+		return fmt.Sprintf("Running (%s; targets unreadable: %v)", url, err)
+	}
+	up := 0
+	for _, t := range targets {
+		if t.Health == "up" {
+			up++
+		}
+	}
+	return fmt.Sprintf("Running (%s, %d of %d targets up)", url, up, len(targets))
+}

@@ -1,0 +1,153 @@
+package main
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/benchq/benchq/internal/localdb"
+	"github.com/benchq/benchq/internal/obs/obstest"
+	"github.com/benchq/benchq/internal/procs"
+	"github.com/benchq/benchq/internal/prom"
+	"github.com/benchq/benchq/internal/testenv"
+)
+
+// serviceBinaries builds the services of this tree into a temporary
+// directory (a stale .benchq/bin would not serve what this test checks),
+// with the nats-server that bootstrap built beside them.
+func serviceBinaries(t *testing.T) string {
+	t.Helper()
+	repo, _ := filepath.Abs("../..")
+	nats := filepath.Join(repo, ".benchq", "bin", "nats-server")
+	if _, err := os.Stat(nats); err != nil {
+		t.Fatalf("%s missing: run scripts/bootstrap.sh first", nats)
+	}
+	bin := t.TempDir()
+	cmd := exec.Command("go", "build", "-o", bin+"/", "./services/scheduler", "./services/deployer", "./services/driver-agent", "./services/collector")
+	cmd.Dir = repo
+	if out, err := cmd.CombinedOutput(); err != nil {
+		t.Fatalf("go build: %v\n%s", err, out)
+	}
+	if err := os.Symlink(nats, filepath.Join(bin, "nats-server")); err != nil {
+		t.Fatal(err)
+	}
+	return bin
+}
+
+// `benchq up` starts Prometheus beside the services, every service's
+// /metrics is a target of it and up, a restarted service keeps its address,
+// and `benchq down` stops Prometheus too.
+func TestUpMonitorsTheStack(t *testing.T) {
+	if _, err := prom.Binary(); errors.Is(err, localdb.ErrNotInstalled) {
+		t.Skipf("skipping: %v", err)
+	}
+	bin := serviceBinaries(t)
+	home := t.TempDir()
+	// PostgreSQL runs as the postgres user and must reach its data dir.
+	for _, d := range []string{filepath.Dir(home), home} {
+		if err := os.Chmod(d, 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	env := map[string]string{"BENCHQ_HOME": home, "BENCHQ_BIN": bin, "BENCHQ_AGENTS": "1", "BENCHQ_SCRAPE_INTERVAL": "500ms"}
+	run := func(args ...string) (int, string) {
+		var out, errs bytes.Buffer
+		code := Main(t.Context(), args, &State{Env: func(k string) string { return env[k] }, Stdout: &out, Stderr: &errs})
+		return code, out.String() + errs.String()
+	}
+	code, out := run("up")
+	t.Cleanup(func() {
+		if code, out := run("down"); code != ExitOK {
+			t.Errorf("down: exit %d\n%s", code, out)
+		}
+	})
+	if code != ExitOK {
+		t.Fatalf("up: exit %d\n%s", code, out)
+	}
+	if !strings.Contains(out, "\nprometheus http://127.0.0.1:") {
+		t.Errorf("up does not name its Prometheus:\n%s", out)
+	}
+	st := &State{Env: func(k string) string { return env[k] }}
+	s, err := loadStack(st)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var promPid int
+	addrs := map[string]string{}
+	for _, p := range s.Procs {
+		if p.Name == promProc {
+			promPid = p.Pid
+		}
+		if a := metricsAddr(p); a != "" {
+			addrs[p.Name] = a
+		}
+	}
+	if s.PrometheusURL == "" || !procs.Alive(promPid) {
+		t.Fatalf("stack.json: prometheus %q, pid %d not running", s.PrometheusURL, promPid)
+	}
+
+	// Each service's own series, fetched as Prometheus does.
+	for name, want := range map[string][]string{
+		"scheduler":      {`benchq_scheduler_experiments{status="running"} 0`, `benchq_scheduler_phases{state="running"} 0`},
+		"deployer":       {`benchq_deployer_suts_alive 0`},
+		"collector":      {`benchq_collector_rows_stored_total 0`, `benchq_collector_consumer_lag{consumer="collector-events",stream="BENCHQ_EVENTS"} 0`},
+		"driver-agent-1": {`go_goroutines`, `process_cpu_seconds_total`},
+	} {
+		if addrs[name] == "" {
+			t.Errorf("%s has no %s", name, "BENCHQ_METRICS_ADDR")
+			continue
+		}
+		testenv.Eventually(t, 30*time.Second, func() error {
+			if missing := obstest.Lacks(obstest.Get(t, addrs[name]), want...); len(missing) > 0 {
+				return fmt.Errorf("%s /metrics lacks %q", name, missing)
+			}
+			return nil
+		})
+	}
+
+	// Four services, all up: Prometheus reads the target groups within
+	// a few seconds (file_sd updates are batched every 5s).
+	allUp := regexp.MustCompile(`(?m)^Prometheus: +Running \(http://127\.0\.0\.1:\d+, 4 of 4 targets up\)$`)
+	status := func() {
+		t.Helper()
+		testenv.Eventually(t, time.Minute, func() error {
+			code, out := run("status")
+			if code != ExitOK || !allUp.MatchString(out) {
+				return fmt.Errorf("status: exit %d\n%s", code, out)
+			}
+			return nil
+		})
+	}
+	status()
+
+	if code, out := run("restart", "collector"); code != ExitOK {
+		t.Fatalf("restart: exit %d\n%s", code, out)
+	}
+	again, err := loadStack(st)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, p := range again.Procs {
+		if p.Name == "collector" && metricsAddr(p) != addrs["collector"] {
+			t.Errorf("restarted collector serves on %s, not %s", metricsAddr(p), addrs["collector"])
+		}
+	}
+	status()
+
+	if code, out := run("down"); code != ExitOK {
+		t.Fatalf("down: exit %d\n%s", code, out)
+	}
+	testenv.Eventually(t, 10*time.Second, func() error {
+		if procs.Alive(promPid) {
+			return fmt.Errorf("prometheus (pid %d) still runs after down", promPid)
+		}
+		return nil
+	})
+}

@@ -1,0 +1,122 @@
+package main
+
+import (
+	"sync"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/benchq/benchq/contracts"
+)
+
+// metrics are the scheduler's own series on /metrics (issue 11).
+type metrics struct {
+	events      *prometheus.CounterVec
+	phaseSwitch prometheus.Histogram
+
+	// Gauges from the experiments' stored states, kept per code so that a
+	// state written again replaces its own counts.
+	mu          sync.Mutex
+	status      map[string]string         // code → experiment status
+	phases      map[string]map[string]int // code → phase state → configurations in it
+	experiments *prometheus.GaugeVec
+	inFlight    *prometheus.GaugeVec
+}
+
+func newMetrics(reg prometheus.Registerer) *metrics {
+	m := &metrics{
+		events: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "benchq_scheduler_events_total",
+			Help: "Messages the scheduler handled, by topic (contracts' subject names).",
+		}, []string{"topic"}),
+		phaseSwitch: prometheus.NewHistogram(prometheus.HistogramOpts{
+			Name: "benchq_scheduler_phase_switch_seconds",
+			Help: "From the event that ended a phase (its last shard's final, as stored in JetStream) to the next phase's shard jobs published.",
+			// Milliseconds when idle, seconds under load or after a restart.
+			Buckets: prometheus.ExponentialBuckets(0.001, 2.5, 12),
+		}),
+		status: map[string]string{},
+		phases: map[string]map[string]int{},
+		experiments: prometheus.NewGaugeVec(prometheus.GaugeOpts{
+			Name: "benchq_scheduler_experiments",
+			Help: "Experiments in the scheduler's state bucket, by status.",
+		}, []string{"status"}),
+		inFlight: prometheus.NewGaugeVec(prometheus.GaugeOpts{
+			Name: "benchq_scheduler_phases",
+			Help: "Phases of running experiments in flight, by state (preparing: shard jobs out, waiting for the barrier; running: after GO).",
+		}, []string{"state"}),
+	}
+	reg.MustRegister(m.events, m.phaseSwitch, m.experiments, m.inFlight)
+	m.zero()
+	return m
+}
+
+// zero resets the gauges to every known label value at 0, so a dashboard
+// sees 0 rather than nothing.
+func (m *metrics) zero() {
+	m.experiments.Reset()
+	m.inFlight.Reset()
+	for _, s := range []string{contracts.ExperimentRunning, contracts.ExperimentDone, contracts.ExperimentFailed, contracts.ExperimentCancelled} {
+		m.experiments.WithLabelValues(s)
+	}
+	for _, s := range []string{contracts.PhasePreparing, contracts.PhaseRunning} {
+		m.inFlight.WithLabelValues(s)
+	}
+}
+
+// handled counts one message by its topic.
+func (m *metrics) handled(subject string) {
+	topic := "unknown"
+	if p, err := contracts.ParseSubject(subject); err == nil {
+		topic = string(p.Topic)
+	}
+	m.events.WithLabelValues(topic).Inc()
+}
+
+// track records st's status and phases in flight, then recomputes the
+// gauges (a handful of experiments: recounting is cheaper than bookkeeping).
+func (m *metrics) track(st *State) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	m.status[st.Code] = st.Status
+	phases := map[string]int{}
+	if st.Status == contracts.ExperimentRunning {
+		for _, c := range st.Configs {
+			if c.Current != nil {
+				phases[c.Current.Status]++
+			}
+		}
+	}
+	m.phases[st.Code] = phases
+	m.zero()
+	for _, s := range m.status {
+		m.experiments.WithLabelValues(s).Inc()
+	}
+	for _, ph := range m.phases {
+		for state, n := range ph {
+			m.inFlight.WithLabelValues(state).Add(float64(n))
+		}
+	}
+}
+
+// switched observes the phase-switch latency when out (one step's outputs)
+// ended a phase and sent the next one's shard jobs; endedAt is when the
+// event that caused the step was stored (zero: a tick or a stop, not a
+// phase's end).
+func (m *metrics) switched(out []Out, endedAt, now time.Time) {
+	if endedAt.IsZero() {
+		return
+	}
+	done, next := false, false
+	for _, o := range out {
+		switch msg := o.Msg.(type) {
+		case *contracts.PhaseEvent:
+			done = done || msg.Status == contracts.PhaseDone
+		case *contracts.ShardJob:
+			next = next || done
+		}
+	}
+	if next {
+		m.phaseSwitch.Observe(now.Sub(endedAt).Seconds())
+	}
+}
