@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/nats-io/nats.go/jetstream"
+	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/benchq/benchq/contracts"
 	"github.com/benchq/benchq/internal/benchbase"
@@ -31,6 +32,10 @@ type Config struct {
 
 	// Limits bind the agent to one phase (driver Jobs, phase.go).
 	Limits PhaseLimits
+
+	// Metrics, when set, receives the shard in flight's driver process
+	// tree and live operations (metrics.go); main serves it.
+	Metrics *prometheus.Registry
 }
 
 // Agent pulls shard jobs from the shared work queue, one at a time.
@@ -40,6 +45,8 @@ type Agent struct {
 	log  *slog.Logger
 	busy atomic.Value // string: the id of the shard job in flight, for heartbeats
 	lim  phaseState   // shards ended, for Limits.MaxShards (phase.go)
+	// metrics is nil when Config.Metrics is.
+	metrics *agentMetrics
 }
 
 // ackWait: a job not acked or touched (InProgress) within this time goes to
@@ -58,6 +65,11 @@ func Run(ctx context.Context, cfg Config, log *slog.Logger) error {
 		return err
 	}
 	a := &Agent{cfg: cfg, bus: b, log: log}
+	if cfg.Metrics != nil {
+		if a.metrics, err = newAgentMetrics(cfg.Metrics); err != nil {
+			return err
+		}
+	}
 	ctx = a.withLimits(ctx)
 	go a.heartbeat(ctx)
 	log.Info("agent ready", "name", cfg.Name, "ycsb", cfg.YCSBLib)
