@@ -28,9 +28,6 @@ const promRetention = 24 * time.Hour
 // promProc is Prometheus' name among the stack's processes.
 const promProc = "prometheus"
 
-// envTargets tells the services where the file_sd target groups go.
-const envTargets = "BENCHQ_PROMETHEUS_TARGETS"
-
 func promDir(st *State) string { return filepath.Join(st.home(), "prometheus") }
 
 func promTargets(st *State) prom.Targets {
@@ -72,7 +69,7 @@ func (s *Stack) monitorEnv(st *State, every time.Duration) []string {
 	if s.PrometheusURL == "" {
 		return nil
 	}
-	return []string{"BENCHQ_PROMETHEUS_URL=" + s.PrometheusURL, prom.EnvScrapeInterval + "=" + every.String(), envTargets + "=" + promTargets(st).Dir}
+	return []string{"BENCHQ_PROMETHEUS_URL=" + s.PrometheusURL, prom.EnvScrapeInterval + "=" + every.String(), prom.EnvTargetsDir + "=" + promTargets(st).Dir}
 }
 
 // withMetricsAddr gives p a metrics address: the one it had if its port is

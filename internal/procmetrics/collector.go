@@ -49,7 +49,7 @@ type component struct {
 }
 
 // New makes a Collector reading procRoot ("" = /proc) and registers it with
-// reg.
+// reg (nil: the caller registers it where it wants).
 func New(reg prometheus.Registerer, procRoot string) (*Collector, error) {
 	if procRoot == "" {
 		procRoot = procfs.DefaultMountPoint
@@ -59,6 +59,9 @@ func New(reg prometheus.Registerer, procRoot string) (*Collector, error) {
 		return nil, fmt.Errorf("procmetrics: %w", err)
 	}
 	c := &Collector{fs: fs, components: map[string]*component{}}
+	if reg == nil {
+		return c, nil
+	}
 	if err := reg.Register(c); err != nil {
 		return nil, fmt.Errorf("procmetrics: register: %w", err)
 	}

@@ -89,3 +89,8 @@ func (t Targets) Remove(name string) error {
 	}
 	return nil
 }
+
+// EnvTargetsDir names the directory of the stack's file_sd target groups:
+// `benchq up` sets it for the services, the deployer writes the groups of
+// the exporters and phase agents it starts there.
+const EnvTargetsDir = "BENCHQ_PROMETHEUS_TARGETS"

@@ -33,9 +33,15 @@ type Local struct {
 	// AgentBin is the driver-agent binary that StartPhaseAgents runs
 	// (default: driver-agent beside this program).
 	AgentBin string
+	// TargetsDir receives the Prometheus file_sd groups of exporters and
+	// phase agents ("": $BENCHQ_PROMETHEUS_TARGETS; neither: none written).
+	TargetsDir string
 
 	mu    sync.Mutex
 	locks map[string]*sync.Mutex // per configuration directory
+
+	monOnce sync.Once
+	mon     *monitor // local_monitor.go
 }
 
 // localState is endpoint.json: what a redelivered deploy must answer again.
@@ -51,6 +57,10 @@ type localState struct {
 	BackendPort int `json:"backend_port,omitempty"`
 	// Info are facts of a cluster or pool for sut.ready (nodes, limits).
 	Info map[string]any `json:"info,omitempty"`
+	// Monitoring is the configuration's -m/-mc/-ma, for a restarted
+	// deployer; Exporters are what -ma started (local_monitor.go).
+	Monitoring *contracts.Monitoring `json:"monitoring,omitempty"`
+	Exporters  []exporter            `json:"exporters,omitempty"`
 }
 
 const stateFile = "endpoint.json"
@@ -89,11 +99,12 @@ func (l *Local) deploy(ctx context.Context, s Spec) (Deployed, error) {
 	// A redelivered deploy: the same port, so that the endpoint stays the
 	// same (the Start* functions reuse a live server whatever the port).
 	port := 0
-	if st, err := readState(dir); err == nil {
-		if st.Kind != entry.Kind {
-			return Deployed{}, fmt.Errorf("%s already holds a %s SUT, not %s: tear it down first", dir, st.DBMS, entry.Name)
+	prev, err := readState(dir)
+	if err == nil {
+		if prev.Kind != entry.Kind {
+			return Deployed{}, fmt.Errorf("%s already holds a %s SUT, not %s: tear it down first", dir, prev.DBMS, entry.Name)
 		}
-		port = st.Endpoint.Port
+		port = prev.Endpoint.Port
 		log.Info("sut already deployed: checking it", "port", port)
 	}
 
@@ -114,6 +125,9 @@ func (l *Local) deploy(ctx context.Context, s Spec) (Deployed, error) {
 		err = fmt.Errorf("the local backend cannot run kind %q of %s", entry.Kind, entry.Name)
 	}
 	if err != nil {
+		return Deployed{}, err
+	}
+	if err := l.monitorSUT(dir, s, entry, &st, prev); err != nil {
 		return Deployed{}, err
 	}
 	if err := writeState(dir, st); err != nil {
@@ -229,6 +243,9 @@ func (l *Local) Teardown(ctx context.Context, code, configuration string) error 
 	if err := stopPhaseAgents(ctx, dir); err != nil {
 		return err
 	}
+	if err := l.unmonitor(ctx, dir, code, configuration); err != nil {
+		return err
+	}
 	if err := stopPools(ctx, dir); err != nil {
 		return err
 	}
@@ -331,9 +348,6 @@ func localIgnores(sut *contracts.SUTSpec) []string {
 	}
 	if sut.Node != "" {
 		out = append(out, "node (-rnn)")
-	}
-	if sut.Monitoring != nil {
-		out = append(out, "monitoring (-m/-mc/-ma)")
 	}
 	return out
 }

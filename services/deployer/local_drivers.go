@@ -99,13 +99,22 @@ func (l *Local) StartPhaseAgents(ctx context.Context, d DriverSpec, n int) ([]st
 			names = append(names, name)
 			continue
 		}
+		port, err := procs.FreePort()
+		if err != nil {
+			return names, err
+		}
+		addr := fmt.Sprintf("127.0.0.1:%d", port)
 		if _, err := procs.Start(procs.Spec{
 			Name: name, Path: bin,
 			Args:    []string{"-name", name, "-experiment", d.Code, "-phase", d.Phase, "-max-shards", "1"},
+			Env:     []string{"BENCHQ_METRICS_ADDR=" + addr},
 			LogFile: filepath.Join(drivers, name+".log"), PidFile: pidFile,
 		}); err != nil {
 			return names, err
 		}
+		// Scraped until the configuration's teardown; an agent that ended
+		// after its shard is a target down meanwhile.
+		l.phaseAgentTarget(d, name, addr)
 		names = append(names, name)
 	}
 	return names, nil

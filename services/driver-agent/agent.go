@@ -34,19 +34,19 @@ type Config struct {
 	Limits PhaseLimits
 
 	// Metrics is the registry served on the agent's /metrics (main.go);
-	// nil: a registry nobody serves.
+	// it receives the shard in flight's driver process tree and live
+	// operations (metrics.go). nil: a registry nobody serves.
 	Metrics *prometheus.Registry
 }
 
 // Agent pulls shard jobs from the shared work queue, one at a time.
 type Agent struct {
-	cfg  Config
-	bus  *bus.Bus
-	log  *slog.Logger
-	busy atomic.Value // string: the id of the shard job in flight, for heartbeats
-	lim  phaseState   // shards ended, for Limits.MaxShards (phase.go)
-	// Metrics is never nil: the agent's per-shard series register here.
-	Metrics *prometheus.Registry
+	cfg     Config
+	bus     *bus.Bus
+	log     *slog.Logger
+	busy    atomic.Value // string: the id of the shard job in flight, for heartbeats
+	lim     phaseState   // shards ended, for Limits.MaxShards (phase.go)
+	metrics *agentMetrics
 }
 
 // ackWait: a job not acked or touched (InProgress) within this time goes to
@@ -64,7 +64,10 @@ func Run(ctx context.Context, cfg Config, log *slog.Logger) error {
 	if err := b.Setup(ctx); err != nil {
 		return err
 	}
-	a := &Agent{cfg: cfg, bus: b, log: log, Metrics: obs.Or(cfg.Metrics)}
+	a := &Agent{cfg: cfg, bus: b, log: log}
+	if a.metrics, err = newAgentMetrics(obs.Or(cfg.Metrics)); err != nil {
+		return err
+	}
 	ctx = a.withLimits(ctx)
 	go a.heartbeat(ctx)
 	log.Info("agent ready", "name", cfg.Name, "ycsb", cfg.YCSBLib)

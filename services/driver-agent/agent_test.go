@@ -15,6 +15,7 @@ import (
 
 	"github.com/jackc/pgx/v5"
 	"github.com/nats-io/nats.go"
+	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/benchq/benchq/contracts"
 	"github.com/benchq/benchq/internal/bus"
@@ -61,6 +62,9 @@ type stack struct {
 	t   *testing.T
 	ctx context.Context
 	bus *bus.Bus
+	// regs are the agents' metrics registries (Config.Metrics), as main
+	// serves them.
+	regs []*prometheus.Registry
 }
 
 func newStack(t *testing.T, agents int) *stack {
@@ -84,13 +88,16 @@ func startAgents(t *testing.T, n int, timeout time.Duration, base Config) *stack
 	if err := b.Setup(ctx); err != nil {
 		t.Fatal(err)
 	}
+	s := &stack{t: t, ctx: ctx, bus: b}
 	for i := range n {
 		cfg := base
 		cfg.NATSURL, cfg.Name = url, fmt.Sprintf("agent-%d", i+1)
+		cfg.Metrics = prometheus.NewPedanticRegistry()
+		s.regs = append(s.regs, cfg.Metrics)
 		log := testenv.Logger(t, cfg.Name)
 		testenv.Go(t, func(ctx context.Context) error { return Run(ctx, cfg, log) })
 	}
-	return &stack{t: t, ctx: ctx, bus: b}
+	return s
 }
 
 // runPhase does what the scheduler does for one phase: publish its shard
@@ -323,7 +330,10 @@ func TestShardsInsertWithoutCollisions(t *testing.T) {
 						if err := db.reset(); err != nil {
 							t.Fatal(err)
 						}
-						s.runPhase(phaseJobs(t, name, req, 0, db.ep))
+						load := phaseJobs(t, name, req, 0, db.ep)
+						watch := s.watchDriverMetrics(load[0].Phase)
+						s.runPhase(load)
+						watch.check(t, "loader")
 						if n, err := db.count(); err != nil || n != records {
 							t.Fatalf("after loading: %d records (%v), want %d", n, err, records)
 						}
@@ -413,4 +423,84 @@ func TestUnreachableSUTFailsBeforeReady(t *testing.T) {
 	case <-time.After(phaseWait):
 		t.Fatalf("no final within %s", phaseWait)
 	}
+}
+
+// driverWatch polls the agents' registries while a phase runs, for the
+// series of its shards' driver process trees and live operations.
+type driverWatch struct {
+	stop     context.CancelFunc
+	done     chan struct{}
+	phase    string
+	regs     []*prometheus.Registry
+	maxCPU   map[string]float64 // component → the highest CPU seconds seen
+	mem      float64
+	ops      float64
+	pedantic error
+}
+
+func (s *stack) watchDriverMetrics(phase string) *driverWatch {
+	ctx, stop := context.WithCancel(s.ctx)
+	w := &driverWatch{stop: stop, done: make(chan struct{}), phase: phase, regs: s.regs, maxCPU: map[string]float64{}}
+	go func() {
+		defer close(w.done)
+		for ctx.Err() == nil {
+			w.poll()
+			time.Sleep(50 * time.Millisecond)
+		}
+	}()
+	return w
+}
+
+func (w *driverWatch) poll() {
+	for _, reg := range w.regs {
+		mfs, err := reg.Gather()
+		if err != nil {
+			w.pedantic = err
+			continue
+		}
+		for _, mf := range mfs {
+			for _, m := range mf.GetMetric() {
+				l := map[string]string{}
+				for _, lp := range m.GetLabel() {
+					l[lp.GetName()] = lp.GetValue()
+				}
+				if l["phase"] != w.phase {
+					continue
+				}
+				switch mf.GetName() {
+				case "container_cpu_usage_seconds_total":
+					w.maxCPU[l["component"]] = max(w.maxCPU[l["component"]], m.GetCounter().GetValue())
+				case "container_memory_working_set_bytes":
+					w.mem = max(w.mem, m.GetGauge().GetValue())
+				case "benchq_agent_operations":
+					if l["operation"] == allOps {
+						w.ops = max(w.ops, m.GetGauge().GetValue())
+					}
+				}
+			}
+		}
+	}
+}
+
+// check stops the watch: the phase's driver trees were exported under
+// component while it ran (CPU and memory above 0, operations counted),
+// and no longer are.
+func (w *driverWatch) check(t *testing.T, component string) {
+	t.Helper()
+	w.stop()
+	<-w.done
+	if w.pedantic != nil {
+		t.Errorf("agent registry: %v", w.pedantic)
+	}
+	if w.maxCPU[component] <= 0 || w.mem <= 0 || len(w.maxCPU) != 1 {
+		t.Errorf("phase %s: driver CPU seconds by component %v, memory %.0f bytes; want %s only, above 0", w.phase, w.maxCPU, w.mem, component)
+	}
+	// A small load may end within one poll of its only status line, so the
+	// live operations are not required here (TestLiveShardFigures is).
+	w.maxCPU, w.mem = map[string]float64{}, 0
+	w.poll()
+	if len(w.maxCPU) != 0 || w.mem != 0 {
+		t.Errorf("phase %s ended: its driver trees are still exported: %v", w.phase, w.maxCPU)
+	}
+	t.Logf("phase %s: drivers exported as %s, %.0f operations seen live", w.phase, component, w.ops)
 }

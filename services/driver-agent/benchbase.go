@@ -134,6 +134,8 @@ func (a *Agent) runBenchbaseJar(ctx context.Context, job contracts.ShardJob, pro
 	}
 	a.log.Info("benchbase started", "code", job.Code, "phase", job.Phase, "shard", job.Shard, "cmd", cmd.Args, "dir", cmd.Dir)
 	kill := func() { _ = syscall.Kill(-proc.Process.Pid, syscall.SIGKILL) }
+	live := a.track(job, proc.Process.Pid)
+	defer live.end()
 	exited := make(chan error, 1)
 	go func() { exited <- proc.Wait() }()
 

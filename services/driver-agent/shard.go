@@ -51,6 +51,7 @@ type shardRun struct {
 	hdrDir string // where YCSB writes its histogram logs (see ycsbCommand)
 	// Written by readStderr, read after the driver exited.
 	firstOp, lastOp time.Time
+	live            *liveShard
 }
 
 // errAborted: the phase failed elsewhere while this shard waited for GO.
@@ -92,6 +93,8 @@ func (r *shardRun) run(ctx context.Context, progress func()) (*contracts.Final, 
 		return fail("start %s: %v", r.args[0], err)
 	}
 	kill := func() { _ = syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL) }
+	r.live = r.a.track(job, cmd.Process.Pid)
+	defer r.live.end()
 
 	ready := make(chan struct{})
 	tail := &tailBuffer{max: 20}
@@ -393,6 +396,7 @@ func (r *shardRun) readStderr(ctx context.Context, stderr io.Reader, ready chan<
 			Phase:    job.Phase, Shard: job.Shard, Attempt: job.Attempt, At: st.At.UTC(), ElapsedS: st.ElapsedS,
 			Operations: st.Operations, OpsPerSec: st.OpsPerSec, PerOp: st.PerOp,
 		}
+		r.live.interval(iv)
 		subj := contracts.Subject(contracts.SubjInterval, job.Code, job.Phase, fmt.Sprint(job.Shard))
 		if err := r.a.bus.Publish(ctx, subj, iv); err != nil {
 			r.a.log.Warn("interval not published", "err", err)

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"os"
 	"time"
 
 	"github.com/nats-io/nats.go/jetstream"
@@ -29,6 +30,9 @@ func (a *Agent) runTPCC(ctx context.Context, job contracts.ShardJob, progress fu
 		return nil, err
 	}
 	defer unsubscribe()
+	// The engine runs inside the agent: its tree is the driver's.
+	live := a.track(job, os.Getpid())
+	defer live.end()
 	// The engine blocks for the whole shard: keep the job alive meanwhile.
 	alive, stopAlive := context.WithCancel(ctx)
 	defer stopAlive()
@@ -97,6 +101,7 @@ func (a *Agent) runTPCC(ctx context.Context, job contracts.ShardJob, progress fu
 	publish := func(iv contracts.Interval) {
 		iv.Envelope = contracts.NewEnvelope(job.Code, fmt.Sprintf("%s.%s.%d.a%d.i%d", job.Code, job.Phase, job.Shard, job.Attempt, iv.ElapsedS), time.Now())
 		iv.Phase, iv.Shard, iv.Attempt = job.Phase, job.Shard, job.Attempt
+		live.interval(&iv)
 		subj := contracts.Subject(contracts.SubjInterval, job.Code, job.Phase, fmt.Sprint(job.Shard))
 		if err := a.bus.Publish(ctx, subj, &iv); err != nil {
 			a.log.Warn("interval not published", "err", err)

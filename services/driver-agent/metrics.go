@@ -1,0 +1,131 @@
+package main
+
+import (
+	"fmt"
+	"strconv"
+	"sync"
+
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/benchq/benchq/contracts"
+	"github.com/benchq/benchq/internal/procmetrics"
+)
+
+// agentMetrics is what an agent exports about the shard in flight (issue
+// 11): its driver's process tree under cAdvisor's names, and its live
+// operations from the intervals it streams.
+type agentMetrics struct {
+	procs *procmetrics.Collector
+	ops   *prometheus.GaugeVec
+	rate  *prometheus.GaugeVec
+}
+
+// allOps is the operation label of a shard's figures over all operations.
+const allOps = "all"
+
+var shardLabels = []string{"experiment", "configuration", "dbms", "component", "phase", "shard", "operation"}
+
+func newAgentMetrics(reg *prometheus.Registry) (*agentMetrics, error) {
+	procs, err := procmetrics.New(reg, "")
+	if err != nil {
+		return nil, err
+	}
+	m := &agentMetrics{
+		procs: procs,
+		ops: prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: "benchq_agent_operations",
+			Help: "Operations the shard in flight has done so far (per operation: those measured in its status intervals)."}, shardLabels),
+		rate: prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: "benchq_agent_ops_per_second",
+			Help: "Throughput of the shard in flight over its last status interval."}, shardLabels),
+	}
+	for _, c := range []prometheus.Collector{m.ops, m.rate} {
+		if err := reg.Register(c); err != nil {
+			return nil, fmt.Errorf("agent metrics: %w", err)
+		}
+	}
+	return m, nil
+}
+
+// liveShard exports one shard while it runs; a nil liveShard (an agent
+// without metrics) does nothing.
+type liveShard struct {
+	m      *agentMetrics
+	id     string
+	labels prometheus.Labels // without operation
+
+	mu          sync.Mutex
+	ops         map[string]float64 // operation → measured so far
+	lastElapsed int64
+	ended       bool // a driver's last lines may come after end
+}
+
+// track starts exporting job's shard with its driver's process tree under
+// root (the YCSB JVM; the agent itself for the embedded TPC-C engine).
+func (a *Agent) track(job contracts.ShardJob, root int) *liveShard {
+	if a.metrics == nil {
+		return nil
+	}
+	component := "benchmarker"
+	if job.Kind == contracts.KindLoad {
+		component = "loader"
+	}
+	s := &liveShard{m: a.metrics, id: job.ID, ops: map[string]float64{}, labels: prometheus.Labels{
+		"experiment": job.Code, "configuration": job.Configuration, "dbms": job.DBMS,
+		"component": component, "phase": job.Phase, "shard": strconv.Itoa(job.Shard),
+	}}
+	a.metrics.procs.Set(job.ID, root, procmetrics.Labels{
+		Namespace: "benchq", Pod: a.cfg.Name, Container: "driver",
+		Experiment: job.Code, Configuration: job.Configuration, DBMS: job.DBMS,
+		Component: component, Phase: job.Phase,
+	})
+	return s
+}
+
+func (s *liveShard) with(op string) prometheus.Labels {
+	l := prometheus.Labels{"operation": op}
+	for k, v := range s.labels {
+		l[k] = v
+	}
+	return l
+}
+
+// interval updates the live figures from a status interval: per-operation
+// counts are the interval's, so they add up; the rate divides them by the
+// interval's length.
+func (s *liveShard) interval(iv *contracts.Interval) {
+	if s == nil {
+		return
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.ended {
+		return
+	}
+	s.m.ops.With(s.with(allOps)).Set(float64(iv.Operations))
+	s.m.rate.With(s.with(allOps)).Set(iv.OpsPerSec)
+	length := iv.ElapsedS - s.lastElapsed
+	s.lastElapsed = iv.ElapsedS
+	for op, figures := range iv.PerOp {
+		n, ok := figures["Count"]
+		if !ok {
+			continue
+		}
+		s.ops[op] += n
+		s.m.ops.With(s.with(op)).Set(s.ops[op])
+		if length > 0 {
+			s.m.rate.With(s.with(op)).Set(n / float64(length))
+		}
+	}
+}
+
+// end stops exporting the shard: its series leave the next scrape.
+func (s *liveShard) end() {
+	if s == nil {
+		return
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.ended = true
+	s.m.procs.Remove(s.id)
+	s.m.ops.DeletePartialMatch(s.labels)
+	s.m.rate.DeletePartialMatch(s.labels)
+}
