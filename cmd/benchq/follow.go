@@ -144,6 +144,9 @@ func submitAndFollow(ctx context.Context, st *State, s *Stack, code, reqID strin
 		st.errorf("%v", err)
 		return ExitFailed
 	}
+	if err := waitMetrics(ctx, s.DBURL, code); err != nil {
+		st.errorf("warning: %v; the summary shows the phases pulled so far (benchq summary -e %s shows them all later)", err, code)
+	}
 	fmt.Fprintln(st.Stdout)
 	if rc := runReporter(ctx, st, s, "summary", "-e", code); rc != ExitOK {
 		return rc
@@ -263,6 +266,38 @@ func waitStored(ctx context.Context, b *bus.Bus, dbURL, code string, ended bool)
 		}
 		if status == contracts.ExperimentRunning {
 			return fmt.Errorf("status still running")
+		}
+		return nil
+	})
+}
+
+// waitMetrics waits (up to a minute) until the collector has pulled the
+// monitoring figures of every ended phase of code that asked for them: it
+// pulls a phase a few scrape intervals after its end (services/collector/
+// pull.go), so the last phase's figures come after the experiment's end.
+func waitMetrics(ctx context.Context, dbURL, code string) error {
+	ctx, cancel := context.WithTimeout(ctx, time.Minute)
+	defer cancel()
+	return procs.WaitFor(ctx, "the collector to pull the monitoring figures of "+code, 500*time.Millisecond, func(ctx context.Context) error {
+		conn, err := pgx.Connect(ctx, dbURL)
+		if err != nil {
+			return err
+		}
+		defer conn.Close(ctx)
+		var unpulled int
+		// The plan's monitoring switches are omitted when off, so any key
+		// present asks for figures.
+		if err := conn.QueryRow(ctx, `SELECT count(*) FROM phases ph
+			JOIN experiments e ON e.code = ph.code
+			CROSS JOIN LATERAL jsonb_array_elements(e.plan->'configurations') cfg
+			WHERE ph.code = $1 AND cfg->>'name' = ph.configuration AND ph.status IN ($2, $3)
+			  AND coalesce(cfg->'sut'->'monitoring', '{}'::jsonb) ?| array['sut', 'cluster', 'application']
+			  AND NOT EXISTS (SELECT 1 FROM metric_summaries m WHERE m.code = ph.code AND m.phase = ph.phase AND m.attempt = ph.attempt)`,
+			code, contracts.PhaseDone, contracts.PhaseFailed).Scan(&unpulled); err != nil {
+			return err
+		}
+		if unpulled > 0 {
+			return fmt.Errorf("%d phase(s) not pulled yet", unpulled)
 		}
 		return nil
 	})
