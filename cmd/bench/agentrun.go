@@ -28,10 +28,6 @@ const goLead = 500 * time.Millisecond
 // (services/driver-agent: "agent ready").
 const agentReadyLine = `msg="agent ready"`
 
-// agentsConsumer is the durable consumer the agents pull shard jobs with
-// (services/driver-agent).
-const agentsConsumer = "agents"
-
 // agentRun is one shard through a driver-agent process of its own.
 type agentRun struct {
 	m     measurement
@@ -86,7 +82,7 @@ func (s *stack) runAgent(ctx context.Context, cfg Config, job contracts.ShardJob
 	// Listen before publishing, so that neither READY nor the final can be missed.
 	msgs := make(chan *nats.Msg, 64)
 	for _, subj := range []string{
-		contracts.Subject(contracts.SubjBarrierReady, job.Code, "", ""),
+		contracts.TopicBarrierReady.For(job.Code),
 		contracts.Subject(contracts.SubjFinal, job.Code, job.Phase, "*"),
 	} {
 		sub, err := s.bus.NC.ChanSubscribe(subj, msgs)
@@ -105,7 +101,7 @@ func (s *stack) runAgent(ctx context.Context, cfg Config, job contracts.ShardJob
 	for res.final == nil {
 		select {
 		case m := <-msgs:
-			if strings.HasSuffix(m.Subject, ".barrier.ready") {
+			if p, err := contracts.ParseSubject(m.Subject); err == nil && p.Topic == contracts.TopicBarrierReady {
 				if wantCmd {
 					if res.cmd, err = jvmCommand(ag.Pid()); err != nil {
 						return failed("%v", err)
@@ -166,7 +162,7 @@ func (s *stack) waitJobAcked(ctx context.Context) error {
 	ctx, cancel := context.WithTimeout(ctx, 30*time.Second)
 	defer cancel()
 	return procs.WaitFor(ctx, "the agent to ack its shard job", 10*time.Millisecond, func(ctx context.Context) error {
-		c, err := s.bus.JS.Consumer(ctx, contracts.StreamJobs, agentsConsumer)
+		c, err := s.bus.JS.Consumer(ctx, contracts.StreamJobs, contracts.DurableAgents)
 		if err != nil {
 			return err
 		}
@@ -188,8 +184,8 @@ func (s *stack) answerReady(ctx context.Context, job contracts.ShardJob, data []
 		return nil // not this shard's
 	}
 	now := time.Now()
-	return s.bus.Publish(ctx, contracts.Subject(contracts.SubjBarrierGo, job.Code, "", ""), &contracts.BarrierGo{
-		Envelope: contracts.NewEnvelope(job.Code, fmt.Sprintf("%s.%s.a%d.go", job.Code, job.Phase, job.Attempt), now),
+	return s.bus.Publish(ctx, contracts.TopicBarrierGo.For(job.Code), &contracts.BarrierGo{
+		Envelope: contracts.NewEnvelope(job.Code, contracts.GoID(job.Code, job.Phase, job.Attempt), now),
 		Phase:    job.Phase, Attempt: job.Attempt, StartAt: now.Add(goLead).UTC(),
 	})
 }

@@ -62,7 +62,7 @@ func Run(ctx context.Context, cfg Config, log *slog.Logger) error {
 	go a.heartbeat(ctx)
 	log.Info("agent ready", "name", cfg.Name, "ycsb", cfg.YCSBLib)
 	return b.Consume(ctx, bus.ConsumerSpec{
-		Stream: contracts.StreamJobs, Durable: "agents", Filters: []string{contracts.SubjShard},
+		Stream: contracts.StreamJobs, Durable: contracts.DurableAgents, Filters: []string{contracts.SubjShard},
 		AckWait: ackWait, MaxDeliver: 3,
 	}, func(ctx context.Context, msgs []jetstream.Msg) []error {
 		errs := make([]error, len(msgs))
@@ -154,7 +154,7 @@ func (a *Agent) stale(ctx context.Context, m jetstream.Msg, job contracts.ShardJ
 func (a *Agent) publishFinal(ctx context.Context, f *contracts.Final) error {
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
 	defer cancel()
-	subj := contracts.Subject(contracts.SubjFinal, f.Code, f.Phase, fmt.Sprint(f.Shard))
+	subj := contracts.FinalSubject(f.Code, f.Phase, f.Shard)
 	if err := a.bus.Publish(ctx, subj, f); err != nil {
 		return err
 	}
@@ -174,7 +174,7 @@ func (a *Agent) heartbeat(ctx context.Context) {
 		a.log.Warn("no agents bucket", "err", err)
 		return
 	}
-	t := time.NewTicker(5 * time.Second)
+	t := time.NewTicker(contracts.HeartbeatEvery)
 	defer t.Stop()
 	for {
 		busy, _ := a.busy.Load().(string)

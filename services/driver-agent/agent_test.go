@@ -170,7 +170,7 @@ func phaseJobs(t *testing.T, code string, req contracts.Request, p int, ep contr
 	var jobs []contracts.ShardJob
 	for k, sh := range ph.Shards {
 		jobs = append(jobs, contracts.ShardJob{
-			Envelope:      contracts.NewEnvelope(code, fmt.Sprintf("%s.%s.%d.a1.job", code, ph.Name, k+1), time.Now()),
+			Envelope:      contracts.NewEnvelope(code, contracts.ShardJobID(code, ph.Name, k+1, 1), time.Now()),
 			Configuration: c.Name, Phase: ph.Name, Kind: ph.Kind, Shard: k + 1, Shards: len(ph.Shards), Attempt: 1,
 			Engine: "ycsb", DBMS: c.DBMS, Endpoint: ep, TimeoutS: 120, YCSB: sh.YCSB, TPCC: sh.TPCC,
 		})

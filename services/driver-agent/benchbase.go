@@ -78,15 +78,15 @@ func (a *Agent) runBenchbaseJar(ctx context.Context, job contracts.ShardJob, pro
 		return nil, err
 	}
 	defer unsubscribe()
-	if err := a.bus.Publish(ctx, contracts.Subject(contracts.SubjBarrierReady, job.Code, "", ""), &contracts.BarrierReady{
-		Envelope: contracts.NewEnvelope(job.Code, fmt.Sprintf("%s.%s.%d.a%d.ready", job.Code, job.Phase, job.Shard, job.Attempt), time.Now()),
+	if err := a.bus.Publish(ctx, contracts.TopicBarrierReady.For(job.Code), &contracts.BarrierReady{
+		Envelope: contracts.NewEnvelope(job.Code, contracts.ReadyID(job.Code, job.Phase, job.Shard, job.Attempt), time.Now()),
 		Phase:    job.Phase, Shard: job.Shard, Attempt: job.Attempt, Agent: a.cfg.Name,
 	}); err != nil {
 		return nil, err
 	}
 
 	// 2. Barrier: wait for GO, then for its instant.
-	heartbeat := time.NewTicker(5 * time.Second)
+	heartbeat := time.NewTicker(contracts.HeartbeatEvery)
 	defer heartbeat.Stop()
 	r := &shardRun{a: a, job: job}
 	barrier := time.Duration(max(job.TimeoutS, 1)) * time.Second

@@ -108,7 +108,7 @@ func (r *shardRun) run(ctx context.Context, progress func()) (*contracts.Final, 
 	}()
 
 	barrier := time.Duration(max(job.TimeoutS, 1)) * time.Second
-	heartbeat := time.NewTicker(5 * time.Second)
+	heartbeat := time.NewTicker(contracts.HeartbeatEvery)
 	defer heartbeat.Stop()
 
 	// 1. Prepare: wait for READY.
@@ -130,8 +130,8 @@ wait:
 			return nil, ctx.Err()
 		}
 	}
-	if err := r.a.bus.Publish(ctx, contracts.Subject(contracts.SubjBarrierReady, job.Code, "", ""), &contracts.BarrierReady{
-		Envelope: contracts.NewEnvelope(job.Code, fmt.Sprintf("%s.%s.%d.a%d.ready", job.Code, job.Phase, job.Shard, job.Attempt), time.Now()),
+	if err := r.a.bus.Publish(ctx, contracts.TopicBarrierReady.For(job.Code), &contracts.BarrierReady{
+		Envelope: contracts.NewEnvelope(job.Code, contracts.ReadyID(job.Code, job.Phase, job.Shard, job.Attempt), time.Now()),
 		Phase:    job.Phase, Shard: job.Shard, Attempt: job.Attempt, Agent: r.a.cfg.Name,
 	}); err != nil {
 		kill()
@@ -254,7 +254,7 @@ func parseMarker(line string) (marker string, at time.Time, ok bool) {
 // newFinal is a shard's final before it runs: who, what and its settings.
 func newFinal(job contracts.ShardJob, agent string, threads, target int) *contracts.Final {
 	return &contracts.Final{
-		Envelope:      contracts.NewEnvelope(job.Code, fmt.Sprintf("%s.%s.%d.a%d.final", job.Code, job.Phase, job.Shard, job.Attempt), time.Now()),
+		Envelope:      contracts.NewEnvelope(job.Code, contracts.FinalID(job.Code, job.Phase, job.Shard, job.Attempt), time.Now()),
 		Configuration: job.Configuration, Phase: job.Phase, Kind: job.Kind, Shard: job.Shard, Attempt: job.Attempt,
 		Agent: agent, Threads: threads, Target: target,
 	}
@@ -282,8 +282,8 @@ func (a *Agent) barrierSignals(code string) (<-chan *nats.Msg, func(), error) {
 		}
 	}
 	for _, s := range []string{
-		contracts.Subject(contracts.SubjBarrierGo, code, "", ""),
-		contracts.Subject(contracts.SubjPhaseFailed, code, "", ""),
+		contracts.TopicBarrierGo.For(code),
+		contracts.TopicPhaseFailed.For(code),
 	} {
 		sub, err := a.bus.NC.ChanSubscribe(s, signals)
 		if err != nil {
@@ -323,7 +323,7 @@ func (r *shardRun) supervise(ctx context.Context, exited <-chan error, signals <
 // phaseFailed reports whether m is the phase.failed of this shard's phase
 // and attempt, with its reason.
 func (r *shardRun) phaseFailed(m *nats.Msg) (string, bool) {
-	if !strings.HasSuffix(m.Subject, ".phase.failed") {
+	if p, err := contracts.ParseSubject(m.Subject); err != nil || p.Topic != contracts.TopicPhaseFailed {
 		return "", false
 	}
 	var ev contracts.PhaseEvent
@@ -348,7 +348,7 @@ func (r *shardRun) waitGo(ctx context.Context, signals <-chan *nats.Msg, timeout
 			if json.Unmarshal(m.Data, &head) != nil || head.Phase != r.job.Phase || head.Attempt != r.job.Attempt {
 				continue
 			}
-			if strings.HasSuffix(m.Subject, ".barrier.go") {
+			if p, err := contracts.ParseSubject(m.Subject); err == nil && p.Topic == contracts.TopicBarrierGo {
 				return head.StartAt, nil
 			}
 			return time.Time{}, fmt.Errorf("%w: the scheduler failed phase %s", errAborted, r.job.Phase)
@@ -389,11 +389,11 @@ func (r *shardRun) readStderr(ctx context.Context, stderr io.Reader, ready chan<
 		}
 		job := r.job
 		iv := &contracts.Interval{
-			Envelope: contracts.NewEnvelope(job.Code, fmt.Sprintf("%s.%s.%d.a%d.i%d", job.Code, job.Phase, job.Shard, job.Attempt, st.ElapsedS), time.Now()),
+			Envelope: contracts.NewEnvelope(job.Code, contracts.IntervalID(job.Code, job.Phase, job.Shard, job.Attempt, st.ElapsedS), time.Now()),
 			Phase:    job.Phase, Shard: job.Shard, Attempt: job.Attempt, At: st.At.UTC(), ElapsedS: st.ElapsedS,
 			Operations: st.Operations, OpsPerSec: st.OpsPerSec, PerOp: st.PerOp,
 		}
-		subj := contracts.Subject(contracts.SubjInterval, job.Code, job.Phase, fmt.Sprint(job.Shard))
+		subj := contracts.IntervalSubject(job.Code, job.Phase, job.Shard)
 		if err := r.a.bus.Publish(ctx, subj, iv); err != nil {
 			r.a.log.Warn("interval not published", "err", err)
 		}

@@ -33,7 +33,7 @@ func (a *Agent) runTPCC(ctx context.Context, job contracts.ShardJob, progress fu
 	alive, stopAlive := context.WithCancel(ctx)
 	defer stopAlive()
 	go func() {
-		t := time.NewTicker(5 * time.Second)
+		t := time.NewTicker(contracts.HeartbeatEvery)
 		defer t.Stop()
 		for {
 			select {
@@ -61,8 +61,8 @@ func (a *Agent) runTPCC(ctx context.Context, job contracts.ShardJob, progress fu
 		defer b.Close()
 		bench = b
 	}
-	if err := a.bus.Publish(ctx, contracts.Subject(contracts.SubjBarrierReady, job.Code, "", ""), &contracts.BarrierReady{
-		Envelope: contracts.NewEnvelope(job.Code, fmt.Sprintf("%s.%s.%d.a%d.ready", job.Code, job.Phase, job.Shard, job.Attempt), time.Now()),
+	if err := a.bus.Publish(ctx, contracts.TopicBarrierReady.For(job.Code), &contracts.BarrierReady{
+		Envelope: contracts.NewEnvelope(job.Code, contracts.ReadyID(job.Code, job.Phase, job.Shard, job.Attempt), time.Now()),
 		Phase:    job.Phase, Shard: job.Shard, Attempt: job.Attempt, Agent: a.cfg.Name,
 	}); err != nil {
 		return nil, err
@@ -95,9 +95,9 @@ func (a *Agent) runTPCC(ctx context.Context, job contracts.ShardJob, progress fu
 		}
 	}()
 	publish := func(iv contracts.Interval) {
-		iv.Envelope = contracts.NewEnvelope(job.Code, fmt.Sprintf("%s.%s.%d.a%d.i%d", job.Code, job.Phase, job.Shard, job.Attempt, iv.ElapsedS), time.Now())
+		iv.Envelope = contracts.NewEnvelope(job.Code, contracts.IntervalID(job.Code, job.Phase, job.Shard, job.Attempt, iv.ElapsedS), time.Now())
 		iv.Phase, iv.Shard, iv.Attempt = job.Phase, job.Shard, job.Attempt
-		subj := contracts.Subject(contracts.SubjInterval, job.Code, job.Phase, fmt.Sprint(job.Shard))
+		subj := contracts.IntervalSubject(job.Code, job.Phase, job.Shard)
 		if err := a.bus.Publish(ctx, subj, &iv); err != nil {
 			a.log.Warn("interval not published", "err", err)
 		}
