@@ -81,19 +81,11 @@ func (s *stack) runAgent(ctx context.Context, cfg Config, job contracts.ShardJob
 
 	// Listen before publishing, so that neither READY nor the final can be missed.
 	msgs := make(chan *nats.Msg, 64)
-	for _, subj := range []string{
-		contracts.TopicBarrierReady.For(job.Code),
-		contracts.Subject(contracts.SubjFinal, job.Code, job.Phase, "*"),
-	} {
-		sub, err := s.bus.NC.ChanSubscribe(subj, msgs)
-		if err != nil {
-			return res, fmt.Errorf("subscribe %s: %w", subj, err)
-		}
-		defer func() { _ = sub.Unsubscribe() }()
+	unsubscribe, err := s.bus.Listen(msgs, contracts.TopicBarrierReady.For(job.Code), contracts.Subject(contracts.SubjFinal, job.Code, job.Phase, "*"))
+	if err != nil {
+		return res, err
 	}
-	if err := s.bus.NC.Flush(); err != nil {
-		return res, fmt.Errorf("nats flush: %w", err)
-	}
+	defer unsubscribe()
 	start := time.Now()
 	if err := s.bus.Publish(runCtx, contracts.SubjShard, &job); err != nil {
 		return res, err
@@ -183,11 +175,7 @@ func (s *stack) answerReady(ctx context.Context, job contracts.ShardJob, data []
 	if err := json.Unmarshal(data, &r); err != nil || r.Phase != job.Phase {
 		return nil // not this shard's
 	}
-	now := time.Now()
-	return s.bus.Publish(ctx, contracts.TopicBarrierGo.For(job.Code), &contracts.BarrierGo{
-		Envelope: contracts.NewEnvelope(job.Code, contracts.GoID(job.Code, job.Phase, job.Attempt), now),
-		Phase:    job.Phase, Attempt: job.Attempt, StartAt: now.Add(goLead).UTC(),
-	})
+	return s.bus.PublishGo(ctx, job.Code, job.Phase, job.Attempt, time.Now().Add(goLead).UTC())
 }
 
 // jvmCommand reads the command line of the agent's only child, its JVM,

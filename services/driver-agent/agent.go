@@ -43,7 +43,7 @@ type Agent struct {
 }
 
 // ackWait: a job not acked or touched (InProgress) within this time goes to
-// another agent. Running shards touch it every 5s.
+// another agent. Running shards touch it every HeartbeatEvery (runShard).
 const ackWait = 30 * time.Second
 
 // Run serves jobs until ctx ends. A job in flight when ctx ends is not acked:
@@ -107,10 +107,31 @@ func (a *Agent) handle(ctx context.Context, m jetstream.Msg) error {
 	defer os.RemoveAll(hdrDir)
 	args := ycsbCommand(a.cfg.Java, a.cfg.YCSBLib, a.cfg.Workloads, hdrDir, job, entry.YCSB.DB, entry.YCSBProperties(job.Endpoint, job.Kind))
 	log.Info("shard starting", "cmd", args)
+	r := &shardRun{a: a, job: job, args: args, hdrDir: hdrDir}
+	return a.runShard(ctx, m, job, log, r.run)
+}
+
+// runShard runs a shard job with run and publishes its final. It keeps the
+// job alive meanwhile: a shard may wait at its barrier and run for longer
+// than ackWait.
+func (a *Agent) runShard(ctx context.Context, m jetstream.Msg, job contracts.ShardJob, log *slog.Logger, run func(context.Context) (*contracts.Final, error)) error {
 	a.busy.Store(job.ID)
 	defer a.busy.Store("")
-	r := &shardRun{a: a, job: job, args: args, hdrDir: hdrDir}
-	final, err := r.run(ctx, func() { _ = m.InProgress() })
+	alive := make(chan struct{})
+	go func() {
+		t := time.NewTicker(contracts.HeartbeatEvery)
+		defer t.Stop()
+		for {
+			select {
+			case <-alive:
+				return
+			case <-t.C:
+				_ = m.InProgress()
+			}
+		}
+	}()
+	final, err := run(ctx)
+	close(alive)
 	if err != nil {
 		return err // stopping: not acked, redelivered
 	}
@@ -160,6 +181,16 @@ func (a *Agent) publishFinal(ctx context.Context, f *contracts.Final) error {
 	}
 	a.shardEnded()
 	return nil
+}
+
+// publishInterval publishes a status interval of job's shard; one that is
+// lost is only logged, the final holds the shard's result.
+func (a *Agent) publishInterval(ctx context.Context, job contracts.ShardJob, iv contracts.Interval) {
+	iv.Envelope = contracts.NewEnvelope(job.Code, contracts.IntervalID(job.Code, job.Phase, job.Shard, job.Attempt, iv.ElapsedS), time.Now())
+	iv.Phase, iv.Shard, iv.Attempt = job.Phase, job.Shard, job.Attempt
+	if err := a.bus.Publish(ctx, contracts.IntervalSubject(job.Code, job.Phase, job.Shard), &iv); err != nil {
+		a.log.Warn("interval not published", "err", err)
+	}
 }
 
 func failedFinal(job contracts.ShardJob, agent, reason string) *contracts.Final {
