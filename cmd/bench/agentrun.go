@@ -154,16 +154,12 @@ func (s *stack) waitJobAcked(ctx context.Context) error {
 	ctx, cancel := context.WithTimeout(ctx, 30*time.Second)
 	defer cancel()
 	return procs.WaitFor(ctx, "the agent to ack its shard job", 10*time.Millisecond, func(ctx context.Context) error {
-		c, err := s.bus.JS.Consumer(ctx, contracts.StreamJobs, contracts.DurableAgents)
+		pending, unacked, err := s.bus.Unsettled(ctx, contracts.StreamJobs, contracts.DurableAgents)
 		if err != nil {
 			return err
 		}
-		info, err := c.Info(ctx)
-		if err != nil {
-			return err
-		}
-		if info.NumPending > 0 || info.NumAckPending > 0 {
-			return fmt.Errorf("%d jobs waiting, %d unacknowledged", info.NumPending, info.NumAckPending)
+		if pending > 0 || unacked > 0 {
+			return fmt.Errorf("%d jobs waiting, %d unacknowledged", pending, unacked)
 		}
 		return nil
 	})

@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"log/slog"
 	"os"
@@ -15,7 +14,6 @@ import (
 	"github.com/benchq/benchq/internal/benchbase"
 	"github.com/benchq/benchq/internal/bus"
 	"github.com/benchq/benchq/internal/catalog"
-	"github.com/benchq/benchq/internal/expstate"
 )
 
 // Config is the agent's configuration.
@@ -150,19 +148,11 @@ func (a *Agent) stale(ctx context.Context, m jetstream.Msg, job contracts.ShardJ
 	if err != nil || meta.NumDelivered < 2 {
 		return false, ""
 	}
-	kv, err := a.bus.JS.KeyValue(ctx, contracts.KVExperiments)
+	awaited, err := a.bus.ShardAwaited(ctx, job.Code, job.Phase, job.Attempt, job.Shard)
 	if err != nil {
 		return false, "" // cannot tell: run it; the scheduler ignores stale attempts
 	}
-	e, err := kv.Get(ctx, job.Code)
-	if err != nil {
-		return false, ""
-	}
-	var st expstate.State
-	if json.Unmarshal(e.Value(), &st) != nil {
-		return false, ""
-	}
-	if !st.Waits(job.Phase, job.Attempt, job.Shard) {
+	if !awaited {
 		return true, fmt.Sprintf("delivery %d: the experiment no longer waits for shard %d of %s attempt %d", meta.NumDelivered, job.Shard, job.Phase, job.Attempt)
 	}
 	return false, ""
@@ -200,17 +190,12 @@ func failedFinal(job contracts.ShardJob, agent, reason string) *contracts.Final 
 // heartbeat keeps this agent's entry alive in the agents KV bucket (its TTL
 // removes agents that stopped), for `benchq status`.
 func (a *Agent) heartbeat(ctx context.Context) {
-	kv, err := a.bus.JS.KeyValue(ctx, contracts.KVAgents)
-	if err != nil {
-		a.log.Warn("no agents bucket", "err", err)
-		return
-	}
 	t := time.NewTicker(contracts.HeartbeatEvery)
 	defer t.Stop()
 	for {
 		busy, _ := a.busy.Load().(string)
-		data, _ := json.Marshal(contracts.Heartbeat{Name: a.cfg.Name, At: time.Now().UTC(), Busy: busy})
-		if _, err := kv.Put(ctx, a.cfg.Name, data); err != nil && ctx.Err() == nil {
+		hb := contracts.Heartbeat{Name: a.cfg.Name, At: time.Now().UTC(), Busy: busy}
+		if err := a.bus.PutHeartbeat(ctx, hb); err != nil && ctx.Err() == nil {
 			a.log.Warn("heartbeat failed", "err", err)
 		}
 		select {
