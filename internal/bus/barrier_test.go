@@ -14,6 +14,13 @@ import (
 	"github.com/benchq/benchq/internal/testenv"
 )
 
+// freshBus is a bus on an embedded NATS server of the test's own.
+func freshBus(t *testing.T) (context.Context, *bus.Bus) {
+	t.Helper()
+	ctx := testCtx(t)
+	return ctx, connect(t, ctx, testenv.NATS(t))
+}
+
 func barrierJob(timeoutS int) contracts.ShardJob {
 	return contracts.ShardJob{
 		Envelope: contracts.NewEnvelope("bar", contracts.ShardJobID("bar", "c-1-run1", 2, 3), time.Now()),
@@ -54,8 +61,7 @@ func join(t *testing.T, b *bus.Bus, job contracts.ShardJob) (*bus.Barrier, chan 
 // attempt opens the barrier, and a phase.failed after GO aborts the run.
 func TestBarrierReadyGoThenAbort(t *testing.T) {
 	t.Parallel()
-	ctx := testCtx(t)
-	b := connect(t, ctx, testenv.NATS(t))
+	ctx, b := freshBus(t)
 	job := barrierJob(60)
 	br, ready := join(t, b, job)
 
@@ -127,8 +133,7 @@ func TestBarrierReadyGoThenAbort(t *testing.T) {
 // with ctx's error. The messages are those the finals quote.
 func TestBarrierReadyFails(t *testing.T) {
 	t.Parallel()
-	ctx := testCtx(t)
-	b := connect(t, ctx, testenv.NATS(t))
+	ctx, b := freshBus(t)
 
 	job := barrierJob(60)
 	br, _ := join(t, b, job)
@@ -165,8 +170,7 @@ func TestBarrierReadyFails(t *testing.T) {
 // attempt, its start instant.
 func TestPublishGo(t *testing.T) {
 	t.Parallel()
-	ctx := testCtx(t)
-	b := connect(t, ctx, testenv.NATS(t))
+	ctx, b := freshBus(t)
 	gos := make(chan *nats.Msg, 1)
 	unsubscribe, err := b.Listen(gos, contracts.TopicBarrierGo.For("x"))
 	if err != nil {

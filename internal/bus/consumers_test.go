@@ -6,15 +6,13 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/benchq/benchq/contracts"
-	"github.com/benchq/benchq/internal/testenv"
 )
 
 // Unsettled counts a job first as pending, then, fetched, as unacked, and
 // not at all once acked.
 func TestUnsettled(t *testing.T) {
 	t.Parallel()
-	ctx := testCtx(t)
-	b := connect(t, ctx, testenv.NATS(t))
+	ctx, b := freshBus(t)
 	if _, _, err := b.Unsettled(ctx, contracts.StreamJobs, "nobody"); err == nil {
 		t.Error("no such consumer: want an error")
 	}

@@ -8,15 +8,13 @@ import (
 	"github.com/benchq/benchq/contracts"
 	"github.com/benchq/benchq/internal/expstate"
 	"github.com/benchq/benchq/internal/plan"
-	"github.com/benchq/benchq/internal/testenv"
 )
 
 // ShardAwaited answers from the scheduler's stored state; without a state
 // it cannot tell and says so with an error.
 func TestShardAwaited(t *testing.T) {
 	t.Parallel()
-	ctx := testCtx(t)
-	b := connect(t, ctx, testenv.NATS(t))
+	ctx, b := freshBus(t)
 	if _, err := b.ShardAwaited(ctx, "nostate", "c-run1", 1, 1); err == nil {
 		t.Error("no stored state: want an error")
 	}
@@ -55,8 +53,7 @@ func TestShardAwaited(t *testing.T) {
 // PutHeartbeat stores the agent's beat under its name.
 func TestPutHeartbeat(t *testing.T) {
 	t.Parallel()
-	ctx := testCtx(t)
-	b := connect(t, ctx, testenv.NATS(t))
+	ctx, b := freshBus(t)
 	at := time.Date(2030, 1, 2, 3, 4, 5, 0, time.UTC)
 	if err := b.PutHeartbeat(ctx, contracts.Heartbeat{Name: "agent-1", At: at, Busy: "x.c-load.1.a1.job"}); err != nil {
 		t.Fatal(err)

@@ -41,7 +41,7 @@ type Agent struct {
 }
 
 // ackWait: a job not acked or touched (InProgress) within this time goes to
-// another agent. Running shards touch it every HeartbeatEvery (runShard).
+// another agent. Running shards keep it alive (runShard).
 const ackWait = 30 * time.Second
 
 // Run serves jobs until ctx ends. A job in flight when ctx ends is not acked:
@@ -115,21 +115,9 @@ func (a *Agent) handle(ctx context.Context, m jetstream.Msg) error {
 func (a *Agent) runShard(ctx context.Context, m jetstream.Msg, job contracts.ShardJob, log *slog.Logger, run func(context.Context) (*contracts.Final, error)) error {
 	a.busy.Store(job.ID)
 	defer a.busy.Store("")
-	alive := make(chan struct{})
-	go func() {
-		t := time.NewTicker(contracts.HeartbeatEvery)
-		defer t.Stop()
-		for {
-			select {
-			case <-alive:
-				return
-			case <-t.C:
-				_ = m.InProgress()
-			}
-		}
-	}()
+	stopKeepAlive := bus.KeepAlive(m)
 	final, err := run(ctx)
-	close(alive)
+	stopKeepAlive()
 	if err != nil {
 		return err // stopping: not acked, redelivered
 	}
