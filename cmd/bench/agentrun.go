@@ -28,10 +28,6 @@ const goLead = 500 * time.Millisecond
 // (services/driver-agent: "agent ready").
 const agentReadyLine = `msg="agent ready"`
 
-// agentsConsumer is the durable consumer the agents pull shard jobs with
-// (services/driver-agent).
-const agentsConsumer = "agents"
-
 // agentRun is one shard through a driver-agent process of its own.
 type agentRun struct {
 	m     measurement
@@ -85,19 +81,11 @@ func (s *stack) runAgent(ctx context.Context, cfg Config, job contracts.ShardJob
 
 	// Listen before publishing, so that neither READY nor the final can be missed.
 	msgs := make(chan *nats.Msg, 64)
-	for _, subj := range []string{
-		contracts.Subject(contracts.SubjBarrierReady, job.Code, "", ""),
-		contracts.Subject(contracts.SubjFinal, job.Code, job.Phase, "*"),
-	} {
-		sub, err := s.bus.NC.ChanSubscribe(subj, msgs)
-		if err != nil {
-			return res, fmt.Errorf("subscribe %s: %w", subj, err)
-		}
-		defer func() { _ = sub.Unsubscribe() }()
+	unsubscribe, err := s.bus.Listen(msgs, contracts.TopicBarrierReady.For(job.Code), contracts.Subject(contracts.SubjFinal, job.Code, job.Phase, "*"))
+	if err != nil {
+		return res, err
 	}
-	if err := s.bus.NC.Flush(); err != nil {
-		return res, fmt.Errorf("nats flush: %w", err)
-	}
+	defer unsubscribe()
 	start := time.Now()
 	if err := s.bus.Publish(runCtx, contracts.SubjShard, &job); err != nil {
 		return res, err
@@ -105,7 +93,7 @@ func (s *stack) runAgent(ctx context.Context, cfg Config, job contracts.ShardJob
 	for res.final == nil {
 		select {
 		case m := <-msgs:
-			if strings.HasSuffix(m.Subject, ".barrier.ready") {
+			if p, err := contracts.ParseSubject(m.Subject); err == nil && p.Topic == contracts.TopicBarrierReady {
 				if wantCmd {
 					if res.cmd, err = jvmCommand(ag.Pid()); err != nil {
 						return failed("%v", err)
@@ -166,16 +154,12 @@ func (s *stack) waitJobAcked(ctx context.Context) error {
 	ctx, cancel := context.WithTimeout(ctx, 30*time.Second)
 	defer cancel()
 	return procs.WaitFor(ctx, "the agent to ack its shard job", 10*time.Millisecond, func(ctx context.Context) error {
-		c, err := s.bus.JS.Consumer(ctx, contracts.StreamJobs, agentsConsumer)
+		pending, unacked, err := s.bus.Unsettled(ctx, contracts.StreamJobs, contracts.DurableAgents)
 		if err != nil {
 			return err
 		}
-		info, err := c.Info(ctx)
-		if err != nil {
-			return err
-		}
-		if info.NumPending > 0 || info.NumAckPending > 0 {
-			return fmt.Errorf("%d jobs waiting, %d unacknowledged", info.NumPending, info.NumAckPending)
+		if pending > 0 || unacked > 0 {
+			return fmt.Errorf("%d jobs waiting, %d unacknowledged", pending, unacked)
 		}
 		return nil
 	})
@@ -187,11 +171,7 @@ func (s *stack) answerReady(ctx context.Context, job contracts.ShardJob, data []
 	if err := json.Unmarshal(data, &r); err != nil || r.Phase != job.Phase {
 		return nil // not this shard's
 	}
-	now := time.Now()
-	return s.bus.Publish(ctx, contracts.Subject(contracts.SubjBarrierGo, job.Code, "", ""), &contracts.BarrierGo{
-		Envelope: contracts.NewEnvelope(job.Code, fmt.Sprintf("%s.%s.a%d.go", job.Code, job.Phase, job.Attempt), now),
-		Phase:    job.Phase, Attempt: job.Attempt, StartAt: now.Add(goLead).UTC(),
-	})
+	return s.bus.PublishGo(ctx, job.Code, job.Phase, job.Attempt, time.Now().Add(goLead).UTC())
 }
 
 // jvmCommand reads the command line of the agent's only child, its JVM,

@@ -71,7 +71,7 @@ func planShards(cfg Config, redisPort int) (shards, error) {
 // experiment code (one code per run, so no message id repeats).
 func (s shards) job(code string, ph plan.Phase, now time.Time) contracts.ShardJob {
 	return contracts.ShardJob{
-		Envelope:      contracts.NewEnvelope(code, fmt.Sprintf("%s.%s.1.a1.job", code, ph.Name), now),
+		Envelope:      contracts.NewEnvelope(code, contracts.ShardJobID(code, ph.Name, 1, 1), now),
 		Configuration: s.cfgName, Phase: ph.Name, Kind: ph.Kind, Shard: 1, Shards: 1, Attempt: 1,
 		Engine: plan.BenchmarkYCSB, DBMS: benchDBMS, Endpoint: s.endpoint, TimeoutS: s.barrierTimeoutS,
 		YCSB: ph.Shards[0].YCSB,

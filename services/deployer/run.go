@@ -148,7 +148,7 @@ func Run(ctx context.Context, cfg Config, backend Backend, log *slog.Logger) err
 	}, func(ctx context.Context, msgs []jetstream.Msg) []error {
 		errs := make([]error, len(msgs))
 		for i, m := range msgs {
-			stop := keepAlive(m)
+			stop := bus.KeepAlive(m)
 			errs[i] = d.handle(ctx, m)
 			stop()
 		}
@@ -160,24 +160,6 @@ func Run(ctx context.Context, cfg Config, backend Backend, log *slog.Logger) err
 		err = derr
 	}
 	return err
-}
-
-// keepAlive tells JetStream the job is in progress until stop is called.
-func keepAlive(m jetstream.Msg) (stop func()) {
-	done := make(chan struct{})
-	go func() {
-		t := time.NewTicker(5 * time.Second)
-		defer t.Stop()
-		for {
-			select {
-			case <-done:
-				return
-			case <-t.C:
-				_ = m.InProgress()
-			}
-		}
-	}()
-	return func() { close(done) }
 }
 
 func (d *Deployer) handle(ctx context.Context, m jetstream.Msg) error {

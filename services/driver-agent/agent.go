@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"log/slog"
 	"os"
@@ -50,7 +49,7 @@ type Agent struct {
 }
 
 // ackWait: a job not acked or touched (InProgress) within this time goes to
-// another agent. Running shards touch it every 5s.
+// another agent. Running shards keep it alive (runShard).
 const ackWait = 30 * time.Second
 
 // Run serves jobs until ctx ends. A job in flight when ctx ends is not acked:
@@ -72,7 +71,7 @@ func Run(ctx context.Context, cfg Config, log *slog.Logger) error {
 	go a.heartbeat(ctx)
 	log.Info("agent ready", "name", cfg.Name, "ycsb", cfg.YCSBLib)
 	return b.Consume(ctx, bus.ConsumerSpec{
-		Stream: contracts.StreamJobs, Durable: "agents", Filters: []string{contracts.SubjShard},
+		Stream: contracts.StreamJobs, Durable: contracts.DurableAgents, Filters: []string{contracts.SubjShard},
 		AckWait: ackWait, MaxDeliver: 3,
 	}, func(ctx context.Context, msgs []jetstream.Msg) []error {
 		errs := make([]error, len(msgs))
@@ -117,10 +116,19 @@ func (a *Agent) handle(ctx context.Context, m jetstream.Msg) error {
 	defer os.RemoveAll(hdrDir)
 	args := ycsbCommand(a.cfg.Java, a.cfg.YCSBLib, a.cfg.Workloads, hdrDir, job, entry.YCSB.DB, entry.YCSBProperties(job.Endpoint, job.Kind))
 	log.Info("shard starting", "cmd", args)
+	r := &shardRun{a: a, job: job, args: args, hdrDir: hdrDir}
+	return a.runShard(ctx, m, job, log, r.run)
+}
+
+// runShard runs a shard job with run and publishes its final. It keeps the
+// job alive meanwhile: a shard may wait at its barrier and run for longer
+// than ackWait.
+func (a *Agent) runShard(ctx context.Context, m jetstream.Msg, job contracts.ShardJob, log *slog.Logger, run func(context.Context) (*contracts.Final, error)) error {
 	a.busy.Store(job.ID)
 	defer a.busy.Store("")
-	r := &shardRun{a: a, job: job, args: args, hdrDir: hdrDir}
-	final, err := r.run(ctx, func() { _ = m.InProgress() })
+	stopKeepAlive := bus.KeepAlive(m)
+	final, err := run(ctx)
+	stopKeepAlive()
 	if err != nil {
 		return err // stopping: not acked, redelivered
 	}
@@ -139,19 +147,11 @@ func (a *Agent) stale(ctx context.Context, m jetstream.Msg, job contracts.ShardJ
 	if err != nil || meta.NumDelivered < 2 {
 		return false, ""
 	}
-	kv, err := a.bus.JS.KeyValue(ctx, contracts.KVExperiments)
+	awaited, err := a.bus.ShardAwaited(ctx, job.Code, job.Phase, job.Attempt, job.Shard)
 	if err != nil {
 		return false, "" // cannot tell: run it; the scheduler ignores stale attempts
 	}
-	e, err := kv.Get(ctx, job.Code)
-	if err != nil {
-		return false, ""
-	}
-	var st contracts.ExperimentState
-	if json.Unmarshal(e.Value(), &st) != nil {
-		return false, ""
-	}
-	if !st.Waits(job.Phase, job.Attempt, job.Shard) {
+	if !awaited {
 		return true, fmt.Sprintf("delivery %d: the experiment no longer waits for shard %d of %s attempt %d", meta.NumDelivered, job.Shard, job.Phase, job.Attempt)
 	}
 	return false, ""
@@ -164,12 +164,24 @@ func (a *Agent) stale(ctx context.Context, m jetstream.Msg, job contracts.ShardJ
 func (a *Agent) publishFinal(ctx context.Context, f *contracts.Final) error {
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
 	defer cancel()
-	subj := contracts.Subject(contracts.SubjFinal, f.Code, f.Phase, fmt.Sprint(f.Shard))
+	subj := contracts.FinalSubject(f.Code, f.Phase, f.Shard)
 	if err := a.bus.Publish(ctx, subj, f); err != nil {
 		return err
 	}
 	a.shardEnded()
 	return nil
+}
+
+// publishInterval publishes a status interval of job's shard and updates
+// its live figures (live may be nil); an interval that is lost is only
+// logged, the final holds the shard's result.
+func (a *Agent) publishInterval(ctx context.Context, job contracts.ShardJob, live *liveShard, iv contracts.Interval) {
+	iv.Envelope = contracts.NewEnvelope(job.Code, contracts.IntervalID(job.Code, job.Phase, job.Shard, job.Attempt, iv.ElapsedS), time.Now())
+	iv.Phase, iv.Shard, iv.Attempt = job.Phase, job.Shard, job.Attempt
+	live.interval(&iv)
+	if err := a.bus.Publish(ctx, contracts.IntervalSubject(job.Code, job.Phase, job.Shard), &iv); err != nil {
+		a.log.Warn("interval not published", "err", err)
+	}
 }
 
 func failedFinal(job contracts.ShardJob, agent, reason string) *contracts.Final {
@@ -179,17 +191,12 @@ func failedFinal(job contracts.ShardJob, agent, reason string) *contracts.Final 
 // heartbeat keeps this agent's entry alive in the agents KV bucket (its TTL
 // removes agents that stopped), for `benchq status`.
 func (a *Agent) heartbeat(ctx context.Context) {
-	kv, err := a.bus.JS.KeyValue(ctx, contracts.KVAgents)
-	if err != nil {
-		a.log.Warn("no agents bucket", "err", err)
-		return
-	}
-	t := time.NewTicker(5 * time.Second)
+	t := time.NewTicker(contracts.HeartbeatEvery)
 	defer t.Stop()
 	for {
 		busy, _ := a.busy.Load().(string)
-		data, _ := json.Marshal(contracts.Heartbeat{Name: a.cfg.Name, At: time.Now().UTC(), Busy: busy})
-		if _, err := kv.Put(ctx, a.cfg.Name, data); err != nil && ctx.Err() == nil {
+		hb := contracts.Heartbeat{Name: a.cfg.Name, At: time.Now().UTC(), Busy: busy}
+		if err := a.bus.PutHeartbeat(ctx, hb); err != nil && ctx.Err() == nil {
 			a.log.Warn("heartbeat failed", "err", err)
 		}
 		select {

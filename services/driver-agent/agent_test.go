@@ -106,21 +106,8 @@ func startAgents(t *testing.T, n int, timeout time.Duration, base Config) *stack
 func (s *stack) runPhase(jobs []contracts.ShardJob) map[int]*contracts.Final {
 	s.t.Helper()
 	code, phase := jobs[0].Code, jobs[0].Phase
-	ready := make(chan *nats.Msg, 64)
-	finals := make(chan *nats.Msg, 64)
-	for subj, ch := range map[string]chan *nats.Msg{
-		contracts.Subject(contracts.SubjBarrierReady, code, "", ""): ready,
-		contracts.Subject(contracts.SubjFinal, code, phase, "*"):    finals,
-	} {
-		sub, err := s.bus.NC.ChanSubscribe(subj, ch)
-		if err != nil {
-			s.t.Fatal(err)
-		}
-		defer func() { _ = sub.Unsubscribe() }()
-	}
-	if err := s.bus.NC.Flush(); err != nil {
-		s.t.Fatal(err)
-	}
+	ready, finals, unsubscribe := s.listen(code, phase)
+	defer unsubscribe()
 	for i := range jobs {
 		if err := s.bus.Publish(s.ctx, contracts.SubjShard, &jobs[i]); err != nil {
 			s.t.Fatal(err)
@@ -138,12 +125,7 @@ func (s *stack) runPhase(jobs []contracts.ShardJob) map[int]*contracts.Final {
 			}
 			readyShards[r.Shard] = true
 			if len(readyShards) == len(jobs) {
-				now := time.Now()
-				if err := s.bus.Publish(s.ctx, contracts.Subject(contracts.SubjBarrierGo, code, "", ""), &contracts.BarrierGo{
-					Envelope: contracts.NewEnvelope(code, code+"."+phase+".go", now), Phase: phase, Attempt: 1, StartAt: now.Add(500 * time.Millisecond),
-				}); err != nil {
-					s.t.Fatal(err)
-				}
+				s.publishGo(code, phase, 1)
 			}
 		case m := <-finals:
 			var f contracts.Final
@@ -163,6 +145,31 @@ func (s *stack) runPhase(jobs []contracts.ShardJob) map[int]*contracts.Final {
 	return got
 }
 
+// listen subscribes to the READYs of experiment code and the finals of its
+// phase, before the test publishes what they answer, until unsubscribe.
+func (s *stack) listen(code, phase string) (ready, finals chan *nats.Msg, unsubscribe func()) {
+	s.t.Helper()
+	ready, finals = make(chan *nats.Msg, 64), make(chan *nats.Msg, 64)
+	stopReady, err := s.bus.Listen(ready, contracts.TopicBarrierReady.For(code))
+	if err != nil {
+		s.t.Fatal(err)
+	}
+	stopFinals, err := s.bus.Listen(finals, contracts.Subject(contracts.SubjFinal, code, phase, "*"))
+	if err != nil {
+		stopReady()
+		s.t.Fatal(err)
+	}
+	return ready, finals, func() { stopReady(); stopFinals() }
+}
+
+// publishGo opens phase's barrier half a second ahead, as the scheduler does.
+func (s *stack) publishGo(code, phase string, attempt int) {
+	s.t.Helper()
+	if err := s.bus.PublishGo(s.ctx, code, phase, attempt, time.Now().Add(500*time.Millisecond)); err != nil {
+		s.t.Fatal(err)
+	}
+}
+
 // phaseJobs are the shard jobs the scheduler would send for phase p of the
 // request's only configuration.
 func phaseJobs(t *testing.T, code string, req contracts.Request, p int, ep contracts.Endpoint) []contracts.ShardJob {
@@ -177,7 +184,7 @@ func phaseJobs(t *testing.T, code string, req contracts.Request, p int, ep contr
 	var jobs []contracts.ShardJob
 	for k, sh := range ph.Shards {
 		jobs = append(jobs, contracts.ShardJob{
-			Envelope:      contracts.NewEnvelope(code, fmt.Sprintf("%s.%s.%d.a1.job", code, ph.Name, k+1), time.Now()),
+			Envelope:      contracts.NewEnvelope(code, contracts.ShardJobID(code, ph.Name, k+1, 1), time.Now()),
 			Configuration: c.Name, Phase: ph.Name, Kind: ph.Kind, Shard: k + 1, Shards: len(ph.Shards), Attempt: 1,
 			Engine: "ycsb", DBMS: c.DBMS, Endpoint: ep, TimeoutS: 120, YCSB: sh.YCSB, TPCC: sh.TPCC,
 		})
@@ -395,17 +402,8 @@ func TestUnreachableSUTFailsBeforeReady(t *testing.T) {
 	entry, _ := catalog.Lookup("Redis")
 	ep := entry.Endpoint("127.0.0.1", 1) // nothing listens on port 1
 	job := phaseJobs(t, "unreachable", contracts.Request{DBMS: []string{"Redis"}, SF: 0.001}, 0, ep)[0]
-	ready, finals := make(chan *nats.Msg, 4), make(chan *nats.Msg, 4)
-	for subj, ch := range map[string]chan *nats.Msg{
-		contracts.Subject(contracts.SubjBarrierReady, job.Code, "", ""):  ready,
-		contracts.Subject(contracts.SubjFinal, job.Code, job.Phase, "*"): finals,
-	} {
-		sub, err := s.bus.NC.ChanSubscribe(subj, ch)
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer func() { _ = sub.Unsubscribe() }()
-	}
+	ready, finals, unsubscribe := s.listen(job.Code, job.Phase)
+	defer unsubscribe()
 	if err := s.bus.Publish(s.ctx, contracts.SubjShard, &job); err != nil {
 		t.Fatal(err)
 	}

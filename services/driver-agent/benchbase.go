@@ -57,7 +57,7 @@ func logTPCCEngine(log *slog.Logger, in *benchbase.Install) {
 // GO's instant: its JVM start-up is part of the shard's start skew. It
 // returns an error only when ctx ends (the agent is stopping): then
 // Benchbase is killed, nothing is published and the job is redelivered.
-func (a *Agent) runBenchbaseJar(ctx context.Context, job contracts.ShardJob, progress func()) (*contracts.Final, error) {
+func (a *Agent) runBenchbaseJar(ctx context.Context, job contracts.ShardJob) (*contracts.Final, error) {
 	final := newFinal(job, a.cfg.Name, job.TPCC.Terminals, job.TPCC.Target)
 	fail := func(format string, args ...any) (*contracts.Final, error) {
 		return failed(final, format, args...), nil
@@ -72,43 +72,22 @@ func (a *Agent) runBenchbaseJar(ctx context.Context, job contracts.ShardJob, pro
 		return fail("benchbase: %v", err)
 	}
 
-	// 1. READY: listen for GO (and the phase failing) first.
-	signals, unsubscribe, err := a.barrierSignals(job.Code)
+	// 1. READY at once, 2. wait for GO, then for its instant.
+	br, err := a.bus.JoinBarrier(job, a.cfg.Name)
 	if err != nil {
 		return nil, err
 	}
-	defer unsubscribe()
-	if err := a.bus.Publish(ctx, contracts.Subject(contracts.SubjBarrierReady, job.Code, "", ""), &contracts.BarrierReady{
-		Envelope: contracts.NewEnvelope(job.Code, fmt.Sprintf("%s.%s.%d.a%d.ready", job.Code, job.Phase, job.Shard, job.Attempt), time.Now()),
-		Phase:    job.Phase, Shard: job.Shard, Attempt: job.Attempt, Agent: a.cfg.Name,
-	}); err != nil {
-		return nil, err
-	}
-
-	// 2. Barrier: wait for GO, then for its instant.
-	heartbeat := time.NewTicker(5 * time.Second)
-	defer heartbeat.Stop()
-	r := &shardRun{a: a, job: job}
-	barrier := time.Duration(max(job.TimeoutS, 1)) * time.Second
-	startAt, err := r.waitGo(ctx, signals, barrier, heartbeat.C, progress)
+	defer br.Close()
+	startAt, err := br.Ready(ctx)
 	if err != nil {
-		if ctx.Err() != nil {
-			return nil, ctx.Err() // stopping: not acked, redelivered
-		}
-		return fail("%v", err)
+		return barrierFailed(ctx, final, err)
 	}
-	for wait := time.After(time.Until(startAt)); ; {
-		select {
-		case <-wait:
-		case m := <-signals:
-			if reason, ok := r.phaseFailed(m); ok {
-				return fail("aborted: the phase failed: %s", reason)
-			}
-			continue
-		case <-ctx.Done():
-			return nil, ctx.Err()
-		}
-		break
+	select {
+	case <-time.After(time.Until(startAt)):
+	case <-br.Aborted():
+		return fail("%s", abortedBecause(br.Reason()))
+	case <-ctx.Done():
+		return nil, ctx.Err()
 	}
 
 	// 3. Start Benchbase: the configuration (it holds the password) first,
@@ -141,7 +120,7 @@ func (a *Agent) runBenchbaseJar(ctx context.Context, job contracts.ShardJob, pro
 
 	// 4. Run until Benchbase exits; a phase.failed for this phase and
 	// attempt stops it.
-	waitErr, aborted, stopping := r.supervise(ctx, exited, signals, heartbeat.C, kill, progress)
+	waitErr, aborted, stopping := supervise(ctx, exited, br, kill)
 	_ = console.Close()
 	if stopping {
 		return nil, ctx.Err()
@@ -151,7 +130,7 @@ func (a *Agent) runBenchbaseJar(ctx context.Context, job contracts.ShardJob, pro
 	tail := readTail(consolePath, consoleTail)
 	switch {
 	case aborted != "":
-		final.Status, final.Error = contracts.StatusFailed, "aborted: the phase failed: "+aborted
+		final.Status, final.Error = contracts.StatusFailed, abortedBecause(aborted)
 		final.Stdout = tail
 		return final, nil
 	case waitErr != nil:

@@ -11,8 +11,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/nats-io/nats.go"
-
 	"github.com/benchq/benchq/contracts"
 	"github.com/benchq/benchq/internal/benchbase"
 	"github.com/benchq/benchq/internal/bus"
@@ -258,20 +256,8 @@ func TestBenchbaseJarFailureThroughAgents(t *testing.T) {
 // its final, whatever its status.
 func (s *stack) runShard(job contracts.ShardJob) *contracts.Final {
 	s.t.Helper()
-	ready, finals := make(chan *nats.Msg, 4), make(chan *nats.Msg, 4)
-	for subj, ch := range map[string]chan *nats.Msg{
-		contracts.Subject(contracts.SubjBarrierReady, job.Code, "", ""):  ready,
-		contracts.Subject(contracts.SubjFinal, job.Code, job.Phase, "*"): finals,
-	} {
-		sub, err := s.bus.NC.ChanSubscribe(subj, ch)
-		if err != nil {
-			s.t.Fatal(err)
-		}
-		defer func() { _ = sub.Unsubscribe() }()
-	}
-	if err := s.bus.NC.Flush(); err != nil {
-		s.t.Fatal(err)
-	}
+	ready, finals, unsubscribe := s.listen(job.Code, job.Phase)
+	defer unsubscribe()
 	if err := s.bus.Publish(s.ctx, contracts.SubjShard, &job); err != nil {
 		s.t.Fatal(err)
 	}
@@ -279,12 +265,7 @@ func (s *stack) runShard(job contracts.ShardJob) *contracts.Final {
 	for {
 		select {
 		case <-ready:
-			now := time.Now()
-			if err := s.bus.Publish(s.ctx, contracts.Subject(contracts.SubjBarrierGo, job.Code, "", ""), &contracts.BarrierGo{
-				Envelope: contracts.NewEnvelope(job.Code, job.Code+"."+job.Phase+".go", now), Phase: job.Phase, Attempt: job.Attempt, StartAt: now.Add(500 * time.Millisecond),
-			}); err != nil {
-				s.t.Fatal(err)
-			}
+			s.publishGo(job.Code, job.Phase, job.Attempt)
 		case m := <-finals:
 			var f contracts.Final
 			if err := bus.Decode(contracts.SchemaFinal, m.Data, &f); err != nil {

@@ -84,7 +84,7 @@ func (a *Agent) otherPhase(ctx context.Context, m jetstream.Msg, job contracts.S
 		return true, ctx.Err() // stopping: handed back at once
 	case <-time.After(handBackDelay):
 	}
-	id := fmt.Sprintf("%s.requeued.%d", job.ID, meta.Sequence.Stream)
+	id := contracts.RequeuedID(job.ID, meta.Sequence.Stream)
 	pctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
 	defer cancel()
 	if err := a.bus.PublishRaw(pctx, m.Subject(), id, m.Data()); err != nil {

@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"fmt"
 	"strings"
 	"testing"
 	"time"
@@ -20,7 +19,7 @@ import (
 func phaseJob(code, phase string, shard int) *contracts.ShardJob {
 	startBy := time.Now().Add(2 * time.Minute)
 	return &contracts.ShardJob{
-		Envelope:      contracts.NewEnvelope(code, fmt.Sprintf("%s.%s.%d.a1.job", code, phase, shard), time.Now()),
+		Envelope:      contracts.NewEnvelope(code, contracts.ShardJobID(code, phase, shard, 1), time.Now()),
 		Configuration: "c-1", Phase: phase, Kind: contracts.KindRun, Shard: shard, Shards: 1, Attempt: 1,
 		Engine: "ycsb", DBMS: "NoSuchDBMS", Endpoint: contracts.Endpoint{Host: "127.0.0.1", Port: 1}, StartBy: &startBy,
 		YCSB: &contracts.YCSBShard{Workload: "a", Threads: 1, RecordCount: 10, InsertCount: 10, OperationCount: 10},

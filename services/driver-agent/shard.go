@@ -4,7 +4,6 @@ import (
 	"bufio"
 	"bytes"
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -18,9 +17,9 @@ import (
 	"time"
 
 	"github.com/HdrHistogram/hdrhistogram-go"
-	"github.com/nats-io/nats.go"
 
 	"github.com/benchq/benchq/contracts"
+	"github.com/benchq/benchq/internal/bus"
 	"github.com/benchq/benchq/internal/ycsb"
 )
 
@@ -54,26 +53,21 @@ type shardRun struct {
 	live            *liveShard
 }
 
-// errAborted: the phase failed elsewhere while this shard waited for GO.
-var errAborted = errors.New("phase aborted")
-
 // run executes the shard and returns its final result. It only returns an
 // error when ctx ends (the agent is stopping): then nothing is published and
 // the job is redelivered.
-func (r *shardRun) run(ctx context.Context, progress func()) (*contracts.Final, error) {
+func (r *shardRun) run(ctx context.Context) (*contracts.Final, error) {
 	job := r.job
 	final := newFinal(job, r.a.cfg.Name, job.YCSB.Threads, job.YCSB.Target)
 	fail := func(format string, args ...any) (*contracts.Final, error) {
 		return failed(final, format, args...), nil
 	}
 
-	// Listen for GO (and for the phase failing elsewhere) before READY is
-	// published, so the answer cannot be missed.
-	signals, unsubscribe, err := r.a.barrierSignals(job.Code)
+	br, err := r.a.bus.JoinBarrier(job, r.a.cfg.Name)
 	if err != nil {
 		return nil, err
 	}
-	defer unsubscribe()
+	defer br.Close()
 
 	cmd := exec.Command(r.args[0], r.args[1:]...)
 	// The JVM dies with the agent (no orphaned load generators) and gets its
@@ -110,45 +104,24 @@ func (r *shardRun) run(ctx context.Context, progress func()) (*contracts.Final, 
 		exited <- cmd.Wait()
 	}()
 
-	barrier := time.Duration(max(job.TimeoutS, 1)) * time.Second
-	heartbeat := time.NewTicker(5 * time.Second)
-	defer heartbeat.Stop()
-
-	// 1. Prepare: wait for READY.
-	deadline := time.After(barrier)
-wait:
-	for {
-		select {
-		case <-ready:
-			break wait
-		case err := <-exited:
-			return fail("driver exited before READY (%v): %s", err, tail.String())
-		case <-deadline:
-			kill()
-			return fail("driver not READY within %s: %s", barrier, tail.String())
-		case <-heartbeat.C:
-			progress()
-		case <-ctx.Done():
-			kill()
-			return nil, ctx.Err()
-		}
-	}
-	if err := r.a.bus.Publish(ctx, contracts.Subject(contracts.SubjBarrierReady, job.Code, "", ""), &contracts.BarrierReady{
-		Envelope: contracts.NewEnvelope(job.Code, fmt.Sprintf("%s.%s.%d.a%d.ready", job.Code, job.Phase, job.Shard, job.Attempt), time.Now()),
-		Phase:    job.Phase, Shard: job.Shard, Attempt: job.Attempt, Agent: r.a.cfg.Name,
-	}); err != nil {
+	// 1. Prepare: wait for the driver's READY.
+	select {
+	case <-ready:
+	case err := <-exited:
+		return fail("driver exited before READY (%v): %s", err, tail.String())
+	case <-time.After(br.Timeout):
 		kill()
-		return nil, err
+		return fail("driver not READY within %s: %s", br.Timeout, tail.String())
+	case <-ctx.Done():
+		kill()
+		return nil, ctx.Err()
 	}
 
-	// 2. Barrier: wait for GO, then start at the common instant.
-	startAt, err := r.waitGo(ctx, signals, barrier, heartbeat.C, progress)
+	// 2. Barrier: READY, wait for GO, then start at the common instant.
+	startAt, err := br.Ready(ctx)
 	if err != nil {
 		kill()
-		if ctx.Err() != nil {
-			return nil, ctx.Err() // stopping: not acked, redelivered
-		}
-		return fail("%v", err) // aborted by the scheduler, or no GO in time
+		return barrierFailed(ctx, final, err)
 	}
 	// GO goes to the driver a little ahead of the common start instant, with
 	// the instant: YCSB sets up its threads and they connect, then wait for
@@ -166,7 +139,7 @@ wait:
 	// 3. Run until the driver exits, or the phase fails elsewhere (another
 	// shard died, a timeout, benchq stop): then stop the driver and report
 	// the shard as aborted; what it printed so far is kept in stdout.
-	waitErr, aborted, stopping := r.supervise(ctx, exited, signals, heartbeat.C, kill, progress)
+	waitErr, aborted, stopping := supervise(ctx, exited, br, kill)
 	if stopping {
 		return nil, ctx.Err()
 	}
@@ -176,7 +149,7 @@ wait:
 	sum, perr := ycsb.ParseSummary(strings.NewReader(final.Stdout))
 	switch {
 	case aborted != "":
-		final.Status, final.Error = contracts.StatusFailed, "aborted: the phase failed: "+aborted
+		final.Status, final.Error = contracts.StatusFailed, abortedBecause(aborted)
 	case waitErr != nil:
 		final.Status, final.Error = contracts.StatusFailed, fmt.Sprintf("driver failed (%v): %s", waitErr, tail.String())
 	case perr != nil:
@@ -257,7 +230,7 @@ func parseMarker(line string) (marker string, at time.Time, ok bool) {
 // newFinal is a shard's final before it runs: who, what and its settings.
 func newFinal(job contracts.ShardJob, agent string, threads, target int) *contracts.Final {
 	return &contracts.Final{
-		Envelope:      contracts.NewEnvelope(job.Code, fmt.Sprintf("%s.%s.%d.a%d.final", job.Code, job.Phase, job.Shard, job.Attempt), time.Now()),
+		Envelope:      contracts.NewEnvelope(job.Code, contracts.FinalID(job.Code, job.Phase, job.Shard, job.Attempt), time.Now()),
 		Configuration: job.Configuration, Phase: job.Phase, Kind: job.Kind, Shard: job.Shard, Attempt: job.Attempt,
 		Agent: agent, Threads: threads, Target: target,
 	}
@@ -274,93 +247,40 @@ func failed(f *contracts.Final, format string, args ...any) *contracts.Final {
 	return f
 }
 
-// barrierSignals subscribes to the experiment's GO and phase.failed events,
-// before a shard publishes READY so that the answer cannot be missed.
-func (a *Agent) barrierSignals(code string) (<-chan *nats.Msg, func(), error) {
-	signals := make(chan *nats.Msg, 16)
-	var subs []*nats.Subscription
-	unsubscribe := func() {
-		for _, sub := range subs {
-			_ = sub.Unsubscribe()
-		}
+// barrierFailed is a shard's outcome when its barrier did not open: a
+// failed final when the phase was aborted or GO did not come in time; else
+// (the agent stops, READY was not published) the error, and the job is not
+// acked but redelivered.
+func barrierFailed(ctx context.Context, final *contracts.Final, err error) (*contracts.Final, error) {
+	if ctx.Err() != nil {
+		return nil, ctx.Err()
 	}
-	for _, s := range []string{
-		contracts.Subject(contracts.SubjBarrierGo, code, "", ""),
-		contracts.Subject(contracts.SubjPhaseFailed, code, "", ""),
-	} {
-		sub, err := a.bus.NC.ChanSubscribe(s, signals)
-		if err != nil {
-			unsubscribe()
-			return nil, nil, fmt.Errorf("subscribe %s: %w", s, err)
-		}
-		subs = append(subs, sub)
+	if errors.Is(err, bus.ErrAborted) || errors.Is(err, bus.ErrNoGo) {
+		return failed(final, "%v", err), nil
 	}
-	return signals, unsubscribe, nil
+	return nil, err
 }
 
+// abortedBecause is the error of a shard stopped by its phase's failure.
+func abortedBecause(reason string) string { return "aborted: the phase failed: " + reason }
+
 // supervise waits until a started driver process exits (its Wait result
-// arrives on exited) and keeps the job alive meanwhile. A phase.failed of
-// this shard's phase and attempt kills the process: aborted is its reason.
-// When ctx ends (the agent is stopping) it kills the process, waits for it
-// and reports stopping.
-func (r *shardRun) supervise(ctx context.Context, exited <-chan error, signals <-chan *nats.Msg, heartbeat <-chan time.Time, kill, progress func()) (waitErr error, aborted string, stopping bool) {
+// arrives on exited). The phase attempt failing kills the process: aborted
+// is the reason. When ctx ends (the agent is stopping) it kills the
+// process, waits for it and reports stopping.
+func supervise(ctx context.Context, exited <-chan error, br *bus.Barrier, kill func()) (waitErr error, aborted string, stopping bool) {
+	abort := br.Aborted()
 	for {
 		select {
 		case err := <-exited:
 			return err, aborted, false
-		case m := <-signals:
-			if reason, ok := r.phaseFailed(m); ok && aborted == "" {
-				aborted = reason
-				kill()
-			}
-		case <-heartbeat:
-			progress()
+		case <-abort:
+			aborted, abort = br.Reason(), nil // nil: it fired
+			kill()
 		case <-ctx.Done():
 			kill()
 			<-exited
 			return nil, aborted, true
-		}
-	}
-}
-
-// phaseFailed reports whether m is the phase.failed of this shard's phase
-// and attempt, with its reason.
-func (r *shardRun) phaseFailed(m *nats.Msg) (string, bool) {
-	if !strings.HasSuffix(m.Subject, ".phase.failed") {
-		return "", false
-	}
-	var ev contracts.PhaseEvent
-	if json.Unmarshal(m.Data, &ev) != nil || ev.Phase != r.job.Phase || ev.Attempt != r.job.Attempt {
-		return "", false
-	}
-	return ev.Reason, true
-}
-
-// waitGo waits for the GO of this phase and attempt; a phase.failed for it
-// aborts.
-func (r *shardRun) waitGo(ctx context.Context, signals <-chan *nats.Msg, timeout time.Duration, hb <-chan time.Time, progress func()) (time.Time, error) {
-	deadline := time.After(timeout)
-	for {
-		select {
-		case m := <-signals:
-			var head struct {
-				Phase   string    `json:"phase"`
-				Attempt int       `json:"attempt"`
-				StartAt time.Time `json:"start_at"`
-			}
-			if json.Unmarshal(m.Data, &head) != nil || head.Phase != r.job.Phase || head.Attempt != r.job.Attempt {
-				continue
-			}
-			if strings.HasSuffix(m.Subject, ".barrier.go") {
-				return head.StartAt, nil
-			}
-			return time.Time{}, fmt.Errorf("%w: the scheduler failed phase %s", errAborted, r.job.Phase)
-		case <-deadline:
-			return time.Time{}, fmt.Errorf("no GO within %s", timeout)
-		case <-hb:
-			progress()
-		case <-ctx.Done():
-			return time.Time{}, ctx.Err()
 		}
 	}
 }
@@ -390,17 +310,9 @@ func (r *shardRun) readStderr(ctx context.Context, stderr io.Reader, ready chan<
 			tail.add(line)
 			continue
 		}
-		job := r.job
-		iv := &contracts.Interval{
-			Envelope: contracts.NewEnvelope(job.Code, fmt.Sprintf("%s.%s.%d.a%d.i%d", job.Code, job.Phase, job.Shard, job.Attempt, st.ElapsedS), time.Now()),
-			Phase:    job.Phase, Shard: job.Shard, Attempt: job.Attempt, At: st.At.UTC(), ElapsedS: st.ElapsedS,
-			Operations: st.Operations, OpsPerSec: st.OpsPerSec, PerOp: st.PerOp,
-		}
-		r.live.interval(iv)
-		subj := contracts.Subject(contracts.SubjInterval, job.Code, job.Phase, fmt.Sprint(job.Shard))
-		if err := r.a.bus.Publish(ctx, subj, iv); err != nil {
-			r.a.log.Warn("interval not published", "err", err)
-		}
+		r.a.publishInterval(ctx, r.job, r.live, contracts.Interval{
+			At: st.At.UTC(), ElapsedS: st.ElapsedS, Operations: st.Operations, OpsPerSec: st.OpsPerSec, PerOp: st.PerOp,
+		})
 	}
 }
 

@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"log/slog"
 	"os"
@@ -20,38 +19,22 @@ import (
 // READY; a loading shard only checks the SUT answers. It returns an error
 // only when ctx ends (the agent is stopping): then nothing is published and
 // the job is redelivered.
-func (a *Agent) runTPCC(ctx context.Context, job contracts.ShardJob, progress func()) (*contracts.Final, error) {
+func (a *Agent) runTPCC(ctx context.Context, job contracts.ShardJob) (*contracts.Final, error) {
 	final := newFinal(job, a.cfg.Name, job.TPCC.Terminals, job.TPCC.Target)
 	fail := func(format string, args ...any) (*contracts.Final, error) {
 		return failed(final, format, args...), nil
 	}
-	signals, unsubscribe, err := a.barrierSignals(job.Code)
+	br, err := a.bus.JoinBarrier(job, a.cfg.Name)
 	if err != nil {
 		return nil, err
 	}
-	defer unsubscribe()
+	defer br.Close()
 	// The engine runs inside the agent: its tree is the driver's.
 	live := a.track(job, os.Getpid())
 	defer live.end()
-	// The engine blocks for the whole shard: keep the job alive meanwhile.
-	alive, stopAlive := context.WithCancel(ctx)
-	defer stopAlive()
-	go func() {
-		t := time.NewTicker(5 * time.Second)
-		defer t.Stop()
-		for {
-			select {
-			case <-alive.Done():
-				return
-			case <-t.C:
-				progress()
-			}
-		}
-	}()
 
 	// 1. Prepare within the barrier timeout.
-	barrier := time.Duration(max(job.TimeoutS, 1)) * time.Second
-	prepCtx, cancelPrep := context.WithTimeout(ctx, barrier)
+	prepCtx, cancelPrep := context.WithTimeout(ctx, br.Timeout)
 	defer cancelPrep()
 	var bench *tpcc.Bench
 	if job.Kind == contracts.KindRun {
@@ -65,48 +48,17 @@ func (a *Agent) runTPCC(ctx context.Context, job contracts.ShardJob, progress fu
 		defer b.Close()
 		bench = b
 	}
-	if err := a.bus.Publish(ctx, contracts.Subject(contracts.SubjBarrierReady, job.Code, "", ""), &contracts.BarrierReady{
-		Envelope: contracts.NewEnvelope(job.Code, fmt.Sprintf("%s.%s.%d.a%d.ready", job.Code, job.Phase, job.Shard, job.Attempt), time.Now()),
-		Phase:    job.Phase, Shard: job.Shard, Attempt: job.Attempt, Agent: a.cfg.Name,
-	}); err != nil {
-		return nil, err
-	}
 
-	// 2. Barrier: wait for GO (the heartbeat goroutine keeps the job alive).
-	r := &shardRun{a: a, job: job}
-	startAt, err := r.waitGo(ctx, signals, barrier, nil, func() {})
+	// 2. Barrier: READY, wait for GO.
+	startAt, err := br.Ready(ctx)
 	if err != nil {
-		if ctx.Err() != nil {
-			return nil, ctx.Err()
-		}
-		return fail("%v", err)
+		return barrierFailed(ctx, final, err)
 	}
 
-	// 3. Run; a phase.failed for this phase and attempt stops the engine.
-	runCtx, abort := context.WithCancelCause(ctx)
-	defer abort(nil)
-	go func() {
-		for {
-			select {
-			case m := <-signals:
-				if reason, ok := r.phaseFailed(m); ok {
-					abort(errors.New(reason))
-					return
-				}
-			case <-runCtx.Done():
-				return
-			}
-		}
-	}()
-	publish := func(iv contracts.Interval) {
-		iv.Envelope = contracts.NewEnvelope(job.Code, fmt.Sprintf("%s.%s.%d.a%d.i%d", job.Code, job.Phase, job.Shard, job.Attempt, iv.ElapsedS), time.Now())
-		iv.Phase, iv.Shard, iv.Attempt = job.Phase, job.Shard, job.Attempt
-		live.interval(&iv)
-		subj := contracts.Subject(contracts.SubjInterval, job.Code, job.Phase, fmt.Sprint(job.Shard))
-		if err := a.bus.Publish(ctx, subj, &iv); err != nil {
-			a.log.Warn("interval not published", "err", err)
-		}
-	}
+	// 3. Run; the phase attempt failing stops the engine.
+	runCtx, stopRun := br.Context(ctx)
+	defer stopRun()
+	publish := func(iv contracts.Interval) { a.publishInterval(ctx, job, live, iv) }
 	var runErr error
 	if job.Kind == contracts.KindLoad {
 		if d := time.Until(startAt); d > 0 {
@@ -137,7 +89,7 @@ func (a *Agent) runTPCC(ctx context.Context, job contracts.ShardJob, progress fu
 	case ctx.Err() != nil:
 		return nil, ctx.Err() // stopping: not acked, redelivered
 	case runCtx.Err() != nil:
-		final.Status, final.Error = contracts.StatusFailed, "aborted: the phase failed: "+context.Cause(runCtx).Error()
+		final.Status, final.Error = contracts.StatusFailed, abortedBecause(context.Cause(runCtx).Error())
 	case runErr != nil:
 		final.Status, final.Error = contracts.StatusFailed, runErr.Error()
 	default:
@@ -149,18 +101,9 @@ func (a *Agent) runTPCC(ctx context.Context, job contracts.ShardJob, progress fu
 // handleTPCC runs a TPC-C shard (engine benchbase) and publishes its final.
 func (a *Agent) handleTPCC(ctx context.Context, m jetstream.Msg, job contracts.ShardJob, log *slog.Logger) error {
 	log.Info("tpc-c shard starting", "warehouses", job.TPCC.Warehouses, "terminals", job.TPCC.Terminals, "target", job.TPCC.Target, "duration_s", job.TPCC.DurationS)
-	a.busy.Store(job.ID)
-	defer a.busy.Store("")
-	var final *contracts.Final
-	var err error
+	run := a.runTPCC
 	if a.cfg.Benchbase != nil {
-		final, err = a.runBenchbaseJar(ctx, job, func() { _ = m.InProgress() })
-	} else {
-		final, err = a.runTPCC(ctx, job, func() { _ = m.InProgress() })
+		run = a.runBenchbaseJar
 	}
-	if err != nil {
-		return err // stopping: not acked, redelivered
-	}
-	log.Info("shard finished", "status", final.Status, "throughput", final.Throughput, "error", final.Error)
-	return a.publishFinal(ctx, final)
+	return a.runShard(ctx, m, job, log, func(ctx context.Context) (*contracts.Final, error) { return run(ctx, job) })
 }

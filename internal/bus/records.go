@@ -1,0 +1,53 @@
+package bus
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+
+	"github.com/benchq/benchq/contracts"
+)
+
+// ExperimentState reads the scheduler's stored state of experiment code
+// (the experiments KV bucket).
+func (b *Bus) ExperimentState(ctx context.Context, code string) (*contracts.ExperimentState, error) {
+	kv, err := b.JS.KeyValue(ctx, contracts.KVExperiments)
+	if err != nil {
+		return nil, fmt.Errorf("kv %s: %w", contracts.KVExperiments, err)
+	}
+	e, err := kv.Get(ctx, code)
+	if err != nil {
+		return nil, fmt.Errorf("state of %s: %w", code, err)
+	}
+	var st contracts.ExperimentState
+	if err := json.Unmarshal(e.Value(), &st); err != nil {
+		return nil, fmt.Errorf("state of %s: %w", code, err)
+	}
+	return &st, nil
+}
+
+// ShardAwaited reports whether the scheduler, as its stored state says,
+// still waits for the READY of shard of phase's attempt (contracts.ExperimentState.Waits).
+// An error means it cannot tell (no state stored, unreadable).
+func (b *Bus) ShardAwaited(ctx context.Context, code, phase string, attempt, shard int) (bool, error) {
+	st, err := b.ExperimentState(ctx, code)
+	if err != nil {
+		return false, err
+	}
+	return st.Waits(phase, attempt, shard), nil
+}
+
+// PutHeartbeat stores an agent's heartbeat in the agents KV bucket, whose
+// TTL forgets agents that stopped beating.
+func (b *Bus) PutHeartbeat(ctx context.Context, h contracts.Heartbeat) error {
+	kv, err := b.JS.KeyValue(ctx, contracts.KVAgents)
+	if err != nil {
+		return fmt.Errorf("kv %s: %w", contracts.KVAgents, err)
+	}
+	data, err := json.Marshal(h)
+	if err != nil {
+		return err
+	}
+	_, err = kv.Put(ctx, h.Name, data)
+	return err
+}

@@ -1,0 +1,72 @@
+package bus_test
+
+import (
+	"encoding/json"
+	"testing"
+	"time"
+
+	"github.com/benchq/benchq/contracts"
+	"github.com/benchq/benchq/internal/plan"
+)
+
+// ShardAwaited answers from the scheduler's stored state; without a state
+// it cannot tell and says so with an error.
+func TestShardAwaited(t *testing.T) {
+	t.Parallel()
+	ctx, b := freshBus(t)
+	if _, err := b.ShardAwaited(ctx, "nostate", "c-run1", 1, 1); err == nil {
+		t.Error("no stored state: want an error")
+	}
+	st := contracts.ExperimentState{Code: "aw", Status: contracts.ExperimentRunning,
+		Plan: plan.Plan{Configurations: []plan.Configuration{{Name: "c", Phases: []plan.Phase{{Name: "c-load"}, {Name: "c-run1"}}}}},
+		Configs: []contracts.ConfigState{{Status: contracts.ConfigRunning, Phase: 1,
+			Current: &contracts.PhaseState{Attempt: 2, Status: contracts.PhasePreparing, Ready: []bool{true, false}}}}}
+	data, err := json.Marshal(st)
+	if err != nil {
+		t.Fatal(err)
+	}
+	kv, err := b.JS.KeyValue(ctx, contracts.KVExperiments)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := kv.Put(ctx, "aw", data); err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []struct {
+		attempt, shard int
+		want           bool
+	}{{2, 2, true}, {2, 1, false}, {1, 2, false}} {
+		got, err := b.ShardAwaited(ctx, "aw", "c-run1", c.attempt, c.shard)
+		if err != nil || got != c.want {
+			t.Errorf("ShardAwaited(attempt %d, shard %d) = %v, %v; want %v", c.attempt, c.shard, got, err, c.want)
+		}
+	}
+	if _, err := kv.Put(ctx, "bad", []byte("{")); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := b.ShardAwaited(ctx, "bad", "c-run1", 2, 2); err == nil {
+		t.Error("unreadable state: want an error")
+	}
+}
+
+// PutHeartbeat stores the agent's beat under its name.
+func TestPutHeartbeat(t *testing.T) {
+	t.Parallel()
+	ctx, b := freshBus(t)
+	at := time.Date(2030, 1, 2, 3, 4, 5, 0, time.UTC)
+	if err := b.PutHeartbeat(ctx, contracts.Heartbeat{Name: "agent-1", At: at, Busy: "x.c-load.1.a1.job"}); err != nil {
+		t.Fatal(err)
+	}
+	kv, err := b.JS.KeyValue(ctx, contracts.KVAgents)
+	if err != nil {
+		t.Fatal(err)
+	}
+	e, err := kv.Get(ctx, "agent-1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var hb contracts.Heartbeat
+	if err := json.Unmarshal(e.Value(), &hb); err != nil || hb.Name != "agent-1" || !hb.At.Equal(at) || hb.Busy != "x.c-load.1.a1.job" {
+		t.Errorf("stored %s (%v)", e.Value(), err)
+	}
+}
