@@ -5,9 +5,9 @@ export BENCHQ_HOME
 BENCHQ := $(BENCHQ_HOME)/bin/benchq
 
 # The default experiment: YCSB workload A, 100,000 rows loaded by 2 shards,
-# 200,000 operations by 1 shard, -xtb 16384 -xnlf 1 -xnbf 1.
+# 200,000 operations by 1 shard, -xtb 16384 -xnlf 1 -xnbf 1, monitored (-m -mc -ma).
 DBMS ?= Redis
-EXPERIMENT ?= -dbms $(DBMS) -sf 0.1 -xop 0.2 -xwl a -nlp 2 -nlt 8 -nbp 1 -nbt 8 -xtb 16384 -xnlf 1 -xnbf 1 -xli 2 -tr
+EXPERIMENT ?= -dbms $(DBMS) -sf 0.1 -xop 0.2 -xwl a -nlp 2 -nlt 8 -nbp 1 -nbt 8 -xtb 16384 -xnlf 1 -xnbf 1 -xli 2 -tr -m -mc -ma
 
 # The TPC-C experiment (`make run-tpcc`): 2 warehouses loaded by one pod,
 # 30 s of 8 terminals on 1 pod, then split over 2 pods.

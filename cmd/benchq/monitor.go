@@ -127,6 +127,37 @@ func (s *Stack) writeTarget(st *State, p Proc) error {
 	})
 }
 
+// waitScraped waits until Prometheus scrapes every service of the stack:
+// it reads new target files only every few seconds, and an experiment
+// started before would miss its SUT's first samples (a counter's increase
+// over the first phase would then be too small).
+func (s *Stack) waitScraped(ctx context.Context) error {
+	want := 0
+	for _, p := range s.Procs {
+		if metricsAddr(p) != "" {
+			want++
+		}
+	}
+	ctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+	defer cancel()
+	return procs.WaitFor(ctx, fmt.Sprintf("Prometheus to scrape the stack's %d services", want), 250*time.Millisecond, func(ctx context.Context) error {
+		targets, err := (&prom.Client{URL: s.PrometheusURL}).Targets(ctx)
+		if err != nil {
+			return err
+		}
+		up := 0
+		for _, t := range targets {
+			if t.Health == "up" && t.Labels[prom.LabelComponent] == "service" {
+				up++
+			}
+		}
+		if up < want {
+			return fmt.Errorf("%d of %d service targets up", up, want)
+		}
+		return nil
+	})
+}
+
 // prometheusStatus is the status line of the Prometheus at url: ready or
 // not, and how many of its targets are up.
 func prometheusStatus(ctx context.Context, url, off string) string {

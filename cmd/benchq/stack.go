@@ -167,6 +167,9 @@ func cmdUp(ctx context.Context, st *State) int {
 	fmt.Fprintf(st.Stdout, "stack up: nats %s, results db %s, logs %s\n", s.NATSURL, s.DBURL, filepath.Join(st.home(), "logs"))
 	if s.PrometheusURL != "" {
 		fmt.Fprintf(st.Stdout, "prometheus %s (data %s)\n", s.PrometheusURL, promDir(st))
+		if err := s.waitScraped(ctx); err != nil {
+			st.errorf("warning: %v; the first phases may lack samples", err)
+		}
 	} else {
 		fmt.Fprintf(st.Stdout, "monitoring is off: %s\n", s.MonitoringOff)
 	}

@@ -170,6 +170,9 @@ func (b *Bus) Consume(ctx context.Context, spec ConsumerSpec, h Handler) error {
 	}
 	cons, err := b.JS.CreateOrUpdateConsumer(ctx, spec.Stream, cfg)
 	if err != nil {
+		if ctx.Err() != nil {
+			return nil // stopped while declaring: a stop, not a failure
+		}
 		return fmt.Errorf("consumer %s on %s: %w", spec.Durable, spec.Stream, err)
 	}
 	log := b.Log.With("consumer", spec.Durable)

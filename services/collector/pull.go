@@ -80,8 +80,7 @@ func (p *puller) settle() time.Duration { return 3*p.step + time.Second }
 // blocks: a wake-up already pending covers this one.
 func (p *puller) noticeBatch(msgs []jetstream.Msg) {
 	for _, m := range msgs {
-		s := m.Subject()
-		if strings.HasSuffix(s, phaseDoneSuffix) || strings.HasSuffix(s, phaseFailedSuffix) {
+		if ps, err := contracts.ParseSubject(m.Subject()); err == nil && (ps.Topic == contracts.TopicPhaseDone || ps.Topic == contracts.TopicPhaseFailed) {
 			select {
 			case p.kick <- struct{}{}:
 			default:
@@ -90,11 +89,6 @@ func (p *puller) noticeBatch(msgs []jetstream.Msg) {
 		}
 	}
 }
-
-var (
-	phaseDoneSuffix   = strings.TrimPrefix(contracts.TopicPhaseDone.Template(), "benchq.exp.{code}")
-	phaseFailedSuffix = strings.TrimPrefix(contracts.TopicPhaseFailed.Template(), "benchq.exp.{code}")
-)
 
 // run sweeps at start (catch-up after a restart), every sweepEvery, and
 // settle after a phase's end was stored, until ctx ends. Errors are
