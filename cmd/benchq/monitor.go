@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"net"
-	"net/http"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -167,14 +166,8 @@ func prometheusStatus(ctx context.Context, url, off string) string {
 		}
 		return "not configured (set BENCHQ_PROMETHEUS_URL)"
 	}
-	req, _ := http.NewRequestWithContext(ctx, http.MethodGet, strings.TrimRight(url, "/")+"/-/ready", nil)
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		return fmt.Sprintf("NOT REACHABLE (%v)", err)
-	}
-	resp.Body.Close()
-	if resp.StatusCode != http.StatusOK {
-		return fmt.Sprintf("NOT READY (HTTP %d)", resp.StatusCode)
+	if err := prom.Probe(ctx, strings.TrimRight(url, "/")+"/-/ready"); err != nil {
+		return fmt.Sprintf("NOT READY (%v)", err)
 	}
 	targets, err := (&prom.Client{URL: url}).Targets(ctx)
 	if err != nil {

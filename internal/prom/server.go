@@ -202,17 +202,8 @@ func (s *Server) waitReady(ctx context.Context, timeout time.Duration) error {
 			}
 			return procs.Permanent(err)
 		}
-		req, err := http.NewRequestWithContext(ctx, http.MethodGet, s.URL()+"/-/ready", nil)
-		if err != nil {
+		if err := Probe(ctx, s.URL()+"/-/ready"); err != nil {
 			return err
-		}
-		resp, err := http.DefaultClient.Do(req)
-		if err != nil {
-			return err
-		}
-		resp.Body.Close()
-		if resp.StatusCode != http.StatusOK {
-			return fmt.Errorf("/-/ready: %s", resp.Status)
 		}
 		return nil
 	})
@@ -238,6 +229,24 @@ func (s *Server) Stop(ctx context.Context) error {
 	}
 	if err := os.Remove(s.file("prometheus.pid")); err != nil && !errors.Is(err, os.ErrNotExist) {
 		return fmt.Errorf("stop prometheus: %w", err)
+	}
+	return nil
+}
+
+// Probe GETs url and fails unless it answers 200 OK: Prometheus' /-/ready,
+// an exporter's /metrics.
+func Probe(ctx context.Context, url string) error {
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
+	if err != nil {
+		return err
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		return err
+	}
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		return fmt.Errorf("GET %s: %s", url, resp.Status)
 	}
 	return nil
 }

@@ -255,19 +255,7 @@ func isExporter(pid int) bool {
 func scrape(ctx context.Context, addr string) error {
 	ctx, cancel := context.WithTimeout(ctx, 2*time.Second)
 	defer cancel()
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, "http://"+addr+"/metrics", nil)
-	if err != nil {
-		return err
-	}
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		return err
-	}
-	resp.Body.Close()
-	if resp.StatusCode != http.StatusOK {
-		return fmt.Errorf("GET /metrics on %s: %s", addr, resp.Status)
-	}
-	return nil
+	return prom.Probe(ctx, "http://"+addr+"/metrics")
 }
 
 // servePgbExporter serves e's pgbouncer console from this process, on
