@@ -10,6 +10,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -60,15 +61,16 @@ func TestEmbeddedStack(t *testing.T) {
 	t.Run("Redis default experiment, collector killed mid-benchmark", func(t *testing.T) {
 		code := fmt.Sprintf("e2e-redis-%d", time.Now().Unix())
 		counted := map[string]int64{}
-		var cpuAtStart, cpuAtEnd float64 = -1, -1 // redis-server's CPU seconds (/proc) at the loading phase's events
+		// redis-server's CPU seconds as the kernel counts them, sampled
+		// every 50 ms from the SUT's start to the experiment's end.
+		var cpu *cpuSampler
 		out := s.runExperiment(t, code, "Redis", func(subject string, data []byte, ep *contracts.Endpoint) {
 			var pe contracts.PhaseEvent
 			_ = json.Unmarshal(data, &pe)
 			switch {
-			case strings.HasSuffix(subject, ".phase.started") && pe.Kind == contracts.KindLoad:
-				cpuAtStart = redisCPUSeconds(t, ep.Port)
+			case strings.HasSuffix(subject, ".sut.ready") && cpu == nil:
+				cpu = sampleCPU(t, ep.Port)
 			case strings.HasSuffix(subject, ".phase.done") && pe.Kind == contracts.KindLoad:
-				cpuAtEnd = redisCPUSeconds(t, ep.Port)
 				// Every key once: DBSIZE counts the data keys plus our binding's scan index.
 				n, err := localdb.RedisCommand(context.Background(), fmt.Sprintf("%s:%d", ep.Host, ep.Port), "DBSIZE")
 				if err != nil {
@@ -95,18 +97,26 @@ func TestEmbeddedStack(t *testing.T) {
 			t.Error("the collector was not killed during the benchmark phase")
 		}
 		s.checkResults(t, code, out)
-		// Against the kernel: redis-server's CPU seconds between the loading
-		// phase's start and end events, beside the summary's figure. Not
-		// asserted yet: the events arrive a little outside the phase's
-		// window [first operation, last operation] that the summary reduces
-		// over, so the two differ by more than the noise (3.19 vs 3.85 s
-		// in one run); a check at the window's own edges is to come
-		// (issue 11).
-		if cpuAtStart < 0 || cpuAtEnd < 0 {
-			t.Fatalf("redis-server's CPU not read at the loading phase's events (%.2f, %.2f)", cpuAtStart, cpuAtEnd)
+		// Ground truth: the SUT's CPU seconds of the loading phase, as the
+		// summary reduces them from Prometheus' samples, beside what the
+		// kernel counted for redis-server over the same window. Logged, not
+		// yet asserted to ±10 %: with a 1 s scrape the reduction's linear
+		// interpolation at the window's edges misses about half a second of
+		// work at each edge when the work starts and stops with the phase
+		// (measured 3.63 vs 3.97 and 3.19 vs 3.58 s: -9 % and -11 %); taking
+		// the samples outside the window instead over-counts work that goes
+		// on around it (+25 % in services/collector's busy-loop test).
+		if cpu == nil {
+			t.Fatal("redis-server's CPU was not sampled")
 		}
-		t.Logf("loading phase: SUT CPU seconds %.3f (summary) vs %.3f (/proc between the phase events)",
-			s.metric(t, code, contracts.KindLoad, "sut", "cpu_seconds"), cpuAtEnd-cpuAtStart)
+		cpu.stop()
+		from, to := s.metricWindow(t, code, contracts.KindLoad)
+		truth := cpu.at(t, to) - cpu.at(t, from)
+		got := s.metric(t, code, contracts.KindLoad, "sut", "cpu_seconds")
+		t.Logf("loading phase %s to %s: SUT CPU seconds %.3f (summary) vs %.3f (/proc/<pid>/stat)", from.Format("15:04:05.000"), to.Format("15:04:05.000"), got, truth)
+		if truth <= 0 || !(got > 0) {
+			t.Errorf("loading phase: SUT CPU seconds %.3f in the summary, %.3f from /proc: want both above 0", got, truth)
+		}
 	})
 
 	t.Run("PostgreSQL default experiment", func(t *testing.T) {
@@ -240,6 +250,81 @@ func (s *stack) metric(t *testing.T, code, kind, component, metric string) float
 	return *v
 }
 
+// metricWindow is the window [start, end] the collector reduced code's
+// phase of kind over.
+func (s *stack) metricWindow(t *testing.T, code, kind string) (from, to time.Time) {
+	t.Helper()
+	ctx := context.Background()
+	conn, err := pgx.Connect(ctx, s.info.DBURL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close(ctx)
+	if err := conn.QueryRow(ctx, `SELECT window_start, window_end FROM metric_summaries WHERE code = $1 AND kind = $2
+		ORDER BY attempt DESC LIMIT 1`, code, kind).Scan(&from, &to); err != nil {
+		t.Fatal(err)
+	}
+	return from, to
+}
+
+// cpuSampler reads a process' CPU seconds every 50 ms.
+type cpuSampler struct {
+	mu      sync.Mutex
+	times   []time.Time
+	seconds []float64
+	done    chan struct{}
+	stopped sync.WaitGroup
+}
+
+func sampleCPU(t *testing.T, port int) *cpuSampler {
+	c := &cpuSampler{done: make(chan struct{})}
+	c.stopped.Add(1)
+	go func() {
+		defer c.stopped.Done()
+		tick := time.NewTicker(50 * time.Millisecond)
+		defer tick.Stop()
+		for {
+			if v := redisCPUSeconds(t, port); v >= 0 {
+				c.mu.Lock()
+				c.times, c.seconds = append(c.times, time.Now()), append(c.seconds, v)
+				c.mu.Unlock()
+			}
+			select {
+			case <-c.done:
+				return
+			case <-tick.C:
+			}
+		}
+	}()
+	return c
+}
+
+func (c *cpuSampler) stop() {
+	select {
+	case <-c.done:
+	default:
+		close(c.done)
+	}
+	c.stopped.Wait()
+}
+
+// at interpolates the CPU seconds at instant when between the samples
+// either side of it.
+func (c *cpuSampler) at(t *testing.T, when time.Time) float64 {
+	t.Helper()
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	for i := 1; i < len(c.times); i++ {
+		if !c.times[i].Before(when) {
+			span := c.times[i].Sub(c.times[i-1]).Seconds()
+			f := when.Sub(c.times[i-1]).Seconds() / span
+			return c.seconds[i-1] + f*(c.seconds[i]-c.seconds[i-1])
+		}
+	}
+	t.Fatalf("no CPU samples around %s (%d samples)", when, len(c.times))
+	return 0
+}
+
 // redisCPUSeconds is the CPU time (user + system) the kernel counted for
 // the redis-server that listens on port.
 func redisCPUSeconds(t *testing.T, port int) float64 {
@@ -262,8 +347,7 @@ func redisCPUSeconds(t *testing.T, port int) float64 {
 		fmt.Sscan(fields[12], &stime)
 		return (utime + stime) / 100
 	}
-	t.Errorf("no redis-server on port %d in /proc", port)
-	return -1
+	return -1 // not running (yet, or any more)
 }
 
 // perRunThroughput reads [OVERALL].Throughput(ops/sec) from the Loading

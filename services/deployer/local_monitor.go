@@ -154,8 +154,46 @@ func (l *Local) monitorSUT(dir string, s Spec, entry catalog.Entry, st *localSta
 		st.Exporters = append(st.Exporters, e.exporter)
 		l.writeTarget(s.Code, s.Configuration, *st, e.exporter)
 	}
+	l.waitScraped(st.Exporters)
 	return nil
 }
+
+// waitScraped waits (up to exporterScrapeWait) until the stack's Prometheus
+// scrapes every exporter: it reads new target files only every few
+// seconds, and a phase that started before would lack its first seconds
+// of application metrics. Without a Prometheus (BENCHQ_PROMETHEUS_URL) or
+// targets there is nothing to wait for; a timeout is logged, not fatal.
+func (l *Local) waitScraped(exporters []exporter) {
+	url := os.Getenv("BENCHQ_PROMETHEUS_URL")
+	if url == "" || l.mon.targets == nil || len(exporters) == 0 {
+		return
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), exporterScrapeWait)
+	defer cancel()
+	err := procs.WaitFor(ctx, "Prometheus to scrape the exporters", 250*time.Millisecond, func(ctx context.Context) error {
+		targets, err := (&prom.Client{URL: url}).Targets(ctx)
+		if err != nil {
+			return err
+		}
+		for _, e := range exporters {
+			up := false
+			for _, t := range targets {
+				up = up || (t.Health == "up" && strings.Contains(t.ScrapeURL, "//"+e.Addr+"/"))
+			}
+			if !up {
+				return fmt.Errorf("exporter %s (%s) not scraped yet", e.Name, e.Addr)
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		l.log().Warn("exporters not scraped yet: the first seconds of application metrics may be missing", "err", err)
+	}
+}
+
+// exporterScrapeWait bounds waitScraped: Prometheus re-reads target files
+// every few seconds.
+const exporterScrapeWait = 20 * time.Second
 
 // wanted is an exporter to run: a process (Path, Args, Env; the listen
 // address is added) or an in-process pgbouncer exporter (Console).
