@@ -229,15 +229,10 @@ func (s *stack) checkResults(t *testing.T, code, out string) {
 // NaN when it is missing.
 func (s *stack) metric(t *testing.T, code, kind, component, metric string) float64 {
 	t.Helper()
-	ctx := context.Background()
-	conn, err := pgx.Connect(ctx, s.info.DBURL)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer conn.Close(ctx)
+	ctx, conn := context.Background(), s.results(t)
 	var v *float64
 	var missing *string
-	err = conn.QueryRow(ctx, `SELECT value, missing FROM metric_summaries WHERE code = $1 AND kind = $2 AND component = $3 AND metric = $4
+	err := conn.QueryRow(ctx, `SELECT value, missing FROM metric_summaries WHERE code = $1 AND kind = $2 AND component = $3 AND metric = $4
 		ORDER BY attempt DESC LIMIT 1`, code, kind, component, metric).Scan(&v, &missing)
 	if err != nil {
 		t.Errorf("%s phase, %s: %s: %v", kind, component, metric, err)
@@ -250,16 +245,22 @@ func (s *stack) metric(t *testing.T, code, kind, component, metric string) float
 	return *v
 }
 
+// results connects to the stack's results database until t ends.
+func (s *stack) results(t *testing.T) *pgx.Conn {
+	t.Helper()
+	conn, err := pgx.Connect(context.Background(), s.info.DBURL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { conn.Close(context.Background()) })
+	return conn
+}
+
 // metricWindow is the window [start, end] the collector reduced code's
 // phase of kind over.
 func (s *stack) metricWindow(t *testing.T, code, kind string) (from, to time.Time) {
 	t.Helper()
-	ctx := context.Background()
-	conn, err := pgx.Connect(ctx, s.info.DBURL)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer conn.Close(ctx)
+	ctx, conn := context.Background(), s.results(t)
 	if err := conn.QueryRow(ctx, `SELECT window_start, window_end FROM metric_summaries WHERE code = $1 AND kind = $2
 		ORDER BY attempt DESC LIMIT 1`, code, kind).Scan(&from, &to); err != nil {
 		t.Fatal(err)
