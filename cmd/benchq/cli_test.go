@@ -17,7 +17,6 @@ import (
 	"github.com/nats-io/nats.go"
 
 	"github.com/benchq/benchq/contracts"
-	"github.com/benchq/benchq/internal/bus"
 	"github.com/benchq/benchq/internal/testenv"
 )
 
@@ -177,14 +176,7 @@ func TestFlagsAfterTheActionMakeTheSameRequest(t *testing.T) {
 	url := testenv.NATS(t)
 	ctx, cancel := context.WithTimeout(t.Context(), 30*time.Second)
 	defer cancel()
-	b, err := bus.Connect(ctx, url, "test", testenv.Logger(t, "test"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer b.Close()
-	if err := b.Setup(ctx); err != nil {
-		t.Fatal(err)
-	}
+	b := testenv.Bus(t, ctx, url)
 	published := make(chan *nats.Msg, 8)
 	if _, err := b.NC.ChanSubscribe(contracts.SubjRequest, published); err != nil {
 		t.Fatal(err)

@@ -18,7 +18,7 @@ import (
 func freshBus(t *testing.T) (context.Context, *bus.Bus) {
 	t.Helper()
 	ctx := testCtx(t)
-	return ctx, connect(t, ctx, testenv.NATS(t))
+	return ctx, testenv.Bus(t, ctx, testenv.NATS(t))
 }
 
 func barrierJob(timeoutS int) contracts.ShardJob {

@@ -26,20 +26,6 @@ func testCtx(t *testing.T) context.Context {
 	return ctx
 }
 
-// connect returns a bus on a fresh embedded NATS server, set up.
-func connect(t *testing.T, ctx context.Context, url string) *bus.Bus {
-	t.Helper()
-	b, err := bus.Connect(ctx, url, "bus-test", testenv.Logger(t, "bus-test"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(b.Close)
-	if err := b.Setup(ctx); err != nil {
-		t.Fatal(err)
-	}
-	return b
-}
-
 func event(code, id string) *contracts.ExperimentEnd {
 	return &contracts.ExperimentEnd{Envelope: contracts.NewEnvelope(code, id, time.Now()), Status: contracts.ExperimentDone}
 }
@@ -48,7 +34,7 @@ func TestSetupIsIdempotentAndDeclaresEverything(t *testing.T) {
 	t.Parallel()
 	ctx := testCtx(t)
 	url := testenv.NATS(t)
-	b := connect(t, ctx, url)
+	b := testenv.Bus(t, ctx, url)
 	if err := b.Setup(ctx); err != nil {
 		t.Fatalf("second Setup: %v", err)
 	}
@@ -56,7 +42,7 @@ func TestSetupIsIdempotentAndDeclaresEverything(t *testing.T) {
 	// Not under -race: the embedded nats-server (v2.12.1) itself races on
 	// concurrent stream updates (nats-io/nats-server#8171, #8114).
 	if !raceDetector {
-		other := connect(t, ctx, url)
+		other := testenv.Bus(t, ctx, url)
 		var wg sync.WaitGroup
 		errs := make([]error, 2)
 		for i, x := range []*bus.Bus{b, other} {
@@ -115,7 +101,7 @@ func TestSetupIsIdempotentAndDeclaresEverything(t *testing.T) {
 func TestPublishDeduplicatesOnMessageID(t *testing.T) {
 	t.Parallel()
 	ctx := testCtx(t)
-	b := connect(t, ctx, testenv.NATS(t))
+	b := testenv.Bus(t, ctx, testenv.NATS(t))
 	subj := contracts.Subject(contracts.SubjExperimentDone, "c1", "", "")
 	for range 2 {
 		// A re-publish after a crash carries the same id (and a new ts).
@@ -221,7 +207,7 @@ func settled(t *testing.T, ctx context.Context, b *bus.Bus, stream, durable stri
 func TestConsumeAcksWhenHandlerSucceeds(t *testing.T) {
 	t.Parallel()
 	ctx := testCtx(t)
-	b := connect(t, ctx, testenv.NATS(t))
+	b := testenv.Bus(t, ctx, testenv.NATS(t))
 	spec := bus.ConsumerSpec{Stream: contracts.StreamEvents, Durable: "ack-test", AckWait: time.Second}
 	seen := consume(t, b, spec, func(string, uint64) error { return nil })
 	if err := b.Publish(ctx, "benchq.exp.c1.done", event("c1", "m1")); err != nil {
@@ -239,7 +225,7 @@ func TestConsumeAcksWhenHandlerSucceeds(t *testing.T) {
 func TestConsumeRedeliversTransientErrors(t *testing.T) {
 	t.Parallel()
 	ctx := testCtx(t)
-	b := connect(t, ctx, testenv.NATS(t))
+	b := testenv.Bus(t, ctx, testenv.NATS(t))
 	spec := bus.ConsumerSpec{Stream: contracts.StreamEvents, Durable: "transient-test", AckWait: 10 * time.Second}
 	seen := consume(t, b, spec, func(_ string, n uint64) error {
 		if n == 1 {
@@ -265,7 +251,7 @@ func TestConsumeRedeliversTransientErrors(t *testing.T) {
 func TestConsumeTerminatesPermanentErrors(t *testing.T) {
 	t.Parallel()
 	ctx := testCtx(t)
-	b := connect(t, ctx, testenv.NATS(t))
+	b := testenv.Bus(t, ctx, testenv.NATS(t))
 	spec := bus.ConsumerSpec{Stream: contracts.StreamEvents, Durable: "permanent-test", AckWait: 500 * time.Millisecond}
 	terminated := make(chan *nats.Msg, 4)
 	sub, err := b.NC.ChanSubscribe(fmt.Sprintf("$JS.EVENT.ADVISORY.CONSUMER.MSG_TERMINATED.%s.%s", spec.Stream, spec.Durable), terminated)
@@ -348,7 +334,7 @@ func inFlightAtShutdown(t *testing.T, ctx context.Context, b *bus.Bus, spec bus.
 func TestConsumeAcksWhatWasHandledWhileStopping(t *testing.T) {
 	t.Parallel()
 	ctx := testCtx(t)
-	b := connect(t, ctx, testenv.NATS(t))
+	b := testenv.Bus(t, ctx, testenv.NATS(t))
 	spec := bus.ConsumerSpec{Stream: contracts.StreamEvents, Durable: "stopping-ack", AckWait: time.Minute}
 	inFlightAtShutdown(t, ctx, b, spec, func(context.Context) error { return nil })
 	testenv.Eventually(t, 10*time.Second, func() error {
@@ -373,7 +359,7 @@ func TestConsumeAcksWhatWasHandledWhileStopping(t *testing.T) {
 func TestConsumeReleasesUnfinishedMessagesWhenStopping(t *testing.T) {
 	t.Parallel()
 	ctx := testCtx(t)
-	b := connect(t, ctx, testenv.NATS(t))
+	b := testenv.Bus(t, ctx, testenv.NATS(t))
 	spec := bus.ConsumerSpec{Stream: contracts.StreamEvents, Durable: "stopping-release", AckWait: time.Minute}
 	inFlightAtShutdown(t, ctx, b, spec, func(ctx context.Context) error { return ctx.Err() })
 

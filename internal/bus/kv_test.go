@@ -17,7 +17,7 @@ import (
 func TestHeartbeatsSkipsUndecodableEntries(t *testing.T) {
 	t.Parallel()
 	ctx := testCtx(t)
-	b := connect(t, ctx, testenv.NATS(t))
+	b := testenv.Bus(t, ctx, testenv.NATS(t))
 	kv, err := b.JS.KeyValue(ctx, contracts.KVAgents)
 	if err != nil {
 		t.Fatal(err)
@@ -43,7 +43,7 @@ func TestHeartbeatsSkipsUndecodableEntries(t *testing.T) {
 func TestValuesReadsTheWholeBucket(t *testing.T) {
 	t.Parallel()
 	ctx := testCtx(t)
-	b := connect(t, ctx, testenv.NATS(t))
+	b := testenv.Bus(t, ctx, testenv.NATS(t))
 	kv, err := b.JS.KeyValue(ctx, contracts.KVVolumes)
 	if err != nil {
 		t.Fatal(err)

@@ -17,6 +17,7 @@ import (
 
 	"github.com/nats-io/nats-server/v2/server"
 
+	"github.com/benchq/benchq/internal/bus"
 	"github.com/benchq/benchq/internal/localdb"
 )
 
@@ -168,4 +169,19 @@ func Go(t testing.TB, f func(ctx context.Context) error) (stop func()) {
 	}
 	t.Cleanup(stop)
 	return stop
+}
+
+// Bus is the test's own connection to the NATS at url, its streams and
+// buckets declared, closed when t ends.
+func Bus(t testing.TB, ctx context.Context, url string) *bus.Bus {
+	t.Helper()
+	b, err := bus.Connect(ctx, url, "test", Logger(t, "test"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(b.Close)
+	if err := b.Setup(ctx); err != nil {
+		t.Fatal(err)
+	}
+	return b
 }

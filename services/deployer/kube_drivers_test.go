@@ -164,14 +164,7 @@ func TestDeployerReportsDriverJobs(t *testing.T) {
 	url := testenv.NATS(t)
 	ctx, cancel := context.WithTimeout(t.Context(), time.Minute)
 	defer cancel()
-	b, err := bus.Connect(ctx, url, "test", testenv.Logger(t, "test"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer b.Close()
-	if err := b.Setup(ctx); err != nil {
-		t.Fatal(err)
-	}
+	b := testenv.Bus(t, ctx, url)
 	ended := make(chan *nats.Msg, 16)
 	sub, err := b.NC.ChanSubscribe(contracts.Subject(contracts.SubjDriverEnded, "", "", ""), ended)
 	if err != nil {

@@ -12,7 +12,6 @@ import (
 	"time"
 
 	"github.com/benchq/benchq/contracts"
-	"github.com/benchq/benchq/internal/bus"
 	"github.com/benchq/benchq/internal/procs"
 	"github.com/benchq/benchq/internal/testenv"
 )
@@ -53,14 +52,7 @@ func TestLocalDeployerStartsTheAgentsAPhaseLacks(t *testing.T) {
 	testenv.Go(t, func(ctx context.Context) error {
 		return Run(ctx, Config{NATSURL: url}, local, testenv.Logger(t, "deployer"))
 	})
-	b, err := bus.Connect(ctx, url, "test", testenv.Logger(t, "test"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer b.Close()
-	if err := b.Setup(ctx); err != nil {
-		t.Fatal(err)
-	}
+	b := testenv.Bus(t, ctx, url)
 	kv, err := b.JS.KeyValue(ctx, contracts.KVAgents)
 	if err != nil {
 		t.Fatal(err)

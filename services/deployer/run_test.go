@@ -10,7 +10,6 @@ import (
 	"time"
 
 	"github.com/benchq/benchq/contracts"
-	"github.com/benchq/benchq/internal/bus"
 	"github.com/benchq/benchq/internal/catalog"
 	"github.com/benchq/benchq/internal/obs"
 	"github.com/benchq/benchq/internal/obs/obstest"
@@ -45,21 +44,6 @@ func (v *volumeBackend) VolumeEntries(context.Context) ([]contracts.VolumeEntry,
 	return []contracts.VolumeEntry{{Name: "bq-postgresql-ycsb-1", DBMS: "PostgreSQL", UseCase: "ycsb-1", Loaded: true, TimeLoadingS: 12.5, Size: "50Gi"}}, nil
 }
 
-// testBus is the test's own connection to the deployer's NATS, its streams
-// set up, closed when t ends.
-func testBus(t *testing.T, ctx context.Context, url string) *bus.Bus {
-	t.Helper()
-	b, err := bus.Connect(ctx, url, "test", testenv.Logger(t, "test"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(b.Close)
-	if err := b.Setup(ctx); err != nil {
-		t.Fatal(err)
-	}
-	return b
-}
-
 // A teardown that says the loading filled the volume: the volume is marked
 // before the SUT goes, and the volumes bucket mirrors the backend's volumes.
 func TestTeardownMarksTheVolumeLoaded(t *testing.T) {
@@ -71,7 +55,7 @@ func TestTeardownMarksTheVolumeLoaded(t *testing.T) {
 	testenv.Go(t, func(ctx context.Context) error {
 		return Run(ctx, Config{NATSURL: url}, be, testenv.Logger(t, "deployer"))
 	})
-	b := testBus(t, ctx, url)
+	b := testenv.Bus(t, ctx, url)
 	at := time.Date(2026, 11, 21, 10, 0, 0, 0, time.UTC)
 	if err := b.Publish(ctx, contracts.SubjTeardown, &contracts.Teardown{
 		Envelope: contracts.NewEnvelope("v1", "v1.PostgreSQL-1.teardown", at), Configuration: "PostgreSQL-1", DBMS: "PostgreSQL",
@@ -116,7 +100,7 @@ func TestDeployerServesItsMetrics(t *testing.T) {
 	testenv.Go(t, func(ctx context.Context) error {
 		return Run(ctx, Config{NATSURL: url, Metrics: reg}, l, testenv.Logger(t, "deployer"))
 	})
-	b := testBus(t, ctx, url)
+	b := testenv.Bus(t, ctx, url)
 	now := time.Now()
 	if err := b.Publish(ctx, contracts.SubjDeploy, &contracts.Deploy{
 		Envelope: contracts.NewEnvelope(code, code+"."+conf+".deploy", now), Configuration: conf, DBMS: "redis", Benchmark: "ycsb",

@@ -80,14 +80,7 @@ func startAgents(t *testing.T, n int, timeout time.Duration, base Config) *stack
 	ctx, cancel := context.WithTimeout(t.Context(), timeout)
 	t.Cleanup(cancel)
 	url := testenv.NATS(t)
-	b, err := bus.Connect(ctx, url, "agent-test", testenv.Logger(t, "scheduler"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(b.Close)
-	if err := b.Setup(ctx); err != nil {
-		t.Fatal(err)
-	}
+	b := testenv.Bus(t, ctx, url)
 	s := &stack{t: t, ctx: ctx, bus: b}
 	for i := range n {
 		cfg := base

@@ -35,14 +35,7 @@ func TestPhaseBoundAgent(t *testing.T) {
 	ctx, cancel := context.WithTimeout(t.Context(), 2*time.Minute)
 	defer cancel()
 	url := testenv.NATS(t)
-	b, err := bus.Connect(ctx, url, "phase-test", testenv.Logger(t, "test"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer b.Close()
-	if err := b.Setup(ctx); err != nil {
-		t.Fatal(err)
-	}
+	b := testenv.Bus(t, ctx, url)
 	finals := make(chan *nats.Msg, 16)
 	sub, err := b.NC.ChanSubscribe(contracts.Subject(contracts.SubjFinal, "", "", ""), finals)
 	if err != nil {
