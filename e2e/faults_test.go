@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"sync"
 	"syscall"
@@ -122,22 +123,53 @@ func TestExperimentsAsBexhomaUsersKnowThem(t *testing.T) {
 		}
 	})
 
-	t.Run("scheduler and deployer killed mid-phase", func(t *testing.T) {
+	t.Run("scheduler, deployer and Prometheus killed mid-phase", func(t *testing.T) {
 		code := fmt.Sprintf("e2e-kill-%d", time.Now().Unix())
 		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 		defer cancel()
 		ev := s.events(ctx, code)
-		s.cli(t, time.Minute, "ycsb", "-e", code, "-dbms", "Redis", "-sf", "0.15", "-xop", "0.15", "-nlp", "2", "-nlt", "8", "-nbt", "8", "-tr", "--detach", "run")
+		s.cli(t, time.Minute, "ycsb", "-e", code, "-dbms", "Redis", "-sf", "0.15", "-xop", "0.15", "-nlp", "2", "-nlt", "8", "-nbt", "8", "-tr", "-m", "--detach", "run")
 		s.waitPhase(t, ev, contracts.PhaseStarted, contracts.KindLoad)
 		s.kill(t, "scheduler")
 		s.waitPhase(t, ev, contracts.PhaseStarted, contracts.KindRun)
 		s.kill(t, "scheduler")
 		s.kill(t, "deployer")
+		// Prometheus stays dead until the summary is printed.
+		if err := syscall.Kill(s.pid("prometheus"), syscall.SIGKILL); err != nil {
+			t.Fatal(err)
+		}
+		defer func() {
+			if out, err := s.benchq(context.Background(), "restart", "prometheus"); err != nil {
+				t.Errorf("restart prometheus: %v\n%s", err, out)
+			}
+		}()
 		if end := s.waitEnd(t, ev); end.Status != contracts.ExperimentDone {
 			t.Fatalf("experiment %s: %s", end.Status, end.Reason)
 		}
+		// The benchmark phase's monitoring: each figure missing, with the
+		// reason, and its test failed, not passed on a 0.
+		s.waitCount(t, 4, `SELECT count(*) FROM metric_summaries WHERE code = $1 AND kind = 'run' AND value IS NULL AND missing LIKE 'Prometheus at %unreachable%'`, code)
 		out := s.cli(t, time.Minute, "summary", "-e", code)
-		checkSummary(t, out, "TEST passed: Workflow as planned")
+		keepSummary(t, out)
+		for _, line := range []string{"TEST passed: Workflow as planned", "TEST failed: Execution phase: SUT deployment contains 0 or NaN in CPU [CPUs]"} {
+			if !strings.Contains(out, line) {
+				t.Errorf("summary lacks %q", line)
+			}
+		}
+		for _, l := range strings.Split(out, "\n") {
+			if strings.Contains(l, "TEST failed") && !strings.HasSuffix(l, "SUT deployment contains 0 or NaN in CPU [CPUs]") {
+				t.Errorf("a test other than the monitoring's failed: %s", l)
+			}
+		}
+		sec := section(out, "Execution phase: SUT deployment")
+		for _, title := range []string{"CPU [CPUs]", "Max CPU", "Max RAM [Gb]", "Max RAM Cached [Gb]"} {
+			if !strings.Contains(sec, title+" of Redis") || !strings.Contains(sec, "is missing: Prometheus at ") {
+				t.Errorf("%s is not named missing with its reason:\n%s", title, sec)
+			}
+		}
+		if zero := regexp.MustCompile(`\|\s*0(\.0+)?\s*\|`); zero.MatchString(sec) || strings.Count(sec, "NaN") < 4 {
+			t.Errorf("missing figures not shown as NaN:\n%s", sec)
+		}
 		// Each phase exactly once, each shard exactly once.
 		if n := s.count(t, `SELECT count(*) FROM phases WHERE code = $1 AND status = 'done'`, code); n != 2 {
 			t.Errorf("%d phases done, want 2 (load, run1) each once", n)
@@ -404,4 +436,24 @@ func tableRows(out, section, sub string) int {
 		}
 	}
 	return n - 2
+}
+
+// section is the part of a summary under the heading that ends with title,
+// up to the next heading.
+func section(out, title string) string {
+	var b strings.Builder
+	in := false
+	for _, l := range strings.Split(out, "\n") {
+		if strings.HasPrefix(l, "#") {
+			if in {
+				break
+			}
+			in = strings.HasSuffix(l, " "+title)
+			continue
+		}
+		if in {
+			b.WriteString(l + "\n")
+		}
+	}
+	return b.String()
 }

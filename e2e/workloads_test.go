@@ -91,8 +91,8 @@ func TestWorkloads(t *testing.T) {
 		}
 	})
 
-	t.Run("PgBouncer -xnpp 2", func(t *testing.T) {
-		res := s.runWorkload(t, "PgBouncer", "a", "-xnpp", "2")
+	t.Run("PgBouncer -xnpp 2 -ma", func(t *testing.T) {
+		res := s.runWorkload(t, "PgBouncer", "a", "-xnpp", "2", "-ma")
 		t.Logf("server connections to ycsb per pgbouncer: %v", res.poolServers)
 		if len(res.poolServers) != 2 {
 			t.Errorf("%d pgbouncer processes (%v), want 2 (-xnpp 2)", len(res.poolServers), res.poolServers)
@@ -104,6 +104,32 @@ func TestWorkloads(t *testing.T) {
 		}
 		if !strings.Contains(res.ready.Endpoint.JDBCURL, "loadBalanceHosts=true") {
 			t.Errorf("JDBC URL %q does not name every pool process", res.ready.Endpoint.JDBCURL)
+		}
+		// -ma: the pool metrics of each pgbouncer (its own exporter, its own
+		// scrape target, so its own instance label), every query counted.
+		s.waitCount(t, 2, `SELECT count(*) FROM metric_summaries WHERE code = $1 AND component = 'pool' AND metric = 'pgb_queries' AND value > 0`, res.code)
+		perPool := map[string]float64{}
+		rows, err := s.results(t).Query(context.Background(), `SELECT labels->>'instance', max(value) FROM metrics
+			WHERE code = $1 AND component = 'pool' AND metric = 'pgb_queries' GROUP BY 1`, res.code)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for rows.Next() {
+			var instance string
+			var queries float64
+			if err := rows.Scan(&instance, &queries); err != nil {
+				t.Fatal(err)
+			}
+			perPool[instance] = queries
+		}
+		t.Logf("queries counted per pgbouncer exporter: %v", perPool)
+		if len(perPool) != 2 {
+			t.Errorf("pool metrics of %d pgbouncers (%v), want 2", len(perPool), perPool)
+		}
+		for instance, n := range perPool {
+			if !(n > 0) {
+				t.Errorf("pgbouncer exporter %s counted %v queries", instance, n)
+			}
 		}
 	})
 

@@ -116,7 +116,7 @@ func Main(ctx context.Context, args []string, st *State) int {
 var flagless = map[string]struct{ synopsis, about string }{
 	"up":      {"up", "Start the embedded stack (NATS, results DB, services, agents); its state is kept in\n$BENCHQ_HOME (default .benchq)."},
 	"down":    {"down", "Stop everything the stack started: the services, every SUT left behind, the results DB\nand NATS."},
-	"restart": {"restart SERVICE", "Stop (if alive) and start again one service of the stack: collector, scheduler,\ndeployer or driver-agent-N."},
+	"restart": {"restart SERVICE", "Stop (if alive) and start again one service of the stack: collector, scheduler,\ndeployer, driver-agent-N or prometheus (on its port, with its data)."},
 	"status":  {"status", "Print the components, agents, volumes and running experiments of the stack."},
 }
 

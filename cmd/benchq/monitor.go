@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"net"
+	"net/url"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -41,24 +42,49 @@ func scrapeInterval(st *State) (time.Duration, error) {
 // startPrometheus starts the stack's Prometheus and records it; an error
 // means monitoring is off (the stack runs without it).
 func (s *Stack) startPrometheus(ctx context.Context, st *State) error {
-	every, err := scrapeInterval(st)
-	if err != nil {
-		return err
-	}
 	// Groups left by a stack that crashed name processes that are gone.
 	if err := os.RemoveAll(promTargets(st).Dir); err != nil {
 		return err
 	}
-	srv, err := prom.StartServer(ctx, promDir(st), prom.ServerOptions{
-		Config:    prom.Config{ScrapeInterval: every, TargetsDir: promTargets(st).Dir},
-		Retention: promRetention,
-	})
+	srv, err := runPrometheus(ctx, st, 0)
 	if err != nil {
 		return err
 	}
 	s.PrometheusURL = srv.URL()
 	s.Procs = append(s.Procs, Proc{Name: promProc, Pid: srv.Pid, Log: filepath.Join(srv.Dir, "prometheus.log")})
 	return s.save(st)
+}
+
+// restartPrometheus starts the stack's Prometheus again where the services
+// expect it (its port), on the target groups of what lives now and on its
+// data (its write-ahead log brings back what it had scraped).
+func (s *Stack) restartPrometheus(ctx context.Context, st *State, p *Proc) error {
+	u, err := url.Parse(s.PrometheusURL)
+	if err != nil {
+		return fmt.Errorf("the stack's Prometheus URL %q: %w", s.PrometheusURL, err)
+	}
+	port, err := strconv.Atoi(u.Port())
+	if err != nil {
+		return fmt.Errorf("the stack's Prometheus URL %q has no port", s.PrometheusURL)
+	}
+	srv, err := runPrometheus(ctx, st, port)
+	if err != nil {
+		return err
+	}
+	p.Pid = srv.Pid
+	return s.save(st)
+}
+
+func runPrometheus(ctx context.Context, st *State, port int) (*prom.Server, error) {
+	every, err := scrapeInterval(st)
+	if err != nil {
+		return nil, err
+	}
+	return prom.StartServer(ctx, promDir(st), prom.ServerOptions{
+		Config:    prom.Config{ScrapeInterval: every, TargetsDir: promTargets(st).Dir},
+		Port:      port,
+		Retention: promRetention,
+	})
 }
 
 // monitorEnv is what every service needs to know of monitoring: where

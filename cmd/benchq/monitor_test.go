@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 	"regexp"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -138,6 +139,30 @@ func TestUpMonitorsTheStack(t *testing.T) {
 		if p.Name == "collector" && metricsAddr(p) != addrs["collector"] {
 			t.Errorf("restarted collector serves on %s, not %s", metricsAddr(p), addrs["collector"])
 		}
+	}
+	status()
+
+	// Prometheus killed and restarted: on its port (the services' URL),
+	// every target up again, `down` stops the new process.
+	if err := syscall.Kill(promPid, syscall.SIGKILL); err != nil {
+		t.Fatal(err)
+	}
+	if code, out := run("restart", "prometheus"); code != ExitOK {
+		t.Fatalf("restart prometheus: exit %d\n%s", code, out)
+	}
+	if again, err = loadStack(st); err != nil {
+		t.Fatal(err)
+	}
+	for _, p := range again.Procs {
+		if p.Name == promProc {
+			if p.Pid == promPid || !procs.Alive(p.Pid) {
+				t.Errorf("prometheus after restart: pid %d (was %d), alive %v", p.Pid, promPid, procs.Alive(p.Pid))
+			}
+			promPid = p.Pid
+		}
+	}
+	if again.PrometheusURL != s.PrometheusURL {
+		t.Errorf("restarted Prometheus at %s, the services expect %s", again.PrometheusURL, s.PrometheusURL)
 	}
 	status()
 

@@ -62,7 +62,7 @@ func (s *Stack) start(st *State, p Proc) error {
 // way back after a crash, and what the fault tests use.
 func cmdRestart(ctx context.Context, args []string, st *State) int {
 	if len(args) != 1 {
-		st.errorf("usage: benchq restart <service> (collector, scheduler, deployer, driver-agent-N)")
+		st.errorf("usage: benchq restart <service> (collector, scheduler, deployer, driver-agent-N, prometheus)")
 		return ExitUsage
 	}
 	s, _ := loadStack(st)
@@ -70,9 +70,20 @@ func cmdRestart(ctx context.Context, args []string, st *State) int {
 		st.errorf("%v", errNotUp)
 		return ExitNotReady
 	}
-	for _, p := range s.Procs {
+	for i, p := range s.Procs {
 		if p.Name != args[0] {
 			continue
+		}
+		if p.Name == promProc {
+			if procs.Alive(p.Pid) {
+				stopProc(ctx, st, p)
+			}
+			if err := s.restartPrometheus(ctx, st, &s.Procs[i]); err != nil {
+				st.errorf("%v", err)
+				return ExitFailed
+			}
+			fmt.Fprintf(st.Stdout, "%s restarted\n", p.Name)
+			return ExitOK
 		}
 		if p.Path == "" {
 			st.errorf("%s cannot be restarted on its own; use: benchq down && benchq up", p.Name)

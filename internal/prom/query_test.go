@@ -65,3 +65,19 @@ func TestParseSample(t *testing.T) {
 		t.Error("accepted a malformed timestamp")
 	}
 }
+
+func TestScrapeAtOrBefore(t *testing.T) {
+	t.Parallel()
+	base := time.Date(2026, 11, 23, 10, 0, 0, 0, time.UTC)
+	step := time.Second
+	for _, tc := range []struct{ scrape, t, want time.Duration }{
+		{2300 * time.Millisecond, 0, -700 * time.Millisecond},  // scrape after t
+		{-1300 * time.Millisecond, 0, -300 * time.Millisecond}, // scrape before t
+		{-2 * time.Second, 0, 0},                               // t on the grid
+		{5 * time.Second, 0, 0},
+	} {
+		if got := scrapeAtOrBefore(base.Add(tc.scrape), base.Add(tc.t), step); !got.Equal(base.Add(tc.want)) {
+			t.Errorf("scrape %v, t %v: got %v, want %v", tc.scrape, tc.t, got.Sub(base), tc.want)
+		}
+	}
+}

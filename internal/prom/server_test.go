@@ -119,6 +119,35 @@ func TestServerScrapesAndQueryRangeInChunks(t *testing.T) {
 		}
 	}
 
+	// On the scrapes' grid every point is one scrape, dated at it: the
+	// counter goes up by exactly one from point to point (no scrape seen
+	// twice or skipped), and timestamp() of each point is its date.
+	last, err := client.LastScrapes(ctx, query, start, end, time.Second)
+	if err != nil || len(last) != 1 || last[appAddr].IsZero() {
+		t.Fatalf("LastScrapes = %v, %v; want one scrape time of %s", last, err, appAddr)
+	}
+	on, err := client.QueryScrapes(ctx, query, last[appAddr], start, end, time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	stamps, err := client.QueryScrapes(ctx, "timestamp("+query+")", last[appAddr], start, end, time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	p, ts := on[0].Samples, stamps[0].Samples
+	if len(p) < 7 || len(p) != len(ts) || p[0].T.After(start) {
+		t.Fatalf("%d points on the scrapes' grid (%d timestamps), first at %v: want 8 from before %v", len(p), len(ts), p[0].T, start)
+	}
+	for i := range p {
+		scraped := time.UnixMilli(int64(ts[i].V * 1000))
+		if d := p[i].T.Sub(scraped); !ts[i].T.Equal(p[i].T) || d > 250*time.Millisecond || d < -250*time.Millisecond {
+			t.Errorf("point %d dated %v, its scrape at %v", i, p[i].T, scraped)
+		}
+		if i > 0 && p[i].V != p[i-1].V+1 {
+			t.Errorf("points %d..%d: %v then %v, want one scrape apart", i-1, i, p[i-1].V, p[i].V)
+		}
+	}
+
 	// Why a metric is missing.
 	if _, err := client.QueryRange(ctx, `benchq_no_such_metric`, start, end, time.Second); !errors.Is(err, ErrNoData) {
 		t.Errorf("absent metric: %v, want ErrNoData", err)

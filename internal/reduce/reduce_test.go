@@ -26,6 +26,10 @@ func near(a, b float64) bool { return math.Abs(a-b) < 1e-9 }
 // 6.3 s: a 6-second phase [0, 6] with a sample beyond each edge.
 var scrapes = []float64{-0.7, 0.3, 1.3, 2.3, 3.3, 4.3, 5.3, 6.3}
 
+// wide is scrapes with a second sample beyond each edge, as the collector
+// fetches them.
+var wide = []float64{-1.7, -0.7, 0.3, 1.3, 2.3, 3.3, 4.3, 5.3, 6.3, 7.3}
+
 func TestIncrease(t *testing.T) {
 	t.Parallel()
 	for _, tc := range []struct {
@@ -39,6 +43,16 @@ func TestIncrease(t *testing.T) {
 		{"steady, edges interpolated", series(scrapes, 10, 10.5, 11, 11.5, 12, 12.5, 13, 13.5), 0, 6, 3, true},
 		// Busy only inside the phase: nothing before 0.3 s or after 5.3 s.
 		{"short burst", series(scrapes, 10, 10, 11, 12, 13, 14, 15, 15), 0, 6, 5, true},
+		// One CPU from 0 to 6 s exactly, idle around: the outer intervals'
+		// rates (0) say the edge intervals' work is all inside. Linear
+		// interpolation would give 5.58 (-7 %).
+		{"work starts and stops with the phase", series(wide, 10, 10, 10.3, 11.3, 12.3, 13.3, 14.3, 15.3, 16, 16), 0, 6, 6, true},
+		// Two CPUs before the phase, one in it, none after: 0.3 s of the
+		// first edge interval at 2/s leaves 0.7 s inside; the end as above.
+		{"busier before the phase", series(wide, 6, 8, 10.3, 11.3, 12.3, 13.3, 14.3, 15.3, 16, 16), 0, 6, 16 - 8 - 2*0.7, true},
+		// A burst before the phase (5/s) would claim 3.5 of the first edge
+		// interval's 0.5: capped, the phase starts at 5.5; the end steady.
+		{"outer rate capped by the edge interval", series(wide, 0, 5, 5.5, 6, 6.5, 7, 7.5, 8, 8.5, 9), 0, 6, 8.5 - 0.5*0.3 - 5.5, true},
 		{"reset: the process restarted", series([]float64{0, 1, 2, 3}, 5, 7, 1, 2), 0, 3, 2 + 1 + 1, true},
 		{"no sample beyond the edges: no extrapolation", series([]float64{1, 2, 3}, 1, 2, 4), 0, 6, 3, true},
 		{"NaN skipped", series([]float64{0, 1, 2}, 1, math.NaN(), 3), 0, 2, 2, true},

@@ -7,6 +7,7 @@ package testenv
 import (
 	"context"
 	"errors"
+	"io"
 	"log/slog"
 	"os"
 	"path/filepath"
@@ -118,9 +119,15 @@ func Eventually(t testing.TB, timeout time.Duration, cond func() error) {
 // test fails or with -v). Lines logged after t ended are dropped instead of
 // panicking, so a service goroutine that outlives t is harmless.
 func Logger(t testing.TB, component string) *slog.Logger {
+	return slog.New(slog.NewTextHandler(Writer(t), &slog.HandlerOptions{Level: slog.LevelDebug})).With("component", component)
+}
+
+// Writer writes into t's log (a child process' output, say), dropping what
+// comes after t ended.
+func Writer(t testing.TB) io.Writer {
 	w := &testWriter{t: t}
 	t.Cleanup(w.close)
-	return slog.New(slog.NewTextHandler(w, &slog.HandlerOptions{Level: slog.LevelDebug})).With("component", component)
+	return w
 }
 
 type testWriter struct {

@@ -8,6 +8,8 @@ import (
 	"log/slog"
 	"math"
 	"os"
+	"regexp"
+	"sort"
 	"strings"
 	"time"
 
@@ -72,9 +74,9 @@ func newPuller(db *pgxpool.Pool, promURL string, step time.Duration, log *slog.L
 }
 
 // settle is how long after a phase's end its last sample beyond the end
-// is surely in Prometheus: the step the window is widened by, one scrape
-// to take it and one to spare.
-func (p *puller) settle() time.Duration { return 3*p.step + time.Second }
+// is surely in Prometheus: the two steps the window is widened by, one
+// scrape to take it and one to spare.
+func (p *puller) settle() time.Duration { return 4*p.step + time.Second }
 
 // noticeBatch wakes the puller when a batch stored a phase's end. It never
 // blocks: a wake-up already pending covers this one.
@@ -271,25 +273,28 @@ type summary struct {
 	samples int
 }
 
-// pullPhase queries every column over the phase's window widened by one
-// step each side, stores the samples, and then writes the phase's
-// summaries in one transaction. Prometheus trouble becomes a missing
-// reason; only a database error fails the pull (the next sweep retries).
+// pullPhase queries every column over the phase's window widened by two
+// steps each side (a counter's edges are estimated from the intervals
+// around them: reduce.Increase), stores the samples, and then writes the
+// phase's summaries in one transaction. Prometheus trouble becomes a
+// missing reason; only a database error fails the pull (the next sweep
+// retries).
 func (p *puller) pullPhase(ctx context.Context, ph endedPhase) error {
 	cols, err := columns(ph)
 	if err != nil {
 		return err
 	}
-	from, to := ph.start.Add(-p.step), ph.end.Add(p.step)
+	from, to := ph.start.Add(-2*p.step), ph.end.Add(2*p.step)
 	answers := map[string]queryAnswer{} // system metrics share queries
 	var down string                     // set once Prometheus is found unreachable
 	out := make([]summary, 0, len(cols))
 	var stored int64
 	for _, c := range cols {
-		q := strings.ReplaceAll(c.metric.Query, catalog.Selector, selector(ph, c.component))
+		sel := selector(ph, c.component)
+		q := strings.ReplaceAll(c.metric.Query, catalog.Selector, sel)
 		a, ok := answers[q]
 		if !ok {
-			a = p.query(ctx, q, from, to, down)
+			a = p.query(ctx, c.metric.Query, sel, from, to, down)
 			answers[q] = a
 			if a.err != nil && strings.HasPrefix(a.err.Error(), unreachablePrefix) {
 				down = a.err.Error()
@@ -327,10 +332,14 @@ type queryAnswer struct {
 	err    error // its text is the missing reason
 }
 
-// query runs one query_range; once Prometheus was found down during this
-// pull (down), the remaining queries are not tried: one timeout per phase,
-// not one per metric.
-func (p *puller) query(ctx context.Context, q string, from, to time.Time, down string) queryAnswer {
+// query runs a catalog query for the component that sel selects, on the
+// grid of each target's scrapes (prom.QueryScrapes): one query_range per
+// target, restricted to it by its instance label, which each answer's
+// series then carry. When the targets' scrapes cannot be found, it runs on
+// the plain grid, whose answer says why. Once Prometheus was found down
+// during this pull (down), the remaining queries are not tried: one timeout
+// per phase, not one per metric.
+func (p *puller) query(ctx context.Context, catalogQuery, sel string, from, to time.Time, down string) queryAnswer {
 	if p.promURL == "" {
 		return queryAnswer{err: errors.New("no Prometheus configured (BENCHQ_PROMETHEUS_URL is unset)")}
 	}
@@ -339,14 +348,58 @@ func (p *puller) query(ctx context.Context, q string, from, to time.Time, down s
 	}
 	qctx, cancel := context.WithTimeout(ctx, p.queryTimeout)
 	defer cancel()
-	series, err := p.client.QueryRange(qctx, q, from, to, p.step)
+	var scrapes map[string]time.Time
+	if m := scrapedMetric.FindStringSubmatch(catalogQuery); m != nil {
+		var err error
+		if scrapes, err = p.client.LastScrapes(qctx, m[1]+"{"+sel+"}", from, to, p.step); err != nil {
+			p.log.Debug("scrape times not found: querying on the plain grid", "metric", m[1], "err", err)
+		}
+	}
+	if len(scrapes) == 0 {
+		series, err := p.client.QueryRange(qctx, strings.ReplaceAll(catalogQuery, catalog.Selector, sel), from, to, p.step)
+		return answer(series, err, p.promURL)
+	}
+	instances := make([]string, 0, len(scrapes))
+	for instance := range scrapes {
+		instances = append(instances, instance)
+	}
+	sort.Strings(instances)
+	var all []prom.Series
+	for _, instance := range instances {
+		at := scrapes[instance]
+		q := strings.ReplaceAll(catalogQuery, catalog.Selector, fmt.Sprintf(`%s,instance=%q`, sel, instance))
+		series, err := p.client.QueryScrapes(qctx, q, at, from, to, p.step)
+		if err != nil {
+			return answer(nil, err, p.promURL)
+		}
+		for _, s := range series {
+			if _, ok := s.Labels["instance"]; !ok {
+				s.Labels["instance"] = instance // an aggregation dropped it
+			}
+		}
+		all = append(all, series...)
+	}
+	return answer(all, nil, p.promURL)
+}
+
+// scrapedMetric finds the metric a catalog query reads: name{SELECTOR...}.
+var scrapedMetric = regexp.MustCompile(`([a-zA-Z_:][a-zA-Z0-9_:]*)\{` + catalog.Selector)
+
+// answer turns a query's outcome into figures or a missing reason.
+func answer(series []prom.Series, err error, promURL string) queryAnswer {
 	switch {
 	case err == nil:
 		return queryAnswer{series: series}
 	case errors.Is(err, prom.ErrNoData):
 		return queryAnswer{err: errors.New("no samples: target or exporter not running?")}
 	case errors.Is(err, prom.ErrUnreachable) || errors.Is(err, context.DeadlineExceeded):
-		return queryAnswer{err: fmt.Errorf("%s%s unreachable: %v", unreachablePrefix, p.promURL, err)}
+		// The reason stands for every metric of the phase (see query's
+		// down): it names the cause, not the query that met it.
+		var qe *prom.QueryError
+		if errors.As(err, &qe) {
+			err = qe.Err
+		}
+		return queryAnswer{err: fmt.Errorf("%s%s unreachable: %v", unreachablePrefix, promURL, err)}
 	default:
 		return queryAnswer{err: fmt.Errorf("Prometheus rejected the query: %v", err)}
 	}
@@ -367,16 +420,24 @@ func samplesOf(ph endedPhase, c column, series []prom.Series) []metricSample {
 	return out
 }
 
-// reduceSeries reduces each series over exactly [start, end] and adds the
-// figures (a query that returns several series has them summed, as the
-// catalog's sum(...) sums a cluster's nodes), times the metric's scale.
+// reduceSeries reduces each series over exactly [start, end] and combines
+// the figures, times the metric's scale. Several series come from several
+// targets (query runs per target) or from a query that keeps them apart:
+// a max(...) query takes the largest figure, any other adds them, as the
+// catalog's sum(...) adds a cluster's nodes.
 func reduceSeries(m catalog.Metric, series []prom.Series, start, end time.Time) (value *float64, samples int, missing string) {
 	var total float64
 	reduced := 0
+	largest := strings.HasPrefix(m.Query, "max(")
 	for _, s := range series {
 		samples += len(s.Samples)
 		if v, ok := reduceOne(m.Reduction, s.Samples, start, end); ok {
-			total += v
+			switch {
+			case reduced == 0 || !largest:
+				total += v
+			case v > total:
+				total = v
+			}
 			reduced++
 		}
 	}

@@ -3,11 +3,19 @@ package main
 import (
 	"context"
 	"fmt"
+	"io"
+	"log"
+	"net/http"
 	"net/http/httptest"
+	"net/http/httputil"
+	"net/url"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"strconv"
 	"strings"
+	"sync/atomic"
+	"syscall"
 	"testing"
 	"time"
 
@@ -118,10 +126,13 @@ func TestPullPhaseMetrics(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	labels := procmetrics.Labels{Namespace: "benchq", Pod: "sut", Container: "redis", Experiment: "m1", Configuration: "cfg-1", DBMS: "Redis", Component: "sut"}
-	pm.Set("sut", pid, labels)
-	labels.Component, labels.Phase, labels.Container = "loader", "cfg-1-load", "ycsb"
-	pm.Set("loader", pid, labels)
+	// Experiments m1 and m3 (for the kill below) watch the same burner.
+	for _, code := range []string{"m1", "m3"} {
+		labels := procmetrics.Labels{Namespace: "benchq", Pod: "sut", Container: "redis", Experiment: code, Configuration: "cfg-1", DBMS: "Redis", Component: "sut"}
+		pm.Set(code+"-sut", pid, labels)
+		labels.Component, labels.Phase, labels.Container = "loader", "cfg-1-load", "ycsb"
+		pm.Set(code+"-loader", pid, labels)
+	}
 	app := httptest.NewServer(promhttp.HandlerFor(reg, promhttp.HandlerOpts{}))
 	defer app.Close()
 
@@ -174,7 +185,7 @@ func TestPullPhaseMetrics(t *testing.T) {
 			t.Fatalf("%s cpu_seconds missing: %v", comp, *cpu.missing)
 		}
 		t.Logf("%s CPU seconds %.3f, /proc %.3f", comp, *cpu.value, truth)
-		if d := *cpu.value - truth; d > 0.1*truth+0.3 || d < -0.1*truth-0.3 {
+		if d := *cpu.value - truth; d > 0.1*truth || d < -0.1*truth {
 			t.Errorf("%s CPU seconds %.3f, /proc says %.3f", comp, *cpu.value, truth)
 		}
 		if r := got[comp+"/max_ram"]; r.value == nil || *r.value <= 0 {
@@ -191,20 +202,26 @@ func TestPullPhaseMetrics(t *testing.T) {
 		t.Errorf("%d summaries for a phase without monitoring", n)
 	}
 
-	// The samples stored are exactly what Prometheus answers for the window.
-	series, err := client.QueryRange(ctx, `sum(container_cpu_usage_seconds_total{experiment="m1",configuration="cfg-1",component="sut"})`,
-		start.Add(-time.Second), end.Add(time.Second), time.Second)
+	// The samples stored are the scrapes themselves, each once: as many as
+	// Prometheus holds raw between the first and the last stored (counted
+	// with count_over_time over that span, half a step wider each side).
+	var first, last time.Time
+	var stored int
+	if err := db.QueryRow(ctx, `SELECT min(time), max(time), count(*) FROM metrics WHERE code = 'm1' AND component = 'sut' AND metric = 'cpu_seconds'`).Scan(&first, &last, &stored); err != nil {
+		t.Fatal(err)
+	}
+	if first.After(start) || last.Before(end) {
+		t.Errorf("stored samples from %v to %v: want the edges of %v..%v inside", first, last, start, end)
+	}
+	span := last.Sub(first) + time.Second
+	at := last.Add(time.Second / 2)
+	raw, err := client.QueryRange(ctx, fmt.Sprintf(`count_over_time(container_cpu_usage_seconds_total{experiment="m1",configuration="cfg-1",component="sut"}[%dms])`, span.Milliseconds()),
+		at, at, time.Second)
 	if err != nil {
 		t.Fatal(err)
 	}
-	count := func() (n int) {
-		if err := db.QueryRow(ctx, `SELECT count(*) FROM metrics WHERE code = 'm1' AND component = 'sut' AND metric = 'cpu_seconds'`).Scan(&n); err != nil {
-			t.Fatal(err)
-		}
-		return n
-	}
-	if want := len(series[0].Samples); count() != want || got["sut/cpu_seconds"].samples != want {
-		t.Errorf("stored %d samples, summary says %d, Prometheus answers %d", count(), got["sut/cpu_seconds"].samples, want)
+	if want := int(raw[0].Samples[0].V); stored != want || got["sut/cpu_seconds"].samples != want {
+		t.Errorf("stored %d samples, summary says %d, Prometheus holds %d scrapes in %v..%v", stored, got["sut/cpu_seconds"].samples, want, first, last)
 	}
 	var all int
 	_ = db.QueryRow(ctx, `SELECT count(*) FROM metrics WHERE code = 'm1'`).Scan(&all)
@@ -221,6 +238,24 @@ func TestPullPhaseMetrics(t *testing.T) {
 	_ = db.QueryRow(ctx, `SELECT count(*) FROM metrics WHERE code = 'm1'`).Scan(&again)
 	if again != all || len(summaries(t, ctx, db, "m1")) != 14 {
 		t.Errorf("after a re-pull: %d samples (was %d), %d summaries", again, all, len(summaries(t, ctx, db, "m1")))
+	}
+
+	// The collector process SIGKILLed in the middle of a pull (a proxy holds
+	// its sixth query to Prometheus, after the first columns' samples are
+	// stored) and started again: every sample stored exactly once.
+	addPhase(t, ctx, db, "m3", "Redis", `{"cluster":true,"application":true}`, start, end)
+	killMidPull(t, ctx, db, srv.URL(), "m3")
+	if n := len(summaries(t, ctx, db, "m3")); n != 14 {
+		t.Errorf("%d summaries after the restart, want 14", n)
+	}
+	var samples, distinct int
+	if err := db.QueryRow(ctx, `SELECT count(*), count(DISTINCT (time, component, metric, labels)) FROM metrics WHERE code = 'm3'`).Scan(&samples, &distinct); err != nil {
+		t.Fatal(err)
+	}
+	var reported int
+	_ = db.QueryRow(ctx, `SELECT sum(samples) FROM metric_summaries WHERE code = 'm3'`).Scan(&reported)
+	if samples != distinct || samples != reported || samples == 0 {
+		t.Errorf("after the kill: %d samples stored, %d distinct, the summaries' answers hold %d", samples, distinct, reported)
 	}
 
 	// Prometheus down: every figure missing with the reason, none 0; the
@@ -288,4 +323,77 @@ func TestCollectorPullsWhenAPhaseEnds(t *testing.T) {
 	e.publish(x.phaseEvent(1, contracts.PhaseStarted))
 	e.settled()
 	e.expect("run phase stored", []string{"started"}, `SELECT status FROM phases WHERE code = 'mon1' AND phase = $1`, x.cfg.Phases[1].Name)
+}
+
+// killMidPull runs the collector binary against the results database with
+// a proxy in front of Prometheus that holds its sixth query: with the
+// first columns of code's phase stored and none of its summaries, it
+// SIGKILLs the collector, then runs it again until the phase's summaries
+// are written.
+func killMidPull(t *testing.T, ctx context.Context, db *pgxpool.Pool, promURL, code string) {
+	t.Helper()
+	bin := filepath.Join(t.TempDir(), "collector")
+	if out, err := exec.Command("go", "build", "-o", bin, ".").CombinedOutput(); err != nil {
+		t.Fatalf("go build: %v\n%s", err, out)
+	}
+	target, _ := url.Parse(promURL)
+	forward := httputil.NewSingleHostReverseProxy(target)
+	forward.ErrorLog = log.New(io.Discard, "", 0) // the held query's cancellation is expected
+	var queries atomic.Int32
+	held, release := make(chan struct{}), make(chan struct{})
+	proxy := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path == "/api/v1/query_range" && queries.Add(1) == 6 {
+			close(held)
+			select {
+			case <-release:
+			case <-r.Context().Done():
+				return
+			}
+		}
+		forward.ServeHTTP(w, r)
+	}))
+	defer proxy.Close()
+	defer func() {
+		select {
+		case <-release:
+		default:
+			close(release)
+		}
+	}()
+	natsURL := testenv.NATS(t)
+	start := func() *exec.Cmd {
+		cmd := exec.Command(bin, "-nats", natsURL, "-db", db.Config().ConnString())
+		cmd.Env = append(os.Environ(), "BENCHQ_PROMETHEUS_URL="+proxy.URL, "BENCHQ_SCRAPE_INTERVAL=1s", "BENCHQ_METRICS_ADDR=")
+		cmd.Stdout = testenv.Writer(t)
+		cmd.Stderr = cmd.Stdout
+		if err := cmd.Start(); err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { _ = cmd.Process.Kill(); _ = cmd.Wait() })
+		return cmd
+	}
+	first := start()
+	select {
+	case <-held:
+	case <-time.After(time.Minute):
+		t.Fatal("the collector did not pull within a minute")
+	}
+	var stored, sums int
+	_ = db.QueryRow(ctx, `SELECT count(*) FROM metrics WHERE code = $1`, code).Scan(&stored)
+	_ = db.QueryRow(ctx, `SELECT count(*) FROM metric_summaries WHERE code = $1`, code).Scan(&sums)
+	if stored == 0 || sums != 0 {
+		t.Fatalf("when killed: %d samples, %d summaries stored; want some samples and no summaries (mid-pull)", stored, sums)
+	}
+	if err := first.Process.Signal(syscall.SIGKILL); err != nil {
+		t.Fatal(err)
+	}
+	_ = first.Wait()
+	close(release)
+	start()
+	testenv.Eventually(t, time.Minute, func() error {
+		if n := len(summaries(t, ctx, db, code)); n == 0 {
+			return fmt.Errorf("no summaries after the restart")
+		}
+		return nil
+	})
 }
