@@ -46,7 +46,7 @@ func cpuSeconds(t *testing.T, pid int) float64 {
 
 // resultsDB starts a results database with every migration applied; it is
 // closed when t ends.
-func resultsDB(t *testing.T, ctx context.Context) *pgxpool.Pool {
+func resultsDB(t testing.TB, ctx context.Context) *pgxpool.Pool {
 	t.Helper()
 	db, err := pgxpool.New(ctx, testenv.Postgres(t))
 	if err != nil {
