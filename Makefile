@@ -71,3 +71,11 @@ test-k8s:
 bench: bootstrap
 	@go build -o $(BENCHQ_HOME)/bin/bench ./cmd/bench
 	@$(BENCHQ_HOME)/bin/bench $(BENCH)
+
+# Monitoring's figures (issue 11): collector ingest vs a raw COPY, the
+# default experiment's throughput with and without -m -mc -ma (ABBA), and the
+# reporter's time on 64 shards x 1 h (docs/bench.md). Prints, never fails on
+# a figure. Options: make bench-monitoring BLOCKS=3.
+.PHONY: bench-monitoring
+bench-monitoring: bootstrap
+	@BLOCKS=$(or $(BLOCKS),2) scripts/bench-monitoring.sh

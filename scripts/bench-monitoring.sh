@@ -1,0 +1,52 @@
+#!/usr/bin/env bash
+# make bench-monitoring: issue 11's three figures, printed, never asserted.
+#  1. collector ingest: storeMetrics vs a raw COPY (services/collector BenchmarkIngest);
+#  2. monitoring's cost: the default experiment's benchmarking throughput with
+#     and without -m -mc -ma, ABBA-interleaved on one embedded stack of its own;
+#  3. reporter: `summary -e` of 64 shards x 1 h (services/reporter/tests/bench_summary.py).
+# Options (environment): BLOCKS (ABBA blocks, default 2), FLAGS (the experiment
+# without monitoring; default the Makefile's, uncapped: -xtb 0, 500,000
+# operations), BENCHQ_INGEST_ROWS, BENCHQ_INGEST_ROUNDS.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+BLOCKS=${BLOCKS:-2}
+FLAGS=${FLAGS:--dbms Redis -sf 0.1 -xop 0.5 -xwl a -nlp 2 -nlt 8 -nbp 1 -nbt 8 -xtb 0 -xli 2 -tr}
+MONITOR="-m -mc -ma"
+bin=$(pwd)/.benchq/bin
+
+echo "== machine: $(nproc) cores, $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | xargs), $(free -g | awk '/Mem:/{print $2}') GiB RAM, load $(cut -d' ' -f1 /proc/loadavg)"
+echo "== versions: $(go version | cut -d' ' -f3), $(prometheus --version 2>&1 | head -1), $(redis-server --version | cut -d' ' -f3), PostgreSQL $(ls /usr/lib/postgresql | sort -n | tail -1), commit $(git rev-parse --short HEAD)"
+
+echo "== 1. collector ingest"
+go test -run '^$' -bench Ingest -benchtime 1x ./services/collector/ 2>/dev/null | grep '^ingest'
+
+echo "== 2. monitoring's cost to the measurement ($BLOCKS ABBA blocks; A = without, B = with $MONITOR)"
+home=$(mktemp -d /tmp/benchq-bench-mon-XXXXXX)
+chmod 755 "$home"
+export BENCHQ_HOME=$home BENCHQ_BIN=$bin
+trap '"$bin/benchq" down >/dev/null 2>&1 || true; rm -rf "$home"' EXIT
+"$bin/benchq" up >/dev/null
+db=$(python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["db_url"])' "$home/stack.json")
+declare -a A B
+n=0
+for ((b = 1; b <= BLOCKS; b++)); do
+  for way in A B B A; do
+    n=$((n + 1))
+    code="bench-mon-$way-$n-$(date +%s)"
+    extra=""; [ "$way" = B ] && extra=$MONITOR
+    # shellcheck disable=SC2086
+    "$bin/benchq" ycsb -e "$code" $FLAGS $extra run >"$home/$code.out" 2>&1 || { cat "$home/$code.out"; exit 1; }
+    tput=$(psql -At "$db" -c "SELECT round(sum(throughput)::numeric, 1) FROM shard_results WHERE code = '$code' AND kind = 'run'")
+    echo "   run $n $way: benchmarking throughput $tput ops/s ($code)"
+    if [ "$way" = A ]; then A+=("$tput"); else B+=("$tput"); fi
+  done
+done
+python3 - "${A[*]}" "${B[*]}" <<'PY'
+import statistics, sys
+a, b = (list(map(float, s.split())) for s in sys.argv[1:3])
+ma, mb = statistics.median(a), statistics.median(b)
+print(f"   median without {ma:.1f} ops/s, with {mb:.1f} ops/s: monitoring costs {100 * (ma - mb) / ma:+.2f} % (goal <= 2 %)")
+PY
+
+echo "== 3. reporter"
+.venv/bin/pytest -q -s services/reporter/tests/bench_summary.py 2>&1 | grep '^reporter summary'
