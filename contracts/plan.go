@@ -10,7 +10,7 @@ const SchemaPlan = "plan"
 // it for every reader, Go or Python.
 type Plan struct {
 	Code string `json:"code"`
-	// Version of benchq that planned the experiment (internal/plan.Version).
+	// Version of benchq that planned the experiment (internal/version).
 	Version string `json:"version"`
 	// Settings is the request with every default resolved, so a reader never
 	// needs to know benchq's defaults (docs/events.md, "The plan").

@@ -30,9 +30,13 @@ if [ ${#need[@]} -gt 0 ]; then
 fi
 
 # 2. Go binaries: our services and CLI, and nats-server from its pinned module.
+# The version (tag or commit, scripts/version.sh) is stamped into the
+# binaries, so plans and summaries name it, and written for the reporter.
+version=$(scripts/version.sh)
 mkdir -p "$BENCHQ_HOME/bin"
-step "go build services"
-go build -o "$BENCHQ_HOME/bin/" ./services/scheduler ./services/deployer ./services/driver-agent ./services/collector ./cmd/benchq
+step "go build services (version $version)"
+go build -ldflags "-X github.com/benchq/benchq/internal/version.stamp=$version" -o "$BENCHQ_HOME/bin/" \
+  ./services/scheduler ./services/deployer ./services/driver-agent ./services/collector ./cmd/benchq
 if [ ! -x "$BENCHQ_HOME/bin/nats-server" ]; then
   step "go build nats-server (pinned in go.mod)"
   go build -o "$BENCHQ_HOME/bin/nats-server" github.com/nats-io/nats-server/v2
@@ -51,4 +55,6 @@ if [ ! -x .venv/bin/python ] || [ "$(cat "$stamp" 2>/dev/null)" != "$want" ]; th
   .venv/bin/pip install -q -r services/reporter/requirements.txt -e services/reporter
   echo "$want" > "$stamp"
 fi
+# Read at run time (benchq_reporter/version.py); the editable install needs no reinstall.
+echo "$version" > services/reporter/src/benchq_reporter/VERSION
 step "ready"

@@ -8,6 +8,8 @@ import (
 	"io"
 	"path/filepath"
 	"strings"
+
+	"github.com/benchq/benchq/internal/version"
 )
 
 // Exit codes.
@@ -63,6 +65,7 @@ commands:
   summary -e CODE         print the summary of an experiment again
   restart SERVICE         stop and start one service of the stack
   help                    this text
+  version                 the benchq version this binary was built from (also --version)
 
 Every command takes -h. Run 'benchq ycsb -h' for the experiment flags (bexhoma's names);
 they may come before or after ACTION.
@@ -105,8 +108,11 @@ func Main(ctx context.Context, args []string, st *State) int {
 	case "help", "-h", "-help", "--help":
 		fmt.Fprint(st.Stdout, usage)
 		return ExitOK
+	case "version", "-version", "--version":
+		fmt.Fprintf(st.Stdout, "benchq %s\n", version.String())
+		return ExitOK
 	}
-	st.errorf("unknown command %q (commands: up, down, ycsb, benchbase, status, stop, summary, restart, help)", cmd)
+	st.errorf("unknown command %q (commands: up, down, ycsb, benchbase, status, stop, summary, restart, help, version)", cmd)
 	return ExitUsage
 }
 

@@ -6,6 +6,7 @@ import (
 	"strconv"
 
 	"github.com/benchq/benchq/contracts"
+	"github.com/benchq/benchq/internal/version"
 )
 
 // Expand builds the plan of a validated request (defaults are applied here).
@@ -19,7 +20,7 @@ func Expand(code string, req contracts.Request) (Plan, error) {
 	r := WithDefaults(req)
 	p := Plan{
 		Code:           code,
-		Version:        Version,
+		Version:        version.String(),
 		Settings:       r,
 		RecordCount:    millions(r.SF),
 		OperationCount: millions(r.Operations),

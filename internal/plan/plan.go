@@ -20,7 +20,3 @@ type (
 	Phase         = contracts.PlanPhase
 	Shard         = contracts.PlanShard
 )
-
-// Version is benchq's version, stamped on every plan; a release build sets
-// it with -ldflags "-X github.com/benchq/benchq/internal/plan.Version=…".
-var Version = "dev"

@@ -15,7 +15,8 @@ from benchq_reporter.model import ExperimentData
 
 DATA = Path(__file__).parent / "data"
 # In foreign-key order; child rows get the experiment code on insert.
-TABLES = ["experiments", "configurations", "phases", "shard_results", "shard_operations", "metric_summaries"]
+TABLES = ["experiments", "configurations", "phases", "shard_results", "shard_operations", "metric_summaries",
+          "intervals", "metrics"]
 
 
 def load_tables(name: str = "ycsb-redis.json", *more: str) -> dict[str, list[dict[str, Any]]]:
@@ -32,6 +33,10 @@ def insert(url: str, tables: dict[str, list[dict[str, Any]]]) -> None:
     """Insert one experiment's rows as the collector would have written them."""
     code = tables["experiments"][0]["code"]
     with psycopg.connect(url) as conn:
+        if tables.get("metrics"):
+            # The collector creates the daily partitions before it stores samples.
+            times = [row["time"] for row in tables["metrics"]]
+            conn.execute("SELECT metrics_ensure_partitions(%s::timestamptz, %s::timestamptz)", (min(times), max(times)))
         for table in TABLES:
             for row in tables.get(table, []):
                 row = {"code": code, **row}
@@ -53,4 +58,16 @@ def monitored_tables() -> dict[str, list[dict[str, Any]]]:
     """ycsb-redis.json with the collector's metric_summaries rows, under its own code."""
     tables = load_tables("ycsb-redis.json", "metric-summaries-redis.json")
     tables["experiments"][0]["code"] = MONITORED
+    return tables
+
+
+FRAMES = "ycsb-redis-frames"
+
+
+def frames_tables() -> dict[str, list[dict[str, Any]]]:
+    """The monitored experiment with its time series (intervals, metrics), run with -m -mc -ma."""
+    tables = load_tables("ycsb-redis.json", "metric-summaries-redis.json", "timeseries-redis.json")
+    tables["experiments"][0]["code"] = FRAMES
+    settings = tables["experiments"][0]["plan"]["settings"]
+    settings["monitoring"] = {"sut": True, "cluster": True, "application": True}
     return tables

@@ -4,4 +4,13 @@ cli (argv/env/stdio) → db (PostgreSQL rows → ExperimentData) →
 summary (pure: a YCSB or Benchbase summary, from plan, attempts, ycsb or
 benchbase, workflow, checks) → render (markdown / JSON).
 contracts reads the message schemas shared with the Go services.
+
+For notebooks: ``load(code)`` gives the experiment's rows as pandas
+DataFrames (dataframes.py, docs/dataframes.md); ``read_export(dir)`` reads
+back what ``reporter export`` wrote (export.py).
 """
+
+from .dataframes import UnknownExperiment, load
+from .export import read_export
+
+__all__ = ["UnknownExperiment", "load", "read_export"]

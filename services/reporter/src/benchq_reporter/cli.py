@@ -19,12 +19,13 @@ import os
 import sys
 from collections.abc import Mapping, Sequence
 from enum import IntEnum
+from pathlib import Path
 from typing import NoReturn, TextIO
 
-from . import db, render
+from . import dataframes, db, export, render, version
 from .summary import summarize
 
-ENV_DB_URL = "BENCHQ_DB_URL"
+ENV_DB_URL = db.ENV_DB_URL
 FIX = "start the stack with: make up"
 
 
@@ -78,6 +79,14 @@ def parser(stdout: TextIO) -> argparse.ArgumentParser:
     command("list", "list the experiments: code, status, planned_at, dbms")
     t = command("tests", "print only the result tests of one experiment; exit 1 if one failed")
     t.add_argument("-e", "--experiment", required=True, metavar="CODE")
+
+    # --- export (issue 12): the frames of benchq_reporter.load() as files ---
+    x = command("export", "write one experiment's DataFrames to DIR, one file per frame, and a manifest")
+    x.add_argument("-e", "--experiment", required=True, metavar="CODE")
+    x.add_argument("--format", choices=export.FORMATS, default="csv")
+    x.add_argument("-o", "--output", required=True, metavar="DIR")
+    p.add_argument("--version", action=_Version, nargs=0, help="print the reporter's version and exit")
+    # --- end export ---
     return p
 
 
@@ -96,6 +105,8 @@ def main(argv: Sequence[str], env: Mapping[str, str], stdout: TextIO, stderr: Te
     url = args.db or env.get(ENV_DB_URL)
     if not url:
         return fail(ExitStatus.USAGE, f"no results database: pass --db URL or set {ENV_DB_URL}")
+    if args.command == "export":
+        return _export(args, url, stdout, fail)
     try:
         with db.connect(url) as conn:
             if args.command == "list":
@@ -116,6 +127,35 @@ def main(argv: Sequence[str], env: Mapping[str, str], stdout: TextIO, stderr: Te
         return ExitStatus.SUCCESS if summary.tests_passed else ExitStatus.ERROR
     stdout.write(render.json_document(summary) if args.format == "json" else render.markdown(summary))
     return ExitStatus.SUCCESS
+
+
+# --- export (issue 12) ---
+class _Version(argparse.Action):
+    """--version on the injected stdout (argparse's own prints to sys.stdout)."""
+
+    def __call__(self, parser, namespace, values, option_string=None):
+        parser._stdout.write(f"reporter {version.read()}\n")
+        raise _Exit(ExitStatus.SUCCESS)
+
+
+def _export(args: argparse.Namespace, url: str, stdout: TextIO, fail) -> int:
+    """``reporter export``: the written files on stdout, one path a line."""
+    try:
+        frames = dataframes.load(args.experiment, url)
+        manifest = export.write(frames, Path(args.output), args.format)
+    except db.Unreachable as e:
+        return fail(ExitStatus.ERROR, f"cannot reach the results database at {e.url} ({e.reason}); {FIX}")
+    except db.DatabaseError as e:
+        return fail(ExitStatus.ERROR, f"cannot read the results database at {e.url} ({e.reason}); {FIX}")
+    except dataframes.UnknownExperiment as e:
+        return fail(ExitStatus.ERROR, f"{e} (list them with: reporter list)")
+    except (export.ExportError, OSError) as e:
+        return fail(ExitStatus.ERROR, f"cannot export to {args.output}: {e}")
+    for spec in manifest["frames"].values():
+        stdout.write(f"{Path(args.output) / spec['file']}\n")
+    stdout.write(f"{Path(args.output) / export.MANIFEST}\n")
+    return ExitStatus.SUCCESS
+# --- end export ---
 
 
 def run() -> NoReturn:

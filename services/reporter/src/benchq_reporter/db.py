@@ -7,8 +7,9 @@ a module global.
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
+from typing import Any
 from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
 
 import pandas as pd
@@ -20,6 +21,8 @@ from psycopg.rows import dict_row
 from .model import COLUMNS, ExperimentData
 
 CONNECT_TIMEOUT_S = 5
+# Where the CLI and load() find the results database when no URL is given.
+ENV_DB_URL = "BENCHQ_DB_URL"
 
 
 class DatabaseError(Exception):
@@ -105,21 +108,38 @@ QUERIES = {
     "shard_operations": _select("shard_operations", ("phase", "shard", "attempt", "operation")),
     # One SELECT for every monitoring section, however many phases and metrics.
     "metric_summaries": _select("metric_summaries", ("phase", "attempt", "component", "section", "position")),
+    # The time series, for the DataFrames (dataframes.py); the summary does not read them.
+    "intervals": _select("intervals", ("phase", "shard", "attempt", "elapsed_s")),
+    "metrics": _select("metrics", ("configuration", "phase", "component", "metric", "labels", "time")),
 }
-# Tables a results database may predate (migration 0004): read only when they exist.
-OPTIONAL = {"metric_summaries"}
+# What the summary reads (ExperimentData); the time series are fetched on demand.
+SUMMARY_TABLES = ("experiments", "configurations", "phases", "shard_results", "shard_operations",
+                  "metric_summaries")
+# Tables a results database may predate (migrations 0003, 0004): read only when they exist.
+OPTIONAL = {"metric_summaries", "metrics"}
+
+
+def fetch_tables(conn: psycopg.Connection, code: str,
+                 tables: Sequence[str] = SUMMARY_TABLES) -> dict[str, list[dict[str, Any]]] | None:
+    """The rows of one experiment in each of ``tables`` (keys of QUERIES), or None when the code is unknown.
+
+    The experiments row is always read (it tells whether the code exists). A
+    table in OPTIONAL that the database does not have yet is left out.
+    """
+    rows: dict[str, list[dict[str, Any]]] = {}
+    for table in ("experiments", *(t for t in tables if t != "experiments")):
+        if table in OPTIONAL and not _exists(conn, table):
+            continue
+        rows[table] = conn.execute(QUERIES[table], {"code": code}).fetchall()
+        if table == "experiments" and not rows[table]:
+            return None
+    return rows
 
 
 def fetch_experiment(conn: psycopg.Connection, code: str) -> ExperimentData | None:
-    """Every row of one experiment, or None when the code is unknown."""
-    tables = {}
-    for table, query in QUERIES.items():
-        if table in OPTIONAL and not _exists(conn, table):
-            continue
-        tables[table] = conn.execute(query, {"code": code}).fetchall()
-        if table == "experiments" and not tables[table]:
-            return None
-    return ExperimentData.from_tables(tables)
+    """Every row of one experiment the summary reads, or None when the code is unknown."""
+    rows = fetch_tables(conn, code)
+    return None if rows is None else ExperimentData.from_tables(rows)
 
 
 def _exists(conn: psycopg.Connection, table: str) -> bool:

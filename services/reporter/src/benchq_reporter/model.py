@@ -58,6 +58,16 @@ COLUMNS: dict[str, dict[str, Any]] = {
         "title": object, "value": "float64", "missing": object, "samples": "Int64",
         "window_start": TS, "window_end": TS,
     },
+    # Read for the DataFrames (dataframes.py) only, not for the summary.
+    "intervals": {
+        "phase": object, "shard": "Int64", "attempt": "Int64", "elapsed_s": "Int64", "at": TS,
+        "operations": "Int64", "ops_per_sec": "float64", "per_op": object,
+    },
+    # The collector's samples pulled from Prometheus (issue 11); labels_hash is derived from labels.
+    "metrics": {
+        "configuration": object, "phase": object, "component": object, "metric": object,
+        "labels": object, "time": TS, "value": "float64",
+    },
 }
 
 

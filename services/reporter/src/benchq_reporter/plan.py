@@ -117,7 +117,7 @@ def read(plan: Mapping[str, Any] | None) -> Plan:
             duration_s=_float(s.get("duration_s")),
             new_connection=bool(s.get("new_connection")),
         ),
-        # No plan carries a version yet; "dev" says so rather than guessing.
+        # Plans record the build's version (internal/version); "dev" stands for a plan without one.
         version=str(plan.get("version") or s.get("version") or "dev"),
         recordcount=plan.get("recordcount"),
         operationcount=plan.get("operationcount"),

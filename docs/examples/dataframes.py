@@ -1,0 +1,76 @@
+"""What a notebook does with a benchq experiment's DataFrames (docs/dataframes.md).
+
+    BENCHQ_DB_URL=postgresql://benchq@127.0.0.1:5433/benchq .venv/bin/python docs/examples/dataframes.py CODE
+
+Prints the benchmarking throughput per configuration, the p99 latency per
+operation and phase, a throughput-over-time series resampled from the
+shards' status lines, and the CPU seconds per million operations.
+services/reporter/tests/test_dataframes.py runs it against its fixture
+database, so it keeps working.
+"""
+
+import sys
+
+import pandas as pd
+
+import benchq_reporter
+
+REPORTED = ["code", "phase", "shard", "attempt"]
+
+
+def _measured(ops: pd.DataFrame) -> pd.DataFrame:
+    """The operations a workload asked for: not YCSB's CLEANUP, not the Intended- duplicates."""
+    return ops[~ops["operation"].str.startswith("Intended-") & (ops["operation"] != "CLEANUP")]
+
+
+def throughput_per_configuration(f: dict[str, pd.DataFrame]) -> pd.Series:
+    """bexhoma's [OVERALL].Throughput of the benchmarking phases: the shards' rates, summed per phase."""
+    runs = f["shards"].query("reported and kind == 'run'")
+    per_phase = runs.groupby(["configuration", "phase"])["throughput"].sum()
+    return per_phase.groupby("configuration").mean().rename("throughput [ops/s]")
+
+
+def p99_per_operation(f: dict[str, pd.DataFrame]) -> pd.DataFrame:
+    """p99 per operation and phase, in ms: the largest shard's p99 (the summary merges the histograms)."""
+    ops = f["operations"].merge(f["shards"].query("reported")[REPORTED + ["kind"]], on=REPORTED)
+    return (_measured(ops).groupby(["operation", "phase"])["p99_us"].max() / 1000).rename("p99 [ms]").to_frame()
+
+
+def throughput_over_time(f: dict[str, pd.DataFrame], every: str = "2s") -> pd.DataFrame:
+    """Operations per second of each phase, all shards together, in bins of ``every``.
+
+    A status line carries the shard's cumulative operations: the difference
+    to its previous line is what it did in between.
+    """
+    iv = f["intervals"].sort_values(["phase", "shard", "attempt", "elapsed_s"])
+    done = iv.groupby(["phase", "shard", "attempt"])["operations"].diff().fillna(iv["operations"])
+    iv = iv.assign(done=done.astype("float64"))
+    seconds = pd.Timedelta(every).total_seconds()
+    binned = iv.set_index("at").groupby("phase")["done"].resample(every).sum() / seconds
+    return binned.rename("ops/s").reset_index()
+
+
+def cpu_per_million_operations(f: dict[str, pd.DataFrame]) -> pd.DataFrame:
+    """CPU seconds of each component per million operations of the phase (monitored experiments)."""
+    cpu = f["metric_summaries"].query("metric == 'cpu_seconds'")
+    ops = f["operations"].merge(f["shards"].query("reported")[REPORTED], on=REPORTED)
+    ops = _measured(ops).groupby("phase")["count"].sum().rename("operations")
+    out = cpu.merge(ops, on="phase")[["phase", "component", "value", "operations"]]
+    return out.assign(**{"CPU s per 1M ops": out["value"] / out["operations"] * 1e6}).drop(columns="value")
+
+
+def main(code: str) -> None:
+    f = benchq_reporter.load(code)  # the results database of $BENCHQ_DB_URL
+    with pd.option_context("display.width", 120, "display.float_format", "{:.2f}".format):
+        print(f"## {code}: {f['experiment'].loc[0, 'benchmark']} on {f['experiment'].loc[0, 'dbms']}\n")
+        print(throughput_per_configuration(f).to_string(), end="\n\n")
+        print(p99_per_operation(f).to_string(), end="\n\n")
+        print("throughput over time")
+        print(throughput_over_time(f).to_string(index=False), end="\n\n")
+        print(cpu_per_million_operations(f).to_string(index=False))
+
+
+if __name__ == "__main__":
+    if len(sys.argv) != 2:
+        sys.exit("usage: dataframes.py CODE   (with BENCHQ_DB_URL set)")
+    main(sys.argv[1])
