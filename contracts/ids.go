@@ -2,6 +2,7 @@ package contracts
 
 import (
 	"fmt"
+	"regexp"
 	"time"
 )
 
@@ -96,3 +97,8 @@ func ExperimentEndID(code string) string { return code + ".end" }
 func StopID(code string, now time.Time) string {
 	return fmt.Sprintf("%s.stop.%d", code, now.UnixNano())
 }
+
+// CodePattern is what an experiment code may be (the request schema's
+// pattern): it becomes a token of every subject and message id of the
+// experiment.
+var CodePattern = regexp.MustCompile(`^[a-z0-9][a-z0-9-]{0,39}$`)

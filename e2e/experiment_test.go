@@ -97,6 +97,9 @@ func TestEmbeddedStack(t *testing.T) {
 			t.Error("the collector was not killed during the benchmark phase")
 		}
 		s.checkResults(t, code, out)
+		// The experiment as DataFrames: exported as CSV and parquet, read
+		// back equal (issue 12, point 5), with the build's version.
+		s.python(t, "benchq_reporter.selfcheck_export", "--db", s.info.DBURL, "-e", code)
 		// Ground truth: the SUT's CPU seconds of the loading phase, as the
 		// summary reduces them from Prometheus' samples, within 10 % of what
 		// the kernel counted for redis-server over the same window.
@@ -380,4 +383,17 @@ func perRunThroughput(t *testing.T, out string) float64 {
 	}
 	t.Fatalf("no throughput column in Per Run:\n%s", sec)
 	return 0
+}
+
+// python runs a module of the reporter's venv and fails t when it exits
+// non-zero (the self-checks name what is wrong).
+func (s *stack) python(t *testing.T, module string, args ...string) {
+	t.Helper()
+	cmd := exec.Command(filepath.Join(s.repo, ".venv", "bin", "python"), append([]string{"-m", module}, args...)...)
+	out, err := cmd.CombinedOutput()
+	if err != nil {
+		t.Errorf("python -m %s: %v\n%s", module, err, out)
+		return
+	}
+	t.Logf("python -m %s:\n%s", module, out)
 }

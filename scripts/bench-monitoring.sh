@@ -25,6 +25,7 @@ home=$(mktemp -d /tmp/benchq-bench-mon-XXXXXX)
 chmod 755 "$home"
 export BENCHQ_HOME=$home BENCHQ_BIN=$bin
 trap '"$bin/benchq" down >/dev/null 2>&1 || true; rm -rf "$home"' EXIT
+trap 'exit 130' INT TERM
 "$bin/benchq" up >/dev/null
 db=$(python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["db_url"])' "$home/stack.json")
 declare -a A B
@@ -32,7 +33,7 @@ n=0
 for ((b = 1; b <= BLOCKS; b++)); do
   for way in A B B A; do
     n=$((n + 1))
-    code="bench-mon-$way-$n-$(date +%s)"
+    code="bench-mon-${way,,}-$n-$(date +%s)"
     extra=""; [ "$way" = B ] && extra=$MONITOR
     # shellcheck disable=SC2086
     "$bin/benchq" ycsb -e "$code" $FLAGS $extra run >"$home/$code.out" 2>&1 || { cat "$home/$code.out"; exit 1; }

@@ -155,6 +155,7 @@ func TestUsageErrorsDoNothing(t *testing.T) {
 		{[]string{"ycsb", "run", "-dbms", "Redis", "now"}, `got "run now"`},
 		{[]string{"ycsb", "-dbms", "Redis", "run", "--", "-sf", "2"}, `got "run -sf 2"`},
 		{[]string{"benchbase", "-dbms", "PostgreSQL", "load", "-dry-run", "run"}, `got "load run"`},
+		{[]string{"ycsb", "-e", "Bench-A", "-dbms", "Redis", "run"}, `experiment code "Bench-A": use lower-case letters`},
 	}
 	for _, c := range cases {
 		t.Run(strings.Join(c.args, " "), func(t *testing.T) {

@@ -175,6 +175,12 @@ func cmdExperiment(ctx context.Context, benchmark string, args []string, st *Sta
 	}
 	now := time.Now().UTC()
 	code := f.code
+	if code != "" && !contracts.CodePattern.MatchString(code) {
+		// The scheduler could answer such a request only under a code of
+		// its own choosing, which the CLI would not be waiting on.
+		st.errorf("experiment code %q: use lower-case letters, digits and '-', at most 40, starting with a letter or digit", code)
+		return ExitUsage
+	}
 	if code == "" {
 		code = strconv.FormatInt(now.Unix(), 10)
 	}

@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"regexp"
 	"sort"
 	"strconv"
 	"sync"
@@ -126,7 +125,7 @@ func (s *Scheduler) each(h func(context.Context, jetstream.Msg) error) bus.Handl
 
 const maxEarly = 300
 
-var codePattern = regexp.MustCompile(`^[a-z0-9][a-z0-9-]{0,39}$`)
+var codePattern = contracts.CodePattern
 
 // handleRequest validates a request and starts the experiment, or rejects it.
 // It never fails permanently: whatever arrives gets an answer.
