@@ -57,10 +57,13 @@ clean: down
 
 # The kubernetes backend against a real control plane (etcd, kube-apiserver,
 # controller-manager, scheduler v1.34.2 and kwok v0.8.0 on loopback), built
-# once into ~/.cache/benchq/k8s by scripts/k8s/build-control-plane.sh.
+# once into ~/.cache/benchq/k8s by scripts/k8s/build-control-plane.sh, and
+# Prometheus 2.42 with its kubernetes discovery (scripts/k8s/build-prometheus.sh)
+# for deploy/k8s/prometheus.yaml.
 .PHONY: test-k8s
 test-k8s:
 	scripts/k8s/build-control-plane.sh
+	scripts/k8s/build-prometheus.sh
 	BENCHQ_K8S_REQUIRED=1 go test -count=1 -tags k8s -timeout 15m ./internal/k8stest/ ./internal/catalog/ ./services/deployer/ ./services/scheduler/
 
 # Driver efficiency (issue 4, point 8): CPU seconds per million YCSB

@@ -23,7 +23,7 @@ go test -run '^$' -bench Ingest -benchtime 1x ./services/collector/ 2>/dev/null 
 echo "== 2. monitoring's cost to the measurement ($BLOCKS ABBA blocks; A = without, B = with $MONITOR)"
 home=$(mktemp -d /tmp/benchq-bench-mon-XXXXXX)
 chmod 755 "$home"
-export BENCHQ_HOME=$home BENCHQ_BIN=$bin
+export BENCHQ_HOME=$home BENCHQ_BIN=$bin BENCHQ_REPORTER=$(pwd)/.venv/bin/reporter
 trap '"$bin/benchq" down >/dev/null 2>&1 || true; rm -rf "$home"' EXIT
 trap 'exit 130' INT TERM
 "$bin/benchq" up >/dev/null

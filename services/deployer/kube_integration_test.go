@@ -60,6 +60,7 @@ func TestKubeAgainstAPIServer(t *testing.T) {
 	t.Run("driver job completes", func(t *testing.T) { testDriverJob(t, cp) })
 	t.Run("deployer service over NATS", func(t *testing.T) { testDeployerService(t, cp) })
 	t.Run("deploy/k8s applies and its Role suffices", func(t *testing.T) { testDeployK8s(t, cp) })
+	t.Run("deploy/k8s Prometheus labels the deployer's pods", func(t *testing.T) { testPrometheusConfig(t, cp) })
 }
 
 func createPVs(t *testing.T, c kubernetes.Interface, class string, n int) {
@@ -502,8 +503,8 @@ func testDeployK8s(t *testing.T, cp *k8stest.ControlPlane) {
 	for _, s := range sets.Items {
 		want += int(ptr.Deref(s.Spec.Replicas, 1))
 	}
-	if len(deps.Items) != 4 || len(sets.Items) != 2 {
-		t.Errorf("deploy/k8s made %d Deployments and %d StatefulSets labelled app=benchq, want 4 (scheduler, deployer, collector, reporter) and 2 (NATS, results database)", len(deps.Items), len(sets.Items))
+	if len(deps.Items) != 5 || len(sets.Items) != 2 {
+		t.Errorf("deploy/k8s made %d Deployments and %d StatefulSets labelled app=benchq, want 5 (scheduler, deployer, collector, reporter, prometheus) and 2 (NATS, results database)", len(deps.Items), len(sets.Items))
 	}
 	eventually(t, "benchq's pods", func(ctx context.Context) error { return podsSettled(ctx, cp.Client, ns, "app=benchq", want) })
 

@@ -1,0 +1,27 @@
+#!/usr/bin/env bash
+# Builds prometheus and promtool v2.42.0 (the version deploy/k8s runs and
+# Debian ships) from the Go module proxy, once, into the k8s cache: Debian's
+# build leaves out the kubernetes service discovery, so it cannot read
+# deploy/k8s/prometheus.yaml's scrape configuration. make test-k8s checks
+# that configuration with these binaries (promtool check config, and
+# Prometheus' own relabelling of the pods the deployer creates).
+#
+#   scripts/k8s/build-prometheus.sh        # prints the bin directory
+#
+# BENCHQ_K8S_CACHE overrides the cache (default ~/.cache/benchq/k8s).
+set -euo pipefail
+VERSION=v0.42.0 # the Go module of Prometheus 2.42.0
+CACHE=${BENCHQ_K8S_CACHE:-$HOME/.cache/benchq/k8s}
+BIN="$CACHE/prometheus-$VERSION"
+if [ -x "$BIN/prometheus" ] && [ -x "$BIN/promtool" ]; then
+  echo "$BIN"
+  exit 0
+fi
+export CGO_ENABLED=0 GOFLAGS=-buildvcs=false GOTOOLCHAIN=${GOTOOLCHAIN:-local}
+echo "build-prometheus: go build prometheus, promtool $VERSION (about 4 minutes the first time)" >&2
+dir=$(go mod download -json "github.com/prometheus/prometheus@$VERSION" | python3 -c 'import json,sys; print(json.load(sys.stdin)["Dir"])')
+src="$CACHE/src/prometheus-$VERSION"
+rm -rf "$src" && mkdir -p "$CACHE/src" && cp -r "$dir" "$src" && chmod -R u+w "$src"
+(cd "$src" && go build -o "$BIN.tmp/" ./cmd/prometheus ./cmd/promtool)
+rm -rf "$BIN" && mv "$BIN.tmp" "$BIN"
+echo "$BIN"
