@@ -75,16 +75,12 @@ func PgBouncerBinary() (string, error) {
 // configuration changed (the backend moved to another port) is restarted on
 // its port.
 func StartPgBouncer(ctx context.Context, dir string, port int, opts PgBouncerOptions) (*PgBouncer, error) {
-	return startInDir("pgbouncer", dir, func(dir string) (*PgBouncer, error) {
-		return startPgBouncer(ctx, dir, port, opts)
+	return startInDir("pgbouncer", dir, PgBouncerBinary, func(dir, bin string) (*PgBouncer, error) {
+		return startPgBouncer(ctx, dir, bin, port, opts)
 	})
 }
 
-func startPgBouncer(ctx context.Context, dir string, port int, opts PgBouncerOptions) (*PgBouncer, error) {
-	bin, err := PgBouncerBinary()
-	if err != nil {
-		return nil, err
-	}
+func startPgBouncer(ctx context.Context, dir, bin string, port int, opts PgBouncerOptions) (*PgBouncer, error) {
 	if opts.BackendPort <= 0 {
 		return nil, errors.New("no backend port")
 	}

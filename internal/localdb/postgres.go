@@ -58,16 +58,12 @@ type Postgres struct {
 // throwaway benchmark or test data, and clients (YCSB, the services) then
 // need no secrets.
 func StartPostgres(ctx context.Context, dir string, port int, opts PGOptions) (*Postgres, error) {
-	return startInDir("postgres", dir, func(dir string) (*Postgres, error) {
-		return startPostgres(ctx, dir, port, opts)
+	return startInDir("postgres", dir, PGBinDir, func(dir, bin string) (*Postgres, error) {
+		return startPostgres(ctx, dir, bin, port, opts)
 	})
 }
 
-func startPostgres(ctx context.Context, dir string, port int, opts PGOptions) (*Postgres, error) {
-	bin, err := PGBinDir()
-	if err != nil {
-		return nil, err
-	}
+func startPostgres(ctx context.Context, dir, bin string, port int, opts PGOptions) (*Postgres, error) {
 	osUser, err := pgRunAs("postgres")
 	if err != nil {
 		return nil, err

@@ -43,21 +43,18 @@ func (r *Redis) Addr() string { return fmt.Sprintf("127.0.0.1:%d", r.Port) }
 // answers PING. Port 0 picks a free port. If dir's server (redis.pid) is
 // alive it is reused as it is, on its own port.
 func StartRedis(ctx context.Context, dir string, port int, opts RedisOptions) (*Redis, error) {
-	return startInDir("redis-server", dir, func(dir string) (*Redis, error) {
-		return startRedis(ctx, dir, port, opts)
+	return startInDir("redis-server", dir, RedisBinary, func(dir, bin string) (*Redis, error) {
+		return startRedis(ctx, dir, bin, port, opts)
 	})
 }
 
-func startRedis(ctx context.Context, dir string, port int, opts RedisOptions) (*Redis, error) {
-	bin, err := RedisBinary()
-	if err != nil {
-		return nil, err
-	}
+func startRedis(ctx context.Context, dir, bin string, port int, opts RedisOptions) (*Redis, error) {
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return nil, fmt.Errorf("create dir: %w", err)
 	}
 	r := &Redis{Dir: dir}
 	if pid, ok := r.daemon().live(); ok {
+		var err error
 		if r.Port, err = readRedisPort(r.confFile()); err != nil {
 			return nil, err
 		}
@@ -66,7 +63,7 @@ func startRedis(ctx context.Context, dir string, port int, opts RedisOptions) (*
 	}
 	// A cluster node's bus port is picked too when opts.BusPort is 0.
 	picked := port == 0 || (opts.Cluster && opts.BusPort == 0)
-	err = listen(port, picked, func(port int) (err error) {
+	err := listen(port, picked, func(port int) (err error) {
 		r.Port = port
 		settings := opts.Settings
 		if opts.Cluster {

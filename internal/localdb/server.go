@@ -17,17 +17,21 @@ import (
 // What the Start* functions share: each server is started, probed until it
 // answers and stopped the same way, whatever the server.
 
-// startInDir runs start on dir made absolute, naming the server and its
+// startInDir finds the server's binary (or binary directory) with binary
+// and runs start with it on dir made absolute, naming the server and its
 // directory in the error.
-func startInDir[T any](name, dir string, start func(dir string) (T, error)) (T, error) {
+func startInDir[T any](name, dir string, binary func() (string, error), start func(dir, bin string) (T, error)) (T, error) {
+	var zero T
+	bin, err := binary()
+	if err != nil {
+		return zero, err
+	}
 	abs, err := filepath.Abs(dir)
 	if err != nil {
-		var zero T
 		return zero, fmt.Errorf("start %s: %w", name, err)
 	}
-	s, err := start(abs)
+	s, err := start(abs, bin)
 	if err != nil {
-		var zero T
 		return zero, fmt.Errorf("start %s in %s: %w", name, abs, err)
 	}
 	return s, nil

@@ -164,6 +164,12 @@ func parseJavaDecimal(s string) (float64, error) {
 	if !strings.Contains(s, ".") {
 		s = strings.Replace(s, ",", ".", 1)
 	}
+	return parseFinite(s)
+}
+
+// parseFinite parses a Go-syntax float; NaN and the infinities (which
+// ParseFloat accepts as "NaN", "Infinity", …) return errNotFinite.
+func parseFinite(s string) (float64, error) {
 	v, err := strconv.ParseFloat(s, 64)
 	if err != nil {
 		return 0, err

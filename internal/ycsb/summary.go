@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"math"
 	"strconv"
 	"strings"
 
@@ -204,12 +203,9 @@ var latencyFields = map[string]func(*contracts.OpResult) *float64{
 // "0.1377726750861079", "1.0E7", "NaN", "Infinity"); non-finite values
 // become 0.
 func parseJavaFloat(s string) (float64, error) {
-	v, err := strconv.ParseFloat(s, 64)
-	if err != nil {
-		return 0, err
-	}
-	if math.IsNaN(v) || math.IsInf(v, 0) {
+	v, err := parseFinite(s)
+	if errors.Is(err, errNotFinite) {
 		return 0, nil
 	}
-	return v, nil
+	return v, err
 }

@@ -2,9 +2,11 @@ package main
 
 import (
 	"context"
+	"fmt"
 	"time"
 
 	"github.com/benchq/benchq/contracts"
+	"github.com/benchq/benchq/internal/catalog"
 )
 
 // Spec names one SUT configuration to provision.
@@ -29,6 +31,20 @@ type Deployed struct {
 type Backend interface {
 	Deploy(ctx context.Context, s Spec) (Deployed, error)
 	Teardown(ctx context.Context, code, configuration string) error
+}
+
+// deployEntry is what both backends' Deploy share: it finds s's DBMS in the
+// catalog, runs deploy with its entry and names the configuration in the
+// error.
+func deployEntry(ctx context.Context, s Spec, deploy func(context.Context, Spec, catalog.Entry) (Deployed, error)) (Deployed, error) {
+	entry, err := catalog.Lookup(s.DBMS)
+	if err == nil {
+		var d Deployed
+		if d, err = deploy(ctx, s, entry); err == nil {
+			return d, nil
+		}
+	}
+	return Deployed{}, fmt.Errorf("deploy %s: %w", s.Configuration, err)
 }
 
 // Volumes is implemented by backends with persistent volumes (Kubernetes):

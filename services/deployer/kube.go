@@ -50,18 +50,10 @@ var errNotOurs = errors.New("exists and belongs to another configuration")
 // Deploy creates (or finds) the configuration's objects, waits for them and
 // returns the endpoint: the client Service's DNS name and port.
 func (k *Kube) Deploy(ctx context.Context, s Spec) (Deployed, error) {
-	d, err := k.deploy(ctx, s)
-	if err != nil {
-		return Deployed{}, fmt.Errorf("deploy %s: %w", s.Configuration, err)
-	}
-	return d, nil
+	return deployEntry(ctx, s, k.deploy)
 }
 
-func (k *Kube) deploy(ctx context.Context, s Spec) (Deployed, error) {
-	entry, err := catalog.Lookup(s.DBMS)
-	if err != nil {
-		return Deployed{}, err
-	}
+func (k *Kube) deploy(ctx context.Context, s Spec, entry catalog.Entry) (Deployed, error) {
 	objs, err := buildObjects(entry, s, k.Namespace)
 	if err != nil {
 		return Deployed{}, err
@@ -229,13 +221,12 @@ func (k *Kube) deploymentReady(ctx context.Context, name string) error {
 	if err != nil {
 		return err
 	}
-	want := int32(1)
-	if d.Spec.Replicas != nil {
-		want = *d.Spec.Replicas
+	if err := rolledOut(d.Generation, d.Status.ObservedGeneration, d.Spec.Replicas, d.Status.ReadyReplicas, d.Status.Replicas); err != nil {
+		return err
 	}
-	st := d.Status
-	if st.ObservedGeneration < d.Generation || st.UpdatedReplicas != want || st.ReadyReplicas != want || st.Replicas != want {
-		return fmt.Errorf("%w: %d of %d pods ready", errNotReady, st.ReadyReplicas, want)
+	// Pods of the previous ReplicaSet still count as ready mid-rollout.
+	if want := replicas(d.Spec.Replicas); d.Status.UpdatedReplicas != want {
+		return fmt.Errorf("%w: %d of %d pods updated", errNotReady, d.Status.UpdatedReplicas, want)
 	}
 	return nil
 }
@@ -245,15 +236,25 @@ func (k *Kube) statefulSetReady(ctx context.Context, name string) error {
 	if err != nil {
 		return err
 	}
-	want := int32(1)
-	if s.Spec.Replicas != nil {
-		want = *s.Spec.Replicas
-	}
-	st := s.Status
-	if st.ObservedGeneration < s.Generation || st.ReadyReplicas != want || st.Replicas != want {
-		return fmt.Errorf("%w: %d of %d pods ready", errNotReady, st.ReadyReplicas, want)
+	return rolledOut(s.Generation, s.Status.ObservedGeneration, s.Spec.Replicas, s.Status.ReadyReplicas, s.Status.Replicas)
+}
+
+// rolledOut says whether a controller has seen its latest spec
+// (generation) and runs exactly the replicas it asks for, all ready.
+func rolledOut(generation, observed int64, spec *int32, ready, current int32) error {
+	want := replicas(spec)
+	if observed < generation || ready != want || current != want {
+		return fmt.Errorf("%w: %d of %d pods ready", errNotReady, ready, want)
 	}
 	return nil
+}
+
+// replicas is a spec's replica count; the API server defaults nil to 1.
+func replicas(spec *int32) int32 {
+	if spec == nil {
+		return 1
+	}
+	return *spec
 }
 
 // errJobFailed: a Job gave up (its backoff limit); redeploying the same

@@ -26,21 +26,11 @@ func (k *Kube) owned() []collection {
 	ns := k.Namespace
 	c := k.Client
 	return []collection{
-		{"job", func(ctx context.Context, o metav1.ListOptions) (runtime.Object, error) {
-			return c.BatchV1().Jobs(ns).List(ctx, o)
-		}, c.BatchV1().Jobs(ns).Delete},
-		{"deployment", func(ctx context.Context, o metav1.ListOptions) (runtime.Object, error) {
-			return c.AppsV1().Deployments(ns).List(ctx, o)
-		}, c.AppsV1().Deployments(ns).Delete},
-		{"statefulset", func(ctx context.Context, o metav1.ListOptions) (runtime.Object, error) {
-			return c.AppsV1().StatefulSets(ns).List(ctx, o)
-		}, c.AppsV1().StatefulSets(ns).Delete},
-		{"service", func(ctx context.Context, o metav1.ListOptions) (runtime.Object, error) {
-			return c.CoreV1().Services(ns).List(ctx, o)
-		}, c.CoreV1().Services(ns).Delete},
-		{"persistentvolumeclaim", func(ctx context.Context, o metav1.ListOptions) (runtime.Object, error) {
-			return c.CoreV1().PersistentVolumeClaims(ns).List(ctx, o)
-		}, c.CoreV1().PersistentVolumeClaims(ns).Delete},
+		{"job", listing(c.BatchV1().Jobs(ns).List), c.BatchV1().Jobs(ns).Delete},
+		{"deployment", listing(c.AppsV1().Deployments(ns).List), c.AppsV1().Deployments(ns).Delete},
+		{"statefulset", listing(c.AppsV1().StatefulSets(ns).List), c.AppsV1().StatefulSets(ns).Delete},
+		{"service", listing(c.CoreV1().Services(ns).List), c.CoreV1().Services(ns).Delete},
+		{"persistentvolumeclaim", listing(c.CoreV1().PersistentVolumeClaims(ns).List), c.CoreV1().PersistentVolumeClaims(ns).Delete},
 	}
 }
 
@@ -51,12 +41,8 @@ func (k *Kube) derived() []collection {
 	ns := k.Namespace
 	c := k.Client
 	return []collection{
-		{"replicaset", func(ctx context.Context, o metav1.ListOptions) (runtime.Object, error) {
-			return c.AppsV1().ReplicaSets(ns).List(ctx, o)
-		}, nil},
-		{"controllerrevision", func(ctx context.Context, o metav1.ListOptions) (runtime.Object, error) {
-			return c.AppsV1().ControllerRevisions(ns).List(ctx, o)
-		}, nil},
+		{"replicaset", listing(c.AppsV1().ReplicaSets(ns).List), nil},
+		{"controllerrevision", listing(c.AppsV1().ControllerRevisions(ns).List), nil},
 	}
 }
 
@@ -64,7 +50,13 @@ func (k *Kube) derived() []collection {
 // only strays remain by then (the garbage collector removes the rest).
 func (k *Kube) pods() collection {
 	c := k.Client.CoreV1().Pods(k.Namespace)
-	return collection{"pod", func(ctx context.Context, o metav1.ListOptions) (runtime.Object, error) { return c.List(ctx, o) }, c.Delete}
+	return collection{"pod", listing(c.List), c.Delete}
+}
+
+// listing turns a typed client's List (each kind returns its own list type)
+// into the one signature teardown walks.
+func listing[L runtime.Object](list func(context.Context, metav1.ListOptions) (L, error)) func(context.Context, metav1.ListOptions) (runtime.Object, error) {
+	return func(ctx context.Context, o metav1.ListOptions) (runtime.Object, error) { return list(ctx, o) }
 }
 
 // Teardown deletes every object of the configuration (of the whole

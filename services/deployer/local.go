@@ -67,18 +67,10 @@ const stateFile = "endpoint.json"
 
 // Deploy starts (or finds running) the SUT of s and returns its endpoint.
 func (l *Local) Deploy(ctx context.Context, s Spec) (Deployed, error) {
-	d, err := l.deploy(ctx, s)
-	if err != nil {
-		return Deployed{}, fmt.Errorf("deploy %s: %w", s.Configuration, err)
-	}
-	return d, nil
+	return deployEntry(ctx, s, l.deploy)
 }
 
-func (l *Local) deploy(ctx context.Context, s Spec) (Deployed, error) {
-	entry, err := catalog.Lookup(s.DBMS)
-	if err != nil {
-		return Deployed{}, err
-	}
+func (l *Local) deploy(ctx context.Context, s Spec, entry catalog.Entry) (Deployed, error) {
 	if !entry.RunsLocally() {
 		return Deployed{}, fmt.Errorf("DBMS %s needs the kubernetes backend (BENCHQ_BACKEND=kubernetes); the local backend runs only %s",
 			entry.Name, strings.Join(catalog.LocalKinds, ", "))

@@ -5,17 +5,14 @@ package main
 
 import (
 	"context"
-	"flag"
-	"os"
 	"path/filepath"
 
 	"github.com/benchq/benchq/internal/config"
-	"github.com/benchq/benchq/internal/obs"
 )
 
 func main() {
-	fs := flag.NewFlagSet("deployer", flag.ExitOnError)
-	natsURL := config.NATSFlag(fs)
+	svc := config.NewService("deployer")
+	fs := svc.Flags
 	var bc BackendConfig
 	fs.StringVar(&bc.Kind, "backend", config.Env("BENCHQ_BACKEND", BackendLocal), "where SUTs run: local or kubernetes (env BENCHQ_BACKEND)")
 	fs.StringVar(&bc.Root, "root", config.Env("BENCHQ_SUT_ROOT", filepath.Join(config.Env("BENCHQ_HOME", ".benchq"), "suts")), "local backend: directory for SUT data (env BENCHQ_SUT_ROOT)")
@@ -23,17 +20,14 @@ func main() {
 	fs.StringVar(&bc.Namespace, "namespace", config.Env("BENCHQ_NAMESPACE", ""), "kubernetes backend: namespace (env BENCHQ_NAMESPACE; default the kubeconfig's or the pod's)")
 	fs.StringVar(&bc.DriverImage, "driver-image", config.Env("BENCHQ_DRIVER_IMAGE", DefaultDriverImage), "kubernetes backend: driver-agent image of the driver Jobs (env BENCHQ_DRIVER_IMAGE)")
 	fs.StringVar(&bc.DriverNATSURL, "driver-nats", config.Env("BENCHQ_DRIVER_NATS_URL", ""), "kubernetes backend: NATS URL as the driver pods see it (env BENCHQ_DRIVER_NATS_URL; default: -nats)")
-	_ = fs.Parse(os.Args[1:])
-	if bc.DriverNATSURL == "" {
-		bc.DriverNATSURL = *natsURL
-	}
-	log := config.Logger("deployer")
-	backend, err := NewBackend(bc, log)
-	if err != nil {
-		log.Error("deployer failed", "err", err)
-		os.Exit(2)
-	}
-	config.Serve(log, "deployer", func(ctx context.Context) error {
-		return Run(ctx, Config{NATSURL: *natsURL, Metrics: obs.FromEnv(ctx, log)}, backend, log)
+	svc.Main(func(ctx context.Context, rt config.Runtime) error {
+		if bc.DriverNATSURL == "" {
+			bc.DriverNATSURL = rt.NATSURL
+		}
+		backend, err := NewBackend(bc, rt.Log)
+		if err != nil {
+			return err
+		}
+		return Run(ctx, Config{NATSURL: rt.NATSURL, Metrics: rt.Metrics}, backend, rt.Log)
 	})
 }

@@ -22,7 +22,7 @@ func main() {
 	cache := config.Env("BENCHQ_CACHE", filepath.Join(os.Getenv("HOME"), ".cache", "benchq"))
 	fs := flag.NewFlagSet("driver-agent", flag.ExitOnError)
 	var cfg Config
-	fs.StringVar(&cfg.NATSURL, "nats", config.Env("BENCHQ_NATS_URL", "nats://127.0.0.1:4222"), "NATS server URL (env BENCHQ_NATS_URL)")
+	natsURL := config.NATSFlag(fs)
 	fs.StringVar(&cfg.Name, "name", config.Env("BENCHQ_AGENT_NAME", host+"-"+strconv.Itoa(os.Getpid())), "agent name, unique (env BENCHQ_AGENT_NAME)")
 	fs.StringVar(&cfg.Java, "java", config.Env("BENCHQ_JAVA", "java"), "java binary")
 	fs.StringVar(&cfg.YCSBLib, "ycsb-lib", config.Env("BENCHQ_YCSB_LIB", filepath.Join(cache, "ycsb", "lib")), "YCSB jars (built by scripts/build-ycsb.sh)")
@@ -32,6 +32,7 @@ func main() {
 	bbHome := fs.String("benchbase", config.Env("BENCHQ_BENCHBASE_HOME", ""), "Benchbase install (benchbase.jar or its directory; JAVA_HOME picks the JVM) that runs TPC-C shards; unset = the embedded engine (env BENCHQ_BENCHBASE_HOME)")
 	maxShards := fs.Int("max-shards", 0, "exit 0 after this many shards ended; 0 = serve until stopped (env BENCHQ_AGENT_MAX_SHARDS; driver Jobs)")
 	_ = fs.Parse(os.Args[1:])
+	cfg.NATSURL = *natsURL
 	cfg.Limits.MaxShards = *maxShards
 	if v := os.Getenv("BENCHQ_AGENT_MAX_SHARDS"); v != "" && !flagGiven(fs, "max-shards") {
 		n, err := strconv.Atoi(v)

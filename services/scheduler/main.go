@@ -6,19 +6,12 @@ package main
 
 import (
 	"context"
-	"flag"
-	"os"
 
 	"github.com/benchq/benchq/internal/config"
-	"github.com/benchq/benchq/internal/obs"
 )
 
 func main() {
-	fs := flag.NewFlagSet("scheduler", flag.ExitOnError)
-	natsURL := config.NATSFlag(fs)
-	_ = fs.Parse(os.Args[1:])
-	log := config.Logger("scheduler")
-	config.Serve(log, "scheduler", func(ctx context.Context) error {
-		return Run(ctx, Config{NATSURL: *natsURL, Metrics: obs.FromEnv(ctx, log)}, log)
+	config.NewService("scheduler").Main(func(ctx context.Context, rt config.Runtime) error {
+		return Run(ctx, Config{NATSURL: rt.NATSURL, Metrics: rt.Metrics}, rt.Log)
 	})
 }

@@ -156,21 +156,28 @@ def _sf_per_hour(sf: float | None, runtime_ms: pd.Series) -> pd.Series:
 
 
 def loading_per_connection(loading: pd.DataFrame, sf: float | None) -> pd.DataFrame:
-    ops = _op_columns(loading)
-    out = pd.DataFrame({
+    out = _per_connection(loading, {
         "connection": loading["phase"] + "-" + loading["shard"].astype(str),
         "experiment_run": loading["experiment_run"],
-        "threads": loading["threads"],
-        "target": loading["target"],
-        "pod_count": loading["pods"],
-        "exceptions": loading["exceptions"],
-        THROUGHPUT: loading["throughput"],
-        RUNTIME: loading["runtime_ms"],
     })
-    for c in ops:
-        out[c] = loading[c]
     out["sf"] = sf
     out[SF_PER_HOUR] = _sf_per_hour(sf, loading["runtime_ms"])
+    return out
+
+
+def _per_connection(shards: pd.DataFrame, leading: dict[str, pd.Series]) -> pd.DataFrame:
+    """One row a shard: the leading columns, the driver's settings and figures, each operation's."""
+    out = pd.DataFrame({
+        **leading,
+        "threads": shards["threads"],
+        "target": shards["target"],
+        "pod_count": shards["pods"],
+        "exceptions": shards["exceptions"],
+        THROUGHPUT: shards["throughput"],
+        RUNTIME: shards["runtime_ms"],
+    })
+    for c in _op_columns(shards):
+        out[c] = shards[c]
     return out.reset_index(drop=True)
 
 
@@ -362,8 +369,7 @@ def loading_per_run(loading: pd.DataFrame, sf: float | None, lat: pd.DataFrame,
 
 
 def execution_per_connection(execution: pd.DataFrame) -> pd.DataFrame:
-    ops = _op_columns(execution)
-    out = pd.DataFrame({
+    return _per_connection(execution, {
         "DBMS": execution["phase"] + "-" + execution["shard"].astype(str),
         "phase": execution["phase"],
         "job": execution["phase"],
@@ -372,16 +378,7 @@ def execution_per_connection(execution: pd.DataFrame) -> pd.DataFrame:
         "client": execution["client"],
         "benchmark_run": execution["attempt"],
         "child": execution["shard"],
-        "threads": execution["threads"],
-        "target": execution["target"],
-        "pod_count": execution["pods"],
-        "exceptions": execution["exceptions"],
-        THROUGHPUT: execution["throughput"],
-        RUNTIME: execution["runtime_ms"],
     })
-    for c in ops:
-        out[c] = execution[c]
-    return out.reset_index(drop=True)
 
 
 def execution_per_phase(execution: pd.DataFrame, lat: pd.DataFrame, windows: pd.DataFrame) -> pd.DataFrame:
