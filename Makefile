@@ -13,7 +13,7 @@ EXPERIMENT ?= -dbms $(DBMS) -sf 0.1 -xop 0.2 -xwl a -nlp 2 -nlt 8 -nbp 1 -nbt 8 
 # 30 s of 8 terminals on 1 pod, then split over 2 pods.
 TPCC ?= -dbms PostgreSQL -sf 2 -xsd 0.5 -nbp 1,2 -nbt 8 -tr
 
-.PHONY: run run-tpcc up down summary test test-go test-py test-ycsb test-e2e test-k8s bootstrap clean
+.PHONY: run run-tpcc up down summary test test-go test-py test-ycsb test-fuzz test-e2e test-k8s bootstrap clean
 
 run: bootstrap
 	@scripts/run.sh $(EXPERIMENT)
@@ -34,7 +34,7 @@ summary:
 bootstrap:
 	@scripts/bootstrap.sh
 
-test: bootstrap test-go test-py test-ycsb test-e2e test-k8s
+test: bootstrap test-go test-py test-ycsb test-fuzz test-e2e test-k8s
 
 test-go:
 	go vet ./...
@@ -60,6 +60,15 @@ clean: down
 # once into ~/.cache/benchq/k8s by scripts/k8s/build-control-plane.sh, and
 # Prometheus 2.42 with its kubernetes discovery (scripts/k8s/build-prometheus.sh)
 # for deploy/k8s/prometheus.yaml.
+# Each fuzz target for a few seconds beyond its seeds (plain `go test`
+# runs the seeds); make bench-fuzz runs them longer (issue 14, point 3).
+test-fuzz:
+	scripts/fuzz.sh $(or $(FUZZTIME),8s)
+
+.PHONY: bench-fuzz
+bench-fuzz:
+	@scripts/fuzz.sh $(or $(FUZZTIME),2m)
+
 .PHONY: test-k8s
 test-k8s:
 	scripts/k8s/build-control-plane.sh

@@ -210,7 +210,7 @@ func fieldPath(loc []string) string {
 		if b.Len() > 0 {
 			b.WriteByte('.')
 		}
-		b.WriteString(t)
+		b.WriteString(fieldName(t))
 	}
 	if b.Len() == 0 {
 		return "(message)"
@@ -220,9 +220,18 @@ func fieldPath(loc []string) string {
 
 func joinField(parent, child string) string {
 	if parent == "(message)" {
-		return child
+		return fieldName(child)
 	}
-	return parent + "." + child
+	return parent + "." + fieldName(child)
+}
+
+// fieldName quotes a key that would not read as one field in a path: the
+// empty key, or one with dots, brackets, quotes or blanks.
+func fieldName(key string) string {
+	if key == "" || strings.ContainsAny(key, ".[]\" \t\n") {
+		return strconv.Quote(key)
+	}
+	return key
 }
 
 // Names returns names.json, for the test that keeps Go and the file in step.

@@ -71,6 +71,15 @@ func ParseSummary(r io.Reader) (Result, error) {
 	if len(missing) > 0 {
 		return Result{}, fmt.Errorf("summary.json: missing %s", strings.Join(slices.Sorted(slices.Values(missing)), ", "))
 	}
+	// A torn or foreign file can hold numbers no run gives; refused here,
+	// they would make a result that cannot be published (JSON times end
+	// at year 9999) or a negative rate.
+	if start := time.UnixMilli(*s.StartMS); start.Year() < 1970 || start.Year() > 9999 {
+		return Result{}, fmt.Errorf("summary.json: Start timestamp %d ms is not a time of a run", *s.StartMS)
+	}
+	if *s.ElapsedNS < 0 || *s.Measured < 0 {
+		return Result{}, fmt.Errorf("summary.json: negative elapsed time (%d ns) or measured requests (%d)", *s.ElapsedNS, *s.Measured)
+	}
 	res := Result{
 		Benchmark: strings.ToLower(s.Benchmark), DBMSType: s.DBMSType, DBMSVersion: s.DBMSVersion,
 		Isolation: s.Isolation, FinalState: s.FinalState,

@@ -1,0 +1,38 @@
+#!/usr/bin/env bash
+# Runs every fuzz target for FUZZTIME each (Go's native fuzzing) and prints
+# the inputs tried and the crashes. `make test` runs it briefly (test-fuzz);
+# `make bench-fuzz` longer. A crash writes its input under the package's
+# testdata/fuzz/<target>/, where it stays as a seed: commit it with the fix.
+#   scripts/fuzz.sh [FUZZTIME]     # default 10s; Go's syntax (30s, 5m, 100000x)
+set -uo pipefail
+cd "$(dirname "$0")/.."
+fuzztime=${1:-10s}
+# package target: the request intake, event decoding, the tools' outputs.
+targets=(
+  "./internal/plan FuzzFromRequest"
+  "./internal/bus FuzzDecodeSubject"
+  "./internal/ycsb FuzzParseStatusLine"
+  "./internal/ycsb FuzzParseSummary"
+  "./internal/benchbase FuzzParseSummary"
+  "./internal/benchbase FuzzParseRaw"
+  "./internal/benchbase FuzzParseConsole"
+)
+echo "fuzzing $fuzztime per target; $(go version | cut -d' ' -f3-4); $(nproc) cores"
+printf '%-22s %-20s %12s %8s %s\n' package target inputs crashes result
+crashes=0
+for t in "${targets[@]}"; do
+  read -r pkg target <<<"$t"
+  log=$(mktemp)
+  if go test -run="^$" -fuzzminimizetime=500x -fuzz="^${target}\$" -fuzztime="$fuzztime" "$pkg" >"$log" 2>&1; then
+    result=ok; failed=0
+  else
+    result="FAIL: $(grep -m1 -E 'fuzz_test.go|parse_test.go|panic:|Failing input' "$log" | sed 's/^ *//')"; failed=1
+  fi
+  inputs=$(grep -oE 'execs: [0-9]+' "$log" | tail -1 | cut -d' ' -f2)
+  printf '%-22s %-20s %12s %8s %s\n' "$pkg" "$target" "${inputs:-?}" "$failed" "$result"
+  [[ $failed == 0 ]] || { sed 's/^/    /' "$log" | grep -vE '^    fuzz: elapsed' | tail -15; }
+  crashes=$((crashes + failed))
+  rm -f "$log"
+done
+echo "crashes: $crashes (goal: 0)"
+[[ $crashes == 0 ]]
