@@ -100,6 +100,9 @@ func TestEmbeddedStack(t *testing.T) {
 		// The experiment as DataFrames: exported as CSV and parquet, read
 		// back equal (issue 12, point 5), with the build's version.
 		s.python(t, "benchq_reporter.selfcheck_export", "--db", s.info.DBURL, "-e", code)
+		// Its HTML report in headless Chromium: no console message, every
+		// plot rendered, a screenshot that is not blank (issue 12, point 3).
+		s.python(t, "benchq_reporter.selfcheck_report", "--db", s.info.DBURL, "-e", code)
 		// Ground truth: the SUT's CPU seconds of the loading phase, as the
 		// summary reduces them from Prometheus' samples, within 10 % of what
 		// the kernel counted for redis-server over the same window.

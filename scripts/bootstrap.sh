@@ -22,6 +22,7 @@ command -v mvn >/dev/null || need+=(maven)
 command -v prometheus >/dev/null || need+=(prometheus)
 command -v prometheus-redis-exporter >/dev/null || need+=(prometheus-redis-exporter)
 command -v prometheus-postgres-exporter >/dev/null || need+=(prometheus-postgres-exporter)
+command -v chromium >/dev/null || need+=(chromium)  # the HTML report's browser test (reporter report)
 if [ ${#need[@]} -gt 0 ]; then
   step "apt-get install ${need[*]}"
   SUDO=""; [ "$(id -u)" -eq 0 ] || SUDO=sudo

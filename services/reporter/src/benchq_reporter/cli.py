@@ -22,7 +22,7 @@ from enum import IntEnum
 from pathlib import Path
 from typing import NoReturn, TextIO
 
-from . import dataframes, db, export, render, version
+from . import dataframes, db, export, render, report, version
 from .summary import summarize
 
 ENV_DB_URL = db.ENV_DB_URL
@@ -87,6 +87,10 @@ def parser(stdout: TextIO) -> argparse.ArgumentParser:
     x.add_argument("-o", "--output", required=True, metavar="DIR")
     p.add_argument("--version", action=_Version, nargs=0, help="print the reporter's version and exit")
     # --- end export ---
+    r = command("report", "write one experiment as a self-contained HTML page: the summary and its plots")
+    r.add_argument("-e", "--experiment", required=True, metavar="CODE")
+    r.add_argument("-o", "--output", required=True, metavar="FILE", help="the HTML file to write")
+    r.add_argument("--png", metavar="DIR", help="also write each plot as DIR/<plot>.png")
     return p
 
 
@@ -107,12 +111,15 @@ def main(argv: Sequence[str], env: Mapping[str, str], stdout: TextIO, stderr: Te
         return fail(ExitStatus.USAGE, f"no results database: pass --db URL or set {ENV_DB_URL}")
     if args.command == "export":
         return _export(args, url, stdout, fail)
+    frames = None
     try:
         with db.connect(url) as conn:
             if args.command == "list":
                 stdout.write(render.experiments_markdown(db.list_experiments(conn)))
                 return ExitStatus.SUCCESS
             data = db.fetch_experiment(conn, args.experiment)
+        if args.command == "report" and data is not None:
+            frames = dataframes.load(args.experiment, url)
     except db.Unreachable as e:
         return fail(ExitStatus.ERROR, f"cannot reach the results database at {e.url} ({e.reason}); {FIX}")
     except db.DatabaseError as e:
@@ -122,6 +129,8 @@ def main(argv: Sequence[str], env: Mapping[str, str], stdout: TextIO, stderr: Te
         return fail(ExitStatus.ERROR, f"no experiment with code '{args.experiment}' in the results database "
                                       "(list them with: reporter list)")
     summary = summarize(data)
+    if args.command == "report":
+        return _report(args, frames, summary, stdout, fail)
     if args.command == "tests":
         stdout.write(render.tests_markdown(summary))
         return ExitStatus.SUCCESS if summary.tests_passed else ExitStatus.ERROR
@@ -156,6 +165,23 @@ def _export(args: argparse.Namespace, url: str, stdout: TextIO, fail) -> int:
     stdout.write(f"{Path(args.output) / export.MANIFEST}\n")
     return ExitStatus.SUCCESS
 # --- end export ---
+
+
+def _report(args: argparse.Namespace, frames, summary, stdout: TextIO, fail) -> int:
+    """``reporter report``: the written files on stdout, the page first."""
+    made, missing = report.plots(frames, summary)
+    try:
+        out = Path(args.output)
+        out.parent.mkdir(parents=True, exist_ok=True)
+        out.write_text(report.page(args.experiment, render.markdown(summary), made, missing), encoding="utf-8")
+        pngs = report.write_png(made, Path(args.png)) if args.png else []
+    except OSError as e:
+        return fail(ExitStatus.ERROR, f"cannot write the report: {e}")
+    finally:
+        report.close(made)
+    for path in (out, *pngs):
+        stdout.write(f"{path}\n")
+    return ExitStatus.SUCCESS
 
 
 def run() -> NoReturn:

@@ -1,0 +1,236 @@
+"""``reporter report``: one experiment as one self-contained HTML file.
+
+The page holds the summary exactly as ``reporter summary`` prints it (its
+Markdown tables become HTML tables) and plots drawn by matplotlib as inline
+SVG, so it opens without a network and without scripts:
+
+- throughput over time of each phase: one line per shard and their total
+  (the shards' streamed status lines, ``intervals``);
+- latency percentiles per operation and phase (p50, p95, p99, p99.9 of the
+  shards' merged histograms: the summary's Latency tables);
+- CPU and RAM per component and phase (the Monitoring section's figures);
+- for a grid, throughput and p99 per configuration.
+
+A plot without data (no intervals streamed, no monitoring) is left out and
+the page says why. ``--png DIR`` writes the same plots as PNG files for papers.
+"""
+
+from __future__ import annotations
+
+import html
+import io
+import re
+from collections.abc import Iterator, Mapping
+from dataclasses import dataclass
+from pathlib import Path
+
+import matplotlib
+
+matplotlib.use("Agg")  # files only: no display here, nor anywhere the reporter runs
+
+import matplotlib.pyplot as plt  # noqa: E402  (after the backend is chosen)
+import pandas as pd  # noqa: E402
+from matplotlib.figure import Figure  # noqa: E402
+
+from .summary import YcsbSummary  # noqa: E402
+from .ycsb import LATENCY_FIGURES, THROUGHPUT, WINDOW_THROUGHPUT  # noqa: E402
+
+PERCENTILES = ("p50", "p95", "p99", "p999")
+# The Monitoring figures plotted per component (the summary's column titles).
+MONITORED = {"cpu_seconds": "CPU [CPUs]", "max_ram": "Max RAM [Gb]"}
+
+
+@dataclass(frozen=True)
+class Plot:
+    slug: str  # file name of --png, id of the figure in the page
+    title: str
+    figure: Figure
+
+
+def plots(frames: Mapping[str, pd.DataFrame], summary: object) -> tuple[list[Plot], list[str]]:
+    """The plots of one experiment, and a line for each that has no data."""
+    out: list[Plot] = []
+    missing: list[str] = []
+    for make in (_throughput_over_time, _latency_per_phase, _monitoring, _grid):
+        made, why = make(frames, summary)
+        out.extend(made)
+        if why:
+            missing.append(why)
+    return out, missing
+
+
+def _throughput_over_time(frames: Mapping[str, pd.DataFrame], _summary: object) -> tuple[list[Plot], str]:
+    iv = frames["intervals"]
+    iv = iv[iv["kind"] == "run"].dropna(subset=["ops_per_sec"])
+    if iv.empty:
+        return [], "Throughput over time: no shard streamed status lines (-xli 0, or none ran)."
+    made = []
+    for phase, g in iv.groupby("phase", sort=False):
+        fig, ax = plt.subplots(figsize=(8, 3.2))
+        for shard, s in g.groupby("shard"):
+            s = s.sort_values("elapsed_s")
+            ax.plot(s["elapsed_s"], s["ops_per_sec"], linewidth=1, label=f"shard {shard}")
+        if g["shard"].nunique() > 1:
+            # Shards print on their own clocks: the total adds each shard's
+            # rate at the same second since its start.
+            total = g.groupby("elapsed_s")["ops_per_sec"].sum().sort_index()
+            ax.plot(total.index, total.values, color="black", linewidth=2, label="total")
+        ax.set(xlabel="seconds since the shard started", ylabel="ops/s")
+        ax.legend(fontsize=8)
+        made.append(Plot(f"throughput-{_slug(phase)}", f"Throughput over time: {phase}", fig))
+    return made, ""
+
+
+def _latency_per_phase(_frames: Mapping[str, pd.DataFrame], summary: object) -> tuple[list[Plot], str]:
+    lat = summary.execution_latency if isinstance(summary, YcsbSummary) else None
+    if lat is None or lat.empty:
+        return [], "Latency per phase: no merged latency figures (a TPC-C summary has them in its tables)."
+    figures = [LATENCY_FIGURES[p] for p in PERCENTILES if LATENCY_FIGURES[p] in lat.columns]
+    made = []
+    for op, g in lat.groupby("operation", sort=False):
+        # With a target, YCSB measures from the intended start too: a row each.
+        label = g["phase"] + (" (from " + g["latency from"] + ")" if "latency from" in g.columns else "")
+        g = g.set_index(label)[figures].astype("float64") / 1000.0
+        fig, ax = plt.subplots(figsize=(8, 0.5 + 0.45 * len(g) * len(figures) / 2 + 1))
+        g.rename(columns=dict(zip(figures, PERCENTILES))).plot.barh(ax=ax)
+        ax.set(xlabel="latency [ms]", ylabel="")
+        ax.invert_yaxis()
+        made.append(Plot(f"latency-{_slug(op)}", f"Latency percentiles of {op} per phase (merged histograms)", fig))
+    return made, ""
+
+
+def _monitoring(frames: Mapping[str, pd.DataFrame], _summary: object) -> tuple[list[Plot], str]:
+    ms = frames["metric_summaries"]
+    ms = ms[ms["metric"].isin(list(MONITORED))]
+    if ms.empty:
+        return [], "CPU and RAM per component: the experiment was not monitored (-m, -mc)."
+    made = []
+    for metric, title in MONITORED.items():
+        m = ms[ms["metric"] == metric]
+        if m.empty:
+            continue
+        table = m.pivot_table(index="phase", columns="component", values="value", aggfunc="sum", sort=False)
+        fig, ax = plt.subplots(figsize=(8, 0.8 + 0.5 * len(table)))
+        table.plot.barh(ax=ax)
+        ax.set(xlabel=title, ylabel="")
+        ax.invert_yaxis()
+        gaps = m[m["value"].isna()]
+        if not gaps.empty:  # missing is shown as missing, never as a zero bar
+            ax.set_title(f"missing: {len(gaps)} figure(s), see the Monitoring section", fontsize=9)
+        made.append(Plot(f"monitoring-{metric}", f"{title} per component and phase", fig))
+    return made, ""
+
+
+def _grid(_frames: Mapping[str, pd.DataFrame], summary: object) -> tuple[list[Plot], str]:
+    if not isinstance(summary, YcsbSummary) or summary.execution_per_phase.empty:
+        return [], ""
+    per = summary.execution_per_phase
+    if per["DBMS"].nunique() < 2:
+        return [], ""
+    lat = summary.execution_latency
+    p99 = LATENCY_FIGURES["p99"]
+    worst = lat.groupby("phase")[p99].max() / 1000.0 if p99 in lat.columns else pd.Series(dtype="float64")
+    fig, (left, right) = plt.subplots(1, 2, figsize=(10, 0.8 + 0.45 * len(per)), sharey=True)
+    column = WINDOW_THROUGHPUT if WINDOW_THROUGHPUT in per.columns else THROUGHPUT
+    left.barh(per["DBMS"], per[column].astype("float64"))
+    left.set(xlabel="ops/s (common window)")
+    right.barh(per["DBMS"], [worst.get(p, float("nan")) for p in per["phase"]])
+    right.set(xlabel="p99 of the slowest operation [ms]")
+    left.invert_yaxis()
+    return [Plot("grid", "Throughput and p99 per configuration and phase", fig)], ""
+
+
+def svg(fig: Figure) -> str:
+    buf = io.StringIO()
+    fig.savefig(buf, format="svg", bbox_inches="tight")
+    text = buf.getvalue()
+    return text[text.index("<svg"):]  # the XML prolog and doctype do not belong inside HTML
+
+
+def write_png(made: list[Plot], directory: Path) -> list[Path]:
+    directory.mkdir(parents=True, exist_ok=True)
+    paths = []
+    for p in made:
+        path = directory / f"{p.slug}.png"
+        p.figure.savefig(path, format="png", dpi=150, bbox_inches="tight")
+        paths.append(path)
+    return paths
+
+
+def page(code: str, markdown: str, made: list[Plot], missing: list[str]) -> str:
+    """The HTML page: plots first, then the summary."""
+    figures = "\n".join(
+        f'<figure class="plot" id="{p.slug}"><figcaption>{html.escape(p.title)}</figcaption>{svg(p.figure)}</figure>'
+        for p in made)
+    notes = "".join(f"<li>{html.escape(m)}</li>" for m in missing)
+    return f"""<!DOCTYPE html>
+<html lang="en"><head><meta charset="utf-8">
+<title>benchq experiment {html.escape(code)}</title>
+<style>
+body {{ font-family: sans-serif; margin: 2em; color: #222; }}
+table {{ border-collapse: collapse; margin: 0.5em 0 1em; font-size: 0.85em; }}
+th, td {{ border: 1px solid #ccc; padding: 2px 6px; }}
+td.num {{ text-align: right; font-variant-numeric: tabular-nums; }}
+figure.plot {{ margin: 1em 0; }} figure.plot svg {{ max-width: 100%; height: auto; }}
+figcaption {{ font-weight: bold; }}
+</style></head>
+<body>
+<h1>benchq experiment {html.escape(code)}</h1>
+<h2>Plots</h2>
+{figures}
+{f"<ul class='missing'>{notes}</ul>" if notes else ""}
+<h2>Summary</h2>
+{markdown_html(markdown)}
+</body></html>
+"""
+
+
+def markdown_html(text: str) -> str:
+    """The summary's Markdown (headings, pipe tables, bullets, lines) as HTML."""
+    return "\n".join(_blocks(text.splitlines()))
+
+
+_NUMBER = re.compile(r"^-?[\d,]*\.?\d+(e[+-]?\d+)?$")
+
+
+def _blocks(lines: list[str]) -> Iterator[str]:
+    i = 0
+    while i < len(lines):
+        line = lines[i].rstrip()
+        if line.startswith("|"):
+            rows = []
+            while i < len(lines) and lines[i].startswith("|"):
+                rows.append([c.strip() for c in lines[i].strip().strip("|").split("|")])
+                i += 1
+            yield _table(rows)
+            continue
+        i += 1
+        if not line:
+            continue
+        if m := re.match(r"^(#{1,6}) (.*)", line):
+            level = min(len(m.group(1)) + 1, 6)  # the page's own title is the h1
+            yield f"<h{level}>{html.escape(m.group(2))}</h{level}>"
+        elif line.lstrip().startswith("* "):
+            indent = len(line) - len(line.lstrip())
+            yield f'<p style="margin-left: {indent}em">&bull; {html.escape(line.lstrip()[2:])}</p>'
+        else:
+            yield f"<p>{html.escape(line)}</p>"
+
+
+def _table(rows: list[list[str]]) -> str:
+    head, body = rows[0], [r for r in rows[1:] if not all(set(c) <= set(":-") for c in r)]
+    th = "".join(f"<th>{html.escape(c)}</th>" for c in head)
+    trs = "".join(
+        "<tr>" + "".join(f'<td class="num">{html.escape(c)}</td>' if _NUMBER.match(c) else f"<td>{html.escape(c)}</td>"
+                         for c in r) + "</tr>"
+        for r in body)
+    return f"<table><thead><tr>{th}</tr></thead><tbody>{trs}</tbody></table>"
+
+
+def _slug(s: str) -> str:
+    return re.sub(r"[^A-Za-z0-9]+", "-", s).strip("-").lower()
+
+
+def close(made: list[Plot]) -> None:
+    for p in made:
+        plt.close(p.figure)
