@@ -58,8 +58,10 @@ func TestEmbeddedStack(t *testing.T) {
 		}
 	})
 
+	var compared []string // the default experiments, for reporter compare
 	t.Run("Redis default experiment, collector killed mid-benchmark", func(t *testing.T) {
 		code := fmt.Sprintf("e2e-redis-%d", time.Now().Unix())
+		compared = append(compared, code)
 		counted := map[string]int64{}
 		// redis-server's CPU seconds as the kernel counts them, sampled
 		// every 50 ms from the SUT's start to the experiment's end.
@@ -121,6 +123,7 @@ func TestEmbeddedStack(t *testing.T) {
 
 	t.Run("PostgreSQL default experiment", func(t *testing.T) {
 		code := fmt.Sprintf("e2e-pg-%d", time.Now().Unix())
+		compared = append(compared, code)
 		var rows int64 = -1
 		out := s.runExperiment(t, code, "PostgreSQL", func(subject string, data []byte, ep *contracts.Endpoint) {
 			var pe contracts.PhaseEvent
@@ -142,6 +145,34 @@ func TestEmbeddedStack(t *testing.T) {
 			t.Errorf("usertable holds %d rows after loading, want 100000", rows)
 		}
 		s.checkResults(t, code, out)
+	})
+
+	// Both side by side (issue 12, point 4): a row each, every figure
+	// measured (both ran with -m), the baseline at ratio 1.
+	t.Run("reporter compare", func(t *testing.T) {
+		if len(compared) != 2 {
+			t.Skipf("the default experiments did not both start: %v", compared)
+		}
+		cmd := exec.Command(filepath.Join(s.repo, ".venv", "bin", "reporter"), "compare", "--db", s.info.DBURL, "-e", compared[0], "-e", compared[1])
+		out, err := cmd.CombinedOutput()
+		if err != nil {
+			t.Fatalf("reporter compare: %v\n%s", err, out)
+		}
+		for _, code := range compared {
+			row := ""
+			for _, line := range strings.Split(string(out), "\n") {
+				if strings.HasPrefix(line, "| "+code+" ") {
+					row = line
+				}
+			}
+			if row == "" || strings.Contains(row, "missing") {
+				t.Errorf("%s: no row, or a figure missing:\n%s", code, out)
+			}
+		}
+		if !strings.Contains(string(out), "| 1.000 ") {
+			t.Errorf("the baseline is not at ratio 1:\n%s", out)
+		}
+		t.Logf("reporter compare:\n%s", out)
 	})
 }
 

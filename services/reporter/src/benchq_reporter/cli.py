@@ -22,7 +22,7 @@ from enum import IntEnum
 from pathlib import Path
 from typing import NoReturn, TextIO
 
-from . import dataframes, db, export, render, report, version
+from . import compare, dataframes, db, export, render, report, version
 from .summary import summarize
 
 ENV_DB_URL = db.ENV_DB_URL
@@ -91,6 +91,10 @@ def parser(stdout: TextIO) -> argparse.ArgumentParser:
     r.add_argument("-e", "--experiment", required=True, metavar="CODE")
     r.add_argument("-o", "--output", required=True, metavar="FILE", help="the HTML file to write")
     r.add_argument("--png", metavar="DIR", help="also write each plot as DIR/<plot>.png")
+    c = command("compare", "benchmarking phases of several experiments side by side, with ratios to the first")
+    c.add_argument("-e", "--experiment", action="append", required=True, metavar="CODE",
+                   help="an experiment; give two or more, the first is the baseline")
+    c.add_argument("--format", choices=["markdown", "html"], default="markdown")
     return p
 
 
@@ -111,6 +115,8 @@ def main(argv: Sequence[str], env: Mapping[str, str], stdout: TextIO, stderr: Te
         return fail(ExitStatus.USAGE, f"no results database: pass --db URL or set {ENV_DB_URL}")
     if args.command == "export":
         return _export(args, url, stdout, fail)
+    if args.command == "compare":
+        return _compare(args, url, stdout, fail)
     frames = None
     try:
         with db.connect(url) as conn:
@@ -181,6 +187,31 @@ def _report(args: argparse.Namespace, frames, summary, stdout: TextIO, fail) -> 
         report.close(made)
     for path in (out, *pngs):
         stdout.write(f"{path}\n")
+    return ExitStatus.SUCCESS
+
+
+def _compare(args: argparse.Namespace, url: str, stdout: TextIO, fail) -> int:
+    if len(args.experiment) < 2:
+        return fail(ExitStatus.USAGE, "compare needs two experiments or more: -e A -e B (see: reporter --help)")
+    tables = []
+    try:
+        with db.connect(url) as conn:
+            for code in args.experiment:
+                data = db.fetch_experiment(conn, code)
+                if data is None:
+                    return fail(ExitStatus.ERROR, f"no experiment with code '{code}' in the results database "
+                                                  "(list them with: reporter list)")
+                tables.append(compare.phases(code, summarize(data), dataframes.load(code, url)))
+    except db.Unreachable as e:
+        return fail(ExitStatus.ERROR, f"cannot reach the results database at {e.url} ({e.reason}); {FIX}")
+    except db.DatabaseError as e:
+        return fail(ExitStatus.ERROR, f"cannot read the results database at {e.url} ({e.reason}); {FIX}")
+    except compare.NotComparable as e:
+        return fail(ExitStatus.ERROR, str(e))
+    text = compare.markdown(compare.compare(tables))
+    if args.format == "html":
+        text = report.html_page("benchq comparison: " + ", ".join(args.experiment), report.markdown_html(text))
+    stdout.write(text)
     return ExitStatus.SUCCESS
 
 

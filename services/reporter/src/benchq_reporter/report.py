@@ -163,9 +163,19 @@ def page(code: str, markdown: str, made: list[Plot], missing: list[str]) -> str:
         f'<figure class="plot" id="{p.slug}"><figcaption>{html.escape(p.title)}</figcaption>{svg(p.figure)}</figure>'
         for p in made)
     notes = "".join(f"<li>{html.escape(m)}</li>" for m in missing)
+    body = f"""<h2>Plots</h2>
+{figures}
+{f"<ul class='missing'>{notes}</ul>" if notes else ""}
+<h2>Summary</h2>
+{markdown_html(markdown)}"""
+    return html_page(f"benchq experiment {code}", body)
+
+
+def html_page(title: str, body: str) -> str:
+    """A whole page around body, with the report's style."""
     return f"""<!DOCTYPE html>
 <html lang="en"><head><meta charset="utf-8">
-<title>benchq experiment {html.escape(code)}</title>
+<title>{html.escape(title)}</title>
 <style>
 body {{ font-family: sans-serif; margin: 2em; color: #222; }}
 table {{ border-collapse: collapse; margin: 0.5em 0 1em; font-size: 0.85em; }}
@@ -175,12 +185,8 @@ figure.plot {{ margin: 1em 0; }} figure.plot svg {{ max-width: 100%; height: aut
 figcaption {{ font-weight: bold; }}
 </style></head>
 <body>
-<h1>benchq experiment {html.escape(code)}</h1>
-<h2>Plots</h2>
-{figures}
-{f"<ul class='missing'>{notes}</ul>" if notes else ""}
-<h2>Summary</h2>
-{markdown_html(markdown)}
+<h1>{html.escape(title)}</h1>
+{body}
 </body></html>
 """
 

@@ -1,0 +1,90 @@
+"""``reporter compare -e A -e B …``: benchmarking phases of several experiments side by side.
+
+One row per benchmarking phase of each experiment, with its throughput over
+the common window, the p95 and p99 of its slowest operation (merged
+histograms, latency from the operation's start) and the SUT's CPU seconds
+per million operations (when monitored with -m), each with its ratio to the
+baseline: the phase at the same position in the first experiment. A figure
+that could not be had is "missing", and so is its ratio: never 0.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+
+import pandas as pd
+
+from .summary import YcsbSummary
+from .ycsb import LATENCY_FIGURES, THROUGHPUT, WINDOW_THROUGHPUT
+
+MISSING = "missing"
+FIGURES = {  # column → (title, lower is better)
+    "throughput": ("Throughput(ops/sec)", False),
+    "p95_us": ("p95 slowest op (us)", True),
+    "p99_us": ("p99 slowest op (us)", True),
+    "cpu_per_mops": ("SUT CPU s per 1M ops", True),
+}
+
+
+class NotComparable(ValueError):
+    """An experiment without benchmarking phases (a TPC-C one, or none ran)."""
+
+
+def phases(code: str, summary: object, frames: Mapping[str, pd.DataFrame]) -> pd.DataFrame:
+    """The compared figures of one experiment's benchmarking phases, in plan order."""
+    if not isinstance(summary, YcsbSummary) or summary.execution_per_phase.empty:
+        raise NotComparable(f"experiment {code} has no YCSB benchmarking phase to compare")
+    per = summary.execution_per_phase
+    lat = summary.execution_latency
+    if "latency from" in lat.columns:
+        lat = lat[lat["latency from"] == "start"]
+    by_phase = lat.groupby("phase")
+    ops = by_phase[LATENCY_FIGURES["count"]].sum()
+    ms = frames["metric_summaries"]
+    cpu = ms[(ms["kind"] == "run") & (ms["component"] == "sut") & (ms["metric"] == "cpu_seconds")]
+    cpu = cpu.sort_values("attempt").groupby("phase")["value"].last()  # the attempt the summary reports
+    out = pd.DataFrame({
+        "experiment": code,
+        "phase": per["phase"].to_numpy(),
+        "throughput": per[WINDOW_THROUGHPUT].astype("float64").to_numpy(),
+    })
+    # Shards that reported no measured window (an older agent) leave only
+    # YCSB's own figure: used, and said so under the table.
+    overall = out["throughput"].isna()
+    out.loc[overall, "throughput"] = per.loc[overall.to_numpy(), THROUGHPUT].astype("float64").to_numpy()
+    out["window"] = ~overall
+    out["p95_us"] = out["phase"].map(by_phase[LATENCY_FIGURES["p95"]].max())
+    out["p99_us"] = out["phase"].map(by_phase[LATENCY_FIGURES["p99"]].max())
+    out["cpu_per_mops"] = out["phase"].map(cpu) / out["phase"].map(ops) * 1e6
+    return out
+
+
+def compare(experiments: list[pd.DataFrame]) -> pd.DataFrame:
+    """The experiments' phases stacked, each figure with its ratio to the baseline's."""
+    base = experiments[0].reset_index(drop=True)
+    rows = []
+    for df in experiments:
+        df = df.reset_index(drop=True)
+        for col in FIGURES:
+            ref = base[col].reindex(df.index)
+            df[f"{col}_ratio"] = (df[col] / ref).where(ref > 0)
+        rows.append(df)
+    return pd.concat(rows, ignore_index=True)
+
+
+def markdown(table: pd.DataFrame) -> str:
+    """The comparison as Markdown (cells are text: tabulate must not reformat "1.000")."""
+    cols: dict[str, pd.Series] = {"experiment": table["experiment"], "phase": table["phase"]}
+    for col, (title, _) in FIGURES.items():
+        cols[title] = table[col].map(lambda v: MISSING if pd.isna(v) else f"{v:,.2f}")
+        cols["×"] = table[f"{col}_ratio"].map(lambda v: MISSING if pd.isna(v) else f"{v:.3f}")
+        cols[f"{title} ×"] = cols.pop("×")
+    lines = ["## Comparison", "",
+             pd.DataFrame(cols).to_markdown(index=False, disable_numparse=True), "",
+             f"* × is the ratio to the baseline, {table['experiment'].iloc[0]}: the phase at the same position.",
+             "* Throughput over the phase's common window (the shards' rates summed); p95/p99 of its slowest operation from the shards' "
+             "merged histograms; SUT CPU seconds (-m) per million operations. Lower is better but for throughput."]
+    if not table["window"].all():
+        lines.append("* No common window for " + ", ".join(table.loc[~table["window"], "phase"])
+                     + ": their throughput is YCSB's [OVERALL].Throughput(ops/sec), summed over the shards.")
+    return "\n".join(lines) + "\n"

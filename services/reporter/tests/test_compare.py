@@ -1,0 +1,76 @@
+"""reporter compare: phases of several experiments side by side, with ratios to the first."""
+
+from __future__ import annotations
+
+import io
+import math
+
+import pandas as pd
+import pytest
+from rows import frames_tables, insert, load_tables
+
+from benchq_reporter import compare
+from benchq_reporter.cli import main
+
+
+@pytest.fixture(scope="module")
+def db(postgres_url):
+    for code in ("cmp-a", "cmp-b"):
+        tables = frames_tables()  # monitored with -m -mc -ma
+        tables["experiments"][0]["code"] = code
+        insert(postgres_url, tables)
+    plain = load_tables()  # the same run, not monitored
+    plain["experiments"][0]["code"] = "cmp-plain"
+    insert(postgres_url, plain)
+    return postgres_url
+
+
+def run(*argv: str) -> tuple[int, str, str]:
+    out, err = io.StringIO(), io.StringIO()
+    return main(list(argv), {}, out, err), out.getvalue(), err.getvalue()
+
+
+def test_the_same_run_twice_compares_at_one(db):
+    status, out, err = run("compare", "--db", db, "-e", "cmp-a", "-e", "cmp-b")
+    assert status == 0, err
+    rows = [line for line in out.splitlines() if line.startswith("| cmp-")]
+    assert len(rows) == 2
+    cells = [c.strip() for c in rows[1].strip("|").split("|")]
+    # experiment, phase, then each figure and its ratio
+    assert cells[0] == "cmp-b" and cells[3::2] == ["1.000"] * 4, cells
+
+
+def test_a_figure_that_was_not_measured_is_missing_not_zero(db):
+    status, out, err = run("compare", "--db", db, "-e", "cmp-a", "-e", "cmp-plain")
+    assert status == 0, err
+    plain = next(line for line in out.splitlines() if line.startswith("| cmp-plain"))
+    cells = [c.strip() for c in plain.strip("|").split("|")]
+    assert cells[-2:] == ["missing", "missing"], cells  # SUT CPU per 1M ops and its ratio
+    assert cells[3] == "1.000"
+
+
+def test_ratios_are_to_the_phase_at_the_same_position():
+    a = pd.DataFrame({"experiment": "a", "phase": ["p1", "p2"], "throughput": [100.0, 200.0],
+                      "p95_us": [10.0, 20.0], "p99_us": [30.0, float("nan")], "cpu_per_mops": [4.0, 0.0]})
+    b = pd.DataFrame({"experiment": "b", "phase": ["q1", "q2", "q3"], "throughput": [150.0, 100.0, 1.0],
+                      "p95_us": [5.0, 20.0, 1.0], "p99_us": [60.0, 1.0, 1.0], "cpu_per_mops": [2.0, 1.0, 1.0]})
+    got = compare.compare([a, b]).set_index(["experiment", "phase"])
+    assert got.loc[("b", "q1"), "throughput_ratio"] == 1.5
+    assert got.loc[("b", "q1"), "p99_us_ratio"] == 2.0
+    assert math.isnan(got.loc[("b", "q2"), "p99_us_ratio"])  # no baseline figure
+    assert math.isnan(got.loc[("b", "q2"), "cpu_per_mops_ratio"])  # a 0 baseline gives no ratio
+    assert math.isnan(got.loc[("b", "q3"), "throughput_ratio"])  # the baseline has no third phase
+
+
+def test_html_format(db):
+    status, out, _ = run("compare", "--db", db, "-e", "cmp-a", "-e", "cmp-b", "--format", "html")
+    assert status == 0 and out.startswith("<!DOCTYPE html>") and "<th>SUT CPU s per 1M ops</th>" in out
+
+
+@pytest.mark.parametrize("argv, status, says", [
+    (["-e", "cmp-a"], 2, "two experiments or more"),
+    (["-e", "cmp-a", "-e", "nope"], 1, "no experiment with code 'nope'"),
+])
+def test_compare_errors(db, argv, status, says):
+    got, _, err = run("compare", "--db", db, *argv)
+    assert got == status and says in err
