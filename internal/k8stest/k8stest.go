@@ -203,8 +203,13 @@ func (cp *ControlPlane) start(ctx context.Context, bin, stages string) error {
 	); err != nil {
 		return err
 	}
+	// A pod the scheduler found unschedulable (its StatefulSet's claim not
+	// yet bound) waits for a cluster event to be retried, and at most 5
+	// minutes when it misses it: seen once in CI (results-db-0 Pending for
+	// 90 s after "PostFilter … not found"). 15 s keeps a test within its wait.
 	if err := cp.run(bin, "kube-scheduler",
 		"--kubeconfig="+cp.Kubeconfig, "--secure-port=0", "--leader-elect=false", "--profiling=false",
+		"--pod-max-in-unschedulable-pods-duration=15s",
 	); err != nil {
 		return err
 	}
