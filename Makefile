@@ -38,7 +38,7 @@ test: bootstrap test-go test-py test-ycsb test-fuzz test-e2e test-k8s
 
 test-go:
 	go vet ./...
-	go test -count=1 ./contracts/... ./internal/... ./services/... ./cmd/...
+	go test -count=1 ./contracts/... ./internal/... ./services/... ./cmd/... ./grafana/...
 
 test-py:
 	.venv/bin/pytest -q services/reporter/tests
@@ -51,6 +51,13 @@ test-ycsb:
 
 test-e2e:
 	go test -count=1 -timeout 20m -v ./e2e/...
+
+# The Grafana dashboards (grafana/dashboards/*.json) from their generator
+# (services/reporter/src/benchq_reporter/dashboards.py, grafana-foundation-sdk);
+# make test fails when the committed JSON is not what it writes.
+.PHONY: dashboards
+dashboards: bootstrap
+	.venv/bin/python -m benchq_reporter.dashboards
 
 clean: down
 	rm -rf $(BENCHQ_HOME)

@@ -6,9 +6,11 @@ import (
 	"encoding/json"
 	"fmt"
 	"math"
+	"net/url"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"sync"
 	"syscall"
@@ -105,6 +107,16 @@ func TestEmbeddedStack(t *testing.T) {
 		// Its HTML report in headless Chromium: no console message, every
 		// plot rendered, a screenshot that is not blank (issue 12, point 3).
 		s.python(t, "benchq_reporter.selfcheck_report", "--db", s.info.DBURL, "-e", code)
+		// Every query of the Grafana dashboards, expanded as Grafana does,
+		// against this results database and Prometheus (scraping every 1 s):
+		// each returns rows the panel can use; only the live application
+		// panels of the DBMSs this experiment does not run stay empty
+		// (issue 12, points 1 and 2).
+		s.python(t, "benchq_reporter.grafana_queries", "--db", s.info.DBURL, "--prometheus", s.info.PrometheusURL,
+			"--scrape-interval", "1", "-e", code, "--require-rows",
+			"--may-be-empty", "dragonfly application metrics, live", "--may-be-empty", "pgbouncer application metrics, live",
+			"--may-be-empty", "postgresql application metrics, live")
+		s.checkDashboardLink(t, code)
 		// Ground truth: the SUT's CPU seconds of the loading phase, as the
 		// summary reduces them from Prometheus' samples, within 10 % of what
 		// the kernel counted for redis-server over the same window.
@@ -417,6 +429,39 @@ func perRunThroughput(t *testing.T, out string) float64 {
 	}
 	t.Fatalf("no throughput column in Per Run:\n%s", sec)
 	return 0
+}
+
+// checkDashboardLink checks `benchq dashboard -e code`: the link to the
+// experiment's dashboard on the configured Grafana, over the experiment's
+// time (no Grafana is contacted without -upload).
+func (s *stack) checkDashboardLink(t *testing.T, code string) {
+	t.Helper()
+	cmd := s.command(context.Background(), "dashboard", "-e", code)
+	cmd.Env = append(cmd.Env, "BENCHQ_GRAFANA_URL=http://grafana.invalid:3000")
+	out, err := cmd.Output()
+	if err != nil {
+		t.Errorf("benchq dashboard: %v", err)
+		return
+	}
+	u, err := url.Parse(strings.TrimSpace(string(out)))
+	if err != nil || u.Host != "grafana.invalid:3000" || u.Path != "/d/benchq-experiment/benchq-experiment" || u.Query().Get("var-code") != code {
+		t.Errorf("benchq dashboard printed %q", out)
+		return
+	}
+	from, _ := strconv.ParseInt(u.Query().Get("from"), 10, 64)
+	to, _ := strconv.ParseInt(u.Query().Get("to"), 10, 64)
+	var start, end time.Time
+	db, err := pgx.Connect(context.Background(), s.info.DBURL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close(context.Background())
+	if err := db.QueryRow(context.Background(), `SELECT started_at, ended_at FROM experiments WHERE code = $1`, code).Scan(&start, &end); err != nil {
+		t.Fatal(err)
+	}
+	if !(from < start.UnixMilli() && end.UnixMilli() < to && to-from < end.Sub(start).Milliseconds()+60_000) {
+		t.Errorf("benchq dashboard: range %d..%d does not frame the experiment's %s..%s", from, to, start, end)
+	}
 }
 
 // python runs a module of the reporter's venv and fails t when it exits

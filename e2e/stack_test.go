@@ -27,9 +27,10 @@ type stack struct {
 	home string
 	env  []string
 	info struct {
-		NATSURL string `json:"nats_url"`
-		DBURL   string `json:"db_url"`
-		Procs   []struct {
+		NATSURL       string `json:"nats_url"`
+		DBURL         string `json:"db_url"`
+		PrometheusURL string `json:"prometheus_url"`
+		Procs         []struct {
 			Name string `json:"name"`
 			Pid  int    `json:"pid"`
 			Log  string `json:"log"`

@@ -63,6 +63,8 @@ commands:
   status                  components, agents, volumes and running experiments
   stop [-e CODE]          cancel one experiment (or every running one)
   summary -e CODE         print the summary of an experiment again
+  dashboard -e CODE       the link to its Grafana dashboard ($BENCHQ_GRAFANA_URL;
+                          -upload installs benchq's dashboards there first)
   restart SERVICE         stop and start one service of the stack
   help                    this text
   version                 the benchq version this binary was built from (also --version)
@@ -105,6 +107,8 @@ func Main(ctx context.Context, args []string, st *State) int {
 		return cmdRestart(ctx, rest, st)
 	case "summary":
 		return cmdSummaryArgs(ctx, rest, st)
+	case "dashboard":
+		return cmdDashboard(ctx, rest, st)
 	case "help", "-h", "-help", "--help":
 		fmt.Fprint(st.Stdout, usage)
 		return ExitOK
@@ -112,7 +116,7 @@ func Main(ctx context.Context, args []string, st *State) int {
 		fmt.Fprintf(st.Stdout, "benchq %s\n", version.String())
 		return ExitOK
 	}
-	st.errorf("unknown command %q (commands: up, down, ycsb, benchbase, status, stop, summary, restart, help, version)", cmd)
+	st.errorf("unknown command %q (commands: up, down, ycsb, benchbase, status, stop, summary, dashboard, restart, help, version)", cmd)
 	return ExitUsage
 }
 
@@ -178,25 +182,41 @@ func parseArgs(fs *flag.FlagSet, args []string, st *State) (code int, done bool)
 	return ExitOK, false
 }
 
+// experimentFlag adds -e CODE (and its alias -experiment) to a command.
+func experimentFlag(fs *flag.FlagSet, code *string) {
+	fs.StringVar(code, "e", "", "the experiment")
+	fs.StringVar(code, "experiment", "", "alias of -e")
+}
+
+// parseCodeArgs parses the arguments of a command about one experiment
+// (-e CODE and flags, no words); done is true when the command must end
+// with rc (-h, a usage error, no -e).
+func parseCodeArgs(fs *flag.FlagSet, args []string, st *State, code *string) (rc int, done bool) {
+	if rc, done := parseArgs(fs, args, st); done {
+		return rc, true
+	}
+	name := strings.TrimPrefix(fs.Name(), "benchq ")
+	switch {
+	case fs.NArg() > 0:
+		st.errorf("%s: unexpected %q (usage: benchq %s -e CODE)", name, strings.Join(fs.Args(), " "), name)
+		return ExitUsage, true
+	case *code == "":
+		st.errorf("%s: which experiment? give -e CODE", name)
+		return ExitUsage, true
+	}
+	return ExitOK, false
+}
+
 // cmdSummaryArgs is `benchq summary -e CODE [-format json]`: the reporter
 // prints the summary, but the arguments are checked here, before waiting for
 // the collector, so that a usage error or -h needs no stack.
 func cmdSummaryArgs(ctx context.Context, args []string, st *State) int {
 	fs := newFlagSet("summary -e CODE [-format markdown|json]", "Print the summary of an experiment again.")
 	var code, format string
-	fs.StringVar(&code, "e", "", "the experiment")
-	fs.StringVar(&code, "experiment", "", "alias of -e")
+	experimentFlag(fs, &code)
 	fs.StringVar(&format, "format", "", "markdown (default) or json")
-	if rc, done := parseArgs(fs, args, st); done {
+	if rc, done := parseCodeArgs(fs, args, st, &code); done {
 		return rc
-	}
-	switch {
-	case fs.NArg() > 0:
-		st.errorf("summary: unexpected %q (usage: benchq summary -e CODE)", strings.Join(fs.Args(), " "))
-		return ExitUsage
-	case code == "":
-		st.errorf("summary: which experiment? give -e CODE")
-		return ExitUsage
 	}
 	reporterArgs := []string{"-e", code}
 	if format != "" {

@@ -106,6 +106,7 @@ func TestHelpDoesNothing(t *testing.T) {
 		{"status", "-h"}, {"status", "--help"},
 		{"stop", "-h"}, {"stop", "-e", "c1", "--help"},
 		{"summary", "-h"}, {"summary", "-e", "c1", "--help"},
+		{"dashboard", "-h"}, {"dashboard", "-e", "c1", "-upload", "--help"},
 		{"ycsb", "-h"}, {"ycsb", "run", "-dbms", "Redis", "--help"}, {"ycsb", "-dbms", "Redis", "-h", "run"},
 		{"benchbase", "--help"}, {"benchbase", "start", "-h"},
 	}
@@ -150,6 +151,8 @@ func TestUsageErrorsDoNothing(t *testing.T) {
 		{[]string{"summary", "-nosuch"}, "flag provided but not defined: -nosuch"},
 		{[]string{"summary"}, "give -e CODE"},
 		{[]string{"summary", "-e", "c1", "c2"}, `summary: unexpected "c2"`},
+		{[]string{"dashboard"}, "give -e CODE"},
+		{[]string{"dashboard", "-e", "c1", "c2"}, `dashboard: unexpected "c2"`},
 		{[]string{"ycsb", "run", "-dbms", "Redis", "-nosuch"}, "flag provided but not defined: -nosuch"},
 		{[]string{"ycsb", "run", "-dbms", "Redis", "-nlp", "1,x"}, `invalid value "1,x" for flag -nlp`},
 		{[]string{"ycsb", "run", "-dbms", "Redis", "now"}, `got "run now"`},
