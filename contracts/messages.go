@@ -242,12 +242,14 @@ const (
 	BackendKubernetes = "kubernetes"
 )
 
-// SUTFailed reports a SUT that could not be provisioned.
+// SUTFailed reports a SUT that could not be provisioned, or (Running) one
+// that was ready and died: its running phase fails at once.
 type SUTFailed struct {
 	Envelope
 	Configuration string `json:"configuration"`
 	DBMS          string `json:"dbms,omitempty"`
 	Reason        string `json:"reason"`
+	Running       bool   `json:"running,omitempty"`
 }
 
 // SUTRemoved reports a torn-down SUT.

@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"regexp"
 	"strings"
@@ -208,6 +209,62 @@ func TestExperimentsAsBexhomaUsersKnowThem(t *testing.T) {
 		}
 		if n := tableRows(out, "### Execution", "#### Per Phase"); n != 1 {
 			t.Errorf("%d execution rows, want 1: the re-run replaces the lost attempt, not doubled", n)
+		}
+	})
+
+	// Issue 14: the new user's trial — a 2-configuration Redis grid whose
+	// first redis-server is SIGKILLed 2 s into its benchmark phase.
+	t.Run("SUT killed mid-benchmark: the phase fails at once, the next configuration runs", func(t *testing.T) {
+		code := fmt.Sprintf("e2e-sutdeath-%d", time.Now().Unix())
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+		defer cancel()
+		ev := s.events(ctx, code)
+		var out bytes.Buffer
+		cmd := s.command(ctx, "ycsb", "-e", code, "-dbms", "Redis", "-sf", "0.02", "-xop", "0.05", "-xtb", "4096",
+			"-xnlf", "1,2", "-nlt", "4", "-nbt", "4", "-tr", "run")
+		cmd.Stdout, cmd.Stderr = &out, &out
+		if err := cmd.Start(); err != nil {
+			t.Fatal(err)
+		}
+		started := s.waitPhase(t, ev, contracts.PhaseStarted, contracts.KindRun)
+		time.Sleep(2 * time.Second)
+		var st struct{ Pid int }
+		data, err := os.ReadFile(filepath.Join(s.home, "suts", code, started.Configuration, "endpoint.json"))
+		if err != nil || json.Unmarshal(data, &st) != nil || st.Pid <= 0 {
+			t.Fatalf("the SUT's pid: %v %s", err, data)
+		}
+		if err := syscall.Kill(st.Pid, syscall.SIGKILL); err != nil {
+			t.Fatal(err)
+		}
+		killed := time.Now()
+		failed := s.waitPhase(t, ev, contracts.PhaseFailed, contracts.KindRun)
+		t.Logf("redis-server killed; phase.failed %.1f s later: %s", time.Since(killed).Seconds(), failed.Reason)
+		want := fmt.Sprintf("SUT %s died (Redis process %d killed by signal 9 (killed))", started.Configuration, st.Pid)
+		if failed.Phase != started.Phase || !strings.HasPrefix(failed.Reason, want) || !strings.HasSuffix(failed.Reason, " s into "+started.Phase) {
+			t.Errorf("phase.failed of %s: %q, want %q … s into %s", failed.Phase, failed.Reason, want, started.Phase)
+		}
+		if end := s.waitEnd(t, ev); end.Status != contracts.ExperimentFailed || !strings.Contains(end.Reason, "died") {
+			t.Errorf("experiment %s: %s", end.Status, end.Reason)
+		}
+		// With -tr benchq's exit status says it: CI pipelines gate on it.
+		err = cmd.Wait()
+		if ee, ok := err.(*exec.ExitError); !ok || ee.ExitCode() != 1 {
+			t.Errorf("benchq run: %v, want exit 1\n%s", err, out.String())
+		}
+		keepSummary(t, out.String())
+		// The other configuration ran through; what the dead one measured
+		// before is kept (its loading, the benchmark's intervals).
+		if n := s.count(t, `SELECT count(*)::int FROM phases WHERE code = $1 AND configuration <> '`+started.Configuration+`' AND status = 'done'`, code); n != 2 {
+			t.Errorf("%d phases of the second configuration done, want 2", n)
+		}
+		if n := s.count(t, `SELECT count(*)::int FROM intervals WHERE code = $1 AND phase = '`+started.Phase+`'`, code); n == 0 {
+			t.Errorf("no interval of %s kept", started.Phase)
+		}
+		if !strings.Contains(out.String(), "died (Redis process") {
+			t.Errorf("the CLI does not say the SUT died:\n%s", out.String())
+		}
+		if n := s.liveSUTs(); n != 0 {
+			t.Errorf("%d SUT processes left", n)
 		}
 	})
 }

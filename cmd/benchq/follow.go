@@ -148,7 +148,9 @@ func submitAndFollow(ctx context.Context, st *State, s *Stack, code, reqID strin
 		st.errorf("warning: %v; the summary shows the phases pulled so far (benchq summary -e %s shows them all later)", err, code)
 	}
 	fmt.Fprintln(st.Stdout)
-	if rc := runReporter(ctx, st, s, "summary", "-e", code); rc != ExitOK {
+	// With -tr a failed result test fails the run (the reporter says which),
+	// so that a CI pipeline can gate on benchq's exit status.
+	if rc := runReporter(ctx, st, s, "summary", "-e", code, "--fail-on-tests"); rc != ExitOK {
 		return rc
 	}
 	if status != contracts.ExperimentDone {

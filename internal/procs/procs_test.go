@@ -265,3 +265,38 @@ func TestLogTail(t *testing.T) {
 		t.Errorf("LogTail(missing) = %q", got)
 	}
 }
+
+// The starter learns how its process ended: a SIGKILL, an exit status.
+func TestExitStatus(t *testing.T) {
+	killed, err := Start(Spec{Name: "sleep", Path: "sleep", Args: []string{"30"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	exited, err := Start(Spec{Name: "false", Path: "sh", Args: []string{"-c", "exit 3"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := syscall.Kill(killed, syscall.SIGKILL); err != nil {
+		t.Fatal(err)
+	}
+	want := map[int]string{killed: "killed by signal 9 (killed)", exited: "exit status 3"}
+	deadline := time.Now().Add(5 * time.Second)
+	for pid, w := range want {
+		for {
+			got, ok := ExitStatus(pid)
+			if ok {
+				if got != w {
+					t.Errorf("pid %d: %q, want %q", pid, got, w)
+				}
+				break
+			}
+			if time.Now().After(deadline) {
+				t.Fatalf("pid %d: no exit status after 5 s", pid)
+			}
+			time.Sleep(10 * time.Millisecond)
+		}
+	}
+	if _, ok := ExitStatus(1); ok {
+		t.Error("an exit status for a process this one did not start")
+	}
+}

@@ -8,6 +8,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strconv"
+	"sync"
 	"syscall"
 )
 
@@ -41,7 +42,10 @@ func Start(spec Spec) (int, error) {
 		return 0, fmt.Errorf("start %s: %w", spec.Name, err)
 	}
 	pid := cmd.Process.Pid
-	go func() { _ = cmd.Wait() }()
+	go func() {
+		_ = cmd.Wait()
+		exits.Store(pid, describeExit(cmd.ProcessState))
+	}()
 	if spec.PidFile != "" {
 		if err := writePidFile(spec.PidFile, pid); err != nil {
 			_ = syscall.Kill(-pid, syscall.SIGKILL)
@@ -49,6 +53,33 @@ func Start(spec Spec) (int, error) {
 		}
 	}
 	return pid, nil
+}
+
+// exits holds how each process Start started has ended (pid → "killed by
+// signal 9", "exit status 1"): its starter learns it from the wait, which
+// nobody else can do. A pid is reused only after it was reaped, so a stale
+// entry could describe an older process of the same pid; ExitStatus is
+// asked about processes seen dead, right after.
+var exits sync.Map
+
+// ExitStatus says how a process this one started (Start) ended; false when
+// it did not start it, or the process has not been reaped yet.
+func ExitStatus(pid int) (string, bool) {
+	v, ok := exits.Load(pid)
+	if !ok {
+		return "", false
+	}
+	return v.(string), true
+}
+
+func describeExit(ps *os.ProcessState) string {
+	if ps == nil {
+		return "ended"
+	}
+	if ws, ok := ps.Sys().(syscall.WaitStatus); ok && ws.Signaled() {
+		return fmt.Sprintf("killed by signal %d (%v)", int(ws.Signal()), ws.Signal())
+	}
+	return ps.String() // "exit status 1"
 }
 
 // command builds the exec.Cmd for spec (not started) and opens its log file.

@@ -123,14 +123,14 @@ func (s *Summary) apply(metric, measurement, value string, index map[string]int,
 	case metric == "OVERALL":
 		switch measurement {
 		case "RunTime(ms)":
-			v, err := parseJavaFloat(value)
+			v, err := parseNonNegative(measurement, value)
 			if err != nil {
 				return err
 			}
 			s.RunTimeMS = v
 			*finished = true
 		case "Throughput(ops/sec)":
-			v, err := parseJavaFloat(value)
+			v, err := parseNonNegative(measurement, value)
 			if err != nil {
 				return err
 			}
@@ -197,6 +197,16 @@ var latencyFields = map[string]func(*contracts.OpResult) *float64{
 	"95thPercentileLatency(us)": func(op *contracts.OpResult) *float64 { return &op.P95US },
 	"99thPercentileLatency(us)": func(op *contracts.OpResult) *float64 { return &op.P99US },
 	"99.9PercentileLatency(us)": func(op *contracts.OpResult) *float64 { return &op.P999US },
+}
+
+// parseNonNegative is parseJavaFloat for a time or a rate, which YCSB never
+// prints below 0 (found by FuzzParseSummary: a negative runtime was taken).
+func parseNonNegative(measurement, s string) (float64, error) {
+	v, err := parseJavaFloat(s)
+	if err == nil && v < 0 {
+		return 0, fmt.Errorf("negative %s %s", measurement, s)
+	}
+	return v, err
 }
 
 // parseJavaFloat parses a Java long or Double.toString value ("8",

@@ -3,10 +3,12 @@ package main
 import (
 	"context"
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strconv"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -137,8 +139,25 @@ func TestLocalRedeployRestartsDeadSUTOnSamePort(t *testing.T) {
 		t.Fatal(err)
 	}
 	pid := statePid(t, l, code, conf)
-	if err := procs.Stop(ctx, pid, 5*time.Second); err != nil { // the SUT died
+	if dead, err := l.DeadSUTs(ctx, nil); err != nil || len(dead) != 0 {
+		t.Fatalf("a live SUT reported dead: %+v, %v", dead, err)
+	}
+	if err := syscall.Kill(pid, syscall.SIGKILL); err != nil { // the SUT died
 		t.Fatal(err)
+	}
+	// The watch (issue 14) names it and how it ended, once per key.
+	want := DeadSUT{Code: code, Configuration: conf, DBMS: "Redis", Reason: fmt.Sprintf("Redis process %d killed by signal 9 (killed)", pid)}
+	var dead []DeadSUT
+	for end := time.Now().Add(10 * time.Second); time.Now().Before(end); time.Sleep(20 * time.Millisecond) {
+		if dead, err = l.DeadSUTs(ctx, nil); err != nil || len(dead) > 0 {
+			break
+		}
+	}
+	if err != nil || len(dead) != 1 || dead[0] != want {
+		t.Fatalf("DeadSUTs = %+v, %v; want [%+v]", dead, err, want)
+	}
+	if dead, _ := l.DeadSUTs(ctx, map[string]bool{code + "/" + conf: true}); len(dead) != 0 {
+		t.Errorf("a reported SUT again: %+v", dead)
 	}
 	again, err := l.Deploy(ctx, spec)
 	if err != nil {

@@ -128,6 +128,12 @@ func Run(ctx context.Context, cfg Config, backend Backend, log *slog.Logger) err
 	} else {
 		close(watched)
 	}
+	suts := make(chan struct{})
+	if w, ok := backend.(SUTWatcher); ok {
+		go func() { defer close(suts); d.watchSUTs(dctx, w, time.Second) }()
+	} else {
+		close(suts)
+	}
 	drivers := make(chan error, 1)
 	go func() {
 		drivers <- b.Consume(dctx, bus.ConsumerSpec{
@@ -156,6 +162,7 @@ func Run(ctx context.Context, cfg Config, backend Backend, log *slog.Logger) err
 	})
 	stop() // the deploy consumer ended (ctx, or it could not start)
 	<-watched
+	<-suts
 	if derr := <-drivers; err == nil {
 		err = derr
 	}
@@ -299,14 +306,54 @@ func (d *Deployer) drivers(ctx context.Context, job contracts.Drivers) error {
 	return d.bus.Publish(ctx, contracts.TopicDriverEnded.For(job.Code), ended)
 }
 
+// watchSUTs publishes, once per process, every ready SUT found dead
+// (sut.failed with running: true): the scheduler fails its running phase.
+// A restarted deployer finds a dead SUT not yet torn down again; JetStream
+// drops the repeat (same id), and the scheduler ignores a SUT no longer running.
+func (d *Deployer) watchSUTs(ctx context.Context, w SUTWatcher, every time.Duration) {
+	reported := map[string]bool{}
+	poll(ctx, every, func() {
+		dead, err := w.DeadSUTs(ctx, reported)
+		if err != nil && ctx.Err() == nil {
+			d.log.Warn("SUTs not checked", "err", err)
+		}
+		for _, x := range dead {
+			msg := &contracts.SUTFailed{
+				Envelope:      contracts.NewEnvelope(x.Code, contracts.SUTFailedID(contracts.DeployID(x.Code, x.Configuration)), time.Now()),
+				Configuration: x.Configuration, DBMS: x.DBMS, Reason: x.Reason, Running: true,
+			}
+			if err := d.bus.Publish(ctx, contracts.TopicSUTFailed.For(x.Code), msg); err != nil {
+				if ctx.Err() == nil {
+					d.log.Warn("sut.failed not published", "code", x.Code, "configuration", x.Configuration, "err", err)
+				}
+				continue // next round
+			}
+			reported[x.Code+"/"+x.Configuration] = true
+			d.log.Warn("sut died", "code", x.Code, "configuration", x.Configuration, "reason", x.Reason)
+		}
+	})
+}
+
+// poll calls f at once, then every period, until ctx ends.
+func poll(ctx context.Context, every time.Duration, f func()) {
+	t := time.NewTicker(every)
+	defer t.Stop()
+	for {
+		f()
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+	}
+}
+
 // watchDrivers reports every driver Job that ended, once per process (see
 // kube_drivers.go): a restarted deployer lists the Jobs again and
 // re-publishes, which JetStream drops as duplicates.
 func (d *Deployer) watchDrivers(ctx context.Context, db DriverBackend, every time.Duration) {
 	reported := map[string]bool{}
-	t := time.NewTicker(every)
-	defer t.Stop()
-	for {
+	poll(ctx, every, func() {
 		ended, err := db.EndedDrivers(ctx, reported)
 		if err != nil && ctx.Err() == nil {
 			d.log.Warn("driver jobs not listed", "err", err)
@@ -323,10 +370,5 @@ func (d *Deployer) watchDrivers(ctx context.Context, db DriverBackend, every tim
 			d.log.Info("driver job ended", "code", e.Code, "phase", e.Phase, "job", e.Job,
 				"succeeded", e.Succeeded, "failed", e.Failed, "simulated", e.Simulated)
 		}
-		select {
-		case <-ctx.Done():
-			return
-		case <-t.C:
-		}
-	}
+	})
 }

@@ -124,12 +124,37 @@ func (s *State) onSUTReady(m *contracts.SUTReady, now time.Time) []Out {
 
 func (s *State) onSUTFailed(m *contracts.SUTFailed, now time.Time) []Out {
 	i, ok := s.config(m.Configuration)
+	if ok && m.Running && s.Configs[i].Status == cfgRunning {
+		return s.onSUTDied(i, m, now)
+	}
 	if !ok || s.Configs[i].Status != cfgDeploying {
 		return nil
 	}
 	s.fail(fmt.Sprintf("SUT %s failed: %s", m.Configuration, m.Reason))
 	s.Configs[i].Failed = m.Reason
 	return s.teardown(i, "SUT failed", now)
+}
+
+// onSUTDied fails the phase running on a SUT that died, naming when it died
+// within the phase; what its shards measured until then is kept (the
+// phase's failed event stops them). The configuration's later phases are
+// skipped, its SUT torn down, and the experiment goes on with the others.
+func (s *State) onSUTDied(i int, m *contracts.SUTFailed, now time.Time) []Out {
+	c := &s.Configs[i]
+	name := s.Plan.Configurations[i].Name
+	c.Failed = "died: " + m.Reason
+	reason := fmt.Sprintf("SUT %s died (%s)", name, m.Reason)
+	if c.Current == nil {
+		s.fail(reason + " between phases")
+		return s.teardown(i, "SUT died", now)
+	}
+	phase := s.Plan.Configurations[i].Phases[c.Phase].Name
+	if at := c.Current.GoAt; at != nil && !m.TS.Before(*at) {
+		reason += fmt.Sprintf(" %.1f s into %s", m.TS.Sub(*at).Seconds(), phase)
+	} else {
+		reason += fmt.Sprintf(" before %s started", phase)
+	}
+	return s.endPhase(i, reason, now)
 }
 
 func (s *State) onSUTRemoved(name string, now time.Time) []Out {

@@ -140,6 +140,42 @@ func TestSUTFailureEndsExperiment(t *testing.T) {
 	}
 }
 
+// A SUT that dies while its phase runs fails the phase at once, naming when
+// (issue 14); the configuration's later phases are skipped and the next
+// configuration is deployed. A death reported after the phase is gone, or
+// a repeat, changes nothing.
+func TestSUTDeathFailsTheRunningPhase(t *testing.T) {
+	p := defaultPlan(t, func(r *contracts.Request) { r.BenchmarkingPods = []int{1, 1}; r.LoadingFactors = []float64{1, 2}; r.MaxSUTs = 1 })
+	s, _, _ := Start(p, []byte(`{}`), t0, 0)
+	first := s.Plan.Configurations[0].Name
+	out := runPhase(t, s, jobs(ready(s, 0)), contracts.StatusOK) // loading done, run1 preparing
+	for _, j := range jobs(out) {
+		s.Step(Event{Ready: &contracts.BarrierReady{Phase: j.Phase, Shard: j.Shard, Attempt: j.Attempt}}, t0)
+	}
+	died := &contracts.SUTFailed{Envelope: contracts.Envelope{TS: t0.Add(GoLead + 3100*time.Millisecond)},
+		Configuration: first, DBMS: "Redis", Reason: "Redis process 42 killed by signal 9 (killed)", Running: true}
+	out = s.Step(Event{SUTFailed: died}, t0.Add(4*time.Second))
+	if got := strings.Join(subjects(out), " "); got != "benchq.exp.17.phase.failed benchq.jobs.teardown" {
+		t.Fatalf("after the SUT died: %s", got)
+	}
+	pe := out[0].Msg.(*contracts.PhaseEvent)
+	want := "SUT " + first + " died (Redis process 42 killed by signal 9 (killed)) 3.1 s into " + first + "-run1"
+	if pe.Reason != want || pe.Kind != contracts.KindRun {
+		t.Errorf("phase.failed reason %q, want %q", pe.Reason, want)
+	}
+	if f := strings.Join(s.Failures, "; "); !strings.Contains(f, want) || !strings.Contains(f, "1 later phase(s) skipped") {
+		t.Errorf("failures %q", f)
+	}
+	if again := s.Step(Event{SUTFailed: died}, t0.Add(5*time.Second)); len(again) != 0 {
+		t.Errorf("a repeated death: %v", subjects(again))
+	}
+	// Torn down: the next configuration is deployed (-ms 1).
+	out = s.Step(Event{SUTRemoved: &contracts.SUTRemoved{Configuration: first}}, t0.Add(6*time.Second))
+	if got := strings.Join(subjects(out), " "); got != "benchq.jobs.deploy" {
+		t.Fatalf("after teardown: %s", got)
+	}
+}
+
 // -ms bounds the SUTs alive at once.
 func TestMaxSUTs(t *testing.T) {
 	p := defaultPlan(t, func(r *contracts.Request) { r.Repetitions = 3; r.MaxSUTs = 2 })

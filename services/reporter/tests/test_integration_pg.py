@@ -74,6 +74,18 @@ def test_tests_exit_status(db):
     assert "* TEST failed: Loading Phase: [OVERALL].Throughput(ops/sec) contains 0 or NaN" in out
 
 
+def test_summary_fail_on_tests(db):
+    """benchq run's --fail-on-tests: the summary is printed either way; exit 1 names the failed test."""
+    status, out, err = run(db, "summary", "-e", CODE, "--fail-on-tests")
+    assert (status, err) == (0, "") and "### Tests" in out
+    status, out, err = run(db, "summary", "-e", "ycsb-redis-broken", "--fail-on-tests")
+    assert status == 1 and "### Tests" in out
+    assert err == ("reporter: 1 result test(s) failed (-tr): Loading Phase: [OVERALL].Throughput(ops/sec) "
+                   "contains 0 or NaN\n")
+    status, _, err = run(db, "summary", "-e", "ycsb-redis-broken")
+    assert (status, err) == (0, "")
+
+
 def test_summary_json(db):
     status, out, _ = run(db, "summary", "-e", CODE, "--format", "json")
     assert status == 0

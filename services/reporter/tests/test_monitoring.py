@@ -103,7 +103,8 @@ def test_only_sections_with_rows_appear(tables):
     s = summarize(experiment(tables))
     assert not s.monitoring
     assert "### Monitoring" not in render.markdown(s)
-    assert [t.id for t in s.tests] == ["loading_throughput", "execution_throughput", "workflow", "no_failed"]
+    assert [t.id for t in s.tests] == ["loading_throughput", "execution_throughput", "workflow", "no_failed",
+                                       "loading_errors", "execution_errors"]
 
 
 def test_a_pool_gets_its_own_sections_first(tables):

@@ -8,7 +8,7 @@ import math
 import pytest
 from rows import experiment, load_tables
 
-from benchq_reporter import render
+from benchq_reporter import render, ycsb
 from benchq_reporter.summary import summarize
 from benchq_reporter.ycsb import MERGED_NOTE, RUNTIME, SF_PER_HOUR, THROUGHPUT, UPPER_BOUND_NOTE
 
@@ -78,7 +78,9 @@ def test_operation_columns_follow_the_phase(tables):
 
 def test_all_tests_pass_on_a_clean_experiment(tables):
     s = summarize(experiment(tables))
-    assert [t.passed for t in s.tests] == [True, True, True, True]
+    assert [t.id for t in s.tests] == ["loading_throughput", "execution_throughput", "workflow", "no_failed",
+                                       "loading_errors", "execution_errors"]
+    assert all(t.passed for t in s.tests)
 
 
 def _test(s, id):
@@ -116,6 +118,28 @@ def test_failed_operation_fails_the_failed_column_test(tables):
     assert not t.passed and t.text == "Execution Phase: contains FAILED column"
     assert s.execution_per_phase.iloc[0]["exceptions"] == 3
     assert s.execution_per_phase.iloc[0]["[READ-FAILED].Return=OK"] == 0
+
+
+def test_failed_operations_above_one_percent_mark_the_phase(tables):
+    """Goodput and the error share beside YCSB's throughput, which counts failed operations (issue 14)."""
+    run_ops = [o for o in tables["shard_operations"] if o["phase"] == RUN and o["operation"] in ("READ", "UPDATE")]
+    failed = sum(o["count"] for o in run_ops) // 20  # 1/21 of all operations: 4.76 %
+    tables["shard_operations"].append({
+        "phase": RUN, "shard": 1, "attempt": 1, "operation": "READ-FAILED", "count": failed,
+        "avg_us": 1200.0, "min_us": 900.0, "max_us": 2000.0, "p95_us": 2000.0, "p99_us": 2000.0,
+        "return_codes": {}})
+    for r in tables["shard_results"]:  # a window, so that throughput and goodput are figures
+        r["first_op_at"], r["last_op_at"] = r["started_at"], r["ended_at"]
+    s = summarize(experiment(tables))
+    row = s.execution_per_phase.iloc[0]
+    assert row[ycsb.ERROR_SHARE] == pytest.approx(100 / 21)
+    assert row[ycsb.GOODPUT] == pytest.approx(row[ycsb.WINDOW_THROUGHPUT] * 20 / 21)
+    t = _test(s, "execution_errors")
+    assert not t.passed and t.text == f"Execution Phase: failed operations above 1 % ({RUN} 4.76 %)"
+    assert _test(s, "loading_errors").passed
+    note = f"{RUN}: 4.76 % of its operations failed (more than 1 %)"
+    assert any(n.startswith(note) for n in s.notes["execution_per_phase"])
+    assert note in render.markdown(s)
 
 
 def test_batched_ok_is_a_success_not_an_exception(tables):

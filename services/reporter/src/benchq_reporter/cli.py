@@ -8,7 +8,8 @@ Exit status, as benchq's own (cmd/benchq/cli.go), which `benchq summary`
 passes on unchanged:
   0  success (also --help)
   1  a runtime failure: the results database is unreachable or unusable,
-     no such experiment, or (``tests``) a result test failed
+     no such experiment, or (``tests``, ``summary --fail-on-tests``) a result
+     test failed
   2  bad usage: unknown command or flag, a missing argument, no database URL
 """
 
@@ -76,6 +77,8 @@ def parser(stdout: TextIO) -> argparse.ArgumentParser:
     s = command("summary", "print the summary of one experiment")
     s.add_argument("-e", "--experiment", required=True, metavar="CODE")
     s.add_argument("--format", choices=["markdown", "json"], default="markdown")
+    s.add_argument("--fail-on-tests", action="store_true",
+                   help="exit 1 when the experiment ran with -tr and a result test failed (benchq run uses it)")
     command("list", "list the experiments: code, status, planned_at, dbms")
     t = command("tests", "print only the result tests of one experiment; exit 1 if one failed")
     t.add_argument("-e", "--experiment", required=True, metavar="CODE")
@@ -141,6 +144,9 @@ def main(argv: Sequence[str], env: Mapping[str, str], stdout: TextIO, stderr: Te
         stdout.write(render.tests_markdown(summary))
         return ExitStatus.SUCCESS if summary.tests_passed else ExitStatus.ERROR
     stdout.write(render.json_document(summary) if args.format == "json" else render.markdown(summary))
+    if args.fail_on_tests and summary.show_tests and not summary.tests_passed:
+        failed = [t.text for t in summary.tests if not t.passed]
+        return fail(ExitStatus.ERROR, f"{len(failed)} result test(s) failed (-tr): {'; '.join(failed)}")
     return ExitStatus.SUCCESS
 
 

@@ -83,18 +83,21 @@ def summarize(data: ExperimentData) -> YcsbSummary | BenchbaseSummary:
     execution_lat = ycsb.phase_latency(kind_operations(data, KIND.run), planned)
     loading_conn = ycsb.loading_per_connection(loading, sf)
     execution_conn = ycsb.execution_per_connection(execution)
+    loading_run = ycsb.loading_per_run(loading, sf, loading_lat, ycsb.phase_windows(data, KIND.load))
+    execution_phase = ycsb.execution_per_phase(execution, execution_lat, ycsb.phase_windows(data, KIND.run))
     return YcsbSummary(
         **common,
         loading_per_connection=loading_conn,
-        loading_per_run=ycsb.loading_per_run(loading, sf, loading_lat, ycsb.phase_windows(data, KIND.load)),
+        loading_per_run=loading_run,
         execution_per_connection=execution_conn,
-        execution_per_phase=ycsb.execution_per_phase(execution, execution_lat, ycsb.phase_windows(data, KIND.run)),
+        execution_per_phase=execution_phase,
         loading_latency=ycsb.latency_table(loading_lat, "DBMS", "configuration"),
         execution_latency=ycsb.latency_table(execution_lat, "phase", "phase"),
-        tests=checks.ycsb_tests(loading_conn, execution_conn, execution, workflow, monitoring),
+        tests=checks.ycsb_tests(loading_conn, execution_conn, execution, loading_run, execution_phase,
+                                workflow, monitoring),
         notes={
-            "loading_per_run": ycsb.aggregate_notes(loading_lat),
-            "execution_per_phase": ycsb.aggregate_notes(execution_lat),
+            "loading_per_run": ycsb.aggregate_notes(loading_lat) + ycsb.error_notes(loading_run, "DBMS"),
+            "execution_per_phase": ycsb.aggregate_notes(execution_lat) + ycsb.error_notes(execution_phase, "phase"),
             "loading_latency": ycsb.latency_notes(loading_lat),
             "execution_latency": ycsb.latency_notes(execution_lat),
         },

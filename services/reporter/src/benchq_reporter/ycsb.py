@@ -36,6 +36,10 @@ THROUGHPUT = "[OVERALL].Throughput(ops/sec)"
 RUNTIME = "[OVERALL].RunTime(ms)"
 SF_PER_HOUR = "Throughput [SF/h]"
 WINDOW_THROUGHPUT = "Throughput common window(ops/sec)"
+GOODPUT = "Goodput common window(ops/sec)"
+ERROR_SHARE = "Error share(%)"
+# A phase with more failed operations than this share is marked (note, test).
+ERROR_SHARE_LIMIT = 1.0
 START_SKEW = "Start skew(ms)"
 MERGED_NOTE = (
     "Latency figures of a run are those of the merged HdrHistograms of its shards "
@@ -48,7 +52,13 @@ UPPER_BOUND_NOTE = (
 WINDOW_NOTE = (
     f"{WINDOW_THROUGHPUT} = all operations / (latest end of a shard's last operation - "
     f"earliest start of a shard's first operation); {THROUGHPUT} adds up the shards' own rates. "
-    f"{START_SKEW} = latest - earliest start of a shard's first operation."
+    f"{START_SKEW} = latest - earliest start of a shard's first operation. "
+    f"{GOODPUT} counts only successful operations; {ERROR_SHARE} = failed operations "
+    f"(YCSB's <OP>-FAILED) / all operations."
+)
+ERROR_NOTE = (
+    "{phase}: {share:.2f} % of its operations failed (more than {limit:g} %): {throughput} and "
+    "{window} count failed operations, {goodput} does not."
 )
 INTENDED_NOTE = (
     "Latency from 'intended start' (YCSB's Intended-<OP>, with a target rate) is measured from "
@@ -259,7 +269,8 @@ def latency_notes(lat: pd.DataFrame) -> list[str]:
     return [INTENDED_NOTE] if lat["operation"].str.startswith(INTENDED).any() else []
 
 
-WINDOW_COLUMNS = ["phase", "window_ops", "window_ms", "skew_ms"]
+WINDOW_COLUMNS = ["phase", "window_ops", "window_failed", "window_ms", "skew_ms"]
+FAILED = "-FAILED"
 
 
 def phase_windows(data: ExperimentData, kind: str) -> pd.DataFrame:
@@ -274,6 +285,7 @@ def phase_windows(data: ExperimentData, kind: str) -> pd.DataFrame:
     ops = kind_operations(data, kind)
     counted = ops.loc[ops["operation"].map(counts_operations).astype(bool)]
     per_phase = counted.groupby("phase")["count"].sum()
+    failed = counted.loc[counted["operation"].str.endswith(FAILED)].groupby("phase")["count"].sum()
     rows = []
     for phase, g in chosen.groupby("phase", sort=False):
         complete = g["first_op_at"].notna().all() and g["last_op_at"].notna().all() and g["status"].eq(RESULT.ok).all()
@@ -282,16 +294,31 @@ def phase_windows(data: ExperimentData, kind: str) -> pd.DataFrame:
             skew = (g["first_op_at"].max() - g["first_op_at"].min()).total_seconds() * 1000
         else:
             window = skew = float("nan")
-        rows.append({"phase": phase, "window_ops": per_phase.get(phase, 0), "window_ms": window, "skew_ms": skew})
+        rows.append({"phase": phase, "window_ops": per_phase.get(phase, 0), "window_failed": failed.get(phase, 0),
+                     "window_ms": window, "skew_ms": skew})
     return pd.DataFrame(rows, columns=WINDOW_COLUMNS)
 
 
-def _window_figures(g: pd.DataFrame, windows: pd.DataFrame) -> tuple[pd.Series, pd.Series]:
-    """Common-window throughput and start skew for the phases of an aggregated table."""
+def _window_figures(g: pd.DataFrame, windows: pd.DataFrame) -> dict[str, pd.Series]:
+    """Common-window throughput and goodput, error share and start skew for the phases of an aggregated table."""
     w = g[["phase"]].merge(windows, on="phase", how="left")
-    ms = w["window_ms"].astype("float64")
-    throughput = w["window_ops"].astype("float64") / (ms.where(ms > 0) / 1000)
-    return throughput, w["skew_ms"].astype("float64")
+    seconds = w["window_ms"].astype("float64").where(lambda ms: ms > 0) / 1000
+    ops, failed = w["window_ops"].astype("float64"), w["window_failed"].astype("float64")
+    return {
+        WINDOW_THROUGHPUT: ops / seconds,
+        GOODPUT: (ops - failed) / seconds,
+        ERROR_SHARE: 100 * failed / ops.where(ops > 0),
+        START_SKEW: w["skew_ms"].astype("float64"),
+    }
+
+
+def error_notes(per_phase: pd.DataFrame, label: str) -> list[str]:
+    """A note for each phase (row ``label``) whose failed operations exceed ERROR_SHARE_LIMIT."""
+    if ERROR_SHARE not in per_phase:
+        return []
+    high = per_phase.loc[per_phase[ERROR_SHARE] > ERROR_SHARE_LIMIT]
+    return [ERROR_NOTE.format(phase=r[label], share=r[ERROR_SHARE], limit=ERROR_SHARE_LIMIT, throughput=THROUGHPUT,
+                              window=WINDOW_THROUGHPUT, goodput=GOODPUT) for _, r in high.iterrows()]
 
 
 def _merged_percentiles(g: pd.DataFrame, lat: pd.DataFrame) -> None:
@@ -338,13 +365,11 @@ def _per_phase(shards: pd.DataFrame, lat: pd.DataFrame, windows: pd.DataFrame,
     aggregate, then the overall and common-window figures, then each operation's."""
     g = _aggregate(shards, ["phase"])
     _merged_percentiles(g, lat)
-    window_throughput, skew = _window_figures(g, windows)
     out = pd.DataFrame({
         **leading(g),
         THROUGHPUT: g["throughput"],
         RUNTIME: g["runtime_ms"],
-        WINDOW_THROUGHPUT: window_throughput,
-        START_SKEW: skew,
+        **_window_figures(g, windows),
     })
     for c in _op_columns(shards):
         out[c] = g[c]

@@ -1,0 +1,89 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"time"
+
+	"github.com/benchq/benchq/internal/procs"
+)
+
+// DeadSUT is a SUT that was ready and whose process has gone.
+type DeadSUT struct {
+	Code, Configuration, DBMS string
+	Reason                    string // which process, and how it ended
+}
+
+// SUTWatcher is a backend that notices its ready SUTs dying.
+type SUTWatcher interface {
+	// DeadSUTs lists the SUTs found dead whose "code/configuration" key is
+	// not in reported.
+	DeadSUTs(ctx context.Context, reported map[string]bool) ([]DeadSUT, error)
+}
+
+// DeadSUTs looks at every SUT this backend has made ready (an endpoint.json
+// under Root) and reports those with a process gone: the server, a node of
+// a cluster, a pool process or its backend. A SUT being torn down is not
+// dead: Teardown holds the same lock and removes endpoint.json's directory.
+func (l *Local) DeadSUTs(ctx context.Context, reported map[string]bool) ([]DeadSUT, error) {
+	root, err := filepath.Abs(l.Root)
+	if err != nil {
+		return nil, err
+	}
+	states, err := filepath.Glob(filepath.Join(root, "*", "*", stateFile))
+	if err != nil {
+		return nil, err
+	}
+	var dead []DeadSUT
+	for _, path := range states {
+		dir := filepath.Dir(path)
+		code, configuration := filepath.Base(filepath.Dir(dir)), filepath.Base(dir)
+		if reported[code+"/"+configuration] || ctx.Err() != nil {
+			continue
+		}
+		if d, ok := l.deadSUT(dir, code, configuration); ok {
+			dead = append(dead, d)
+		}
+	}
+	return dead, ctx.Err()
+}
+
+func (l *Local) deadSUT(dir, code, configuration string) (DeadSUT, bool) {
+	defer l.lock(dir)()
+	st, err := readState(dir)
+	if err != nil {
+		return DeadSUT{}, false // torn down meanwhile, or never ready
+	}
+	pids := st.Pids
+	if len(pids) == 0 {
+		pids = []int{st.Pid}
+	}
+	for _, pid := range pids {
+		if pid <= 0 || procs.Alive(pid) {
+			continue
+		}
+		how, ok := exitStatus(pid)
+		if !ok {
+			how = "exited (started by an earlier deployer process: exit status unknown)"
+		}
+		if _, err := os.Stat(dir); err != nil {
+			return DeadSUT{}, false
+		}
+		return DeadSUT{Code: code, Configuration: configuration, DBMS: st.DBMS,
+			Reason: fmt.Sprintf("%s process %d %s", st.DBMS, pid, how)}, true
+	}
+	return DeadSUT{}, false
+}
+
+// exitStatus waits briefly for procs to have reaped a process it started:
+// a killed child is seen gone (a zombie) just before its starter's wait
+// records how it ended.
+func exitStatus(pid int) (string, bool) {
+	for end := time.Now().Add(time.Second); ; time.Sleep(10 * time.Millisecond) {
+		if how, ok := procs.ExitStatus(pid); ok || time.Now().After(end) {
+			return how, ok
+		}
+	}
+}
