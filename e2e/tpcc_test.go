@@ -35,6 +35,9 @@ func TestTPCCAsBexhomaUsersKnowIt(t *testing.T) {
 	if n := tableRows(out, "### Execution", "#### Aggregated Parallel"); n != 2 {
 		t.Errorf("%d Aggregated Parallel rows, want 2", n)
 	}
+	// Its HTML report (throughput, TPC-C latency per phase, CPU/RAM) in
+	// headless Chromium, as for the Redis experiment (issue 12, point 3).
+	s.python(t, "benchq_reporter.selfcheck_report", "--db", s.info.DBURL, "-e", code)
 
 	// Traceable: the 2-pod phase's requests are the stored ALL operations
 	// of its two shards, and its throughput is them over the printed window.

@@ -97,3 +97,22 @@ def test_a_blank_screenshot_is_caught(tmp_path):
                     '<svg xmlns="http://www.w3.org/2000/svg" width="1" height="1"></svg></figure></body></html>')
     with pytest.raises(selfcheck_report.CheckFailed, match="blank"):
         selfcheck_report.check_page(page, 1, tmp_path / "p.png")
+
+
+def test_tpcc_report_plots_latency_per_phase():
+    """A TPC-C experiment's latency plot: the average and merged p95 of each benchmarking phase."""
+    from rows import experiment, load_tables
+
+    from benchq_reporter.summary import summarize
+
+    summary = summarize(experiment(load_tables("benchbase-tpcc.json")))
+    made, missing = report._latency_per_phase({}, summary)
+    try:
+        tpcc = [p for p in made if p.slug == "latency-tpcc"]
+        assert len(tpcc) == 1 and missing == "", missing
+        bars = tpcc[0].figure.axes[0].patches
+        assert len(bars) == 2 * len(summary.benchbase.aggregated)  # average and p95 of each phase
+        p95 = summary.benchbase.aggregated["Latency Distribution.95th Percentile Latency (microseconds)"]
+        assert sorted(round(b.get_width(), 6) for b in bars[len(p95):]) == sorted(round(v / 1000, 6) for v in p95)
+    finally:
+        report.close(made)

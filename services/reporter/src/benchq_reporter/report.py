@@ -32,7 +32,8 @@ import matplotlib.pyplot as plt  # noqa: E402  (after the backend is chosen)
 import pandas as pd  # noqa: E402
 from matplotlib.figure import Figure  # noqa: E402
 
-from .summary import YcsbSummary  # noqa: E402
+from . import benchbase as bb  # noqa: E402
+from .summary import BenchbaseSummary, YcsbSummary  # noqa: E402
 from .ycsb import LATENCY_FIGURES, THROUGHPUT, WINDOW_THROUGHPUT  # noqa: E402
 
 PERCENTILES = ("p50", "p95", "p99", "p999")
@@ -82,9 +83,11 @@ def _throughput_over_time(frames: Mapping[str, pd.DataFrame], _summary: object) 
 
 
 def _latency_per_phase(_frames: Mapping[str, pd.DataFrame], summary: object) -> tuple[list[Plot], str]:
+    if isinstance(summary, BenchbaseSummary):
+        return _tpcc_latency(summary.benchbase.aggregated)
     lat = summary.execution_latency if isinstance(summary, YcsbSummary) else None
     if lat is None or lat.empty:
-        return [], "Latency per phase: no merged latency figures (a TPC-C summary has them in its tables)."
+        return [], "Latency per phase: no merged latency figures."
     figures = [LATENCY_FIGURES[p] for p in PERCENTILES if LATENCY_FIGURES[p] in lat.columns]
     made = []
     for op, g in lat.groupby("operation", sort=False):
@@ -97,6 +100,19 @@ def _latency_per_phase(_frames: Mapping[str, pd.DataFrame], summary: object) -> 
         ax.invert_yaxis()
         made.append(Plot(f"latency-{_slug(op)}", f"Latency percentiles of {op} per phase (merged histograms)", fig))
     return made, ""
+
+
+def _tpcc_latency(aggregated: pd.DataFrame) -> tuple[list[Plot], str]:
+    """TPC-C: the average and p95 latency of every request of each benchmarking phase (Aggregated Parallel)."""
+    figures = {bb.AVG: "average", bb.P95: "p95"}
+    if aggregated.empty or not set(figures) <= set(aggregated.columns):
+        return [], "Latency per phase: no TPC-C benchmarking phase with latency figures."
+    g = aggregated.set_index("DBMS")[list(figures)].astype("float64").rename(columns=figures) / 1000.0
+    fig, ax = plt.subplots(figsize=(8, 1.5 + 0.6 * len(g)))
+    g.plot.barh(ax=ax)
+    ax.set(xlabel="latency [ms]", ylabel="")
+    ax.invert_yaxis()
+    return [Plot("latency-tpcc", "Latency of all TPC-C requests per phase (p95 of the merged histograms)", fig)], ""
 
 
 def _monitoring(frames: Mapping[str, pd.DataFrame], _summary: object) -> tuple[list[Plot], str]:
