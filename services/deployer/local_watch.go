@@ -3,7 +3,6 @@ package main
 import (
 	"context"
 	"fmt"
-	"os"
 	"path/filepath"
 	"time"
 
@@ -67,9 +66,6 @@ func (l *Local) deadSUT(dir, code, configuration string) (DeadSUT, bool) {
 		how, ok := exitStatus(pid)
 		if !ok {
 			how = "exited (started by an earlier deployer process: exit status unknown)"
-		}
-		if _, err := os.Stat(dir); err != nil {
-			return DeadSUT{}, false
 		}
 		return DeadSUT{Code: code, Configuration: configuration, DBMS: st.DBMS,
 			Reason: fmt.Sprintf("%s process %d %s", st.DBMS, pid, how)}, true
