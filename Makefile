@@ -62,11 +62,6 @@ dashboards: bootstrap
 clean: down
 	rm -rf $(BENCHQ_HOME)
 
-# The kubernetes backend against a real control plane (etcd, kube-apiserver,
-# controller-manager, scheduler v1.34.2 and kwok v0.8.0 on loopback), built
-# once into ~/.cache/benchq/k8s by scripts/k8s/build-control-plane.sh, and
-# Prometheus 2.42 with its kubernetes discovery (scripts/k8s/build-prometheus.sh)
-# for deploy/k8s/prometheus.yaml.
 # Each fuzz target for a few seconds beyond its seeds (plain `go test`
 # runs the seeds); make bench-fuzz runs them longer (issue 14, point 3).
 test-fuzz:
@@ -76,6 +71,11 @@ test-fuzz:
 bench-fuzz:
 	@scripts/fuzz.sh $(or $(FUZZTIME),2m)
 
+# The kubernetes backend against a real control plane (etcd, kube-apiserver,
+# controller-manager, scheduler v1.34.2 and kwok v0.8.0 on loopback), built
+# once into ~/.cache/benchq/k8s by scripts/k8s/build-control-plane.sh, and
+# Prometheus 2.42 with its kubernetes discovery (scripts/k8s/build-prometheus.sh)
+# for deploy/k8s/prometheus.yaml.
 .PHONY: test-k8s
 test-k8s:
 	scripts/k8s/build-control-plane.sh
@@ -98,3 +98,12 @@ bench: bootstrap
 .PHONY: bench-monitoring
 bench-monitoring: bootstrap
 	@BLOCKS=$(or $(BLOCKS),2) scripts/bench-monitoring.sh
+
+# Chaos (issue 14, point 2): e2e/chaos_test.go for 50 rounds; `make test`
+# runs 3. Each SIGKILLs one component (or the SUT) at a random moment of an
+# experiment and checks it ends done or failed with a reason, each shard
+# stored once, no process left behind (docs/chaos.md). Prints the rounds and
+# the totals. Options: make bench-chaos ROUNDS=100 SEED=42.
+.PHONY: bench-chaos
+bench-chaos: bootstrap
+	@ROUNDS=$(or $(ROUNDS),50) SEED=$(SEED) scripts/bench-chaos.sh

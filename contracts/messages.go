@@ -321,6 +321,10 @@ type BarrierReady struct {
 	Shard   int    `json:"shard"`
 	Attempt int    `json:"attempt"`
 	Agent   string `json:"agent"`
+	// Instance names the agent's run (a new value each time it starts; its
+	// heartbeats carry it too): an agent restarted under the same name has
+	// lost the shard, although it beats again.
+	Instance string `json:"instance,omitempty"`
 }
 
 // BarrierGo: every shard of the phase is READY; all start at StartAt.

@@ -152,7 +152,7 @@ func TestParseSubject(t *testing.T) {
 
 func TestLiveAgents(t *testing.T) {
 	now := time.Date(2026, 11, 21, 10, 0, 0, 0, time.UTC)
-	beats := map[string]time.Time{"b": now.Add(-AgentLiveness), "a": now.Add(-time.Second), "gone": now.Add(-AgentLiveness - time.Millisecond)}
+	beats := map[string]Heartbeat{"b": {At: now.Add(-AgentLiveness)}, "a": {At: now.Add(-time.Second)}, "gone": {At: now.Add(-AgentLiveness - time.Millisecond)}}
 	if got := LiveAgents(beats, now); !reflect.DeepEqual(got, []string{"a", "b"}) {
 		t.Errorf("live %v", got)
 	}

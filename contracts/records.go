@@ -10,9 +10,10 @@ import (
 // Heartbeat is an agent's entry in the agents KV bucket (key = agent
 // name), written every HeartbeatEvery; see AgentLiveness and AgentsTTL.
 type Heartbeat struct {
-	Name string    `json:"name"`
-	At   time.Time `json:"at"`
-	Busy string    `json:"busy,omitempty"` // the shard job id it runs, if any
+	Name     string    `json:"name"`
+	At       time.Time `json:"at"`
+	Busy     string    `json:"busy,omitempty"`     // the shard job id it runs, if any
+	Instance string    `json:"instance,omitempty"` // the agent's run (BarrierReady.Instance)
 }
 
 // Live reports whether the agent beat within AgentLiveness of now.
@@ -21,12 +22,12 @@ func (h Heartbeat) Live(now time.Time) bool { return AgentLive(h.At, now) }
 // AgentLive reports whether an agent whose last beat was at is live at now.
 func AgentLive(at, now time.Time) bool { return now.Sub(at) <= AgentLiveness }
 
-// LiveAgents names the agents of beats (name → last beat) that are live at
-// now, sorted.
-func LiveAgents(beats map[string]time.Time, now time.Time) []string {
+// LiveAgents names the agents of beats (name → last heartbeat) that are
+// live at now, sorted.
+func LiveAgents(beats map[string]Heartbeat, now time.Time) []string {
 	var live []string
-	for name, at := range beats {
-		if AgentLive(at, now) {
+	for name, hb := range beats {
+		if hb.Live(now) {
 			live = append(live, name)
 		}
 	}

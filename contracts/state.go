@@ -63,13 +63,17 @@ type ConfigState struct {
 
 // PhaseState tracks the running phase of a configuration.
 type PhaseState struct {
-	Attempt  int          `json:"attempt"`
-	Status   string       `json:"status"`
-	Ready    []bool       `json:"ready"`
-	Done     []*ShardDone `json:"done"`
-	Agents   []string     `json:"agents"` // per shard, from READY
-	GoAt     *time.Time   `json:"go_at,omitempty"`
-	Deadline time.Time    `json:"deadline"`
+	Attempt int          `json:"attempt"`
+	Status  string       `json:"status"`
+	Ready   []bool       `json:"ready"`
+	Done    []*ShardDone `json:"done"`
+	Agents  []string     `json:"agents"` // per shard, from READY
+	// Instances are the agents' runs per shard, from READY ("" when the
+	// agent did not say): a different one in its heartbeat means the agent
+	// restarted and the shard is lost.
+	Instances []string   `json:"instances,omitempty"`
+	GoAt      *time.Time `json:"go_at,omitempty"`
+	Deadline  time.Time  `json:"deadline"`
 }
 
 // ShardDone is what the scheduler keeps of a shard's final result.

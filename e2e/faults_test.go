@@ -183,7 +183,7 @@ func TestExperimentsAsBexhomaUsersKnowThem(t *testing.T) {
 		}
 	})
 
-	t.Run("agent killed mid-shard: the phase is re-run", func(t *testing.T) {
+	t.Run("agent killed mid-shard and restarted: the phase is re-run", func(t *testing.T) {
 		code := fmt.Sprintf("e2e-agent-%d", time.Now().Unix())
 		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 		defer cancel()
@@ -195,17 +195,22 @@ func TestExperimentsAsBexhomaUsersKnowThem(t *testing.T) {
 			t.Fatal(err)
 		}
 		t.Logf("killed %s during the benchmark phase", agent)
+		// Started again at once, it beats again under its name before it
+		// could count as silent: its new run (instance) tells the scheduler
+		// the shard is lost.
+		time.Sleep(500 * time.Millisecond)
+		if out, err := s.benchq(context.Background(), "restart", agent); err != nil {
+			t.Errorf("restart %s: %v\n%s", agent, err, out)
+		}
 		end := s.waitEnd(t, ev)
 		if end.Status != contracts.ExperimentDone {
 			t.Fatalf("experiment %s: %s", end.Status, end.Reason)
 		}
-		if out, err := s.benchq(context.Background(), "restart", agent); err != nil {
-			t.Errorf("restart %s: %v\n%s", agent, err, out)
-		}
 		out := s.cli(t, time.Minute, "summary", "-e", code)
 		keepSummary(t, out)
-		if !strings.Contains(out, "TEST passed: Workflow as planned") || !strings.Contains(out, "was re-run: its results are from attempt 2") {
-			t.Errorf("summary does not show the re-run:\n%s", out)
+		if !strings.Contains(out, "TEST passed: Workflow as planned") || !strings.Contains(out, "was re-run: its results are from attempt 2") ||
+			!strings.Contains(out, "agent "+agent+" restarted since it took the shard") {
+			t.Errorf("summary does not show the re-run and why:\n%s", out)
 		}
 		if n := tableRows(out, "### Execution", "#### Per Phase"); n != 1 {
 			t.Errorf("%d execution rows, want 1: the re-run replaces the lost attempt, not doubled", n)

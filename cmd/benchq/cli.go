@@ -65,7 +65,7 @@ commands:
   summary -e CODE         print the summary of an experiment again
   dashboard -e CODE       the link to its Grafana dashboard ($BENCHQ_GRAFANA_URL;
                           -upload installs benchq's dashboards there first)
-  restart SERVICE         stop and start one service of the stack
+  restart COMPONENT       stop and start one component of the stack
   help                    this text
   version                 the benchq version this binary was built from (also --version)
 
@@ -87,7 +87,7 @@ func Main(ctx context.Context, args []string, st *State) int {
 			return rc
 		}
 		rest = fs.Args()
-		if len(rest) > 0 && cmd != "restart" { // cmdRestart checks its SERVICE
+		if len(rest) > 0 && cmd != "restart" { // cmdRestart checks its COMPONENT
 			st.errorf("%s: unexpected %q (usage: benchq %s)", cmd, strings.Join(rest, " "), cmd)
 			return ExitUsage
 		}
@@ -126,7 +126,7 @@ func Main(ctx context.Context, args []string, st *State) int {
 var flagless = map[string]struct{ synopsis, about string }{
 	"up":      {"up", "Start the embedded stack (NATS, results DB, services, agents); its state is kept in\n$BENCHQ_HOME (default .benchq)."},
 	"down":    {"down", "Stop everything the stack started: the services, every SUT left behind, the results DB\nand NATS."},
-	"restart": {"restart SERVICE", "Stop (if alive) and start again one service of the stack: collector, scheduler,\ndeployer, driver-agent-N or prometheus (on its port, with its data)."},
+	"restart": {"restart COMPONENT", "Stop (if alive) and start again one component of the stack: nats-server, results-db,\ncollector, scheduler, deployer, driver-agent-N or prometheus (on its port, with its data)."},
 	"status":  {"status", "Print the components, agents, volumes and running experiments of the stack."},
 }
 

@@ -6,8 +6,10 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"net/url"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"time"
 
@@ -58,11 +60,20 @@ func (s *Stack) start(st *State, p Proc) error {
 	return s.save(st)
 }
 
-// cmdRestart stops (if alive) and starts again one service of the stack: the
-// way back after a crash, and what the fault tests use.
+// The stack's two stores, started by cmdUp before the services and stopped
+// after them; `benchq restart` starts each again on its port and its data.
+const (
+	natsProc = "nats-server"
+	dbProc   = "results-db"
+)
+
+// cmdRestart stops (if alive) and starts again one component of the stack,
+// on its port and its data: the way back after a crash, and what the fault
+// and chaos tests use. The services reconnect to a restarted nats-server or
+// results database by themselves.
 func cmdRestart(ctx context.Context, args []string, st *State) int {
 	if len(args) != 1 {
-		st.errorf("usage: benchq restart <service> (collector, scheduler, deployer, driver-agent-N, prometheus)")
+		st.errorf("usage: benchq restart <component> (%s, %s, collector, scheduler, deployer, driver-agent-N, %s)", natsProc, dbProc, promProc)
 		return ExitUsage
 	}
 	s, _ := loadStack(st)
@@ -70,37 +81,80 @@ func cmdRestart(ctx context.Context, args []string, st *State) int {
 		st.errorf("%v", errNotUp)
 		return ExitNotReady
 	}
-	for i, p := range s.Procs {
-		if p.Name != args[0] {
-			continue
-		}
-		if p.Name == promProc {
-			if procs.Alive(p.Pid) {
-				stopProc(ctx, st, p)
-			}
-			if err := s.restartPrometheus(ctx, st, &s.Procs[i]); err != nil {
-				st.errorf("%v", err)
-				return ExitFailed
-			}
-			fmt.Fprintf(st.Stdout, "%s restarted\n", p.Name)
-			return ExitOK
-		}
-		if p.Path == "" {
-			st.errorf("%s cannot be restarted on its own; use: benchq down && benchq up", p.Name)
-			return ExitUsage
-		}
-		if procs.Alive(p.Pid) {
-			stopProc(ctx, st, p)
-		}
-		if err := s.startService(st, p); err != nil {
-			st.errorf("%v", err)
-			return ExitFailed
-		}
-		fmt.Fprintf(st.Stdout, "%s restarted\n", p.Name)
-		return ExitOK
+	i := slices.IndexFunc(s.Procs, func(p Proc) bool { return p.Name == args[0] })
+	if i < 0 {
+		st.errorf("no component %q in the stack", args[0])
+		return ExitUsage
 	}
-	st.errorf("no service %q in the stack", args[0])
-	return ExitUsage
+	p := s.Procs[i]
+	if procs.Alive(p.Pid) {
+		stopProc(ctx, st, p)
+	}
+	var err error
+	switch p.Name {
+	case promProc:
+		err = s.restartPrometheus(ctx, st, &s.Procs[i])
+	case natsProc:
+		err = s.restartNATS(ctx, st, p)
+	case dbProc:
+		err = s.restartResultsDB(ctx, st, &s.Procs[i])
+	default:
+		err = s.startService(st, p)
+	}
+	if err != nil {
+		st.errorf("restart %s: %v", p.Name, err)
+		return ExitFailed
+	}
+	fmt.Fprintf(st.Stdout, "%s restarted\n", p.Name)
+	return ExitOK
+}
+
+// restartNATS starts nats-server again with its arguments: its port and
+// its JetStream store, so streams, consumers and KV come back as they were.
+func (s *Stack) restartNATS(ctx context.Context, st *State, p Proc) error {
+	if err := s.start(st, p); err != nil {
+		return err
+	}
+	pid := s.Procs[slices.IndexFunc(s.Procs, func(q Proc) bool { return q.Name == p.Name })].Pid
+	ctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+	defer cancel()
+	return procs.WaitFor(ctx, "nats-server with JetStream", 100*time.Millisecond, func(ctx context.Context) error {
+		if !procs.Alive(pid) {
+			return procs.Permanent(fmt.Errorf("nats-server exited: %s", procs.LogTail(p.Log, 5)))
+		}
+		b, err := s.dial()
+		if err != nil {
+			return err
+		}
+		defer b.Close()
+		_, err = b.JS.Stream(ctx, contracts.StreamEvents)
+		return err
+	})
+}
+
+// restartResultsDB starts the results database again on its data directory
+// and port (PostgreSQL replays its WAL first). A postmaster killed with -9
+// leaves backends that hold its shared memory until they notice, within a
+// second or so, and a new postmaster refuses to start until then: retried.
+func (s *Stack) restartResultsDB(ctx context.Context, st *State, p *Proc) error {
+	u, err := url.Parse(s.DBURL)
+	if err != nil {
+		return fmt.Errorf("results database URL %q: %w", s.DBURL, err)
+	}
+	port, err := strconv.Atoi(u.Port())
+	if err != nil {
+		return fmt.Errorf("results database URL %q has no port", s.DBURL)
+	}
+	ctx, cancel := context.WithTimeout(ctx, 60*time.Second)
+	defer cancel()
+	return procs.WaitFor(ctx, "the results database", 500*time.Millisecond, func(ctx context.Context) error {
+		pg, err := localdb.StartPostgres(ctx, filepath.Join(st.home(), dbProc), port, localdb.PGOptions{Database: "benchq"})
+		if err != nil {
+			return err
+		}
+		p.Pid = pg.Pid
+		return s.save(st)
+	})
 }
 
 // startService starts a service with its /metrics address (the one it had
@@ -205,15 +259,15 @@ func startStack(ctx context.Context, st *State) (*Stack, error) {
 	start := func(name, path string, args []string, env []string) error {
 		return s.start(st, Proc{Name: name, Path: path, Args: args, Env: env})
 	}
-	if err := start("nats-server", filepath.Join(bin, "nats-server"), []string{"-a", "127.0.0.1", "-p", strconv.Itoa(natsPort), "-js", "-sd", filepath.Join(home, "nats")}, nil); err != nil {
+	if err := start(natsProc, filepath.Join(bin, "nats-server"), []string{"-a", "127.0.0.1", "-p", strconv.Itoa(natsPort), "-js", "-sd", filepath.Join(home, "nats")}, nil); err != nil {
 		return s, err
 	}
-	pg, err := localdb.StartPostgres(ctx, filepath.Join(home, "results-db"), dbPort, localdb.PGOptions{Database: "benchq"})
+	pg, err := localdb.StartPostgres(ctx, filepath.Join(home, dbProc), dbPort, localdb.PGOptions{Database: "benchq"})
 	if err != nil {
 		return s, fmt.Errorf("results database: %w", err)
 	}
 	s.DBURL = pg.URL()
-	s.Procs = append(s.Procs, Proc{Name: "results-db", Pid: pg.Pid, Log: filepath.Join(home, "results-db", "postgres.log")})
+	s.Procs = append(s.Procs, Proc{Name: dbProc, Pid: pg.Pid, Log: filepath.Join(home, dbProc, "postgres.log")})
 	if err := s.save(st); err != nil {
 		return s, err
 	}
@@ -307,14 +361,14 @@ func cmdDown(ctx context.Context, st *State) int {
 func stopStack(ctx context.Context, st *State, s *Stack) {
 	for i := len(s.Procs) - 1; i >= 0; i-- {
 		p := s.Procs[i]
-		if p.Name == "results-db" || p.Name == "nats-server" {
+		if p.Name == dbProc || p.Name == natsProc {
 			continue
 		}
 		stopProc(ctx, st, p)
 	}
 	stopLeftoverSUTs(ctx, st)
 	for i := len(s.Procs) - 1; i >= 0; i-- {
-		if p := s.Procs[i]; p.Name == "results-db" || p.Name == "nats-server" {
+		if p := s.Procs[i]; p.Name == dbProc || p.Name == natsProc {
 			stopProc(ctx, st, p)
 		}
 	}

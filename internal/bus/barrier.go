@@ -38,6 +38,7 @@ type Barrier struct {
 	b           *Bus
 	job         contracts.ShardJob
 	agent       string
+	instance    string
 	msgs        chan *nats.Msg
 	unsubscribe func()
 	done        chan struct{}
@@ -50,12 +51,12 @@ type Barrier struct {
 }
 
 // JoinBarrier starts listening for the GO and phase.failed of job's phase
-// attempt; call it before the shard can become READY. agent names the
-// shard's agent in READY.
-func (b *Bus) JoinBarrier(job contracts.ShardJob, agent string) (*Barrier, error) {
+// attempt; call it before the shard can become READY. agent and instance
+// name the shard's agent and its run in READY.
+func (b *Bus) JoinBarrier(job contracts.ShardJob, agent, instance string) (*Barrier, error) {
 	br := &Barrier{
 		Timeout: time.Duration(max(job.TimeoutS, 1)) * time.Second,
-		b:       b, job: job, agent: agent,
+		b:       b, job: job, agent: agent, instance: instance,
 		msgs: make(chan *nats.Msg, 16), done: make(chan struct{}),
 		gotGo: make(chan struct{}), aborted: make(chan struct{}),
 	}
@@ -135,7 +136,7 @@ func (br *Barrier) Ready(ctx context.Context) (time.Time, error) {
 	job := br.job
 	if err := br.b.Publish(ctx, contracts.TopicBarrierReady.For(job.Code), &contracts.BarrierReady{
 		Envelope: contracts.NewEnvelope(job.Code, contracts.ReadyID(job.Code, job.Phase, job.Shard, job.Attempt), time.Now()),
-		Phase:    job.Phase, Shard: job.Shard, Attempt: job.Attempt, Agent: br.agent,
+		Phase:    job.Phase, Shard: job.Shard, Attempt: job.Attempt, Agent: br.agent, Instance: br.instance,
 	}); err != nil {
 		return time.Time{}, err
 	}

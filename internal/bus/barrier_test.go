@@ -49,7 +49,7 @@ func join(t *testing.T, b *bus.Bus, job contracts.ShardJob) (*bus.Barrier, chan 
 		t.Fatal(err)
 	}
 	t.Cleanup(unsubscribe)
-	br, err := b.JoinBarrier(job, "agent-7")
+	br, err := b.JoinBarrier(job, "agent-7", "run-1")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -81,7 +81,7 @@ func TestBarrierReadyGoThenAbort(t *testing.T) {
 		if err := bus.Decode(contracts.SchemaBarrierReady, m.Data, &r); err != nil {
 			t.Fatal(err)
 		}
-		if r.ID != "bar.c-1-run1.2.a3.ready" || r.Phase != job.Phase || r.Shard != 2 || r.Attempt != 3 || r.Agent != "agent-7" {
+		if r.ID != "bar.c-1-run1.2.a3.ready" || r.Phase != job.Phase || r.Shard != 2 || r.Attempt != 3 || r.Agent != "agent-7" || r.Instance != "run-1" {
 			t.Errorf("READY %+v", r)
 		}
 	case <-time.After(wait):

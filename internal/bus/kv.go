@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"time"
 
 	"github.com/nats-io/nats.go/jetstream"
 
@@ -58,13 +57,4 @@ func Heartbeats(ctx context.Context, js jetstream.JetStream) (map[string]contrac
 		}
 	}
 	return beats, nil
-}
-
-// LastBeats is when each agent of beats last beat (contracts.LiveAgents).
-func LastBeats(beats map[string]contracts.Heartbeat) map[string]time.Time {
-	at := make(map[string]time.Time, len(beats))
-	for k, hb := range beats {
-		at[k] = hb.At
-	}
-	return at
 }

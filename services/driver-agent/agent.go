@@ -40,12 +40,13 @@ type Config struct {
 
 // Agent pulls shard jobs from the shared work queue, one at a time.
 type Agent struct {
-	cfg     Config
-	bus     *bus.Bus
-	log     *slog.Logger
-	busy    atomic.Value // string: the id of the shard job in flight, for heartbeats
-	lim     phaseState   // shards ended, for Limits.MaxShards (phase.go)
-	metrics *agentMetrics
+	cfg      Config
+	bus      *bus.Bus
+	log      *slog.Logger
+	busy     atomic.Value // string: the id of the shard job in flight, for heartbeats
+	instance string       // this run of the agent, in READY and heartbeats
+	lim      phaseState   // shards ended, for Limits.MaxShards (phase.go)
+	metrics  *agentMetrics
 }
 
 // ackWait: a job not acked or touched (InProgress) within this time goes to
@@ -63,13 +64,16 @@ func Run(ctx context.Context, cfg Config, log *slog.Logger) error {
 	if err := b.Setup(ctx); err != nil {
 		return err
 	}
-	a := &Agent{cfg: cfg, bus: b, log: log}
+	// The run's start instant names this run of the agent (contracts
+	// BarrierReady.Instance): the scheduler tells a restarted agent from
+	// the one that took a shard by it.
+	a := &Agent{cfg: cfg, bus: b, log: log, instance: time.Now().UTC().Format(time.RFC3339Nano)}
 	if a.metrics, err = newAgentMetrics(obs.Or(cfg.Metrics)); err != nil {
 		return err
 	}
 	ctx = a.withLimits(ctx)
 	go a.heartbeat(ctx)
-	log.Info("agent ready", "name", cfg.Name, "ycsb", cfg.YCSBLib)
+	log.Info("agent ready", "name", cfg.Name, "instance", a.instance, "ycsb", cfg.YCSBLib)
 	return b.Consume(ctx, bus.ConsumerSpec{
 		Stream: contracts.StreamJobs, Durable: contracts.DurableAgents, Filters: []string{contracts.SubjShard},
 		AckWait: ackWait, MaxDeliver: 3,
@@ -195,7 +199,7 @@ func (a *Agent) heartbeat(ctx context.Context) {
 	defer t.Stop()
 	for {
 		busy, _ := a.busy.Load().(string)
-		hb := contracts.Heartbeat{Name: a.cfg.Name, At: time.Now().UTC(), Busy: busy}
+		hb := contracts.Heartbeat{Name: a.cfg.Name, At: time.Now().UTC(), Busy: busy, Instance: a.instance}
 		if err := a.bus.PutHeartbeat(ctx, hb); err != nil && ctx.Err() == nil {
 			a.log.Warn("heartbeat failed", "err", err)
 		}

@@ -73,7 +73,7 @@ func (a *Agent) runBenchbaseJar(ctx context.Context, job contracts.ShardJob) (*c
 	}
 
 	// 1. READY at once, 2. wait for GO, then for its instant.
-	br, err := a.bus.JoinBarrier(job, a.cfg.Name)
+	br, err := a.bus.JoinBarrier(job, a.cfg.Name, a.instance)
 	if err != nil {
 		return nil, err
 	}

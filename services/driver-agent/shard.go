@@ -63,7 +63,7 @@ func (r *shardRun) run(ctx context.Context) (*contracts.Final, error) {
 		return failed(final, format, args...), nil
 	}
 
-	br, err := r.a.bus.JoinBarrier(job, r.a.cfg.Name)
+	br, err := r.a.bus.JoinBarrier(job, r.a.cfg.Name, r.a.instance)
 	if err != nil {
 		return nil, err
 	}

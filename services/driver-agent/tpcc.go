@@ -24,7 +24,7 @@ func (a *Agent) runTPCC(ctx context.Context, job contracts.ShardJob) (*contracts
 	fail := func(format string, args ...any) (*contracts.Final, error) {
 		return failed(final, format, args...), nil
 	}
-	br, err := a.bus.JoinBarrier(job, a.cfg.Name)
+	br, err := a.bus.JoinBarrier(job, a.cfg.Name, a.instance)
 	if err != nil {
 		return nil, err
 	}

@@ -69,9 +69,9 @@ type Event struct {
 	// DriverEnded: a phase's driver Job ended (Kubernetes backend).
 	DriverEnded *contracts.DriverEnded
 	Tick        bool
-	// Heartbeats of the driver agents (name → last beat), read for a tick;
+	// Heartbeats of the driver agents (name → last heartbeat), read for a tick;
 	// nil when unknown, which disables the lost-agent check.
-	Heartbeats map[string]time.Time
+	Heartbeats map[string]contracts.Heartbeat
 	// storedAt is when JetStream stored the event (zero for a tick or a
 	// stop): the start of a phase switch, for metrics only.
 	storedAt time.Time

@@ -145,7 +145,11 @@ func TestSUTFailureEndsExperiment(t *testing.T) {
 // configuration is deployed. A death reported after the phase is gone, or
 // a repeat, changes nothing.
 func TestSUTDeathFailsTheRunningPhase(t *testing.T) {
-	p := defaultPlan(t, func(r *contracts.Request) { r.BenchmarkingPods = []int{1, 1}; r.LoadingFactors = []float64{1, 2}; r.MaxSUTs = 1 })
+	p := defaultPlan(t, func(r *contracts.Request) {
+		r.BenchmarkingPods = []int{1, 1}
+		r.LoadingFactors = []float64{1, 2}
+		r.MaxSUTs = 1
+	})
 	s, _, _ := Start(p, []byte(`{}`), t0, 0)
 	first := s.Plan.Configurations[0].Name
 	out := runPhase(t, s, jobs(ready(s, 0)), contracts.StatusOK) // loading done, run1 preparing
@@ -300,11 +304,11 @@ func TestLostAgentReRunsThePhaseOnce(t *testing.T) {
 	for k, j := range run {
 		s.Step(Event{Ready: &contracts.BarrierReady{Phase: j.Phase, Shard: j.Shard, Attempt: 1, Agent: fmt.Sprintf("a%d", k+1)}}, t0)
 	}
-	beats := map[string]time.Time{"a1": t0, "a2": t0}
+	beats := map[string]contracts.Heartbeat{"a1": {At: t0}, "a2": {At: t0}}
 	if out := s.Step(Event{Tick: true, Heartbeats: beats}, t0.Add(10*time.Second)); len(out) != 0 {
 		t.Fatalf("both agents alive: %v", subjects(out))
 	}
-	beats["a1"] = t0.Add(20 * time.Second) // a2 silent for 20 s
+	beats["a1"] = contracts.Heartbeat{At: t0.Add(20 * time.Second)} // a2 silent for 20 s
 	out = s.Step(Event{Tick: true, Heartbeats: beats}, t0.Add(20*time.Second))
 	if got := strings.Join(subjects(out), " "); got != "benchq.exp.17.phase.failed benchq.jobs.shard benchq.jobs.shard benchq.jobs.drivers" {
 		t.Fatalf("lost agent: %s", got)
@@ -337,6 +341,31 @@ func TestLostAgentReRunsThePhaseOnce(t *testing.T) {
 	}
 }
 
+// An agent killed and started again at once beats again under its name, but
+// its new run does not know the shard the old one took: the heartbeat's
+// instance differs from READY's, the shard is lost at the next tick and the
+// phase re-run, without waiting for a silence that never comes. An agent
+// that did not say its instance (older agents) is judged by silence only.
+func TestRestartedAgentLosesItsShard(t *testing.T) {
+	p := defaultPlan(t, func(r *contracts.Request) { r.BenchmarkingPods = []int{2} })
+	s, _, _ := Start(p, []byte(`{}`), t0, 0)
+	run := jobs(runPhase(t, s, jobs(ready(s, 0)), contracts.StatusOK))
+	s.Step(Event{Ready: &contracts.BarrierReady{Phase: run[0].Phase, Shard: 1, Attempt: 1, Agent: "a1", Instance: "run-1"}}, t0)
+	s.Step(Event{Ready: &contracts.BarrierReady{Phase: run[1].Phase, Shard: 2, Attempt: 1, Agent: "a2"}}, t0)
+	beats := map[string]contracts.Heartbeat{"a1": {At: t0, Instance: "run-1"}, "a2": {At: t0, Instance: "run-9"}}
+	if out := s.Step(Event{Tick: true, Heartbeats: beats}, t0.Add(time.Second)); len(out) != 0 {
+		t.Fatalf("same runs beating: %v", subjects(out))
+	}
+	beats["a1"] = contracts.Heartbeat{At: t0.Add(2 * time.Second), Instance: "run-2"}
+	out := s.Step(Event{Tick: true, Heartbeats: beats}, t0.Add(2*time.Second))
+	if got := strings.Join(subjects(out), " "); got != "benchq.exp.17.phase.failed benchq.jobs.shard benchq.jobs.shard benchq.jobs.drivers" {
+		t.Fatalf("restarted agent: %s", got)
+	}
+	if r := out[0].Msg.(*contracts.PhaseEvent).Reason; !strings.Contains(r, "shard 1 (agent a1 restarted since it took the shard)") || strings.Contains(r, "shard 2") {
+		t.Errorf("reason %q", r)
+	}
+}
+
 // A phase with more shards than the local stack has driver agents can never
 // pass its barrier: it fails after AgentsGrace naming the numbers and the
 // fix, not after the barrier timeout. On Kubernetes (driver Jobs, one agent
@@ -348,7 +377,7 @@ func TestTooFewAgentsFailsThePhaseNamingTheFix(t *testing.T) {
 			s, _, _ := Start(p, []byte(`{}`), t0, 0)
 			load := jobs(s.Step(Event{SUTReady: &contracts.SUTReady{Configuration: p.Configurations[0].Name,
 				Endpoint: contracts.Endpoint{Host: "h", Port: 1}, Backend: backend}}, t0))
-			beats := map[string]time.Time{"agent-1": t0, "agent-2": t0, "agent-3": t0.Add(-time.Minute)} // agent-3 is gone
+			beats := map[string]contracts.Heartbeat{"agent-1": {At: t0}, "agent-2": {At: t0}, "agent-3": {At: t0.Add(-time.Minute)}} // agent-3 is gone
 			if out := s.Step(Event{Tick: true, Heartbeats: beats}, t0.Add(11*time.Second)); len(out) != 0 {
 				t.Fatalf("loading with 2 shards and 2 live agents: %v", subjects(out))
 			}
@@ -400,7 +429,7 @@ func TestActionStartHoldsTheSUT(t *testing.T) {
 	if out := ready(s, 0); len(out) != 0 {
 		t.Fatalf("after ready: %v", subjects(out))
 	}
-	if out := s.Step(Event{Tick: true, Heartbeats: map[string]time.Time{}}, t0.Add(time.Hour)); len(out) != 0 || s.Configs[0].Status != cfgRunning {
+	if out := s.Step(Event{Tick: true, Heartbeats: map[string]contracts.Heartbeat{}}, t0.Add(time.Hour)); len(out) != 0 || s.Configs[0].Status != cfgRunning {
 		t.Fatalf("held SUT: %v %s", subjects(out), s.Configs[0].Status)
 	}
 	if out := s.Step(Event{Stop: &contracts.Stop{}}, t0); strings.Join(subjects(out), " ") != "benchq.jobs.teardown" {

@@ -31,7 +31,7 @@ func (s *State) startAttempt(i, p, attempt int, now time.Time) []Out {
 	n := len(ph.Shards)
 	s.Configs[i].Phase = p
 	s.Configs[i].Current = &PhaseState{
-		Attempt: attempt, Status: phPreparing, Ready: make([]bool, n), Done: make([]*ShardDone, n), Agents: make([]string, n),
+		Attempt: attempt, Status: phPreparing, Ready: make([]bool, n), Done: make([]*ShardDone, n), Agents: make([]string, n), Instances: make([]string, n),
 		Deadline: now.Add(secs(s.Plan.Timeouts.BarrierS)).UTC(),
 	}
 	ep := *s.Configs[i].Endpoint
@@ -65,6 +65,9 @@ func (s *State) onReady(m *contracts.BarrierReady, now time.Time) []Out {
 	cur.Ready[m.Shard-1] = true
 	if len(cur.Agents) == len(cur.Ready) {
 		cur.Agents[m.Shard-1] = m.Agent
+	}
+	if len(cur.Instances) == len(cur.Ready) {
+		cur.Instances[m.Shard-1] = m.Instance
 	}
 	for _, r := range cur.Ready {
 		if !r {

@@ -405,11 +405,11 @@ func (s *Scheduler) tick(ctx context.Context) error {
 
 // heartbeats reads the agents' last beats; nil (no lost-agent check) when
 // the bucket cannot be read.
-func (s *Scheduler) heartbeats(ctx context.Context) map[string]time.Time {
+func (s *Scheduler) heartbeats(ctx context.Context) map[string]contracts.Heartbeat {
 	beats, err := bus.Heartbeats(ctx, s.bus.JS)
 	if err != nil {
 		s.log.Warn("agent heartbeats unreadable", "err", err)
 		return nil
 	}
-	return bus.LastBeats(beats)
+	return beats
 }

@@ -19,7 +19,7 @@ const MaxAttempts = 2
 // as lost.
 const AgentLost = contracts.AgentLiveness
 
-func (s *State) onTick(now time.Time, beats map[string]time.Time) []Out {
+func (s *State) onTick(now time.Time, beats map[string]contracts.Heartbeat) []Out {
 	var out []Out
 	for i := range s.Configs {
 		c := &s.Configs[i]
@@ -69,7 +69,7 @@ const AgentsGrace = 10 * time.Second
 // the phase would wait for the barrier timeout and fail saying only which
 // shards were not READY. On Kubernetes the deployer starts one agent per
 // shard (driver Jobs), so the check does not apply.
-func (s *State) tooFewAgents(i int, beats map[string]time.Time, now time.Time) string {
+func (s *State) tooFewAgents(i int, beats map[string]contracts.Heartbeat, now time.Time) string {
 	c := &s.Configs[i]
 	cur := c.Current
 	if c.Backend != contracts.BackendLocal || cur.Status != phPreparing {
@@ -94,15 +94,21 @@ func (s *State) tooFewAgents(i int, beats map[string]time.Time, now time.Time) s
 		need, len(alive), strings.Join(alive, ", "), need, flag)
 }
 
-// lostShards names the unfinished shards whose agent stopped beating.
-func lostShards(cur *PhaseState, beats map[string]time.Time, now time.Time) string {
+// lostShards names the unfinished shards whose agent stopped beating, or
+// beats again after a restart: a new run of the agent under the same name
+// (another instance) does not know the shard the old one took.
+func lostShards(cur *PhaseState, beats map[string]contracts.Heartbeat, now time.Time) string {
 	var lost []string
 	for k, agent := range cur.Agents {
 		if agent == "" || cur.Done[k] != nil {
 			continue
 		}
-		if at, ok := beats[agent]; !ok || !contracts.AgentLive(at, now) {
+		hb, ok := beats[agent]
+		switch {
+		case !ok || !hb.Live(now):
 			lost = append(lost, fmt.Sprintf("shard %d (agent %s silent for more than %s)", k+1, agent, AgentLost))
+		case k < len(cur.Instances) && cur.Instances[k] != "" && hb.Instance != "" && hb.Instance != cur.Instances[k]:
+			lost = append(lost, fmt.Sprintf("shard %d (agent %s restarted since it took the shard)", k+1, agent))
 		}
 	}
 	return strings.Join(lost, ", ")
