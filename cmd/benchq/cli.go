@@ -66,6 +66,8 @@ commands:
   dashboard -e CODE       the link to its Grafana dashboard ($BENCHQ_GRAFANA_URL;
                           -upload installs benchq's dashboards there first)
   restart COMPONENT       stop and start one component of the stack
+  volumes [rm NAME]       the persistent volumes (-rst) and their loaded state;
+                          rm removes one that no SUT uses
   help                    this text
   version                 the benchq version this binary was built from (also --version)
 
@@ -87,7 +89,7 @@ func Main(ctx context.Context, args []string, st *State) int {
 			return rc
 		}
 		rest = fs.Args()
-		if len(rest) > 0 && cmd != "restart" { // cmdRestart checks its COMPONENT
+		if len(rest) > 0 && cmd != "restart" && cmd != "volumes" { // they check their words
 			st.errorf("%s: unexpected %q (usage: benchq %s)", cmd, strings.Join(rest, " "), cmd)
 			return ExitUsage
 		}
@@ -105,6 +107,8 @@ func Main(ctx context.Context, args []string, st *State) int {
 		return cmdStop(ctx, rest, st)
 	case "restart":
 		return cmdRestart(ctx, rest, st)
+	case "volumes":
+		return cmdVolumes(ctx, rest, st)
 	case "summary":
 		return cmdSummaryArgs(ctx, rest, st)
 	case "dashboard":
@@ -116,7 +120,7 @@ func Main(ctx context.Context, args []string, st *State) int {
 		fmt.Fprintf(st.Stdout, "benchq %s\n", version.String())
 		return ExitOK
 	}
-	st.errorf("unknown command %q (commands: up, down, ycsb, benchbase, status, stop, summary, dashboard, restart, help, version)", cmd)
+	st.errorf("unknown command %q (commands: up, down, ycsb, benchbase, status, stop, summary, dashboard, restart, volumes, help, version)", cmd)
 	return ExitUsage
 }
 
@@ -128,6 +132,7 @@ var flagless = map[string]struct{ synopsis, about string }{
 	"down":    {"down", "Stop everything the stack started: the services, every SUT left behind, the results DB\nand NATS."},
 	"restart": {"restart COMPONENT", "Stop (if alive) and start again one component of the stack: nats-server, results-db,\ncollector, scheduler, deployer, driver-agent-N or prometheus (on its port, with its data)."},
 	"status":  {"status", "Print the components, agents, volumes and running experiments of the stack."},
+	"volumes": {"volumes [rm NAME]", "List the persistent volumes (-rst keeps a SUT's data on one, reused by later experiments\nof the same DBMS, use case and scale factor); rm NAME removes one that no SUT uses."},
 }
 
 // newFlagSet is the flag set of a command whose usage is a synopsis and one

@@ -187,7 +187,7 @@ func agentTable(ctx context.Context, js jetstream.JetStream) [][]string {
 }
 
 func volumeTable(ctx context.Context, js jetstream.JetStream) [][]string {
-	return kvTable(ctx, js, contracts.KVVolumes, 6, "(none: the local backend keeps no volumes)", func(k string, v []byte) []string {
+	return kvTable(ctx, js, contracts.KVVolumes, 6, "(none: -rst keeps a SUT's data on one)", func(k string, v []byte) []string {
 		var vol contracts.VolumeEntry
 		_ = json.Unmarshal(v, &vol)
 		return []string{k, vol.DBMS, vol.UseCase, fmt.Sprint(vol.Loaded), fmt.Sprintf("%.0f", vol.TimeLoadingS), vol.Size}
@@ -252,15 +252,9 @@ func cmdStop(ctx context.Context, args []string, st *State) int {
 		st.errorf("stop: unexpected %q (usage: benchq stop [-e CODE])", strings.Join(fs.Args(), " "))
 		return ExitUsage
 	}
-	s, err := loadStack(st)
-	if s == nil {
-		st.errorf("%v", err)
-		return ExitNotReady
-	}
-	b, err := s.dial()
-	if err != nil {
-		st.errorf("connect to %s: %v", s.NATSURL, err)
-		return ExitNotReady
+	b, notReady := connectStack(st)
+	if b == nil {
+		return notReady
 	}
 	defer b.Close()
 	running, err := runningExperiments(ctx, b.JS)

@@ -68,6 +68,10 @@ type Entry struct {
 	// Settings are server settings (postgres -c name=value, redis
 	// directives), applied by both backends.
 	Settings map[string]string `json:"settings,omitempty"`
+	// VolumeSettings are added to Settings when the SUT keeps its data on a
+	// persistent volume (-rst), e.g. Redis's AOF: a server whose data lives
+	// only in memory would leave the volume empty.
+	VolumeSettings map[string]string `json:"volume_settings,omitempty"`
 	// JDBCURL is a template with the placeholders of YCSBProperties.
 	JDBCURL string `json:"jdbc_url,omitempty"`
 	YCSB    YCSB   `json:"ycsb"`

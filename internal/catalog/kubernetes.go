@@ -3,6 +3,7 @@ package catalog
 import (
 	"errors"
 	"fmt"
+	"maps"
 	"sort"
 	"strings"
 
@@ -129,6 +130,21 @@ type Pool struct {
 type Job struct {
 	Image   string   `json:"image"`
 	Command []string `json:"command"`
+}
+
+// OnVolume is e as it runs with a persistent volume: its Settings with its
+// VolumeSettings added (they win).
+func (e Entry) OnVolume() Entry {
+	if len(e.VolumeSettings) == 0 {
+		return e
+	}
+	s := maps.Clone(e.Settings)
+	if s == nil {
+		s = map[string]string{}
+	}
+	maps.Copy(s, e.VolumeSettings)
+	e.Settings = s
+	return e
 }
 
 // SettingArgsList returns the server arguments for the entry's settings:

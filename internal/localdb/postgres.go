@@ -187,6 +187,11 @@ func initdb(ctx context.Context, bin, dir, osUser string) error {
 	if _, err := os.Stat(filepath.Join(dir, "PG_VERSION")); err == nil {
 		return nil
 	}
+	// dir may be a link to the data's real place (a persistent volume):
+	// the cluster is made beside that place, and the link kept.
+	if real, err := filepath.EvalSymlinks(dir); err == nil {
+		dir = real
+	}
 	tmp := filepath.Join(filepath.Dir(dir), "."+filepath.Base(dir)+".initdb")
 	if err := os.RemoveAll(tmp); err != nil {
 		return fmt.Errorf("initdb: %w", err)

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"cmp"
 	"errors"
 	"fmt"
 	"strings"
@@ -98,7 +99,17 @@ func checkStatefulSetName(name string) error {
 	return nil
 }
 
-// volumeName is the PVC of a DBMS and use case, shared by experiments.
+// useCaseOf names the data set of s's volume: the plan's use case (e.g.
+// ycsb-0.1), else the benchmark.
+func useCaseOf(s Spec) string {
+	if s.SUT != nil && s.SUT.UseCase != "" {
+		return s.SUT.UseCase
+	}
+	return cmp.Or(strings.ToLower(s.Benchmark), "data")
+}
+
+// volumeName is the volume of a DBMS and use case, shared by experiments:
+// a PVC on Kubernetes, a directory under the stack's volumes/ locally.
 func volumeName(dbms, useCase string) (string, error) {
 	name := namePrefix + strings.ToLower(dbms) + "-" + strings.ToLower(useCase)
 	if errs := validation.IsDNS1123Subdomain(name); len(errs) > 0 || len(name) > validation.DNS1123LabelMaxLength {

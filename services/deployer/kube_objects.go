@@ -272,7 +272,7 @@ func (b *builder) serverPod(e catalog.Entry, r *strings.Replacer, component stri
 		Name:    "dbms",
 		Image:   e.Image,
 		Command: replaceAll(r, k.Command),
-		Args:    append(append(replaceAll(r, k.Args), replaceAll(r, extraArgs)...), e.SettingArgsList()...),
+		Args:    append(append(replaceAll(r, k.Args), replaceAll(r, extraArgs)...), b.onVolume(e).SettingArgsList()...),
 		Env: append([]corev1.EnvVar{{Name: "BENCHQ_POD_NAME", ValueFrom: &corev1.EnvVarSource{
 			FieldRef: &corev1.ObjectFieldSelector{APIVersion: "v1", FieldPath: "metadata.name"}}}},
 			envList(r, k.Env)...),
@@ -434,13 +434,19 @@ func quantity(field, s string) (resource.Quantity, error) {
 	return q, nil
 }
 
+// onVolume is e with its volume settings when the configuration keeps its
+// data on a persistent volume (-rst).
+func (b *builder) onVolume(e catalog.Entry) catalog.Entry {
+	if wantsVolume(b.spec) {
+		return e.OnVolume()
+	}
+	return e
+}
+
 // volume is the PVC of entry's data for the configuration's use case.
 func (b *builder) volume(e catalog.Entry) (*corev1.PersistentVolumeClaim, error) {
 	st := b.sut.Storage
-	useCase := b.sut.UseCase
-	if useCase == "" {
-		useCase = cmp.Or(strings.ToLower(b.spec.Benchmark), "data")
-	}
+	useCase := useCaseOf(b.spec)
 	name, err := volumeName(e.Name, useCase)
 	if err != nil {
 		return nil, err

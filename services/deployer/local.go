@@ -37,8 +37,13 @@ type Local struct {
 	// phase agents ("": $BENCHQ_PROMETHEUS_TARGETS; neither: none written).
 	TargetsDir string
 
+	// VolumesDir holds the persistent volumes (-rst, local_volume.go);
+	// default: volumes/ beside Root.
+	VolumesDir string
+
 	mu    sync.Mutex
 	locks map[string]*sync.Mutex // per configuration directory
+	volMu sync.Mutex             // claims and records of volumes
 
 	monOnce sync.Once
 	mon     *monitor // local_monitor.go
@@ -99,6 +104,14 @@ func (l *Local) deploy(ctx context.Context, s Spec, entry catalog.Entry) (Deploy
 		port = prev.Endpoint.Port
 		log.Info("sut already deployed: checking it", "port", port)
 	}
+	var vol *contracts.VolumeState
+	if wantsVolume(s) {
+		if vol, err = l.attachVolume(ctx, s, entry, dir); err != nil {
+			return Deployed{}, err
+		}
+		entry = entry.OnVolume()
+		log.Info("data on volume", "volume", vol.Name, "loaded", vol.Loaded, "new", vol.New)
+	}
 
 	var (
 		st     localState
@@ -139,7 +152,7 @@ func (l *Local) deploy(ctx context.Context, s Spec, entry catalog.Entry) (Deploy
 		info[k] = v
 	}
 	log.Info("sut ready", "port", st.Endpoint.Port, "pid", st.Pid, "version", version)
-	return Deployed{Endpoint: st.Endpoint, Info: info, Backend: BackendLocal}, nil
+	return Deployed{Endpoint: st.Endpoint, Info: info, Backend: BackendLocal, Volume: vol}, nil
 }
 
 func (l *Local) startRedis(ctx context.Context, dir string, port int, entry catalog.Entry) (localState, string, error) {
@@ -326,7 +339,7 @@ func writeState(dir string, st localState) error {
 }
 
 // localIgnores names the SUT settings that only the Kubernetes backend
-// applies: processes on this machine have no requests, nodes or volumes.
+// applies: processes on this machine have no requests, nodes or volume sizes.
 func localIgnores(sut *contracts.SUTSpec) []string {
 	if sut == nil {
 		return nil
@@ -335,8 +348,8 @@ func localIgnores(sut *contracts.SUTSpec) []string {
 	if sut.Resources != nil {
 		out = append(out, "resources (-rc/-rr/-lr)")
 	}
-	if sut.Storage != nil {
-		out = append(out, "storage (-rst/-rss/-rsr)")
+	if sut.Storage != nil && sut.Storage.Size != "" {
+		out = append(out, "storage size (-rss: a volume is a directory here)")
 	}
 	if sut.Node != "" {
 		out = append(out, "node (-rnn)")

@@ -287,7 +287,7 @@ func TestLocalIgnores(t *testing.T) {
 		t.Errorf("nil spec: %v", got)
 	}
 	got := strings.Join(localIgnores(&contracts.SUTSpec{Storage: &contracts.Storage{Size: "1Gi"}, Node: "n", Workers: 3}), "; ")
-	if got != "storage (-rst/-rss/-rsr); node (-rnn)" {
+	if got != "storage size (-rss: a volume is a directory here); node (-rnn)" {
 		t.Errorf("got %q", got)
 	}
 }

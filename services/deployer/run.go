@@ -113,6 +113,9 @@ func Run(ctx context.Context, cfg Config, backend Backend, log *slog.Logger) err
 		reg.MustRegister(mc.Collectors()...)
 	}
 	log.Info("deployer ready", "nats", cfg.NATSURL)
+	if vols, ok := backend.(Volumes); ok {
+		d.syncVolumes(ctx, vols) // volumes kept across benchq down/up, or removed meanwhile
+	}
 	// Drivers jobs have a consumer of their own, so that a deploy waiting
 	// for its SUT (up to its timeout) never holds up another configuration's
 	// phase, whose agents would miss their barrier.
@@ -249,8 +252,9 @@ func (d *Deployer) teardown(ctx context.Context, job contracts.Teardown) error {
 }
 
 // syncVolumes mirrors the backend's volumes into the volumes KV bucket for
-// benchq status. Best effort: the backend's own record (PVC annotations) is
-// the truth, and the next teardown syncs again.
+// benchq status, dropping the entries of volumes that are gone. Best effort:
+// the backend's own record (PVC annotations, volume.json) is the truth, and
+// the next teardown syncs again.
 func (d *Deployer) syncVolumes(ctx context.Context, vols Volumes) {
 	entries, err := vols.VolumeEntries(ctx)
 	if err != nil {
@@ -262,10 +266,19 @@ func (d *Deployer) syncVolumes(ctx context.Context, vols Volumes) {
 		d.log.Warn("no volumes bucket", "err", err)
 		return
 	}
+	keep := map[string]bool{}
 	for _, e := range entries {
+		keep[e.Name] = true
 		data, _ := json.Marshal(e)
 		if _, err := kv.Put(ctx, e.Name, data); err != nil {
 			d.log.Warn("volume not recorded", "volume", e.Name, "err", err)
+		}
+	}
+	if keys, err := kv.ListKeys(ctx); err == nil {
+		for k := range keys.Keys() {
+			if !keep[k] {
+				_ = kv.Delete(ctx, k)
+			}
 		}
 	}
 }

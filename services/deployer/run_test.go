@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"slices"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -40,8 +41,18 @@ func (v *volumeBackend) MarkLoaded(_ context.Context, volume string, d time.Dura
 	v.record(fmt.Sprintf("mark %s %s by %s", volume, d, by))
 	return nil
 }
+
+// VolumeEntries: the volume, loaded once marked (the deployer lists them at
+// start too).
 func (v *volumeBackend) VolumeEntries(context.Context) ([]contracts.VolumeEntry, error) {
-	return []contracts.VolumeEntry{{Name: "bq-postgresql-ycsb-1", DBMS: "PostgreSQL", UseCase: "ycsb-1", Loaded: true, TimeLoadingS: 12.5, Size: "50Gi"}}, nil
+	v.mu.Lock()
+	defer v.mu.Unlock()
+	loaded := slices.ContainsFunc(v.calls, func(c string) bool { return strings.HasPrefix(c, "mark ") })
+	e := contracts.VolumeEntry{Name: "bq-postgresql-ycsb-1", DBMS: "PostgreSQL", UseCase: "ycsb-1", Loaded: loaded, Size: "50Gi"}
+	if loaded {
+		e.TimeLoadingS = 12.5
+	}
+	return []contracts.VolumeEntry{e}, nil
 }
 
 // A teardown that says the loading filled the volume: the volume is marked

@@ -97,6 +97,21 @@ def test_zero_throughput_fails_the_throughput_test(tables):
     assert _test(s, "execution_throughput").passed
 
 
+def test_loading_skipped_on_a_persisted_volume_is_said_not_failed(tables):
+    """Loading skipped (the database persisted on a volume): no loading rows, and the loading test says why
+    instead of failing on them; a loading phase that simply has no rows still fails it."""
+    reason = "the database is persisted on volume bq-redis-ycsb-1, loaded at 2026-11-25T10:00:00Z by experiment e1"
+    load = next(p for p in tables["phases"] if p["kind"] == "load")
+    load.update(status="skipped", reason=reason, started_at=None, ended_at=None)
+    tables["shard_results"] = [r for r in tables["shard_results"] if r["phase"] != load["phase"]]
+    s = summarize(experiment(tables))
+    t = _test(s, "loading_throughput")
+    assert t.passed and t.text == f"Loading Phase: skipped, nothing to test ({reason})"
+    assert f"Phase {load['phase']} skipped: {reason}" in s.workflow.notes
+    load.update(status="done", reason=None)
+    assert not _test(summarize(experiment(tables)), "loading_throughput").passed
+
+
 def test_missing_phase_fails_workflow_as_planned(tables):
     tables["phases"] = [p for p in tables["phases"] if p["phase"] != RUN]
     s = summarize(experiment(tables))

@@ -18,7 +18,7 @@ from . import checks, ycsb
 from .attempts import kind_operations
 from .checks import Test
 from .connections import Connection, build_connections
-from .contracts import BENCHMARK, KIND
+from .contracts import BENCHMARK, KIND, PHASE
 from .model import ExperimentData
 from .monitoring import Monitoring, build_monitoring
 from .workflow import Workflow, build_workflow
@@ -63,6 +63,14 @@ class BenchbaseSummary(Summary):
     benchbase: bb.Tables
 
 
+def skipped_loading(data: ExperimentData) -> list[str]:
+    """The reasons of the loading phases skipped (the database persisted on a volume)."""
+    p = data.phases
+    if p.empty:
+        return []
+    return [str(r) for r in p.loc[(p["status"] == PHASE.skipped) & (p["kind"] == KIND.load), "reason"]]
+
+
 def summarize(data: ExperimentData) -> YcsbSummary | BenchbaseSummary:
     """Build every section of the summary of one experiment."""
     workflow = build_workflow(data)
@@ -94,7 +102,7 @@ def summarize(data: ExperimentData) -> YcsbSummary | BenchbaseSummary:
         loading_latency=ycsb.latency_table(loading_lat, "DBMS", "configuration"),
         execution_latency=ycsb.latency_table(execution_lat, "phase", "phase"),
         tests=checks.ycsb_tests(loading_conn, execution_conn, execution, loading_run, execution_phase,
-                                workflow, monitoring),
+                                workflow, monitoring, skipped_loading(data)),
         notes={
             "loading_per_run": ycsb.aggregate_notes(loading_lat) + ycsb.error_notes(loading_run, "DBMS"),
             "execution_per_phase": ycsb.aggregate_notes(execution_lat) + ycsb.error_notes(execution_phase, "phase"),

@@ -1,0 +1,97 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"github.com/benchq/benchq/contracts"
+	"github.com/benchq/benchq/internal/bus"
+)
+
+// benchq volumes [rm NAME]: the persistent volumes of the embedded stack
+// (-rst keeps a SUT's data in $BENCHQ_HOME/volumes/NAME, issue 16).
+
+func cmdVolumes(ctx context.Context, args []string, st *State) int {
+	switch {
+	case len(args) == 0:
+		return listVolumes(ctx, st)
+	case len(args) == 2 && args[0] == "rm":
+		return removeVolume(ctx, args[1], st)
+	}
+	st.errorf("usage: benchq volumes [rm NAME]")
+	return ExitUsage
+}
+
+func listVolumes(ctx context.Context, st *State) int {
+	b, rc := connectStack(st)
+	if b == nil {
+		return rc
+	}
+	defer b.Close()
+	ctx, cancel := context.WithTimeout(ctx, 15*time.Second)
+	defer cancel()
+	fmt.Fprint(st.Stdout, grid([]string{"Volumes", "dbms", "use case", "loaded", "timeLoading [s]", "size"}, volumeTable(ctx, b.JS)))
+	return ExitOK
+}
+
+// connectStack connects to the running stack's NATS; when it cannot, it
+// says why and returns nil with the exit code.
+func connectStack(st *State) (*bus.Bus, int) {
+	s, err := loadStack(st)
+	if s == nil {
+		st.errorf("%v", err)
+		return nil, ExitNotReady
+	}
+	b, err := s.dial()
+	if err != nil {
+		st.errorf("connect to %s: %v", s.NATSURL, err)
+		return nil, ExitNotReady
+	}
+	return b, ExitOK
+}
+
+// removeVolume deletes a volume of the embedded stack, unless a SUT uses it.
+// The stack need not run; when it does, its volumes record forgets it too.
+func removeVolume(ctx context.Context, name string, st *State) int {
+	if name == "" || name == "." || name == ".." || strings.ContainsAny(name, "/\\\x00") {
+		st.errorf("volumes rm: %q is not a volume name (benchq volumes lists them)", name)
+		return ExitUsage
+	}
+	home := st.home()
+	dir := filepath.Join(home, "volumes", name)
+	if _, err := os.Stat(dir); errors.Is(err, fs.ErrNotExist) {
+		st.errorf("volumes rm: no volume %s in %s (benchq volumes lists them)", name, filepath.Join(home, "volumes"))
+		return ExitFailed
+	}
+	// A SUT's configuration directory claims its volume (services/deployer
+	// local_volume.go) until its teardown.
+	claims, _ := filepath.Glob(filepath.Join(home, "suts", "*", "*", "volume"))
+	for _, c := range claims {
+		if b, err := os.ReadFile(c); err == nil && string(b) == name {
+			code := filepath.Base(filepath.Dir(filepath.Dir(c)))
+			st.errorf("volumes rm: %s is in use by experiment %s (configuration %s): wait for it to end, or benchq stop -e %s",
+				name, code, filepath.Base(filepath.Dir(c)), code)
+			return ExitFailed
+		}
+	}
+	if err := os.RemoveAll(dir); err != nil {
+		st.errorf("volumes rm: %v", err)
+		return ExitFailed
+	}
+	if s, _ := loadStack(st); s != nil {
+		if b, err := s.dial(); err == nil {
+			defer b.Close()
+			if kv, err := b.JS.KeyValue(ctx, contracts.KVVolumes); err == nil {
+				_ = kv.Delete(ctx, name)
+			}
+		}
+	}
+	fmt.Fprintf(st.Stdout, "volume %s removed\n", name)
+	return ExitOK
+}

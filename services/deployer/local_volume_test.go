@@ -1,0 +1,122 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/benchq/benchq/contracts"
+	"github.com/benchq/benchq/internal/catalog"
+	"github.com/benchq/benchq/internal/localdb"
+)
+
+// A Redis on a volume (-rst): the first configuration finds it new, writes
+// a key and is torn down with its loading marked; the next one (another
+// experiment) finds it loaded with the key (AOF on), a third deploy waits
+// while the volume is in use and fails naming its user, -rsr empties it,
+// and a volume never marked loaded is emptied before its next use.
+func TestLocalRedisVolume(t *testing.T) {
+	t.Parallel()
+	requireServer(t, catalog.KindRedis)
+	ctx := localTestCtx(t)
+	l := newLocal(t)
+	spec := func(code string, remove bool) Spec {
+		return Spec{Code: code, Configuration: "Redis-1", DBMS: "Redis", Benchmark: "ycsb",
+			SUT: &contracts.SUTSpec{UseCase: "ycsb-0.01", Storage: &contracts.Storage{Class: "local", Remove: remove}}}
+	}
+	deploy := func(code string, remove bool) (Deployed, string) {
+		t.Helper()
+		teardownAtEnd(t, l, code, "Redis-1")
+		d, err := l.Deploy(ctx, spec(code, remove))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if d.Volume == nil || d.Volume.Name != "bq-redis-ycsb-0.01" {
+			t.Fatalf("volume %+v, want bq-redis-ycsb-0.01", d.Volume)
+		}
+		return d, d.Endpoint.Host + ":" + strconv.Itoa(d.Endpoint.Port)
+	}
+	get := func(addr string) string {
+		t.Helper()
+		v, err := localdb.RedisCommand(ctx, addr, "GET", "k")
+		if err != nil {
+			t.Fatal(err)
+		}
+		return v
+	}
+
+	d, addr := deploy("v1", false)
+	if !d.Volume.New || d.Volume.Loaded {
+		t.Errorf("first use: %+v, want new and not loaded", d.Volume)
+	}
+	if _, err := localdb.RedisCommand(ctx, addr, "SET", "k", "kept"); err != nil {
+		t.Fatal(err)
+	}
+	// A second configuration waits for the volume, then gives up naming
+	// who holds it.
+	short, cancel := context.WithTimeout(ctx, 1500*time.Millisecond)
+	_, err := l.Deploy(short, spec("v-other", false))
+	cancel()
+	if err == nil || !strings.Contains(err.Error(), "volume bq-redis-ycsb-0.01 is in use by v1/Redis-1") {
+		t.Errorf("second user: %v", err)
+	}
+	teardownAtEnd(t, l, "v-other", "Redis-1")
+	at := time.Date(2026, 11, 25, 10, 0, 0, 0, time.UTC)
+	if err := l.MarkLoaded(ctx, d.Volume.Name, 3*time.Second, "v1", at); err != nil {
+		t.Fatal(err)
+	}
+	if err := l.Teardown(ctx, "v1", "Redis-1"); err != nil {
+		t.Fatal(err)
+	}
+
+	d, addr = deploy("v2", false)
+	if d.Volume.New || !d.Volume.Loaded || d.Volume.LoadingTimeS != 3 || d.Volume.LoadedBy != "v1" || d.Volume.LoadedAt == nil || !d.Volume.LoadedAt.Equal(at) {
+		t.Errorf("reuse: %+v, want loaded by v1 in 3 s", d.Volume)
+	}
+	if v := get(addr); v != "kept" {
+		t.Errorf("reused volume: k = %q, want kept", v)
+	}
+	entries, err := l.VolumeEntries(ctx)
+	if err != nil || len(entries) != 1 || !entries[0].Loaded || entries[0].DBMS != "Redis" || entries[0].UseCase != "ycsb-0.01" || entries[0].Class != "local" || entries[0].Size == "" {
+		t.Errorf("entries %+v, %v", entries, err)
+	}
+	if err := l.Teardown(ctx, "v2", "Redis-1"); err != nil {
+		t.Fatal(err)
+	}
+
+	// -rsr: a clean copy.
+	d, addr = deploy("v3", true)
+	if !d.Volume.New || d.Volume.Loaded || get(addr) != "" {
+		t.Errorf("-rsr: %+v, k = %q; want new, not loaded, empty", d.Volume, get(addr))
+	}
+	if _, err := localdb.RedisCommand(ctx, addr, "SET", "k", "partial"); err != nil {
+		t.Fatal(err)
+	}
+	if err := l.Teardown(ctx, "v3", "Redis-1"); err != nil { // never marked loaded
+		t.Fatal(err)
+	}
+	d, addr = deploy("v4", false)
+	if !d.Volume.New || d.Volume.Loaded || get(addr) != "" {
+		t.Errorf("after an unmarked use: %+v, k = %q; want emptied", d.Volume, get(addr))
+	}
+	if _, err := os.Stat(filepath.Join(l.volumesDir(), "bq-redis-ycsb-0.01", "data")); err != nil {
+		t.Errorf("volume data: %v", err)
+	}
+}
+
+// The local backend keeps volumes for servers with one data directory; a
+// cluster is refused with the way out.
+func TestLocalVolumeRefusesCluster(t *testing.T) {
+	l := newLocal(t)
+	_, err := l.Deploy(localTestCtx(t), Spec{Code: "c", Configuration: "RC", DBMS: "RedisCluster", Benchmark: "ycsb",
+		SUT: &contracts.SUTSpec{Workers: 3, Storage: &contracts.Storage{Class: "local"}}})
+	if !errors.Is(err, ErrBadSpec) || !strings.Contains(err.Error(), "run it without -rst, or on the kubernetes backend") {
+		t.Errorf("err = %v", err)
+	}
+	teardownAtEnd(t, l, "c", "RC")
+}
