@@ -82,6 +82,23 @@ test-k8s:
 	scripts/k8s/build-prometheus.sh
 	BENCHQ_K8S_REQUIRED=1 go test -count=1 -tags k8s -timeout 15m ./internal/k8stest/ ./internal/catalog/ ./services/deployer/ ./services/scheduler/
 
+# The kubernetes backend at scale (issue 14, point 4): on the control plane
+# of test-k8s with 100 kwok nodes, 200 experiments of a loading and a
+# benchmarking phase of 64 shards each (25,600 driver pods), the scheduler
+# and the deployer as processes; prints whether all ended done, every Job
+# was created and removed, the API throttling met, and the two services'
+# CPU and memory (services/scheduler/kube_scale_test.go). Options:
+# make bench-k8s-scale EXPERIMENTS=20 SHARDS=16 NODES=10 MS=5.
+.PHONY: bench-k8s-scale
+bench-k8s-scale:
+	@scripts/k8s/build-control-plane.sh
+	@report=$$(mktemp); BENCHQ_K8S_SCALE=1 BENCHQ_K8S_REQUIRED=1 BENCHQ_SCALE_REPORT=$$report \
+	  BENCHQ_SCALE_EXPERIMENTS=$(or $(EXPERIMENTS),200) BENCHQ_SCALE_SHARDS=$(or $(SHARDS),64) \
+	  BENCHQ_SCALE_NODES=$(or $(NODES),100) BENCHQ_SCALE_MS=$(or $(MS),20) \
+	  go test -count=1 -tags k8s -run '^TestKubeScale$$' -timeout 150m ./services/scheduler/ > $$report.log 2>&1; rc=$$?; \
+	  if [ -s $$report ]; then cat $$report; else tail -40 $$report.log; fi; [ $$rc = 0 ] || grep -E 'kube_scale_test.go:[0-9]+: ' $$report.log | head -20; \
+	  echo "log: $$report.log"; exit $$rc
+
 # Driver efficiency (issue 4, point 8): CPU seconds per million YCSB
 # operations of the bare YCSB command line and of a shard through the driver
 # agent, on a Redis of its own (docs/bench.md). It prints figures and never

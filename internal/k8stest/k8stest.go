@@ -63,6 +63,18 @@ type ControlPlane struct {
 	URL string
 
 	procs []*process
+	opts  Options
+}
+
+// Options change the control plane for a scale test (StartWith).
+type Options struct {
+	// ControllerQPS is kube-controller-manager's --kube-api-qps (burst
+	// twice that); 0 keeps its default of 20, which makes the Job
+	// controller create at most 20 pods a second.
+	ControllerQPS int
+	// Nodes is how many kwok nodes to make (default 1: NodeName); the
+	// others are kwok-node-1, kwok-node-2, ...
+	Nodes int
 }
 
 type process struct {
@@ -97,6 +109,12 @@ var kwokStages = []string{
 // Start starts a control plane for t (see the package comment).
 func Start(t testing.TB) *ControlPlane {
 	t.Helper()
+	return StartWith(t, Options{})
+}
+
+// StartWith starts a control plane for t with opts.
+func StartWith(t testing.TB, opts Options) *ControlPlane {
+	t.Helper()
 	bin, stages := Paths()
 	var missing []string
 	for _, b := range []string{"etcd", "kube-apiserver", "kube-controller-manager", "kube-scheduler", "kwok"} {
@@ -122,7 +140,7 @@ func Start(t testing.TB) *ControlPlane {
 	if err != nil {
 		t.Fatal(err)
 	}
-	cp := &ControlPlane{Dir: dir, BinDir: bin}
+	cp := &ControlPlane{Dir: dir, BinDir: bin, opts: opts}
 	t.Cleanup(func() {
 		cp.stop()
 		if t.Failed() {
@@ -195,12 +213,14 @@ func (cp *ControlPlane) start(ctx context.Context, bin, stages string) error {
 	if err := cp.waitReady(ctx); err != nil {
 		return err
 	}
-	if err := cp.run(bin, "kube-controller-manager",
-		"--kubeconfig="+cp.Kubeconfig, "--secure-port=0", "--leader-elect=false",
-		"--service-account-private-key-file="+p.SAKeyFile, "--root-ca-file="+p.CertFile,
+	cmArgs := []string{"--kubeconfig=" + cp.Kubeconfig, "--secure-port=0", "--leader-elect=false",
+		"--service-account-private-key-file=" + p.SAKeyFile, "--root-ca-file=" + p.CertFile,
 		"--use-service-account-credentials=false",
-		"--concurrent-gc-syncs=5", "--profiling=false",
-	); err != nil {
+		"--concurrent-gc-syncs=5", "--profiling=false"}
+	if q := cp.opts.ControllerQPS; q > 0 {
+		cmArgs = append(cmArgs, "--kube-api-qps="+strconv.Itoa(q), "--kube-api-burst="+strconv.Itoa(2*q))
+	}
+	if err := cp.run(bin, "kube-controller-manager", cmArgs...); err != nil {
 		return err
 	}
 	// A pod the scheduler found unschedulable (its StatefulSet's claim not
@@ -222,11 +242,16 @@ func (cp *ControlPlane) start(ctx context.Context, bin, stages string) error {
 	if err := cp.run(bin, "kwok", kwokArgs...); err != nil {
 		return err
 	}
-	if err := cp.createNode(ctx); err != nil {
-		return err
+	for i := range max(cp.opts.Nodes, 1) {
+		if err := cp.createNode(ctx, nodeName(i)); err != nil {
+			return err
+		}
 	}
 	return cp.waitUsable(ctx)
 }
+
+// nodeName is the i-th kwok node: NodeName, then kwok-node-1, ...
+func nodeName(i int) string { return fmt.Sprintf("kwok-node-%d", i) }
 
 // run starts a binary of bin, logging to <Dir>/<name>.log.
 func (cp *ControlPlane) run(bin, name string, args ...string) error {
@@ -319,13 +344,13 @@ func (cp *ControlPlane) waitReady(ctx context.Context) error {
 }
 
 // createNode registers the fake node kwok manages.
-func (cp *ControlPlane) createNode(ctx context.Context) error {
+func (cp *ControlPlane) createNode(ctx context.Context, name string) error {
 	node := &corev1.Node{
 		ObjectMeta: metav1.ObjectMeta{
-			Name:        NodeName,
+			Name:        name,
 			Annotations: map[string]string{"kwok.x-k8s.io/node": "fake", "node.alpha.kubernetes.io/ttl": "0"},
 			Labels: map[string]string{
-				"type": "kwok", corev1.LabelHostname: NodeName,
+				"type": "kwok", corev1.LabelHostname: name,
 				corev1.LabelOSStable: "linux", corev1.LabelArchStable: "amd64",
 			},
 		},

@@ -20,6 +20,9 @@ type BackendConfig struct {
 	// Kubernetes: the driver agents' image and the NATS URL their pods use
 	// (driver Jobs, docs/kubernetes.md).
 	DriverImage, DriverNATSURL string
+	// Kubernetes: requests a second to the API server (burst twice that);
+	// 0 = DefaultKubeQPS.
+	KubeQPS float64
 }
 
 // DefaultDriverImage is the driver-agent image of deploy/k8s.
@@ -44,11 +47,12 @@ func NewBackend(cfg BackendConfig, log *slog.Logger) (Backend, error) {
 				return nil, fmt.Errorf("kubernetes backend: namespace: %w", err)
 			}
 		}
+		configureClient(rc, float32(cfg.KubeQPS), log)
 		client, err := kubernetes.NewForConfig(rc)
 		if err != nil {
 			return nil, fmt.Errorf("kubernetes backend: %w", err)
 		}
-		log.Info("kubernetes backend", "server", rc.Host, "namespace", ns)
+		log.Info("kubernetes backend", "server", rc.Host, "namespace", ns, "qps", rc.QPS)
 		image := cfg.DriverImage
 		if image == "" {
 			image = DefaultDriverImage

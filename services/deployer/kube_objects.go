@@ -272,7 +272,7 @@ func (b *builder) serverPod(e catalog.Entry, r *strings.Replacer, component stri
 		Name:    "dbms",
 		Image:   e.Image,
 		Command: replaceAll(r, k.Command),
-		Args:    append(append(replaceAll(r, k.Args), replaceAll(r, extraArgs)...), b.onVolume(e).SettingArgsList()...),
+		Args:    append(append(replaceAll(r, k.Args), replaceAll(r, extraArgs)...), b.onVolume(e, volume).SettingArgsList()...),
 		Env: append([]corev1.EnvVar{{Name: "BENCHQ_POD_NAME", ValueFrom: &corev1.EnvVarSource{
 			FieldRef: &corev1.ObjectFieldSelector{APIVersion: "v1", FieldPath: "metadata.name"}}}},
 			envList(r, k.Env)...),
@@ -434,10 +434,11 @@ func quantity(field, s string) (resource.Quantity, error) {
 	return q, nil
 }
 
-// onVolume is e with its volume settings when the configuration keeps its
-// data on a persistent volume (-rst).
-func (b *builder) onVolume(e catalog.Entry) catalog.Entry {
-	if wantsVolume(b.spec) {
+// onVolume is e with its volume settings when the pod keeps its data on
+// the configuration's persistent volume (-rst; volume: the pod mounts that
+// PVC, not a claim template's, which goes with the experiment).
+func (b *builder) onVolume(e catalog.Entry, volume bool) catalog.Entry {
+	if volume && wantsVolume(b.spec) {
 		return e.OnVolume()
 	}
 	return e

@@ -64,6 +64,9 @@ func goldenCases() []goldenCase {
 			SUT: &contracts.SUTSpec{Pool: &contracts.Pool{Pods: 4, Inbound: 128, Outbound: 64}, Monitoring: &contracts.Monitoring{Application: true}, UseCase: "ycsb-1"}}},
 		goldenCase{name: "postgresql-storage-shared-50gi", spec: Spec{Code: goldenCode, Configuration: "PostgreSQL-64-8-196608-1", DBMS: "PostgreSQL", Benchmark: "ycsb",
 			SUT: &contracts.SUTSpec{Storage: &contracts.Storage{Class: "shared", Size: "50Gi"}, UseCase: "ycsb-1"}}},
+		// A Redis whose data lives on the PVC runs with AOF (catalog volume_settings).
+		goldenCase{name: "redis-storage-shared", spec: Spec{Code: goldenCode, Configuration: "Redis-64-8-196608-1", DBMS: "Redis", Benchmark: "ycsb",
+			SUT: &contracts.SUTSpec{Storage: &contracts.Storage{Class: "shared"}, UseCase: "ycsb-1"}}},
 		goldenCase{name: "cluster-with-master-storage", spec: Spec{Code: goldenCode, Configuration: "RedisCluster-64-8-196608-1", DBMS: "RedisCluster", Benchmark: "ycsb",
 			SUT: &contracts.SUTSpec{Workers: 3, Storage: &contracts.Storage{Class: "shared", Size: "5Gi"}, UseCase: "ycsb-1"}},
 			entry: withMaster},

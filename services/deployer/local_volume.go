@@ -44,6 +44,9 @@ type volumeMeta struct {
 	LoadingTimeS float64   `json:"loading_time_s,omitempty"`
 	LoadedBy     string    `json:"loaded_by,omitempty"`
 	CreatedAt    time.Time `json:"created_at"`
+	// Shape is a cluster's topology (volumeShape): its data fits only the
+	// same one.
+	Shape string `json:"shape,omitempty"`
 }
 
 const (
@@ -56,8 +59,32 @@ const (
 )
 
 // volumeKinds are the kinds whose data the local backend keeps on a volume:
-// a server with one data directory (PgBouncer: its PostgreSQL's).
-var volumeKinds = []string{catalog.KindRedis, catalog.KindPostgreSQL, catalog.KindPgBouncer}
+// a server's data directory (PgBouncer: its PostgreSQL's), a cluster's node
+// directories.
+var volumeKinds = []string{catalog.KindRedis, catalog.KindPostgreSQL, catalog.KindPgBouncer, catalog.KindRedisCluster}
+
+// volumeLink is the directory of a configuration that the volume's data/
+// stands for: the cluster's node directories, or the server's data.
+func volumeLink(kind string) string {
+	if kind == catalog.KindRedisCluster {
+		return clusterDir
+	}
+	return "data"
+}
+
+// volumeShape is what must match for a volume's data to be used again: a
+// cluster's masters and replicas (its nodes' slots and files); "" for a
+// single server.
+func volumeShape(s Spec, entry catalog.Entry) (string, error) {
+	if entry.Kind != catalog.KindRedisCluster {
+		return "", nil
+	}
+	masters, replicas, err := clusterShape(entry, s.SUT)
+	if err != nil {
+		return "", err
+	}
+	return fmt.Sprintf("%d masters with %d replicas each", masters, replicas), nil
+}
 
 func (l *Local) volumesDir() string {
 	if l.VolumesDir != "" {
@@ -84,6 +111,11 @@ func (l *Local) attachVolume(ctx context.Context, s Spec, entry catalog.Entry, d
 	if err != nil {
 		return nil, err
 	}
+	shape, err := volumeShape(s, entry)
+	if err != nil {
+		return nil, err
+	}
+	link := volumeLink(entry.Kind)
 	vdir := filepath.Join(l.volumesDir(), name)
 	claim := filepath.Join(dir, volumeClaimFile)
 	if b, err := os.ReadFile(claim); err == nil {
@@ -95,7 +127,7 @@ func (l *Local) attachVolume(ctx context.Context, s Spec, entry catalog.Entry, d
 		if err != nil {
 			return nil, err
 		}
-		return meta.state(false), l.linkVolume(dir, vdir)
+		return meta.state(false), l.linkVolume(dir, vdir, link)
 	}
 	for {
 		l.volMu.Lock()
@@ -127,7 +159,11 @@ func (l *Local) attachVolume(ctx context.Context, s Spec, entry catalog.Entry, d
 		meta = volumeMeta{Name: name, DBMS: entry.Name, UseCase: useCase, CreatedAt: time.Now().UTC()}
 	case !meta.Loaded:
 		l.log().Info("emptying volume: it was never loaded to the end", "volume", name)
+	case meta.Shape != shape:
+		return nil, fmt.Errorf("%w: volume %s holds a %s of %s, this configuration asks for %s: use the same -nw and -nwr, or -rsr to start from a clean copy",
+			ErrBadSpec, name, entry.Name, meta.Shape, shape)
 	}
+	meta.Shape = shape
 	data := filepath.Join(vdir, "data")
 	if !meta.Loaded {
 		if err := os.RemoveAll(data); err != nil {
@@ -146,12 +182,12 @@ func (l *Local) attachVolume(ctx context.Context, s Spec, entry catalog.Entry, d
 	if err := os.WriteFile(claim, []byte(name), 0o644); err != nil {
 		return nil, fmt.Errorf("claim volume %s: %w", name, err)
 	}
-	return meta.state(isNew), l.linkVolume(dir, vdir)
+	return meta.state(isNew), l.linkVolume(dir, vdir, link)
 }
 
-// linkVolume makes dir/data the volume's data directory.
-func (l *Local) linkVolume(dir, vdir string) error {
-	link, target := filepath.Join(dir, "data"), filepath.Join(vdir, "data")
+// linkVolume makes dir/<name> the volume's data directory.
+func (l *Local) linkVolume(dir, vdir, name string) error {
+	link, target := filepath.Join(dir, name), filepath.Join(vdir, "data")
 	if cur, err := os.Readlink(link); err == nil && cur == target {
 		return nil
 	}

@@ -109,14 +109,58 @@ func TestLocalRedisVolume(t *testing.T) {
 	}
 }
 
-// The local backend keeps volumes for servers with one data directory; a
-// cluster is refused with the way out.
-func TestLocalVolumeRefusesCluster(t *testing.T) {
+// A Redis Cluster on a volume: its node directories (AOF, nodes.conf) are
+// kept, the next deploy comes back as the same cluster with the keys, and
+// a configuration of another shape is refused rather than given slots its
+// data does not fit.
+func TestLocalRedisClusterVolume(t *testing.T) {
+	t.Parallel()
+	requireServer(t, catalog.KindRedis)
+	ctx := localTestCtx(t)
 	l := newLocal(t)
-	_, err := l.Deploy(localTestCtx(t), Spec{Code: "c", Configuration: "RC", DBMS: "RedisCluster", Benchmark: "ycsb",
-		SUT: &contracts.SUTSpec{Workers: 3, Storage: &contracts.Storage{Class: "local"}}})
-	if !errors.Is(err, ErrBadSpec) || !strings.Contains(err.Error(), "run it without -rst, or on the kubernetes backend") {
-		t.Errorf("err = %v", err)
+	spec := func(code string, workers int) Spec {
+		return Spec{Code: code, Configuration: "RC", DBMS: "RedisCluster", Benchmark: "ycsb",
+			SUT: &contracts.SUTSpec{Workers: workers, UseCase: "ycsb-0.01", Storage: &contracts.Storage{Class: "local"}}}
 	}
-	teardownAtEnd(t, l, "c", "RC")
+	teardownAtEnd(t, l, "c1", "RC")
+	d, err := l.Deploy(ctx, spec("c1", 3))
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := d.Endpoint.Host + ":" + strconv.Itoa(d.Endpoint.Port)
+	// The keys of the first master's slots (the others answer MOVED).
+	mine := 0
+	for i := range 200 {
+		if _, err := localdb.RedisCommand(ctx, addr, "SET", "k"+strconv.Itoa(i), "v"); err == nil {
+			mine++
+		}
+	}
+	if mine == 0 || mine == 200 {
+		t.Fatalf("%d of 200 keys on the first of 3 masters", mine)
+	}
+	if err := l.MarkLoaded(ctx, d.Volume.Name, time.Second, "c1", time.Now()); err != nil {
+		t.Fatal(err)
+	}
+	if err := l.Teardown(ctx, "c1", "RC"); err != nil {
+		t.Fatal(err)
+	}
+	teardownAtEnd(t, l, "c2", "RC")
+	if _, err := l.Deploy(ctx, spec("c2", 4)); !errors.Is(err, ErrBadSpec) || !strings.Contains(err.Error(), "holds a RedisCluster of 3 masters with 0 replicas each, this configuration asks for 4 masters") {
+		t.Errorf("another shape: %v", err)
+	}
+	teardownAtEnd(t, l, "c3", "RC")
+	d, err = l.Deploy(ctx, spec("c3", 3))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !d.Volume.Loaded || d.Volume.New {
+		t.Errorf("reuse: %+v", d.Volume)
+	}
+	addr = d.Endpoint.Host + ":" + strconv.Itoa(d.Endpoint.Port)
+	if n, err := localdb.RedisCommand(ctx, addr, "DBSIZE"); err != nil || n != strconv.Itoa(mine) {
+		t.Errorf("first master after reuse: DBSIZE %q, %v; want %d", n, err, mine)
+	}
+	if info, err := localdb.RedisCommand(ctx, addr, "CLUSTER", "INFO"); err != nil || !strings.Contains(info, "cluster_state:ok") {
+		t.Errorf("cluster after reuse: %v\n%s", err, info)
+	}
 }

@@ -6,6 +6,7 @@ package main
 import (
 	"context"
 	"path/filepath"
+	"strconv"
 
 	"github.com/benchq/benchq/internal/config"
 )
@@ -19,6 +20,7 @@ func main() {
 	fs.StringVar(&bc.Kubeconfig, "kubeconfig", "", "kubernetes backend: kubeconfig file (default $KUBECONFIG, ~/.kube/config, or in-cluster)")
 	fs.StringVar(&bc.Namespace, "namespace", config.Env("BENCHQ_NAMESPACE", ""), "kubernetes backend: namespace (env BENCHQ_NAMESPACE; default the kubeconfig's or the pod's)")
 	fs.StringVar(&bc.DriverImage, "driver-image", config.Env("BENCHQ_DRIVER_IMAGE", DefaultDriverImage), "kubernetes backend: driver-agent image of the driver Jobs (env BENCHQ_DRIVER_IMAGE)")
+	fs.Float64Var(&bc.KubeQPS, "kube-qps", kubeQPSDefault(), "kubernetes backend: requests a second to the API server, burst twice that (env BENCHQ_KUBE_QPS)")
 	fs.StringVar(&bc.DriverNATSURL, "driver-nats", config.Env("BENCHQ_DRIVER_NATS_URL", ""), "kubernetes backend: NATS URL as the driver pods see it (env BENCHQ_DRIVER_NATS_URL; default: -nats)")
 	svc.Main(func(ctx context.Context, rt config.Runtime) error {
 		if bc.DriverNATSURL == "" {
@@ -30,4 +32,12 @@ func main() {
 		}
 		return Run(ctx, Config{NATSURL: rt.NATSURL, Metrics: rt.Metrics}, backend, rt.Log)
 	})
+}
+
+// kubeQPSDefault is $BENCHQ_KUBE_QPS, else DefaultKubeQPS.
+func kubeQPSDefault() float64 {
+	if q, err := strconv.ParseFloat(config.Env("BENCHQ_KUBE_QPS", ""), 64); err == nil && q > 0 {
+		return q
+	}
+	return DefaultKubeQPS
 }

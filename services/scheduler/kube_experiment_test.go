@@ -38,24 +38,32 @@ import (
 )
 
 // startDeployer builds the deployer and runs it against the control plane
-// until t ends (SIGTERM, SIGKILL after 10 s; it also dies with the test
-// binary).
-func startDeployer(t *testing.T, cp *k8stest.ControlPlane, natsURL, ns string) {
+// until t ends; it returns its pid and log.
+func startDeployer(t *testing.T, cp *k8stest.ControlPlane, natsURL, ns string) (int, string) {
+	t.Helper()
+	return startService(t, "deployer", []string{"-kubeconfig", cp.Kubeconfig, "-namespace", ns},
+		"BENCHQ_BACKEND=kubernetes", "BENCHQ_NATS_URL="+natsURL,
+		"BENCHQ_DRIVER_IMAGE=benchq/driver-agent:dev", "BENCHQ_DRIVER_NATS_URL=nats://nats:4222")
+}
+
+// startService builds services/<name> and runs it with args and env until
+// t ends (SIGTERM, SIGKILL after 10 s; it also dies with the test binary).
+// It returns the pid and the log's path.
+func startService(t *testing.T, name string, args []string, env ...string) (int, string) {
 	t.Helper()
 	dir := t.TempDir()
-	bin := filepath.Join(dir, "deployer")
-	build := exec.Command("go", "build", "-o", bin, "../deployer")
+	bin := filepath.Join(dir, name)
+	build := exec.Command("go", "build", "-o", bin, "../"+name)
 	if out, err := build.CombinedOutput(); err != nil {
-		t.Fatalf("go build deployer: %v\n%s", err, out)
+		t.Fatalf("go build %s: %v\n%s", name, err, out)
 	}
-	logPath := filepath.Join(dir, "deployer.log")
+	logPath := filepath.Join(dir, name+".log")
 	logf, err := os.Create(logPath)
 	if err != nil {
 		t.Fatal(err)
 	}
-	cmd := exec.Command(bin, "-kubeconfig", cp.Kubeconfig, "-namespace", ns)
-	cmd.Env = append(os.Environ(), "BENCHQ_BACKEND=kubernetes", "BENCHQ_NATS_URL="+natsURL,
-		"BENCHQ_DRIVER_IMAGE=benchq/driver-agent:dev", "BENCHQ_DRIVER_NATS_URL=nats://nats:4222")
+	cmd := exec.Command(bin, args...)
+	cmd.Env = append(os.Environ(), env...)
 	cmd.Stdout, cmd.Stderr = logf, logf
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
 	if err := cmd.Start(); err != nil {
@@ -73,9 +81,10 @@ func startDeployer(t *testing.T, cp *k8stest.ControlPlane, natsURL, ns string) {
 		}
 		_ = logf.Close()
 		if t.Failed() {
-			t.Logf("deployer log (last lines):\n%s", procs.LogTail(logPath, 40))
+			t.Logf("%s log (last lines):\n%s", name, procs.LogTail(logPath, 40))
 		}
 	})
+	return cmd.Process.Pid, logPath
 }
 
 // jobWatcher records every driver Job of the namespace it sees.
