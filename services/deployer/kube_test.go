@@ -275,9 +275,39 @@ func TestKubeVolumeRemovedFirst(t *testing.T) {
 	}
 }
 
+// A volume an earlier configuration created but never marked loaded (its
+// loading failed or was stopped) may hold part of the data: it is removed
+// and made again, as -rsr would, rather than loaded into twice.
+func TestKubeVolumeNeverLoadedIsMadeAgain(t *testing.T) {
+	old := &corev1.PersistentVolumeClaim{
+		ObjectMeta: metav1.ObjectMeta{Name: "bq-postgresql-ycsb-1", Namespace: "ns", UID: "old",
+			Annotations: map[string]string{annotationCreatedBy: "6/PostgreSQL-1"}},
+		Spec: corev1.PersistentVolumeClaimSpec{StorageClassName: ptr.To("shared"),
+			Resources: corev1.VolumeResourceRequirements{Requests: corev1.ResourceList{corev1.ResourceStorage: resource.MustParse("50Gi")}}},
+	}
+	f, k := newFake(t, old)
+	d, err := k.Deploy(kubeCtx(t), Spec{Code: "7", Configuration: "PostgreSQL-1", DBMS: "PostgreSQL", Benchmark: "ycsb", SUT: pgStorage(false)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := f.actions()[:4]; !slices.Equal(got, []string{
+		"get persistentvolumeclaims bq-postgresql-ycsb-1",
+		"delete persistentvolumeclaims bq-postgresql-ycsb-1",
+		"get persistentvolumeclaims bq-postgresql-ycsb-1",
+		"create persistentvolumeclaims bq-postgresql-ycsb-1",
+	}) {
+		t.Errorf("actions %v", got)
+	}
+	if v := d.Volume; v == nil || v.Loaded || !v.New {
+		t.Errorf("volume %+v", v)
+	}
+}
+
+// A loaded volume of another class is kept and refused (one never loaded
+// would be made again, TestKubeVolumeNeverLoadedIsMadeAgain).
 func TestKubeVolumeOfAnotherClassIsRefused(t *testing.T) {
 	other := &corev1.PersistentVolumeClaim{
-		ObjectMeta: metav1.ObjectMeta{Name: "bq-postgresql-ycsb-1", Namespace: "ns"},
+		ObjectMeta: metav1.ObjectMeta{Name: "bq-postgresql-ycsb-1", Namespace: "ns", Annotations: map[string]string{annotationLoaded: "true"}},
 		Spec:       corev1.PersistentVolumeClaimSpec{StorageClassName: ptr.To("local")},
 	}
 	_, k := newFake(t, other)

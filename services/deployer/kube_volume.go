@@ -72,7 +72,9 @@ func (v Volume) state() *contracts.VolumeState {
 // ensureVolume creates the volume want, or reuses the one an earlier
 // experiment left, with its data. With -rsr (Storage.Remove) an existing
 // volume is deleted first (and waited for: a pod still using it holds it),
-// unless this configuration created it, i.e. the deploy is redelivered.
+// and so is one that was never marked loaded (its loading failed or was
+// interrupted: it may hold part of the data), unless this configuration
+// created it, i.e. the deploy is redelivered.
 func (k *Kube) ensureVolume(ctx context.Context, want *corev1.PersistentVolumeClaim, s Spec) (Volume, error) {
 	pvcs := k.Client.CoreV1().PersistentVolumeClaims(k.Namespace)
 	owner := s.Code + "/" + s.Configuration
@@ -89,8 +91,13 @@ func (k *Kube) ensureVolume(ctx context.Context, want *corev1.PersistentVolumeCl
 	if err != nil {
 		return Volume{}, fmt.Errorf("volume %s: %w", want.Name, err)
 	}
-	if cur != nil && s.SUT != nil && s.SUT.Storage != nil && s.SUT.Storage.Remove && cur.Annotations[annotationCreatedBy] != owner {
-		k.log().Info("removing volume first (-rsr)", "volume", want.Name, "loaded", cur.Annotations[annotationLoaded])
+	remove := s.SUT != nil && s.SUT.Storage != nil && s.SUT.Storage.Remove
+	if cur != nil && cur.Annotations[annotationCreatedBy] != owner && (remove || cur.Annotations[annotationLoaded] != "true") {
+		why := "-rsr"
+		if !remove {
+			why = "never loaded to the end"
+		}
+		k.log().Info("removing volume first", "volume", want.Name, "why", why, "loaded", cur.Annotations[annotationLoaded])
 		err := k.retry(ctx, func(ctx context.Context) error {
 			err := pvcs.Delete(ctx, want.Name, metav1.DeleteOptions{Preconditions: &metav1.Preconditions{UID: &cur.UID}})
 			if apierrors.IsNotFound(err) || apierrors.IsConflict(err) { // gone, or already another one
