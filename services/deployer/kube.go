@@ -37,6 +37,8 @@ type Kube struct {
 	// DriverImage and DriverNATSURL go into the driver Jobs (StartDrivers):
 	// the driver-agent image and the NATS URL as pods see it.
 	DriverImage, DriverNATSURL string
+
+	watch kubeWatch // DeadSUTs (kube_watch.go)
 }
 
 var _ Backend = (*Kube)(nil)

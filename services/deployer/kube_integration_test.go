@@ -57,6 +57,7 @@ func TestKubeAgainstAPIServer(t *testing.T) {
 	t.Run("golden objects are accepted and run", func(t *testing.T) { testGoldenApplied(t, cp) })
 	t.Run("deploy and teardown every golden case", func(t *testing.T) { testDeployTeardown(t, cp) })
 	t.Run("volume reuse and removal", func(t *testing.T) { testVolumes(t, cp) })
+	t.Run("a SUT pod deleted is a dead SUT, its teardown is not", func(t *testing.T) { testDeadSUT(t, cp) })
 	t.Run("driver job completes", func(t *testing.T) { testDriverJob(t, cp) })
 	t.Run("deployer service over NATS", func(t *testing.T) { testDeployerService(t, cp) })
 	t.Run("deploy/k8s applies and its Role suffices", func(t *testing.T) { testDeployK8s(t, cp) })
@@ -266,6 +267,52 @@ func leftovers(ctx context.Context, c kubernetes.Interface, ns, code string) ([]
 // testDeployTeardown deploys every golden case through the backend, checks
 // that its pods run on the kwok node (pinned ones are re-pinned to it) and
 // its Jobs completed, then tears it down and finds nothing left.
+// testDeadSUT: a Redis SUT's pod deleted once it was ready (its Deployment
+// makes another) is reported dead within seconds; a torn-down SUT is not.
+func testDeadSUT(t *testing.T, cp *k8stest.ControlPlane) {
+	ns := cp.Namespace(t, "deadsut")
+	k := &Kube{Client: cp.Client, Namespace: ns, Log: testenv.Logger(t, "kube"), Poll: 100 * time.Millisecond}
+	ctx := itCtx(t, 3*time.Minute)
+	for _, code := range []string{"dead1", "dead2"} {
+		if _, err := k.Deploy(ctx, Spec{Code: code, Configuration: "Redis-1", DBMS: "Redis", Benchmark: "ycsb"}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	reported := map[string]bool{}
+	if dead, err := k.DeadSUTs(ctx, reported); err != nil || len(dead) != 0 {
+		t.Fatalf("ready SUTs: %v %v", dead, err)
+	}
+	pods, err := cp.Client.CoreV1().Pods(ns).List(ctx, metav1.ListOptions{LabelSelector: "experiment=dead1,component=sut"})
+	if err != nil || len(pods.Items) != 1 {
+		t.Fatalf("dead1's pods: %v %v", pods, err)
+	}
+	if err := cp.Client.CoreV1().Pods(ns).Delete(ctx, pods.Items[0].Name, metav1.DeleteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	if err := k.Teardown(ctx, "dead2", ""); err != nil {
+		t.Fatal(err)
+	}
+	var dead []DeadSUT
+	for deadline := time.Now().Add(30 * time.Second); len(dead) == 0 && time.Now().Before(deadline); time.Sleep(200 * time.Millisecond) {
+		if dead, err = k.DeadSUTs(ctx, reported); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if len(dead) != 1 || dead[0].Code != "dead1" || dead[0].Configuration != "Redis-1" ||
+		!strings.Contains(dead[0].Reason, "pod "+pods.Items[0].Name+" ") {
+		t.Fatalf("dead %+v", dead)
+	}
+	t.Logf("reported: %s", dead[0].Reason)
+	reported["dead1/Redis-1"] = true
+	time.Sleep(time.Second)
+	if again, err := k.DeadSUTs(ctx, reported); err != nil || len(again) != 0 {
+		t.Errorf("after the report: %v %v (dead2 was torn down, dead1 reported)", again, err)
+	}
+	if err := k.Teardown(ctx, "dead1", ""); err != nil {
+		t.Fatal(err)
+	}
+}
+
 func testDeployTeardown(t *testing.T, cp *k8stest.ControlPlane) {
 	ns := cp.Namespace(t, "deploy")
 	k := &Kube{Client: cp.Client, Namespace: ns, Log: testenv.Logger(t, "kube"), Poll: 100 * time.Millisecond}

@@ -64,6 +64,7 @@ func listing[L runtime.Object](list func(context.Context, metav1.ListOptions) (L
 // left, pods, ReplicaSets and ControllerRevisions included. Nothing there
 // is not an error.
 func (k *Kube) Teardown(ctx context.Context, code, configuration string) error {
+	k.tearingDown(code, configuration) // its pods go away on purpose
 	if err := k.teardown(ctx, code, configuration); err != nil {
 		return fmt.Errorf("teardown %s/%s: %w", code, configuration, err)
 	}
