@@ -59,6 +59,9 @@ type Request struct {
 	StatusInterval      int        `json:"status_interval,omitempty"`
 	BatchSize           int        `json:"batch_size,omitempty"`
 	TestResults         *bool      `json:"test_results,omitempty"`
+	// ErrorShareLimit is the share of failed operations (percent) above
+	// which a phase is marked and its result test fails (-max-errors).
+	ErrorShareLimit *float64 `json:"error_share_limit,omitempty"`
 	Timeouts            *Timeouts  `json:"timeouts,omitempty"`
 
 	// What to do: run (default: load and benchmark), load (load only, then

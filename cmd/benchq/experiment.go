@@ -31,6 +31,7 @@ type expFlags struct {
 	nlp, nlt, nbp, nbt, ne     intList
 	nc, ms, xli, xbs           int
 	tr                         bool
+	maxErrors                  float64 // -max-errors: 0 = the plan's default
 	m, mc, ma                  bool
 	rr, rc, lr                 string
 	rst, rss                   string
@@ -85,6 +86,7 @@ func newExpFlagSet(f *expFlags, benchmark string, out io.Writer) *flag.FlagSet {
 	fs.IntVar(&f.xli, "xli", 10, "seconds between status intervals")
 	fs.IntVar(&f.xbs, "xbs", 0, "YCSB insert batch size (JDBC)")
 	fs.BoolVar(&f.tr, "tr", false, "test results (the Tests section)")
+	fs.Float64Var(&f.maxErrors, "max-errors", 0, "percent of failed operations above which a phase is marked and its test fails (default 1)")
 	fs.BoolVar(&f.m, "m", false, "monitor the SUT")
 	fs.BoolVar(&f.mc, "mc", false, "monitor all components (cluster-wide)")
 	fs.BoolVar(&f.ma, "ma", false, "collect application metrics of the SUT")
@@ -130,6 +132,10 @@ func (f *expFlags) request(code, action string, now time.Time) contracts.Request
 		Clients: f.ne, Repetitions: f.nc, MaxSUTs: f.ms, StatusInterval: f.xli, BatchSize: f.xbs, TestResults: &tr,
 		Workers: f.nw, WorkerReplicas: f.nwr, PoolPods: f.xnpp, PoolInbound: f.xnpi, PoolOutbound: f.xnpo,
 		DurationS: int(math.Round(f.xsd * 60)), NewConnection: f.xconn,
+	}
+	if f.maxErrors != 0 {
+		me := f.maxErrors
+		r.ErrorShareLimit = &me
 	}
 	if f.m || f.mc || f.ma {
 		r.Monitoring = &contracts.Monitoring{SUT: f.m, Cluster: f.mc, Application: f.ma}

@@ -37,6 +37,9 @@ const (
 	DefaultTargetBase          = 16384
 	DefaultBenchbaseTargetBase = 1024
 	DefaultBenchbaseDurationS  = 300
+	// DefaultErrorShareLimit is -max-errors's default: a phase with more
+	// than 1 % failed operations is marked, its result test fails.
+	DefaultErrorShareLimit = 1.0
 )
 
 // Default pool of a DBMS with a connection pool when -xnpp/-xnpi/-xnpo are
@@ -119,6 +122,10 @@ func WithDefaults(r contracts.Request) contracts.Request {
 	if r.TestResults == nil {
 		t := true
 		r.TestResults = &t
+	}
+	if r.ErrorShareLimit == nil {
+		l := DefaultErrorShareLimit
+		r.ErrorShareLimit = &l
 	}
 	return r
 }

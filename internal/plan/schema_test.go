@@ -29,7 +29,23 @@ var schemaRequests = map[string]string{
 // left out (docs/events.md, "The plan"): readers rely on them.
 var resolvedSettings = []string{"schema_version", "benchmark", "action", "dbms", "sf", "operations", "workload", "target_base",
 	"loading_factors", "benchmarking_factors", "loading_pods", "loading_threads", "benchmarking_pods", "benchmarking_threads",
-	"clients", "repetitions", "max_suts", "status_interval", "test_results"}
+	"clients", "repetitions", "max_suts", "status_interval", "test_results", "error_share_limit"}
+
+// -max-errors is refused outside (0, 100], naming the field; the default is 1.
+func TestErrorShareLimit(t *testing.T) {
+	for _, v := range []string{"0", "150", "-1"} {
+		_, _, errs := FromRequest([]byte(`{"schema_version":1,"dbms":["Redis"],"error_share_limit":`+v+`}`), "1")
+		if len(errs) == 0 || errs[0].Field != "error_share_limit" {
+			t.Errorf("error_share_limit %s: %v", v, errs)
+		}
+	}
+	if s := planJSON(t, `{"schema_version":1,"dbms":["Redis"]}`)["settings"].(map[string]any); s["error_share_limit"] != 1.0 {
+		t.Errorf("default %v", s["error_share_limit"])
+	}
+	if s := planJSON(t, `{"schema_version":1,"dbms":["Redis"],"error_share_limit":5}`)["settings"].(map[string]any); s["error_share_limit"] != 5.0 {
+		t.Errorf("5: %v", s["error_share_limit"])
+	}
+}
 
 func planJSON(t *testing.T, request string) map[string]any {
 	t.Helper()

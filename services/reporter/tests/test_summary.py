@@ -155,6 +155,12 @@ def test_failed_operations_above_one_percent_mark_the_phase(tables):
     note = f"{RUN}: 4.76 % of its operations failed (more than 1 %)"
     assert any(n.startswith(note) for n in s.notes["execution_per_phase"])
     assert note in render.markdown(s)
+    # -max-errors 5: the same phase is within the limit, neither marked nor failed.
+    tables["experiments"][0]["plan"]["settings"]["error_share_limit"] = 5.0
+    s = summarize(experiment(tables))
+    t = _test(s, "execution_errors")
+    assert t.passed and t.text == "Execution Phase: failed operations at most 5 % in every phase"
+    assert not any("operations failed" in n for n in s.notes["execution_per_phase"])
 
 
 def test_batched_ok_is_a_success_not_an_exception(tables):

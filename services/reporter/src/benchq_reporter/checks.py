@@ -15,6 +15,7 @@ from . import benchbase as bb
 from . import ycsb
 from .contracts import RESULT
 from .monitoring import CPU, Monitoring
+from .plan import DEFAULT_ERROR_SHARE_LIMIT
 from .workflow import Workflow
 
 
@@ -47,9 +48,8 @@ def workflow(w: Workflow) -> Test:
     return Test("workflow", same, "Workflow as planned" if same else "Workflow not as planned")
 
 
-def error_share(id: str, name: str, per_phase: pd.DataFrame, label: str) -> Test:
-    """Passed when no phase's failed operations exceed ycsb.ERROR_SHARE_LIMIT percent of its operations."""
-    limit = ycsb.ERROR_SHARE_LIMIT
+def error_share(id: str, name: str, per_phase: pd.DataFrame, label: str, limit: float) -> Test:
+    """Passed when no phase's failed operations exceed ``limit`` percent of its operations (-max-errors)."""
     shares = per_phase[ycsb.ERROR_SHARE] if ycsb.ERROR_SHARE in per_phase else pd.Series(dtype="float64")
     high = per_phase.loc[shares > limit]
     if not high.empty:
@@ -68,9 +68,11 @@ def loading_throughput(loading_conn: pd.DataFrame, skipped: list[str]) -> Test:
 
 def ycsb_tests(loading_conn: pd.DataFrame, execution_conn: pd.DataFrame, execution: pd.DataFrame,
                loading_run: pd.DataFrame, execution_phase: pd.DataFrame, w: Workflow, m: Monitoring,
-               skipped_loading: list[str] | None = None) -> list[Test]:
+               skipped_loading: list[str] | None = None,
+               error_limit: float = DEFAULT_ERROR_SHARE_LIMIT) -> list[Test]:
     """A YCSB experiment's: loading and execution throughput, their error shares, monitoring, the workflow,
-    no FAILED operation. ``skipped_loading`` are the reasons of loading phases skipped."""
+    no FAILED operation. ``skipped_loading`` are the reasons of loading phases skipped, ``error_limit`` the
+    plan's error_share_limit (percent)."""
     failed_ops = [c for c in execution_conn.columns if c.endswith("-FAILED].Return=OK")]
     failed_shards = execution["status"].ne(RESULT.ok).any() if not execution.empty else False
     return [
@@ -82,8 +84,8 @@ def ycsb_tests(loading_conn: pd.DataFrame, execution_conn: pd.DataFrame, executi
              "Execution Phase: contains FAILED column" if failed_ops or failed_shards
              else "Execution Phase: contains no FAILED column"),
         # Ours, after bexhoma's: YCSB's throughput counts failed operations.
-        error_share("loading_errors", "Loading Phase", loading_run, "DBMS"),
-        error_share("execution_errors", "Execution Phase", execution_phase, "phase"),
+        error_share("loading_errors", "Loading Phase", loading_run, "DBMS", error_limit),
+        error_share("execution_errors", "Execution Phase", execution_phase, "phase", error_limit),
     ]
 
 

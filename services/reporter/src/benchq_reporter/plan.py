@@ -25,6 +25,10 @@ import pandas as pd
 
 from .contracts import BENCHMARK, WORKLOAD
 
+# The plan's default of error_share_limit (internal/plan.DefaultErrorShareLimit),
+# for plans stored before they carried it.
+DEFAULT_ERROR_SHARE_LIMIT = 1.0
+
 
 @dataclass(frozen=True)
 class Settings:
@@ -38,6 +42,7 @@ class Settings:
     target_base: int | None
     repetitions: int
     test_results: bool
+    error_share_limit: float  # percent: a phase above it is marked, its test fails
     # Loading
     loading_pods: list[int]
     loading_threads: list[int]
@@ -105,6 +110,7 @@ def read(plan: Mapping[str, Any] | None) -> Plan:
             target_base=s.get("target_base"),
             repetitions=int(s.get("repetitions") or 1),
             test_results=bool(s.get("test_results", True)),
+            error_share_limit=float(s.get("error_share_limit") or DEFAULT_ERROR_SHARE_LIMIT),
             loading_pods=list(s.get("loading_pods") or []),
             loading_threads=list(s.get("loading_threads") or []),
             loading_factors=list(s.get("loading_factors") or []),

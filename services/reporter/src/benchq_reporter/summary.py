@@ -102,10 +102,12 @@ def summarize(data: ExperimentData) -> YcsbSummary | BenchbaseSummary:
         loading_latency=ycsb.latency_table(loading_lat, "DBMS", "configuration"),
         execution_latency=ycsb.latency_table(execution_lat, "phase", "phase"),
         tests=checks.ycsb_tests(loading_conn, execution_conn, execution, loading_run, execution_phase,
-                                workflow, monitoring, skipped_loading(data)),
+                                workflow, monitoring, skipped_loading(data), data.plan.settings.error_share_limit),
         notes={
-            "loading_per_run": ycsb.aggregate_notes(loading_lat) + ycsb.error_notes(loading_run, "DBMS"),
-            "execution_per_phase": ycsb.aggregate_notes(execution_lat) + ycsb.error_notes(execution_phase, "phase"),
+            "loading_per_run": ycsb.aggregate_notes(loading_lat)
+            + ycsb.error_notes(loading_run, "DBMS", data.plan.settings.error_share_limit),
+            "execution_per_phase": ycsb.aggregate_notes(execution_lat)
+            + ycsb.error_notes(execution_phase, "phase", data.plan.settings.error_share_limit),
             "loading_latency": ycsb.latency_notes(loading_lat),
             "execution_latency": ycsb.latency_notes(execution_lat),
         },

@@ -38,8 +38,6 @@ SF_PER_HOUR = "Throughput [SF/h]"
 WINDOW_THROUGHPUT = "Throughput common window(ops/sec)"
 GOODPUT = "Goodput common window(ops/sec)"
 ERROR_SHARE = "Error share(%)"
-# A phase with more failed operations than this share is marked (note, test).
-ERROR_SHARE_LIMIT = 1.0
 START_SKEW = "Start skew(ms)"
 MERGED_NOTE = (
     "Latency figures of a run are those of the merged HdrHistograms of its shards "
@@ -312,12 +310,12 @@ def _window_figures(g: pd.DataFrame, windows: pd.DataFrame) -> dict[str, pd.Seri
     }
 
 
-def error_notes(per_phase: pd.DataFrame, label: str) -> list[str]:
-    """A note for each phase (row ``label``) whose failed operations exceed ERROR_SHARE_LIMIT."""
+def error_notes(per_phase: pd.DataFrame, label: str, limit: float) -> list[str]:
+    """A note for each phase (row ``label``) whose failed operations exceed ``limit`` percent (-max-errors)."""
     if ERROR_SHARE not in per_phase:
         return []
-    high = per_phase.loc[per_phase[ERROR_SHARE] > ERROR_SHARE_LIMIT]
-    return [ERROR_NOTE.format(phase=r[label], share=r[ERROR_SHARE], limit=ERROR_SHARE_LIMIT, throughput=THROUGHPUT,
+    high = per_phase.loc[per_phase[ERROR_SHARE] > limit]
+    return [ERROR_NOTE.format(phase=r[label], share=r[ERROR_SHARE], limit=limit, throughput=THROUGHPUT,
                               window=WINDOW_THROUGHPUT, goodput=GOODPUT) for _, r in high.iterrows()]
 
 
