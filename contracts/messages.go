@@ -61,8 +61,8 @@ type Request struct {
 	TestResults         *bool      `json:"test_results,omitempty"`
 	// ErrorShareLimit is the share of failed operations (percent) above
 	// which a phase is marked and its result test fails (-max-errors).
-	ErrorShareLimit *float64 `json:"error_share_limit,omitempty"`
-	Timeouts            *Timeouts  `json:"timeouts,omitempty"`
+	ErrorShareLimit *float64  `json:"error_share_limit,omitempty"`
+	Timeouts        *Timeouts `json:"timeouts,omitempty"`
 
 	// What to do: run (default: load and benchmark), load (load only, then
 	// tear down), start (deploy the SUTs and keep them until benchq stop).
