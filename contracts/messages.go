@@ -260,6 +260,11 @@ type SUTRemoved struct {
 	Envelope
 	Configuration string `json:"configuration"`
 	DBMS          string `json:"dbms,omitempty"`
+	// Died says how the SUT had died when its teardown came (a process
+	// gone, a pod restarted): a phase that failed on its symptoms (a driver
+	// that could not connect) before the deployer's watch saw it is then
+	// named with its cause too.
+	Died string `json:"died,omitempty"`
 }
 
 // YCSBShard is the per-shard YCSB parameter set, computed by the scheduler.

@@ -15,7 +15,7 @@ log=$(mktemp /tmp/benchq-chaos-log-XXXXXX)
 trap 'rm -f "$report"' EXIT
 
 echo "== machine: $(nproc) cores, $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | xargs), $(free -g | awk '/Mem:/{print $2}') GiB RAM, load $(cut -d' ' -f1 /proc/loadavg)"
-echo "== versions: $(go version | cut -d' ' -f3), $(nats-server --version 2>&1 | head -1), $(redis-server --version | cut -d' ' -f3), PostgreSQL $(ls /usr/lib/postgresql | sort -n | tail -1), $(prometheus --version 2>&1 | head -1 | cut -d' ' -f1-3), commit $(git rev-parse --short HEAD)"
+echo "== versions: $(go version | cut -d' ' -f3), $(.benchq/bin/nats-server --version 2>&1 | head -1), Redis $(redis-server --version | cut -d' ' -f3 | cut -d= -f2), PostgreSQL $(ls /usr/lib/postgresql | sort -n | tail -1), $(prometheus --version 2>&1 | head -1 | cut -d' ' -f1-3), commit $(git rev-parse --short HEAD)"
 echo "== chaos: $ROUNDS rounds (log: $log)"
 start=$(date +%s)
 # A round takes ~12 s plus up to 4 min when one hangs; the timeout bounds

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -289,5 +290,28 @@ func TestLocalIgnores(t *testing.T) {
 	got := strings.Join(localIgnores(&contracts.SUTSpec{Storage: &contracts.Storage{Size: "1Gi"}, Node: "n", Workers: 3}), "; ")
 	if got != "storage size (-rss: a volume is a directory here); node (-rnn)" {
 		t.Errorf("got %q", got)
+	}
+}
+
+// A SUT found dead when its teardown comes is named (sut.removed's died):
+// its phase may have failed on the symptoms before the watch saw it.
+func TestTeardownNamesADeadSUT(t *testing.T) {
+	t.Parallel()
+	requireServer(t, catalog.KindRedis)
+	ctx := localTestCtx(t)
+	l := newLocal(t)
+	teardownAtEnd(t, l, "d1", "Redis-1")
+	if _, err := l.Deploy(ctx, Spec{Code: "d1", Configuration: "Redis-1", DBMS: "Redis", Benchmark: "ycsb"}); err != nil {
+		t.Fatal(err)
+	}
+	d := &Deployer{backend: l, log: slog.New(slog.DiscardHandler)}
+	if got := d.diedBeforeTeardown(ctx, "d1", "Redis-1"); got != "" {
+		t.Errorf("alive: %q", got)
+	}
+	if err := syscall.Kill(statePid(t, l, "d1", "Redis-1"), syscall.SIGKILL); err != nil {
+		t.Fatal(err)
+	}
+	if got := d.diedBeforeTeardown(ctx, "d1", "Redis-1"); !strings.Contains(got, "killed by signal 9") {
+		t.Errorf("killed: %q", got)
 	}
 }

@@ -237,6 +237,7 @@ func (d *Deployer) teardown(ctx context.Context, job contracts.Teardown) error {
 			return fmt.Errorf("mark volume %s loaded: %w", job.Loaded.Volume, err) // redelivered
 		}
 	}
+	died := d.diedBeforeTeardown(ctx, job.Code, job.Configuration)
 	if err := d.backend.Teardown(ctx, job.Code, job.Configuration); err != nil {
 		return fmt.Errorf("teardown %s: %w", job.Configuration, err) // redelivered
 	}
@@ -247,8 +248,30 @@ func (d *Deployer) teardown(ctx context.Context, job contracts.Teardown) error {
 	d.log.Info("sut removed", "code", job.Code, "configuration", job.Configuration, "reason", job.Reason)
 	return d.bus.Publish(ctx, contracts.TopicSUTRemoved.For(job.Code), &contracts.SUTRemoved{
 		Envelope:      contracts.NewEnvelope(job.Code, contracts.SUTRemovedID(job.ID), time.Now()),
-		Configuration: job.Configuration, DBMS: job.DBMS,
+		Configuration: job.Configuration, DBMS: job.DBMS, Died: died,
 	})
+}
+
+// diedBeforeTeardown says how a SUT had died when its teardown came, ""
+// when it had not or the backend cannot tell. The watch (watchSUTs) looks
+// once a second; a driver that cannot connect fails its phase sooner, and
+// the experiment would then name only that symptom.
+func (d *Deployer) diedBeforeTeardown(ctx context.Context, code, configuration string) string {
+	w, ok := d.backend.(SUTWatcher)
+	if !ok {
+		return ""
+	}
+	dead, err := w.DeadSUTs(ctx, map[string]bool{})
+	if err != nil {
+		return ""
+	}
+	for _, x := range dead {
+		if x.Code == code && x.Configuration == configuration {
+			d.log.Warn("sut had died before its teardown", "code", code, "configuration", configuration, "reason", x.Reason)
+			return x.Reason
+		}
+	}
+	return ""
 }
 
 // syncVolumes mirrors the backend's volumes into the volumes KV bucket for

@@ -2,6 +2,7 @@ package main
 
 import (
 	"fmt"
+	"slices"
 	"strings"
 	"time"
 
@@ -157,13 +158,29 @@ func (s *State) onSUTDied(i int, m *contracts.SUTFailed, now time.Time) []Out {
 	return s.endPhase(i, reason, now)
 }
 
-func (s *State) onSUTRemoved(name string, now time.Time) []Out {
-	i, ok := s.config(name)
+func (s *State) onSUTRemoved(m *contracts.SUTRemoved, now time.Time) []Out {
+	i, ok := s.config(m.Configuration)
 	if !ok || s.Configs[i].Status != cfgTearing {
 		return nil
 	}
-	s.Configs[i].Status, s.Configs[i].Deadline = cfgRemoved, nil
+	c := &s.Configs[i]
+	c.Status, c.Deadline = cfgRemoved, nil
+	if m.Died != "" && !strings.HasPrefix(c.Failed, "died: ") && s.failedAlready(m.Configuration) {
+		// A phase of it failed on the symptoms first (a driver that could
+		// not connect): the cause goes beside them. A SUT that died after
+		// its last phase was done fails nothing: what it measured stands.
+		if c.Failed == "" {
+			c.Failed = "died: " + m.Died
+		}
+		s.fail(fmt.Sprintf("SUT %s had died before its teardown (%s)", m.Configuration, m.Died))
+	}
 	return nil
+}
+
+// failedAlready reports whether a failure names the configuration (its
+// phases' names begin with it).
+func (s *State) failedAlready(configuration string) bool {
+	return slices.ContainsFunc(s.Failures, func(f string) bool { return strings.Contains(f, configuration) })
 }
 
 func (s *State) teardown(i int, reason string, now time.Time) []Out {

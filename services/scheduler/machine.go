@@ -108,7 +108,7 @@ func (s *State) Step(ev Event, now time.Time) []Out {
 	case ev.SUTFailed != nil:
 		out = s.onSUTFailed(ev.SUTFailed, now)
 	case ev.SUTRemoved != nil:
-		out = s.onSUTRemoved(ev.SUTRemoved.Configuration, now)
+		out = s.onSUTRemoved(ev.SUTRemoved, now)
 	case ev.Ready != nil:
 		out = s.onReady(ev.Ready, now)
 	case ev.Final != nil:

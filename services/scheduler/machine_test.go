@@ -420,6 +420,33 @@ func TestFailedPhaseEndsConfiguration(t *testing.T) {
 	if f := strings.Join(s.Failures, "; "); !strings.Contains(f, "2 later phase(s) skipped") {
 		t.Errorf("failures %q", f)
 	}
+	// The deployer found the SUT dead when it came to remove it: the phase
+	// failed on the symptoms (a driver that could not connect), the cause
+	// is named beside them, once.
+	name := s.Plan.Configurations[0].Name
+	removed := &contracts.SUTRemoved{Configuration: name, Died: "Redis process 42 killed by signal 9 (killed)"}
+	s.Step(Event{SUTRemoved: removed}, t0)
+	s.Step(Event{SUTRemoved: removed}, t0)
+	want := "SUT " + name + " had died before its teardown (Redis process 42 killed by signal 9 (killed))"
+	if f := strings.Join(s.Failures, "; "); strings.Count(f, want) != 1 {
+		t.Errorf("failures %q, want %q once", f, want)
+	}
+}
+
+// A SUT that died after its last phase was done fails nothing: what it
+// measured stands.
+func TestSUTDeadAfterItsLastPhaseFailsNothing(t *testing.T) {
+	p := defaultPlan(t, func(r *contracts.Request) { r.BenchmarkingPods = []int{1} })
+	s, _, _ := Start(p, []byte(`{}`), t0, 0)
+	out := runPhase(t, s, jobs(ready(s, 0)), contracts.StatusOK)
+	out = runPhase(t, s, jobs(out), contracts.StatusOK)
+	if got := strings.Join(subjects(out), " "); got != "benchq.exp.17.phase.done benchq.jobs.teardown" {
+		t.Fatalf("%s", got)
+	}
+	out = s.Step(Event{SUTRemoved: &contracts.SUTRemoved{Configuration: s.Plan.Configurations[0].Name, Died: "Redis process 42 exited with status 1"}}, t0)
+	if len(s.Failures) != 0 || s.Status != contracts.ExperimentDone {
+		t.Errorf("status %s, failures %q; out %v", s.Status, s.Failures, subjects(out))
+	}
 }
 
 // Action start deploys and holds the SUT until stop.
