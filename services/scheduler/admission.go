@@ -2,7 +2,6 @@ package main
 
 import (
 	"fmt"
-	"slices"
 	"strings"
 	"time"
 
@@ -165,22 +164,17 @@ func (s *State) onSUTRemoved(m *contracts.SUTRemoved, now time.Time) []Out {
 	}
 	c := &s.Configs[i]
 	c.Status, c.Deadline = cfgRemoved, nil
-	if m.Died != "" && !strings.HasPrefix(c.Failed, "died: ") && s.failedAlready(m.Configuration) {
-		// A phase of it failed on the symptoms first (a driver that could
-		// not connect): the cause goes beside them. A SUT that died after
-		// its last phase was done fails nothing: what it measured stands.
+	if m.Died != "" && !strings.HasPrefix(c.Failed, "died: ") {
+		// The watch had not seen it yet: a phase failed on the symptoms
+		// first (a driver that could not connect), or ended with failed
+		// operations in its last second, or the SUT crashed after its last
+		// phase. Its measurements are kept; the crash fails the experiment.
 		if c.Failed == "" {
 			c.Failed = "died: " + m.Died
 		}
 		s.fail(fmt.Sprintf("SUT %s had died before its teardown (%s)", m.Configuration, m.Died))
 	}
 	return nil
-}
-
-// failedAlready reports whether a failure names the configuration (its
-// phases' names begin with it).
-func (s *State) failedAlready(configuration string) bool {
-	return slices.ContainsFunc(s.Failures, func(f string) bool { return strings.Contains(f, configuration) })
 }
 
 func (s *State) teardown(i int, reason string, now time.Time) []Out {

@@ -433,9 +433,10 @@ func TestFailedPhaseEndsConfiguration(t *testing.T) {
 	}
 }
 
-// A SUT that died after its last phase was done fails nothing: what it
-// measured stands.
-func TestSUTDeadAfterItsLastPhaseFailsNothing(t *testing.T) {
+// A SUT that died after its last phase was done (or in its last second,
+// before the watch saw it) fails the experiment, named; what it measured is
+// kept.
+func TestSUTDeadAtItsTeardownFailsTheExperiment(t *testing.T) {
 	p := defaultPlan(t, func(r *contracts.Request) { r.BenchmarkingPods = []int{1} })
 	s, _, _ := Start(p, []byte(`{}`), t0, 0)
 	out := runPhase(t, s, jobs(ready(s, 0)), contracts.StatusOK)
@@ -444,8 +445,12 @@ func TestSUTDeadAfterItsLastPhaseFailsNothing(t *testing.T) {
 		t.Fatalf("%s", got)
 	}
 	out = s.Step(Event{SUTRemoved: &contracts.SUTRemoved{Configuration: s.Plan.Configurations[0].Name, Died: "Redis process 42 exited with status 1"}}, t0)
-	if len(s.Failures) != 0 || s.Status != contracts.ExperimentDone {
+	want := "SUT " + s.Plan.Configurations[0].Name + " had died before its teardown (Redis process 42 exited with status 1)"
+	if s.Status != contracts.ExperimentFailed || strings.Join(s.Failures, "; ") != want {
 		t.Errorf("status %s, failures %q; out %v", s.Status, s.Failures, subjects(out))
+	}
+	if end := out[len(out)-1].Msg.(*contracts.ExperimentEnd); end.Reason != want {
+		t.Errorf("end %+v", end)
 	}
 }
 
