@@ -130,6 +130,17 @@ func (k *Kube) DeadSUTs(ctx context.Context, reported map[string]bool) ([]DeadSU
 	return out, nil
 }
 
+// DeadSUT says how one configuration's SUT died, as DeadSUTs sees it.
+func (k *Kube) DeadSUT(ctx context.Context, code, configuration string) (string, error) {
+	dead, err := k.DeadSUTs(ctx, map[string]bool{})
+	for _, d := range dead {
+		if d.Code == code && d.Configuration == configuration {
+			return d.Reason, err
+		}
+	}
+	return "", err
+}
+
 func podReady(p *corev1.Pod) bool {
 	for _, c := range p.Status.Conditions {
 		if c.Type == corev1.PodReady {

@@ -311,7 +311,11 @@ func TestTeardownNamesADeadSUT(t *testing.T) {
 	if err := syscall.Kill(statePid(t, l, "d1", "Redis-1"), syscall.SIGKILL); err != nil {
 		t.Fatal(err)
 	}
-	if got := d.diedBeforeTeardown(ctx, "d1", "Redis-1"); !strings.Contains(got, "killed by signal 9") {
+	got := ""
+	for end := time.Now().Add(5 * time.Second); got == "" && time.Now().Before(end); time.Sleep(20 * time.Millisecond) {
+		got = d.diedBeforeTeardown(ctx, "d1", "Redis-1") // a SIGKILL takes effect in a moment
+	}
+	if !strings.Contains(got, "killed by signal 9") {
 		t.Errorf("killed: %q", got)
 	}
 }

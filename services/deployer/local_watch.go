@@ -20,6 +20,22 @@ type SUTWatcher interface {
 	// DeadSUTs lists the SUTs found dead whose "code/configuration" key is
 	// not in reported.
 	DeadSUTs(ctx context.Context, reported map[string]bool) ([]DeadSUT, error)
+	// DeadSUT says how one configuration's SUT died ("" when it did not).
+	DeadSUT(ctx context.Context, code, configuration string) (string, error)
+}
+
+// DeadSUT checks the one configuration's SUT only: a teardown must not wait
+// for the lock of another configuration's deploy (which may be waiting for
+// the volume this teardown releases).
+func (l *Local) DeadSUT(_ context.Context, code, configuration string) (string, error) {
+	dir, err := l.dir(code, configuration)
+	if err != nil {
+		return "", err
+	}
+	if d, dead := l.deadSUT(dir, code, configuration); dead {
+		return d.Reason, nil
+	}
+	return "", nil
 }
 
 // DeadSUTs looks at every SUT this backend has made ready (an endpoint.json

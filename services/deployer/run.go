@@ -261,17 +261,14 @@ func (d *Deployer) diedBeforeTeardown(ctx context.Context, code, configuration s
 	if !ok {
 		return ""
 	}
-	dead, err := w.DeadSUTs(ctx, map[string]bool{})
+	reason, err := w.DeadSUT(ctx, code, configuration)
 	if err != nil {
-		return ""
+		d.log.Warn("could not tell whether the SUT had died before its teardown", "code", code, "configuration", configuration, "err", err)
 	}
-	for _, x := range dead {
-		if x.Code == code && x.Configuration == configuration {
-			d.log.Warn("sut had died before its teardown", "code", code, "configuration", configuration, "reason", x.Reason)
-			return x.Reason
-		}
+	if reason != "" {
+		d.log.Warn("sut had died before its teardown", "code", code, "configuration", configuration, "reason", reason)
 	}
-	return ""
+	return reason
 }
 
 // syncVolumes mirrors the backend's volumes into the volumes KV bucket for
