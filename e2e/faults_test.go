@@ -5,10 +5,12 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"maps"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strings"
 	"sync"
 	"syscall"
@@ -55,10 +57,10 @@ func TestExperimentsAsBexhomaUsersKnowThem(t *testing.T) {
 			}()
 		}
 		wg.Wait()
-		max, samples := sampler()
-		t.Logf("SUT processes alive at once: max %d over %d samples", max, samples)
-		if max != 1 || samples < 20 {
-			t.Errorf("max %d SUTs alive at once over %d samples, want exactly 1", max, samples)
+		most, samples := sampler()
+		t.Logf("SUT processes alive at once: max %d over %d samples", len(most), samples)
+		if len(most) != 1 || samples < 20 {
+			t.Errorf("max %d SUTs alive at once over %d samples (%v), want exactly 1", len(most), samples, most)
 		}
 		// The same from the events: one experiment's SUT lifetime (deploy
 		// … sut.removed) never overlaps the other's.
@@ -425,7 +427,11 @@ func (s *stack) sutWindow(t *testing.T, code string) [2]time.Time {
 // SUT in <home>/suts/<code>/<configuration>, and its processes (Redis's one,
 // PostgreSQL's several) have that folder as their working directory. Redis
 // rewrites its command line, so the working directory is what identifies it.
-func (s *stack) liveSUTs() int {
+func (s *stack) liveSUTs() int { return len(s.liveSUTNames()) }
+
+// liveSUTNames names the SUTs ("code/configuration") that have a process
+// running in their directory.
+func (s *stack) liveSUTNames() []string {
 	root := filepath.Join(s.home, "suts") + string(filepath.Separator)
 	suts := map[string]bool{}
 	cwds, _ := filepath.Glob("/proc/[0-9]*/cwd")
@@ -439,7 +445,7 @@ func (s *stack) liveSUTs() int {
 			suts[parts[0]+"/"+parts[1]] = true
 		}
 	}
-	return len(suts)
+	return slices.Sorted(maps.Keys(suts))
 }
 
 // livePhaseAgents counts the running driver agents that the local backend
@@ -457,20 +463,23 @@ func livePhaseAgents(code string) int {
 }
 
 // sampleSUTs counts the live SUTs every 50 ms until stopped; stop returns
-// the maximum seen and the number of samples.
-func (s *stack) sampleSUTs(ctx context.Context) (stop func() (max, samples int)) {
+// the largest set seen alive together and the number of samples.
+func (s *stack) sampleSUTs(ctx context.Context) (stop func() (most []string, samples int)) {
 	ctx, cancel := context.WithCancel(ctx)
-	var most, n int
+	var most []string
+	var n int
 	done := make(chan struct{})
 	go func() {
 		defer close(done)
 		for ctx.Err() == nil {
-			most = max(most, s.liveSUTs())
+			if live := s.liveSUTNames(); len(live) > len(most) {
+				most = live
+			}
 			n++
 			time.Sleep(50 * time.Millisecond)
 		}
 	}()
-	return func() (int, int) {
+	return func() ([]string, int) {
 		cancel()
 		<-done
 		return most, n
