@@ -9,6 +9,8 @@
 # operations), BENCHQ_INGEST_ROWS, BENCHQ_INGEST_ROUNDS.
 set -euo pipefail
 cd "$(dirname "$0")/.."
+# A benchmarking phase's kind, as the contracts name it.
+run_kind=$(python3 -c 'import json; print(json.load(open("contracts/names.json"))["kinds"]["run"])')
 BLOCKS=${BLOCKS:-2}
 FLAGS=${FLAGS:--dbms Redis -sf 0.1 -xop 0.5 -xwl a -nlp 2 -nlt 8 -nbp 1 -nbt 8 -xtb 0 -xli 2 -tr}
 MONITOR="-m -mc -ma"
@@ -37,7 +39,7 @@ for ((b = 1; b <= BLOCKS; b++)); do
     extra=""; [ "$way" = B ] && extra=$MONITOR
     # shellcheck disable=SC2086
     "$bin/benchq" ycsb -e "$code" $FLAGS $extra run >"$home/$code.out" 2>&1 || { cat "$home/$code.out"; exit 1; }
-    tput=$(psql -At "$db" -c "SELECT round(sum(throughput)::numeric, 1) FROM shard_results WHERE code = '$code' AND kind = 'run'")
+    tput=$(psql -At "$db" -c "SELECT round(sum(throughput)::numeric, 1) FROM shard_results WHERE code = '$code' AND kind = '$run_kind'")
     echo "   run $n $way: benchmarking throughput $tput ops/s ($code)"
     if [ "$way" = A ]; then A+=("$tput"); else B+=("$tput"); fi
   done

@@ -94,25 +94,10 @@ func Main(ctx context.Context, args []string, st *State) int {
 			return ExitUsage
 		}
 	}
+	if run, ok := commands[cmd]; ok {
+		return run(ctx, rest, st)
+	}
 	switch cmd {
-	case "up":
-		return cmdUp(ctx, st)
-	case "down":
-		return cmdDown(ctx, st)
-	case "ycsb", "benchbase":
-		return cmdExperiment(ctx, cmd, rest, st)
-	case "status":
-		return cmdStatus(ctx, rest, st)
-	case "stop":
-		return cmdStop(ctx, rest, st)
-	case "restart":
-		return cmdRestart(ctx, rest, st)
-	case "volumes":
-		return cmdVolumes(ctx, rest, st)
-	case "summary":
-		return cmdSummaryArgs(ctx, rest, st)
-	case "dashboard":
-		return cmdDashboard(ctx, rest, st)
 	case "help", "-h", "-help", "--help":
 		fmt.Fprint(st.Stdout, usage)
 		return ExitOK
@@ -122,6 +107,21 @@ func Main(ctx context.Context, args []string, st *State) int {
 	}
 	st.errorf("unknown command %q (commands: up, down, ycsb, benchbase, status, stop, summary, dashboard, restart, volumes, help, version)", cmd)
 	return ExitUsage
+}
+
+// commands runs each command but help and version by its name, with the
+// words after it.
+var commands = map[string]func(ctx context.Context, args []string, st *State) int{
+	"up":        cmdUp,
+	"down":      cmdDown,
+	"ycsb":      func(ctx context.Context, args []string, st *State) int { return cmdExperiment(ctx, "ycsb", args, st) },
+	"benchbase": func(ctx context.Context, args []string, st *State) int { return cmdExperiment(ctx, "benchbase", args, st) },
+	"status":    cmdStatus,
+	"stop":      cmdStop,
+	"restart":   cmdRestart,
+	"volumes":   cmdVolumes,
+	"summary":   cmdSummaryArgs,
+	"dashboard": cmdDashboard,
 }
 
 // flagless are the commands without flags. Main parses their arguments so

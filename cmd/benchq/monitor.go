@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"net"
-	"net/url"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -59,13 +58,9 @@ func (s *Stack) startPrometheus(ctx context.Context, st *State) error {
 // expect it (its port), on the target groups of what lives now and on its
 // data (its write-ahead log brings back what it had scraped).
 func (s *Stack) restartPrometheus(ctx context.Context, st *State, p *Proc) error {
-	u, err := url.Parse(s.PrometheusURL)
+	port, err := urlPort("the stack's Prometheus URL", s.PrometheusURL)
 	if err != nil {
-		return fmt.Errorf("the stack's Prometheus URL %q: %w", s.PrometheusURL, err)
-	}
-	port, err := strconv.Atoi(u.Port())
-	if err != nil {
-		return fmt.Errorf("the stack's Prometheus URL %q has no port", s.PrometheusURL)
+		return err
 	}
 	srv, err := runPrometheus(ctx, st, port)
 	if err != nil {

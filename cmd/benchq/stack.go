@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/benchq/benchq/contracts"
+	"github.com/benchq/benchq/internal/atomicfile"
 	"github.com/benchq/benchq/internal/bus"
 	"github.com/benchq/benchq/internal/localdb"
 	"github.com/benchq/benchq/internal/procs"
@@ -137,13 +138,9 @@ func (s *Stack) restartNATS(ctx context.Context, st *State, p Proc) error {
 // leaves backends that hold its shared memory until they notice, within a
 // second or so, and a new postmaster refuses to start until then: retried.
 func (s *Stack) restartResultsDB(ctx context.Context, st *State, p *Proc) error {
-	u, err := url.Parse(s.DBURL)
+	port, err := urlPort("results database URL", s.DBURL)
 	if err != nil {
-		return fmt.Errorf("results database URL %q: %w", s.DBURL, err)
-	}
-	port, err := strconv.Atoi(u.Port())
-	if err != nil {
-		return fmt.Errorf("results database URL %q has no port", s.DBURL)
+		return err
 	}
 	ctx, cancel := context.WithTimeout(ctx, 60*time.Second)
 	defer cancel()
@@ -197,9 +194,23 @@ func loadStack(st *State) (*Stack, error) {
 	return &s, nil
 }
 
+// save replaces stack.json whole: a CLI killed mid-write (or a second
+// command reading it meanwhile) never sees half of it.
 func (s *Stack) save(st *State) error {
-	data, _ := json.MarshalIndent(s, "", "  ")
-	return os.WriteFile(filepath.Join(st.home(), "stack.json"), data, 0o644)
+	return atomicfile.WriteJSON(filepath.Join(st.home(), "stack.json"), s, 0o644)
+}
+
+// urlPort is the port of a URL the stack recorded (what names it in errors).
+func urlPort(what, raw string) (int, error) {
+	u, err := url.Parse(raw)
+	if err != nil {
+		return 0, fmt.Errorf("%s %q: %w", what, raw, err)
+	}
+	port, err := strconv.Atoi(u.Port())
+	if err != nil {
+		return 0, fmt.Errorf("%s %q has no port", what, raw)
+	}
+	return port, nil
 }
 
 // port returns the configured port (env) or a free one.
@@ -214,7 +225,7 @@ func port(st *State, key string) (int, error) {
 	return procs.FreePort()
 }
 
-func cmdUp(ctx context.Context, st *State) int {
+func cmdUp(ctx context.Context, _ []string, st *State) int {
 	if s, err := loadStack(st); err == nil {
 		fmt.Fprintf(st.Stdout, "stack already up: nats %s, results db %s\n", s.NATSURL, s.DBURL)
 		return ExitOK
@@ -345,7 +356,7 @@ func waitReady(ctx context.Context, s *Stack, agents int) error {
 	})
 }
 
-func cmdDown(ctx context.Context, st *State) int {
+func cmdDown(ctx context.Context, _ []string, st *State) int {
 	s, _ := loadStack(st) // a half-dead stack is still stopped
 	if s == nil {
 		fmt.Fprintln(st.Stdout, "stack is not running")

@@ -2,7 +2,6 @@ package procs
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"os"
 	"os/exec"
@@ -10,6 +9,8 @@ import (
 	"strconv"
 	"sync"
 	"syscall"
+
+	"github.com/benchq/benchq/internal/atomicfile"
 )
 
 // Spec describes a process to start.
@@ -131,12 +132,5 @@ func hasEnv(env []string, key string) bool {
 }
 
 func writePidFile(path string, pid int) error {
-	tmp := path + ".tmp"
-	if err := os.WriteFile(tmp, []byte(strconv.Itoa(pid)+"\n"), 0o644); err != nil {
-		return fmt.Errorf("write pid file: %w", err)
-	}
-	if err := os.Rename(tmp, path); err != nil {
-		return errors.Join(fmt.Errorf("write pid file: %w", err), os.Remove(tmp))
-	}
-	return nil
+	return atomicfile.Write(path, []byte(strconv.Itoa(pid)+"\n"), 0o644)
 }

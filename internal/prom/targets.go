@@ -1,12 +1,13 @@
 package prom
 
 import (
-	"encoding/json"
 	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
 	"regexp"
+
+	"github.com/benchq/benchq/internal/atomicfile"
 )
 
 // The labels benchq puts on every target, so that one PromQL selects a
@@ -60,19 +61,11 @@ func (t Targets) Write(name string, g Group) error {
 	if len(g.Targets) == 0 {
 		return fmt.Errorf("target group %s: no targets", name)
 	}
-	b, err := json.MarshalIndent([]Group{g}, "", "  ")
-	if err != nil {
-		return err
-	}
 	if err := os.MkdirAll(t.Dir, 0o755); err != nil {
 		return fmt.Errorf("target group %s: %w", name, err)
 	}
-	tmp := filepath.Join(t.Dir, "."+name+".json.tmp")
-	if err := os.WriteFile(tmp, append(b, '\n'), 0o644); err != nil {
+	if err := atomicfile.WriteJSON(path, []Group{g}, 0o644); err != nil {
 		return fmt.Errorf("target group %s: %w", name, err)
-	}
-	if err := os.Rename(tmp, path); err != nil {
-		return errors.Join(fmt.Errorf("target group %s: %w", name, err), os.Remove(tmp))
 	}
 	return nil
 }

@@ -49,18 +49,13 @@ func DSN(ep contracts.Endpoint) string {
 }
 
 // openDB opens a pool on ep and checks that the server answers. With
-// oneShot, its connections prepare nothing (see oneShotConnector).
+// oneShot, its connections prepare nothing (see oneShotConn).
 func openDB(ctx context.Context, ep contracts.Endpoint, oneShot bool) (*sql.DB, error) {
 	pqc, err := pq.NewConnector(DSN(ep))
 	if err != nil {
 		return nil, fmt.Errorf("postgres %s:%d: %w", ep.Host, ep.Port, err)
 	}
-	var connector driver.Connector = pqc
-	if oneShot {
-		connector = oneShotConnector{pqc}
-	}
-	connector = rollbackConnector{connector}
-	db := sql.OpenDB(connector)
+	db := sql.OpenDB(pqConnector{pqc, oneShot})
 	pctx, cancel := context.WithTimeout(ctx, 30*time.Second)
 	defer cancel()
 	if err := db.PingContext(pctx); err != nil {
@@ -70,18 +65,15 @@ func openDB(ctx context.Context, ep contracts.Endpoint, oneShot bool) (*sql.DB, 
 	return db, nil
 }
 
-// oneShotConnector opens connections on which preparing a statement costs
-// nothing: a statement is sent with its parameters when it runs, as the
-// unnamed statement (one round trip with binary_parameters), as
-// PostgreSQL's JDBC driver (Benchbase) sends a connection's first
-// executions of a statement, or all of them with prepareThreshold=0. Used
-// with a new connection per request, where go-tpc would prepare its ~40
-// statements on every connection and close them with it (some 80 extra
-// round trips and 40 parses each), and behind a transaction pooler, where
-// a named statement does not survive its transaction.
-type oneShotConnector struct{ driver.Connector }
+// pqConnector opens lib/pq connections whose transactions report a
+// rollback to the watch of the context they were begun with (rollback.go)
+// and, with oneShot, on which preparing a statement costs nothing.
+type pqConnector struct {
+	driver.Connector
+	oneShot bool
+}
 
-func (c oneShotConnector) Connect(ctx context.Context) (driver.Conn, error) {
+func (c pqConnector) Connect(ctx context.Context) (driver.Conn, error) {
 	conn, err := c.Connector.Connect(ctx)
 	if err != nil {
 		return nil, err
@@ -89,9 +81,12 @@ func (c oneShotConnector) Connect(ctx context.Context) (driver.Conn, error) {
 	pc, ok := conn.(pqConn)
 	if !ok {
 		_ = conn.Close()
-		return nil, fmt.Errorf("one-shot statements: %T lacks context methods", conn)
+		return nil, fmt.Errorf("tpcc: %T lacks the context methods of lib/pq's connection", conn)
 	}
-	return oneShotConn{pc}, nil
+	if c.oneShot {
+		pc = oneShotConn{pc}
+	}
+	return rollbackConn{pc}, nil
 }
 
 // neverPrepares reports whether a JDBC URL forbids server-side prepared
@@ -114,6 +109,15 @@ type pqConn interface {
 	driver.Pinger
 }
 
+// oneShotConn is a connection on which preparing a statement costs
+// nothing: a statement is sent with its parameters when it runs, as the
+// unnamed statement (one round trip with binary_parameters), as
+// PostgreSQL's JDBC driver (Benchbase) sends a connection's first
+// executions of a statement, or all of them with prepareThreshold=0. Used
+// with a new connection per request, where go-tpc would prepare its ~40
+// statements on every connection and close them with it (some 80 extra
+// round trips and 40 parses each), and behind a transaction pooler, where
+// a named statement does not survive its transaction.
 type oneShotConn struct{ pqConn }
 
 func (c oneShotConn) Prepare(query string) (driver.Stmt, error) {

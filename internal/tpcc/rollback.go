@@ -23,22 +23,6 @@ func watchRollback(ctx context.Context) (context.Context, *rollbackWatch) {
 	return context.WithValue(ctx, rollbackKey{}, w), w
 }
 
-// rollbackConnector wraps a connector so that its transactions report a
-// rollback to the watch in the context they were begun with.
-type rollbackConnector struct{ driver.Connector }
-
-func (c rollbackConnector) Connect(ctx context.Context) (driver.Conn, error) {
-	conn, err := c.Connector.Connect(ctx)
-	if err != nil {
-		return nil, err
-	}
-	pc, ok := conn.(pqConn)
-	if !ok {
-		return conn, nil // cannot watch: user aborts count as completed
-	}
-	return rollbackConn{pc}, nil
-}
-
 type rollbackConn struct{ pqConn }
 
 func (c rollbackConn) BeginTx(ctx context.Context, opts driver.TxOptions) (driver.Tx, error) {

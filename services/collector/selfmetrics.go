@@ -7,6 +7,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/benchq/benchq/internal/bus"
+	"github.com/benchq/benchq/internal/obs"
 )
 
 // selfMetrics are the collector's own series on /metrics (issue 11); the
@@ -19,27 +20,17 @@ type selfMetrics struct {
 }
 
 func newSelfMetrics(reg prometheus.Registerer) *selfMetrics {
-	m := &selfMetrics{
-		messages: prometheus.NewCounterVec(prometheus.CounterOpts{
-			Name: "benchq_collector_messages_stored_total",
-			Help: "Messages stored in the results database (acked), by stream.",
-		}, []string{"stream"}),
-		rows: prometheus.NewCounter(prometheus.CounterOpts{
-			Name: "benchq_collector_rows_stored_total",
-			Help: "Rows written to the results database: one per stored message, one per metric sample.",
-		}),
-		batch: prometheus.NewHistogramVec(prometheus.HistogramOpts{
-			Name:    "benchq_collector_batch_seconds",
-			Help:    "Time to store one batch of messages, by stream.",
-			Buckets: prometheus.ExponentialBuckets(0.001, 2.5, 12),
-		}, []string{"stream"}),
-		lag: prometheus.NewGaugeVec(prometheus.GaugeOpts{
-			Name: "benchq_collector_consumer_lag",
-			Help: "Messages of the stream not yet delivered to the collector's durable consumer (JetStream's num_pending).",
-		}, []string{"stream", "consumer"}),
+	series := obs.Series{Reg: reg}
+	return &selfMetrics{
+		messages: series.CounterVec("benchq_collector_messages_stored_total",
+			"Messages stored in the results database (acked), by stream.", "stream"),
+		rows: series.Counter("benchq_collector_rows_stored_total",
+			"Rows written to the results database: one per stored message, one per metric sample."),
+		batch: series.HistogramVec("benchq_collector_batch_seconds",
+			"Time to store one batch of messages, by stream.", prometheus.ExponentialBuckets(0.001, 2.5, 12), "stream"),
+		lag: series.GaugeVec("benchq_collector_consumer_lag",
+			"Messages of the stream not yet delivered to the collector's durable consumer (JetStream's num_pending).", "stream", "consumer"),
 	}
-	reg.MustRegister(m.messages, m.rows, m.batch, m.lag)
-	return m
 }
 
 // stored counts a batch: its messages stored without error and the time

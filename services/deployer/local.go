@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -14,6 +13,7 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/benchq/benchq/contracts"
+	"github.com/benchq/benchq/internal/atomicfile"
 	"github.com/benchq/benchq/internal/catalog"
 	"github.com/benchq/benchq/internal/localdb"
 )
@@ -312,30 +312,11 @@ func (l *Local) log() *slog.Logger {
 }
 
 func readState(dir string) (localState, error) {
-	var st localState
-	b, err := os.ReadFile(filepath.Join(dir, stateFile))
-	if err != nil {
-		return st, err
-	}
-	if err := json.Unmarshal(b, &st); err != nil {
-		return st, fmt.Errorf("%s: %w", filepath.Join(dir, stateFile), err)
-	}
-	return st, nil
+	return atomicfile.Read[localState](filepath.Join(dir, stateFile))
 }
 
 func writeState(dir string, st localState) error {
-	b, err := json.MarshalIndent(st, "", "  ")
-	if err != nil {
-		return err
-	}
-	path := filepath.Join(dir, stateFile)
-	if err := os.WriteFile(path+".tmp", append(b, '\n'), 0o644); err != nil {
-		return fmt.Errorf("write %s: %w", stateFile, err)
-	}
-	if err := os.Rename(path+".tmp", path); err != nil {
-		return fmt.Errorf("write %s: %w", stateFile, err)
-	}
-	return nil
+	return atomicfile.WriteJSON(filepath.Join(dir, stateFile), st, 0o644)
 }
 
 // localIgnores names the SUT settings that only the Kubernetes backend

@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io/fs"
@@ -13,6 +12,7 @@ import (
 	"time"
 
 	"github.com/benchq/benchq/contracts"
+	"github.com/benchq/benchq/internal/atomicfile"
 	"github.com/benchq/benchq/internal/catalog"
 )
 
@@ -229,29 +229,13 @@ func (m volumeMeta) state(isNew bool) *contracts.VolumeState {
 }
 
 func readVolumeMeta(vdir string) (volumeMeta, error) {
-	var m volumeMeta
-	b, err := os.ReadFile(filepath.Join(vdir, volumeMetaFile))
-	if err != nil {
-		return m, err
-	}
-	if err := json.Unmarshal(b, &m); err != nil {
-		return m, fmt.Errorf("%s: %w", filepath.Join(vdir, volumeMetaFile), err)
-	}
-	return m, nil
+	return atomicfile.Read[volumeMeta](filepath.Join(vdir, volumeMetaFile))
 }
 
 // writeVolumeMeta replaces volume.json atomically: a crash leaves the old
 // or the new record, never half of one.
 func writeVolumeMeta(vdir string, m volumeMeta) error {
-	b, err := json.MarshalIndent(m, "", "  ")
-	if err != nil {
-		return err
-	}
-	tmp := filepath.Join(vdir, volumeMetaFile+".tmp")
-	if err := os.WriteFile(tmp, append(b, '\n'), 0o644); err != nil {
-		return fmt.Errorf("volume %s: %w", m.Name, err)
-	}
-	return os.Rename(tmp, filepath.Join(vdir, volumeMetaFile))
+	return atomicfile.WriteJSON(filepath.Join(vdir, volumeMetaFile), m, 0o644)
 }
 
 // MarkLoaded records that a loading phase filled the volume (teardown job's

@@ -68,20 +68,14 @@ type deployerMetrics struct {
 }
 
 func newDeployerMetrics(reg *prometheus.Registry) *deployerMetrics {
-	m := &deployerMetrics{
-		start: prometheus.NewHistogramVec(prometheus.HistogramOpts{
-			Name:    "benchq_deployer_sut_start_seconds",
-			Help:    "From a deploy job taken to its SUT ready, by DBMS.",
-			Buckets: prometheus.ExponentialBuckets(0.05, 2, 12),
-		}, []string{"dbms"}),
-		alive: prometheus.NewGauge(prometheus.GaugeOpts{
-			Name: "benchq_deployer_suts_alive",
-			Help: "SUTs deployed and not torn down, as this deployer process saw them (a restart starts from 0).",
-		}),
+	series := obs.Series{Reg: reg}
+	return &deployerMetrics{
+		start: series.HistogramVec("benchq_deployer_sut_start_seconds",
+			"From a deploy job taken to its SUT ready, by DBMS.", prometheus.ExponentialBuckets(0.05, 2, 12), "dbms"),
+		alive: series.Gauge("benchq_deployer_suts_alive",
+			"SUTs deployed and not torn down, as this deployer process saw them (a restart starts from 0)."),
 		suts: map[string]bool{},
 	}
-	reg.MustRegister(m.start, m.alive)
-	return m
 }
 
 // up and down keep the alive gauge; a redelivered deploy or teardown
@@ -344,25 +338,63 @@ func (d *Deployer) drivers(ctx context.Context, job contracts.Drivers) error {
 // A restarted deployer finds a dead SUT not yet torn down again; JetStream
 // drops the repeat (same id), and the scheduler ignores a SUT no longer running.
 func (d *Deployer) watchSUTs(ctx context.Context, w SUTWatcher, every time.Duration) {
-	reported := map[string]bool{}
-	poll(ctx, every, func() {
-		dead, err := w.DeadSUTs(ctx, reported)
-		if err != nil && ctx.Err() == nil {
-			d.log.Warn("SUTs not checked", "err", err)
-		}
-		for _, x := range dead {
-			msg := &contracts.SUTFailed{
+	reportOnce(ctx, d, every, "SUTs not checked", w.DeadSUTs, func(x DeadSUT) finding {
+		return finding{
+			key:     x.Code + "/" + x.Configuration,
+			subject: contracts.TopicSUTFailed.For(x.Code),
+			msg: &contracts.SUTFailed{
 				Envelope:      contracts.NewEnvelope(x.Code, contracts.SUTFailedID(contracts.DeployID(x.Code, x.Configuration)), time.Now()),
 				Configuration: x.Configuration, DBMS: x.DBMS, Reason: x.Reason, Running: true,
-			}
-			if err := d.bus.Publish(ctx, contracts.TopicSUTFailed.For(x.Code), msg); err != nil {
+			},
+			published: func() {
+				d.log.Warn("sut died", "code", x.Code, "configuration", x.Configuration, "reason", x.Reason)
+			},
+		}
+	})
+}
+
+// watchDrivers reports every driver Job that ended, once per process (see
+// kube_drivers.go): a restarted deployer lists the Jobs again and
+// re-publishes, which JetStream drops as duplicates.
+func (d *Deployer) watchDrivers(ctx context.Context, db DriverBackend, every time.Duration) {
+	reportOnce(ctx, d, every, "driver jobs not listed", db.EndedDrivers, func(e contracts.DriverEnded) finding {
+		e.Stamp(time.Now())
+		return finding{key: e.Job, subject: contracts.TopicDriverEnded.For(e.Code), msg: &e, published: func() {
+			d.log.Info("driver job ended", "code", e.Code, "phase", e.Phase, "job", e.Job,
+				"succeeded", e.Succeeded, "failed", e.Failed, "simulated", e.Simulated)
+		}}
+	})
+}
+
+// finding is one event a watch publishes: key marks it reported, published
+// logs it once it is out.
+type finding struct {
+	key, subject string
+	msg          contracts.Message
+	published    func()
+}
+
+// reportOnce polls list every period and publishes each finding this
+// process has not reported yet; one whose publish failed is tried again at
+// the next round.
+func reportOnce[T any](ctx context.Context, d *Deployer, every time.Duration, listFailed string,
+	list func(context.Context, map[string]bool) ([]T, error), event func(T) finding) {
+	reported := map[string]bool{}
+	poll(ctx, every, func() {
+		found, err := list(ctx, reported)
+		if err != nil && ctx.Err() == nil {
+			d.log.Warn(listFailed, "err", err)
+		}
+		for _, x := range found {
+			f := event(x)
+			if err := d.bus.Publish(ctx, f.subject, f.msg); err != nil {
 				if ctx.Err() == nil {
-					d.log.Warn("sut.failed not published", "code", x.Code, "configuration", x.Configuration, "err", err)
+					d.log.Warn("not published", "subject", f.subject, "id", f.msg.Head().ID, "err", err)
 				}
 				continue // next round
 			}
-			reported[x.Code+"/"+x.Configuration] = true
-			d.log.Warn("sut died", "code", x.Code, "configuration", x.Configuration, "reason", x.Reason)
+			reported[f.key] = true
+			f.published()
 		}
 	})
 }
@@ -379,29 +411,4 @@ func poll(ctx context.Context, every time.Duration, f func()) {
 		case <-t.C:
 		}
 	}
-}
-
-// watchDrivers reports every driver Job that ended, once per process (see
-// kube_drivers.go): a restarted deployer lists the Jobs again and
-// re-publishes, which JetStream drops as duplicates.
-func (d *Deployer) watchDrivers(ctx context.Context, db DriverBackend, every time.Duration) {
-	reported := map[string]bool{}
-	poll(ctx, every, func() {
-		ended, err := db.EndedDrivers(ctx, reported)
-		if err != nil && ctx.Err() == nil {
-			d.log.Warn("driver jobs not listed", "err", err)
-		}
-		for _, e := range ended {
-			e.Stamp(time.Now())
-			if err := d.bus.Publish(ctx, contracts.TopicDriverEnded.For(e.Code), &e); err != nil {
-				if ctx.Err() == nil {
-					d.log.Warn("driver.ended not published", "job", e.Job, "err", err)
-				}
-				continue // next round
-			}
-			reported[e.Job] = true
-			d.log.Info("driver job ended", "code", e.Code, "phase", e.Phase, "job", e.Job,
-				"succeeded", e.Succeeded, "failed", e.Failed, "simulated", e.Simulated)
-		}
-	})
 }

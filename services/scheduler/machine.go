@@ -60,15 +60,11 @@ type Out struct {
 
 // Event is anything the machine reacts to. Exactly one field is set.
 type Event struct {
-	SUTReady   *contracts.SUTReady
-	SUTFailed  *contracts.SUTFailed
-	SUTRemoved *contracts.SUTRemoved
-	Ready      *contracts.BarrierReady
-	Final      *contracts.Final
-	Stop       *contracts.Stop
-	// DriverEnded: a phase's driver Job ended (Kubernetes backend).
-	DriverEnded *contracts.DriverEnded
-	Tick        bool
+	// Msg is the message that happened: *contracts.SUTReady, SUTFailed,
+	// SUTRemoved, BarrierReady, Final, Stop or DriverEnded (a phase's
+	// driver Job ended, Kubernetes backend); nil for a tick.
+	Msg  contracts.Message
+	Tick bool
 	// Heartbeats of the driver agents (name → last heartbeat), read for a tick;
 	// nil when unknown, which disables the lost-agent check.
 	Heartbeats map[string]contracts.Heartbeat
@@ -102,23 +98,25 @@ func (s *State) Step(ev Event, now time.Time) []Out {
 		return nil
 	}
 	var out []Out
-	switch {
-	case ev.SUTReady != nil:
-		out = s.onSUTReady(ev.SUTReady, now)
-	case ev.SUTFailed != nil:
-		out = s.onSUTFailed(ev.SUTFailed, now)
-	case ev.SUTRemoved != nil:
-		out = s.onSUTRemoved(ev.SUTRemoved, now)
-	case ev.Ready != nil:
-		out = s.onReady(ev.Ready, now)
-	case ev.Final != nil:
-		out = s.onFinal(ev.Final, now)
-	case ev.Stop != nil:
-		out = s.onStop(ev.Stop, now)
-	case ev.DriverEnded != nil:
-		out = s.onDriverEnded(ev.DriverEnded, now)
-	case ev.Tick:
-		out = s.onTick(now, ev.Heartbeats)
+	switch m := ev.Msg.(type) {
+	case *contracts.SUTReady:
+		out = s.onSUTReady(m, now)
+	case *contracts.SUTFailed:
+		out = s.onSUTFailed(m, now)
+	case *contracts.SUTRemoved:
+		out = s.onSUTRemoved(m, now)
+	case *contracts.BarrierReady:
+		out = s.onReady(m, now)
+	case *contracts.Final:
+		out = s.onFinal(m, now)
+	case *contracts.Stop:
+		out = s.onStop(m, now)
+	case *contracts.DriverEnded:
+		out = s.onDriverEnded(m, now)
+	case nil:
+		if ev.Tick {
+			out = s.onTick(now, ev.Heartbeats)
+		}
 	}
 	return append(out, s.advance(now)...)
 }
@@ -159,20 +157,20 @@ func (s *State) Early(ev Event) bool {
 		}
 		return false
 	}
-	switch {
-	case ev.SUTReady != nil:
-		return cfgStatus(ev.SUTReady.Configuration) == cfgPending
-	case ev.SUTFailed != nil:
-		return cfgStatus(ev.SUTFailed.Configuration) == cfgPending
-	case ev.SUTRemoved != nil:
-		st := cfgStatus(ev.SUTRemoved.Configuration)
+	switch m := ev.Msg.(type) {
+	case *contracts.SUTReady:
+		return cfgStatus(m.Configuration) == cfgPending
+	case *contracts.SUTFailed:
+		return cfgStatus(m.Configuration) == cfgPending
+	case *contracts.SUTRemoved:
+		st := cfgStatus(m.Configuration)
 		return st == cfgPending || st == cfgDeploying || st == cfgRunning
-	case ev.Ready != nil:
-		return phaseAhead(ev.Ready.Phase, ev.Ready.Attempt)
-	case ev.Final != nil:
-		return phaseAhead(ev.Final.Phase, ev.Final.Attempt)
-	case ev.DriverEnded != nil:
-		return phaseAhead(ev.DriverEnded.Phase, ev.DriverEnded.Attempt)
+	case *contracts.BarrierReady:
+		return phaseAhead(m.Phase, m.Attempt)
+	case *contracts.Final:
+		return phaseAhead(m.Phase, m.Attempt)
+	case *contracts.DriverEnded:
+		return phaseAhead(m.Phase, m.Attempt)
 	}
 	return false
 }

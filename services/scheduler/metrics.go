@@ -7,6 +7,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/benchq/benchq/contracts"
+	"github.com/benchq/benchq/internal/obs"
 )
 
 // metrics are the scheduler's own series on /metrics (issue 11).
@@ -24,29 +25,21 @@ type metrics struct {
 }
 
 func newMetrics(reg prometheus.Registerer) *metrics {
+	series := obs.Series{Reg: reg}
 	m := &metrics{
-		events: prometheus.NewCounterVec(prometheus.CounterOpts{
-			Name: "benchq_scheduler_events_total",
-			Help: "Messages the scheduler handled, by topic (contracts' subject names).",
-		}, []string{"topic"}),
-		phaseSwitch: prometheus.NewHistogram(prometheus.HistogramOpts{
-			Name: "benchq_scheduler_phase_switch_seconds",
-			Help: "From the event that ended a phase (its last shard's final, as stored in JetStream) to the next phase's shard jobs published.",
-			// Milliseconds when idle, seconds under load or after a restart.
-			Buckets: prometheus.ExponentialBuckets(0.001, 2.5, 12),
-		}),
+		events: series.CounterVec("benchq_scheduler_events_total",
+			"Messages the scheduler handled, by topic (contracts' subject names).", "topic"),
+		// Milliseconds when idle, seconds under load or after a restart.
+		phaseSwitch: series.Histogram("benchq_scheduler_phase_switch_seconds",
+			"From the event that ended a phase (its last shard's final, as stored in JetStream) to the next phase's shard jobs published.",
+			prometheus.ExponentialBuckets(0.001, 2.5, 12)),
 		status: map[string]string{},
 		phases: map[string]map[string]int{},
-		experiments: prometheus.NewGaugeVec(prometheus.GaugeOpts{
-			Name: "benchq_scheduler_experiments",
-			Help: "Experiments in the scheduler's state bucket, by status.",
-		}, []string{"status"}),
-		inFlight: prometheus.NewGaugeVec(prometheus.GaugeOpts{
-			Name: "benchq_scheduler_phases",
-			Help: "Phases of running experiments in flight, by state (preparing: shard jobs out, waiting for the barrier; running: after GO).",
-		}, []string{"state"}),
+		experiments: series.GaugeVec("benchq_scheduler_experiments",
+			"Experiments in the scheduler's state bucket, by status.", "status"),
+		inFlight: series.GaugeVec("benchq_scheduler_phases",
+			"Phases of running experiments in flight, by state (preparing: shard jobs out, waiting for the barrier; running: after GO).", "state"),
 	}
-	reg.MustRegister(m.events, m.phaseSwitch, m.experiments, m.inFlight)
 	m.zero()
 	return m
 }

@@ -204,7 +204,7 @@ func (s *Scheduler) handleStop(ctx context.Context, m jetstream.Msg) error {
 		return nil
 	}
 	s.log.Info("stopping experiment", "code", stop.Code, "reason", stop.Reason)
-	return s.step(ctx, stop.Code, Event{Stop: &stop})
+	return s.step(ctx, stop.Code, Event{Msg: &stop})
 }
 
 // track records an experiment's SUT count (for -ms across experiments) and
@@ -249,28 +249,15 @@ func (s *Scheduler) handleEvent(ctx context.Context, m jetstream.Msg) error {
 }
 
 func decodeEvent(subject string, data []byte) (Event, string, error) {
-	var ev Event
 	msg, err := bus.DecodeSubject(subject, data)
 	if err != nil {
-		return ev, "", err
+		return Event{}, "", err
 	}
-	switch m := msg.(type) {
-	case *contracts.SUTReady:
-		ev.SUTReady = m
-	case *contracts.SUTFailed:
-		ev.SUTFailed = m
-	case *contracts.SUTRemoved:
-		ev.SUTRemoved = m
-	case *contracts.BarrierReady:
-		ev.Ready = m
-	case *contracts.Final:
-		ev.Final = m
-	case *contracts.DriverEnded:
-		ev.DriverEnded = m
-	default:
-		return ev, "", bus.Permanent(fmt.Errorf("the scheduler does not consume %s", subject))
+	switch msg.(type) {
+	case *contracts.SUTReady, *contracts.SUTFailed, *contracts.SUTRemoved, *contracts.BarrierReady, *contracts.Final, *contracts.DriverEnded:
+		return Event{Msg: msg}, msg.Head().Code, nil
 	}
-	return ev, msg.Head().Code, nil
+	return Event{}, "", bus.Permanent(fmt.Errorf("the scheduler does not consume %s", subject))
 }
 
 type stored struct {

@@ -14,6 +14,7 @@ from collections.abc import Mapping
 
 import pandas as pd
 
+from .contracts import KIND
 from .summary import YcsbSummary
 from .ycsb import LATENCY_FIGURES, THROUGHPUT, WINDOW_THROUGHPUT
 
@@ -41,7 +42,7 @@ def phases(code: str, summary: object, frames: Mapping[str, pd.DataFrame]) -> pd
     by_phase = lat.groupby("phase")
     ops = by_phase[LATENCY_FIGURES["count"]].sum()
     ms = frames["metric_summaries"]
-    cpu = ms[(ms["kind"] == "run") & (ms["component"] == "sut") & (ms["metric"] == "cpu_seconds")]
+    cpu = ms[(ms["kind"] == KIND.run) & (ms["component"] == "sut") & (ms["metric"] == "cpu_seconds")]
     cpu = cpu.sort_values("attempt").groupby("phase")["value"].last()  # the attempt the summary reports
     out = pd.DataFrame({
         "experiment": code,

@@ -45,6 +45,8 @@ from grafana_foundation_sdk.builders import barchart, common as widgets, dashboa
 from grafana_foundation_sdk.cog import builder as cogbuilder, encoder, plugins, runtime, variants
 from grafana_foundation_sdk.models import common, dashboard as model
 
+from .contracts import KIND, PHASE
+
 RESULTS = common.DataSourceRef(type_val="grafana-postgresql-datasource", uid="benchq-results")
 PROMETHEUS = common.DataSourceRef(type_val="prometheus", uid="benchq-prometheus")
 EXPERIMENT_UID = "benchq-experiment"
@@ -272,17 +274,17 @@ def experiment_dashboard(sets: dict[str, list[Metric]]) -> dash.Dashboard:
         FROM experiments WHERE code = '$code'""", "duration", "from the start (or planning) to the end, or now"), 4, 4)
     b.add(_stat("Configurations", "none", "SELECT count(*) AS configurations FROM configurations WHERE code = '$code'",
                 "configurations", "SUT configurations of the grid"), 4, 4)
-    b.add(_stat("Failed phases", "none", """
+    b.add(_stat("Failed phases", "none", f"""
         SELECT count(*) AS failed FROM (
           SELECT DISTINCT ON (phase) status FROM phases WHERE code = '$code' ORDER BY phase, attempt DESC) last
-        WHERE status = 'failed'""", "failed", "phases whose last attempt failed"), 4, 4)
+        WHERE status = '{PHASE.failed}'""", "failed", "phases whose last attempt failed"), 4, 4)
     b.add(_stat("Benchmarking error share", "percentunit", f"""
         SELECT sum(f.failed)::float8 / nullif(sum(f.operations), 0) AS error_share
-        FROM phase_figures f WHERE {FIGURES} AND f.kind = 'run'""", "error_share",
+        FROM phase_figures f WHERE {FIGURES} AND f.kind = '{KIND.run}'""", "error_share",
                 "failed operations / all operations of the selected benchmarking phases"), 8, 4)
     b.add(_stat("Throughput per benchmarking phase", "ops", f"""
         SELECT f.phase, f.throughput FROM phase_figures f
-        WHERE {FIGURES} AND f.kind = 'run' ORDER BY f.phase""", "throughput",
+        WHERE {FIGURES} AND f.kind = '{KIND.run}' ORDER BY f.phase""", "throughput",
                 "all operations / the phase's common window (the summary's "
                 "'Throughput common window(ops/sec)')", values=True), 24, 4)
     b.add(table.Panel().title("Phases").datasource(RESULTS).description(
@@ -422,10 +424,10 @@ def overview_dashboard() -> dash.Dashboard:
         GROUP BY e.code
         ORDER BY e.planned_at DESC""", "table")), 24, 9)
     b.row("Benchmarking phases of the selected experiments")
-    per_phase = """
-        SELECT f.code || ' ' || f.phase AS phase, f.{column}
+    per_phase = f"""
+        SELECT f.code || ' ' || f.phase AS phase, f.{{column}}
         FROM phase_figures f JOIN experiments e USING (code)
-        WHERE f.code IN ($experiments) AND f.kind = 'run'
+        WHERE f.code IN ($experiments) AND f.kind = '{KIND.run}'
         ORDER BY e.planned_at, f.phase"""
     b.add(barchart.Panel().title("Throughput per configuration").datasource(RESULTS).unit("ops").description(
         "all operations / the phase's common window").with_target(SQL(per_phase.format(column="throughput"),
@@ -434,11 +436,11 @@ def overview_dashboard() -> dash.Dashboard:
           .description("the highest p99 of a shard: an upper bound of the phase's p99, exact for one shard; "
                        "`reporter compare` has the merged figures").with_target(
         SQL(per_phase.format(column="p99_max_us"), "table")), 12, 9)
-    b.add(table.Panel().title("Benchmarking phases").datasource(RESULTS).with_target(SQL("""
+    b.add(table.Panel().title("Benchmarking phases").datasource(RESULTS).with_target(SQL(f"""
         SELECT f.code, f.configuration, f.phase, f.shards, f.operations, f.failed, f.window_s,
                f.throughput, f.goodput, f.error_share, f.p99_max_us
         FROM phase_figures f JOIN experiments e USING (code)
-        WHERE f.code IN ($experiments) AND f.kind = 'run'
+        WHERE f.code IN ($experiments) AND f.kind = '{KIND.run}'
         ORDER BY e.planned_at, f.configuration, f.phase""", "table")), 24, 8)
     return d
 

@@ -33,6 +33,7 @@ import pandas as pd  # noqa: E402
 from matplotlib.figure import Figure  # noqa: E402
 
 from . import benchbase as bb  # noqa: E402
+from .contracts import KIND  # noqa: E402
 from .summary import BenchbaseSummary, YcsbSummary  # noqa: E402
 from .ycsb import LATENCY_FIGURES, THROUGHPUT, WINDOW_THROUGHPUT  # noqa: E402
 
@@ -62,7 +63,7 @@ def plots(frames: Mapping[str, pd.DataFrame], summary: object) -> tuple[list[Plo
 
 def _throughput_over_time(frames: Mapping[str, pd.DataFrame], _summary: object) -> tuple[list[Plot], str]:
     iv = frames["intervals"]
-    iv = iv[iv["kind"] == "run"].dropna(subset=["ops_per_sec"])
+    iv = iv[iv["kind"] == KIND.run].dropna(subset=["ops_per_sec"])
     if iv.empty:
         return [], "Throughput over time: no shard streamed status lines (-xli 0, or none ran)."
     made = []

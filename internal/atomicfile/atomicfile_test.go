@@ -1,0 +1,58 @@
+package atomicfile
+
+import (
+	"errors"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+func TestWriteJSONAndReadBack(t *testing.T) {
+	dir := t.TempDir()
+	path := filepath.Join(dir, "state.json")
+	type rec struct {
+		Name string `json:"name"`
+		N    int    `json:"n"`
+	}
+	if err := WriteJSON(path, rec{"a", 1}, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := WriteJSON(path, rec{"b", 2}, 0o644); err != nil { // replaces
+		t.Fatal(err)
+	}
+	var got rec
+	if err := ReadJSON(path, &got); err != nil || got != (rec{"b", 2}) {
+		t.Fatalf("read back %+v, %v", got, err)
+	}
+	b, _ := os.ReadFile(path)
+	if !strings.HasSuffix(string(b), "}\n") {
+		t.Errorf("no final newline: %q", b)
+	}
+	entries, _ := os.ReadDir(dir)
+	if len(entries) != 1 {
+		t.Errorf("temporary file left behind: %v", entries)
+	}
+}
+
+func TestReadJSONErrors(t *testing.T) {
+	dir := t.TempDir()
+	var v map[string]any
+	if err := ReadJSON(filepath.Join(dir, "missing.json"), &v); !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("missing file: %v, want os.ErrNotExist", err)
+	}
+	bad := filepath.Join(dir, "bad.json")
+	if err := os.WriteFile(bad, []byte("{half"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := ReadJSON(bad, &v); err == nil || !strings.Contains(err.Error(), bad) {
+		t.Errorf("corrupt file: %v, want an error naming %s", err, bad)
+	}
+}
+
+func TestWriteIntoMissingDirFailsCleanly(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "no", "such", "dir", "x.json")
+	if err := Write(path, []byte("x"), 0o644); err == nil || !strings.Contains(err.Error(), path) {
+		t.Errorf("got %v, want an error naming %s", err, path)
+	}
+}
