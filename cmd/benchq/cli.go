@@ -112,10 +112,12 @@ func Main(ctx context.Context, args []string, st *State) int {
 // commands runs each command but help and version by its name, with the
 // words after it.
 var commands = map[string]func(ctx context.Context, args []string, st *State) int{
-	"up":        cmdUp,
-	"down":      cmdDown,
-	"ycsb":      func(ctx context.Context, args []string, st *State) int { return cmdExperiment(ctx, "ycsb", args, st) },
-	"benchbase": func(ctx context.Context, args []string, st *State) int { return cmdExperiment(ctx, "benchbase", args, st) },
+	"up":   cmdUp,
+	"down": cmdDown,
+	"ycsb": func(ctx context.Context, args []string, st *State) int { return cmdExperiment(ctx, "ycsb", args, st) },
+	"benchbase": func(ctx context.Context, args []string, st *State) int {
+		return cmdExperiment(ctx, "benchbase", args, st)
+	},
 	"status":    cmdStatus,
 	"stop":      cmdStop,
 	"restart":   cmdRestart,

@@ -46,7 +46,7 @@ func jobs(out []Out) []*contracts.ShardJob {
 }
 
 func final(j *contracts.ShardJob, status string) Event {
-	return Event{Msg:  &contracts.Final{Phase: j.Phase, Shard: j.Shard, Attempt: j.Attempt, Status: status,
+	return Event{Msg: &contracts.Final{Phase: j.Phase, Shard: j.Shard, Attempt: j.Attempt, Status: status,
 		StartedAt: t0.Add(time.Second), EndedAt: t0.Add(time.Duration(2+j.Shard) * time.Second)}}
 }
 
@@ -55,7 +55,7 @@ func runPhase(t *testing.T, s *State, js []*contracts.ShardJob, status string) [
 	t.Helper()
 	var out []Out
 	for i, j := range js {
-		out = s.Step(Event{Msg:  &contracts.BarrierReady{Phase: j.Phase, Shard: j.Shard, Attempt: j.Attempt}}, t0)
+		out = s.Step(Event{Msg: &contracts.BarrierReady{Phase: j.Phase, Shard: j.Shard, Attempt: j.Attempt}}, t0)
 		if i < len(js)-1 && len(out) != 0 {
 			t.Fatalf("output before every shard is READY: %v", subjects(out))
 		}
@@ -80,13 +80,13 @@ func TestDefaultExperimentRunsThrough(t *testing.T) {
 	if got := subjects(out); strings.Join(got, " ") != "benchq.exp.17.planned benchq.jobs.deploy" {
 		t.Fatalf("start: %v", got)
 	}
-	out = s.Step(Event{Msg:  &contracts.SUTReady{Configuration: "Redis-8-2-16384-1", Endpoint: contracts.Endpoint{Host: "127.0.0.1", Port: 7000}}}, t0)
+	out = s.Step(Event{Msg: &contracts.SUTReady{Configuration: "Redis-8-2-16384-1", Endpoint: contracts.Endpoint{Host: "127.0.0.1", Port: 7000}}}, t0)
 	load := jobs(out)
 	if len(load) != 2 || load[1].YCSB.InsertStart != 50000 || load[1].Endpoint.Port != 7000 || load[0].ID == load[1].ID {
 		t.Fatalf("load jobs: %+v", load)
 	}
 	// A duplicate sut.ready (redelivery) changes nothing.
-	if again := s.Step(Event{Msg:  &contracts.SUTReady{Configuration: "Redis-8-2-16384-1"}}, t0); len(again) != 0 {
+	if again := s.Step(Event{Msg: &contracts.SUTReady{Configuration: "Redis-8-2-16384-1"}}, t0); len(again) != 0 {
 		t.Fatalf("duplicate sut.ready: %v", subjects(again))
 	}
 	out = runPhase(t, s, load, contracts.StatusOK)
@@ -101,7 +101,7 @@ func TestDefaultExperimentRunsThrough(t *testing.T) {
 	if got := subjects(out); strings.Join(got, " ") != "benchq.exp.17.phase.done benchq.jobs.teardown" {
 		t.Fatalf("after run: %v", got)
 	}
-	out = s.Step(Event{Msg:  &contracts.SUTRemoved{Configuration: "Redis-8-2-16384-1"}}, t0)
+	out = s.Step(Event{Msg: &contracts.SUTRemoved{Configuration: "Redis-8-2-16384-1"}}, t0)
 	if got := subjects(out); len(got) != 1 || got[0] != "benchq.exp.17.done" || s.Status != "done" {
 		t.Fatalf("end: %v (%s)", got, s.Status)
 	}
@@ -109,9 +109,9 @@ func TestDefaultExperimentRunsThrough(t *testing.T) {
 
 func TestShardNeverReadyFailsPhaseNamingIt(t *testing.T) {
 	s, _, _ := Start(defaultPlan(t, nil), []byte(`{}`), t0, 0)
-	out := s.Step(Event{Msg:  &contracts.SUTReady{Configuration: "Redis-8-2-16384-1", Endpoint: contracts.Endpoint{Host: "h", Port: 1}}}, t0)
+	out := s.Step(Event{Msg: &contracts.SUTReady{Configuration: "Redis-8-2-16384-1", Endpoint: contracts.Endpoint{Host: "h", Port: 1}}}, t0)
 	j := jobs(out)
-	s.Step(Event{Msg:  &contracts.BarrierReady{Phase: j[0].Phase, Shard: 1, Attempt: 1}}, t0)
+	s.Step(Event{Msg: &contracts.BarrierReady{Phase: j[0].Phase, Shard: 1, Attempt: 1}}, t0)
 	if out := s.Step(Event{Tick: true}, t0.Add(10*time.Second)); len(out) != 0 {
 		t.Fatalf("tick before the deadline: %v", subjects(out))
 	}
@@ -122,7 +122,7 @@ func TestShardNeverReadyFailsPhaseNamingIt(t *testing.T) {
 	if r := out[0].Msg.(*contracts.PhaseEvent).Reason; !strings.Contains(r, "shards 2 not READY") {
 		t.Errorf("reason %q", r)
 	}
-	out = s.Step(Event{Msg:  &contracts.SUTRemoved{Configuration: "Redis-8-2-16384-1"}}, t0)
+	out = s.Step(Event{Msg: &contracts.SUTRemoved{Configuration: "Redis-8-2-16384-1"}}, t0)
 	if s.Status != "failed" || out[0].Subject != "benchq.exp.17.failed" {
 		t.Errorf("experiment %s", s.Status)
 	}
@@ -130,11 +130,11 @@ func TestShardNeverReadyFailsPhaseNamingIt(t *testing.T) {
 
 func TestSUTFailureEndsExperiment(t *testing.T) {
 	s, _, _ := Start(defaultPlan(t, nil), []byte(`{}`), t0, 0)
-	out := s.Step(Event{Msg:  &contracts.SUTFailed{Configuration: "Redis-8-2-16384-1", Reason: "no PING"}}, t0)
+	out := s.Step(Event{Msg: &contracts.SUTFailed{Configuration: "Redis-8-2-16384-1", Reason: "no PING"}}, t0)
 	if got := subjects(out); len(got) != 1 || got[0] != "benchq.jobs.teardown" {
 		t.Fatalf("%v", got)
 	}
-	s.Step(Event{Msg:  &contracts.SUTRemoved{Configuration: "Redis-8-2-16384-1"}}, t0)
+	s.Step(Event{Msg: &contracts.SUTRemoved{Configuration: "Redis-8-2-16384-1"}}, t0)
 	if s.Status != "failed" || !strings.Contains(strings.Join(s.Failures, ""), "no PING") {
 		t.Errorf("%s %v", s.Status, s.Failures)
 	}
@@ -154,11 +154,11 @@ func TestSUTDeathFailsTheRunningPhase(t *testing.T) {
 	first := s.Plan.Configurations[0].Name
 	out := runPhase(t, s, jobs(ready(s, 0)), contracts.StatusOK) // loading done, run1 preparing
 	for _, j := range jobs(out) {
-		s.Step(Event{Msg:  &contracts.BarrierReady{Phase: j.Phase, Shard: j.Shard, Attempt: j.Attempt}}, t0)
+		s.Step(Event{Msg: &contracts.BarrierReady{Phase: j.Phase, Shard: j.Shard, Attempt: j.Attempt}}, t0)
 	}
 	died := &contracts.SUTFailed{Envelope: contracts.Envelope{TS: t0.Add(GoLead + 3100*time.Millisecond)},
 		Configuration: first, DBMS: "Redis", Reason: "Redis process 42 killed by signal 9 (killed)", Running: true}
-	out = s.Step(Event{Msg:  died}, t0.Add(4*time.Second))
+	out = s.Step(Event{Msg: died}, t0.Add(4*time.Second))
 	if got := strings.Join(subjects(out), " "); got != "benchq.exp.17.phase.failed benchq.jobs.teardown" {
 		t.Fatalf("after the SUT died: %s", got)
 	}
@@ -170,11 +170,11 @@ func TestSUTDeathFailsTheRunningPhase(t *testing.T) {
 	if f := strings.Join(s.Failures, "; "); !strings.Contains(f, want) || !strings.Contains(f, "1 later phase(s) skipped") {
 		t.Errorf("failures %q", f)
 	}
-	if again := s.Step(Event{Msg:  died}, t0.Add(5*time.Second)); len(again) != 0 {
+	if again := s.Step(Event{Msg: died}, t0.Add(5*time.Second)); len(again) != 0 {
 		t.Errorf("a repeated death: %v", subjects(again))
 	}
 	// Torn down: the next configuration is deployed (-ms 1).
-	out = s.Step(Event{Msg:  &contracts.SUTRemoved{Configuration: first}}, t0.Add(6*time.Second))
+	out = s.Step(Event{Msg: &contracts.SUTRemoved{Configuration: first}}, t0.Add(6*time.Second))
 	if got := strings.Join(subjects(out), " "); got != "benchq.jobs.deploy" {
 		t.Fatalf("after teardown: %s", got)
 	}
@@ -202,7 +202,7 @@ func TestEarlyEvents(t *testing.T) {
 	s, _, _ := Start(p, []byte(`{}`), t0, 0)
 	before := *s // as stored before sut.ready's step
 	before.Configs = append([]ConfigState(nil), s.Configs...)
-	s.Step(Event{Msg:  &contracts.SUTReady{Configuration: "Redis-8-2-16384-1", Endpoint: contracts.Endpoint{Host: "h", Port: 1}}}, t0)
+	s.Step(Event{Msg: &contracts.SUTReady{Configuration: "Redis-8-2-16384-1", Endpoint: contracts.Endpoint{Host: "h", Port: 1}}}, t0)
 	load, run := p.Configurations[0].Phases[0].Name, p.Configurations[0].Phases[1].Name
 	cases := []struct {
 		name  string
@@ -210,12 +210,12 @@ func TestEarlyEvents(t *testing.T) {
 		ev    Event
 		early bool
 	}{
-		{"READY for the phase the unsaved step started", &before, Event{Msg:  &contracts.BarrierReady{Phase: load, Shard: 1, Attempt: 1}}, true},
-		{"READY for the current phase", s, Event{Msg:  &contracts.BarrierReady{Phase: load, Shard: 1, Attempt: 1}}, false},
-		{"READY for a later phase", s, Event{Msg:  &contracts.BarrierReady{Phase: run, Shard: 1, Attempt: 1}}, true},
-		{"READY for a later attempt", s, Event{Msg:  &contracts.BarrierReady{Phase: load, Shard: 1, Attempt: 2}}, true},
-		{"final of an unknown phase", s, Event{Msg:  &contracts.Final{Phase: "nope", Shard: 1, Attempt: 1}}, false},
-		{"sut.removed of a running SUT", s, Event{Msg:  &contracts.SUTRemoved{Configuration: "Redis-8-2-16384-1"}}, true},
+		{"READY for the phase the unsaved step started", &before, Event{Msg: &contracts.BarrierReady{Phase: load, Shard: 1, Attempt: 1}}, true},
+		{"READY for the current phase", s, Event{Msg: &contracts.BarrierReady{Phase: load, Shard: 1, Attempt: 1}}, false},
+		{"READY for a later phase", s, Event{Msg: &contracts.BarrierReady{Phase: run, Shard: 1, Attempt: 1}}, true},
+		{"READY for a later attempt", s, Event{Msg: &contracts.BarrierReady{Phase: load, Shard: 1, Attempt: 2}}, true},
+		{"final of an unknown phase", s, Event{Msg: &contracts.Final{Phase: "nope", Shard: 1, Attempt: 1}}, false},
+		{"sut.removed of a running SUT", s, Event{Msg: &contracts.SUTRemoved{Configuration: "Redis-8-2-16384-1"}}, true},
 	}
 	for _, c := range cases {
 		if got := c.state.Early(c.ev); got != c.early {
@@ -226,7 +226,7 @@ func TestEarlyEvents(t *testing.T) {
 
 // ready answers sut.ready for configuration i of s's plan.
 func ready(s *State, i int) []Out {
-	return s.Step(Event{Msg:  &contracts.SUTReady{Configuration: s.Plan.Configurations[i].Name, Endpoint: contracts.Endpoint{Host: "h", Port: 1}}}, t0)
+	return s.Step(Event{Msg: &contracts.SUTReady{Configuration: s.Plan.Configurations[i].Name, Endpoint: contracts.Endpoint{Host: "h", Port: 1}}}, t0)
 }
 
 func count(out []Out, subject string) int {
@@ -268,22 +268,22 @@ func TestStopCancels(t *testing.T) {
 	p := defaultPlan(t, func(r *contracts.Request) { r.Repetitions = 2 })
 	s, _, _ := Start(p, []byte(`{}`), t0, 0)
 	load := jobs(ready(s, 0))
-	s.Step(Event{Msg:  &contracts.BarrierReady{Phase: load[0].Phase, Shard: 1, Attempt: 1, Agent: "a1"}}, t0)
-	out := s.Step(Event{Msg:  &contracts.Stop{Reason: "wrong -xtb"}}, t0)
+	s.Step(Event{Msg: &contracts.BarrierReady{Phase: load[0].Phase, Shard: 1, Attempt: 1, Agent: "a1"}}, t0)
+	out := s.Step(Event{Msg: &contracts.Stop{Reason: "wrong -xtb"}}, t0)
 	if got := strings.Join(subjects(out), " "); got != "benchq.exp.17.phase.failed benchq.jobs.teardown" {
 		t.Fatalf("stop: %s", got)
 	}
 	if r := out[0].Msg.(*contracts.PhaseEvent).Reason; r != "cancelled by benchq stop: wrong -xtb" {
 		t.Errorf("reason %q", r)
 	}
-	if again := s.Step(Event{Msg:  &contracts.Stop{}}, t0); len(again) != 0 {
+	if again := s.Step(Event{Msg: &contracts.Stop{}}, t0); len(again) != 0 {
 		t.Errorf("second stop: %v", subjects(again))
 	}
 	// A late final of the aborted phase changes nothing.
 	if late := s.Step(final(load[1], contracts.StatusFailed), t0); len(late) != 0 {
 		t.Errorf("late final: %v", subjects(late))
 	}
-	out = s.Step(Event{Msg:  &contracts.SUTRemoved{Configuration: p.Configurations[0].Name}}, t0)
+	out = s.Step(Event{Msg: &contracts.SUTRemoved{Configuration: p.Configurations[0].Name}}, t0)
 	if s.Status != contracts.ExperimentCancelled || len(out) != 1 || out[0].Subject != "benchq.exp.17.cancelled" {
 		t.Fatalf("end: %s %v", s.Status, subjects(out))
 	}
@@ -302,7 +302,7 @@ func TestLostAgentReRunsThePhaseOnce(t *testing.T) {
 	out := runPhase(t, s, jobs(ready(s, 0)), contracts.StatusOK)
 	run := jobs(out)
 	for k, j := range run {
-		s.Step(Event{Msg:  &contracts.BarrierReady{Phase: j.Phase, Shard: j.Shard, Attempt: 1, Agent: fmt.Sprintf("a%d", k+1)}}, t0)
+		s.Step(Event{Msg: &contracts.BarrierReady{Phase: j.Phase, Shard: j.Shard, Attempt: 1, Agent: fmt.Sprintf("a%d", k+1)}}, t0)
 	}
 	beats := map[string]contracts.Heartbeat{"a1": {At: t0}, "a2": {At: t0}}
 	if out := s.Step(Event{Tick: true, Heartbeats: beats}, t0.Add(10*time.Second)); len(out) != 0 {
@@ -324,7 +324,7 @@ func TestLostAgentReRunsThePhaseOnce(t *testing.T) {
 		t.Errorf("reruns %v", s.Configs[0].Reruns)
 	}
 	for _, j := range retry {
-		s.Step(Event{Msg:  &contracts.BarrierReady{Phase: j.Phase, Shard: j.Shard, Attempt: 2, Agent: "a1"}}, t0)
+		s.Step(Event{Msg: &contracts.BarrierReady{Phase: j.Phase, Shard: j.Shard, Attempt: 2, Agent: "a1"}}, t0)
 	}
 	delete(beats, "a1") // the TTL dropped it
 	out = s.Step(Event{Tick: true, Heartbeats: beats}, t0.Add(40*time.Second))
@@ -334,7 +334,7 @@ func TestLostAgentReRunsThePhaseOnce(t *testing.T) {
 	// Unknown heartbeats (bucket unreadable) never count as lost.
 	s2, _, _ := Start(p, []byte(`{}`), t0, 0)
 	for _, j := range jobs(ready(s2, 0)) {
-		s2.Step(Event{Msg:  &contracts.BarrierReady{Phase: j.Phase, Shard: j.Shard, Attempt: 1, Agent: "gone"}}, t0)
+		s2.Step(Event{Msg: &contracts.BarrierReady{Phase: j.Phase, Shard: j.Shard, Attempt: 1, Agent: "gone"}}, t0)
 	}
 	if out := s2.Step(Event{Tick: true}, t0.Add(30*time.Second)); len(out) != 0 {
 		t.Errorf("nil heartbeats: %v", subjects(out))
@@ -350,8 +350,8 @@ func TestRestartedAgentLosesItsShard(t *testing.T) {
 	p := defaultPlan(t, func(r *contracts.Request) { r.BenchmarkingPods = []int{2} })
 	s, _, _ := Start(p, []byte(`{}`), t0, 0)
 	run := jobs(runPhase(t, s, jobs(ready(s, 0)), contracts.StatusOK))
-	s.Step(Event{Msg:  &contracts.BarrierReady{Phase: run[0].Phase, Shard: 1, Attempt: 1, Agent: "a1", Instance: "run-1"}}, t0)
-	s.Step(Event{Msg:  &contracts.BarrierReady{Phase: run[1].Phase, Shard: 2, Attempt: 1, Agent: "a2"}}, t0)
+	s.Step(Event{Msg: &contracts.BarrierReady{Phase: run[0].Phase, Shard: 1, Attempt: 1, Agent: "a1", Instance: "run-1"}}, t0)
+	s.Step(Event{Msg: &contracts.BarrierReady{Phase: run[1].Phase, Shard: 2, Attempt: 1, Agent: "a2"}}, t0)
 	beats := map[string]contracts.Heartbeat{"a1": {At: t0, Instance: "run-1"}, "a2": {At: t0, Instance: "run-9"}}
 	if out := s.Step(Event{Tick: true, Heartbeats: beats}, t0.Add(time.Second)); len(out) != 0 {
 		t.Fatalf("same runs beating: %v", subjects(out))
@@ -375,7 +375,7 @@ func TestTooFewAgentsFailsThePhaseNamingTheFix(t *testing.T) {
 	for _, backend := range []string{contracts.BackendLocal, contracts.BackendKubernetes} {
 		t.Run(backend, func(t *testing.T) {
 			s, _, _ := Start(p, []byte(`{}`), t0, 0)
-			load := jobs(s.Step(Event{Msg:  &contracts.SUTReady{Configuration: p.Configurations[0].Name,
+			load := jobs(s.Step(Event{Msg: &contracts.SUTReady{Configuration: p.Configurations[0].Name,
 				Endpoint: contracts.Endpoint{Host: "h", Port: 1}, Backend: backend}}, t0))
 			beats := map[string]contracts.Heartbeat{"agent-1": {At: t0}, "agent-2": {At: t0}, "agent-3": {At: t0.Add(-time.Minute)}} // agent-3 is gone
 			if out := s.Step(Event{Tick: true, Heartbeats: beats}, t0.Add(11*time.Second)); len(out) != 0 {
@@ -425,8 +425,8 @@ func TestFailedPhaseEndsConfiguration(t *testing.T) {
 	// is named beside them, once.
 	name := s.Plan.Configurations[0].Name
 	removed := &contracts.SUTRemoved{Configuration: name, Died: "Redis process 42 killed by signal 9 (killed)"}
-	s.Step(Event{Msg:  removed}, t0)
-	s.Step(Event{Msg:  removed}, t0)
+	s.Step(Event{Msg: removed}, t0)
+	s.Step(Event{Msg: removed}, t0)
 	want := "SUT " + name + " had died before its teardown (Redis process 42 killed by signal 9 (killed))"
 	if f := strings.Join(s.Failures, "; "); strings.Count(f, want) != 1 {
 		t.Errorf("failures %q, want %q once", f, want)
@@ -444,7 +444,7 @@ func TestSUTDeadAtItsTeardownFailsTheExperiment(t *testing.T) {
 	if got := strings.Join(subjects(out), " "); got != "benchq.exp.17.phase.done benchq.jobs.teardown" {
 		t.Fatalf("%s", got)
 	}
-	out = s.Step(Event{Msg:  &contracts.SUTRemoved{Configuration: s.Plan.Configurations[0].Name, Died: "Redis process 42 exited with status 1"}}, t0)
+	out = s.Step(Event{Msg: &contracts.SUTRemoved{Configuration: s.Plan.Configurations[0].Name, Died: "Redis process 42 exited with status 1"}}, t0)
 	want := "SUT " + s.Plan.Configurations[0].Name + " had died before its teardown (Redis process 42 exited with status 1)"
 	if s.Status != contracts.ExperimentFailed || strings.Join(s.Failures, "; ") != want {
 		t.Errorf("status %s, failures %q; out %v", s.Status, s.Failures, subjects(out))
@@ -464,7 +464,7 @@ func TestActionStartHoldsTheSUT(t *testing.T) {
 	if out := s.Step(Event{Tick: true, Heartbeats: map[string]contracts.Heartbeat{}}, t0.Add(time.Hour)); len(out) != 0 || s.Configs[0].Status != cfgRunning {
 		t.Fatalf("held SUT: %v %s", subjects(out), s.Configs[0].Status)
 	}
-	if out := s.Step(Event{Msg:  &contracts.Stop{}}, t0); strings.Join(subjects(out), " ") != "benchq.jobs.teardown" {
+	if out := s.Step(Event{Msg: &contracts.Stop{}}, t0); strings.Join(subjects(out), " ") != "benchq.jobs.teardown" {
 		t.Fatalf("stop: %v", subjects(out))
 	}
 }
@@ -475,7 +475,7 @@ func TestActionStartHoldsTheSUT(t *testing.T) {
 func TestPersistedVolumes(t *testing.T) {
 	p := defaultPlan(t, nil)
 	s, _, _ := Start(p, []byte(`{}`), t0, 0)
-	out := s.Step(Event{Msg:  &contracts.SUTReady{Configuration: p.Configurations[0].Name, Endpoint: contracts.Endpoint{Host: "h", Port: 1},
+	out := s.Step(Event{Msg: &contracts.SUTReady{Configuration: p.Configurations[0].Name, Endpoint: contracts.Endpoint{Host: "h", Port: 1},
 		Volume: &contracts.VolumeState{Name: "bq-redis-ycsb-0-1", Loaded: true, LoadedBy: "42"}}}, t0)
 	if got := strings.Join(subjects(out), " "); got != "benchq.exp.17.phase.skipped benchq.jobs.shard benchq.jobs.drivers" {
 		t.Fatalf("persisted: %s", got)
@@ -492,7 +492,7 @@ func TestPersistedVolumes(t *testing.T) {
 	}
 
 	s, _, _ = Start(p, []byte(`{}`), t0, 0)
-	out = s.Step(Event{Msg:  &contracts.SUTReady{Configuration: p.Configurations[0].Name, Endpoint: contracts.Endpoint{Host: "h", Port: 1},
+	out = s.Step(Event{Msg: &contracts.SUTReady{Configuration: p.Configurations[0].Name, Endpoint: contracts.Endpoint{Host: "h", Port: 1},
 		Volume: &contracts.VolumeState{Name: "bq-redis-ycsb-0-1", Loaded: false}}}, t0)
 	out = runPhase(t, s, jobs(out), contracts.StatusOK) // load: shards 1 s … 4 s
 	out = runPhase(t, s, jobs(out), contracts.StatusOK)
@@ -519,7 +519,7 @@ func drivers(t *testing.T, out []Out) *contracts.Drivers {
 
 func driverEnded(d *contracts.Drivers, succeeded, failed int, simulated bool) Event {
 	start, end := t0.Add(time.Second), t0.Add(2*time.Second)
-	return Event{Msg:  &contracts.DriverEnded{Configuration: d.Configuration, Phase: d.Phase, Kind: d.Kind, Attempt: d.Attempt,
+	return Event{Msg: &contracts.DriverEnded{Configuration: d.Configuration, Phase: d.Phase, Kind: d.Kind, Attempt: d.Attempt,
 		Job: "bq-17-" + strings.ToLower(d.Phase), Shards: d.Shards, Succeeded: succeeded, Failed: failed, Simulated: simulated,
 		Nodes: []string{"kwok-node-0"}, StartedAt: &start, EndedAt: &end, Reason: "Complete"}}
 }
@@ -550,7 +550,7 @@ func TestEveryPhaseAsksForDrivers(t *testing.T) {
 func TestSimulatedDriversCompleteThePhaseWithoutMeasurements(t *testing.T) {
 	p := defaultPlan(t, func(r *contracts.Request) { r.BenchmarkingPods = []int{1, 2} })
 	s, _, _ := Start(p, []byte(`{}`), t0, 0)
-	out := s.Step(Event{Msg:  &contracts.SUTReady{Configuration: p.Configurations[0].Name, Endpoint: contracts.Endpoint{Host: "h", Port: 1},
+	out := s.Step(Event{Msg: &contracts.SUTReady{Configuration: p.Configurations[0].Name, Endpoint: contracts.Endpoint{Host: "h", Port: 1},
 		Volume: &contracts.VolumeState{Name: "bq-redis-ycsb-0-1"}}}, t0)
 	var sequence []string
 	for phase := 0; phase < 3; phase++ {
@@ -606,7 +606,7 @@ func TestSimulatedDriversCompleteThePhaseWithoutMeasurements(t *testing.T) {
 	if got := subjects(out); got[len(got)-1] != "benchq.jobs.teardown" {
 		t.Fatalf("after the last phase: %v", got)
 	}
-	out = s.Step(Event{Msg:  &contracts.SUTRemoved{Configuration: p.Configurations[0].Name}}, t0)
+	out = s.Step(Event{Msg: &contracts.SUTRemoved{Configuration: p.Configurations[0].Name}}, t0)
 	if s.Status != contracts.ExperimentDone || len(s.Failures) != 0 || len(s.Drivers) != 0 {
 		t.Errorf("experiment %s %v drivers %v", s.Status, s.Failures, s.Drivers)
 	}
@@ -621,7 +621,7 @@ func TestDriversThatEndWithoutResultsFailThePhase(t *testing.T) {
 	d := drivers(t, out)
 	js := jobs(out)
 	for _, j := range js {
-		s.Step(Event{Msg:  &contracts.BarrierReady{Phase: j.Phase, Shard: j.Shard, Attempt: 1, Agent: fmt.Sprint("pod-", j.Shard)}}, t0)
+		s.Step(Event{Msg: &contracts.BarrierReady{Phase: j.Phase, Shard: j.Shard, Attempt: 1, Agent: fmt.Sprint("pod-", j.Shard)}}, t0)
 	}
 	s.Step(final(js[0], contracts.StatusOK), t0)
 	s.Step(driverEnded(d, 2, 0, false), t0.Add(5*time.Second))
@@ -639,7 +639,7 @@ func TestDriversThatEndWithoutResultsFailThePhase(t *testing.T) {
 	if r := out[1].Msg.(*contracts.PhaseEvent).Reason; r != want {
 		t.Errorf("reason %q", r)
 	}
-	s.Step(Event{Msg:  &contracts.SUTRemoved{Configuration: p.Configurations[0].Name}}, t0)
+	s.Step(Event{Msg: &contracts.SUTRemoved{Configuration: p.Configurations[0].Name}}, t0)
 	if s.Status != contracts.ExperimentFailed || !strings.Contains(strings.Join(s.Failures, "; "), want) {
 		t.Errorf("experiment %s %v", s.Status, s.Failures)
 	}
@@ -666,7 +666,7 @@ func TestDriversThatEndWithoutResultsFailThePhase(t *testing.T) {
 func TestDriverEndedAfterTheFinalsChangesNothing(t *testing.T) {
 	p := defaultPlan(t, nil)
 	s, _, _ := Start(p, []byte(`{}`), t0, 0)
-	if !s.Early(Event{Msg:  &contracts.DriverEnded{Phase: "Redis-8-2-16384-1-load", Attempt: 1}}) {
+	if !s.Early(Event{Msg: &contracts.DriverEnded{Phase: "Redis-8-2-16384-1-load", Attempt: 1}}) {
 		t.Error("driver.ended of a phase not started yet is not early")
 	}
 	out := ready(s, 0)
