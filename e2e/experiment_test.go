@@ -18,10 +18,12 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/benchq/benchq/contracts"
 	"github.com/benchq/benchq/internal/localdb"
+	"github.com/benchq/benchq/internal/natsauth"
 )
 
 // The default experiment of `make run` (see the Makefile's EXPERIMENT),
@@ -185,6 +187,99 @@ func TestEmbeddedStack(t *testing.T) {
 			t.Errorf("the baseline is not at ratio 1:\n%s", out)
 		}
 		t.Logf("reporter compare:\n%s", out)
+	})
+
+	// Access control (issue 13, point 2) on the stack as `benchq up` made
+	// it, after the experiments above ran through it: NATS admits each
+	// process as its role only (anonymous connections: see startStack),
+	// the results database password logins only, and no secret is in a
+	// log, the stack file, a stored message or a result.
+	t.Run("access control", func(t *testing.T) {
+		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		defer cancel()
+		agent, err := nats.NkeyOptionFromSeed(natsauth.SeedFile(s.info.NATSKeys, natsauth.Agent))
+		if err != nil {
+			t.Fatal(err)
+		}
+		refused := make(chan error, 8)
+		nc, err := nats.Connect(s.info.NATSURL, agent, nats.ErrorHandler(func(_ *nats.Conn, _ *nats.Subscription, err error) { refused <- err }))
+		if err != nil {
+			t.Fatalf("the agents' key is refused: %v", err)
+		}
+		defer nc.Close()
+		spoof := contracts.TopicPhaseDone.For("e2e-spoof")
+		if err := nc.Publish(spoof, []byte("{}")); err != nil {
+			t.Fatal(err)
+		}
+		_ = nc.Flush()
+		select {
+		case err := <-refused:
+			if !strings.Contains(err.Error(), "Permissions Violation") || !strings.Contains(err.Error(), spoof) {
+				t.Errorf("publishing %s as an agent: %v", spoof, err)
+			}
+		case <-time.After(5 * time.Second):
+			t.Errorf("an agent's key may publish %s", spoof)
+		}
+
+		u, err := url.Parse(s.info.DBURL)
+		if err != nil {
+			t.Fatal(err)
+		}
+		q := u.Query()
+		passFile := q.Get("passfile")
+		q.Del("passfile")
+		u.RawQuery = q.Encode()
+		if conn, err := pgx.Connect(ctx, u.String()); err == nil {
+			conn.Close(ctx)
+			t.Errorf("the results database let %s in without a password", u)
+		}
+
+		pass, err := os.ReadFile(passFile)
+		if err != nil {
+			t.Fatal(err)
+		}
+		secrets := map[string]string{"the results database's password": strings.TrimSpace(string(pass[strings.LastIndex(string(pass), ":")+1:]))}
+		for _, r := range natsauth.Roles {
+			seed, err := os.ReadFile(natsauth.SeedFile(s.info.NATSKeys, r))
+			if err != nil {
+				t.Fatal(err)
+			}
+			secrets["the NATS key of "+string(r)] = strings.TrimSpace(string(seed))
+		}
+		files, _ := filepath.Glob(filepath.Join(s.home, "logs", "*"))
+		files = append(files, filepath.Join(s.home, "stack.json"), filepath.Join(s.home, "results-db", "postgres.log"))
+		for _, f := range files {
+			b, _ := os.ReadFile(f)
+			for what, secret := range secrets {
+				if len(secret) < 16 || strings.Contains(string(b), secret) {
+					t.Errorf("%s is in %s (or too short to search for)", what, f)
+				}
+			}
+		}
+		conn, err := pgx.Connect(ctx, s.info.DBURL)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer conn.Close(ctx)
+		rows, err := conn.Query(ctx, `SELECT table_name FROM information_schema.tables WHERE table_schema = 'public' AND table_type = 'BASE TABLE'`)
+		if err != nil {
+			t.Fatal(err)
+		}
+		tables, err := pgx.CollectRows(rows, pgx.RowTo[string])
+		if err != nil || len(tables) < 5 {
+			t.Fatalf("tables %v: %v", tables, err)
+		}
+		for _, table := range tables {
+			for what, secret := range secrets {
+				var n int
+				q := fmt.Sprintf(`SELECT count(*) FROM %s t WHERE t::text LIKE '%%' || $1 || '%%'`, pgx.Identifier{table}.Sanitize())
+				if err := conn.QueryRow(ctx, q, secret).Scan(&n); err != nil {
+					t.Errorf("%s: %v", table, err)
+				} else if n > 0 {
+					t.Errorf("%s is stored in %d rows of %s", what, n, table)
+				}
+			}
+		}
 	})
 }
 

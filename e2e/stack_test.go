@@ -18,6 +18,7 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/benchq/benchq/contracts"
+	"github.com/benchq/benchq/internal/natsauth"
 )
 
 // stack is one embedded stack started for a test, in its own home.
@@ -28,6 +29,7 @@ type stack struct {
 	env  []string
 	info struct {
 		NATSURL       string `json:"nats_url"`
+		NATSKeys      string `json:"nats_keys"`
 		DBURL         string `json:"db_url"`
 		PrometheusURL string `json:"prometheus_url"`
 		Procs         []struct {
@@ -80,7 +82,17 @@ func startStack(t *testing.T) *stack {
 		t.Fatalf("benchq up: %v\n%s", err, out)
 	}
 	s.readStack()
-	s.nc, err = nats.Connect(s.info.NATSURL)
+	// The test reads as a client would (internal/natsauth): NATS refuses
+	// anonymous connections.
+	if nc, err := nats.Connect(s.info.NATSURL); err == nil {
+		nc.Close()
+		t.Fatal("the stack's NATS accepted an anonymous connection")
+	}
+	client, err := nats.NkeyOptionFromSeed(natsauth.SeedFile(s.info.NATSKeys, natsauth.Client))
+	if err != nil {
+		t.Fatal(err)
+	}
+	s.nc, err = nats.Connect(s.info.NATSURL, client)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -2,6 +2,8 @@ package main
 
 import (
 	"context"
+	"crypto/rand"
+	"encoding/base64"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -17,6 +19,7 @@ import (
 	"github.com/benchq/benchq/internal/atomicfile"
 	"github.com/benchq/benchq/internal/bus"
 	"github.com/benchq/benchq/internal/localdb"
+	"github.com/benchq/benchq/internal/natsauth"
 	"github.com/benchq/benchq/internal/procs"
 )
 
@@ -24,7 +27,11 @@ import (
 // `benchq down` and the other commands find it.
 type Stack struct {
 	NATSURL string `json:"nats_url"`
-	DBURL   string `json:"db_url"`
+	// NATSKeys is the directory of the NKey seeds, one per role
+	// (internal/natsauth); empty for a stack started before access control,
+	// whose NATS lets anyone in.
+	NATSKeys string `json:"nats_keys,omitempty"`
+	DBURL    string `json:"db_url"`
 	// PrometheusURL is the stack's Prometheus (monitor.go); empty when
 	// monitoring is off, MonitoringOff saying why.
 	PrometheusURL string `json:"prometheus_url,omitempty"`
@@ -145,7 +152,7 @@ func (s *Stack) restartResultsDB(ctx context.Context, st *State, p *Proc) error 
 	ctx, cancel := context.WithTimeout(ctx, 60*time.Second)
 	defer cancel()
 	return procs.WaitFor(ctx, "the results database", 500*time.Millisecond, func(ctx context.Context) error {
-		pg, err := localdb.StartPostgres(ctx, filepath.Join(st.home(), dbProc), port, localdb.PGOptions{Database: "benchq"})
+		pg, err := localdb.StartPostgres(ctx, filepath.Join(st.home(), dbProc), port, localdb.PGOptions{Database: "benchq", PassFile: s.dbPassFile()})
 		if err != nil {
 			return err
 		}
@@ -172,7 +179,32 @@ var errNotUp = errors.New("the stack is not running (start it with: make up)")
 // dial connects to the stack's NATS through internal/bus, the one door to
 // it; it fails at once when nats-server is not reachable.
 func (s *Stack) dial() (*bus.Bus, error) {
-	return bus.Dial(s.NATSURL, "benchq", slog.New(slog.DiscardHandler))
+	return bus.DialAs(s.NATSURL, "benchq", s.seed(natsauth.Client), slog.New(slog.DiscardHandler))
+}
+
+// seed is role's seed file ("" on a stack without access control).
+func (s *Stack) seed(role natsauth.Role) string {
+	if s.NATSKeys == "" {
+		return ""
+	}
+	return natsauth.SeedFile(s.NATSKeys, role)
+}
+
+// natsConfig generates a key per role and the server's configuration that
+// admits exactly those (the authorization block; address, port and store
+// stay on the command line).
+func (s *Stack) natsConfig(home string) (string, error) {
+	s.NATSKeys = filepath.Join(home, "auth", "nats")
+	pubs, err := natsauth.Generate(s.NATSKeys)
+	if err != nil {
+		return "", fmt.Errorf("NATS credentials: %w", err)
+	}
+	conf, err := natsauth.ServerConfig(pubs)
+	if err != nil {
+		return "", err
+	}
+	path := filepath.Join(home, "auth", "nats-server.conf")
+	return path, atomicfile.Write(path, []byte(conf), 0o600)
 }
 
 func loadStack(st *State) (*Stack, error) {
@@ -198,6 +230,32 @@ func loadStack(st *State) (*Stack, error) {
 // command reading it meanwhile) never sees half of it.
 func (s *Stack) save(st *State) error {
 	return atomicfile.WriteJSON(filepath.Join(st.home(), "stack.json"), s, 0o644)
+}
+
+// newDBPassword writes a fresh password for the results database's
+// superuser into a pgpass file of the stack (mode 0600) and returns its
+// path: the database URL names the file, never the password.
+func newDBPassword(st *State) (string, error) {
+	b := make([]byte, 24)
+	if _, err := rand.Read(b); err != nil {
+		return "", err
+	}
+	path := filepath.Join(st.home(), "auth", "results-db.pgpass")
+	if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
+		return "", err
+	}
+	line := "*:*:*:postgres:" + base64.RawURLEncoding.EncodeToString(b) + "\n"
+	return path, atomicfile.Write(path, []byte(line), 0o600)
+}
+
+// dbPassFile is the password file the database URL names ("" when it
+// names none: a stack started before passwords).
+func (s *Stack) dbPassFile() string {
+	u, err := url.Parse(s.DBURL)
+	if err != nil {
+		return ""
+	}
+	return u.Query().Get("passfile")
 }
 
 // urlPort is the port of a URL the stack recorded (what names it in errors).
@@ -270,10 +328,18 @@ func startStack(ctx context.Context, st *State) (*Stack, error) {
 	start := func(name, path string, args []string, env []string) error {
 		return s.start(st, Proc{Name: name, Path: path, Args: args, Env: env})
 	}
-	if err := start(natsProc, filepath.Join(bin, "nats-server"), []string{"-a", "127.0.0.1", "-p", strconv.Itoa(natsPort), "-js", "-sd", filepath.Join(home, "nats")}, nil); err != nil {
+	conf, err := s.natsConfig(home)
+	if err != nil {
 		return s, err
 	}
-	pg, err := localdb.StartPostgres(ctx, filepath.Join(home, dbProc), dbPort, localdb.PGOptions{Database: "benchq"})
+	if err := start(natsProc, filepath.Join(bin, "nats-server"), []string{"-c", conf, "-a", "127.0.0.1", "-p", strconv.Itoa(natsPort), "-js", "-sd", filepath.Join(home, "nats")}, nil); err != nil {
+		return s, err
+	}
+	pass, err := newDBPassword(st)
+	if err != nil {
+		return s, err
+	}
+	pg, err := localdb.StartPostgres(ctx, filepath.Join(home, dbProc), dbPort, localdb.PGOptions{Database: "benchq", PassFile: pass})
 	if err != nil {
 		return s, fmt.Errorf("results database: %w", err)
 	}
@@ -295,18 +361,29 @@ func startStack(ctx context.Context, st *State) (*Stack, error) {
 		}
 	}
 	env := append([]string{"BENCHQ_NATS_URL=" + s.NATSURL, "BENCHQ_DB_URL=" + s.DBURL, "BENCHQ_HOME=" + home}, s.monitorEnv(st, every)...)
-	service := func(name, path string, args []string) error {
-		return s.startService(st, Proc{Name: name, Path: path, Args: args, Env: env})
+	// Each process connects as its role; the deployer hands the agents'
+	// key to the phase agents it starts.
+	service := func(name, path string, role natsauth.Role, args []string, extra ...string) error {
+		env := append(slices.Clone(env), natsauth.SeedEnv+"="+s.seed(role))
+		return s.startService(st, Proc{Name: name, Path: path, Args: args, Env: append(env, extra...)})
 	}
-	for _, svc := range []string{"collector", "scheduler", "deployer"} {
-		if err := service(svc, filepath.Join(bin, svc), nil); err != nil {
+	for _, svc := range []struct {
+		name  string
+		role  natsauth.Role
+		extra []string
+	}{
+		{"collector", natsauth.Collector, nil},
+		{"scheduler", natsauth.Scheduler, nil},
+		{"deployer", natsauth.Deployer, []string{natsauth.AgentSeedEnv + "=" + s.seed(natsauth.Agent)}},
+	} {
+		if err := service(svc.name, filepath.Join(bin, svc.name), svc.role, nil, svc.extra...); err != nil {
 			return s, err
 		}
 	}
 	agents, _ := strconv.Atoi(st.env("BENCHQ_AGENTS", "2"))
 	for i := 1; i <= agents; i++ {
 		name := fmt.Sprintf("driver-agent-%d", i)
-		if err := service(name, filepath.Join(bin, "driver-agent"), []string{"-name", name}); err != nil {
+		if err := service(name, filepath.Join(bin, "driver-agent"), natsauth.Agent, []string{"-name", name}); err != nil {
 			return s, err
 		}
 	}

@@ -9,12 +9,15 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"os"
 	"time"
 
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
+	"github.com/nats-io/nkeys"
 
 	"github.com/benchq/benchq/contracts"
+	"github.com/benchq/benchq/internal/natsauth"
 )
 
 // DupWindow is how long JetStream remembers message ids. It is long so that a
@@ -47,9 +50,31 @@ func Connect(ctx context.Context, url, name string, log *slog.Logger) (*Bus, err
 }
 
 // Dial connects to url once: for a command that should say at once that
-// nats-server is not reachable rather than wait for it.
+// nats-server is not reachable rather than wait for it. The process
+// authenticates with the NKey seed file named by BENCHQ_NATS_NKEY (see
+// internal/natsauth), or connects anonymously when it is unset.
 func Dial(url, name string, log *slog.Logger) (*Bus, error) {
-	nc, err := nats.Connect(url, nats.Name(name), nats.Timeout(3*time.Second), nats.MaxReconnects(-1), nats.ReconnectWait(250*time.Millisecond))
+	return DialAs(url, name, os.Getenv(natsauth.SeedEnv), log)
+}
+
+// DialAs is Dial with the seed file given ("": anonymous).
+func DialAs(url, name, seedFile string, log *slog.Logger) (*Bus, error) {
+	opts := []nats.Option{nats.Name(name), nats.Timeout(3 * time.Second), nats.MaxReconnects(-1), nats.ReconnectWait(250 * time.Millisecond)}
+	if path := seedFile; path != "" {
+		opt, err := nkeyOption(path)
+		if err != nil {
+			return nil, err
+		}
+		opts = append(opts, opt)
+	}
+	if log != nil {
+		// A denied publish or subscription is reported asynchronously:
+		// say it, naming the subject, instead of timing out in silence.
+		opts = append(opts, nats.ErrorHandler(func(_ *nats.Conn, _ *nats.Subscription, err error) {
+			log.Error("nats", "err", err)
+		}))
+	}
+	nc, err := nats.Connect(url, opts...)
 	if err != nil {
 		return nil, err
 	}
@@ -59,6 +84,23 @@ func Dial(url, name string, log *slog.Logger) (*Bus, error) {
 		return nil, fmt.Errorf("jetstream: %w", err)
 	}
 	return &Bus{NC: nc, JS: js, Log: log}, nil
+}
+
+// nkeyOption signs the server's challenge with the seed in path.
+func nkeyOption(path string) (nats.Option, error) {
+	seed, err := natsauth.ReadSeed(path)
+	if err != nil {
+		return nil, err
+	}
+	kp, err := nkeys.FromSeed(seed)
+	if err != nil {
+		return nil, err
+	}
+	pub, err := kp.PublicKey()
+	if err != nil {
+		return nil, err
+	}
+	return nats.Nkey(pub, func(nonce []byte) ([]byte, error) { return kp.Sign(nonce) }), nil
 }
 
 // Open connects (see Connect) and declares the streams and buckets (Setup):
@@ -104,6 +146,37 @@ func (b *Bus) Setup(ctx context.Context) error {
 	for _, kc := range kvs {
 		if _, err := b.JS.CreateOrUpdateKeyValue(ctx, kc); err != nil {
 			return fmt.Errorf("kv %s: %w", kc.Bucket, err)
+		}
+	}
+	return nil
+}
+
+// WaitDeclared waits until every stream and KV bucket exists: how a driver
+// agent starts, which may not declare them (internal/natsauth).
+func (b *Bus) WaitDeclared(ctx context.Context) error {
+	names := []string{contracts.StreamRequests, contracts.StreamEvents, contracts.StreamJobs, contracts.StreamResults}
+	for _, kv := range []string{contracts.KVExperiments, contracts.KVVolumes, contracts.KVAgents} {
+		names = append(names, "KV_"+kv)
+	}
+	said := false
+	for _, name := range names {
+		for {
+			_, err := b.JS.Stream(ctx, name)
+			if err == nil {
+				break
+			}
+			if !errors.Is(err, jetstream.ErrStreamNotFound) {
+				return fmt.Errorf("stream %s: %w", name, err)
+			}
+			if !said {
+				b.Log.Info("waiting for a service to declare the streams", "missing", name)
+				said = true
+			}
+			select {
+			case <-ctx.Done():
+				return fmt.Errorf("stream %s was never declared (is the scheduler running?): %w", name, ctx.Err())
+			case <-time.After(250 * time.Millisecond):
+			}
 		}
 	}
 	return nil

@@ -37,6 +37,14 @@ type PGOptions struct {
 	// Timeout bounds the wait for the first successful `SELECT 1`
 	// (default 60s: a server recovering after a crash replays WAL first).
 	Timeout time.Duration
+	// PassFile turns on password authentication: a TCP connection logs in
+	// as the superuser with the password in this pgpass file (one line
+	// host:port:database:user:password, mode 0600), checked with
+	// scram-sha-256. The URL names the file (passfile=), which libpq and
+	// pgx read, so no password travels in a URL, a flag or a log. The unix
+	// socket in the data directory, which only its owner reaches, stays
+	// trusted: that is how each start sets the password of the file.
+	PassFile string
 }
 
 // Postgres is a running PostgreSQL server.
@@ -46,6 +54,7 @@ type Postgres struct {
 	Pid      int    // the postmaster
 	User     string // database superuser, "postgres"
 	Database string
+	PassFile string // PGOptions.PassFile
 }
 
 // StartPostgres runs a PostgreSQL server on 127.0.0.1:port with its data in
@@ -54,9 +63,9 @@ type Postgres struct {
 // missing. Port 0 picks a free port. If dir's postmaster is alive already it
 // is reused as it is (on its own port, whatever port says).
 //
-// Authentication is "trust": the server listens on loopback only and holds
-// throwaway benchmark or test data, and clients (YCSB, the services) then
-// need no secrets.
+// Authentication is "trust" unless opts.PassFile is set: a SUT listens on
+// loopback only and holds throwaway benchmark data, and its drivers then
+// need no secrets; the stack's results database uses a password.
 func StartPostgres(ctx context.Context, dir string, port int, opts PGOptions) (*Postgres, error) {
 	return startInDir("postgres", dir, PGBinDir, func(dir, bin string) (*Postgres, error) {
 		return startPostgres(ctx, dir, bin, port, opts)
@@ -71,7 +80,10 @@ func startPostgres(ctx context.Context, dir, bin string, port int, opts PGOption
 	if err := preparePGDir(dir, osUser); err != nil {
 		return nil, err
 	}
-	p := &Postgres{Dir: dir, User: pgOSUser, Database: opts.Database}
+	p := &Postgres{Dir: dir, User: pgOSUser, Database: opts.Database, PassFile: opts.PassFile}
+	if p.PassFile != "" && socketTooLong(dir) {
+		return nil, fmt.Errorf("%s is too deep for the unix socket that sets the password (%d bytes at most): put the data higher up", dir, maxSocketDir)
+	}
 	if pid, livePort, ok := livePostmaster(dir); ok {
 		p.Pid, p.Port = pid, livePort
 		if err := p.waitReady(ctx, opts.Timeout); err != nil {
@@ -84,6 +96,11 @@ func startPostgres(ctx context.Context, dir, bin string, port int, opts PGOption
 	}
 	if err := initdb(ctx, bin, dir, osUser); err != nil {
 		return nil, err
+	}
+	if p.PassFile != "" {
+		if err := writeHBA(dir); err != nil {
+			return nil, err
+		}
 	}
 	if err := p.start(ctx, bin, port, osUser, opts); err != nil {
 		return nil, err
@@ -249,6 +266,12 @@ func (p *Postgres) start(ctx context.Context, bin string, port int, osUser strin
 	})
 }
 
+// maxSocketDir is the longest directory a unix socket of postgres fits in
+// (a socket path is limited to 107 bytes).
+const maxSocketDir = 107 - len("/.s.PGSQL.65535")
+
+func socketTooLong(dir string) bool { return len(dir) > maxSocketDir }
+
 func pgArgs(dir string, port int, opts PGOptions) []string {
 	settings := map[string]string{
 		"listen_addresses": "127.0.0.1",
@@ -256,7 +279,7 @@ func pgArgs(dir string, port int, opts PGOptions) []string {
 		// (per-experiment, per-configuration) can exceed it: TCP only then.
 		"unix_socket_directories": dir,
 	}
-	if len(dir)+len("/.s.PGSQL.65535") > 107 {
+	if socketTooLong(dir) {
 		settings["unix_socket_directories"] = ""
 	}
 	if opts.Unsafe {
@@ -278,9 +301,79 @@ func pgArgs(dir string, port int, opts PGOptions) []string {
 // exits, or the timeout passes (default 60s: a server recovering after a
 // crash replays WAL first).
 func (p *Postgres) waitReady(ctx context.Context, timeout time.Duration) error {
+	if p.PassFile != "" {
+		return p.waitReadyWithPassword(ctx, timeout)
+	}
 	return waitReady(ctx, "postgres", p.Pid, p.logFile(), fmt.Sprintf("postgres SELECT 1 on 127.0.0.1:%d", p.Port), orDefault(timeout, 60*time.Second), 100*time.Millisecond, func(ctx context.Context) error {
 		return selectOne(ctx, p.url("postgres"))
 	})
+}
+
+// waitReadyWithPassword waits for the server on its unix socket, sets the
+// superuser's password to the one of PassFile, and checks a TCP login.
+func (p *Postgres) waitReadyWithPassword(ctx context.Context, timeout time.Duration) error {
+	password, err := pgpassPassword(p.PassFile)
+	if err != nil {
+		return err
+	}
+	socket := fmt.Sprintf("postgresql:///postgres?host=%s&port=%d&user=%s&sslmode=disable", url.QueryEscape(p.Dir), p.Port, p.User)
+	err = waitReady(ctx, "postgres", p.Pid, p.logFile(), "postgres SELECT 1 on its unix socket in "+p.Dir, orDefault(timeout, 60*time.Second), 100*time.Millisecond, func(ctx context.Context) error {
+		return selectOne(ctx, socket)
+	})
+	if err != nil {
+		return err
+	}
+	conn, err := pgx.Connect(ctx, socket)
+	if err != nil {
+		return fmt.Errorf("set the password: %w", err)
+	}
+	defer conn.Close(context.Background())
+	// ALTER ROLE takes no parameters: the literal is quoted (and the
+	// statement is never logged: log_statement stays off).
+	quoted := "'" + strings.ReplaceAll(password, "'", "''") + "'"
+	if _, err := conn.Exec(ctx, "SET password_encryption = 'scram-sha-256'; ALTER ROLE "+pgx.Identifier{p.User}.Sanitize()+" PASSWORD "+quoted); err != nil {
+		return fmt.Errorf("set the password of %s: %w", p.User, err)
+	}
+	if err := selectOne(ctx, p.url("postgres")); err != nil {
+		return fmt.Errorf("log in over TCP with the password of %s: %w", p.PassFile, err)
+	}
+	return nil
+}
+
+// writeHBA makes every TCP login need the password (scram-sha-256) and
+// trusts the unix socket, which lives in the data directory (mode 0700).
+func writeHBA(dir string) error {
+	const hba = "# benchq (internal/localdb): passwords over TCP, the socket in the data directory trusted.\n" +
+		"local all all trust\n" +
+		"host all all 127.0.0.1/32 scram-sha-256\n" +
+		"host all all ::1/128 scram-sha-256\n"
+	// initdb made the file, owned by the server's user: rewriting it in
+	// place keeps its owner.
+	if err := os.WriteFile(filepath.Join(dir, "pg_hba.conf"), []byte(hba), 0o600); err != nil {
+		return fmt.Errorf("pg_hba.conf: %w", err)
+	}
+	return nil
+}
+
+// pgpassPassword is the password of a pgpass file's first entry.
+func pgpassPassword(path string) (string, error) {
+	fi, err := os.Stat(path)
+	if err != nil {
+		return "", fmt.Errorf("password file: %w", err)
+	}
+	if fi.Mode().Perm()&0o077 != 0 {
+		return "", fmt.Errorf("password file %s is readable by others (mode %v; libpq ignores it): chmod 600 it", path, fi.Mode().Perm())
+	}
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return "", fmt.Errorf("password file: %w", err)
+	}
+	line, _, _ := strings.Cut(strings.TrimSpace(string(b)), "\n")
+	fields := strings.SplitN(line, ":", 5)
+	if len(fields) != 5 || fields[4] == "" {
+		return "", fmt.Errorf("password file %s: want host:port:database:user:password", path)
+	}
+	return fields[4], nil
 }
 
 func (p *Postgres) ensureDatabase(ctx context.Context) error {
@@ -310,7 +403,8 @@ func (p *Postgres) ensureDatabase(ctx context.Context) error {
 	return nil
 }
 
-// URL is a libpq/pgx connection URL for p.Database (trust auth, no TLS).
+// URL is a libpq/pgx connection URL for p.Database (no TLS; with
+// PassFile, the file clients read the password from).
 func (p *Postgres) URL() string { return p.url(p.Database) }
 
 func (p *Postgres) url(database string) string {
@@ -323,6 +417,9 @@ func (p *Postgres) url(database string) string {
 		Host:     fmt.Sprintf("127.0.0.1:%d", p.Port),
 		Path:     "/" + database,
 		RawQuery: "sslmode=disable",
+	}
+	if p.PassFile != "" {
+		u.RawQuery += "&passfile=" + url.QueryEscape(p.PassFile)
 	}
 	return u.String()
 }

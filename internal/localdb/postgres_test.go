@@ -204,3 +204,64 @@ func TestPostgresRefusesForeignFiles(t *testing.T) {
 		t.Errorf("initdb scratch dir left behind: %v", err)
 	}
 }
+
+func TestPostgresPasswordAuthentication(t *testing.T) {
+	t.Parallel()
+	ctx := testCtx(t, 3*time.Minute)
+	dir := serverDir(t, "pgpw")
+	pass := filepath.Join(t.TempDir(), "pgpass")
+	if err := os.WriteFile(pass, []byte("*:*:*:postgres:first-secret\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	p := startTestPostgres(t, ctx, dir, PGOptions{Database: "bench", Unsafe: true, PassFile: pass})
+	if strings.Contains(p.URL(), "secret") || !strings.Contains(p.URL(), "passfile=") {
+		t.Fatalf("URL() = %q: want the password file named, never the password", p.URL())
+	}
+	if got := queryString(t, ctx, p.URL(), "SELECT current_setting('password_encryption')"); got != "scram-sha-256" {
+		t.Errorf("password_encryption = %q", got)
+	}
+	if got := queryString(t, ctx, p.URL(), "SELECT (rolpassword LIKE 'SCRAM-SHA-256$%')::text FROM pg_authid WHERE rolname = 'postgres'"); got != "true" {
+		t.Errorf("the stored password is not a SCRAM verifier (%s)", got)
+	}
+	refused := func(url string) {
+		t.Helper()
+		conn, err := pgx.Connect(ctx, url)
+		if err == nil {
+			conn.Close(ctx)
+			t.Errorf("a TCP login without the password was accepted: %s", url)
+		}
+	}
+	noFile := "postgresql://postgres@127.0.0.1:" + itoa(p.Port) + "/bench?sslmode=disable&passfile=" + filepath.Join(t.TempDir(), "none")
+	refused(noFile)
+	refused("postgresql://postgres:wrong@127.0.0.1:" + itoa(p.Port) + "/bench?sslmode=disable")
+
+	// A new password in the file is the password after a restart (benchq up
+	// makes a fresh one each time, on the same data).
+	if err := p.Stop(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(pass, []byte("*:*:*:postgres:second-secret\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	p2, err := StartPostgres(ctx, dir, p.Port, PGOptions{Database: "bench", Unsafe: true, PassFile: pass})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = p2.Stop(context.Background()) })
+	if got := queryString(t, ctx, p2.URL(), "SELECT current_user"); got != "postgres" {
+		t.Errorf("current_user = %q", got)
+	}
+	refused("postgresql://postgres:first-secret@127.0.0.1:" + itoa(p2.Port) + "/bench?sslmode=disable")
+	log, _ := os.ReadFile(filepath.Join(dir, "postgres.log"))
+	if strings.Contains(string(log), "secret") {
+		t.Errorf("the server log holds the password:\n%s", log)
+	}
+
+	// A password file others may read is refused, as libpq would ignore it.
+	if err := os.Chmod(pass, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := pgpassPassword(pass); err == nil || !strings.Contains(err.Error(), "chmod 600") {
+		t.Errorf("a password file readable by others: %v", err)
+	}
+}

@@ -12,6 +12,7 @@ import (
 
 	"github.com/benchq/benchq/contracts"
 	"github.com/benchq/benchq/internal/bus"
+	"github.com/benchq/benchq/internal/natsauth"
 	"github.com/benchq/benchq/internal/procs"
 )
 
@@ -107,7 +108,7 @@ func (l *Local) StartPhaseAgents(ctx context.Context, d DriverSpec, n int) ([]st
 		if _, err := procs.Start(procs.Spec{
 			Name: name, Path: bin,
 			Args:    []string{"-name", name, "-experiment", d.Code, "-phase", d.Phase, "-max-shards", "1"},
-			Env:     []string{"BENCHQ_METRICS_ADDR=" + addr},
+			Env:     []string{"BENCHQ_METRICS_ADDR=" + addr, natsauth.SeedEnv + "=" + os.Getenv(natsauth.AgentSeedEnv)},
 			LogFile: filepath.Join(drivers, name+".log"), PidFile: pidFile,
 		}); err != nil {
 			return names, err

@@ -61,7 +61,7 @@ func Run(ctx context.Context, cfg Config, log *slog.Logger) error {
 		return err
 	}
 	defer b.Close()
-	if err := b.Setup(ctx); err != nil {
+	if err := b.WaitDeclared(ctx); err != nil {
 		return err
 	}
 	// The run's start instant names this run of the agent (contracts

@@ -1,0 +1,256 @@
+// Package natsauth is who may do what on benchq's NATS: one user per role
+// (scheduler, deployer, collector, agent, client), each authenticated by an
+// NKey and allowed to publish and subscribe exactly the subjects of its part
+// of the protocol (contracts), plus the JetStream API calls on the streams,
+// consumers and buckets it uses. nats-server refuses every other connection.
+//
+// What each role may publish of benchq's own subjects:
+//
+//	scheduler  planned, rejected, phase.*, barrier.go, the experiment's end, every job
+//	deployer   sut.ready, sut.failed, sut.removed, driver.ended
+//	collector  nothing (it reads)
+//	agent      barrier.ready, results (interval, final), a shard job it hands back
+//	client     a request, a stop
+//
+// A seed file (an NKey's private half) is written with mode 0600 and read
+// by bus.Dial from BENCHQ_NATS_NKEY; the server's configuration holds only
+// the public keys.
+package natsauth
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+
+	"github.com/nats-io/nkeys"
+
+	"github.com/benchq/benchq/contracts"
+	"github.com/benchq/benchq/internal/atomicfile"
+)
+
+// Role is a NATS user of benchq.
+type Role string
+
+// The roles; Roles lists them in a fixed order.
+const (
+	Scheduler Role = "scheduler"
+	Deployer  Role = "deployer"
+	Collector Role = "collector"
+	Agent     Role = "agent"
+	Client    Role = "client"
+)
+
+// Roles are every role, in the order the server configuration lists them.
+var Roles = []Role{Scheduler, Deployer, Collector, Agent, Client}
+
+// SeedEnv names the seed file a benchq process connects with;
+// AgentSeedEnv the one the deployer gives the driver agents it starts.
+const (
+	SeedEnv      = "BENCHQ_NATS_NKEY"
+	AgentSeedEnv = "BENCHQ_AGENT_NATS_NKEY"
+)
+
+// Permissions are a role's allow and deny lists, as nats-server takes them.
+type Permissions struct {
+	Publish, PublishDeny, Subscribe []string
+}
+
+// durable is a durable consumer and the stream it reads.
+type durable struct{ stream, name string }
+
+var durables = map[Role][]durable{
+	Scheduler: {{contracts.StreamRequests, contracts.DurableSchedulerRequests}, {contracts.StreamEvents, contracts.DurableSchedulerEvents}, {contracts.StreamResults, contracts.DurableSchedulerResults}},
+	Deployer:  {{contracts.StreamJobs, contracts.DurableDeployer}, {contracts.StreamJobs, contracts.DurableDeployerDrivers}},
+	Collector: {{contracts.StreamEvents, contracts.DurableCollectorEvents}, {contracts.StreamResults, contracts.DurableCollectorResults}},
+	Agent:     {{contracts.StreamJobs, contracts.DurableAgents}},
+}
+
+// For is what role may do.
+func For(role Role) Permissions {
+	var p Permissions
+	all := func(ts ...contracts.Topic) {
+		for _, t := range ts {
+			p.Publish = append(p.Publish, t.All())
+		}
+	}
+	// Every role: replies (JetStream's acks of a publish, API answers,
+	// fetched messages) come to its inbox; read-only JetStream API calls.
+	p.Subscribe = append(p.Subscribe, "_INBOX.>")
+	p.Publish = append(p.Publish, "$JS.API.INFO", "$JS.API.STREAM.INFO.*", "$JS.API.CONSUMER.INFO.*.*",
+		"$JS.API.STREAM.NAMES", "$JS.API.CONSUMER.NAMES.*", "$JS.API.DIRECT.GET.>", "$JS.API.STREAM.MSG.GET.*")
+	switch role {
+	case Scheduler:
+		all(contracts.TopicRejected, contracts.TopicPlanned, contracts.TopicDeploy, contracts.TopicTeardown,
+			contracts.TopicShard, contracts.TopicDrivers, contracts.TopicBarrierGo,
+			contracts.TopicPhaseStarted, contracts.TopicPhaseDone, contracts.TopicPhaseFailed, contracts.TopicPhaseSkipped,
+			contracts.TopicExperimentDone, contracts.TopicExperimentFailed, contracts.TopicExperimentCancelled)
+		p.declare()
+		p.writeKV(contracts.KVExperiments)
+		p.readKV(contracts.KVAgents)
+	case Deployer:
+		all(contracts.TopicSUTReady, contracts.TopicSUTFailed, contracts.TopicSUTRemoved, contracts.TopicDriverEnded)
+		p.declare()
+		p.writeKV(contracts.KVVolumes)
+		p.readKV(contracts.KVAgents)
+	case Collector:
+		p.declare()
+	case Agent:
+		all(contracts.TopicBarrierReady, contracts.TopicInterval, contracts.TopicFinal,
+			contracts.TopicShard) // a shard job of another phase is handed back (driver-agent/phase.go)
+		p.Subscribe = append(p.Subscribe, contracts.TopicBarrierGo.All(), contracts.TopicPhaseFailed.All())
+		p.writeKV(contracts.KVAgents)
+	case Client:
+		all(contracts.TopicRequest, contracts.TopicStop)
+		p.Subscribe = append(p.Subscribe, contracts.StreamEventsSubjects...)
+		// Follow an experiment (ordered consumers on the events and the
+		// results), read the state, the agents and the volumes; remove a
+		// volume (benchq volumes rm).
+		p.ephemeral(contracts.StreamEvents)
+		p.ephemeral(contracts.StreamResults)
+		p.readKV(contracts.KVExperiments)
+		p.readKV(contracts.KVAgents)
+		p.writeKV(contracts.KVVolumes)
+	}
+	for _, d := range durables[role] {
+		p.Publish = append(p.Publish, consumerAPI(d.stream, d.name)...)
+		p.Publish = append(p.Publish, "$JS.ACK."+d.stream+"."+d.name+".>")
+	}
+	// No role may take over another's durable consumer, whatever its
+	// wildcards on that stream allow.
+	for other, ds := range durables {
+		if other == role {
+			continue
+		}
+		for _, d := range ds {
+			p.PublishDeny = append(p.PublishDeny, consumerAPI(d.stream, d.name)...)
+		}
+	}
+	slices.Sort(p.PublishDeny)
+	return p
+}
+
+// consumerAPI are the JetStream API subjects that create, delete and read
+// one durable consumer.
+func consumerAPI(stream, name string) []string {
+	s := stream + "." + name
+	return []string{"$JS.API.CONSUMER.CREATE." + s, "$JS.API.CONSUMER.CREATE." + s + ".>",
+		"$JS.API.CONSUMER.DURABLE.CREATE." + s, "$JS.API.CONSUMER.DELETE." + s, "$JS.API.CONSUMER.MSG.NEXT." + s}
+}
+
+// declare: create and update benchq's streams and buckets (bus.Setup,
+// which every service runs at start); never delete or purge them.
+func (p *Permissions) declare() {
+	for _, s := range streams() {
+		p.Publish = append(p.Publish, "$JS.API.STREAM.CREATE."+s, "$JS.API.STREAM.UPDATE."+s)
+	}
+}
+
+// ephemeral: ordered consumers of one's own on stream (they read it all).
+func (p *Permissions) ephemeral(stream string) {
+	p.Publish = append(p.Publish, "$JS.API.CONSUMER.CREATE."+stream, "$JS.API.CONSUMER.CREATE."+stream+".>",
+		"$JS.API.CONSUMER.MSG.NEXT."+stream+".*", "$JS.API.CONSUMER.DELETE."+stream+".*", "$JS.FC."+stream+".>")
+}
+
+// readKV: get keys and list or watch the bucket (an ordered consumer).
+func (p *Permissions) readKV(bucket string) { p.ephemeral("KV_" + bucket) }
+
+// writeKV: readKV, and put, update and delete its keys.
+func (p *Permissions) writeKV(bucket string) {
+	p.readKV(bucket)
+	p.Publish = append(p.Publish, "$KV."+bucket+".>")
+}
+
+func streams() []string {
+	s := []string{contracts.StreamRequests, contracts.StreamEvents, contracts.StreamJobs, contracts.StreamResults}
+	for _, b := range []string{contracts.KVExperiments, contracts.KVVolumes, contracts.KVAgents} {
+		s = append(s, "KV_"+b)
+	}
+	return s
+}
+
+// SeedFile is where role's seed lives in dir.
+func SeedFile(dir string, role Role) string { return filepath.Join(dir, string(role)+".nk") }
+
+// Generate writes a fresh seed per role into dir (mode 0600, dir 0700) and
+// returns the public keys. Fresh at every start of a stack: a seed copied
+// away earlier stops working.
+func Generate(dir string) (map[Role]string, error) {
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		return nil, err
+	}
+	if err := os.Chmod(dir, 0o700); err != nil {
+		return nil, err
+	}
+	pubs := map[Role]string{}
+	for _, r := range Roles {
+		kp, err := nkeys.CreateUser()
+		if err != nil {
+			return nil, fmt.Errorf("nkey for %s: %w", r, err)
+		}
+		seed, err := kp.Seed()
+		if err != nil {
+			return nil, err
+		}
+		if pubs[r], err = kp.PublicKey(); err != nil {
+			return nil, err
+		}
+		if err := atomicfile.Write(SeedFile(dir, r), append(seed, '\n'), 0o600); err != nil {
+			return nil, err
+		}
+	}
+	return pubs, nil
+}
+
+// ServerConfig is the authorization block of nats-server's configuration:
+// one NKey user per role with its permissions. No user means no access:
+// nats-server refuses anonymous connections once users are configured.
+func ServerConfig(pubs map[Role]string) (string, error) {
+	var b strings.Builder
+	b.WriteString("# benchq: one user per role (internal/natsauth). Generated; do not edit.\nauthorization {\n  users = [\n")
+	for _, r := range Roles {
+		pub, ok := pubs[r]
+		if !ok {
+			return "", fmt.Errorf("no public key for role %s", r)
+		}
+		p := For(r)
+		fmt.Fprintf(&b, "    { # %s\n      nkey: %q\n      permissions: {\n", r, pub)
+		fmt.Fprintf(&b, "        publish: { allow: %s", list(p.Publish))
+		if len(p.PublishDeny) > 0 {
+			fmt.Fprintf(&b, ", deny: %s", list(p.PublishDeny))
+		}
+		fmt.Fprintf(&b, " }\n        subscribe: { allow: %s }\n      }\n    }\n", list(p.Subscribe))
+	}
+	b.WriteString("  ]\n}\n")
+	return b.String(), nil
+}
+
+func list(subjects []string) string {
+	q := make([]string, len(subjects))
+	for i, s := range subjects {
+		q[i] = fmt.Sprintf("%q", s)
+	}
+	return "[" + strings.Join(q, ", ") + "]"
+}
+
+// ReadSeed reads a seed file, refusing one that others may read.
+func ReadSeed(path string) ([]byte, error) {
+	fi, err := os.Stat(path)
+	if err != nil {
+		return nil, fmt.Errorf("NATS credentials: %w", err)
+	}
+	if fi.Mode().Perm()&0o077 != 0 {
+		return nil, fmt.Errorf("NATS credentials %s are readable by others (mode %v); chmod 600 it", path, fi.Mode().Perm())
+	}
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return nil, fmt.Errorf("NATS credentials: %w", err)
+	}
+	seed := []byte(strings.TrimSpace(string(b)))
+	if _, err := nkeys.FromSeed(seed); err != nil {
+		return nil, errors.Join(fmt.Errorf("NATS credentials %s: not an NKey seed", path), err)
+	}
+	return seed, nil
+}

@@ -1,0 +1,238 @@
+package natsauth_test
+
+import (
+	"context"
+	"errors"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/nats-io/nats-server/v2/server"
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/benchq/benchq/contracts"
+	"github.com/benchq/benchq/internal/bus"
+	"github.com/benchq/benchq/internal/natsauth"
+	"github.com/benchq/benchq/internal/testenv"
+)
+
+// authServer starts an embedded nats-server on the configuration the
+// stack generates (parsed by the server itself) and returns its URL and
+// the directory of the seeds.
+func authServer(t *testing.T) (url, keys string) {
+	t.Helper()
+	dir := t.TempDir()
+	keys = filepath.Join(dir, "keys")
+	pubs, err := natsauth.Generate(keys)
+	if err != nil {
+		t.Fatal(err)
+	}
+	conf, err := natsauth.ServerConfig(pubs)
+	if err != nil {
+		t.Fatal(err)
+	}
+	path := filepath.Join(dir, "nats-server.conf")
+	if err := os.WriteFile(path, []byte(conf), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	opts, err := server.ProcessConfigFile(path)
+	if err != nil {
+		t.Fatalf("nats-server refuses the generated configuration: %v\n%s", err, conf)
+	}
+	opts.Host, opts.Port, opts.JetStream, opts.StoreDir, opts.NoLog, opts.NoSigs = "127.0.0.1", -1, true, filepath.Join(dir, "js"), true, true
+	s, err := server.NewServer(opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { s.Shutdown(); s.WaitForShutdown() })
+	go s.Start()
+	if !s.ReadyForConnections(30 * time.Second) {
+		t.Fatal("nats-server not ready")
+	}
+	return s.ClientURL(), keys
+}
+
+// as connects as role and records the permission violations the server
+// reports to it.
+type conn struct {
+	b    *bus.Bus
+	mu   sync.Mutex
+	errs []string
+}
+
+func as(t *testing.T, url, keys string, role natsauth.Role) *conn {
+	t.Helper()
+	c := &conn{}
+	b, err := bus.DialAs(url, "test-"+string(role), natsauth.SeedFile(keys, role), testenv.Logger(t, string(role)))
+	if err != nil {
+		t.Fatalf("connect as %s: %v", role, err)
+	}
+	b.NC.SetErrorHandler(func(_ *nats.Conn, _ *nats.Subscription, err error) {
+		c.mu.Lock()
+		defer c.mu.Unlock()
+		c.errs = append(c.errs, err.Error())
+	})
+	t.Cleanup(b.Close)
+	c.b = b
+	return c
+}
+
+// denied reports whether the server said it refused subject.
+func (c *conn) denied(t *testing.T, subject string) bool {
+	t.Helper()
+	for end := time.Now().Add(2 * time.Second); time.Now().Before(end); time.Sleep(20 * time.Millisecond) {
+		_ = c.b.NC.Flush()
+		c.mu.Lock()
+		for _, e := range c.errs {
+			if strings.Contains(e, "ermissions") && strings.Contains(e, subject) {
+				c.mu.Unlock()
+				return true
+			}
+		}
+		c.mu.Unlock()
+	}
+	return false
+}
+
+func TestEachRoleDoesItsPartAndNoMore(t *testing.T) {
+	url, keys := authServer(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+
+	// Anonymous connections and unknown keys are refused.
+	if nc, err := nats.Connect(url); err == nil {
+		nc.Close()
+		t.Error("an anonymous connection was accepted")
+	}
+	other := t.TempDir()
+	if _, err := natsauth.Generate(other); err != nil {
+		t.Fatal(err)
+	}
+	if b, err := bus.DialAs(url, "stranger", natsauth.SeedFile(other, natsauth.Scheduler), nil); err == nil {
+		b.Close()
+		t.Error("a key the server does not know was accepted")
+	}
+
+	sched := as(t, url, keys, natsauth.Scheduler)
+	if err := sched.b.Setup(ctx); err != nil {
+		t.Fatalf("the scheduler cannot declare the streams and buckets: %v", err)
+	}
+	for _, r := range []natsauth.Role{natsauth.Deployer, natsauth.Collector} {
+		if err := as(t, url, keys, r).b.Setup(ctx); err != nil {
+			t.Errorf("%s cannot run Setup: %v", r, err)
+		}
+	}
+	agent := as(t, url, keys, natsauth.Agent)
+	client := as(t, url, keys, natsauth.Client)
+
+	// What the client sees of an experiment's events.
+	seen := make(chan *nats.Msg, 16)
+	stop, err := client.b.Listen(seen, "benchq.exp.>")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer stop()
+
+	// The agent publishes READY and results; the scheduler's events and a
+	// request are refused to it.
+	code := "c1"
+	ready := contracts.TopicBarrierReady.For(code)
+	if err := agent.b.NC.Publish(ready, []byte("{}")); err != nil {
+		t.Fatal(err)
+	}
+	for _, subject := range []string{contracts.TopicPhaseDone.For(code), contracts.TopicBarrierGo.For(code), contracts.TopicSUTReady.For(code), contracts.SubjRequest} {
+		_ = agent.b.NC.Publish(subject, []byte("{}"))
+		if !agent.denied(t, subject) {
+			t.Errorf("the agent may publish %s", subject)
+		}
+	}
+	select {
+	case m := <-seen:
+		if m.Subject != ready {
+			t.Errorf("the client saw %s first, want %s", m.Subject, ready)
+		}
+	case <-time.After(5 * time.Second):
+		t.Errorf("the client never saw the agent's %s", ready)
+	}
+	select {
+	case m := <-seen:
+		t.Errorf("a refused publish was delivered: %s", m.Subject)
+	case <-time.After(200 * time.Millisecond):
+	}
+	if _, err := agent.b.JS.Publish(ctx, contracts.Subject(contracts.SubjFinal, code, "p1", "0"), []byte("{}")); err != nil {
+		t.Errorf("the agent cannot store a final result: %v", err)
+	}
+	if err := agent.b.PutHeartbeat(ctx, contracts.Heartbeat{Name: "a1", At: time.Now()}); err != nil {
+		t.Errorf("the agent cannot beat: %v", err)
+	}
+
+	// The client: requests and stops, never events or state.
+	if _, err := client.b.JS.Publish(ctx, contracts.SubjRequest, []byte("{}")); err != nil {
+		t.Errorf("the client cannot publish a request: %v", err)
+	}
+	for _, subject := range []string{contracts.TopicPhaseDone.For(code), contracts.SubjShard, "$KV." + contracts.KVExperiments + "." + code} {
+		_ = client.b.NC.Publish(subject, []byte("{}"))
+		if !client.denied(t, subject) {
+			t.Errorf("the client may publish %s", subject)
+		}
+	}
+	beats, err := bus.Heartbeats(ctx, client.b.JS)
+	if err != nil || len(beats) != 1 {
+		t.Errorf("the client reads heartbeats %v, %v; want the agent's one", beats, err)
+	}
+
+	// Nobody but its owner may take over a durable consumer, and only the
+	// services may touch the streams' configuration; nobody may delete one.
+	short, cancelShort := context.WithTimeout(ctx, 3*time.Second)
+	defer cancelShort()
+	if _, err := agent.b.JS.CreateOrUpdateConsumer(short, contracts.StreamEvents, jetstream.ConsumerConfig{Durable: contracts.DurableSchedulerEvents, AckPolicy: jetstream.AckExplicitPolicy}); err == nil {
+		t.Error("the agent took over the scheduler's durable consumer")
+	}
+	if err := client.b.JS.DeleteStream(short, contracts.StreamEvents); err == nil {
+		t.Error("the client deleted the events stream")
+	}
+	if err := sched.b.JS.DeleteStream(short, contracts.StreamEvents); err == nil {
+		t.Error("the scheduler deleted the events stream")
+	}
+	if _, err := client.b.JS.Stream(ctx, contracts.StreamEvents); err != nil {
+		t.Errorf("the events stream: %v", err)
+	}
+	if err := agent.b.Setup(short); err == nil {
+		t.Error("the agent may declare streams")
+	}
+}
+
+func TestSeedFilesAreTheOwnersOnly(t *testing.T) {
+	keys := t.TempDir()
+	if _, err := natsauth.Generate(keys); err != nil {
+		t.Fatal(err)
+	}
+	for _, r := range natsauth.Roles {
+		fi, err := os.Stat(natsauth.SeedFile(keys, r))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if fi.Mode().Perm() != 0o600 {
+			t.Errorf("%s: mode %v, want 0600", r, fi.Mode().Perm())
+		}
+	}
+	path := natsauth.SeedFile(keys, natsauth.Agent)
+	if err := os.Chmod(path, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := natsauth.ReadSeed(path); err == nil || !strings.Contains(err.Error(), "chmod 600") {
+		t.Errorf("a seed readable by others: %v", err)
+	}
+	if err := os.WriteFile(path, []byte("not a seed\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := natsauth.ReadSeed(path); err == nil {
+		t.Error("a file that is no seed was accepted")
+	} else if errors.Is(err, os.ErrNotExist) {
+		t.Error(err)
+	}
+}
