@@ -250,6 +250,10 @@ func TestEmbeddedStack(t *testing.T) {
 		files = append(files, filepath.Join(s.home, "stack.json"), filepath.Join(s.home, "results-db", "postgres.log"))
 		for _, f := range files {
 			b, _ := os.ReadFile(f)
+			// Every role had what its part needs: nothing it did was refused.
+			if i := strings.Index(string(b), "Permissions Violation"); i >= 0 {
+				t.Errorf("%s: a refused publish or subscription: %s", f, strings.SplitN(string(b[i:]), "\n", 2)[0])
+			}
 			for what, secret := range secrets {
 				if len(secret) < 16 || strings.Contains(string(b), secret) {
 					t.Errorf("%s is in %s (or too short to search for)", what, f)

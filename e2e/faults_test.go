@@ -290,6 +290,9 @@ func (s *stack) cli(t *testing.T, timeout time.Duration, args ...string) string 
 		t.Fatalf("benchq %s: %v\n%s", strings.Join(args, " "), err, out.String())
 	}
 	t.Logf("benchq %s:\n%s", strings.Join(args, " "), out.String())
+	if strings.Contains(out.String(), "Permissions Violation") {
+		t.Errorf("benchq %s: NATS refused the client something it needs", strings.Join(args, " "))
+	}
 	return out.String()
 }
 

@@ -179,7 +179,9 @@ var errNotUp = errors.New("the stack is not running (start it with: make up)")
 // dial connects to the stack's NATS through internal/bus, the one door to
 // it; it fails at once when nats-server is not reachable.
 func (s *Stack) dial() (*bus.Bus, error) {
-	return bus.DialAs(s.NATSURL, "benchq", s.seed(natsauth.Client), slog.New(slog.DiscardHandler))
+	// Only errors, on stderr: a refused publish or subscription says so.
+	log := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelError}))
+	return bus.DialAs(s.NATSURL, "benchq", s.seed(natsauth.Client), log)
 }
 
 // seed is role's seed file ("" on a stack without access control).

@@ -104,7 +104,9 @@ func For(role Role) Permissions {
 		p.writeKV(contracts.KVAgents)
 	case Client:
 		all(contracts.TopicRequest, contracts.TopicStop)
+		// Its live view: the events, and the intervals and finals as they come.
 		p.Subscribe = append(p.Subscribe, contracts.StreamEventsSubjects...)
+		p.Subscribe = append(p.Subscribe, contracts.StreamResultsSubjects...)
 		// Follow an experiment (ordered consumers on the events and the
 		// results), read the state, the agents and the volumes; remove a
 		// volume (benchq volumes rm).

@@ -129,13 +129,20 @@ func TestEachRoleDoesItsPartAndNoMore(t *testing.T) {
 	agent := as(t, url, keys, natsauth.Agent)
 	client := as(t, url, keys, natsauth.Client)
 
-	// What the client sees of an experiment's events.
+	// What the client sees of an experiment's events, and its live
+	// progress (benchq's CLI follows the intervals).
 	seen := make(chan *nats.Msg, 16)
 	stop, err := client.b.Listen(seen, "benchq.exp.>")
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer stop()
+	intervals := make(chan *nats.Msg, 4)
+	stopIntervals, err := client.b.Listen(intervals, contracts.TopicInterval.For("c1"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer stopIntervals()
 
 	// The agent publishes READY and results; the scheduler's events and a
 	// request are refused to it.
@@ -165,6 +172,17 @@ func TestEachRoleDoesItsPartAndNoMore(t *testing.T) {
 	}
 	if _, err := agent.b.JS.Publish(ctx, contracts.Subject(contracts.SubjFinal, code, "p1", "0"), []byte("{}")); err != nil {
 		t.Errorf("the agent cannot store a final result: %v", err)
+	}
+	if _, err := agent.b.JS.Publish(ctx, contracts.Subject(contracts.SubjInterval, code, "p1", "0"), []byte("{}")); err != nil {
+		t.Errorf("the agent cannot publish an interval: %v", err)
+	}
+	select {
+	case <-intervals:
+	case <-time.After(5 * time.Second):
+		t.Error("the client does not see the intervals (benchq's live progress)")
+	}
+	if client.denied(t, "benchq.results") {
+		t.Error("the client may not subscribe to the results")
 	}
 	if err := agent.b.PutHeartbeat(ctx, contracts.Heartbeat{Name: "a1", At: time.Now()}); err != nil {
 		t.Errorf("the agent cannot beat: %v", err)

@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"sort"
 	"strconv"
 	"sync"
 	"time"
@@ -38,11 +37,9 @@ type Scheduler struct {
 	mu  sync.Mutex
 	now func() time.Time
 
-	// alive counts the SUTs of each running experiment (from its stored
-	// state): -ms bounds their sum. ended lists experiments the tick can
-	// skip. Both are rebuilt from the KV bucket at start.
-	alive map[string]int
-	ended map[string]bool
+	// states are the running experiments as stored (states.go): rebuilt
+	// from the KV bucket at start, kept by every write after.
+	states *states
 
 	metrics *metrics
 }
@@ -58,12 +55,12 @@ func Run(ctx context.Context, cfg Config, log *slog.Logger) error {
 	if err != nil {
 		return fmt.Errorf("kv %s: %w", contracts.KVExperiments, err)
 	}
-	s := &Scheduler{bus: b, kv: kv, log: log, now: time.Now, alive: map[string]int{}, ended: map[string]bool{},
+	s := &Scheduler{bus: b, kv: kv, log: log, now: time.Now, states: newStates(),
 		metrics: newMetrics(obs.Or(cfg.Metrics))}
 	if cfg.TickEvery == 0 {
 		cfg.TickEvery = time.Second
 	}
-	if _, err := s.running(ctx); err != nil {
+	if err := s.recoverStates(ctx); err != nil {
 		return fmt.Errorf("read experiment states: %w", err)
 	}
 	var wg sync.WaitGroup
@@ -180,10 +177,11 @@ func (s *Scheduler) handleRequest(ctx context.Context, m jetstream.Msg) error {
 		return err
 	}
 	data, _ := json.Marshal(state)
-	if _, err := s.kv.Create(ctx, code, data); err != nil {
+	rev, err := s.kv.Create(ctx, code, data)
+	if err != nil {
 		return fmt.Errorf("store state of %s: %w", code, err)
 	}
-	s.track(state)
+	s.track(state, data, rev)
 	log.Info("experiment planned", "configurations", len(p.Configurations))
 	return nil
 }
@@ -207,28 +205,15 @@ func (s *Scheduler) handleStop(ctx context.Context, m jetstream.Msg) error {
 	return s.step(ctx, stop.Code, Event{Msg: &stop})
 }
 
-// track records an experiment's SUT count (for -ms across experiments) and
-// whether it ended.
-func (s *Scheduler) track(st *State) {
+// track records what is stored of an experiment (for -ms across
+// experiments, the tick and the metrics).
+func (s *Scheduler) track(st *State, data []byte, rev uint64) {
 	s.metrics.track(st)
-	if st.Status != contracts.ExperimentRunning {
-		delete(s.alive, st.Code)
-		s.ended[st.Code] = true
-		return
-	}
-	s.alive[st.Code] = st.Alive()
+	s.states.remember(st, data, rev)
 }
 
 // busyExcept is the number of SUTs alive in experiments other than code.
-func (s *Scheduler) busyExcept(code string) int {
-	n := 0
-	for c, k := range s.alive {
-		if c != code {
-			n += k
-		}
-	}
-	return n
-}
+func (s *Scheduler) busyExcept(code string) int { return s.states.busyExcept(code) }
 
 func (s *Scheduler) reject(ctx context.Context, code, reqID string, errs []contracts.FieldError, log *slog.Logger) error {
 	msg := &contracts.Rejected{Envelope: contracts.NewEnvelope(code, contracts.RejectedID(reqID), s.now()), RequestID: reqID, Reason: plan.Reason(errs), Errors: errs}
@@ -265,24 +250,6 @@ type stored struct {
 	rev   uint64
 }
 
-// load reads an experiment's state. found is false only when the key does
-// not exist; any other failure is an error, so the caller's event is
-// redelivered instead of being dropped as "unknown".
-func (s *Scheduler) load(ctx context.Context, code string) (st stored, found bool, err error) {
-	e, err := s.kv.Get(ctx, code)
-	if errors.Is(err, jetstream.ErrKeyNotFound) {
-		return stored{}, false, nil
-	}
-	if err != nil {
-		return stored{}, false, fmt.Errorf("read state of %s: %w", code, err)
-	}
-	var state State
-	if err := json.Unmarshal(e.Value(), &state); err != nil {
-		return stored{}, false, bus.Permanent(fmt.Errorf("corrupt state of %s: %w", code, err))
-	}
-	return stored{state: &state, rev: e.Revision()}, true, nil
-}
-
 // errEarly: the event answers something whose state is not stored yet; it
 // is redelivered (see State.Early).
 var errEarly = errors.New("event arrived before the state it answers was stored; redelivering")
@@ -311,10 +278,12 @@ func (s *Scheduler) step(ctx context.Context, code string, ev Event) error {
 	}
 	s.metrics.switched(out, ev.storedAt, s.now())
 	data, _ := json.Marshal(st.state)
-	if _, err := s.kv.Update(ctx, code, data, st.rev); err != nil {
+	rev, err := s.kv.Update(ctx, code, data, st.rev)
+	if err != nil {
+		s.states.forget(code) // stored by someone else? read it again next time
 		return fmt.Errorf("store state of %s: %w", code, err)
 	}
-	s.track(st.state)
+	s.track(st.state, data, rev)
 	for _, o := range out {
 		s.log.Info("published", "code", code, "subject", o.Subject, "id", o.Msg.Head().ID)
 	}
@@ -330,62 +299,6 @@ func (s *Scheduler) publish(ctx context.Context, out []Out) error {
 		if err := s.bus.Publish(ctx, o.Subject, o.Msg); err != nil {
 			return err
 		}
-	}
-	return nil
-}
-
-// running loads every experiment that has not ended, oldest first, and
-// refreshes the SUT counts.
-func (s *Scheduler) running(ctx context.Context) ([]*State, error) {
-	keys, err := s.kv.ListKeys(ctx)
-	if err != nil {
-		if errors.Is(err, jetstream.ErrNoKeysFound) {
-			return nil, nil
-		}
-		return nil, err
-	}
-	var codes []string
-	for k := range keys.Keys() {
-		codes = append(codes, k)
-	}
-	var states []*State
-	for _, code := range codes {
-		if s.ended[code] {
-			continue
-		}
-		st, ok, err := s.load(ctx, code)
-		if err != nil {
-			s.log.Warn("state unreadable", "code", code, "err", err)
-			continue
-		}
-		if !ok {
-			continue
-		}
-		s.track(st.state)
-		if st.state.Status == contracts.ExperimentRunning {
-			states = append(states, st.state)
-		}
-	}
-	sort.Slice(states, func(i, j int) bool { return states[i].StartedAt.Before(states[j].StartedAt) })
-	return states, nil
-}
-
-// tick checks deadlines, lost agents and free SUT slots of every running
-// experiment, oldest first (so the oldest gets a freed slot first).
-func (s *Scheduler) tick(ctx context.Context) error {
-	s.mu.Lock()
-	states, err := s.running(ctx)
-	s.mu.Unlock()
-	if err != nil {
-		return err
-	}
-	beats := s.heartbeats(ctx)
-	for _, st := range states {
-		s.mu.Lock()
-		if err := s.step(ctx, st.Code, Event{Tick: true, Heartbeats: beats}); err != nil {
-			s.log.Warn("tick step failed", "code", st.Code, "err", err)
-		}
-		s.mu.Unlock()
 	}
 	return nil
 }

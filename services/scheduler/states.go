@@ -1,0 +1,180 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"sort"
+	"time"
+
+	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/benchq/benchq/contracts"
+	"github.com/benchq/benchq/internal/bus"
+)
+
+// The running experiments' states, as the scheduler last wrote them to the
+// benchq_experiments bucket (or read them at start). The scheduler is the
+// bucket's only writer, so what it wrote is what is stored: an event or a
+// tick decodes the state from here instead of reading the bucket, and a
+// tick looks only at the experiments that have something to check. Every
+// write is still a compare-and-set on the revision; one that fails (another
+// writer) drops the entry, and the next step reads the bucket.
+
+// cached is one running experiment's stored state and what the tick needs
+// to know of it without decoding it.
+type cached struct {
+	data      []byte
+	rev       uint64
+	startedAt time.Time
+	alive     int  // SUTs deploying, running or tearing down
+	pending   bool // configurations waiting to be deployed
+	maxSUTs   int  // its -ms
+}
+
+type states struct {
+	byCode map[string]*cached
+	order  []string // codes, oldest first (may name ended ones: skipped)
+	alive  int      // SUTs alive in all running experiments (sum of cached.alive)
+	ended  map[string]bool
+}
+
+func newStates() *states { return &states{byCode: map[string]*cached{}, ended: map[string]bool{}} }
+
+// remember records what was stored for st at revision rev, or forgets st
+// once it ended.
+func (s *states) remember(st *State, data []byte, rev uint64) {
+	if old := s.byCode[st.Code]; old != nil {
+		s.alive -= old.alive
+	}
+	if st.Status != contracts.ExperimentRunning {
+		delete(s.byCode, st.Code)
+		s.ended[st.Code] = true
+		s.compact()
+		return
+	}
+	c := &cached{data: data, rev: rev, startedAt: st.StartedAt, alive: st.Alive(), maxSUTs: st.Plan.Settings.MaxSUTs}
+	for _, cfg := range st.Configs {
+		c.pending = c.pending || cfg.Status == cfgPending
+	}
+	if s.byCode[st.Code] == nil {
+		s.order = append(s.order, st.Code)
+	}
+	s.byCode[st.Code] = c
+	s.alive += c.alive
+}
+
+// forget drops a running experiment whose stored state may differ from
+// ours (a write refused): the next step reads the bucket.
+func (s *states) forget(code string) {
+	if old := s.byCode[code]; old != nil {
+		s.alive -= old.alive
+		delete(s.byCode, code)
+	}
+}
+
+// busyExcept is the number of SUTs alive in experiments other than code.
+func (s *states) busyExcept(code string) int {
+	n := s.alive
+	if c := s.byCode[code]; c != nil {
+		n -= c.alive
+	}
+	return n
+}
+
+// due says whether a tick must step the experiment: it has a SUT (deadlines,
+// its agents' liveness, its phases), or waits for one and a slot is free
+// under its -ms. A queued experiment costs a tick nothing else.
+func (s *states) due(code string) bool {
+	c := s.byCode[code]
+	return c != nil && (c.alive > 0 || (c.pending && s.alive < c.maxSUTs))
+}
+
+// compact drops ended codes from order once they are most of it.
+func (s *states) compact() {
+	if len(s.order) < 64 || len(s.order) < 2*len(s.byCode) {
+		return
+	}
+	live := s.order[:0]
+	for _, code := range s.order {
+		if s.byCode[code] != nil {
+			live = append(live, code)
+		}
+	}
+	s.order = live
+}
+
+// load returns an experiment's state: what the scheduler stored, or else
+// the bucket's. found is false only when the key does not exist; any other
+// failure is an error, so the caller's event is redelivered instead of
+// being dropped as "unknown".
+func (s *Scheduler) load(ctx context.Context, code string) (st stored, found bool, err error) {
+	if c := s.states.byCode[code]; c != nil {
+		var state State
+		if err := json.Unmarshal(c.data, &state); err != nil {
+			return stored{}, false, fmt.Errorf("state of %s: %w", code, err)
+		}
+		return stored{state: &state, rev: c.rev}, true, nil
+	}
+	e, err := s.kv.Get(ctx, code)
+	if errors.Is(err, jetstream.ErrKeyNotFound) {
+		return stored{}, false, nil
+	}
+	if err != nil {
+		return stored{}, false, fmt.Errorf("read state of %s: %w", code, err)
+	}
+	var state State
+	if err := json.Unmarshal(e.Value(), &state); err != nil {
+		return stored{}, false, bus.Permanent(fmt.Errorf("corrupt state of %s: %w", code, err))
+	}
+	s.track(&state, e.Value(), e.Revision())
+	return stored{state: &state, rev: e.Revision()}, true, nil
+}
+
+// recoverStates reads every experiment that has not ended from the bucket,
+// once, at start: the experiments a restarted scheduler carries on.
+func (s *Scheduler) recoverStates(ctx context.Context) error {
+	keys, err := s.kv.ListKeys(ctx)
+	if errors.Is(err, jetstream.ErrNoKeysFound) {
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	var codes []string
+	for k := range keys.Keys() {
+		codes = append(codes, k)
+	}
+	for _, code := range codes {
+		if _, _, err := s.load(ctx, code); err != nil {
+			s.log.Warn("state unreadable", "code", code, "err", err)
+		}
+	}
+	// Oldest first: the oldest waiting experiment gets a freed slot first.
+	sort.SliceStable(s.states.order, func(i, j int) bool {
+		a, b := s.states.byCode[s.states.order[i]], s.states.byCode[s.states.order[j]]
+		return a != nil && b != nil && a.startedAt.Before(b.startedAt)
+	})
+	return nil
+}
+
+// tick steps, oldest first, the running experiments that have deadlines,
+// agents or a phase to check, and those waiting for a SUT slot while one
+// is free (see states.due).
+func (s *Scheduler) tick(ctx context.Context) error {
+	beats := s.heartbeats(ctx)
+	s.mu.Lock()
+	order := append([]string(nil), s.states.order...)
+	s.mu.Unlock()
+	for _, code := range order {
+		s.mu.Lock()
+		if s.states.due(code) {
+			if err := s.step(ctx, code, Event{Tick: true, Heartbeats: beats}); err != nil {
+				s.log.Warn("tick step failed", "code", code, "err", err)
+			}
+		}
+		s.mu.Unlock()
+	}
+	return nil
+}

@@ -1,0 +1,77 @@
+package main
+
+import (
+	"encoding/json"
+	"testing"
+	"time"
+
+	"github.com/benchq/benchq/contracts"
+)
+
+// The tick steps an experiment only when it has a SUT or a slot is free for
+// it; busy counts the other experiments' SUTs; an ended or refused state
+// leaves the cache.
+func TestStatesTellTheTickWhatToStep(t *testing.T) {
+	p := defaultPlan(t, func(r *contracts.Request) { r.MaxSUTs = 1 })
+	t0 := time.Date(2026, 11, 25, 0, 0, 0, 0, time.UTC)
+	s := newStates()
+	put := func(code string, st *State) {
+		st.Code = code
+		data, _ := json.Marshal(st)
+		s.remember(st, data, 1)
+	}
+
+	a, _, err := Start(p, []byte(`{}`), t0, 0) // deploys its one configuration
+	if err != nil {
+		t.Fatal(err)
+	}
+	put("a", a)
+	b, _, _ := Start(p, []byte(`{}`), t0.Add(time.Second), s.busyExcept("b")) // queued behind a (-ms 1)
+	put("b", b)
+	if b.Alive() != 0 || s.alive != 1 || s.busyExcept("b") != 1 || s.busyExcept("a") != 0 {
+		t.Fatalf("alive %d, busy for b %d, for a %d; b alive %d", s.alive, s.busyExcept("b"), s.busyExcept("a"), b.Alive())
+	}
+	if !s.due("a") || s.due("b") {
+		t.Errorf("due: a %v (has a SUT), b %v (queued, no free slot)", s.due("a"), s.due("b"))
+	}
+
+	// a's SUT is removed: b may take the slot.
+	a.Configs[0].Status = cfgRemoved
+	put("a", a)
+	if s.alive != 0 || s.due("a") || !s.due("b") {
+		t.Errorf("after a's SUT went: alive %d, due a %v, due b %v", s.alive, s.due("a"), s.due("b"))
+	}
+
+	// a ends: forgotten, and its code is never stepped again.
+	a.Status = contracts.ExperimentDone
+	put("a", a)
+	if _, ok := s.byCode["a"]; ok || !s.ended["a"] || s.due("a") {
+		t.Errorf("an ended experiment stays: %+v", s.byCode["a"])
+	}
+
+	// A refused write forgets b (and its SUTs) until it is read again.
+	b.Configs[0].Status = cfgDeploying
+	put("b", b)
+	if s.alive != 1 {
+		t.Fatalf("alive %d, want b's 1", s.alive)
+	}
+	s.forget("b")
+	if s.alive != 0 || s.due("b") {
+		t.Errorf("after forget: alive %d, due %v", s.alive, s.due("b"))
+	}
+}
+
+func TestStatesCompactEndedCodes(t *testing.T) {
+	p := defaultPlan(t, nil)
+	s := newStates()
+	for i := range 200 {
+		st, _, _ := Start(p, []byte(`{}`), time.Unix(int64(i), 0), 0)
+		st.Code = "c" + string(rune('a'+i%26)) + time.Unix(int64(i), 0).Format("150405")
+		s.remember(st, nil, 1)
+		st.Status = contracts.ExperimentDone
+		s.remember(st, nil, 2)
+	}
+	if len(s.order) >= 64 || len(s.byCode) != 0 {
+		t.Errorf("order keeps %d codes of ended experiments (%d running)", len(s.order), len(s.byCode))
+	}
+}
