@@ -32,6 +32,10 @@ type Stack struct {
 	// whose NATS lets anyone in.
 	NATSKeys string `json:"nats_keys,omitempty"`
 	DBURL    string `json:"db_url"`
+	// IntakeURL is the scheduler's HTTP intake (docs/openapi.yaml), its
+	// bearer token in IntakeToken (a file, mode 0600).
+	IntakeURL   string `json:"intake_url,omitempty"`
+	IntakeToken string `json:"intake_token,omitempty"`
 	// PrometheusURL is the stack's Prometheus (monitor.go); empty when
 	// monitoring is off, MonitoringOff saying why.
 	PrometheusURL string `json:"prometheus_url,omitempty"`
@@ -234,6 +238,25 @@ func (s *Stack) save(st *State) error {
 	return atomicfile.WriteJSON(filepath.Join(st.home(), "stack.json"), s, 0o644)
 }
 
+// intake picks the HTTP intake's port (BENCHQ_HTTP_PORT, else a free one)
+// and writes a fresh bearer token; it returns the scheduler's environment.
+func (s *Stack) intake(st *State) ([]string, error) {
+	p, err := port(st, "BENCHQ_HTTP_PORT")
+	if err != nil {
+		return nil, err
+	}
+	b := make([]byte, 24)
+	if _, err := rand.Read(b); err != nil {
+		return nil, err
+	}
+	s.IntakeURL = fmt.Sprintf("http://127.0.0.1:%d", p)
+	s.IntakeToken = filepath.Join(st.home(), "auth", "http.token")
+	if err := atomicfile.Write(s.IntakeToken, []byte(base64.RawURLEncoding.EncodeToString(b)+"\n"), 0o600); err != nil {
+		return nil, err
+	}
+	return []string{fmt.Sprintf("BENCHQ_HTTP_ADDR=127.0.0.1:%d", p), "BENCHQ_HTTP_TOKEN_FILE=" + s.IntakeToken}, nil
+}
+
 // newDBPassword writes a fresh password for the results database's
 // superuser into a pgpass file of the stack (mode 0600) and returns its
 // path: the database URL names the file, never the password.
@@ -369,13 +392,17 @@ func startStack(ctx context.Context, st *State) (*Stack, error) {
 		env := append(slices.Clone(env), natsauth.SeedEnv+"="+s.seed(role))
 		return s.startService(st, Proc{Name: name, Path: path, Args: args, Env: append(env, extra...)})
 	}
+	intake, err := s.intake(st)
+	if err != nil {
+		return s, err
+	}
 	for _, svc := range []struct {
 		name  string
 		role  natsauth.Role
 		extra []string
 	}{
 		{"collector", natsauth.Collector, nil},
-		{"scheduler", natsauth.Scheduler, nil},
+		{"scheduler", natsauth.Scheduler, intake},
 		{"deployer", natsauth.Deployer, []string{natsauth.AgentSeedEnv + "=" + s.seed(natsauth.Agent)}},
 	} {
 		if err := service(svc.name, filepath.Join(bin, svc.name), svc.role, nil, svc.extra...); err != nil {

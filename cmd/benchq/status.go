@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"flag"
 	"fmt"
+	"net/http"
 	"sort"
 	"strings"
 	"time"
@@ -68,6 +69,9 @@ func cmdStatus(ctx context.Context, args []string, st *State) int {
 		promURL = st.Env("BENCHQ_PROMETHEUS_URL") // one run by hand beside the stack
 	}
 	line("Prometheus", prometheusStatus(ctx, promURL, s.MonitoringOff))
+	if s.IntakeURL != "" {
+		line("HTTP intake", intakeStatus(ctx, s.IntakeURL, s.IntakeToken))
+	}
 
 	// Services: the embedded stack's processes, and their consumers.
 	pulling := map[string][]string{}
@@ -239,6 +243,25 @@ func experimentRows(x contracts.ExperimentState) [][]string {
 
 // cmdStop cancels one experiment (-e) or every running one, and waits
 // until each has ended.
+// intakeStatus asks the scheduler's HTTP intake for its health.
+func intakeStatus(ctx context.Context, base, token string) string {
+	ctx, cancel := context.WithTimeout(ctx, 3*time.Second)
+	defer cancel()
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, base+"/healthz", nil)
+	if err != nil {
+		return "NOT REACHABLE (" + err.Error() + ")"
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		return "NOT REACHABLE (" + err.Error() + ")"
+	}
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		return fmt.Sprintf("UNHEALTHY (%s: %s)", base, resp.Status)
+	}
+	return fmt.Sprintf("Running (%s, token in %s)", base, token)
+}
+
 func cmdStop(ctx context.Context, args []string, st *State) int {
 	fs := flag.NewFlagSet("benchq stop", flag.ContinueOnError)
 	fs.SetOutput(st.Stderr)

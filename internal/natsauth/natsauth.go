@@ -6,7 +6,8 @@
 //
 // What each role may publish of benchq's own subjects:
 //
-//	scheduler  planned, rejected, phase.*, barrier.go, the experiment's end, every job
+//	scheduler  planned, rejected, phase.*, barrier.go, the experiment's end, every job;
+//	           requests and stops its HTTP intake accepted
 //	deployer   sut.ready, sut.failed, sut.removed, driver.ended
 //	collector  nothing (it reads)
 //	agent      barrier.ready, results (interval, final), a shard job it hands back
@@ -86,7 +87,8 @@ func For(role Role) Permissions {
 		all(contracts.TopicRejected, contracts.TopicPlanned, contracts.TopicDeploy, contracts.TopicTeardown,
 			contracts.TopicShard, contracts.TopicDrivers, contracts.TopicBarrierGo,
 			contracts.TopicPhaseStarted, contracts.TopicPhaseDone, contracts.TopicPhaseFailed, contracts.TopicPhaseSkipped,
-			contracts.TopicExperimentDone, contracts.TopicExperimentFailed, contracts.TopicExperimentCancelled)
+			contracts.TopicExperimentDone, contracts.TopicExperimentFailed, contracts.TopicExperimentCancelled,
+			contracts.TopicRequest, contracts.TopicStop) // what its HTTP intake accepted (intake.go)
 		p.declare()
 		p.writeKV(contracts.KVExperiments)
 		p.readKV(contracts.KVAgents)

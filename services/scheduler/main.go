@@ -11,7 +11,12 @@ import (
 )
 
 func main() {
-	config.NewService("scheduler").Main(func(ctx context.Context, rt config.Runtime) error {
-		return Run(ctx, Config{NATSURL: rt.NATSURL, Metrics: rt.Metrics}, rt.Log)
+	svc := config.NewService("scheduler")
+	var cfg Config
+	svc.Flags.StringVar(&cfg.HTTPAddr, "http", config.Env("BENCHQ_HTTP_ADDR", ""), "address of the HTTP intake, e.g. 127.0.0.1:8080 (env BENCHQ_HTTP_ADDR; empty: none)")
+	svc.Flags.StringVar(&cfg.HTTPTokenFile, "http-token-file", config.Env("BENCHQ_HTTP_TOKEN_FILE", ""), "the HTTP intake's bearer token, in a file of mode 0600 (env BENCHQ_HTTP_TOKEN_FILE)")
+	svc.Main(func(ctx context.Context, rt config.Runtime) error {
+		cfg.NATSURL, cfg.Metrics = rt.NATSURL, rt.Metrics
+		return Run(ctx, cfg, rt.Log)
 	})
 }

@@ -25,6 +25,9 @@ type Config struct {
 	TickEvery time.Duration // how often deadlines are checked
 	// Metrics receives the scheduler's series (metrics.go); nil: none.
 	Metrics *prometheus.Registry
+	// HTTPAddr is where the HTTP intake listens ("": no intake), with the
+	// bearer token in HTTPTokenFile (intake.go).
+	HTTPAddr, HTTPTokenFile string
 }
 
 // Scheduler does the I/O around the pure state machine. All handling is
@@ -55,8 +58,8 @@ func Run(ctx context.Context, cfg Config, log *slog.Logger) error {
 	if err != nil {
 		return fmt.Errorf("kv %s: %w", contracts.KVExperiments, err)
 	}
-	s := &Scheduler{bus: b, kv: kv, log: log, now: time.Now, states: newStates(),
-		metrics: newMetrics(obs.Or(cfg.Metrics))}
+	reg := obs.Or(cfg.Metrics)
+	s := &Scheduler{bus: b, kv: kv, log: log, now: time.Now, states: newStates(), metrics: newMetrics(reg)}
 	if cfg.TickEvery == 0 {
 		cfg.TickEvery = time.Second
 	}
@@ -91,6 +94,17 @@ func Run(ctx context.Context, cfg Config, log *slog.Logger) error {
 	consume(bus.ConsumerSpec{Stream: contracts.StreamResults, Durable: contracts.DurableSchedulerResults, MaxDeliver: maxEarly, Filters: []string{
 		contracts.TopicFinal.All(),
 	}}, s.each(s.handleEvent))
+	if cfg.HTTPAddr != "" {
+		token, err := readToken(cfg.HTTPTokenFile)
+		if err != nil {
+			return err
+		}
+		addr, err := serveIntake(ctx, cfg.HTTPAddr, &intake{bus: b, kv: kv, token: token, metrics: reg, log: log, now: time.Now})
+		if err != nil {
+			return err
+		}
+		log.Info("http intake", "addr", addr.String())
+	}
 	log.Info("scheduler ready", "nats", cfg.NATSURL)
 	t := time.NewTicker(cfg.TickEvery)
 	defer t.Stop()

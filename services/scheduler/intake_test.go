@@ -1,0 +1,203 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"sigs.k8s.io/yaml"
+
+	"github.com/benchq/benchq/contracts"
+	"github.com/benchq/benchq/internal/procs"
+	"github.com/benchq/benchq/internal/testenv"
+)
+
+// The HTTP intake against a real NATS and a running scheduler: a request
+// accepted over HTTP is planned like one published on NATS, a bad one is
+// answered with the same field errors, stop and state work, and nothing
+// gets in without the token.
+func TestHTTPIntake(t *testing.T) {
+	w := newWorld(t)
+	port, err := procs.FreePort()
+	if err != nil {
+		t.Fatal(err)
+	}
+	tokenFile := filepath.Join(t.TempDir(), "http.token")
+	const token = "s3cret-token-of-the-test"
+	if err := os.WriteFile(tokenFile, []byte(token+"\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	base := fmt.Sprintf("http://127.0.0.1:%d", port)
+	log := testenv.Logger(t, "scheduler")
+	testenv.Go(t, func(ctx context.Context) error {
+		return Run(ctx, Config{NATSURL: w.url, TickEvery: 50 * time.Millisecond, HTTPAddr: fmt.Sprintf("127.0.0.1:%d", port), HTTPTokenFile: tokenFile}, log)
+	})
+	call := func(method, path, tok, body string) (int, map[string]any) {
+		t.Helper()
+		req, _ := http.NewRequest(method, base+path, strings.NewReader(body))
+		if tok != "" {
+			req.Header.Set("Authorization", "Bearer "+tok)
+		}
+		var resp *http.Response
+		testenv.Eventually(t, 10*time.Second, func() error { // the intake starts with the scheduler
+			var err error
+			resp, err = http.DefaultClient.Do(req)
+			if err != nil {
+				req, _ = http.NewRequest(method, base+path, strings.NewReader(body))
+				if tok != "" {
+					req.Header.Set("Authorization", "Bearer "+tok)
+				}
+			}
+			return err
+		})
+		defer resp.Body.Close()
+		b, _ := io.ReadAll(resp.Body)
+		var v map[string]any
+		if err := json.Unmarshal(b, &v); err != nil {
+			t.Fatalf("%s %s: %d, not JSON: %s", method, path, resp.StatusCode, b)
+		}
+		return resp.StatusCode, v
+	}
+
+	if code, _ := call("GET", "/healthz", "", ""); code != http.StatusOK {
+		t.Errorf("healthz: %d", code)
+	}
+	valid := `{"schema_version":1,"dbms":["Redis"],"sf":0.001,"loading_pods":[1],"loading_threads":[2],"benchmarking_pods":[1],"benchmarking_threads":[2]}`
+	for _, tok := range []string{"", "wrong-token-of-the-same-length"} {
+		if code, v := call("POST", "/experiments", tok, valid); code != http.StatusUnauthorized || !strings.Contains(fmt.Sprint(v["error"]), "token") {
+			t.Errorf("token %q: %d %v, want 401", tok, code, v)
+		}
+	}
+
+	// The same validation as the NATS path, the same field errors.
+	code, v := call("POST", "/experiments", token, `{"schema_version":1,"dbms":["NoSuchDB"]}`)
+	errs, _ := v["errors"].([]any)
+	if code != http.StatusBadRequest || len(errs) == 0 || errs[0].(map[string]any)["field"] != "dbms[0]" {
+		t.Errorf("unknown DBMS: %d %v", code, v)
+	}
+	if code, _ := call("POST", "/experiments", token, `not json`); code != http.StatusBadRequest {
+		t.Errorf("not JSON: %d", code)
+	}
+	if code, _ := call("POST", "/experiments", token, strings.Repeat(" ", maxRequestBytes+1)); code != http.StatusRequestEntityTooLarge {
+		t.Errorf("a body over %d bytes: %d", maxRequestBytes, code)
+	}
+
+	// Accepted: a code of its own, planned and deployed by the scheduler.
+	code, v = call("POST", "/experiments", token, valid)
+	exp, _ := v["code"].(string)
+	if code != http.StatusAccepted || !contracts.CodePattern.MatchString(exp) || v["state"] != "/experiments/"+exp {
+		t.Fatalf("valid request: %d %v", code, v)
+	}
+	d := w.deploy(exp)
+	testenv.Eventually(t, wait, func() error {
+		if code, v := call("GET", "/experiments/"+exp, token, ""); code != http.StatusOK || v["status"] != contracts.ExperimentRunning {
+			return fmt.Errorf("GET: %d %v", code, v)
+		}
+		return nil
+	})
+	// A code taken is refused at once.
+	taken := strings.Replace(valid, `"schema_version":1`, fmt.Sprintf(`"schema_version":1,"code":%q`, exp), 1)
+	if code, v := call("POST", "/experiments", token, taken); code != http.StatusConflict {
+		t.Errorf("a code taken: %d %v", code, v)
+	}
+	if code, _ := call("GET", "/experiments/no-such-code", token, ""); code != http.StatusNotFound {
+		t.Errorf("unknown code: %d", code)
+	}
+
+	// Stop: cancelled once its SUT is torn down; a second stop is refused.
+	if code, v := call("POST", "/experiments/"+exp+"/stop", token, `{"reason":"http test"}`); code != http.StatusAccepted {
+		t.Fatalf("stop: %d %v", code, v)
+	}
+	w.teardown(d)
+	testenv.Eventually(t, wait, func() error {
+		code, v := call("GET", "/experiments/"+exp, token, "")
+		if code != http.StatusOK || v["status"] != contracts.ExperimentCancelled || !strings.Contains(fmt.Sprint(v["cancelled"]), "http test") {
+			return fmt.Errorf("GET after stop: %d %v", code, v)
+		}
+		return nil
+	})
+	if code, _ := call("POST", "/experiments/"+exp+"/stop", token, ""); code != http.StatusConflict {
+		t.Errorf("stop of an ended experiment: %d", code)
+	}
+
+	// /metrics is the scheduler's registry, open to Prometheus.
+	resp, err := http.Get(base + "/metrics")
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if !bytes.Contains(b, []byte("benchq_scheduler_events_total")) {
+		t.Errorf("/metrics lacks the scheduler's series:\n%.500s", b)
+	}
+}
+
+func TestIntakeRefusesABadToken(t *testing.T) {
+	dir := t.TempDir()
+	for name, c := range map[string]struct {
+		content string
+		mode    os.FileMode
+		want    string
+	}{
+		"open":  {"a-token-long-enough-1234", 0o644, "chmod 600"},
+		"short": {"short", 0o600, "shorter than 16"},
+	} {
+		path := filepath.Join(dir, name)
+		if err := os.WriteFile(path, []byte(c.content), c.mode); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.Chmod(path, c.mode); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := readToken(path); err == nil || !strings.Contains(err.Error(), c.want) {
+			t.Errorf("%s: %v, want %q", name, err, c.want)
+		}
+	}
+	if _, err := readToken(""); err == nil || !strings.Contains(err.Error(), "BENCHQ_HTTP_TOKEN_FILE") {
+		t.Errorf("no token file: %v", err)
+	}
+}
+
+// docs/openapi.yaml documents exactly what the intake serves.
+func TestOpenAPIDocumentsTheIntake(t *testing.T) {
+	b, err := os.ReadFile(filepath.Join("..", "..", "docs", "openapi.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var doc struct {
+		OpenAPI string                                `json:"openapi"`
+		Paths   map[string]map[string]json.RawMessage `json:"paths"`
+	}
+	if err := yaml.Unmarshal(b, &doc); err != nil {
+		t.Fatalf("docs/openapi.yaml: %v", err)
+	}
+	documented := map[string]bool{}
+	for path, ops := range doc.Paths {
+		for method := range ops {
+			documented[strings.ToUpper(method)+" "+path] = true
+		}
+	}
+	served := map[string]bool{}
+	for pattern := range (&intake{}).handlers() {
+		served[pattern] = true
+		if !documented[pattern] {
+			t.Errorf("%s is served but not in docs/openapi.yaml", pattern)
+		}
+	}
+	for pattern := range documented {
+		if !served[pattern] {
+			t.Errorf("%s is in docs/openapi.yaml but not served", pattern)
+		}
+	}
+	if !strings.HasPrefix(doc.OpenAPI, "3.") {
+		t.Errorf("openapi: %q", doc.OpenAPI)
+	}
+}
