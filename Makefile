@@ -116,6 +116,14 @@ bench: bootstrap
 bench-monitoring: bootstrap
 	@BLOCKS=$(or $(BLOCKS),2) scripts/bench-monitoring.sh
 
+# The HTTP intake under load (issue 13, point 4): k6 submits small
+# experiments with -ms 1 at up to RATE a second for HOLD; prints requests
+# lost, the accept latency and the scheduler's CPU with the queue full
+# against idle (docs/bench.md). RATE, HOLD, RAMP, BENCHQ_CPU_WINDOW.
+.PHONY: bench-intake
+bench-intake: bootstrap
+	@scripts/bench-intake.sh
+
 # Chaos (issue 14, point 2): e2e/chaos_test.go for 50 rounds; `make test`
 # runs 3. Each SIGKILLs one component (or the SUT) at a random moment of an
 # experiment and checks it ends done or failed with a reason, each shard

@@ -32,6 +32,8 @@ type stack struct {
 		NATSKeys      string `json:"nats_keys"`
 		DBURL         string `json:"db_url"`
 		PrometheusURL string `json:"prometheus_url"`
+		IntakeURL     string `json:"intake_url"`
+		IntakeToken   string `json:"intake_token"`
 		Procs         []struct {
 			Name string `json:"name"`
 			Pid  int    `json:"pid"`

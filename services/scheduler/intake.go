@@ -147,7 +147,7 @@ func (in *intake) submit(w http.ResponseWriter, r *http.Request) {
 		writeJSON(w, http.StatusBadRequest, problem{Error: "not a JSON object: " + err.Error(), Errors: []contracts.FieldError{{Field: "(request)", Message: err.Error()}}})
 		return
 	}
-	var code string
+	var code, id string
 	if raw, ok := fields["code"]; ok {
 		_ = json.Unmarshal(raw, &code)
 	} else {
@@ -155,8 +155,16 @@ func (in *intake) submit(w http.ResponseWriter, r *http.Request) {
 		// requests a second get a thousand codes.
 		code = newCode(in.now())
 		fields["code"], _ = json.Marshal(code)
-		body, _ = json.Marshal(fields)
 	}
+	if raw, ok := fields["id"]; ok {
+		_ = json.Unmarshal(raw, &id)
+	} else {
+		// The request's id (its message id, and the stored request_id):
+		// said to come over HTTP.
+		id = "http-" + code
+		fields["id"], _ = json.Marshal(id)
+	}
+	body, _ = json.Marshal(fields)
 	if _, _, errs := plan.FromRequest(body, code); len(errs) > 0 {
 		writeJSON(w, http.StatusBadRequest, problem{Error: plan.Reason(errs), Errors: errs})
 		return
@@ -167,10 +175,6 @@ func (in *intake) submit(w http.ResponseWriter, r *http.Request) {
 	} else if !errors.Is(err, jetstream.ErrKeyNotFound) {
 		writeJSON(w, http.StatusServiceUnavailable, problem{Error: "the experiments' state cannot be read: " + err.Error()})
 		return
-	}
-	id := "http-" + code
-	if raw, ok := fields["id"]; ok {
-		_ = json.Unmarshal(raw, &id)
 	}
 	if err := in.bus.PublishRaw(r.Context(), contracts.SubjRequest, id, body); err != nil {
 		writeJSON(w, http.StatusServiceUnavailable, problem{Error: "the request could not be queued: " + err.Error()})

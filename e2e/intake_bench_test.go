@@ -1,0 +1,218 @@
+package e2e
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"runtime"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/benchq/benchq/contracts"
+)
+
+// TestIntakeLoad is `make bench-intake` (issue 13, point 4), skipped unless
+// BENCHQ_INTAKE_BENCH=1: k6 (BENCHQ_K6) submits small experiments with -ms 1
+// to the HTTP intake of an embedded stack, ramping up to RATE a second held
+// for HOLD, while an experiment started with `start` holds the one SUT slot,
+// so every submitted experiment waits in the queue. It prints the figures
+// and the goals (met or not), and fails only when requests were lost:
+//   - lost: accepted (202) but not planned, or not ended after the stops;
+//   - accept latency p99 (goal ≤ 50 ms);
+//   - the scheduler's CPU with the queue full against its idle cost (goal ≤ 2×).
+func TestIntakeLoad(t *testing.T) {
+	if os.Getenv("BENCHQ_INTAKE_BENCH") != "1" {
+		t.Skip("make bench-intake runs it (BENCHQ_INTAKE_BENCH=1)")
+	}
+	k6 := os.Getenv("BENCHQ_K6")
+	if k6 == "" {
+		t.Fatal("BENCHQ_K6: the k6 binary (make bench-intake installs it)")
+	}
+	window := envDuration("BENCHQ_CPU_WINDOW", 30*time.Second)
+	s := startStack(t)
+	base, token := s.info.IntakeURL, ""
+	if b, err := os.ReadFile(s.info.IntakeToken); err == nil {
+		token = strings.TrimSpace(string(b))
+	}
+	if base == "" || token == "" {
+		t.Fatal("the stack has no HTTP intake")
+	}
+	report := func(format string, args ...any) { fmt.Printf("   "+format+"\n", args...) }
+
+	// The experiment that holds the one slot: its SUT stays until stopped.
+	hold := fmt.Sprintf("bench-hold-%d", time.Now().Unix())
+	s.cli(t, time.Minute, "ycsb", "-e", hold, "-dbms", "Redis", "-sf", "0.001", "-ms", "1", "--detach", "start")
+	s.waitCount(t, 1, `SELECT count(*) FROM configurations WHERE code = $1 AND ready_at IS NOT NULL`, hold)
+	sched := s.pid("scheduler")
+
+	idle := cpuSeconds(t, sched, window)
+	report("scheduler idle (one experiment holding the SUT slot, none queued): %.4f cores over %s", idle, window)
+
+	// k6.
+	start := time.Now()
+	cmd := exec.Command(k6, "run", "--quiet", "--no-usage-report", filepath.Join(s.repo, "e2e", "k6", "submit.js"))
+	cmd.Env = append(os.Environ(), "BENCHQ_INTAKE_URL="+base, "BENCHQ_INTAKE_TOKEN="+token,
+		"RATE="+envOr("RATE", "1000"), "HOLD="+envOr("HOLD", "60s"), "RAMP="+envOr("RAMP", "5s"))
+	var out, errOut bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &errOut
+	if err := cmd.Run(); err != nil {
+		t.Fatalf("k6: %v\n%s\n%s", err, out.String(), errOut.String())
+	}
+	k6End := time.Now()
+	lines := strings.Split(strings.TrimSpace(out.String()), "\n")
+	var k struct {
+		Requests, Accepted, Refused, Dropped, FailedHTTP int
+		Rate, P50, P95, P99, Max                         float64
+	}
+	var raw map[string]float64
+	if err := json.Unmarshal([]byte(lines[len(lines)-1]), &raw); err != nil {
+		t.Fatalf("k6 summary: %v\n%s", err, out.String())
+	}
+	k.Requests, k.Accepted, k.Refused, k.Dropped, k.FailedHTTP = int(raw["requests"]), int(raw["accepted"]), int(raw["refused"]), int(raw["dropped"]), int(raw["failed_http"])
+	k.Rate, k.P50, k.P95, k.P99, k.Max = raw["rate"], raw["p50_ms"], raw["p95_ms"], raw["p99_ms"], raw["max_ms"]
+	report("k6: %d requests in %s (%.0f/s; %d iterations k6 dropped), %d accepted, %d refused",
+		k.Requests, time.Since(start).Round(time.Second), k.Rate, k.Dropped, k.Accepted, k.Refused)
+	report("accept latency: p50 %.1f ms, p95 %.1f ms, p99 %.1f ms, max %.1f ms (goal p99 <= 50 ms: %s)", k.P50, k.P95, k.P99, k.Max, verdict(k.P99 <= 50))
+
+	// Every accepted request planned: the collector stores the planned event.
+	planned := waitFor(t, 15*time.Minute, func() (int, bool) {
+		n := s.count(t, `SELECT count(*) FROM experiments WHERE request->>'id' LIKE 'http-%'`)
+		return n, n >= k.Accepted
+	})
+	report("planned: %d of %d accepted, the last %s after k6 ended", planned, k.Accepted, time.Since(k6End).Round(time.Second))
+	queued := s.count(t, `SELECT count(*) FROM experiments WHERE status = $1 AND request->>'id' LIKE 'http-%'`, contracts.ExperimentRunning)
+
+	busy := cpuSeconds(t, sched, window)
+	ratio := busy / idle
+	report("scheduler with %d experiments queued: %.4f cores over %s, %.2fx idle (goal <= 2x: %s)", queued, busy, window, ratio, verdict(ratio <= 2))
+	report("scheduler peak RSS: %s", peakRSS(sched))
+
+	// Stop them all, as a client would (benchq stop's message), and wait
+	// until every one has ended.
+	stopStart := time.Now()
+	codes := s.column(t, `SELECT code FROM experiments WHERE status = $1`, contracts.ExperimentRunning)
+	var wg sync.WaitGroup
+	work := make(chan string)
+	for range 4 * runtime.NumCPU() {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for code := range work {
+				now := time.Now().UTC()
+				data, _ := json.Marshal(&contracts.Stop{Envelope: contracts.NewEnvelope(code, contracts.StopID(code, now), now), Reason: "bench-intake"})
+				if _, err := s.js.Publish(context.Background(), contracts.SubjStop, data); err != nil {
+					t.Errorf("stop %s: %v", code, err)
+				}
+			}
+		}()
+	}
+	for _, c := range codes {
+		work <- c
+	}
+	close(work)
+	wg.Wait()
+	running := waitFor(t, 15*time.Minute, func() (int, bool) {
+		n := s.count(t, `SELECT count(*) FROM experiments WHERE status = $1`, contracts.ExperimentRunning)
+		return n, n == 0
+	})
+	ended := s.count(t, `SELECT count(*) FROM experiments WHERE status <> $1 AND request->>'id' LIKE 'http-%'`, contracts.ExperimentRunning)
+	report("stopped %d experiments in %s; still running: %d", len(codes), time.Since(stopStart).Round(time.Second), running)
+	lost := k.Accepted - ended
+	report("lost: %d (accepted %d, ended %d; goal 0: %s)", lost, k.Accepted, ended, verdict(lost == 0))
+	if lost != 0 || planned < k.Accepted {
+		t.Errorf("%d accepted requests were not planned and ended", lost)
+	}
+}
+
+// cpuSeconds is the CPU pid used over window, in cores (CPU-seconds a second).
+func cpuSeconds(t *testing.T, pid int, window time.Duration) float64 {
+	t.Helper()
+	before, at := procCPU(t, pid), time.Now()
+	time.Sleep(window)
+	return (procCPU(t, pid) - before) / time.Since(at).Seconds()
+}
+
+// procCPU is utime + stime of pid in seconds (/proc/<pid>/stat, USER_HZ 100).
+func procCPU(t *testing.T, pid int) float64 {
+	t.Helper()
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if err != nil {
+		t.Fatal(err)
+	}
+	f := strings.Fields(string(b[bytes.LastIndexByte(b, ')')+2:]))
+	u, _ := strconv.ParseFloat(f[11], 64)
+	s, _ := strconv.ParseFloat(f[12], 64)
+	return (u + s) / 100
+}
+
+func peakRSS(pid int) string {
+	b, _ := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
+	for _, l := range strings.Split(string(b), "\n") {
+		if strings.HasPrefix(l, "VmHWM:") {
+			return strings.TrimSpace(strings.TrimPrefix(l, "VmHWM:"))
+		}
+	}
+	return "unknown"
+}
+
+func waitFor(t *testing.T, timeout time.Duration, f func() (int, bool)) int {
+	t.Helper()
+	end := time.Now().Add(timeout)
+	for {
+		n, ok := f()
+		if ok || time.Now().After(end) {
+			return n
+		}
+		time.Sleep(time.Second)
+	}
+}
+
+func verdict(ok bool) string {
+	if ok {
+		return "met"
+	}
+	return "NOT met"
+}
+
+func envOr(key, def string) string {
+	if v := os.Getenv(key); v != "" {
+		return v
+	}
+	return def
+}
+
+func envDuration(key string, def time.Duration) time.Duration {
+	if d, err := time.ParseDuration(os.Getenv(key)); err == nil {
+		return d
+	}
+	return def
+}
+
+// column is the first column of query's rows.
+func (s *stack) column(t *testing.T, query string, args ...any) []string {
+	t.Helper()
+	ctx := context.Background()
+	conn, err := pgx.Connect(ctx, s.info.DBURL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close(ctx)
+	rows, err := conn.Query(ctx, query, args...)
+	if err != nil {
+		t.Fatalf("%s: %v", query, err)
+	}
+	out, err := pgx.CollectRows(rows, pgx.RowTo[string])
+	if err != nil {
+		t.Fatalf("%s: %v", query, err)
+	}
+	return out
+}
