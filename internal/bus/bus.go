@@ -200,6 +200,18 @@ func (b *Bus) PublishRaw(ctx context.Context, subject, id string, data []byte) e
 	return nil
 }
 
+// PublishNew is PublishRaw for a message that must be new: it reports
+// whether JetStream dropped it as a duplicate of one stored earlier with the
+// same id (within DupWindow), which a service's re-publish wants and an
+// intake accepting a request must not take for success.
+func (b *Bus) PublishNew(ctx context.Context, subject, id string, data []byte) (duplicate bool, err error) {
+	ack, err := b.JS.Publish(ctx, subject, data, jetstream.WithMsgID(id))
+	if err != nil {
+		return false, fmt.Errorf("publish %s (id %s): %w", subject, id, err)
+	}
+	return ack.Duplicate, nil
+}
+
 // ErrPermanent marks a handler error that no redelivery can fix (a malformed
 // message): the message is terminated instead of redelivered.
 var ErrPermanent = errors.New("permanent")

@@ -561,6 +561,8 @@ func testDeployK8s(t *testing.T, cp *k8stest.ControlPlane) {
 	}
 	cfg := rest.CopyConfig(cp.Config)
 	cfg.BearerToken = tok.Status.Token
+	var rec callRecorder // every call the deployer makes, for the RBAC check below
+	rec.wrap(cfg)
 	sa, err := kubernetes.NewForConfig(cfg)
 	if err != nil {
 		t.Fatal(err)
@@ -590,12 +592,22 @@ func testDeployK8s(t *testing.T, cp *k8stest.ControlPlane) {
 	if err := k.WaitDrivers(ctx, d, name); err != nil {
 		t.Errorf("as benchq-deployer: %v", err)
 	}
+	// The watches: dead SUTs (pods) and ended driver Jobs.
+	if _, err := k.DeadSUTs(ctx, map[string]bool{}); err != nil {
+		t.Errorf("as benchq-deployer: %v", err)
+	}
+	if _, err := k.EndedDrivers(ctx, map[string]bool{}); err != nil {
+		t.Errorf("as benchq-deployer: %v", err)
+	}
 	if err := k.Teardown(ctx, "rbac1", ""); err != nil {
 		t.Fatalf("as benchq-deployer: %v", err)
 	}
 	if left, err := leftovers(ctx, cp.Client, ns, "rbac1"); err != nil || len(left) > 0 {
 		t.Errorf("after teardown: %v %v", left, err)
 	}
+	// Exactly what it used: each call allowed (SubjectAccessReview), each
+	// rule of the Role used, nothing else allowed.
+	checkRBAC(t, ctx, cp.Client, ns, "benchq-deployer", "benchq-deployer", rec.list())
 	// Not more than that: no secrets, nothing cluster-wide, no other
 	// namespace, no updates.
 	for what, err := range map[string]error{

@@ -147,45 +147,74 @@ func (in *intake) submit(w http.ResponseWriter, r *http.Request) {
 		writeJSON(w, http.StatusBadRequest, problem{Error: "not a JSON object: " + err.Error(), Errors: []contracts.FieldError{{Field: "(request)", Message: err.Error()}}})
 		return
 	}
-	var code, id string
+	code, generated := "", false
 	if raw, ok := fields["code"]; ok {
 		_ = json.Unmarshal(raw, &code)
 	} else {
-		// Unix seconds as bexhoma's codes, and a random suffix: a thousand
-		// requests a second get a thousand codes.
-		code = newCode(in.now())
-		fields["code"], _ = json.Marshal(code)
+		code, generated = newCode(in.now()), true
 	}
+	id, givenID := "", false
 	if raw, ok := fields["id"]; ok {
 		_ = json.Unmarshal(raw, &id)
-	} else {
-		// The request's id (its message id, and the stored request_id):
-		// said to come over HTTP.
-		id = "http-" + code
-		fields["id"], _ = json.Marshal(id)
+		givenID = true
 	}
-	body, _ = json.Marshal(fields)
-	if _, _, errs := plan.FromRequest(body, code); len(errs) > 0 {
-		writeJSON(w, http.StatusBadRequest, problem{Error: plan.Reason(errs), Errors: errs})
-		return
-	}
-	if _, err := in.kv.Get(r.Context(), code); err == nil {
-		writeJSON(w, http.StatusConflict, problem{Error: fmt.Sprintf("experiment %s already exists; choose another code or leave it out", code)})
-		return
-	} else if !errors.Is(err, jetstream.ErrKeyNotFound) {
-		writeJSON(w, http.StatusServiceUnavailable, problem{Error: "the experiments' state cannot be read: " + err.Error()})
-		return
-	}
-	if err := in.bus.PublishRaw(r.Context(), contracts.SubjRequest, id, body); err != nil {
-		writeJSON(w, http.StatusServiceUnavailable, problem{Error: "the request could not be queued: " + err.Error()})
-		return
+	for attempt := 1; ; attempt++ {
+		if generated {
+			fields["code"], _ = json.Marshal(code)
+		}
+		body, status, p := in.prepare(r.Context(), fields, code, givenID)
+		if p != nil {
+			writeJSON(w, status, *p)
+			return
+		}
+		if !givenID {
+			id = "http-" + code
+		}
+		duplicate, err := in.bus.PublishNew(r.Context(), contracts.SubjRequest, id, body)
+		if err != nil {
+			writeJSON(w, http.StatusServiceUnavailable, problem{Error: "the request could not be queued: " + err.Error()})
+			return
+		}
+		if !duplicate {
+			break
+		}
+		// JetStream already holds a request with this id: the same request
+		// sent again (a given id), or a code of ours drawn twice.
+		if !generated || attempt == 3 {
+			writeJSON(w, http.StatusConflict, problem{Error: fmt.Sprintf("a request with id %s was accepted already (experiment %s)", id, code)})
+			return
+		}
+		code = newCode(in.now())
 	}
 	w.Header().Set("Location", "/experiments/"+code)
 	writeJSON(w, http.StatusAccepted, accepted{Code: code, RequestID: id, State: "/experiments/" + code})
 }
 
+// prepare validates the request with its code and id filled in and checks
+// that the code is free; it returns the body to publish, or the answer.
+func (in *intake) prepare(ctx context.Context, fields map[string]json.RawMessage, code string, givenID bool) ([]byte, int, *problem) {
+	if !givenID {
+		// The request's id (its message id, and the stored request_id):
+		// said to come over HTTP.
+		fields["id"], _ = json.Marshal("http-" + code)
+	}
+	body, _ := json.Marshal(fields)
+	if _, _, errs := plan.FromRequest(body, code); len(errs) > 0 {
+		return nil, http.StatusBadRequest, &problem{Error: plan.Reason(errs), Errors: errs}
+	}
+	if _, err := in.kv.Get(ctx, code); err == nil {
+		return nil, http.StatusConflict, &problem{Error: fmt.Sprintf("experiment %s already exists; choose another code or leave it out", code)}
+	} else if !errors.Is(err, jetstream.ErrKeyNotFound) {
+		return nil, http.StatusServiceUnavailable, &problem{Error: "the experiments' state cannot be read: " + err.Error()}
+	}
+	return body, 0, nil
+}
+
+// newCode is unix seconds, as bexhoma's codes, and 48 random bits: a
+// thousand requests a second for a day draw the same code with a chance
+// of about 1 in 10,000 (and a code drawn twice is drawn again, see submit).
 func newCode(now time.Time) string {
-	b := make([]byte, 3)
+	b := make([]byte, 6)
 	_, _ = rand.Read(b)
 	return fmt.Sprintf("%d-%s", now.Unix(), hex.EncodeToString(b))
 }

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"strings"
@@ -200,4 +201,42 @@ func TestOpenAPIDocumentsTheIntake(t *testing.T) {
 	if !strings.HasPrefix(doc.OpenAPI, "3.") {
 		t.Errorf("openapi: %q", doc.OpenAPI)
 	}
+}
+
+// A request sent again with its id is not taken for a new one: JetStream
+// drops the copy, and the intake says so instead of answering 202 for a
+// request that will never be planned.
+func TestIntakeAnswersADuplicateID(t *testing.T) {
+	w := newWorld(t)
+	in := &intake{bus: w.b, log: testenv.Logger(t, "intake"), now: time.Now, token: []byte("a-token-long-enough-1234")}
+	kv, err := w.b.JS.KeyValue(w.ctx, contracts.KVExperiments)
+	if err != nil {
+		t.Fatal(err)
+	}
+	in.kv = kv
+	srv := httptestServer(t, in)
+	post := func(body string) int {
+		req, _ := http.NewRequest("POST", srv+"/experiments", strings.NewReader(body))
+		req.Header.Set("Authorization", "Bearer a-token-long-enough-1234")
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		return resp.StatusCode
+	}
+	req := `{"schema_version":1,"id":"client-42","dbms":["Redis"],"sf":0.001}`
+	if got := post(req); got != http.StatusAccepted {
+		t.Fatalf("first: %d", got)
+	}
+	if got := post(req); got != http.StatusConflict {
+		t.Errorf("the same id again: %d, want 409", got)
+	}
+}
+
+func httptestServer(t *testing.T, in *intake) string {
+	t.Helper()
+	srv := httptest.NewServer(in.routes())
+	t.Cleanup(srv.Close)
+	return srv.URL
 }
