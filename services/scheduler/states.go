@@ -38,15 +38,48 @@ type states struct {
 	order  []string // codes, oldest first (may name ended ones: skipped)
 	alive  int      // SUTs alive in all running experiments (sum of cached.alive)
 	ended  map[string]bool
+	// active are the experiments with a SUT; waiting counts those queued
+	// for one (pending, none alive) by their -ms: a tick looks at the queue
+	// only when a slot is free for one of them.
+	active  map[string]bool
+	waiting map[int]int
 }
 
-func newStates() *states { return &states{byCode: map[string]*cached{}, ended: map[string]bool{}} }
+func newStates() *states {
+	return &states{byCode: map[string]*cached{}, ended: map[string]bool{}, active: map[string]bool{}, waiting: map[int]int{}}
+}
+
+// count adds (sign 1) or removes (-1) c's share of the running sums.
+func (s *states) count(code string, c *cached, sign int) {
+	s.alive += sign * c.alive
+	switch {
+	case c.alive > 0 && sign > 0:
+		s.active[code] = true
+	case c.alive > 0:
+		delete(s.active, code)
+	case c.pending:
+		if s.waiting[c.maxSUTs] += sign; s.waiting[c.maxSUTs] == 0 {
+			delete(s.waiting, c.maxSUTs)
+		}
+	}
+}
+
+// slotFree says whether some queued experiment may deploy now: fewer SUTs
+// are alive than the largest -ms among them.
+func (s *states) slotFree() bool {
+	for ms := range s.waiting {
+		if s.alive < ms {
+			return true
+		}
+	}
+	return false
+}
 
 // remember records what was stored for st at revision rev, or forgets st
 // once it ended.
 func (s *states) remember(st *State, data []byte, rev uint64) {
 	if old := s.byCode[st.Code]; old != nil {
-		s.alive -= old.alive
+		s.count(st.Code, old, -1)
 	}
 	if st.Status != contracts.ExperimentRunning {
 		delete(s.byCode, st.Code)
@@ -62,14 +95,14 @@ func (s *states) remember(st *State, data []byte, rev uint64) {
 		s.order = append(s.order, st.Code)
 	}
 	s.byCode[st.Code] = c
-	s.alive += c.alive
+	s.count(st.Code, c, 1)
 }
 
 // forget drops a running experiment whose stored state may differ from
 // ours (a write refused): the next step reads the bucket.
 func (s *states) forget(code string) {
 	if old := s.byCode[code]; old != nil {
-		s.alive -= old.alive
+		s.count(code, old, -1)
 		delete(s.byCode, code)
 	}
 }
@@ -159,15 +192,22 @@ func (s *Scheduler) recoverStates(ctx context.Context) error {
 	return nil
 }
 
-// tick steps, oldest first, the running experiments that have deadlines,
-// agents or a phase to check, and those waiting for a SUT slot while one
-// is free (see states.due).
+// tick steps the running experiments that have deadlines, agents or a
+// phase to check, and those waiting for a SUT slot while one is free (see
+// states.due), oldest first. With no slot free, the queue costs nothing.
 func (s *Scheduler) tick(ctx context.Context) error {
 	beats := s.heartbeats(ctx)
 	s.mu.Lock()
-	order := append([]string(nil), s.states.order...)
+	var codes []string
+	if s.states.slotFree() {
+		codes = append(codes, s.states.order...) // oldest first: the oldest gets the slot
+	} else {
+		for code := range s.states.active {
+			codes = append(codes, code)
+		}
+	}
 	s.mu.Unlock()
-	for _, code := range order {
+	for _, code := range codes {
 		s.mu.Lock()
 		if s.states.due(code) {
 			if err := s.step(ctx, code, Event{Tick: true, Heartbeats: beats}); err != nil {

@@ -75,3 +75,35 @@ func TestStatesCompactEndedCodes(t *testing.T) {
 		t.Errorf("order keeps %d codes of ended experiments (%d running)", len(s.order), len(s.byCode))
 	}
 }
+
+// The queue is looked at only when a slot is free for some experiment in it.
+func TestStatesSlotFree(t *testing.T) {
+	s := newStates()
+	p := defaultPlan(t, func(r *contracts.Request) { r.MaxSUTs = 2 })
+	holder, _, _ := Start(p, []byte(`{}`), time.Unix(0, 0), 0) // deploys its one configuration
+	holder.Code = "h"
+	s.remember(holder, nil, 1)
+	if s.slotFree() || len(s.active) != 1 {
+		t.Fatalf("no one waits: slotFree %v, active %v", s.slotFree(), s.active)
+	}
+	one := defaultPlan(t, func(r *contracts.Request) { r.MaxSUTs = 1 })
+	q, _, _ := Start(one, []byte(`{}`), time.Unix(1, 0), s.busyExcept("q")) // queued: 1 alive, -ms 1
+	q.Code = "q"
+	s.remember(q, nil, 1)
+	if s.slotFree() || s.waiting[1] != 1 {
+		t.Errorf("-ms 1 behind 1 SUT: slotFree %v, waiting %v", s.slotFree(), s.waiting)
+	}
+	q2, _, _ := Start(p, []byte(`{}`), time.Unix(2, 0), 1) // -ms 2: one slot of two is free, but Start admitted it
+	q2.Code = "q2"
+	q2.Configs[0].Status = cfgPending // as if it had been queued
+	s.remember(q2, nil, 1)
+	if !s.slotFree() {
+		t.Errorf("-ms 2 behind 1 SUT: no free slot seen (waiting %v, alive %d)", s.waiting, s.alive)
+	}
+	s.forget("q2")
+	holder.Configs[0].Status = cfgRemoved
+	s.remember(holder, nil, 2)
+	if !s.slotFree() || len(s.active) != 0 {
+		t.Errorf("the holder's SUT went: slotFree %v, active %v", s.slotFree(), s.active)
+	}
+}
