@@ -592,6 +592,18 @@ func testDeployK8s(t *testing.T, cp *k8stest.ControlPlane) {
 	if err := k.WaitDrivers(ctx, d, name); err != nil {
 		t.Errorf("as benchq-deployer: %v", err)
 	}
+	// -rsr on the volume: deleted and made again.
+	rsr := Spec{Code: "rbac2", Configuration: "PgBouncer-1", DBMS: "PgBouncer", Benchmark: "ycsb",
+		SUT: &contracts.SUTSpec{Pool: &contracts.Pool{Pods: 1, Inbound: 64, Outbound: 32}, Storage: &contracts.Storage{Class: "shared", Size: "1Gi", Remove: true}, UseCase: "ycsb-rbac"}}
+	if err := k.Teardown(ctx, "rbac1", "PgBouncer-1"); err != nil {
+		t.Fatalf("as benchq-deployer: %v", err)
+	}
+	if _, err := k.Deploy(ctx, rsr); err != nil {
+		t.Fatalf("as benchq-deployer, -rsr: %v", err)
+	}
+	if err := k.Teardown(ctx, "rbac2", ""); err != nil {
+		t.Fatalf("as benchq-deployer: %v", err)
+	}
 	// The watches: dead SUTs (pods) and ended driver Jobs.
 	if _, err := k.DeadSUTs(ctx, map[string]bool{}); err != nil {
 		t.Errorf("as benchq-deployer: %v", err)
@@ -607,7 +619,7 @@ func testDeployK8s(t *testing.T, cp *k8stest.ControlPlane) {
 	}
 	// Exactly what it used: each call allowed (SubjectAccessReview), each
 	// rule of the Role used, nothing else allowed.
-	checkRBAC(t, ctx, cp.Client, ns, "benchq-deployer", "benchq-deployer", rec.list())
+	checkRBAC(t, ctx, cp.Client, ns, "benchq-deployer", "benchq-deployer", &rec)
 	// Not more than that: no secrets, nothing cluster-wide, no other
 	// namespace, no updates.
 	for what, err := range map[string]error{
