@@ -4,6 +4,9 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"time"
+
+	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/benchq/benchq/contracts"
 )
@@ -50,4 +53,28 @@ func (b *Bus) PutHeartbeat(ctx context.Context, h contracts.Heartbeat) error {
 	}
 	_, err = kv.Put(ctx, h.Name, data)
 	return err
+}
+
+// Published finds the message with id among those stored under subject in
+// stream (an ordered consumer over that subject alone, read to its end).
+// found is false when there is none.
+func (b *Bus) Published(ctx context.Context, stream, subject, id string) (data []byte, found bool, err error) {
+	cons, err := b.JS.OrderedConsumer(ctx, stream, jetstream.OrderedConsumerConfig{FilterSubjects: []string{subject}})
+	if err != nil {
+		return nil, false, fmt.Errorf("read %s: %w", subject, err)
+	}
+	info, err := cons.Info(ctx)
+	if err != nil {
+		return nil, false, fmt.Errorf("read %s: %w", subject, err)
+	}
+	for pending := info.NumPending; pending > 0; pending-- {
+		m, err := cons.Next(jetstream.FetchMaxWait(5 * time.Second))
+		if err != nil {
+			return nil, false, fmt.Errorf("read %s: %w", subject, err)
+		}
+		if m.Headers().Get(jetstream.MsgIDHeader) == id {
+			return m.Data(), true, nil
+		}
+	}
+	return nil, false, nil
 }

@@ -92,6 +92,7 @@ func For(role Role) Permissions {
 		p.declare()
 		p.writeKV(contracts.KVExperiments)
 		p.readKV(contracts.KVAgents)
+		p.ephemeral(contracts.StreamEvents) // a GO published before a restart (run.go, publishedGo)
 	case Deployer:
 		all(contracts.TopicSUTReady, contracts.TopicSUTFailed, contracts.TopicSUTRemoved, contracts.TopicDriverEnded)
 		p.declare()

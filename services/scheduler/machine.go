@@ -65,6 +65,11 @@ type Event struct {
 	// driver Job ended, Kubernetes backend); nil for a tick.
 	Msg  contracts.Message
 	Tick bool
+	// PublishedGo is the start instant of the GO this READY completes, when
+	// a step published it and was not stored (the scheduler stopped in
+	// between): the replayed step starts the phase at that instant again,
+	// not at a new one the agents never heard of.
+	PublishedGo *time.Time
 	// Heartbeats of the driver agents (name → last heartbeat), read for a tick;
 	// nil when unknown, which disables the lost-agent check.
 	Heartbeats map[string]contracts.Heartbeat
@@ -106,7 +111,7 @@ func (s *State) Step(ev Event, now time.Time) []Out {
 	case *contracts.SUTRemoved:
 		out = s.onSUTRemoved(m, now)
 	case *contracts.BarrierReady:
-		out = s.onReady(m, now)
+		out = s.onReady(m, now, ev.PublishedGo)
 	case *contracts.Final:
 		out = s.onFinal(m, now)
 	case *contracts.Stop:

@@ -685,3 +685,35 @@ func TestDriverEndedAfterTheFinalsChangesNothing(t *testing.T) {
 		t.Errorf("tick: %v", subjects(got))
 	}
 }
+
+// A READY replayed after a restart whose GO was published but not stored
+// starts the phase at that GO's instant: the agents got it, and JetStream
+// drops a new GO with the same id.
+func TestReplayedReadyKeepsThePublishedGo(t *testing.T) {
+	p := defaultPlan(t, nil)
+	t0 := time.Date(2026, 11, 25, 7, 0, 0, 0, time.UTC)
+	s, _, _ := Start(p, []byte(`{}`), t0, 0)
+	s.Step(Event{Msg: &contracts.SUTReady{Configuration: p.Configurations[0].Name, Endpoint: contracts.Endpoint{Host: "h", Port: 1}, Backend: contracts.BackendLocal}}, t0)
+	cur := s.Configs[0].Current
+	if cur == nil {
+		t.Fatal("no phase started")
+	}
+	published := t0.Add(-3 * time.Second)
+	var out []Out
+	for k := range cur.Ready {
+		phase := p.Configurations[0].Phases[s.Configs[0].Phase].Name
+		out = s.Step(Event{Msg: &contracts.BarrierReady{Phase: phase, Shard: k + 1, Attempt: cur.Attempt}, PublishedGo: &published}, t0)
+	}
+	var goAt, startedAt *time.Time
+	for _, o := range out {
+		switch m := o.Msg.(type) {
+		case *contracts.BarrierGo:
+			goAt = &m.StartAt
+		case *contracts.PhaseEvent:
+			startedAt = m.StartedAt
+		}
+	}
+	if goAt == nil || !goAt.Equal(published) || startedAt == nil || !startedAt.Equal(published) || !s.Configs[0].Current.GoAt.Equal(published) {
+		t.Errorf("GO %v, phase.started %v, state %v; want all %v", goAt, startedAt, s.Configs[0].Current.GoAt, published)
+	}
+}

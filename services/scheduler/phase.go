@@ -57,7 +57,7 @@ func (s *State) startAttempt(i, p, attempt int, now time.Time) []Out {
 	return out
 }
 
-func (s *State) onReady(m *contracts.BarrierReady, now time.Time) []Out {
+func (s *State) onReady(m *contracts.BarrierReady, now time.Time, published *time.Time) []Out {
 	i, cur, ok := s.current(m.Phase, m.Attempt)
 	if !ok || cur.Status != phPreparing || m.Shard < 1 || m.Shard > len(cur.Ready) {
 		return nil
@@ -75,6 +75,9 @@ func (s *State) onReady(m *contracts.BarrierReady, now time.Time) []Out {
 		}
 	}
 	goAt := now.Add(GoLead).UTC()
+	if published != nil {
+		goAt = published.UTC()
+	}
 	cur.Status, cur.GoAt = phRunning, &goAt
 	cur.Deadline = goAt.Add(secs(s.Plan.Timeouts.ShardS))
 	pc := s.Plan.Configurations[i]

@@ -284,6 +284,15 @@ func (s *Scheduler) step(ctx context.Context, code string, ev Event) error {
 	}
 	st.state.Busy = s.busyExcept(code)
 	out := st.state.Step(ev, s.now())
+	if at, ok := s.publishedGo(ctx, out); ok {
+		// Step again from the stored state, starting at that instant.
+		if st, _, err = s.load(ctx, code); err != nil {
+			return err
+		}
+		st.state.Busy = s.busyExcept(code)
+		ev.PublishedGo = &at
+		out = st.state.Step(ev, s.now())
+	}
 	if len(out) == 0 && !ev.changes() {
 		return nil
 	}
@@ -302,6 +311,31 @@ func (s *Scheduler) step(ctx context.Context, code string, ev Event) error {
 		s.log.Info("published", "code", code, "subject", o.Subject, "id", o.Msg.Head().ID)
 	}
 	return nil
+}
+
+// publishedGo finds whether the GO in out was published already by a step
+// that was not stored, and at which start instant: JetStream would drop
+// the new one as a duplicate (same id), so the agents start at the old
+// instant and the phase must say so too.
+func (s *Scheduler) publishedGo(ctx context.Context, out []Out) (time.Time, bool) {
+	for _, o := range out {
+		g, ok := o.Msg.(*contracts.BarrierGo)
+		if !ok {
+			continue
+		}
+		data, found, err := s.bus.Published(ctx, contracts.StreamEvents, o.Subject, g.ID)
+		if err != nil {
+			s.log.Warn("could not look for an earlier GO", "id", g.ID, "err", err)
+			return time.Time{}, false
+		}
+		var prev contracts.BarrierGo
+		if !found || json.Unmarshal(data, &prev) != nil || prev.StartAt.Equal(g.StartAt) {
+			return time.Time{}, false
+		}
+		s.log.Info("GO published before a restart: the phase starts at its instant", "id", g.ID, "start_at", prev.StartAt)
+		return prev.StartAt, true
+	}
+	return time.Time{}, false
 }
 
 // changes: every event but a tick may change state without output (a READY

@@ -513,6 +513,8 @@ func runThrough(t *testing.T, w *world, code string, restart func()) {
 	if end.Status != contracts.ExperimentDone || end.StartedAt == nil || end.EndedAt == nil {
 		t.Errorf("end %+v", end)
 	}
+	// The end is published before the state is stored (publish, store, ack).
+	w.waitState(code, func(st State) bool { return st.Status != contracts.ExperimentRunning })
 	if st := w.state(code); st.Status != contracts.ExperimentDone || st.EndedAt == nil || len(st.Failures) != 0 || st.Configs[0].Status != cfgRemoved {
 		t.Errorf("stored state: status %s, ended %v, failures %v, configs %+v", st.Status, st.EndedAt, st.Failures, st.Configs)
 	}
