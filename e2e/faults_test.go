@@ -396,17 +396,25 @@ func (s *stack) waitCount(t *testing.T, want int, query string, args ...any) {
 
 func (s *stack) count(t *testing.T, query string, args ...any) int {
 	t.Helper()
+	var n int
+	s.withDB(t, func(ctx context.Context, conn *pgx.Conn) {
+		if err := conn.QueryRow(ctx, query, args...).Scan(&n); err != nil {
+			t.Fatalf("%s: %v", query, err)
+		}
+	})
+	return n
+}
+
+// withDB runs f on a connection to the stack's results database.
+func (s *stack) withDB(t *testing.T, f func(context.Context, *pgx.Conn)) {
+	t.Helper()
 	ctx := context.Background()
 	conn, err := pgx.Connect(ctx, s.info.DBURL)
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer conn.Close(ctx)
-	var n int
-	if err := conn.QueryRow(ctx, query, args...).Scan(&n); err != nil {
-		t.Fatalf("%s: %v", query, err)
-	}
-	return n
+	f(ctx, conn)
 }
 
 // sutWindow is when the experiment's SUT was up: from its sut.ready to its

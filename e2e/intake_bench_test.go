@@ -200,19 +200,15 @@ func envDuration(key string, def time.Duration) time.Duration {
 // column is the first column of query's rows.
 func (s *stack) column(t *testing.T, query string, args ...any) []string {
 	t.Helper()
-	ctx := context.Background()
-	conn, err := pgx.Connect(ctx, s.info.DBURL)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer conn.Close(ctx)
-	rows, err := conn.Query(ctx, query, args...)
-	if err != nil {
-		t.Fatalf("%s: %v", query, err)
-	}
-	out, err := pgx.CollectRows(rows, pgx.RowTo[string])
-	if err != nil {
-		t.Fatalf("%s: %v", query, err)
-	}
+	var out []string
+	s.withDB(t, func(ctx context.Context, conn *pgx.Conn) {
+		rows, err := conn.Query(ctx, query, args...)
+		if err == nil {
+			out, err = pgx.CollectRows(rows, pgx.RowTo[string])
+		}
+		if err != nil {
+			t.Fatalf("%s: %v", query, err)
+		}
+	})
 	return out
 }
