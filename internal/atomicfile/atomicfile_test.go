@@ -56,3 +56,22 @@ func TestWriteIntoMissingDirFailsCleanly(t *testing.T) {
 		t.Errorf("got %v, want an error naming %s", err, path)
 	}
 }
+
+func TestReadSecretRefusesFilesOthersMayRead(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "token")
+	if err := os.WriteFile(path, []byte("  s3cret\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if b, err := ReadSecret(path, "token"); err != nil || string(b) != "s3cret" {
+		t.Errorf("ReadSecret = %q, %v", b, err)
+	}
+	if err := os.Chmod(path, 0o640); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := ReadSecret(path, "token"); err == nil || !strings.Contains(err.Error(), "chmod 600") {
+		t.Errorf("group-readable: %v", err)
+	}
+	if _, err := ReadSecret(path+".missing", "token"); !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("missing: %v", err)
+	}
+}

@@ -17,6 +17,7 @@ import (
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
 
+	"github.com/benchq/benchq/internal/atomicfile"
 	"github.com/benchq/benchq/internal/procs"
 )
 
@@ -357,18 +358,11 @@ func writeHBA(dir string) error {
 
 // pgpassPassword is the password of a pgpass file's first entry.
 func pgpassPassword(path string) (string, error) {
-	fi, err := os.Stat(path)
+	b, err := atomicfile.ReadSecret(path, "password file") // libpq ignores one others may read
 	if err != nil {
-		return "", fmt.Errorf("password file: %w", err)
+		return "", err
 	}
-	if fi.Mode().Perm()&0o077 != 0 {
-		return "", fmt.Errorf("password file %s is readable by others (mode %v; libpq ignores it): chmod 600 it", path, fi.Mode().Perm())
-	}
-	b, err := os.ReadFile(path)
-	if err != nil {
-		return "", fmt.Errorf("password file: %w", err)
-	}
-	line, _, _ := strings.Cut(strings.TrimSpace(string(b)), "\n")
+	line, _, _ := strings.Cut(string(b), "\n")
 	fields := strings.SplitN(line, ":", 5)
 	if len(fields) != 5 || fields[4] == "" {
 		return "", fmt.Errorf("password file %s: want host:port:database:user:password", path)

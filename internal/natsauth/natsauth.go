@@ -242,18 +242,10 @@ func list(subjects []string) string {
 
 // ReadSeed reads a seed file, refusing one that others may read.
 func ReadSeed(path string) ([]byte, error) {
-	fi, err := os.Stat(path)
+	seed, err := atomicfile.ReadSecret(path, "NATS credentials")
 	if err != nil {
-		return nil, fmt.Errorf("NATS credentials: %w", err)
+		return nil, err
 	}
-	if fi.Mode().Perm()&0o077 != 0 {
-		return nil, fmt.Errorf("NATS credentials %s are readable by others (mode %v); chmod 600 it", path, fi.Mode().Perm())
-	}
-	b, err := os.ReadFile(path)
-	if err != nil {
-		return nil, fmt.Errorf("NATS credentials: %w", err)
-	}
-	seed := []byte(strings.TrimSpace(string(b)))
 	if _, err := nkeys.FromSeed(seed); err != nil {
 		return nil, errors.Join(fmt.Errorf("NATS credentials %s: not an NKey seed", path), err)
 	}

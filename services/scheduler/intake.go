@@ -12,7 +12,6 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
-	"os"
 	"strings"
 	"time"
 
@@ -22,6 +21,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
 	"github.com/benchq/benchq/contracts"
+	"github.com/benchq/benchq/internal/atomicfile"
 	"github.com/benchq/benchq/internal/bus"
 	"github.com/benchq/benchq/internal/plan"
 )
@@ -91,18 +91,10 @@ func readToken(path string) ([]byte, error) {
 	if path == "" {
 		return nil, errors.New("the HTTP intake needs a token: set -http-token-file (env BENCHQ_HTTP_TOKEN_FILE)")
 	}
-	fi, err := os.Stat(path)
+	tok, err := atomicfile.ReadSecret(path, "http token")
 	if err != nil {
-		return nil, fmt.Errorf("http token: %w", err)
+		return nil, err
 	}
-	if fi.Mode().Perm()&0o077 != 0 {
-		return nil, fmt.Errorf("http token %s is readable by others (mode %v): chmod 600 it", path, fi.Mode().Perm())
-	}
-	b, err := os.ReadFile(path)
-	if err != nil {
-		return nil, fmt.Errorf("http token: %w", err)
-	}
-	tok := []byte(strings.TrimSpace(string(b)))
 	if len(tok) < 16 {
 		return nil, fmt.Errorf("http token %s: shorter than 16 characters", path)
 	}
