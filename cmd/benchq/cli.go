@@ -68,6 +68,8 @@ commands:
   restart COMPONENT       stop and start one component of the stack
   volumes [rm NAME]       the persistent volumes (-rst) and their loaded state;
                           rm removes one that no SUT uses
+  credentials DIR         write the compose stack's credentials into DIR/.env
+                          (once: benchq credentials deploy/compose)
   help                    this text
   version                 the benchq version this binary was built from (also --version)
 
@@ -89,7 +91,7 @@ func Main(ctx context.Context, args []string, st *State) int {
 			return rc
 		}
 		rest = fs.Args()
-		if len(rest) > 0 && cmd != "restart" && cmd != "volumes" { // they check their words
+		if len(rest) > 0 && cmd != "restart" && cmd != "volumes" && cmd != "credentials" { // they check their words
 			st.errorf("%s: unexpected %q (usage: benchq %s)", cmd, strings.Join(rest, " "), cmd)
 			return ExitUsage
 		}
@@ -105,7 +107,7 @@ func Main(ctx context.Context, args []string, st *State) int {
 		fmt.Fprintf(st.Stdout, "benchq %s\n", version.String())
 		return ExitOK
 	}
-	st.errorf("unknown command %q (commands: up, down, ycsb, benchbase, status, stop, summary, dashboard, restart, volumes, help, version)", cmd)
+	st.errorf("unknown command %q (commands: up, down, ycsb, benchbase, status, stop, summary, dashboard, restart, volumes, credentials, help, version)", cmd)
 	return ExitUsage
 }
 
@@ -118,23 +120,25 @@ var commands = map[string]func(ctx context.Context, args []string, st *State) in
 	"benchbase": func(ctx context.Context, args []string, st *State) int {
 		return cmdExperiment(ctx, "benchbase", args, st)
 	},
-	"status":    cmdStatus,
-	"stop":      cmdStop,
-	"restart":   cmdRestart,
-	"volumes":   cmdVolumes,
-	"summary":   cmdSummaryArgs,
-	"dashboard": cmdDashboard,
+	"status":      cmdStatus,
+	"stop":        cmdStop,
+	"restart":     cmdRestart,
+	"volumes":     cmdVolumes,
+	"summary":     cmdSummaryArgs,
+	"dashboard":   cmdDashboard,
+	"credentials": cmdCredentials,
 }
 
 // flagless are the commands without flags. Main parses their arguments so
 // that -h, or a flag or word they do not take, stops them before they start,
 // stop or connect to anything.
 var flagless = map[string]struct{ synopsis, about string }{
-	"up":      {"up", "Start the embedded stack (NATS, results DB, services, agents); its state is kept in\n$BENCHQ_HOME (default .benchq)."},
-	"down":    {"down", "Stop everything the stack started: the services, every SUT left behind, the results DB\nand NATS."},
-	"restart": {"restart COMPONENT", "Stop (if alive) and start again one component of the stack: nats-server, results-db,\ncollector, scheduler, deployer, driver-agent-N or prometheus (on its port, with its data)."},
-	"status":  {"status", "Print the components, agents, volumes and running experiments of the stack."},
-	"volumes": {"volumes [rm NAME]", "List the persistent volumes (-rst keeps a SUT's data on one, reused by later experiments\nof the same DBMS, use case and scale factor); rm NAME removes one that no SUT uses."},
+	"up":          {"up", "Start the embedded stack (NATS, results DB, services, agents); its state is kept in\n$BENCHQ_HOME (default .benchq)."},
+	"down":        {"down", "Stop everything the stack started: the services, every SUT left behind, the results DB\nand NATS."},
+	"restart":     {"restart COMPONENT", "Stop (if alive) and start again one component of the stack: nats-server, results-db,\ncollector, scheduler, deployer, driver-agent-N or prometheus (on its port, with its data)."},
+	"status":      {"status", "Print the components, agents, volumes and running experiments of the stack."},
+	"credentials": {"credentials DIR", "Write the compose stack's credentials into DIR/.env (mode 0600): an NKey per service role,\nthe results database's password, the HTTP intake's token, Grafana's admin password. Run it\nonce: benchq credentials deploy/compose (see docs/compose.md)."},
+	"volumes":     {"volumes [rm NAME]", "List the persistent volumes (-rst keeps a SUT's data on one, reused by later experiments\nof the same DBMS, use case and scale factor); rm NAME removes one that no SUT uses."},
 }
 
 // newFlagSet is the flag set of a command whose usage is a synopsis and one

@@ -51,17 +51,33 @@ func Connect(ctx context.Context, url, name string, log *slog.Logger) (*Bus, err
 
 // Dial connects to url once: for a command that should say at once that
 // nats-server is not reachable rather than wait for it. The process
-// authenticates with the NKey seed file named by BENCHQ_NATS_NKEY (see
-// internal/natsauth), or connects anonymously when it is unset.
+// authenticates with the NKey seed file named by BENCHQ_NATS_NKEY, or the
+// seed in BENCHQ_NATS_SEED (see internal/natsauth), or connects anonymously
+// when neither is set.
 func Dial(url, name string, log *slog.Logger) (*Bus, error) {
-	return DialAs(url, name, os.Getenv(natsauth.SeedEnv), log)
+	seed, err := natsauth.SeedFromEnv(os.Getenv)
+	if err != nil {
+		return nil, err
+	}
+	return dialSeed(url, name, seed, log)
 }
 
 // DialAs is Dial with the seed file given ("": anonymous).
 func DialAs(url, name, seedFile string, log *slog.Logger) (*Bus, error) {
+	var seed []byte
+	if seedFile != "" {
+		var err error
+		if seed, err = natsauth.ReadSeed(seedFile); err != nil {
+			return nil, err
+		}
+	}
+	return dialSeed(url, name, seed, log)
+}
+
+func dialSeed(url, name string, seed []byte, log *slog.Logger) (*Bus, error) {
 	opts := []nats.Option{nats.Name(name), nats.Timeout(3 * time.Second), nats.MaxReconnects(-1), nats.ReconnectWait(250 * time.Millisecond)}
-	if path := seedFile; path != "" {
-		opt, err := nkeyOption(path)
+	if seed != nil {
+		opt, err := nkeyOption(seed)
 		if err != nil {
 			return nil, err
 		}
@@ -86,12 +102,8 @@ func DialAs(url, name, seedFile string, log *slog.Logger) (*Bus, error) {
 	return &Bus{NC: nc, JS: js, Log: log}, nil
 }
 
-// nkeyOption signs the server's challenge with the seed in path.
-func nkeyOption(path string) (nats.Option, error) {
-	seed, err := natsauth.ReadSeed(path)
-	if err != nil {
-		return nil, err
-	}
+// nkeyOption signs the server's challenge with seed.
+func nkeyOption(seed []byte) (nats.Option, error) {
 	kp, err := nkeys.FromSeed(seed)
 	if err != nil {
 		return nil, err

@@ -24,6 +24,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 
 	"github.com/nats-io/nkeys"
@@ -49,9 +50,13 @@ var Roles = []Role{Scheduler, Deployer, Collector, Agent, Client}
 
 // SeedEnv names the seed file a benchq process connects with;
 // AgentSeedEnv the one the deployer gives the driver agents it starts.
+// Where secrets come as environment variables (the compose stack's .env),
+// SeedValueEnv and AgentSeedValueEnv hold the seeds themselves.
 const (
-	SeedEnv      = "BENCHQ_NATS_NKEY"
-	AgentSeedEnv = "BENCHQ_AGENT_NATS_NKEY"
+	SeedEnv           = "BENCHQ_NATS_NKEY"
+	AgentSeedEnv      = "BENCHQ_AGENT_NATS_NKEY"
+	SeedValueEnv      = "BENCHQ_NATS_SEED"
+	AgentSeedValueEnv = "BENCHQ_AGENT_NATS_SEED"
 )
 
 // Permissions are a role's allow and deny lists, as nats-server takes them.
@@ -213,15 +218,37 @@ func Generate(dir string) (map[Role]string, error) {
 // one NKey user per role with its permissions. No user means no access:
 // nats-server refuses anonymous connections once users are configured.
 func ServerConfig(pubs map[Role]string) (string, error) {
-	var b strings.Builder
-	b.WriteString("# benchq: one user per role (internal/natsauth). Generated; do not edit.\nauthorization {\n  users = [\n")
-	for _, r := range Roles {
+	return authorization(func(r Role) (string, error) {
 		pub, ok := pubs[r]
 		if !ok {
 			return "", fmt.Errorf("no public key for role %s", r)
 		}
+		return strconv.Quote(pub), nil
+	})
+}
+
+// ServerConfigFromEnv is ServerConfig with each public key a reference to
+// the variable PubEnv names, which nats-server resolves from its
+// environment: the compose stack's configuration, its keys in .env.
+func ServerConfigFromEnv() (string, error) {
+	return authorization(func(r Role) (string, error) { return "$" + PubEnv(r), nil })
+}
+
+// PubEnv and SeedValueEnvOf name the variables of role's public key and
+// seed in a generated .env (benchq credentials).
+func PubEnv(r Role) string         { return "BENCHQ_NATS_PUB_" + strings.ToUpper(string(r)) }
+func SeedValueEnvOf(r Role) string { return "BENCHQ_NATS_SEED_" + strings.ToUpper(string(r)) }
+
+func authorization(nkey func(Role) (string, error)) (string, error) {
+	var b strings.Builder
+	b.WriteString("# benchq: one user per role (internal/natsauth). Generated; do not edit.\nauthorization {\n  users = [\n")
+	for _, r := range Roles {
+		key, err := nkey(r)
+		if err != nil {
+			return "", err
+		}
 		p := For(r)
-		fmt.Fprintf(&b, "    { # %s\n      nkey: %q\n      permissions: {\n", r, pub)
+		fmt.Fprintf(&b, "    { # %s\n      nkey: %s\n      permissions: {\n", r, key)
 		fmt.Fprintf(&b, "        publish: { allow: %s", list(p.Publish))
 		if len(p.PublishDeny) > 0 {
 			fmt.Fprintf(&b, ", deny: %s", list(p.PublishDeny))
@@ -246,8 +273,41 @@ func ReadSeed(path string) ([]byte, error) {
 	if err != nil {
 		return nil, err
 	}
+	return checkSeed(seed, path)
+}
+
+func checkSeed(seed []byte, where string) ([]byte, error) {
 	if _, err := nkeys.FromSeed(seed); err != nil {
-		return nil, errors.Join(fmt.Errorf("NATS credentials %s: not an NKey seed", path), err)
+		return nil, errors.Join(fmt.Errorf("NATS credentials %s: not an NKey seed", where), err)
 	}
 	return seed, nil
+}
+
+// SeedFromEnv is the seed a process connects with: from the file SeedEnv
+// names, or the value of SeedValueEnv; nil (anonymous) when neither is set.
+// Both set is refused: which one is meant would be a guess.
+func SeedFromEnv(getenv func(string) string) ([]byte, error) {
+	return seedFrom(getenv, SeedEnv, SeedValueEnv)
+}
+
+// AgentEnv is the environment that gives a driver agent the seed the
+// deployer was handed for agents (AgentSeedEnv or AgentSeedValueEnv).
+func AgentEnv(getenv func(string) string) []string {
+	if v := getenv(AgentSeedValueEnv); v != "" {
+		return []string{SeedValueEnv + "=" + v}
+	}
+	return []string{SeedEnv + "=" + getenv(AgentSeedEnv)}
+}
+
+func seedFrom(getenv func(string) string, fileEnv, valueEnv string) ([]byte, error) {
+	file, value := getenv(fileEnv), strings.TrimSpace(getenv(valueEnv))
+	switch {
+	case file != "" && value != "":
+		return nil, fmt.Errorf("NATS credentials: both %s and %s are set; keep one", fileEnv, valueEnv)
+	case file != "":
+		return ReadSeed(file)
+	case value != "":
+		return checkSeed([]byte(value), "in $"+valueEnv)
+	}
+	return nil, nil
 }

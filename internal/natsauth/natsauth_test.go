@@ -10,7 +10,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/nats-io/nats-server/v2/server"
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 
@@ -39,21 +38,8 @@ func authServer(t *testing.T) (url, keys string) {
 	if err := os.WriteFile(path, []byte(conf), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	opts, err := server.ProcessConfigFile(path)
-	if err != nil {
-		t.Fatalf("nats-server refuses the generated configuration: %v\n%s", err, conf)
-	}
-	opts.Host, opts.Port, opts.JetStream, opts.StoreDir, opts.NoLog, opts.NoSigs = "127.0.0.1", -1, true, filepath.Join(dir, "js"), true, true
-	s, err := server.NewServer(opts)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { s.Shutdown(); s.WaitForShutdown() })
-	go s.Start()
-	if !s.ReadyForConnections(30 * time.Second) {
-		t.Fatal("nats-server not ready")
-	}
-	return s.ClientURL(), keys
+	_, url = testenv.NATSFromConfig(t, path)
+	return url, keys
 }
 
 // as connects as role and records the permission violations the server
@@ -252,5 +238,42 @@ func TestSeedFilesAreTheOwnersOnly(t *testing.T) {
 		t.Error("a file that is no seed was accepted")
 	} else if errors.Is(err, os.ErrNotExist) {
 		t.Error(err)
+	}
+}
+
+// A seed comes from a file (the embedded stack) or the environment (the
+// compose stack's .env), never both.
+func TestSeedFromEnv(t *testing.T) {
+	keys := t.TempDir()
+	if _, err := natsauth.Generate(keys); err != nil {
+		t.Fatal(err)
+	}
+	file := natsauth.SeedFile(keys, natsauth.Agent)
+	fromFile, err := natsauth.ReadSeed(file)
+	if err != nil {
+		t.Fatal(err)
+	}
+	env := func(kv map[string]string) func(string) string { return func(k string) string { return kv[k] } }
+	if seed, err := natsauth.SeedFromEnv(env(nil)); seed != nil || err != nil {
+		t.Errorf("nothing set: %q, %v; want anonymous", seed, err)
+	}
+	if seed, err := natsauth.SeedFromEnv(env(map[string]string{natsauth.SeedEnv: file})); err != nil || string(seed) != string(fromFile) {
+		t.Errorf("from the file: %v", err)
+	}
+	if seed, err := natsauth.SeedFromEnv(env(map[string]string{natsauth.SeedValueEnv: string(fromFile) + "\n"})); err != nil || string(seed) != string(fromFile) {
+		t.Errorf("from the value: %v", err)
+	}
+	if _, err := natsauth.SeedFromEnv(env(map[string]string{natsauth.SeedEnv: file, natsauth.SeedValueEnv: string(fromFile)})); err == nil || !strings.Contains(err.Error(), "keep one") {
+		t.Errorf("both set: %v", err)
+	}
+	if _, err := natsauth.SeedFromEnv(env(map[string]string{natsauth.SeedValueEnv: "UABC"})); err == nil || !strings.Contains(err.Error(), "$"+natsauth.SeedValueEnv) {
+		t.Errorf("a value that is no seed: %v", err)
+	}
+	// The deployer hands on what it was given for agents, as the agent's own.
+	if got := natsauth.AgentEnv(env(map[string]string{natsauth.AgentSeedValueEnv: "SUX"})); len(got) != 1 || got[0] != natsauth.SeedValueEnv+"=SUX" {
+		t.Errorf("agent env from a value: %v", got)
+	}
+	if got := natsauth.AgentEnv(env(map[string]string{natsauth.AgentSeedEnv: file})); len(got) != 1 || got[0] != natsauth.SeedEnv+"="+file {
+		t.Errorf("agent env from a file: %v", got)
 	}
 }

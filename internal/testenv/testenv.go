@@ -27,14 +27,28 @@ import (
 // client URL.
 func NATS(t testing.TB) string {
 	t.Helper()
-	opts := &server.Options{
-		Host:      "127.0.0.1",
-		Port:      -1,
-		JetStream: true,
-		StoreDir:  t.TempDir(),
-		NoLog:     true,
-		NoSigs:    true,
+	return startNATS(t, &server.Options{JetStream: true})
+}
+
+// NATSFromConfig starts an embedded nats-server from a configuration file,
+// parsed as nats-server parses it (`nats-server -t`; $VARS from the
+// environment), on a free loopback port with JetStream in a temp dir of t,
+// whatever address and store the file names. It returns the parsed options
+// as the file had them, and the client URL.
+func NATSFromConfig(t testing.TB, path string) (server.Options, string) {
+	t.Helper()
+	opts, err := server.ProcessConfigFile(path)
+	if err != nil {
+		t.Fatalf("nats-server refuses %s: %v", path, err)
 	}
+	parsed := *opts
+	opts.HTTPPort, opts.JetStream = 0, true
+	return parsed, startNATS(t, opts)
+}
+
+func startNATS(t testing.TB, opts *server.Options) string {
+	t.Helper()
+	opts.Host, opts.Port, opts.StoreDir, opts.NoLog, opts.NoSigs = "127.0.0.1", -1, t.TempDir(), true, true
 	s, err := server.NewServer(opts)
 	if err != nil {
 		t.Fatalf("nats-server: %v", err)

@@ -108,7 +108,7 @@ func (l *Local) StartPhaseAgents(ctx context.Context, d DriverSpec, n int) ([]st
 		if _, err := procs.Start(procs.Spec{
 			Name: name, Path: bin,
 			Args:    []string{"-name", name, "-experiment", d.Code, "-phase", d.Phase, "-max-shards", "1"},
-			Env:     []string{"BENCHQ_METRICS_ADDR=" + addr, natsauth.SeedEnv + "=" + os.Getenv(natsauth.AgentSeedEnv)},
+			Env:     append([]string{"BENCHQ_METRICS_ADDR=" + addr}, natsauth.AgentEnv(os.Getenv)...),
 			LogFile: filepath.Join(drivers, name+".log"), PidFile: pidFile,
 		}); err != nil {
 			return names, err

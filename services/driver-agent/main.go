@@ -5,6 +5,7 @@ package main
 
 import (
 	"context"
+	"crypto/rand"
 	"flag"
 	"fmt"
 	"os"
@@ -23,7 +24,7 @@ func main() {
 	fs := flag.NewFlagSet("driver-agent", flag.ExitOnError)
 	var cfg Config
 	natsURL := config.NATSFlag(fs)
-	fs.StringVar(&cfg.Name, "name", config.Env("BENCHQ_AGENT_NAME", host+"-"+strconv.Itoa(os.Getpid())), "agent name, unique (env BENCHQ_AGENT_NAME)")
+	fs.StringVar(&cfg.Name, "name", config.Env("BENCHQ_AGENT_NAME", defaultName(host)), "agent name, unique (env BENCHQ_AGENT_NAME)")
 	fs.StringVar(&cfg.Java, "java", config.Env("BENCHQ_JAVA", "java"), "java binary")
 	fs.StringVar(&cfg.YCSBLib, "ycsb-lib", config.Env("BENCHQ_YCSB_LIB", filepath.Join(cache, "ycsb", "lib")), "YCSB jars (built by scripts/build-ycsb.sh)")
 	fs.StringVar(&cfg.Workloads, "workloads", config.Env("BENCHQ_YCSB_WORKLOADS", "services/driver-agent/ycsb/workloads"), "YCSB workload files")
@@ -63,4 +64,13 @@ func flagGiven(fs *flag.FlagSet, name string) bool {
 	given := false
 	fs.Visit(func(f *flag.Flag) { given = given || f.Name == name })
 	return given
+}
+
+// defaultName is host-pid-random: replicas of a compose service share the
+// host name (the deployer's network namespace) and all run as pid 1, so
+// host and pid alone would name them all alike.
+func defaultName(host string) string {
+	b := make([]byte, 3)
+	_, _ = rand.Read(b)
+	return fmt.Sprintf("%s-%d-%x", host, os.Getpid(), b)
 }

@@ -86,17 +86,27 @@ func (in *intake) handlers() map[string]http.Handler {
 }
 
 // readToken reads the intake's bearer token from path, refusing a file
-// others may read or an empty one.
-func readToken(path string) ([]byte, error) {
-	if path == "" {
-		return nil, errors.New("the HTTP intake needs a token: set -http-token-file (env BENCHQ_HTTP_TOKEN_FILE)")
-	}
-	tok, err := atomicfile.ReadSecret(path, "http token")
-	if err != nil {
-		return nil, err
+// others may read, or takes it from value (the compose stack passes it in
+// BENCHQ_HTTP_TOKEN); one of the two, at least 16 characters.
+func readToken(path, value string) ([]byte, error) {
+	var tok []byte
+	where := "in $BENCHQ_HTTP_TOKEN"
+	switch {
+	case path != "" && value != "":
+		return nil, errors.New("the HTTP intake's token is given twice (-http-token-file and BENCHQ_HTTP_TOKEN): keep one")
+	case path != "":
+		var err error
+		if tok, err = atomicfile.ReadSecret(path, "http token"); err != nil {
+			return nil, err
+		}
+		where = path
+	case value != "":
+		tok = []byte(strings.TrimSpace(value))
+	default:
+		return nil, errors.New("the HTTP intake needs a token: set -http-token-file (env BENCHQ_HTTP_TOKEN_FILE) or BENCHQ_HTTP_TOKEN")
 	}
 	if len(tok) < 16 {
-		return nil, fmt.Errorf("http token %s: shorter than 16 characters", path)
+		return nil, fmt.Errorf("http token %s: shorter than 16 characters", where)
 	}
 	return tok, nil
 }

@@ -158,12 +158,22 @@ func TestIntakeRefusesABadToken(t *testing.T) {
 		if err := os.Chmod(path, c.mode); err != nil {
 			t.Fatal(err)
 		}
-		if _, err := readToken(path); err == nil || !strings.Contains(err.Error(), c.want) {
+		if _, err := readToken(path, ""); err == nil || !strings.Contains(err.Error(), c.want) {
 			t.Errorf("%s: %v, want %q", name, err, c.want)
 		}
 	}
-	if _, err := readToken(""); err == nil || !strings.Contains(err.Error(), "BENCHQ_HTTP_TOKEN_FILE") {
+	if _, err := readToken("", ""); err == nil || !strings.Contains(err.Error(), "BENCHQ_HTTP_TOKEN_FILE") {
 		t.Errorf("no token file: %v", err)
+	}
+	// The compose stack passes the token itself.
+	if tok, err := readToken("", " a-token-long-enough-1234\n"); err != nil || string(tok) != "a-token-long-enough-1234" {
+		t.Errorf("token in the environment: %q, %v", tok, err)
+	}
+	if _, err := readToken("", "short"); err == nil || !strings.Contains(err.Error(), "$BENCHQ_HTTP_TOKEN") {
+		t.Errorf("short token in the environment: %v", err)
+	}
+	if _, err := readToken(filepath.Join(dir, "short"), "a-token-long-enough-1234"); err == nil || !strings.Contains(err.Error(), "keep one") {
+		t.Errorf("token given twice: %v", err)
 	}
 }
 

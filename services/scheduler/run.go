@@ -28,6 +28,7 @@ type Config struct {
 	// HTTPAddr is where the HTTP intake listens ("": no intake), with the
 	// bearer token in HTTPTokenFile (intake.go).
 	HTTPAddr, HTTPTokenFile string
+	HTTPToken               string // the token itself (BENCHQ_HTTP_TOKEN), instead of the file
 }
 
 // Scheduler does the I/O around the pure state machine. All handling is
@@ -95,7 +96,7 @@ func Run(ctx context.Context, cfg Config, log *slog.Logger) error {
 		contracts.TopicFinal.All(),
 	}}, s.each(s.handleEvent))
 	if cfg.HTTPAddr != "" {
-		token, err := readToken(cfg.HTTPTokenFile)
+		token, err := readToken(cfg.HTTPTokenFile, cfg.HTTPToken)
 		if err != nil {
 			return err
 		}
