@@ -36,22 +36,22 @@ var update = flag.Bool("update", false, "rewrite nats-server.conf from NATSConfi
 
 const root = "../.."
 
+// The compose stack's and deploy/k8s's nats-server.conf are both what
+// NATSConfig generates.
 func TestNATSConfigIsGenerated(t *testing.T) {
 	want, err := NATSConfig()
 	if err != nil {
 		t.Fatal(err)
 	}
-	if *update {
-		if err := os.WriteFile("nats-server.conf", []byte(want), 0o644); err != nil {
-			t.Fatal(err)
+	for _, path := range []string{"nats-server.conf", filepath.Join(root, "deploy", "k8s", "nats-server.conf")} {
+		if *update {
+			if err := os.WriteFile(path, []byte(want), 0o644); err != nil {
+				t.Fatal(err)
+			}
 		}
-	}
-	got, err := os.ReadFile("nats-server.conf")
-	if err != nil {
-		t.Fatal(err)
-	}
-	if string(got) != want {
-		t.Error("deploy/compose/nats-server.conf is not what NATSConfig generates (the roles of internal/natsauth changed?): go test ./deploy/compose -run TestNATSConfig -update")
+		if got := readFile(t, path); got != want {
+			t.Errorf("%s is not what NATSConfig generates (the roles of internal/natsauth changed?): go test ./deploy/compose -run TestNATSConfig -update", path)
+		}
 	}
 }
 

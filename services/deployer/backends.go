@@ -20,6 +20,9 @@ type BackendConfig struct {
 	// Kubernetes: the driver agents' image and the NATS URL their pods use
 	// (driver Jobs, docs/kubernetes.md).
 	DriverImage, DriverNATSURL string
+	// Kubernetes: the Secret whose key BENCHQ_NATS_SEED_AGENT the driver
+	// pods connect with ("" = anonymously; deploy/k8s names benchq-credentials).
+	DriverSeedSecret string
 	// Kubernetes: requests a second to the API server (burst twice that);
 	// 0 = DefaultKubeQPS.
 	KubeQPS float64
@@ -58,7 +61,7 @@ func NewBackend(cfg BackendConfig, log *slog.Logger) (Backend, error) {
 			image = DefaultDriverImage
 		}
 		log.Info("kubernetes backend", "driver_image", image, "driver_nats", cfg.DriverNATSURL)
-		return &Kube{Client: client, Namespace: ns, Log: log, DriverImage: image, DriverNATSURL: cfg.DriverNATSURL}, nil
+		return &Kube{Client: client, Namespace: ns, Log: log, DriverImage: image, DriverNATSURL: cfg.DriverNATSURL, DriverSeedSecret: cfg.DriverSeedSecret}, nil
 	}
 	return nil, fmt.Errorf("unknown backend %q: use %s or %s", cfg.Kind, BackendLocal, BackendKubernetes)
 }

@@ -37,6 +37,9 @@ type Kube struct {
 	// DriverImage and DriverNATSURL go into the driver Jobs (StartDrivers):
 	// the driver-agent image and the NATS URL as pods see it.
 	DriverImage, DriverNATSURL string
+	// DriverSeedSecret names the Secret with the agents' NATS seed
+	// (BackendConfig.DriverSeedSecret).
+	DriverSeedSecret string
 
 	watch kubeWatch // DeadSUTs (kube_watch.go)
 }

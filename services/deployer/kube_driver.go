@@ -14,6 +14,7 @@ import (
 	"k8s.io/utils/ptr"
 
 	"github.com/benchq/benchq/contracts"
+	"github.com/benchq/benchq/internal/natsauth"
 )
 
 // DriverSpec describes the driver agents of one phase: Shards agent pods,
@@ -28,6 +29,7 @@ type DriverSpec struct {
 	Node                      string // -rnl / -rnb: pin the agents
 	Image                     string // the driver-agent image
 	NATSURL                   string // as seen from inside the cluster
+	SeedSecret                string // the Secret with the agents' NATS seed ("" = none)
 }
 
 // annotationAttempt on a driver Job: the phase attempt its agents serve.
@@ -80,6 +82,11 @@ func DriverJob(d DriverSpec, namespace string) (*batchv1.Job, error) {
 			},
 		}},
 	}
+	if d.SeedSecret != "" {
+		// The kubelet reads the Secret; the deployer never does.
+		pod.Containers[0].Env = append(pod.Containers[0].Env, corev1.EnvVar{Name: natsauth.SeedValueEnv, ValueFrom: &corev1.EnvVarSource{
+			SecretKeyRef: &corev1.SecretKeySelector{LocalObjectReference: corev1.LocalObjectReference{Name: d.SeedSecret}, Key: natsauth.SeedValueEnvOf(natsauth.Agent)}}})
+	}
 	if d.Node != "" {
 		pod.NodeSelector = map[string]string{corev1.LabelHostname: d.Node}
 	}
@@ -109,6 +116,9 @@ func (k *Kube) StartDrivers(ctx context.Context, d DriverSpec) (string, error) {
 	}
 	if d.NATSURL == "" {
 		d.NATSURL = k.DriverNATSURL
+	}
+	if d.SeedSecret == "" {
+		d.SeedSecret = k.DriverSeedSecret
 	}
 	j, err := DriverJob(d, k.Namespace)
 	if err != nil {

@@ -18,6 +18,7 @@ package main
 import (
 	"context"
 	"fmt"
+	"maps"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -40,8 +41,10 @@ import (
 	"k8s.io/utils/ptr"
 
 	"github.com/benchq/benchq/contracts"
+	"github.com/benchq/benchq/deploy/compose"
 	"github.com/benchq/benchq/internal/bus"
 	"github.com/benchq/benchq/internal/k8stest"
+	"github.com/benchq/benchq/internal/natsauth"
 	"github.com/benchq/benchq/internal/testenv"
 )
 
@@ -527,12 +530,14 @@ func testDeployK8s(t *testing.T, cp *k8stest.ControlPlane) {
 		t.Skip("kubectl was not built (scripts/k8s/build-control-plane.sh builds it)")
 	}
 	ctx := itCtx(t, 3*time.Minute)
-	out, err := exec.CommandContext(ctx, kubectl, "--kubeconfig", cp.Kubeconfig, "apply", "-k", filepath.Join("..", "..", "deploy", "k8s")).CombinedOutput()
+	dir, env := k8sManifests(t)
+	out, err := exec.CommandContext(ctx, kubectl, "--kubeconfig", cp.Kubeconfig, "apply", "-k", dir).CombinedOutput()
 	if err != nil {
 		t.Fatalf("kubectl apply -k deploy/k8s: %v\n%s", err, out)
 	}
 	t.Logf("kubectl apply -k deploy/k8s:\n%s", out)
 	const ns = "benchq"
+	checkCredentials(ctx, t, cp.Client, ns, env)
 	// Every replica the manifests ask for runs (NATS, the results
 	// database, the services; driver agents come as Jobs per phase).
 	want := 0
@@ -584,7 +589,7 @@ func testDeployK8s(t *testing.T, cp *k8stest.ControlPlane) {
 		t.Errorf("as benchq-deployer: %v", err)
 	}
 	d := DriverSpec{Code: "rbac1", Configuration: "PgBouncer-1", DBMS: "PgBouncer", Phase: "PgBouncer-1-load", Kind: contracts.KindLoad,
-		Shards: 2, Image: "benchq/driver-agent:dev", NATSURL: "nats://nats:4222"}
+		Shards: 2, Image: "benchq/driver-agent:dev", NATSURL: "nats://nats:4222", SeedSecret: "benchq-credentials"}
 	name, err := k.StartDrivers(ctx, d)
 	if err != nil {
 		t.Fatalf("as benchq-deployer: %v", err)
@@ -638,3 +643,109 @@ func testDeployK8s(t *testing.T, cp *k8stest.ControlPlane) {
 func errOf[T any](_ T, err error) error { return err }
 
 var authTokenRequest = authenticationv1.TokenRequest{Spec: authenticationv1.TokenRequestSpec{ExpirationSeconds: ptr.To(int64(3600))}}
+
+// k8sManifests copies deploy/k8s into a temp dir with a fresh .env, as
+// `benchq credentials deploy/k8s` writes it, and returns the dir and the
+// credentials.
+func k8sManifests(t *testing.T) (string, map[string]string) {
+	t.Helper()
+	src := filepath.Join("..", "..", "deploy", "k8s")
+	dir := t.TempDir()
+	files, err := os.ReadDir(src)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, f := range files {
+		if f.IsDir() || f.Name() == ".env" {
+			continue
+		}
+		b, err := os.ReadFile(filepath.Join(src, f.Name()))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(filepath.Join(dir, f.Name()), b, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	text, err := compose.Env()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, ".env"), []byte(text), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	env := map[string]string{}
+	for _, line := range strings.Split(text, "\n") {
+		if k, v, ok := strings.Cut(line, "="); ok && !strings.HasPrefix(line, "#") {
+			env[k] = v
+		}
+	}
+	return dir, env
+}
+
+// checkCredentials: the Secret holds the credentials as written; every
+// pod template takes only its own role's NATS seed, by reference (no
+// credential is a plain value in a manifest), NATS gets every public key,
+// the results database and its clients the password.
+func checkCredentials(ctx context.Context, t *testing.T, c kubernetes.Interface, ns string, env map[string]string) {
+	t.Helper()
+	sec, err := c.CoreV1().Secrets(ns).Get(ctx, "benchq-credentials", metav1.GetOptions{})
+	if err != nil {
+		t.Fatalf("the credentials Secret: %v", err)
+	}
+	for k, v := range env {
+		if string(sec.Data[k]) != v {
+			t.Errorf("Secret benchq-credentials: %s is not the .env's", k)
+		}
+	}
+	refs := map[string]map[string]string{} // workload -> env name -> Secret key
+	add := func(name string, pod corev1.PodSpec) {
+		refs[name] = map[string]string{}
+		for _, ctr := range pod.Containers {
+			for _, e := range ctr.Env {
+				for _, v := range env {
+					if e.Value != "" && strings.Contains(e.Value, v) {
+						t.Errorf("%s: %s holds a credential as a plain value", name, e.Name)
+					}
+				}
+				if e.ValueFrom != nil && e.ValueFrom.SecretKeyRef != nil {
+					if e.ValueFrom.SecretKeyRef.Name != "benchq-credentials" {
+						t.Errorf("%s: %s from Secret %q", name, e.Name, e.ValueFrom.SecretKeyRef.Name)
+					}
+					refs[name][e.Name] = e.ValueFrom.SecretKeyRef.Key
+				}
+			}
+		}
+	}
+	deps, err := c.AppsV1().Deployments(ns).List(ctx, metav1.ListOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, d := range deps.Items {
+		add(d.Name, d.Spec.Template.Spec)
+	}
+	sets, err := c.AppsV1().StatefulSets(ns).List(ctx, metav1.ListOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, s := range sets.Items {
+		add(s.Name, s.Spec.Template.Spec)
+	}
+	want := map[string]map[string]string{
+		"scheduler":  {"BENCHQ_NATS_SEED": "BENCHQ_NATS_SEED_SCHEDULER", "BENCHQ_HTTP_TOKEN": "BENCHQ_HTTP_TOKEN"},
+		"deployer":   {"BENCHQ_NATS_SEED": "BENCHQ_NATS_SEED_DEPLOYER"},
+		"collector":  {"BENCHQ_NATS_SEED": "BENCHQ_NATS_SEED_COLLECTOR", "PGPASSWORD": "BENCHQ_DB_PASSWORD"},
+		"reporter":   {"PGPASSWORD": "BENCHQ_DB_PASSWORD"},
+		"results-db": {"POSTGRES_PASSWORD": "BENCHQ_DB_PASSWORD"},
+		"prometheus": {},
+		"nats":       {},
+	}
+	for _, r := range natsauth.Roles {
+		want["nats"][natsauth.PubEnv(r)] = natsauth.PubEnv(r)
+	}
+	for name, w := range want {
+		if got, ok := refs[name]; !ok || !maps.Equal(got, w) {
+			t.Errorf("%s takes %v from the Secret, want %v", name, got, w)
+		}
+	}
+}

@@ -15,6 +15,7 @@ import (
 
 	"github.com/benchq/benchq/contracts"
 	"github.com/benchq/benchq/internal/catalog"
+	"github.com/benchq/benchq/internal/natsauth"
 )
 
 var update = flag.Bool("update", false, "rewrite the golden files under testdata/")
@@ -196,9 +197,17 @@ func TestGoldenDriverJob(t *testing.T) {
 	j, err := DriverJob(DriverSpec{
 		Code: goldenCode, Configuration: "Redis-64-8-196608-1", DBMS: "Redis", Phase: "Redis-64-8-196608-1-load",
 		Kind: contracts.KindLoad, Shards: 8, Node: "worker-3", Image: "benchq/driver-agent:dev", NATSURL: "nats://nats.benchq.svc:4222",
+		SeedSecret: "benchq-credentials",
 	}, goldenNamespace)
 	if err != nil {
 		t.Fatal(err)
+	}
+	// The agents' seed comes from the Secret, by reference: never a value.
+	env := j.Spec.Template.Spec.Containers[0].Env
+	seed := env[len(env)-1]
+	if seed.Name != natsauth.SeedValueEnv || seed.Value != "" || seed.ValueFrom == nil || seed.ValueFrom.SecretKeyRef == nil ||
+		seed.ValueFrom.SecretKeyRef.Name != "benchq-credentials" || seed.ValueFrom.SecretKeyRef.Key != "BENCHQ_NATS_SEED_AGENT" {
+		t.Errorf("the driver pods' NATS seed: %+v", seed)
 	}
 	b, err := yaml.Marshal(j)
 	if err != nil {

@@ -9,6 +9,7 @@ import (
 	"strconv"
 
 	"github.com/benchq/benchq/internal/config"
+	"github.com/benchq/benchq/internal/natsauth"
 )
 
 func main() {
@@ -21,6 +22,7 @@ func main() {
 	fs.StringVar(&bc.Namespace, "namespace", config.Env("BENCHQ_NAMESPACE", ""), "kubernetes backend: namespace (env BENCHQ_NAMESPACE; default the kubeconfig's or the pod's)")
 	fs.StringVar(&bc.DriverImage, "driver-image", config.Env("BENCHQ_DRIVER_IMAGE", DefaultDriverImage), "kubernetes backend: driver-agent image of the driver Jobs (env BENCHQ_DRIVER_IMAGE)")
 	fs.Float64Var(&bc.KubeQPS, "kube-qps", kubeQPSDefault(), "kubernetes backend: requests a second to the API server, burst twice that (env BENCHQ_KUBE_QPS)")
+	fs.StringVar(&bc.DriverSeedSecret, "driver-seed-secret", config.Env("BENCHQ_DRIVER_SEED_SECRET", ""), "kubernetes backend: Secret whose key "+natsauth.SeedValueEnvOf(natsauth.Agent)+" the driver pods connect to NATS with (env BENCHQ_DRIVER_SEED_SECRET; empty: anonymously)")
 	fs.StringVar(&bc.DriverNATSURL, "driver-nats", config.Env("BENCHQ_DRIVER_NATS_URL", ""), "kubernetes backend: NATS URL as the driver pods see it (env BENCHQ_DRIVER_NATS_URL; default: -nats)")
 	svc.Main(func(ctx context.Context, rt config.Runtime) error {
 		if bc.DriverNATSURL == "" {
