@@ -124,6 +124,13 @@ bench-monitoring: bootstrap
 bench-intake: bootstrap
 	@scripts/bench-intake.sh
 
+# Issue 15: two saturation searches each for a throttled Redis and for
+# PostgreSQL, their knees and whether they agree within the precision
+# (docs/saturation.md); about 15 minutes.
+.PHONY: bench-saturation
+bench-saturation: bootstrap
+	@scripts/bench-saturation.sh
+
 # Chaos (issue 14, point 2): e2e/chaos_test.go for 50 rounds; `make test`
 # runs 3. Each SIGKILLs one component (or the SUT) at a random moment of an
 # experiment and checks it ends done or failed with a reason, each shard

@@ -83,6 +83,39 @@ type Request struct {
 	// and a new connection per transaction (-xconn).
 	DurationS     int  `json:"duration_s,omitempty"`
 	NewConnection bool `json:"new_connection,omitempty"`
+	// Saturation asks for a saturation search instead of the benchmarking
+	// grid (-xsat, docs/saturation.md): starting from the first
+	// benchmarking variant, raise the offered load step by step on the same
+	// loaded SUT until a step fails, bisect to the knee, then hold it.
+	Saturation *Saturation `json:"saturation,omitempty"`
+}
+
+// Saturation is the saturation search's settings (-xsat…); the plan's
+// settings carry them with every default resolved.
+type Saturation struct {
+	// StepFactor multiplies the offered load from one passing step to the
+	// next while no step has failed (-xsatf).
+	StepFactor float64 `json:"step_factor,omitempty"`
+	// StepS is each step's length; WarmupS its first seconds, not judged.
+	StepS   int `json:"step_s,omitempty"`
+	WarmupS int `json:"warmup_s,omitempty"`
+	// MinAchieved is the share (percent) of the offered load a step's
+	// goodput must reach over its steady part.
+	MinAchieved float64 `json:"min_achieved,omitempty"`
+	// MaxP99MS bounds a step's p99 latency (ms; 0 = no bound; -xsatp99).
+	MaxP99MS float64 `json:"max_p99_ms,omitempty"`
+	// Precision (percent) ends the bisection: the first failing offered
+	// load is at most this much above the last passing one (-xsatprec).
+	Precision float64 `json:"precision,omitempty"`
+	// MaxSteps bounds the search; MaxShards the shards it may add when the
+	// drivers, not the SUT, were the limit.
+	MaxSteps  int `json:"max_steps,omitempty"`
+	MaxShards int `json:"max_shards,omitempty"`
+	// HoldS runs the knee this long after the search (-xsh, minutes on the
+	// CLI; 0 = no hold); MaxCV (percent) is the per-second coefficient of
+	// variation under which the hold is stable.
+	HoldS int     `json:"hold_s,omitempty"`
+	MaxCV float64 `json:"max_cv,omitempty"`
 }
 
 // Actions of a request.
@@ -409,7 +442,17 @@ type Final struct {
 	RuntimeMS  float64    `json:"runtime_ms,omitempty"`
 	Throughput float64    `json:"throughput,omitempty"`
 	Operations []OpResult `json:"operations,omitempty"`
-	Stdout     string     `json:"stdout,omitempty"`
+	// Progress is the shard's status lines: operations done so far, at
+	// each interval (-xli); what a saturation step is judged on, second by
+	// second (internal/saturation).
+	Progress []Progress `json:"progress,omitempty"`
+	Stdout   string     `json:"stdout,omitempty"`
+}
+
+// Progress is one status line of a shard: operations done since its start.
+type Progress struct {
+	At         time.Time `json:"at"`
+	Operations int64     `json:"operations"`
 }
 
 // Drivers asks the deployer to start the driver agents of one phase
@@ -478,6 +521,78 @@ type PhaseEvent struct {
 	StartedAt     *time.Time `json:"started_at,omitempty"`
 	EndedAt       *time.Time `json:"ended_at,omitempty"`
 	Reason        string     `json:"reason,omitempty"`
+	// Saturation is the judgement of a saturation step or hold (done and
+	// failed events of such phases).
+	Saturation *SaturationStep `json:"saturation,omitempty"`
+}
+
+// Saturation phase roles: a step of the search, or the hold of its knee.
+const (
+	RoleStep = "step"
+	RoleHold = "hold"
+)
+
+// Saturation verdicts.
+const (
+	VerdictPass          = "pass"
+	VerdictFail          = "fail"
+	VerdictDriverLimited = "driver-limited"
+	VerdictStable        = "stable"
+	VerdictUnstable      = "unstable"
+)
+
+// SaturationStep is how the scheduler judged one step of a saturation
+// search (internal/saturation), from the shards' finals: the figures, the
+// verdict and why, and what the search did next.
+type SaturationStep struct {
+	Step    int    `json:"step"` // 1-based, the hold included
+	Role    string `json:"role"` // RoleStep or RoleHold
+	Offered int    `json:"offered"`
+	Shards  int    `json:"shards"`
+	Threads int    `json:"threads"` // over all shards
+	// The steady window: after the warm-up, within every shard's window.
+	SteadyFrom *time.Time `json:"steady_from,omitempty"`
+	SteadyTo   *time.Time `json:"steady_to,omitempty"`
+	Seconds    int        `json:"seconds"`
+	// Achieved is all operations per second over the steady window, summed
+	// over shards; Goodput the successful ones (ErrorShare percent failed).
+	Achieved   float64 `json:"achieved"`
+	Goodput    float64 `json:"goodput"`
+	ErrorShare float64 `json:"error_share"`
+	// Latency over the step (ms) from the shards' merged histograms: from
+	// the intended start when the drivers report it (a target is set).
+	P95MS *float64 `json:"p95_ms,omitempty"`
+	P99MS *float64 `json:"p99_ms,omitempty"`
+	// Per-second throughput of the steady window: coefficient of variation
+	// (percent) and the worst second (ops/s).
+	CV          float64 `json:"cv"`
+	WorstSecond float64 `json:"worst_second"`
+	// Busy is the share (percent) of the drivers' thread time spent in
+	// operations (Little's law: throughput × mean latency / threads).
+	Busy    float64 `json:"busy"`
+	Verdict string  `json:"verdict"`
+	Why     string  `json:"why"`
+	Next    string  `json:"next"`
+	// Knee is set on the step that ended the search.
+	Knee *Knee `json:"knee,omitempty"`
+}
+
+// Knee is a saturation search's result: the highest offered load that
+// passed, what it achieved, and how close the search got.
+type Knee struct {
+	Offered int     `json:"offered"`
+	Goodput float64 `json:"goodput"`
+	// Sustained is the knee's figure, the maximum sustainable throughput:
+	// the step's goodput, but never above its offered load — a goodput
+	// above it is the drivers catching up on a backlog from the warm-up,
+	// not capacity the step showed.
+	Sustained float64  `json:"sustained"`
+	P99MS     *float64 `json:"p99_ms,omitempty"`
+	Step      int      `json:"step"`
+	FirstBad  int      `json:"first_bad,omitempty"` // lowest failing offered load (0: none)
+	// Note says when the knee is only a bound (no step passed, or none
+	// failed, or the steps ran out before the precision).
+	Note string `json:"note,omitempty"`
 }
 
 // Experiment statuses: running until the end, then done, failed or

@@ -22,24 +22,30 @@ import (
 // and `benchq benchbase`; the scheduler (through plan.FromRequest) rejects
 // combinations that make no sense, with the field named.
 type expFlags struct {
-	benchmark                  string
-	dbms                       listFlag
-	sf, xop, xsd               float64
-	xwl, xio                   string
-	xtb                        int
-	xnlf, xnbf                 floatList
-	nlp, nlt, nbp, nbt, ne     intList
-	nc, ms, xli, xbs           int
-	tr                         bool
-	maxErrors                  float64 // -max-errors: 0 = the plan's default
-	m, mc, ma                  bool
-	rr, rc, lr                 string
-	rst, rss                   string
-	rsr                        bool
-	rnn, rnl, rnb              string
-	nw, nwr                    int
-	xnpp, xnpi, xnpo           intList
-	xconn                      bool
+	benchmark              string
+	dbms                   listFlag
+	sf, xop, xsd           float64
+	xwl, xio               string
+	xtb                    int
+	xnlf, xnbf             floatList
+	nlp, nlt, nbp, nbt, ne intList
+	nc, ms, xli, xbs       int
+	tr                     bool
+	maxErrors              float64 // -max-errors: 0 = the plan's default
+	m, mc, ma              bool
+	rr, rc, lr             string
+	rst, rss               string
+	rsr                    bool
+	rnn, rnl, rnb          string
+	nw, nwr                int
+	xnpp, xnpi, xnpo       intList
+	xconn                  bool
+	// The saturation search (docs/saturation.md): -xsat, its step factor,
+	// step length, p99 bound, precision, steps and hold (minutes).
+	xsat                       bool
+	xsatf, xsatp99, xsatprec   float64
+	xsats, xsatmax             int
+	xsh                        float64
 	code                       string
 	detach, dryRun             bool
 	timeoutSUT, timeoutBarrier int
@@ -83,7 +89,7 @@ func newExpFlagSet(f *expFlags, benchmark string, out io.Writer) *flag.FlagSet {
 	fs.Var(&f.ne, "ne", "clients: benchmarking runs as this multiple of the benchmarker pods, comma separated (default 1)")
 	fs.IntVar(&f.nc, "nc", 1, "repetitions, each on a fresh SUT")
 	fs.IntVar(&f.ms, "ms", 1, "SUTs alive at once, across all running experiments")
-	fs.IntVar(&f.xli, "xli", 10, "seconds between status intervals")
+	fs.IntVar(&f.xli, "xli", 0, "seconds between status intervals (default 10; 1 with -xsat)")
 	fs.IntVar(&f.xbs, "xbs", 0, "YCSB insert batch size (JDBC)")
 	fs.BoolVar(&f.tr, "tr", false, "test results (the Tests section)")
 	fs.Float64Var(&f.maxErrors, "max-errors", 0, "percent of failed operations above which a phase is marked and its test fails (default 1)")
@@ -104,6 +110,13 @@ func newExpFlagSet(f *expFlags, benchmark string, out io.Writer) *flag.FlagSet {
 	fs.Var(&f.xnpp, "xnpp", "connection pool pods, comma separated (PgBouncer)")
 	fs.Var(&f.xnpi, "xnpi", "pool inbound connections in total, comma separated")
 	fs.Var(&f.xnpo, "xnpo", "pool outbound connections in total, comma separated")
+	fs.BoolVar(&f.xsat, "xsat", false, "saturation search: from -xtb × -xnbf on -nbp shards, raise the offered load until a step fails, bisect to the knee (docs/saturation.md)")
+	fs.Float64Var(&f.xsatf, "xsatf", 0, "saturation: offered load × this per passing step (default 2)")
+	fs.IntVar(&f.xsats, "xsats", 0, "saturation: seconds per step (default 20)")
+	fs.Float64Var(&f.xsatp99, "xsatp99", 0, "saturation: a step fails when its p99 exceeds this many ms (default: no bound)")
+	fs.Float64Var(&f.xsatprec, "xsatprec", 0, "saturation: bisect until the first failing load is at most this percent above the last passing one (default 5)")
+	fs.IntVar(&f.xsatmax, "xsatmax", 0, "saturation: at most this many steps (default 16)")
+	fs.Float64Var(&f.xsh, "xsh", 0, "saturation: hold the knee this many minutes and judge its stability (default 0: no hold)")
 	fs.StringVar(&f.code, "e", "", "experiment code (default: unix time); with 'summary': the experiment to show")
 	fs.BoolVar(&f.detach, "detach", false, "return once the experiment is accepted")
 	fs.BoolVar(&f.dryRun, "dry-run", false, "print the planned workflow and configurations; run nothing")
@@ -136,6 +149,10 @@ func (f *expFlags) request(code, action string, now time.Time) contracts.Request
 	if f.maxErrors != 0 {
 		me := f.maxErrors
 		r.ErrorShareLimit = &me
+	}
+	if f.xsat {
+		r.Saturation = &contracts.Saturation{StepFactor: f.xsatf, StepS: f.xsats, MaxP99MS: f.xsatp99, Precision: f.xsatprec,
+			MaxSteps: f.xsatmax, HoldS: int(math.Round(f.xsh * 60))}
 	}
 	if f.m || f.mc || f.ma {
 		r.Monitoring = &contracts.Monitoring{SUT: f.m, Cluster: f.mc, Application: f.ma}

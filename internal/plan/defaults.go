@@ -4,6 +4,7 @@ import (
 	"math"
 
 	"github.com/benchq/benchq/contracts"
+	"github.com/benchq/benchq/internal/saturation"
 )
 
 // Defaults are bexhoma's defaults where it has one.
@@ -116,6 +117,14 @@ func WithDefaults(r contracts.Request) contracts.Request {
 	if r.MaxSUTs == 0 {
 		r.MaxSUTs = d.MaxSUTs
 	}
+	if r.Saturation != nil {
+		// Steps are judged second by second (-xli 1).
+		s := saturation.WithDefaults(*r.Saturation)
+		r.Saturation = &s
+		if r.StatusInterval == 0 {
+			r.StatusInterval = 1
+		}
+	}
 	if r.StatusInterval == 0 {
 		r.StatusInterval = d.StatusInterval
 	}
@@ -148,6 +157,10 @@ func timeouts(r contracts.Request, p Plan) contracts.Timeouts {
 				}
 			}
 		}
+	}
+	if s := r.Saturation; s != nil {
+		// Its steps and hold are added as the search goes.
+		expected = max(expected, float64(s.StepS), float64(s.HoldS))
 	}
 	out.ShardS = max(out.ShardS, int(math.Ceil(2*expected))+300)
 	t := r.Timeouts

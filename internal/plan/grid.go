@@ -94,6 +94,16 @@ func phases(r contracts.Request, p Plan, cfg string, loading phaseSpec) ([]Phase
 	if r.Action == contracts.ActionLoad {
 		return out, nil
 	}
+	if r.Saturation != nil {
+		// The search's first step; the scheduler adds the others
+		// (internal/saturation).
+		pods, threads := r.BenchmarkingPods[0], r.BenchmarkingThreads[0]
+		if err := checkBenchmarkers(r, p.OperationCount, threads, pods, pods); err != nil {
+			return nil, err
+		}
+		offered := target(*r.TargetBase, r.BenchmarkingFactors[0])
+		return append(out, SaturationPhase(r, p, cfg, 1, offered, pods, max(1, threads/pods), r.Saturation.StepS)), nil
+	}
 	client := 0
 	for _, bf := range r.BenchmarkingFactors {
 		for _, bt := range r.BenchmarkingThreads {

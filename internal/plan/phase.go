@@ -41,6 +41,20 @@ func newPhase(r contracts.Request, p Plan, cfg string, s phaseSpec) Phase {
 	return ph
 }
 
+// SaturationPhase is the benchmarking phase of a saturation step or hold
+// (internal/saturation): offered ops/s over shards with threadsPerShard
+// threads each, for seconds (YCSB's maxexecutiontime; the shards get twice
+// the operations the offered load needs, so time ends the phase).
+func SaturationPhase(r contracts.Request, p Plan, cfg string, client, offered, shards, threadsPerShard, seconds int) Phase {
+	ph := newPhase(r, p, cfg, phaseSpec{kind: contracts.KindRun, client: client, pods: shards, threads: shards * threadsPerShard,
+		factor: float64(offered) / float64(max(1, *r.TargetBase)), target: offered})
+	work := SplitRange(2*int64(offered)*int64(seconds), shards)
+	for k := range ph.Shards {
+		ph.Shards[k].YCSB.OperationCount, ph.Shards[k].YCSB.MaxExecutionS = work[k].Count, seconds
+	}
+	return ph
+}
+
 func node(r contracts.Request, kind string) string {
 	if r.Nodes == nil {
 		return ""

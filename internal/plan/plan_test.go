@@ -234,6 +234,13 @@ func TestExpandRejectsInconsistentSettings(t *testing.T) {
 		"replicas w/o workers": {contracts.Request{DBMS: []string{"Redis"}, WorkerReplicas: 1}, "worker_replicas"},
 		"remove nothing":       {contracts.Request{DBMS: []string{"Redis"}, Storage: &contracts.Storage{Remove: true}}, "storage.remove"},
 		"pool without pooler":  {contracts.Request{DBMS: []string{"Redis", "PostgreSQL"}, PoolPods: ints(4)}, "pool_pods"},
+		// The saturation search (docs/saturation.md).
+		"saturation on tpcc": {contracts.Request{Benchmark: BenchmarkBenchbase, DBMS: []string{"PostgreSQL"}, Saturation: &contracts.Saturation{}}, "saturation"},
+		"saturation, load":   {contracts.Request{DBMS: []string{"Redis"}, Action: contracts.ActionLoad, Saturation: &contracts.Saturation{}}, "saturation"},
+		"saturation, -xli 5": {contracts.Request{DBMS: []string{"Redis"}, StatusInterval: 5, Saturation: &contracts.Saturation{}}, "status_interval"},
+		"saturation, 2 -nbp": {contracts.Request{DBMS: []string{"Redis"}, BenchmarkingPods: ints(1, 2), Saturation: &contracts.Saturation{}}, "benchmarking_pods"},
+		"saturation, -xtb 0": {contracts.Request{DBMS: []string{"Redis"}, TargetBase: func() *int { z := 0; return &z }(), Saturation: &contracts.Saturation{}}, "target_base"},
+		"warm-up > step":     {contracts.Request{DBMS: []string{"Redis"}, Saturation: &contracts.Saturation{StepS: 5, WarmupS: 10}}, "saturation.warmup_s"},
 	}
 	for name, c := range cases {
 		_, err := Expand("1", req(c.r))
@@ -284,5 +291,31 @@ func TestYCSBDurationCapsBenchmarking(t *testing.T) {
 	c := p.Configurations[0]
 	if c.Phases[0].Shards[0].YCSB.MaxExecutionS != 0 || c.Phases[1].Shards[0].YCSB.MaxExecutionS != 90 {
 		t.Errorf("load %d, run %d", c.Phases[0].Shards[0].YCSB.MaxExecutionS, c.Phases[1].Shards[0].YCSB.MaxExecutionS)
+	}
+}
+
+// A saturation search plans its loading phase and its first step: the
+// first variant's target, run for a step's time, judged second by second.
+func TestExpandSaturation(t *testing.T) {
+	tb := 2000
+	p, err := Expand("1", req(contracts.Request{DBMS: []string{"Redis"}, TargetBase: &tb, BenchmarkingPods: ints(2), BenchmarkingThreads: ints(16),
+		Saturation: &contracts.Saturation{HoldS: 600}}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	phases := p.Configurations[0].Phases
+	if len(phases) != 2 || phases[1].Target != 2000 || len(phases[1].Shards) != 2 || p.Settings.StatusInterval != 1 {
+		t.Fatalf("phases %+v, -xli %d", phases, p.Settings.StatusInterval)
+	}
+	step := phases[1].Shards[0].YCSB
+	if step.Threads != 8 || step.Target != 1000 || step.MaxExecutionS != 20 || step.OperationCount != 2*1000*20 {
+		t.Errorf("first step's shard %+v: want 8 threads, 1000 ops/s, 20 s, twice the operations", step)
+	}
+	if s := p.Settings.Saturation; s.StepFactor != 2 || s.Precision != 5 || s.HoldS != 600 {
+		t.Errorf("settings %+v", s)
+	}
+	// The shard timeout covers the hold the search may add.
+	if p.Timeouts.ShardS < 2*600+300 {
+		t.Errorf("shard timeout %d s < the hold's 600 s × 2 + 300", p.Timeouts.ShardS)
 	}
 }

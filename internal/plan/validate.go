@@ -49,6 +49,9 @@ func checkSettings(r contracts.Request) error {
 	case r.Storage != nil && r.Storage.Remove && r.Storage.Class == "" && r.Storage.Size == "":
 		return invalid("storage.remove", "removing the volume first (-rsr) needs a volume: give -rst and/or -rss")
 	}
+	if err := checkSaturation(r); err != nil {
+		return err
+	}
 	if bb {
 		for i, d := range r.DBMS {
 			if e, err := catalog.Lookup(d); err == nil && e.JDBCURL == "" {
@@ -98,6 +101,46 @@ func checkBenchmarkers(r contracts.Request, operations int64, threads, pods, sha
 		return invalid("benchmarking_threads", "%d threads cannot be split into %d benchmarker pods; every pod needs at least one thread (raise -nbt or lower -nbp)", threads, pods)
 	case r.Benchmark != BenchmarkBenchbase && int64(shards) > operations:
 		return invalid("operations", "%d operations cannot be split into %d benchmarker pods (raise -xop)", operations, shards)
+	}
+	return nil
+}
+
+// checkSaturation: a saturation search starts from one benchmarking
+// variant with a target, on YCSB, judged second by second.
+func checkSaturation(r contracts.Request) error {
+	s := r.Saturation
+	if s == nil {
+		return nil
+	}
+	one := func(field, flag string, n int) error {
+		if n != 1 {
+			return invalid(field, "a saturation search (-xsat) starts from one benchmarking variant: give one %s (got %d)", flag, n)
+		}
+		return nil
+	}
+	switch {
+	case r.Benchmark == BenchmarkBenchbase:
+		return invalid("saturation", "the saturation search runs YCSB only so far (docs/saturation.md); TPC-C is not supported yet")
+	case r.Action != contracts.ActionRun:
+		return invalid("saturation", "a saturation search benchmarks: action run, not %s", r.Action)
+	case *r.TargetBase < 1:
+		return invalid("target_base", "a saturation search raises an offered load: give -xtb > 0 (the first step offers -xtb × -xnbf ops/s)")
+	case r.StatusInterval != 1:
+		return invalid("status_interval", "a saturation search judges its steps second by second: -xli 1 (got %d)", r.StatusInterval)
+	case s.WarmupS >= s.StepS-1:
+		return invalid("saturation.warmup_s", "the warm-up (%d s) leaves no steady second of a %d s step", s.WarmupS, s.StepS)
+	case s.MaxShards < r.BenchmarkingPods[0]:
+		return invalid("saturation.max_shards", "%d shards at most, but the first step has %d (-nbp)", s.MaxShards, r.BenchmarkingPods[0])
+	}
+	for _, c := range []error{
+		one("benchmarking_factors", "-xnbf", len(r.BenchmarkingFactors)),
+		one("benchmarking_pods", "-nbp", len(r.BenchmarkingPods)),
+		one("benchmarking_threads", "-nbt", len(r.BenchmarkingThreads)),
+		one("clients", "-ne", len(r.Clients)),
+	} {
+		if c != nil {
+			return c
+		}
 	}
 	return nil
 }

@@ -340,6 +340,19 @@ func TestCollectorStoresAnExperiment(t *testing.T) {
 	e.publish(late, started)
 	e.settled()
 	e.expect("phases after run", []string{load + " done", run + " done"}, `SELECT phase || ' ' || status FROM phases ORDER BY phase`)
+
+	// A saturation step's judgement is a row of its own; its p95 was not
+	// measured: NULL, never 0.
+	subj, pe := x.phaseEvent(1, contracts.PhaseDone)
+	pe.ID, pe.Attempt = "c1."+run+".a2.done", 2
+	p99 := 4.5
+	pe.Saturation = &contracts.SaturationStep{Step: 1, Role: contracts.RoleStep, Offered: 1000, Shards: 2, Threads: 16, Seconds: 17,
+		Achieved: 990, Goodput: 985, ErrorShare: 0.5, P99MS: &p99, CV: 2.5, WorstSecond: 950, Busy: 12, Verdict: contracts.VerdictPass,
+		Why: "goodput 985 ops/s ≥ 95 % of 1000", Next: "the search is over", Knee: &contracts.Knee{Offered: 1000, Goodput: 985, Step: 1}}
+	e.publish(subj, pe)
+	e.settled()
+	e.expect("saturation_steps", []string{run + " 2 1 step 1000 985 NULL 4.5 pass 1000"},
+		`SELECT concat_ws(' ', phase, attempt, step, role, offered, goodput, coalesce(p95_ms::text, 'NULL'), p99_ms, verdict, knee->>'offered') FROM saturation_steps`)
 }
 
 // The collector's /metrics: the messages it stored by stream (planned,
@@ -515,16 +528,16 @@ func TestMigrateIsIdempotent(t *testing.T) {
 	if err := rows.Err(); err != nil {
 		t.Fatal(err)
 	}
-	if fmt.Sprint(versions) != "[0001_init 0002_histograms 0003_metrics 0004_metric_summaries 0005_views]" {
+	if fmt.Sprint(versions) != "[0001_init 0002_histograms 0003_metrics 0004_metric_summaries 0005_views 0006_saturation]" {
 		t.Errorf("schema_migrations = %v", versions)
 	}
 	var tables int
 	if err := db.QueryRow(ctx, `SELECT count(*) FROM information_schema.tables WHERE table_schema = 'public'
-		AND table_name IN ('messages', 'experiments', 'configurations', 'phases', 'shard_results', 'shard_operations', 'intervals')`).Scan(&tables); err != nil {
+		AND table_name IN ('messages', 'experiments', 'configurations', 'phases', 'shard_results', 'shard_operations', 'intervals', 'saturation_steps')`).Scan(&tables); err != nil {
 		t.Fatal(err)
 	}
-	if tables != 7 {
-		t.Errorf("%d of 7 tables", tables)
+	if tables != 8 {
+		t.Errorf("%d of 8 tables", tables)
 	}
 }
 

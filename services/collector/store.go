@@ -94,6 +94,9 @@ func write(ctx context.Context, tx pgx.Tx, r record) error {
 			  ended_at = COALESCE(EXCLUDED.ended_at, phases.ended_at),
 			  reason = COALESCE(EXCLUDED.reason, phases.reason)`,
 			m.Code, m.Phase, m.Attempt, m.Configuration, m.Kind, m.Status, m.Shards, m.StartedAt, m.EndedAt, m.Reason, contracts.PhaseStarted)
+		if err == nil && m.Saturation != nil {
+			err = writeStep(ctx, tx, m)
+		}
 	case *contracts.Final:
 		err = writeFinal(ctx, tx, m)
 	case *contracts.Interval:
@@ -166,4 +169,24 @@ func connectionFacts(m *contracts.SUTReady) map[string]any {
 	}
 	facts["backend"] = m.Backend
 	return facts
+}
+
+// writeStep stores the judgement of a saturation step (saturation_steps).
+func writeStep(ctx context.Context, tx pgx.Tx, m *contracts.PhaseEvent) error {
+	st := m.Saturation
+	var knee []byte
+	if st.Knee != nil {
+		var err error
+		if knee, err = json.Marshal(st.Knee); err != nil {
+			return err
+		}
+	}
+	_, err := tx.Exec(ctx, `INSERT INTO saturation_steps (code, phase, attempt, configuration, step, role, offered, shards, threads,
+			steady_from, steady_to, seconds, achieved, goodput, error_share, p95_ms, p99_ms, cv, worst_second, busy, verdict, why, next, knee)
+		VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18, $19, $20, $21, $22, $23, $24)
+		ON CONFLICT (code, phase, attempt) DO NOTHING`,
+		m.Code, m.Phase, m.Attempt, m.Configuration, st.Step, st.Role, st.Offered, st.Shards, st.Threads,
+		st.SteadyFrom, st.SteadyTo, st.Seconds, st.Achieved, st.Goodput, st.ErrorShare, st.P95MS, st.P99MS, st.CV, st.WorstSecond, st.Busy,
+		st.Verdict, st.Why, st.Next, knee)
+	return err
 }

@@ -50,6 +50,7 @@ type shardRun struct {
 	hdrDir string // where YCSB writes its histogram logs (see ycsbCommand)
 	// Written by readStderr, read after the driver exited.
 	firstOp, lastOp time.Time
+	progress        []contracts.Progress // the status lines, for the final
 	live            *liveShard
 }
 
@@ -169,6 +170,7 @@ func (r *shardRun) run(ctx context.Context) (*contracts.Final, error) {
 		t := r.lastOp.UTC()
 		final.LastOpAt = &t
 	}
+	final.Progress = r.progress
 	return final, nil
 }
 
@@ -310,6 +312,7 @@ func (r *shardRun) readStderr(ctx context.Context, stderr io.Reader, ready chan<
 			tail.add(line)
 			continue
 		}
+		r.progress = append(r.progress, contracts.Progress{At: st.At.UTC(), Operations: st.Operations})
 		r.a.publishInterval(ctx, r.job, r.live, contracts.Interval{
 			At: st.At.UTC(), ElapsedS: st.ElapsedS, Operations: st.Operations, OpsPerSec: st.OpsPerSec, PerOp: st.PerOp,
 		})

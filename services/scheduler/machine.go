@@ -46,6 +46,9 @@ type State struct {
 	// attempt's driver Job (Kubernetes backend) until DriverGrace has
 	// passed: then the shards still without a final are settled (drivers.go).
 	Drivers map[string]*DriverEnd `json:"drivers,omitempty"`
+	// Searches are the configurations' saturation searches (saturation.go),
+	// by configuration; empty unless the experiment runs one.
+	Searches []Search `json:"searches,omitempty"`
 }
 
 // GoLead is how far ahead of "now" the common start time is set, so every
@@ -88,6 +91,9 @@ func Start(p plan.Plan, request []byte, now time.Time, busy int) (*State, []Out,
 	s := &State{ExperimentState: contracts.ExperimentState{Code: p.Code, Status: contracts.ExperimentRunning, Plan: p, StartedAt: now.UTC()}, Busy: busy}
 	for range p.Configurations {
 		s.Configs = append(s.Configs, ConfigState{Status: cfgPending})
+	}
+	if p.Settings.Saturation != nil {
+		s.Searches = make([]Search, len(p.Configurations))
 	}
 	out := []Out{{
 		Subject: contracts.TopicPlanned.For(p.Code),

@@ -102,6 +102,7 @@ func (s *State) onFinal(m *contracts.Final, now time.Time) []Out {
 		start, end = *m.FirstOpAt, *m.LastOpAt
 	}
 	cur.Done[m.Shard-1] = &ShardDone{Status: m.Status, Error: m.Error, StartedAt: start, EndedAt: end}
+	s.keepFinal(i, m)
 	if m.Status != contracts.StatusOK && cur.Status == phPreparing {
 		// A shard died before READY: the phase cannot start together.
 		return s.endPhase(i, fmt.Sprintf("shard %d failed before the barrier: %s", m.Shard, m.Error), now)
@@ -137,6 +138,9 @@ func (s *State) endPhase(i int, reason string, now time.Time) []Out {
 // endPhaseNoted is endPhase with a note that a done phase's event carries
 // as its reason (a simulated phase: nothing was measured).
 func (s *State) endPhaseNoted(i int, reason, note string, now time.Time) []Out {
+	if s.searching(i) {
+		return s.endStep(i, reason, note, now)
+	}
 	ph := s.Plan.Configurations[i].Phases[s.Configs[i].Phase]
 	closed := s.closePhase(i, reason, note, now)
 	out := []Out{closed}

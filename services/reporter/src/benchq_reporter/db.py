@@ -108,15 +108,16 @@ QUERIES = {
     "shard_operations": _select("shard_operations", ("phase", "shard", "attempt", "operation")),
     # One SELECT for every monitoring section, however many phases and metrics.
     "metric_summaries": _select("metric_summaries", ("phase", "attempt", "component", "section", "position")),
+    "saturation_steps": _select("saturation_steps", ("configuration", "step", "attempt")),
     # The time series, for the DataFrames (dataframes.py); the summary does not read them.
     "intervals": _select("intervals", ("phase", "shard", "attempt", "elapsed_s")),
     "metrics": _select("metrics", ("configuration", "phase", "component", "metric", "labels", "time")),
 }
 # What the summary reads (ExperimentData); the time series are fetched on demand.
 SUMMARY_TABLES = ("experiments", "configurations", "phases", "shard_results", "shard_operations",
-                  "metric_summaries")
-# Tables a results database may predate (migrations 0003, 0004): read only when they exist.
-OPTIONAL = {"metric_summaries", "metrics"}
+                  "metric_summaries", "saturation_steps")
+# Tables a results database may predate (migrations 0003, 0004, 0006): read only when they exist.
+OPTIONAL = {"metric_summaries", "metrics", "saturation_steps"}
 
 
 def fetch_tables(conn: psycopg.Connection, code: str,

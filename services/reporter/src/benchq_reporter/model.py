@@ -9,7 +9,7 @@ whether a row came from PostgreSQL (datetimes, ints, dicts) or from JSON
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from functools import cached_property
 from typing import Any
 
@@ -58,6 +58,14 @@ COLUMNS: dict[str, dict[str, Any]] = {
         "title": object, "value": "float64", "missing": object, "samples": "Int64",
         "window_start": TS, "window_end": TS,
     },
+    # The saturation search's judged steps (issue 15, migration 0006).
+    "saturation_steps": {
+        "configuration": object, "phase": object, "attempt": "Int64", "step": "Int64", "role": object,
+        "offered": "Int64", "shards": "Int64", "threads": "Int64", "steady_from": TS, "steady_to": TS,
+        "seconds": "Int64", "achieved": "float64", "goodput": "float64", "error_share": "float64",
+        "p95_ms": "float64", "p99_ms": "float64", "cv": "float64", "worst_second": "float64", "busy": "float64",
+        "verdict": object, "why": object, "next": object, "knee": object,
+    },
     # Read for the DataFrames (dataframes.py) only, not for the summary.
     "intervals": {
         "phase": object, "shard": "Int64", "attempt": "Int64", "elapsed_s": "Int64", "at": TS,
@@ -86,6 +94,8 @@ class ExperimentData:
     shards: pd.DataFrame
     operations: pd.DataFrame
     metrics: pd.DataFrame  # metric_summaries; empty when the experiment was not monitored
+    # saturation_steps; empty unless the experiment ran a saturation search.
+    saturation: pd.DataFrame = field(default_factory=lambda: frame("saturation_steps", ()))
 
     @property
     def code(self) -> str:
@@ -93,8 +103,9 @@ class ExperimentData:
 
     @cached_property
     def plan(self) -> Plan:
-        """The experiment's plan, typed (plan.py reads the stored JSON)."""
-        return read_plan(self.experiment.get("plan"))
+        """The experiment's plan, typed (plan.py reads the stored JSON), with the
+        phases a saturation search added to it step by step."""
+        return read_plan(self.experiment.get("plan")).with_steps(self.saturation)
 
     @classmethod
     def from_tables(cls, tables: Mapping[str, Sequence[Mapping[str, Any]]]) -> ExperimentData:
@@ -111,6 +122,7 @@ class ExperimentData:
             shards=frame("shard_results", tables.get("shard_results", ())),
             operations=frame("shard_operations", tables.get("shard_operations", ())),
             metrics=frame("metric_summaries", tables.get("metric_summaries", ())),
+            saturation=frame("saturation_steps", tables.get("saturation_steps", ())),
         )
 
 

@@ -18,12 +18,12 @@ scheduler used then; with a plan that has the setting it does nothing.
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 import pandas as pd
 
-from .contracts import BENCHMARK, WORKLOAD
+from .contracts import BENCHMARK, KIND, WORKLOAD
 
 # The plan's default of error_share_limit (internal/plan.DefaultErrorShareLimit),
 # for plans stored before they carried it.
@@ -93,6 +93,29 @@ class Plan:
                  "pods": p.pods, "order": i} for i, p in enumerate(self.phases)]
         df = pd.DataFrame(rows, columns=PHASE_COLUMNS)
         return df.astype({"experiment_run": "Int64", "client": "Int64", "pods": "Int64", "order": "Int64"})
+
+    def with_steps(self, steps: pd.DataFrame) -> Plan:
+        """The plan with the phases a saturation search added (saturation_steps rows).
+
+        The scheduler plans a search's first step and adds each next one when
+        the previous ends; a step's phase joins its configuration's phases,
+        with its shards as pods.
+        """
+        known = {p.name for p in self.phases}
+        new = steps.loc[~steps["phase"].isin(known)].sort_values(["step", "attempt"]).drop_duplicates("phase")
+        if new.empty:
+            return self
+        phases = list(self.phases)
+        for row in new.itertuples(index=False):
+            same = [k for k, p in enumerate(phases) if p.configuration == row.configuration]
+            if not same:
+                continue
+            like = phases[same[-1]]
+            client = max(p.client for p in phases if p.configuration == row.configuration) + 1
+            phases.insert(same[-1] + 1, Phase(name=row.phase, configuration=row.configuration, base=like.base,
+                                              experiment_run=like.experiment_run, kind=KIND.run, client=client,
+                                              pods=int(row.shards)))
+        return replace(self, phases=phases)
 
 
 def read(plan: Mapping[str, Any] | None) -> Plan:

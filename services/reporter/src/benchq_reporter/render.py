@@ -18,6 +18,7 @@ from . import benchbase as bb
 from .checks import Test
 from .contracts import EXPERIMENT
 from .monitoring import CPU_NOTE, Monitoring, Section
+from .saturation import NOTE as SATURATION_NOTE, Saturation
 from .summary import BenchbaseSummary, Summary, YcsbSummary
 from .workload import Workload
 
@@ -199,7 +200,16 @@ def _ycsb_parts(s: YcsbSummary) -> list[list[str]]:
         ["### Execution", "", "#### Per Connection", "", table(s.execution_per_connection),
          "", "#### Per Phase", "", *_noted_table(s, "execution_per_phase"),
          "", "#### Latency per Phase", "", *_noted_table(s, "execution_latency")],
+        *([saturation_lines(s.saturation)] if s.saturation else []),
     ]
+
+
+def saturation_lines(sat: Saturation) -> list[str]:
+    """The Saturation section: the knee first, then every step, then the hold."""
+    lines = ["### Saturation", "", *[f"* {k}" for k in sat.knees]]
+    if sat.holds:
+        lines += ["", "#### Hold", "", *[f"* {h}" for h in sat.holds]]
+    return lines + ["", "#### Steps", "", table(sat.steps), "", SATURATION_NOTE]
 
 
 def benchbase_execution_lines(t: bb.Tables) -> list[str]:
@@ -266,6 +276,8 @@ def json_document(s: YcsbSummary | BenchbaseSummary) -> str:
                       "per_phase": rows("execution_per_phase"),
                       "latency": rows("execution_latency")},
         "notes": ycsb.notes if ycsb is not None else {},
+        "saturation": {"knees": ycsb.saturation.knees, "holds": ycsb.saturation.holds,
+                       "steps": records(ycsb.saturation.steps)} if ycsb is not None and ycsb.saturation else {},
         **({"monitoring": monitoring_document(s.monitoring)} if s.monitoring else {}),
         "tests": [t._asdict() for t in s.tests],
         **({"benchbase": {"per_pod": records(s.benchbase.per_pod),

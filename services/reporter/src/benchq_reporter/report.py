@@ -53,7 +53,7 @@ def plots(frames: Mapping[str, pd.DataFrame], summary: object) -> tuple[list[Plo
     """The plots of one experiment, and a line for each that has no data."""
     out: list[Plot] = []
     missing: list[str] = []
-    for make in (_throughput_over_time, _latency_per_phase, _monitoring, _grid):
+    for make in (_throughput_over_time, _latency_per_phase, _monitoring, _grid, _saturation):
         made, why = make(frames, summary)
         out.extend(made)
         if why:
@@ -155,6 +155,34 @@ def _grid(_frames: Mapping[str, pd.DataFrame], summary: object) -> tuple[list[Pl
     right.set(xlabel="p99 of the slowest operation [ms]")
     left.invert_yaxis()
     return [Plot("grid", "Throughput and p99 per configuration and phase", fig)], ""
+
+
+def _saturation(_frames: Mapping[str, pd.DataFrame], summary: object) -> tuple[list[Plot], str]:
+    """A saturation search's steps: goodput against the offered load, and p99 against goodput."""
+    if not isinstance(summary, YcsbSummary) or not summary.saturation:
+        return [], ""
+    steps = summary.saturation.steps
+    steps = steps[steps["role"] == "step"]
+    colour = {"pass": "tab:green", "fail": "tab:red", "driver-limited": "tab:orange"}
+    fig, ax = plt.subplots(figsize=(6, 4))
+    top = float(max(steps["offered [ops/s]"].max(), steps["goodput [ops/s]"].max()))
+    ax.plot([0, top], [0, top], linestyle="--", color="grey", linewidth=1, label="goodput = offered")
+    for verdict, g in steps.groupby("verdict"):
+        ax.scatter(g["offered [ops/s]"].astype("float64"), g["goodput [ops/s]"].astype("float64"),
+                   color=colour.get(verdict, "black"), label=verdict, zorder=3)
+    ax.set(xlabel="offered load [ops/s]", ylabel="goodput [ops/s] (steady window)")
+    ax.legend(loc="upper left", fontsize="small")
+    made = [Plot("saturation-throughput", "Saturation: goodput against the offered load, one point per step", fig)]
+    p99 = steps.dropna(subset=["p99 [ms]"])
+    if p99.empty:
+        return made, "Saturation: latency against throughput: no step has a p99 (no histograms)"
+    fig, ax = plt.subplots(figsize=(6, 4))
+    for verdict, g in p99.groupby("verdict"):
+        ax.scatter(g["goodput [ops/s]"].astype("float64"), g["p99 [ms]"].astype("float64"),
+                   color=colour.get(verdict, "black"), label=verdict, zorder=3)
+    ax.set(xlabel="goodput [ops/s] (steady window)", ylabel="p99 [ms] (merged histograms)", yscale="log")
+    ax.legend(loc="upper left", fontsize="small")
+    return made + [Plot("saturation-latency", "Saturation: p99 latency against goodput, one point per step", fig)], ""
 
 
 def svg(fig: Figure) -> str:

@@ -21,6 +21,7 @@ from .connections import Connection, build_connections
 from .contracts import BENCHMARK, KIND, PHASE
 from .model import ExperimentData
 from .monitoring import Monitoring, build_monitoring
+from .saturation import Saturation, build_saturation
 from .workflow import Workflow, build_workflow
 from .workload import Workload, build_workload
 
@@ -54,6 +55,8 @@ class YcsbSummary(Summary):
     execution_latency: pd.DataFrame
     # Notes printed under a table, keyed by its field name.
     notes: dict[str, list[str]] = field(default_factory=dict)
+    # The saturation search's steps (empty unless -xsat).
+    saturation: Saturation = field(default_factory=lambda: Saturation(steps=pd.DataFrame()))
 
 
 @dataclass(frozen=True, eq=False)
@@ -111,4 +114,5 @@ def summarize(data: ExperimentData) -> YcsbSummary | BenchbaseSummary:
             "loading_latency": ycsb.latency_notes(loading_lat),
             "execution_latency": ycsb.latency_notes(execution_lat),
         },
+        saturation=build_saturation(data),
     )

@@ -1,0 +1,476 @@
+// Package saturation is benchq's saturation search (docs/saturation.md): it
+// judges one step of offered load from its shards' finals (Evaluate) and
+// decides the next step (Next) — raise the load by a factor while steps
+// pass, add shards when the drivers rather than the SUT were the limit,
+// bisect between the last passing and the first failing load to the
+// precision asked for, then hold the knee. Pure functions: the scheduler
+// calls them when a step's phase ends and keeps the steps in its state.
+package saturation
+
+import (
+	"fmt"
+	"math"
+	"sort"
+	"strings"
+	"time"
+
+	"github.com/HdrHistogram/hdrhistogram-go"
+
+	"github.com/benchq/benchq/contracts"
+	"github.com/benchq/benchq/internal/ycsb"
+)
+
+// Defaults of a request's saturation settings.
+var Defaults = contracts.Saturation{
+	StepFactor: 2, StepS: 20, WarmupS: 3, MinAchieved: 95, Precision: 5,
+	MaxSteps: 16, MaxShards: 8, MaxCV: 10,
+}
+
+// WithDefaults fills every setting s leaves unset.
+func WithDefaults(s contracts.Saturation) contracts.Saturation {
+	d := Defaults
+	set := func(v *float64, def float64) {
+		if *v == 0 {
+			*v = def
+		}
+	}
+	seti := func(v *int, def int) {
+		if *v == 0 {
+			*v = def
+		}
+	}
+	set(&s.StepFactor, d.StepFactor)
+	seti(&s.StepS, d.StepS)
+	if s.WarmupS == 0 && s.StepS > 2*d.WarmupS {
+		s.WarmupS = d.WarmupS
+	}
+	set(&s.MinAchieved, d.MinAchieved)
+	set(&s.Precision, d.Precision)
+	seti(&s.MaxSteps, d.MaxSteps)
+	seti(&s.MaxShards, d.MaxShards)
+	set(&s.MaxCV, d.MaxCV)
+	return s
+}
+
+// busyLimit is the share of thread time (percent) above which a failing
+// step's drivers may have been the limit: its threads were hardly ever
+// idle, so more of them might have offered more.
+const busyLimit = 90
+
+// Evaluate judges one step (or the hold) of offered load from its shards'
+// finals: goodput over the steady window against the offered load, p99
+// against the bound, the error share against errorLimit (percent), and for
+// the hold the per-second stability.
+func Evaluate(set contracts.Saturation, errorLimit float64, role string, step, offered int, finals []*contracts.Final) contracts.SaturationStep {
+	st := contracts.SaturationStep{Step: step, Role: role, Offered: offered, Shards: len(finals)}
+	var failedShards []string
+	for _, f := range finals {
+		st.Threads += f.Threads
+		if f.Status != contracts.StatusOK {
+			failedShards = append(failedShards, fmt.Sprintf("shard %d %s", f.Shard, f.Status))
+		}
+	}
+	fail := func(why string) contracts.SaturationStep {
+		st.Verdict, st.Why = contracts.VerdictFail, why
+		if role == contracts.RoleHold {
+			st.Verdict = contracts.VerdictUnstable
+		}
+		return st
+	}
+	if len(failedShards) > 0 {
+		return fail(strings.Join(failedShards, ", "))
+	}
+	from, to, ok := steadyWindow(finals, time.Duration(set.WarmupS)*time.Second)
+	if !ok {
+		return fail("no steady second: the shards' common window is shorter than the warm-up (" + fmt.Sprint(set.WarmupS) + " s) plus 1 s")
+	}
+	st.SteadyFrom, st.SteadyTo = &from, &to
+	seconds := perSecond(finals, from, to)
+	st.Seconds = len(seconds)
+	sum := 0.0
+	for _, v := range seconds {
+		sum += v
+	}
+	st.Achieved = sum / float64(len(seconds))
+	st.CV, st.WorstSecond = variation(seconds)
+	ops, failed := counts(finals)
+	if ops > 0 {
+		st.ErrorShare = 100 * float64(failed) / float64(ops)
+	}
+	st.Goodput = st.Achieved * (1 - st.ErrorShare/100)
+	h, service := merged(finals)
+	if h != nil {
+		p95, p99 := ms(ycsb.ValueAtPercentile(h, 95)), ms(ycsb.ValueAtPercentile(h, 99))
+		st.P95MS, st.P99MS = &p95, &p99
+	}
+	if service != nil && service.TotalCount() > 0 && st.Threads > 0 {
+		// Little's law over the step: operations in flight on average =
+		// throughput × mean service time; over the threads, their busy share.
+		st.Busy = 100 * st.Achieved * service.Mean() / 1e6 / float64(st.Threads)
+	}
+	var why []string
+	if need := set.MinAchieved / 100 * float64(offered); st.Goodput < need {
+		why = append(why, fmt.Sprintf("goodput %.0f ops/s < %.0f %% of the offered %d", st.Goodput, set.MinAchieved, offered))
+	}
+	if set.MaxP99MS > 0 && st.P99MS != nil && *st.P99MS > set.MaxP99MS {
+		why = append(why, fmt.Sprintf("p99 %.1f ms > %.1f ms", *st.P99MS, set.MaxP99MS))
+	}
+	if st.ErrorShare > errorLimit {
+		why = append(why, fmt.Sprintf("%.2f %% of the operations failed (> %g %%)", st.ErrorShare, errorLimit))
+	}
+	if role == contracts.RoleHold && st.CV > set.MaxCV {
+		why = append(why, fmt.Sprintf("per-second throughput varies by %.1f %% (CV > %g %%)", st.CV, set.MaxCV))
+	}
+	switch {
+	case len(why) == 0 && role == contracts.RoleHold:
+		st.Verdict, st.Why = contracts.VerdictStable, fmt.Sprintf("goodput %.0f ops/s for %d s, CV %.1f %%, worst second %.0f ops/s", st.Goodput, st.Seconds, st.CV, st.WorstSecond)
+	case len(why) == 0:
+		st.Verdict, st.Why = contracts.VerdictPass, fmt.Sprintf("goodput %.0f ops/s ≥ %.0f %% of %d", st.Goodput, set.MinAchieved, offered)
+		if st.Goodput > 1.05*float64(offered) {
+			st.Why += "; above the offered load: the drivers caught up on a backlog from the warm-up"
+		}
+	case role == contracts.RoleHold:
+		st.Verdict, st.Why = contracts.VerdictUnstable, strings.Join(why, "; ")
+	case st.Goodput < set.MinAchieved/100*float64(offered) && st.Busy >= busyLimit && st.ErrorShare <= errorLimit:
+		st.Verdict = contracts.VerdictDriverLimited
+		st.Why = strings.Join(why, "; ") + fmt.Sprintf("; the drivers' threads were busy %.0f %% of the time: more of them may offer more", st.Busy)
+	default:
+		st.Verdict, st.Why = contracts.VerdictFail, strings.Join(why, "; ")
+	}
+	return st
+}
+
+func ms(us int64) float64 { return float64(us) / 1000 }
+
+// window is a shard's measured window: first to last operation when the
+// driver reports them, else its process window.
+func window(f *contracts.Final) (time.Time, time.Time) {
+	if f.FirstOpAt != nil && f.LastOpAt != nil {
+		return *f.FirstOpAt, *f.LastOpAt
+	}
+	return f.StartedAt, f.EndedAt
+}
+
+// steadyWindow is the part of the shards' common window after the
+// warm-up, in whole seconds.
+func steadyWindow(finals []*contracts.Final, warmup time.Duration) (from, to time.Time, ok bool) {
+	for i, f := range finals {
+		s, e := window(f)
+		if i == 0 || s.After(from) {
+			from = s
+		}
+		if i == 0 || e.Before(to) {
+			to = e
+		}
+	}
+	from = from.Add(warmup)
+	n := int(to.Sub(from) / time.Second)
+	if len(finals) == 0 || n < 1 {
+		return from, to, false
+	}
+	return from, from.Add(time.Duration(n) * time.Second), true
+}
+
+// cumulative is a shard's operations done by time t: linear between its
+// status lines, 0 at its first operation, its total at its last.
+func cumulative(f *contracts.Final, t time.Time) float64 {
+	start, end := window(f)
+	pts := []contracts.Progress{{At: start, Operations: 0}}
+	for _, p := range f.Progress {
+		if p.At.After(start) && p.At.Before(end) {
+			pts = append(pts, p)
+		}
+	}
+	total, _ := counts([]*contracts.Final{f})
+	pts = append(pts, contracts.Progress{At: end, Operations: total})
+	sort.SliceStable(pts, func(i, j int) bool { return pts[i].At.Before(pts[j].At) })
+	if !t.After(pts[0].At) {
+		return 0
+	}
+	for k := 1; k < len(pts); k++ {
+		a, b := pts[k-1], pts[k]
+		if t.After(b.At) {
+			continue
+		}
+		span := b.At.Sub(a.At).Seconds()
+		if span <= 0 {
+			return float64(b.Operations)
+		}
+		return float64(a.Operations) + float64(b.Operations-a.Operations)*t.Sub(a.At).Seconds()/span
+	}
+	return float64(pts[len(pts)-1].Operations)
+}
+
+// perSecond is the shards' summed operations in each second of [from, to).
+func perSecond(finals []*contracts.Final, from, to time.Time) []float64 {
+	var out []float64
+	for t := from; t.Before(to); t = t.Add(time.Second) {
+		v := 0.0
+		for _, f := range finals {
+			v += cumulative(f, t.Add(time.Second)) - cumulative(f, t)
+		}
+		out = append(out, v)
+	}
+	return out
+}
+
+// variation is the coefficient of variation (percent) of xs and its lowest
+// value.
+func variation(xs []float64) (cv, worst float64) {
+	if len(xs) == 0 {
+		return 0, 0
+	}
+	mean, worst := 0.0, xs[0]
+	for _, x := range xs {
+		mean += x
+		worst = math.Min(worst, x)
+	}
+	mean /= float64(len(xs))
+	if mean == 0 {
+		return 0, worst
+	}
+	v := 0.0
+	for _, x := range xs {
+		v += (x - mean) * (x - mean)
+	}
+	return 100 * math.Sqrt(v/float64(len(xs))) / mean, worst
+}
+
+// counts are the shards' executed and failed operations, as YCSB's
+// throughput counts them (the reporter's rule: not CLEANUP, not the
+// intended-start twins; <OP>-FAILED are the failures).
+func counts(finals []*contracts.Final) (ops, failed int64) {
+	for _, f := range finals {
+		for _, o := range f.Operations {
+			if !executed(o.Name) {
+				continue
+			}
+			ops += o.Count
+			if strings.HasSuffix(o.Name, "-FAILED") {
+				failed += o.Count
+			}
+		}
+	}
+	return ops, failed
+}
+
+const intended = "Intended-"
+
+func executed(op string) bool {
+	switch op {
+	case "CLEANUP", "THREAD_COUNT", "USED_MEM_MB", "SYS_LOAD_AVG", "GCS", "GCS_TIME":
+		return false
+	}
+	return !strings.HasPrefix(op, intended)
+}
+
+// histRange is the range of the histograms steps are merged into: 1 µs to
+// one hour, 3 significant digits (YCSB's own range is narrower).
+const histLowest, histHighest, histDigits = 1, 3_600_000_000, 3
+
+// merged is the latency histogram of every operation of every shard, and
+// the service-time histogram (from the operation's start) for Little's
+// law. The first is from the intended start where the drivers report it
+// (a target is set): what a client arriving on schedule waits, queueing
+// included — the latency that grows at saturation. Either is nil when no
+// shard shipped one, or one could not be decoded or merged whole: missing,
+// never a figure made from part of the values.
+func merged(finals []*contracts.Final) (latency, service *hdrhistogram.Histogram) {
+	var intendedH *hdrhistogram.Histogram
+	broken := map[**hdrhistogram.Histogram]bool{}
+	add := func(into **hdrhistogram.Histogram, enc string) {
+		h, err := ycsb.DecodeHistogram(enc)
+		if *into == nil {
+			*into = hdrhistogram.New(histLowest, histHighest, histDigits)
+		}
+		if err != nil || ycsb.Merge(*into, h) != nil {
+			broken[into] = true
+		}
+	}
+	for _, f := range finals {
+		for _, o := range f.Operations {
+			if o.Histogram == "" || strings.HasSuffix(o.Name, "-FAILED") {
+				continue
+			}
+			switch {
+			case strings.HasPrefix(o.Name, intended):
+				add(&intendedH, o.Histogram)
+			case executed(o.Name):
+				add(&service, o.Histogram)
+			}
+		}
+	}
+	if broken[&service] {
+		service = nil
+	}
+	if broken[&intendedH] {
+		return nil, service
+	}
+	if intendedH != nil {
+		return intendedH, service
+	}
+	return service, service
+}
+
+// Move is the next phase of a search: a step, or the hold of the knee.
+type Move struct {
+	Role            string // contracts.RoleStep or RoleHold
+	Offered, Shards int
+	Why             string // what the search does, in words
+}
+
+// Next decides what follows steps (the last one just judged, the hold
+// included): the next move, or nil when the search is over, with the knee.
+func Next(set contracts.Saturation, steps []contracts.SaturationStep) (*Move, *contracts.Knee) {
+	if len(steps) == 0 {
+		return nil, nil
+	}
+	last := steps[len(steps)-1]
+	good, bad := bracket(set, steps)
+	shards, n := bestShards(steps), 0
+	for _, st := range steps {
+		if st.Role == contracts.RoleStep {
+			n++
+		}
+	}
+	knee := func(note string) *contracts.Knee { return kneeOf(steps, good, bad, note) }
+	if last.Role == contracts.RoleHold {
+		if good < 0 || bad < 0 || gap(steps[good].Offered, steps[bad].Offered) > set.Precision {
+			return nil, knee(fmt.Sprintf("a lower bound: the search did not bracket the knee within %g %%", set.Precision))
+		}
+		return nil, knee("")
+	}
+	if last.Verdict == contracts.VerdictDriverLimited && last.Shards*2 <= set.MaxShards && !inVain(steps) {
+		return &Move{Role: contracts.RoleStep, Offered: last.Offered, Shards: last.Shards * 2,
+			Why: fmt.Sprintf("the drivers may have been the limit: %d ops/s again with %d shards", last.Offered, last.Shards*2)}, nil
+	}
+	// hold ends the search: the hold of the knee, else the knee (note
+	// says when it is only a bound).
+	hold := func(why, note string) (*Move, *contracts.Knee) {
+		if set.HoldS > 0 && good >= 0 {
+			return &Move{Role: contracts.RoleHold, Offered: steps[good].Offered, Shards: steps[good].Shards,
+				Why: why + fmt.Sprintf("; holding %d ops/s for %d s", steps[good].Offered, set.HoldS)}, nil
+		}
+		return nil, knee(note)
+	}
+	switch {
+	case good >= 0 && bad >= 0 && gap(steps[good].Offered, steps[bad].Offered) <= set.Precision:
+		return hold(fmt.Sprintf("knee found: %d ops/s passed, %d failed (%.1f %% apart, precision %g %%)",
+			steps[good].Offered, steps[bad].Offered, gap(steps[good].Offered, steps[bad].Offered), set.Precision), "")
+	case n >= set.MaxSteps:
+		why := fmt.Sprintf("the search stopped after %d steps (max_steps) before reaching %g %% precision", n, set.Precision)
+		if good < 0 {
+			return nil, knee(why + "; no load passed")
+		}
+		return hold(why, why+": the knee is a lower bound")
+	case bad < 0:
+		next := int(math.Round(float64(steps[good].Offered) * set.StepFactor))
+		return &Move{Role: contracts.RoleStep, Offered: next, Shards: shards,
+			Why: fmt.Sprintf("%d ops/s passed: × %g → %d ops/s", steps[good].Offered, set.StepFactor, next)}, nil
+	case good < 0:
+		next := int(math.Round(float64(steps[bad].Offered) / set.StepFactor))
+		if next < 1 || next == steps[bad].Offered {
+			return nil, knee(fmt.Sprintf("no load passed, not even %d ops/s", steps[bad].Offered))
+		}
+		return &Move{Role: contracts.RoleStep, Offered: next, Shards: shards,
+			Why: fmt.Sprintf("%d ops/s failed and none passed yet: ÷ %g → %d ops/s", steps[bad].Offered, set.StepFactor, next)}, nil
+	}
+	next := (steps[good].Offered + steps[bad].Offered) / 2
+	if next <= steps[good].Offered {
+		return hold(fmt.Sprintf("knee found: %d ops/s passed, %d failed (no whole load between)", steps[good].Offered, steps[bad].Offered), "")
+	}
+	return &Move{Role: contracts.RoleStep, Offered: next, Shards: shards,
+		Why: fmt.Sprintf("bisect between %d (passed) and %d ops/s (failed) → %d ops/s", steps[good].Offered, steps[bad].Offered, next)}, nil
+}
+
+// Result is the knee of steps so far, for a search that ends early (a
+// step's phase failed): note says why it is only a bound.
+func Result(set contracts.Saturation, steps []contracts.SaturationStep, note string) *contracts.Knee {
+	good, bad := bracket(set, steps)
+	return kneeOf(steps, good, bad, note)
+}
+
+// bracket finds the steps (indexes, -1 for none) of the highest passing
+// offered load and of the lowest failing one above it. A failure below a
+// passing load is noise the search steps over; a driver-limited step counts
+// as a failure once no more shards may be added.
+func bracket(set contracts.Saturation, steps []contracts.SaturationStep) (good, bad int) {
+	good, bad = -1, -1
+	for k, st := range steps {
+		if st.Role == contracts.RoleStep && st.Verdict == contracts.VerdictPass && (good < 0 || st.Offered > steps[good].Offered) {
+			good = k
+		}
+	}
+	for k, st := range steps {
+		if st.Role == contracts.RoleStep && failed(set, steps, k) && (good < 0 || st.Offered > steps[good].Offered) && (bad < 0 || st.Offered < steps[bad].Offered) {
+			bad = k
+		}
+	}
+	return good, bad
+}
+
+// failed reports whether step k failed for the SUT: judged so, or driver
+// limited where more shards may not or did not help.
+func failed(set contracts.Saturation, steps []contracts.SaturationStep, k int) bool {
+	st := steps[k]
+	return st.Verdict == contracts.VerdictFail ||
+		st.Verdict == contracts.VerdictDriverLimited && (st.Shards*2 > set.MaxShards || inVain(steps))
+}
+
+// inVain reports whether adding shards was ever futile in this search:
+// then no later step adds any.
+func inVain(steps []contracts.SaturationStep) bool {
+	for k := range steps {
+		if futile(steps, k) {
+			return true
+		}
+	}
+	return false
+}
+
+// futile reports whether step k added shards in vain: an earlier step of
+// the same offered load on fewer shards reached as much goodput (within 5 %).
+// Then the drivers were not the limit — the SUT was, or the machine they
+// share with it.
+func futile(steps []contracts.SaturationStep, k int) bool {
+	st := steps[k]
+	for _, e := range steps[:k] {
+		if e.Role == contracts.RoleStep && e.Offered == st.Offered && e.Shards < st.Shards && st.Goodput <= e.Goodput*1.05 {
+			return true
+		}
+	}
+	return false
+}
+
+// bestShards is the shard count of the step that reached the highest
+// goodput (the fewest shards on a tie): what later steps run on.
+func bestShards(steps []contracts.SaturationStep) int {
+	best := -1
+	for k, st := range steps {
+		if st.Role != contracts.RoleStep {
+			continue
+		}
+		if best < 0 || st.Goodput > steps[best].Goodput || st.Goodput == steps[best].Goodput && st.Shards < steps[best].Shards {
+			best = k
+		}
+	}
+	if best < 0 {
+		return 1
+	}
+	return steps[best].Shards
+}
+
+func kneeOf(steps []contracts.SaturationStep, good, bad int, note string) *contracts.Knee {
+	k := &contracts.Knee{Note: note}
+	if good >= 0 {
+		k.Offered, k.Goodput, k.P99MS, k.Step = steps[good].Offered, steps[good].Goodput, steps[good].P99MS, steps[good].Step
+		k.Sustained = math.Min(k.Goodput, float64(k.Offered))
+	}
+	if bad >= 0 {
+		k.FirstBad = steps[bad].Offered
+	}
+	return k
+}
+
+// gap is how far (percent) bad lies above good.
+func gap(good, bad int) float64 { return 100 * float64(bad-good) / float64(good) }
