@@ -117,7 +117,10 @@ func TestEmbeddedStack(t *testing.T) {
 		s.python(t, "benchq_reporter.grafana_queries", "--db", s.info.DBURL, "--prometheus", s.info.PrometheusURL,
 			"--scrape-interval", "1", "-e", code, "--require-rows",
 			"--may-be-empty", "dragonfly application metrics, live", "--may-be-empty", "pgbouncer application metrics, live",
-			"--may-be-empty", "postgresql application metrics, live")
+			"--may-be-empty", "postgresql application metrics, live",
+			// No saturation search here: e2e/saturation_test.go fills these.
+			"--may-be-empty", "Saturation: goodput against the offered load", "--may-be-empty", "Saturation: p99 against goodput",
+			"--may-be-empty", "Saturation steps")
 		s.checkDashboardLink(t, code)
 		// Ground truth: the SUT's CPU seconds of the loading phase, as the
 		// summary reduces them from Prometheus' samples, within 10 % of what

@@ -128,6 +128,17 @@ func TestSaturationFindsTheKneeOfAThrottledRedis(t *testing.T) {
 	if !strings.Contains(out, fmt.Sprintf("maximum sustainable throughput %s ops/s", thousands(goodput))) {
 		t.Errorf("the summary does not print the stored knee %.0f ops/s", goodput)
 	}
+	// The HTML report draws both saturation plots, and the dashboards'
+	// saturation panels have rows for this experiment.
+	report := filepath.Join(t.TempDir(), "report.html")
+	s.python(t, "benchq_reporter", "report", "--db", s.info.DBURL, "-e", code, "-o", report)
+	if page, err := os.ReadFile(report); err != nil || !strings.Contains(string(page), `id="saturation-throughput"`) ||
+		!strings.Contains(string(page), `id="saturation-latency"`) {
+		t.Errorf("the HTML report lacks the saturation plots (%v)", err)
+	}
+	s.python(t, "benchq_reporter.grafana_queries", "--db", s.info.DBURL, "--prometheus", s.info.PrometheusURL, "--scrape-interval", "1", "-e", code,
+		"--rows-in", "Saturation: goodput against the offered load", "--rows-in", "Saturation: p99 against goodput",
+		"--rows-in", "Saturation steps")
 
 	// Traceable: each step's achieved rate is its shards' stored seconds
 	// (intervals, between the first operation at 0 and the last at the

@@ -119,6 +119,15 @@ def test_interval_helpers():
 def db(postgres_url):
     tables = frames_tables()
     tables["experiments"][0]["code"] = CODE
+    # The saturation panels read saturation_steps: one judged step and the
+    # knee (the rows test_saturation.py's summary reads), on this fixture's run phase.
+    run = next(p for p in tables["phases"] if p["kind"] == "run")
+    tables["saturation_steps"] = [{
+        "configuration": run["configuration"], "phase": run["phase"], "attempt": run["attempt"], "step": 1, "role": "step",
+        "offered": 2000, "shards": 1, "threads": 8, "seconds": 17, "achieved": 1990.0, "goodput": 1990.0,
+        "error_share": 0.0, "p99_ms": 1.5, "cv": 1.2, "worst_second": 1930.0, "busy": 20.0, "verdict": "pass",
+        "why": "w", "next": "the search is over",
+        "knee": {"offered": 2000, "goodput": 1990.0, "sustained": 1990.0, "step": 1}}]
     insert(postgres_url, tables)
     return postgres_url
 

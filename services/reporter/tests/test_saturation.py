@@ -78,3 +78,14 @@ def test_the_saturation_plots():
         assert sum(len(c.get_offsets()) for c in made[1].figure.axes[0].collections) == 1
     finally:
         report.close(made)
+
+
+def test_repetitions_say_whether_their_knees_agree():
+    """-nc 2: each repetition searches; the summary says whether their knees agree within the precision."""
+    from benchq_reporter.saturation import agreement_line
+
+    assert agreement_line("Redis-4-1-500", [4866.0, 4789.0], 5) == (
+        "Redis-4-1-500: the 2 repetitions' knees (4,866, 4,789 ops/s) differ by 1.6 %: they agree within the 5 % precision")
+    assert "do NOT agree within the 5 % precision" in agreement_line("PostgreSQL-4-1-500", [72000.0, 67287.0], 5)
+    # One repetition: nothing to compare.
+    assert summarize(experiment(saturation_tables())).saturation.agreement == []

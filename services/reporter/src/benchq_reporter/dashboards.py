@@ -41,9 +41,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Self
 
-from grafana_foundation_sdk.builders import barchart, common as widgets, dashboard as dash, prometheus, stat, table, timeseries
+from grafana_foundation_sdk.builders import (barchart, common as widgets, dashboard as dash, prometheus, stat, table,
+                                             timeseries, xychart)
 from grafana_foundation_sdk.cog import builder as cogbuilder, encoder, plugins, runtime, variants
-from grafana_foundation_sdk.models import common, dashboard as model
+from grafana_foundation_sdk.models import common, dashboard as model, xychart as xymodel
 
 from .contracts import KIND, PHASE
 
@@ -313,6 +314,32 @@ def experiment_dashboard(sets: dict[str, list[Metric]]) -> dash.Dashboard:
               GROUP BY 1, 2, 3) per_shard
         GROUP BY 1, 2
         ORDER BY 1""")), 12, 8)
+
+    b.row("Saturation search (-xsat; empty otherwise)")
+    steps = "FROM saturation_steps s WHERE s.code = '$code' AND s.configuration IN ($configuration)"
+    b.add(xychart.Panel().title("Saturation: goodput against the offered load").datasource(RESULTS)
+          .description("one point per step of the search (the hold left out): the goodput over its steady window "
+                       "against the load offered; the knee is where the points leave the diagonal")
+          .mapping(xymodel.SeriesMapping.AUTO).show(xymodel.XYShowMode.POINTS).unit("ops")
+          .with_target(SQL(f"""
+        SELECT s.offered::float8 AS "offered [ops/s]", s.goodput AS "goodput [ops/s]"
+        {steps} AND s.role = 'step'
+        ORDER BY 1""", "table")), 8, 8)
+    b.add(xychart.Panel().title("Saturation: p99 against goodput").datasource(RESULTS)
+          .description("one point per step: p99 of the shards' merged histograms (from the intended start) "
+                       "against its goodput; a step without a p99 is left out, never drawn at 0")
+          .mapping(xymodel.SeriesMapping.AUTO).show(xymodel.XYShowMode.POINTS).unit("ms")
+          .with_target(SQL(f"""
+        SELECT s.goodput AS "goodput [ops/s]", s.p99_ms AS "p99 [ms]"
+        {steps} AND s.role = 'step' AND s.p99_ms IS NOT NULL
+        ORDER BY 1""", "table")), 8, 8)
+    b.add(table.Panel().title("Saturation steps").datasource(RESULTS).description(
+        "the summary's Saturation section: each step as the scheduler judged it, the knee on the step that ended "
+        "the search").with_target(SQL(f"""
+        SELECT s.configuration, s.step, s.phase, s.role, s.shards, s.offered, s.goodput, s.error_share, s.p99_ms,
+               s.cv, s.verdict, s.why, s.knee->>'sustained' AS knee
+        {steps}
+        ORDER BY s.configuration, s.step""", "table")), 8, 8)
 
     b.row("Latency")
     for pct, label in (("90", "p90"), ("99", "p99")):

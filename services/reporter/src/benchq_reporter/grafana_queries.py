@@ -362,6 +362,8 @@ def main(argv: list[str] | None = None) -> int:
                    help="fail when a query returns no rows (but those of --may-be-empty panels)")
     p.add_argument("--may-be-empty", action="append", default=[], metavar="PANEL",
                    help="a panel (title) whose queries may return nothing, with --require-rows")
+    p.add_argument("--rows-in", action="append", default=[], metavar="PANEL",
+                   help="fail unless this panel's queries return rows (any other may be empty)")
     args = p.parse_args(argv)
     try:
         results = run_all(args.db, args.prometheus, args.experiment, args.scrape_interval)
@@ -370,9 +372,13 @@ def main(argv: list[str] | None = None) -> int:
         return 1
     for r in results:
         print(r.line())
-    if args.require_rows:
+    if args.require_rows or args.rows_in:
         empty = [f"{r.dashboard} / {r.panel} [{r.ref_id}]" for r in results
-                 if r.rows == 0 and r.panel not in args.may_be_empty]
+                 if r.rows == 0 and r.panel not in args.may_be_empty and (args.require_rows or r.panel in args.rows_in)]
+        missing = set(args.rows_in) - {r.panel for r in results}
+        if missing:
+            print(f"grafana_queries: no panel {', '.join(sorted(missing))}", file=sys.stderr)
+            return 1
         if empty:
             print(f"grafana_queries: no rows for {', '.join(empty)}", file=sys.stderr)
             return 1

@@ -206,7 +206,7 @@ def _ycsb_parts(s: YcsbSummary) -> list[list[str]]:
 
 def saturation_lines(sat: Saturation) -> list[str]:
     """The Saturation section: the knee first, then every step, then the hold."""
-    lines = ["### Saturation", "", *[f"* {k}" for k in sat.knees]]
+    lines = ["### Saturation", "", *[f"* {k}" for k in sat.knees], *[f"* {a}" for a in sat.agreement]]
     if sat.holds:
         lines += ["", "#### Hold", "", *[f"* {h}" for h in sat.holds]]
     return lines + ["", "#### Steps", "", table(sat.steps), "", SATURATION_NOTE]
@@ -276,7 +276,7 @@ def json_document(s: YcsbSummary | BenchbaseSummary) -> str:
                       "per_phase": rows("execution_per_phase"),
                       "latency": rows("execution_latency")},
         "notes": ycsb.notes if ycsb is not None else {},
-        "saturation": {"knees": ycsb.saturation.knees, "holds": ycsb.saturation.holds,
+        "saturation": {"knees": ycsb.saturation.knees, "holds": ycsb.saturation.holds, "agreement": ycsb.saturation.agreement,
                        "steps": records(ycsb.saturation.steps)} if ycsb is not None and ycsb.saturation else {},
         **({"monitoring": monitoring_document(s.monitoring)} if s.monitoring else {}),
         "tests": [t._asdict() for t in s.tests],

@@ -37,6 +37,8 @@ class Saturation:
     steps: pd.DataFrame
     knees: list[str] = field(default_factory=list)
     holds: list[str] = field(default_factory=list)
+    # Per configuration base with repetitions (-nc): whether their knees agree.
+    agreement: list[str] = field(default_factory=list)
 
     def __bool__(self) -> bool:
         return not self.steps.empty
@@ -88,11 +90,26 @@ def build_saturation(data: ExperimentData) -> Saturation:
         "verdict": s["verdict"], "why": s["why"], "next": s["next"],
     }, columns=STEP_COLUMNS).reset_index(drop=True)
     knees, holds = [], []
+    sustained: dict[str, list[float]] = {}
+    base = {p.configuration: p.base for p in data.plan.phases}
     for row in s.itertuples(index=False):
         if row.knee is not None:
             knees.append(knee_line(row.configuration, row.knee))
+            if row.knee.get("offered"):
+                value = float(row.knee.get("sustained", row.knee["goodput"]))
+                sustained.setdefault(base.get(row.configuration, row.configuration), []).append(value)
         if row.role == "hold":
             holds.append(f"{row.configuration}: {row.verdict} — {int(row.offered):,} ops/s offered for {int(row.seconds)} s: "
                          f"goodput {float(row.goodput):,.0f} ops/s, CV {float(row.cv):.1f} %, "
                          f"worst second {float(row.worst_second):,.0f} ops/s")
-    return Saturation(steps=steps, knees=knees, holds=holds)
+    precision = float(((data.experiment.get("plan") or {}).get("settings") or {}).get("saturation", {}).get("precision") or 5)
+    return Saturation(steps=steps, knees=knees, holds=holds, agreement=[
+        agreement_line(b, values, precision) for b, values in sustained.items() if len(values) > 1])
+
+
+def agreement_line(base: str, knees: list[float], precision: float) -> str:
+    """Whether the knees of a configuration's repetitions agree within the search's precision."""
+    spread = 100 * (max(knees) - min(knees)) / max(knees)
+    verdict = "agree" if spread <= precision else "do NOT agree"
+    return (f"{base}: the {len(knees)} repetitions' knees ({', '.join(f'{k:,.0f}' for k in knees)} ops/s) "
+            f"differ by {spread:.1f} %: they {verdict} within the {precision:g} % precision")
