@@ -38,7 +38,7 @@ test: bootstrap test-go test-py test-ycsb test-fuzz test-e2e test-k8s
 
 test-go:
 	go vet ./...
-	go test -count=1 ./contracts/... ./internal/... ./services/... ./cmd/... ./grafana/... ./deploy/...
+	go test -count=1 ./contracts/... ./internal/... ./services/... ./cmd/... ./grafana/... ./deploy/... ./docs/...
 
 test-py:
 	.venv/bin/pytest -q services/reporter/tests
@@ -63,7 +63,7 @@ clean: down
 	rm -rf $(BENCHQ_HOME)
 
 # Each fuzz target for a few seconds beyond its seeds (plain `go test`
-# runs the seeds); make bench-fuzz runs them longer (issue 14, point 3).
+# runs the seeds); make bench-fuzz runs them longer (2 minutes each).
 test-fuzz:
 	scripts/fuzz.sh $(or $(FUZZTIME),8s)
 
@@ -82,7 +82,7 @@ test-k8s:
 	scripts/k8s/build-prometheus.sh
 	BENCHQ_K8S_REQUIRED=1 go test -count=1 -tags k8s -timeout 15m ./internal/k8stest/ ./internal/catalog/ ./services/deployer/ ./services/scheduler/
 
-# The kubernetes backend at scale (issue 14, point 4): on the control plane
+# The kubernetes backend at scale (docs/kubernetes.md): on the control plane
 # of test-k8s with 100 kwok nodes, 200 experiments of a loading and a
 # benchmarking phase of 64 shards each (25,600 driver pods), the scheduler
 # and the deployer as processes; prints whether all ended done, every Job
@@ -99,7 +99,7 @@ bench-k8s-scale:
 	  if [ -s $$report ]; then cat $$report; else tail -40 $$report.log; fi; [ $$rc = 0 ] || grep -E 'kube_scale_test.go:[0-9]+: ' $$report.log | head -20; \
 	  echo "log: $$report.log"; exit $$rc
 
-# Driver efficiency (issue 4, point 8): CPU seconds per million YCSB
+# Driver efficiency (the agent's overhead): CPU seconds per million YCSB
 # operations of the bare YCSB command line and of a shard through the driver
 # agent, on a Redis of its own (docs/bench.md). It prints figures and never
 # fails on them. Options: make bench BENCH="-runs 3 -operations 1000000".
@@ -108,7 +108,7 @@ bench: bootstrap
 	@go build -o $(BENCHQ_HOME)/bin/bench ./cmd/bench
 	@$(BENCHQ_HOME)/bin/bench $(BENCH)
 
-# Monitoring's figures (issue 11): collector ingest vs a raw COPY, the
+# Monitoring's figures: collector ingest vs a raw COPY, the
 # default experiment's throughput with and without -m -mc -ma (ABBA), and the
 # reporter's time on 64 shards x 1 h (docs/bench.md). Prints, never fails on
 # a figure. Options: make bench-monitoring BLOCKS=3.
@@ -116,7 +116,7 @@ bench: bootstrap
 bench-monitoring: bootstrap
 	@BLOCKS=$(or $(BLOCKS),2) scripts/bench-monitoring.sh
 
-# The HTTP intake under load (issue 13, point 4): k6 submits small
+# The HTTP intake under load: k6 submits small
 # experiments with -ms 1 at up to RATE a second for HOLD; prints requests
 # lost, the accept latency and the scheduler's CPU with the queue full
 # against idle (docs/bench.md). RATE, HOLD, RAMP, BENCHQ_CPU_WINDOW.
@@ -124,14 +124,14 @@ bench-monitoring: bootstrap
 bench-intake: bootstrap
 	@scripts/bench-intake.sh
 
-# Issue 15: two saturation searches each for a throttled Redis and for
+# Reproducibility: two saturation searches each for a throttled Redis and for
 # PostgreSQL, their knees and whether they agree within the precision
 # (docs/saturation.md); about 15 minutes.
 .PHONY: bench-saturation
 bench-saturation: bootstrap
 	@scripts/bench-saturation.sh
 
-# Chaos (issue 14, point 2): e2e/chaos_test.go for 50 rounds; `make test`
+# Chaos: e2e/chaos_test.go for 50 rounds; `make test`
 # runs 3. Each SIGKILLs one component (or the SUT) at a random moment of an
 # experiment and checks it ends done or failed with a reason, each shard
 # stored once, no process left behind (docs/chaos.md). Prints the rounds and

@@ -23,7 +23,7 @@ var protocolLiterals = []struct {
 	{"a status or kind", regexp.MustCompile(`(==|!=)\s*["'](running|done|failed|cancelled|skipped|started|simulated|load|run)["']|["'](running|done|failed|cancelled|skipped|started|simulated)["']\s*(==|!=)|\b(status|kind)\s*(=|<>|!=)\s*'(running|done|failed|cancelled|skipped|started|simulated|ok|load|run)'`)},
 }
 
-// TestProtocolIsSpelledOnlyInContracts is issue 10's search, as a test.
+// TestProtocolIsSpelledOnlyInContracts keeps protocol names out of hand-written literals.
 func TestProtocolIsSpelledOnlyInContracts(t *testing.T) {
 	root, err := filepath.Abs("..")
 	if err != nil {

@@ -19,7 +19,7 @@ import (
 	"github.com/jackc/pgx/v5"
 )
 
-// Issue 14, point 2: chaos. Each round runs a small Redis experiment (one
+// Chaos (docs/chaos.md): each round runs a small Redis experiment (one
 // loading shard, two benchmarking shards on the stack's two agents), kills
 // one component of the stack with SIGKILL at a random moment of it, starts
 // it again with `benchq restart` (a SUT is not restarted: the deployer

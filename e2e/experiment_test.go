@@ -104,16 +104,16 @@ func TestEmbeddedStack(t *testing.T) {
 		}
 		s.checkResults(t, code, out)
 		// The experiment as DataFrames: exported as CSV and parquet, read
-		// back equal (issue 12, point 5), with the build's version.
+		// back equal (docs/dataframes.md), with the build's version.
 		s.python(t, "benchq_reporter.selfcheck_export", "--db", s.info.DBURL, "-e", code)
 		// Its HTML report in headless Chromium: no console message, every
-		// plot rendered, a screenshot that is not blank (issue 12, point 3).
+		// plot rendered, a screenshot that is not blank.
 		s.python(t, "benchq_reporter.selfcheck_report", "--db", s.info.DBURL, "-e", code)
 		// Every query of the Grafana dashboards, expanded as Grafana does,
 		// against this results database and Prometheus (scraping every 1 s):
 		// each returns rows the panel can use; only the live application
 		// panels of the DBMSs this experiment does not run stay empty
-		// (issue 12, points 1 and 2).
+		// (docs/grafana.md).
 		s.python(t, "benchq_reporter.grafana_queries", "--db", s.info.DBURL, "--prometheus", s.info.PrometheusURL,
 			"--scrape-interval", "1", "-e", code, "--require-rows",
 			"--may-be-empty", "dragonfly application metrics, live", "--may-be-empty", "pgbouncer application metrics, live",
@@ -164,7 +164,7 @@ func TestEmbeddedStack(t *testing.T) {
 		s.checkResults(t, code, out)
 	})
 
-	// Both side by side (issue 12, point 4): a row each, every figure
+	// Both side by side (reporter compare): a row each, every figure
 	// measured (both ran with -m), the baseline at ratio 1.
 	t.Run("reporter compare", func(t *testing.T) {
 		if len(compared) != 2 {
@@ -192,7 +192,7 @@ func TestEmbeddedStack(t *testing.T) {
 		t.Logf("reporter compare:\n%s", out)
 	})
 
-	// Access control (issue 13, point 2) on the stack as `benchq up` made
+	// Access control (docs/security.md) on the stack as `benchq up` made
 	// it, after the experiments above ran through it: NATS admits each
 	// process as its role only (anonymous connections: see startStack),
 	// the results database password logins only, and no secret is in a

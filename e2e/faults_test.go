@@ -23,7 +23,7 @@ import (
 	"github.com/benchq/benchq/contracts"
 )
 
-// Issue 3's checks on one embedded stack: the bexhoma grid with
+// What bexhoma users rely on, on one embedded stack: the bexhoma grid with
 // repetitions, -ms across experiments, benchq stop, and the services
 // killed (SIGKILL) in the middle of phases.
 func TestExperimentsAsBexhomaUsersKnowThem(t *testing.T) {
@@ -219,7 +219,7 @@ func TestExperimentsAsBexhomaUsersKnowThem(t *testing.T) {
 		}
 	})
 
-	// Issue 14: the new user's trial — a 2-configuration Redis grid whose
+	// A SUT's death as a new user would try it: a 2-configuration Redis grid whose
 	// first redis-server is SIGKILLed 2 s into its benchmark phase.
 	t.Run("SUT killed mid-benchmark: the phase fails at once, the next configuration runs", func(t *testing.T) {
 		code := fmt.Sprintf("e2e-sutdeath-%d", time.Now().Unix())

@@ -20,7 +20,7 @@ import (
 	"github.com/benchq/benchq/contracts"
 )
 
-// TestIntakeLoad is `make bench-intake` (issue 13, point 4), skipped unless
+// TestIntakeLoad is `make bench-intake` (docs/bench.md), skipped unless
 // BENCHQ_INTAKE_BENCH=1: k6 (BENCHQ_K6) submits small experiments with -ms 1
 // to the HTTP intake of an embedded stack, ramping up to RATE a second held
 // for HOLD, while an experiment started with `start` holds the one SUT slot,

@@ -36,7 +36,7 @@ func TestTPCCAsBexhomaUsersKnowIt(t *testing.T) {
 		t.Errorf("%d Aggregated Parallel rows, want 2", n)
 	}
 	// Its HTML report (throughput, TPC-C latency per phase, CPU/RAM) in
-	// headless Chromium, as for the Redis experiment (issue 12, point 3).
+	// headless Chromium, as for the Redis experiment.
 	s.python(t, "benchq_reporter.selfcheck_report", "--db", s.info.DBURL, "-e", code)
 
 	// Traceable: the 2-pod phase's requests are the stored ALL operations

@@ -13,7 +13,7 @@ import (
 	"github.com/benchq/benchq/contracts"
 )
 
-// Issue 16: persistent volumes on the embedded stack. Four small PostgreSQL
+// Persistent volumes on the embedded stack. Four small PostgreSQL
 // experiments on one volume (same DBMS, use case and scale factor):
 //  1. -rst local, stopped in the middle of its loading phase: the volume is
 //     not marked loaded;

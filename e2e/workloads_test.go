@@ -20,7 +20,7 @@ import (
 	"github.com/benchq/benchq/internal/localdb"
 )
 
-// Issue 4 on one embedded stack: the YCSB core workloads A–F on Redis and
+// YCSB on one embedded stack: the core workloads A–F on Redis and
 // PostgreSQL, each loaded by 2 shards and benchmarked by 2 shards, and the
 // local cluster and pool SUTs (RedisCluster -nw 3, PgBouncer -xnpp 2) with
 // workload A. For every experiment:

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# make bench-chaos: issue 14's chaos harness (e2e/chaos_test.go) for many
+# make bench-chaos: the chaos harness (e2e/chaos_test.go, docs/chaos.md) for many
 # rounds. Each round runs a small Redis experiment and SIGKILLs one
 # component of the embedded stack (or its SUT) at a random moment, restarts
 # it with `benchq restart`, and checks the experiment ends done (or failed

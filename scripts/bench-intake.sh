@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# make bench-intake: issue 13's load test of the HTTP intake, printed, never
+# make bench-intake: the load test of the HTTP intake, printed, never
 # asserted (e2e/intake_bench_test.go, e2e/k6/submit.js). k6 v1.8.1 is
 # installed once into ~/.cache/benchq/k6 (pinned; go install).
 # Options (environment): RATE (requests a second, default 1000), HOLD (how

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# make bench-monitoring: issue 11's three figures, printed, never asserted.
+# make bench-monitoring: monitoring's three cost figures, printed, never asserted.
 #  1. collector ingest: storeMetrics vs a raw COPY (services/collector BenchmarkIngest);
 #  2. monitoring's cost: the default experiment's benchmarking throughput with
 #     and without -m -mc -ma, ABBA-interleaved on one embedded stack of its own;

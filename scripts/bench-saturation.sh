@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# make bench-saturation: issue 15's reproducibility figures, printed, never
+# make bench-saturation: how reproducible the saturation knee is, printed, never
 # asserted (e2e/saturation_test.go, TestSaturationRepeats): two saturation
 # searches each for Redis held to 5 % of a CPU (a cgroup quota; needs root)
 # and for PostgreSQL as the machine runs it, with the knees, their steps and

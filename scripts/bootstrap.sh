@@ -16,7 +16,7 @@ ls /usr/lib/postgresql/*/bin/postgres >/dev/null 2>&1 || need+=(postgresql)
 command -v pgbouncer >/dev/null || [ -x /usr/sbin/pgbouncer ] || need+=(pgbouncer)
 command -v java >/dev/null || need+=(openjdk-17-jdk-headless)
 command -v mvn >/dev/null || need+=(maven)
-# Monitoring (issue 11): the embedded stack's Prometheus and the SUTs'
+# Monitoring (-m, -mc, -ma): the embedded stack's Prometheus and the SUTs'
 # exporters. Debian's pgbouncer exporter (1.7) crashes on pgbouncer 1.18's
 # SHOW STATS, so benchq exports PgBouncer's metrics itself (internal/pgbexporter).
 command -v prometheus >/dev/null || need+=(prometheus)

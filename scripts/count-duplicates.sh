@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Issue 10's count: pairs of repeated blocks (6+ lines, the `duplicates`
+# The duplication count: pairs of repeated blocks (6+ lines, the `duplicates`
 # tool of the workplace library) with no side in a test, printed with the
 # pairs. Same filter before and after a clean-up, so the counts compare.
 #   scripts/count-duplicates.sh [DIR]    # default: this checkout

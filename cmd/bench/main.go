@@ -1,6 +1,6 @@
 // Command bench measures the CPU a YCSB shard costs when it runs through
 // benchq's driver agent, against the bare YCSB command line, on a Redis it
-// starts itself (issue 4, point 8; docs/bench.md). It prints figures and
+// starts itself (docs/bench.md). It prints figures and
 // never fails on them. Exit codes: 0 measured (whatever the figures), 1 it
 // could not measure (a binary missing, a run failed, the deadline), 2 bad
 // flags.

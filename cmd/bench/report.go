@@ -103,7 +103,7 @@ func writeSummary(w io.Writer, ms []measurement, limit float64) {
 	default:
 		bar := strings.Repeat("!", 78)
 		fmt.Fprintln(w, bar)
-		fmt.Fprintf(w, "!!! OVER THE LIMIT: the agent's overhead %+.1f %% exceeds %g %% (issue 4, point 8)\n", ov, limit)
+		fmt.Fprintf(w, "!!! OVER THE LIMIT: the agent's overhead %+.1f %% exceeds %g %% (-limit; docs/bench.md)\n", ov, limit)
 		fmt.Fprintln(w, bar)
 	}
 	if len(p) > 1 {

@@ -15,7 +15,7 @@ import (
 	"github.com/benchq/benchq/internal/prom"
 )
 
-// The embedded stack's Prometheus (issue 11): Debian's binary under
+// The embedded stack's Prometheus (docs/monitoring.md): Debian's binary under
 // <home>/prometheus, scraping every service's /metrics and whatever target
 // groups the deployer writes into its targets directory while SUTs and
 // drivers live.

@@ -15,7 +15,7 @@ import (
 )
 
 // benchq volumes [rm NAME]: the persistent volumes of the embedded stack
-// (-rst keeps a SUT's data in $BENCHQ_HOME/volumes/NAME, issue 16).
+// (-rst keeps a SUT's data in $BENCHQ_HOME/volumes/NAME; docs/volumes.md).
 
 func cmdVolumes(ctx context.Context, args []string, st *State) int {
 	switch {

@@ -1,4 +1,4 @@
-// make bench-intake (issue 13, point 4): experiment requests submitted to the
+// make bench-intake (docs/bench.md): experiment requests submitted to the
 // scheduler's HTTP intake at a ramping arrival rate, up to RATE a second held
 // for HOLD. Each is a small Redis experiment with -ms 1, so all but one wait
 // in the queue. Figures only: the goals are printed by the Go side

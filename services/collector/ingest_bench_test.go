@@ -13,7 +13,7 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 )
 
-// BenchmarkIngest measures issue 11's collector ingest figure: metric
+// BenchmarkIngest measures the collector's ingest rate: metric
 // samples stored per second through storeMetrics, called per series as the
 // puller calls it (one query answer at a time), against one raw COPY of the
 // same rows into the same table, interleaved ABAB… in one run on a

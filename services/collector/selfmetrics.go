@@ -10,7 +10,7 @@ import (
 	"github.com/benchq/benchq/internal/obs"
 )
 
-// selfMetrics are the collector's own series on /metrics (issue 11); the
+// selfMetrics are the collector's own series on /metrics; the
 // samples it pulls from Prometheus go into the results database, not here.
 type selfMetrics struct {
 	messages *prometheus.CounterVec   // by stream

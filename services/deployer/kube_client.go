@@ -15,7 +15,7 @@ import (
 // DefaultKubeQPS is the deployer's request rate to the Kubernetes API
 // (burst twice that). client-go's default of 5 a second is what one
 // experiment needs; a deployer running hundreds of SUTs and driver Jobs
-// (issue 14's scale test) waits on it.
+// (make bench-k8s-scale) waits on it.
 const DefaultKubeQPS = 50
 
 // throttleNotice is how long a wait on client-go's own rate limiter must be

@@ -36,7 +36,7 @@ type goldenCase struct {
 }
 
 // goldenCases: every catalog entry with its defaults, and the option sets
-// of issue 5.
+// a SUT spec can carry (resources, storage, node, monitoring, workers, pool).
 func goldenCases() []goldenCase {
 	var cases []goldenCase
 	for _, n := range catalog.Names() {

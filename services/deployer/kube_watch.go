@@ -11,7 +11,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
 
-// The kubernetes backend's SUT watch (issue 14, point 1): a SUT pod that
+// The kubernetes backend's dead-SUT watch (docs/kubernetes.md): a SUT pod that
 // has been ready and then restarts a container, fails, or goes away while
 // its configuration is not being torn down is a dead SUT, reported as such
 // (sut.failed, running) — bexhoma counts SUT restarts; benchq stops the

@@ -23,7 +23,7 @@ import (
 	"github.com/benchq/benchq/internal/prom"
 )
 
-// Monitoring on the local backend (issue 11, docs/design.md). A configuration
+// Monitoring on the local backend (docs/monitoring.md). A configuration
 // whose SUT spec asks for any monitoring (-m, -mc, -ma) has its process trees
 // exported by the deployer's own /metrics under cAdvisor's names (component
 // sut for redis-server and postgres, every node of a cluster on its own;

@@ -146,7 +146,7 @@ func TestLocalRedeployRestartsDeadSUTOnSamePort(t *testing.T) {
 	if err := syscall.Kill(pid, syscall.SIGKILL); err != nil { // the SUT died
 		t.Fatal(err)
 	}
-	// The watch (issue 14) names it and how it ended, once per key.
+	// The dead-SUT watch names it and how it ended, once per key.
 	want := DeadSUT{Code: code, Configuration: conf, DBMS: "Redis", Reason: fmt.Sprintf("Redis process %d killed by signal 9 (killed)", pid)}
 	var dead []DeadSUT
 	for end := time.Now().Add(10 * time.Second); time.Now().Before(end); time.Sleep(20 * time.Millisecond) {

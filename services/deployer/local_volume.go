@@ -16,7 +16,7 @@ import (
 	"github.com/benchq/benchq/internal/catalog"
 )
 
-// Persistent volumes on the local backend (issue 16): with -rst a SUT keeps
+// Persistent volumes on the local backend (docs/volumes.md): with -rst a SUT keeps
 // its data directory in a named volume, VolumesDir/<name>/data, which its
 // configuration directory links to (data -> the volume's data). The name is
 // the Kubernetes backend's (volumeName: bq-<dbms>-<use case>), so one DBMS,

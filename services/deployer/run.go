@@ -59,7 +59,7 @@ type Deployer struct {
 	metrics *deployerMetrics
 }
 
-// deployerMetrics are the deployer's own series on /metrics (issue 11).
+// deployerMetrics are the deployer's own series on /metrics.
 type deployerMetrics struct {
 	start *prometheus.HistogramVec
 	alive prometheus.Gauge

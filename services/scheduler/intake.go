@@ -26,7 +26,7 @@ import (
 	"github.com/benchq/benchq/internal/plan"
 )
 
-// The HTTP intake (issue 13, docs/openapi.yaml): the same requests as on
+// The HTTP intake (docs/openapi.yaml): the same requests as on
 // NATS, validated by the same code, published to the same stream, so an
 // accepted request is as durable as one a CLI published and the scheduler
 // plans it through the one path. A token guards the experiments; /healthz

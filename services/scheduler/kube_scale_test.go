@@ -1,6 +1,6 @@
 //go:build k8s
 
-// Issue 14, point 4: the kubernetes backend at scale (make bench-k8s-scale;
+// The kubernetes backend at scale (make bench-k8s-scale;
 // skipped elsewhere). On the real control plane with kwok: N experiments,
 // each a loading and a benchmarking phase of S shards (one driver Job of S
 // pods per phase), on K simulated nodes, driven by the scheduler and the

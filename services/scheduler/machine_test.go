@@ -141,7 +141,7 @@ func TestSUTFailureEndsExperiment(t *testing.T) {
 }
 
 // A SUT that dies while its phase runs fails the phase at once, naming when
-// (issue 14); the configuration's later phases are skipped and the next
+// (seconds into it); the configuration's later phases are skipped and the next
 // configuration is deployed. A death reported after the phase is gone, or
 // a repeat, changes nothing.
 func TestSUTDeathFailsTheRunningPhase(t *testing.T) {

@@ -10,7 +10,7 @@ import (
 	"github.com/benchq/benchq/internal/obs"
 )
 
-// metrics are the scheduler's own series on /metrics (issue 11).
+// metrics are the scheduler's own series on /metrics.
 type metrics struct {
 	events      *prometheus.CounterVec
 	phaseSwitch prometheus.Histogram

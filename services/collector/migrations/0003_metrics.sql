@@ -1,5 +1,5 @@
 -- benchq results schema, version 3: metric samples pulled from Prometheus
--- (issue 11). One row per sample of one series of one component in one
+-- (docs/monitoring.md). One row per sample of one series of one component in one
 -- phase; the collector stores them through storeMetrics (metrics_store.go),
 -- which ingests with COPY and skips samples already stored, so a pull
 -- repeated after a crash stores every sample once.

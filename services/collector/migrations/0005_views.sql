@@ -1,5 +1,5 @@
 -- benchq results schema, version 5: views that read the raw results the way
--- the summary does (issue 12). Grafana's panels (grafana/dashboards) and a
+-- the summary does. Grafana's panels (grafana/dashboards) and a
 -- user at psql query these instead of repeating the rules; the reporter's
 -- tests check that they give the summary's figures.
 

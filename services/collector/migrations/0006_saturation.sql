@@ -1,4 +1,4 @@
--- benchq results schema, version 6: the saturation search (issue 15,
+-- benchq results schema, version 6: the saturation search (-xsat,
 -- docs/saturation.md). One row per judged step (or hold) of a search, from
 -- the saturation block of its phase.done / phase.failed event (the raw event
 -- stays in messages); the step's shards are in shard_results, their

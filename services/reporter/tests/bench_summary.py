@@ -1,4 +1,4 @@
-"""Issue 11's reporter figure: `reporter summary -e` on 64 shards x 1 h.
+"""The reporter's time for `reporter summary -e` on 64 shards x 1 h.
 
 Not a test (pytest collects only test_*.py): `make bench-monitoring` runs
 this file explicitly. It prints the time and never fails on it (goal <= 2 s).

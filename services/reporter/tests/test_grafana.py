@@ -1,4 +1,4 @@
-"""The Grafana dashboards (issue 12, points 1 and 2): generated, valid, and
+"""The Grafana dashboards (docs/grafana.md): generated, valid, and
 every SQL query run, as Grafana would, against the collector's schema.
 
 The e2e Redis experiment runs the same queries, Prometheus' included,

@@ -1,4 +1,4 @@
-"""The Monitoring and Application Metrics sections (issue 11 point 7), pure: fixture rows → summary.
+"""The Monitoring and Application Metrics sections, pure: fixture rows → summary.
 
 tests/data/metric-summaries-redis.json holds the collector's rows for the
 experiment of ycsb-redis.json: one metric that could not be collected per

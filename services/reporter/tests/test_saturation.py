@@ -1,4 +1,4 @@
-"""The Saturation section (issue 15): steps as the scheduler judged them."""
+"""The Saturation section (-xsat): steps as the scheduler judged them."""
 
 from __future__ import annotations
 

@@ -136,7 +136,7 @@ def test_failed_operation_fails_the_failed_column_test(tables):
 
 
 def test_failed_operations_above_one_percent_mark_the_phase(tables):
-    """Goodput and the error share beside YCSB's throughput, which counts failed operations (issue 14)."""
+    """Goodput and the error share beside YCSB's throughput, which counts failed operations."""
     run_ops = [o for o in tables["shard_operations"] if o["phase"] == RUN and o["operation"] in ("READ", "UPDATE")]
     failed = sum(o["count"] for o in run_ops) // 20  # 1/21 of all operations: 4.76 %
     tables["shard_operations"].append({

@@ -83,7 +83,7 @@ def parser(stdout: TextIO) -> argparse.ArgumentParser:
     t = command("tests", "print only the result tests of one experiment; exit 1 if one failed")
     t.add_argument("-e", "--experiment", required=True, metavar="CODE")
 
-    # --- export (issue 12): the frames of benchq_reporter.load() as files ---
+    # --- export: the frames of benchq_reporter.load() as files ---
     x = command("export", "write one experiment's DataFrames to DIR, one file per frame, and a manifest")
     x.add_argument("-e", "--experiment", required=True, metavar="CODE")
     x.add_argument("--format", choices=export.FORMATS, default="csv")
@@ -150,7 +150,7 @@ def main(argv: Sequence[str], env: Mapping[str, str], stdout: TextIO, stderr: Te
     return ExitStatus.SUCCESS
 
 
-# --- export (issue 12) ---
+# --- export ---
 class _Version(argparse.Action):
     """--version on the injected stdout (argparse's own prints to sys.stdout)."""
 

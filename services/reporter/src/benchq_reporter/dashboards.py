@@ -1,4 +1,4 @@
-"""benchq's Grafana dashboards, as code (issue 12, point 1).
+"""benchq's Grafana dashboards, as code (docs/grafana.md).
 
 Built with grafana-foundation-sdk (pinned in requirements.txt) and written
 as JSON to ``grafana/dashboards/``, which Grafana loads through the

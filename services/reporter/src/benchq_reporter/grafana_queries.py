@@ -1,4 +1,4 @@
-"""Run every query of benchq's dashboards as Grafana would (issue 12, point 2).
+"""Run every query of benchq's dashboards as Grafana would (docs/grafana.md).
 
 No Grafana server can be installed on the development machines, so this
 module does what Grafana does with a panel's query, and runs the result

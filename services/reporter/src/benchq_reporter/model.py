@@ -51,14 +51,14 @@ COLUMNS: dict[str, dict[str, Any]] = {
         "p50_us": "float64", "p95_us": "float64", "p99_us": "float64", "p999_us": "float64",
         "return_codes": object, "histogram": object,
     },
-    # Written by the collector (issue 11): one reduced metric per phase, attempt and component.
+    # Written by the collector (migration 0004): one reduced metric per phase, attempt and component.
     "metric_summaries": {
         "configuration": object, "phase": object, "attempt": "Int64", "kind": object,
         "component": object, "section": object, "position": "Int64", "metric": object,
         "title": object, "value": "float64", "missing": object, "samples": "Int64",
         "window_start": TS, "window_end": TS,
     },
-    # The saturation search's judged steps (issue 15, migration 0006).
+    # The saturation search's judged steps (migration 0006).
     "saturation_steps": {
         "configuration": object, "phase": object, "attempt": "Int64", "step": "Int64", "role": object,
         "offered": "Int64", "shards": "Int64", "threads": "Int64", "steady_from": TS, "steady_to": TS,
@@ -71,7 +71,7 @@ COLUMNS: dict[str, dict[str, Any]] = {
         "phase": object, "shard": "Int64", "attempt": "Int64", "elapsed_s": "Int64", "at": TS,
         "operations": "Int64", "ops_per_sec": "float64", "per_op": object,
     },
-    # The collector's samples pulled from Prometheus (issue 11); labels_hash is derived from labels.
+    # The collector's samples pulled from Prometheus (migration 0003); labels_hash is derived from labels.
     "metrics": {
         "configuration": object, "phase": object, "component": object, "metric": object,
         "labels": object, "time": TS, "value": "float64",

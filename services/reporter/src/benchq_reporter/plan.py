@@ -7,7 +7,7 @@ internal/plan.Plan; its settings are the request with Go's defaults
 applied, contracts.Request).
 
 The fallbacks in ``read`` are for plans stored before the plan carried
-every setting resolved (issue 10). Those left out what a setting's JSON
+every setting resolved. Those left out what a setting's JSON
 omits when unset (Go's omitempty: no batch size, no Benchbase duration
 for YCSB, no insert order for Benchbase, test_results and new_connection
 when false...), and the oldest ones settings added since (benchmark,

@@ -2,7 +2,7 @@
 
     python -m benchq_reporter.selfcheck_export --db URL -e CODE
 
-For the end-to-end tests (issue 12, points 5 and 7): load() the experiment,
+For the end-to-end tests (e2e/experiment_test.go): load() the experiment,
 export it as CSV and as parquet into a temp dir, read both back and compare
 with what load() gave (pandas.testing.assert_frame_equal, dtypes included).
 It also fails when shards, phases or intervals are empty, when a monitored

@@ -2,7 +2,7 @@
 
     python -m benchq_reporter.selfcheck_report --db URL -e CODE [-o FILE] [--screenshot PNG]
 
-For the end-to-end tests and the docs' screenshot (issue 12, point 3):
+For the end-to-end tests and the docs' screenshot (docs/report.png):
 ``reporter report`` writes the page, then Debian's ``chromium`` opens it
 headless from the file, without network. Checks: the page loads and logs
 nothing to the console (the page has no script, so any message is a fault);
