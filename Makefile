@@ -13,7 +13,7 @@ EXPERIMENT ?= -dbms $(DBMS) -sf 0.1 -xop 0.2 -xwl a -nlp 2 -nlt 8 -nbp 1 -nbt 8 
 # 30 s of 8 terminals on 1 pod, then split over 2 pods.
 TPCC ?= -dbms PostgreSQL -sf 2 -xsd 0.5 -nbp 1,2 -nbt 8 -tr
 
-.PHONY: run run-tpcc up down summary test test-go test-py test-ycsb test-fuzz test-e2e test-k8s bootstrap clean
+.PHONY: run run-tpcc up down summary test test-go test-py test-ycsb test-fuzz test-e2e test-k8s bootstrap clean lint lint-go lint-py
 
 run: bootstrap
 	@scripts/run.sh $(EXPERIMENT)
@@ -34,7 +34,18 @@ summary:
 bootstrap:
 	@scripts/bootstrap.sh
 
-test: bootstrap test-go test-py test-ycsb test-fuzz test-e2e test-k8s
+test: bootstrap lint test-go test-py test-ycsb test-fuzz test-e2e test-k8s
+
+# Linters, zero findings: golangci-lint (pinned by the bootstrap; .golangci.yml),
+# ruff's lint and format check and mypy on the reporter's public API
+# (services/reporter/pyproject.toml).
+lint: lint-go lint-py
+
+lint-go: bootstrap
+	$(BENCHQ_HOME)/bin/golangci-lint run ./...
+
+lint-py: bootstrap
+	cd services/reporter && ../../.venv/bin/ruff check . && ../../.venv/bin/ruff format --check . && ../../.venv/bin/mypy
 
 test-go:
 	go vet ./...

@@ -43,17 +43,28 @@ if [ ! -x "$BENCHQ_HOME/bin/nats-server" ]; then
   go build -o "$BENCHQ_HOME/bin/nats-server" github.com/nats-io/nats-server/v2
 fi
 
+# golangci-lint, pinned; built once into the cache outside the repository
+# (`make lint`). Its version is in the path, so a new pin builds anew.
+GOLANGCI_LINT_VERSION=v2.15.0
+lint_bin=${XDG_CACHE_HOME:-$HOME/.cache}/benchq/golangci-lint/$GOLANGCI_LINT_VERSION
+if [ ! -x "$lint_bin/golangci-lint" ]; then
+  step "go install golangci-lint $GOLANGCI_LINT_VERSION"
+  mkdir -p "$lint_bin"
+  (cd / && GOBIN=$lint_bin go install "github.com/golangci/golangci-lint/v2/cmd/golangci-lint@$GOLANGCI_LINT_VERSION")
+fi
+ln -sf "$lint_bin/golangci-lint" "$BENCHQ_HOME/bin/golangci-lint"
+
 # 3. YCSB core + our bindings (skips when unchanged).
 scripts/build-ycsb.sh
 
 # 4. Python venv for the reporter, re-installed when its pins change.
 stamp=.venv/.benchq-requirements
-want=$(cat services/reporter/requirements.txt services/reporter/pyproject.toml | sha256sum | cut -d' ' -f1)
+want=$(cat services/reporter/requirements.txt services/reporter/requirements-dev.txt services/reporter/pyproject.toml | sha256sum | cut -d' ' -f1)
 if [ ! -x .venv/bin/python ] || [ "$(cat "$stamp" 2>/dev/null)" != "$want" ]; then
   step "python venv (.venv)"
   python3 -m venv .venv
   .venv/bin/pip install -q --upgrade pip >/dev/null
-  .venv/bin/pip install -q -r services/reporter/requirements.txt -e services/reporter
+  .venv/bin/pip install -q -r services/reporter/requirements.txt -r services/reporter/requirements-dev.txt -e services/reporter
   echo "$want" > "$stamp"
 fi
 # Read at run time (benchq_reporter/version.py); the editable install needs no reinstall.

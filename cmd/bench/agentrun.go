@@ -46,7 +46,7 @@ func (s *stack) runAgent(ctx context.Context, cfg Config, job contracts.ShardJob
 	if err != nil {
 		return res, fmt.Errorf("agent log: %w", err)
 	}
-	defer logf.Close()
+	defer logf.Close() //nolint:errcheck // the agent holds its own descriptor; we only read the log back
 	ready := newWatchWriter(logf, agentReadyLine)
 	env := append(os.Environ(), "BENCHQ_LOG_LEVEL=info")
 	ag, err := startChild("driver-agent", []string{cfg.agentBin(),

@@ -30,7 +30,7 @@ func (s *stack) runBare(ctx context.Context, cfg Config, agentCmd []string, name
 	if err != nil {
 		return measurement{}, fmt.Errorf("ycsb stderr: %w", err)
 	}
-	defer logf.Close()
+	defer logf.Close() //nolint:errcheck // the JVM holds its own descriptor; we only read the log back
 	var stdout bytes.Buffer
 
 	nats0, redis0 := cpuOf(s.nats.Pid()), cpuOf(s.redis.Pid)

@@ -66,7 +66,7 @@ func (s *stack) startNATS(ctx context.Context, cfg Config) error {
 			return fmt.Errorf("nats-server log: %w", err)
 		}
 		c, err := startChild("nats-server", []string{cfg.natsBin(), "-a", "127.0.0.1", "-p", strconv.Itoa(port), "-js", "-sd", filepath.Join(s.dir, "nats")}, nil, logf, logf)
-		logf.Close() // the child holds its own descriptor
+		_ = logf.Close() // the child holds its own descriptor
 		if err != nil {
 			return err
 		}

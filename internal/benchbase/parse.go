@@ -131,14 +131,14 @@ func ParseWindows(r io.Reader, windowS int) ([]Window, error) {
 	hasTime, hasRequests, hasThroughput := false, false, false
 	for i, name := range header {
 		name = strings.TrimSpace(name)
-		switch {
-		case name == "Time (seconds)":
+		switch name {
+		case "Time (seconds)":
 			hasTime = true
 			cols = append(cols, column{i, func(w *Window, v float64) { w.TimeS = v }})
-		case name == "Requests":
+		case "Requests":
 			hasRequests = true
 			cols = append(cols, column{i, func(w *Window, v float64) { w.Requests = roundCount(v) }})
-		case name == "Throughput (requests/second)":
+		case "Throughput (requests/second)":
 			hasThroughput = true
 			cols = append(cols, column{i, func(w *Window, v float64) { w.Throughput = v }})
 		default:

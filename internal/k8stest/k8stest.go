@@ -260,7 +260,7 @@ func (cp *ControlPlane) run(bin, name string, args ...string) error {
 	if err != nil {
 		return err
 	}
-	defer f.Close()
+	defer f.Close() //nolint:errcheck // read only
 	cmd := exec.Command(filepath.Join(bin, name), args...)
 	cmd.Dir = cp.Dir
 	cmd.Stdout, cmd.Stderr = f, f

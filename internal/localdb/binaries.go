@@ -23,8 +23,8 @@ func PGBinDir() (string, error) {
 		return d, nil
 	}
 	if p, err := exec.LookPath("postgres"); err == nil {
-		if real, err := filepath.EvalSymlinks(p); err == nil {
-			p = real
+		if resolved, err := filepath.EvalSymlinks(p); err == nil {
+			p = resolved
 		}
 		if d := filepath.Dir(p); isExecutable(filepath.Join(d, "initdb")) {
 			return d, nil

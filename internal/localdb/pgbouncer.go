@@ -176,7 +176,7 @@ func readINIPort(ini string) (int, error) {
 	if err != nil {
 		return 0, fmt.Errorf("port of pgbouncer: %w", err)
 	}
-	defer f.Close()
+	defer f.Close() //nolint:errcheck // read only
 	sc := bufio.NewScanner(f)
 	for sc.Scan() {
 		if k, v, ok := strings.Cut(sc.Text(), "="); ok && strings.TrimSpace(k) == "listen_port" {

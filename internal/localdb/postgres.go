@@ -207,8 +207,8 @@ func initdb(ctx context.Context, bin, dir, osUser string) error {
 	}
 	// dir may be a link to the data's real place (a persistent volume):
 	// the cluster is made beside that place, and the link kept.
-	if real, err := filepath.EvalSymlinks(dir); err == nil {
-		dir = real
+	if resolved, err := filepath.EvalSymlinks(dir); err == nil {
+		dir = resolved
 	}
 	tmp := filepath.Join(filepath.Dir(dir), "."+filepath.Base(dir)+".initdb")
 	if err := os.RemoveAll(tmp); err != nil {

@@ -14,10 +14,10 @@ func LogTail(path string, n int) string {
 	if err != nil {
 		return ""
 	}
-	defer f.Close()
-	const max = 64 << 10
-	if st, err := f.Stat(); err == nil && st.Size() > max {
-		if _, err := f.Seek(-max, io.SeekEnd); err != nil {
+	defer f.Close() //nolint:errcheck // read only
+	const maxTail = 64 << 10
+	if st, err := f.Stat(); err == nil && st.Size() > maxTail {
+		if _, err := f.Seek(-maxTail, io.SeekEnd); err != nil {
 			return ""
 		}
 	}

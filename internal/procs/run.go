@@ -18,7 +18,7 @@ func Run(ctx context.Context, spec Spec) ([]byte, error) {
 	}
 	var out bytes.Buffer
 	if logf != nil {
-		defer logf.Close()
+		defer logf.Close() //nolint:errcheck // the child wrote through its own descriptor
 	} else {
 		cmd.Stdout, cmd.Stderr = &out, &out
 	}

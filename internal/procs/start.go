@@ -36,7 +36,7 @@ func Start(spec Spec) (int, error) {
 		return 0, err
 	}
 	if logf != nil {
-		defer logf.Close() // the child holds its own descriptor
+		defer logf.Close() //nolint:errcheck // the child holds its own descriptor
 	}
 	cmd.SysProcAttr.Setsid = true
 	if err := cmd.Start(); err != nil {
@@ -112,7 +112,7 @@ func command(ctx context.Context, spec Spec) (*exec.Cmd, *os.File, error) {
 		}
 		if cred != nil {
 			if err := f.Chown(int(cred.Uid), int(cred.Gid)); err != nil {
-				f.Close()
+				_ = f.Close() // the chown error is the one to report
 				return nil, nil, fmt.Errorf("start %s: chown log: %w", spec.Name, err)
 			}
 		}

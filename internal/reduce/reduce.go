@@ -108,13 +108,13 @@ func rate(p, q Sample) float64 { return (q.V - p.V) / q.T.Sub(p.T).Seconds() }
 
 // Max is a gauge's largest sample in [start, end]; ok is false when there
 // is none.
-func Max(s []Sample, start, end time.Time) (max float64, ok bool) {
+func Max(s []Sample, start, end time.Time) (largest float64, ok bool) {
 	for _, p := range within(valid(s), start, end) {
-		if !ok || p.V > max {
-			max, ok = p.V, true
+		if !ok || p.V > largest {
+			largest, ok = p.V, true
 		}
 	}
-	return max, ok
+	return largest, ok
 }
 
 // Mean is the mean of the samples in [start, end] of a series sampled on a
@@ -133,10 +133,10 @@ func Mean(s []Sample, start, end time.Time) (mean float64, ok bool) {
 
 // CounterRate is a counter's rate per second over [start, end]: mean is the
 // increase (see Increase) per second of the span its points cover (the
-// window, when there are samples beyond both edges), max the fastest rate
+// window, when there are samples beyond both edges), fastest the fastest rate
 // between two consecutive points (the edges included; resets handled as in
 // Increase). ok is false when the window holds less than two usable points.
-func CounterRate(s []Sample, start, end time.Time) (mean, max float64, ok bool) {
+func CounterRate(s []Sample, start, end time.Time) (mean, fastest float64, ok bool) {
 	pts, ok := span(s, start, end)
 	if !ok {
 		return 0, 0, false
@@ -145,11 +145,11 @@ func CounterRate(s []Sample, start, end time.Time) (mean, max float64, ok bool) 
 	for i := 1; i < len(pts); i++ {
 		d := delta(pts[i-1].V, pts[i].V)
 		inc += d
-		if r := d / pts[i].T.Sub(pts[i-1].T).Seconds(); r > max {
-			max = r
+		if r := d / pts[i].T.Sub(pts[i-1].T).Seconds(); r > fastest {
+			fastest = r
 		}
 	}
-	return inc / pts[len(pts)-1].T.Sub(pts[0].T).Seconds(), max, true
+	return inc / pts[len(pts)-1].T.Sub(pts[0].T).Seconds(), fastest, true
 }
 
 func valid(s []Sample) []Sample {

@@ -126,7 +126,7 @@ func parseBlock(s string) (string, map[string]float64, error) {
 	if !ok {
 		i := strings.LastIndexByte(s, ' ')
 		if i < 0 {
-			return "", nil, errors.New("want NAME: key=value, ...")
+			return "", nil, errors.New("want NAME: key=value pairs")
 		}
 		name, body = s[:i], s[i+1:]
 	}

@@ -43,10 +43,7 @@ func TestStoreMetricsOnceAcrossDays(t *testing.T) {
 	}
 	// An overlapping re-pull: the last 10 s again plus 5 s more, and a
 	// duplicate within the batch itself.
-	var next []metricSample
-	for _, s := range samples[20:] {
-		next = append(next, s)
-	}
+	next := append([]metricSample(nil), samples[20:]...)
 	for i := 10; i < 15; i++ {
 		next = append(next, metricSample{Time: midnight.Add(time.Duration(i) * time.Second), Code: "1234", Phase: "run-1", Configuration: "PostgreSQL-1", Component: "sut", Metric: "cpu", Labels: map[string]string{"pod": "pg-0", "mode": "user"}, Value: float64(i + 10)})
 	}

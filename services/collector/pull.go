@@ -401,7 +401,7 @@ func answer(series []prom.Series, err error, promURL string) queryAnswer {
 		}
 		return queryAnswer{err: fmt.Errorf("%s%s unreachable: %v", unreachablePrefix, promURL, err)}
 	default:
-		return queryAnswer{err: fmt.Errorf("Prometheus rejected the query: %v", err)}
+		return queryAnswer{err: fmt.Errorf("the query was rejected by Prometheus: %v", err)}
 	}
 }
 
@@ -460,8 +460,8 @@ func reduceOne(reduction string, s []reduce.Sample, start, end time.Time) (float
 		mean, _, ok := reduce.CounterRate(s, start, end)
 		return mean, ok
 	case catalog.ReduceRateMax:
-		_, max, ok := reduce.CounterRate(s, start, end)
-		return max, ok
+		_, fastest, ok := reduce.CounterRate(s, start, end)
+		return fastest, ok
 	case catalog.ReduceLast:
 		for i := len(s) - 1; i >= 0; i-- {
 			if !s[i].T.After(end) && !s[i].T.Before(start) && !math.IsNaN(s[i].V) {

@@ -114,14 +114,14 @@ func eventually(t *testing.T, what string, cond func(ctx context.Context) error)
 }
 
 // podsSettled: every pod matching sel is Running (and Ready) on the kwok
-// node, or Succeeded (a Job's); at least min of them.
-func podsSettled(ctx context.Context, c kubernetes.Interface, ns, sel string, min int) error {
+// node, or Succeeded (a Job's); at least atLeast of them.
+func podsSettled(ctx context.Context, c kubernetes.Interface, ns, sel string, atLeast int) error {
 	pods, err := c.CoreV1().Pods(ns).List(ctx, metav1.ListOptions{LabelSelector: sel})
 	if err != nil {
 		return err
 	}
-	if len(pods.Items) < min {
-		return fmt.Errorf("%d pods, want at least %d", len(pods.Items), min)
+	if len(pods.Items) < atLeast {
+		return fmt.Errorf("%d pods, want at least %d", len(pods.Items), atLeast)
 	}
 	for _, p := range pods.Items {
 		if p.Status.Phase == corev1.PodSucceeded {

@@ -71,11 +71,7 @@ func (f *fakeCluster) actions() []string {
 			if o, err := metaName(a.GetObject()); err == nil {
 				s += " " + o
 			}
-		case k8stesting.GetAction:
-			s += " " + a.GetName()
-		case k8stesting.DeleteAction:
-			s += " " + a.GetName()
-		case k8stesting.PatchAction:
+		case k8stesting.GetAction: // any action on a named object: get, delete, patch
 			s += " " + a.GetName()
 		case k8stesting.ListAction:
 			s += " " + a.GetListRestrictions().Labels.String()

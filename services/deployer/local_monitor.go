@@ -312,7 +312,7 @@ func (l *Local) servePgbExporter(dir string, e exporter, prevAddr string) (strin
 	}
 	var ln net.Listener
 	if prevAddr != "" {
-		ln, err = net.Listen("tcp", prevAddr)
+		ln, _ = net.Listen("tcp", prevAddr) // taken meanwhile: any free port below
 	}
 	if ln == nil {
 		if ln, err = net.Listen("tcp", "127.0.0.1:0"); err != nil {

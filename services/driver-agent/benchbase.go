@@ -120,7 +120,7 @@ func (a *Agent) runBenchbaseJar(ctx context.Context, job contracts.ShardJob) (*c
 
 	// 4. Run until Benchbase exits; a phase.failed for this phase and
 	// attempt stops it.
-	waitErr, aborted, stopping := supervise(ctx, exited, br, kill)
+	aborted, stopping, waitErr := supervise(ctx, exited, br, kill)
 	_ = console.Close()
 	if stopping {
 		return nil, ctx.Err()
@@ -173,7 +173,7 @@ func readTail(path string, n int) string {
 	if err != nil {
 		return "(no console: " + err.Error() + ")"
 	}
-	defer f.Close()
+	defer f.Close() //nolint:errcheck // read only
 	sc := bufio.NewScanner(f)
 	sc.Buffer(make([]byte, 64*1024), 1024*1024)
 	var lines []string

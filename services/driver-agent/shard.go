@@ -140,7 +140,7 @@ func (r *shardRun) run(ctx context.Context) (*contracts.Final, error) {
 	// 3. Run until the driver exits, or the phase fails elsewhere (another
 	// shard died, a timeout, benchq stop): then stop the driver and report
 	// the shard as aborted; what it printed so far is kept in stdout.
-	waitErr, aborted, stopping := supervise(ctx, exited, br, kill)
+	aborted, stopping, waitErr := supervise(ctx, exited, br, kill)
 	if stopping {
 		return nil, ctx.Err()
 	}
@@ -207,7 +207,7 @@ func readHistogramFile(path string) (*hdrhistogram.Histogram, error) {
 	if err != nil {
 		return nil, err
 	}
-	defer f.Close()
+	defer f.Close() //nolint:errcheck // read only
 	h, err := ycsb.ReadHistogramLog(f)
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", path, err)
@@ -270,19 +270,19 @@ func abortedBecause(reason string) string { return "aborted: the phase failed: "
 // arrives on exited). The phase attempt failing kills the process: aborted
 // is the reason. When ctx ends (the agent is stopping) it kills the
 // process, waits for it and reports stopping.
-func supervise(ctx context.Context, exited <-chan error, br *bus.Barrier, kill func()) (waitErr error, aborted string, stopping bool) {
+func supervise(ctx context.Context, exited <-chan error, br *bus.Barrier, kill func()) (aborted string, stopping bool, waitErr error) {
 	abort := br.Aborted()
 	for {
 		select {
 		case err := <-exited:
-			return err, aborted, false
+			return aborted, false, err
 		case <-abort:
 			aborted, abort = br.Reason(), nil // nil: it fired
 			kill()
 		case <-ctx.Done():
 			kill()
-			<-exited
-			return nil, aborted, true
+			<-exited //nolint:errcheck // killed by us: its exit status says nothing
+			return aborted, true, nil
 		}
 	}
 }

@@ -45,7 +45,7 @@ func (a *Agent) runTPCC(ctx context.Context, job contracts.ShardJob) (*contracts
 			}
 			return fail("prepare: %v", err)
 		}
-		defer b.Close()
+		defer b.Close() //nolint:errcheck // the connections are dropped; the result is what counts
 		bench = b
 	}
 

@@ -50,7 +50,7 @@ func TestHTTPIntake(t *testing.T) {
 		var resp *http.Response
 		testenv.Eventually(t, 10*time.Second, func() error { // the intake starts with the scheduler
 			var err error
-			resp, err = http.DefaultClient.Do(req)
+			resp, err = http.DefaultClient.Do(req) //nolint:bodyclose // closed below, once a try answered
 			if err != nil {
 				req, _ = http.NewRequest(method, base+path, strings.NewReader(body))
 				if tok != "" {

@@ -606,7 +606,7 @@ func TestSimulatedDriversCompleteThePhaseWithoutMeasurements(t *testing.T) {
 	if got := subjects(out); got[len(got)-1] != "benchq.jobs.teardown" {
 		t.Fatalf("after the last phase: %v", got)
 	}
-	out = s.Step(Event{Msg: &contracts.SUTRemoved{Configuration: p.Configurations[0].Name}}, t0)
+	s.Step(Event{Msg: &contracts.SUTRemoved{Configuration: p.Configurations[0].Name}}, t0)
 	if s.Status != contracts.ExperimentDone || len(s.Failures) != 0 || len(s.Drivers) != 0 {
 		t.Errorf("experiment %s %v drivers %v", s.Status, s.Failures, s.Drivers)
 	}

@@ -63,19 +63,44 @@ def fill_series(url: str, phase: dict, start: datetime, summaries: list[dict]) -
     """COPY the intervals and the raw samples; returns how many rows."""
     n = 0
     with psycopg.connect(url) as conn, conn.cursor() as cur:
-        with cur.copy("COPY intervals (code, phase, shard, attempt, elapsed_s, at, operations, ops_per_sec, per_op) FROM STDIN") as cp:
+        with cur.copy(
+            "COPY intervals (code, phase, shard, attempt, elapsed_s, at, operations, ops_per_sec, per_op) FROM STDIN"
+        ) as cp:
             for shard in range(1, SHARDS + 1):
                 for s in range(1, SECONDS + 1):
-                    cp.write_row((CODE, phase["phase"], shard, 1, s, start + timedelta(seconds=s), 500 * s, 500.0,
-                                  Jsonb({"READ": {"ops_per_sec": 250.0}, "UPDATE": {"ops_per_sec": 250.0}})))
+                    cp.write_row(
+                        (
+                            CODE,
+                            phase["phase"],
+                            shard,
+                            1,
+                            s,
+                            start + timedelta(seconds=s),
+                            500 * s,
+                            500.0,
+                            Jsonb({"READ": {"ops_per_sec": 250.0}, "UPDATE": {"ops_per_sec": 250.0}}),
+                        )
+                    )
                     n += 1
         series = {(s["component"], s["metric"]) for s in summaries if s["kind"] == "run"}
         cur.execute("SELECT metrics_ensure_partitions(%s, %s)", (start, start + timedelta(seconds=SECONDS + 2)))
-        with cur.copy("COPY metrics (time, code, phase, configuration, component, metric, labels, value) FROM STDIN") as cp:
+        with cur.copy(
+            "COPY metrics (time, code, phase, configuration, component, metric, labels, value) FROM STDIN"
+        ) as cp:
             for component, metric in sorted(series):
                 for s in range(SECONDS + 2):
-                    cp.write_row((start + timedelta(seconds=s), CODE, phase["phase"], phase["configuration"], component, metric,
-                                  Jsonb({"instance": "127.0.0.1:9121"}), float(s)))
+                    cp.write_row(
+                        (
+                            start + timedelta(seconds=s),
+                            CODE,
+                            phase["phase"],
+                            phase["configuration"],
+                            component,
+                            metric,
+                            Jsonb({"instance": "127.0.0.1:9121"}),
+                            float(s),
+                        )
+                    )
                     n += 1
     return n
 
@@ -91,5 +116,7 @@ def test_bench_summary_time(postgres_url):
         status = main(["summary", "-e", CODE], {"BENCHQ_DB_URL": postgres_url}, out, err)
         times.append(time.perf_counter() - began)
         assert status == 0, err.getvalue()  # a broken summary is a failure, not a figure
-    print(f"\nreporter summary -e of {SHARDS} shards x {SECONDS} s ({rows} interval and metric-sample rows in the database): "
-          f"median {statistics.median(times):.2f} s of 3 ({', '.join(f'{x:.2f}' for x in times)}; goal <= 2 s)")
+    print(
+        f"\nreporter summary -e of {SHARDS} shards x {SECONDS} s ({rows} interval and metric-sample rows in the database): "
+        f"median {statistics.median(times):.2f} s of 3 ({', '.join(f'{x:.2f}' for x in times)}; goal <= 2 s)"
+    )

@@ -21,8 +21,12 @@ PG_BIN = Path(os.environ.get("BENCHQ_PG_BIN", "/usr/lib/postgresql/15/bin"))
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:
-    parser.addoption("--update-goldens", action="store_true", default=False,
-                     help="rewrite tests/golden/* from the current output instead of comparing")
+    parser.addoption(
+        "--update-goldens",
+        action="store_true",
+        default=False,
+        help="rewrite tests/golden/* from the current output instead of comparing",
+    )
 
 
 @pytest.fixture
@@ -82,13 +86,17 @@ def postgres_url() -> str:
         if as_postgres:
             shutil.chown(root, "postgres", "postgres")
             shutil.chown(sock, "postgres", "postgres")
-        _run([str(PG_BIN / "initdb"), "-D", str(data), "-U", "benchq", "--auth=trust",
-              "-E", "UTF8", "--no-sync"], as_postgres)
+        _run(
+            [str(PG_BIN / "initdb"), "-D", str(data), "-U", "benchq", "--auth=trust", "-E", "UTF8", "--no-sync"],
+            as_postgres,
+        )
         port = _free_port()
         opts = f"-c listen_addresses=127.0.0.1 -p {port} -k {sock} -c fsync=off"
         # pg_ctl -w polls until the server accepts connections.
-        _run([str(PG_BIN / "pg_ctl"), "-D", str(data), "-l", str(log), "-o", opts, "-w", "-t", "60", "start"],
-             as_postgres)
+        _run(
+            [str(PG_BIN / "pg_ctl"), "-D", str(data), "-l", str(log), "-o", opts, "-w", "-t", "60", "start"],
+            as_postgres,
+        )
         started = True
         with psycopg.connect(f"postgresql://benchq@127.0.0.1:{port}/postgres", autocommit=True) as conn:
             conn.execute("CREATE DATABASE benchq")

@@ -15,8 +15,17 @@ from benchq_reporter.model import ExperimentData
 
 DATA = Path(__file__).parent / "data"
 # In foreign-key order; child rows get the experiment code on insert.
-TABLES = ["experiments", "configurations", "phases", "shard_results", "shard_operations", "metric_summaries",
-          "intervals", "metrics", "saturation_steps"]
+TABLES = [
+    "experiments",
+    "configurations",
+    "phases",
+    "shard_results",
+    "shard_operations",
+    "metric_summaries",
+    "intervals",
+    "metrics",
+    "saturation_steps",
+]
 
 
 def load_tables(name: str = "ycsb-redis.json", *more: str) -> dict[str, list[dict[str, Any]]]:

@@ -38,18 +38,45 @@ def test_sections_match_golden(tpcc, golden):
 
 def test_column_names_are_bexhomas():
     """As in bexhoma's Benchbase summaries (its PgBouncer/Benchbase example)."""
-    latency_cols = ["Latency Distribution.95th Percentile Latency (microseconds)",
-                    "Latency Distribution.Average Latency (microseconds)"]
-    assert bb.PER_POD_COLUMNS == ["DBMS", "experiment_run", "terminals", "target", "client", "child", "time",
-                                  "num_errors", "Throughput (requests/second)", "Goodput (requests/second)",
-                                  "efficiency", *latency_cols]
-    assert bb.AGGREGATED_COLUMNS == ["DBMS", "experiment_run", "terminals", "target", "pod_count", "time",
-                                     "num_errors", "Throughput (requests/second)", "Goodput (requests/second)",
-                                     "efficiency", *latency_cols]
+    latency_cols = [
+        "Latency Distribution.95th Percentile Latency (microseconds)",
+        "Latency Distribution.Average Latency (microseconds)",
+    ]
+    assert [
+        "DBMS",
+        "experiment_run",
+        "terminals",
+        "target",
+        "client",
+        "child",
+        "time",
+        "num_errors",
+        "Throughput (requests/second)",
+        "Goodput (requests/second)",
+        "efficiency",
+        *latency_cols,
+    ] == bb.PER_POD_COLUMNS
+    assert [
+        "DBMS",
+        "experiment_run",
+        "terminals",
+        "target",
+        "pod_count",
+        "time",
+        "num_errors",
+        "Throughput (requests/second)",
+        "Goodput (requests/second)",
+        "efficiency",
+        *latency_cols,
+    ] == bb.AGGREGATED_COLUMNS
     assert bb.LOADING_COLUMNS == ["DBMS", "time_load", "terminals", "pods", "Throughput [SF/h]"]
     md = render.benchbase_markdown(summary_of(load_tables("benchbase-tpcc.json")))
-    assert md.index("### Execution") < md.index("#### Per Pod") < md.index("#### Aggregated Parallel") \
+    assert (
+        md.index("### Execution")
+        < md.index("#### Per Pod")
+        < md.index("#### Aggregated Parallel")
         < md.index("### Loading")
+    )
 
 
 def test_aggregated_p95_is_the_merged_histograms_not_max_or_mean(tpcc):
@@ -124,15 +151,15 @@ def test_without_first_request_times_throughput_is_the_sum(tpcc):
 def test_a_failed_pod_counts_as_an_error_and_fails_the_test(tpcc):
     shard = next(r for r in tpcc["shard_results"] if r["phase"] == RUN2 and r["shard"] == 2)
     shard.update(status="failed", error="driver failed", throughput=None)
-    tpcc["shard_operations"] = [o for o in tpcc["shard_operations"]
-                                if not (o["phase"] == RUN2 and o["shard"] == 2)]
+    tpcc["shard_operations"] = [o for o in tpcc["shard_operations"] if not (o["phase"] == RUN2 and o["shard"] == 2)]
     s = summary_of(tpcc)
     assert s.per_pod.set_index("DBMS").loc[RUN2 + "-2", "num_errors"] == 1
     row = s.aggregated.set_index("DBMS").loc[RUN2]
     assert row["num_errors"] == 1 and pd.isna(row[bb.THROUGHPUT])
     assert checks.benchbase_tests(s) == [("benchbase_throughput", False, f"{bb.THROUGHPUT} contains 0 or NaN")]
     assert checks.benchbase_tests(summary_of(load_tables("benchbase-tpcc.json"))) == [
-        ("benchbase_throughput", True, f"{bb.THROUGHPUT} contains no 0 or NaN")]
+        ("benchbase_throughput", True, f"{bb.THROUGHPUT} contains no 0 or NaN")
+    ]
 
 
 def test_real_benchbase_fills_the_same_columns():
@@ -141,17 +168,41 @@ def test_real_benchbase_fills_the_same_columns():
     operations = json.loads((BENCHBASE_FIXTURE / "benchbase-tpcc-pg15.operations.golden.json").read_text())
     tables = load_tables("benchbase-tpcc.json")
     phase = RUN1
-    tables["shard_results"] = [{
-        "phase": phase, "shard": 1, "attempt": 1, "configuration": "PostgreSQL-2-1-400-1", "kind": "run",
-        "agent": "driver-agent-1", "status": "ok", "error": None, "threads": int(summary["terminals"]), "target": 0,
-        "started_at": "2026-11-21T11:01:19Z", "ended_at": "2026-11-21T11:02:54Z",
-        "runtime_ms": summary["Elapsed Time (nanoseconds)"] / 1e6,
-        "throughput": summary["Throughput (requests/second)"], "message_id": "x", "first_op_at": None, "last_op_at": None,
-    }]
-    tables["shard_operations"] = [{"phase": phase, "shard": 1, "attempt": 1, "operation": op["name"],
-                                   "count": op["count"], "return_codes": op.get("return_codes", {}),
-                                   "avg_us": op.get("avg_us"), "p95_us": op.get("p95_us"), "histogram": None}
-                                  for op in operations]
+    tables["shard_results"] = [
+        {
+            "phase": phase,
+            "shard": 1,
+            "attempt": 1,
+            "configuration": "PostgreSQL-2-1-400-1",
+            "kind": "run",
+            "agent": "driver-agent-1",
+            "status": "ok",
+            "error": None,
+            "threads": int(summary["terminals"]),
+            "target": 0,
+            "started_at": "2026-11-21T11:01:19Z",
+            "ended_at": "2026-11-21T11:02:54Z",
+            "runtime_ms": summary["Elapsed Time (nanoseconds)"] / 1e6,
+            "throughput": summary["Throughput (requests/second)"],
+            "message_id": "x",
+            "first_op_at": None,
+            "last_op_at": None,
+        }
+    ]
+    tables["shard_operations"] = [
+        {
+            "phase": phase,
+            "shard": 1,
+            "attempt": 1,
+            "operation": op["name"],
+            "count": op["count"],
+            "return_codes": op.get("return_codes", {}),
+            "avg_us": op.get("avg_us"),
+            "p95_us": op.get("p95_us"),
+            "histogram": None,
+        }
+        for op in operations
+    ]
     s = summary_of(tables)
     pod = s.per_pod.iloc[0]
     dist = summary["Latency Distribution"]
@@ -169,15 +220,48 @@ def test_the_documented_frame_is_enough():
         h1.record_value(v)
         h2.record_value(10 * v)
     t0 = pd.Timestamp("2026-11-21T12:00:00Z")
-    base = {"configuration": "c", "kind": "run", "experiment_run": 1, "client": 1, "pods": 2, "status": "ok",
-            "terminals": 2, "target": 0, "sf": 1.0, "runtime_s": 10.0, "errors": 0}
-    rows = bb.frame([
-        {**base, "phase": "c-load", "kind": "load", "client": 0, "shard": 1, "pods": 1, "runtime_s": 36.0},
-        {**base, "phase": "c-run1", "shard": 1, "requests": 1000, "successes": 990, "throughput": 100.0,
-         "first_op_at": t0, "avg_us": 500.5, "p95_us": 950.0, "histogram": h1},
-        {**base, "phase": "c-run1", "shard": 2, "requests": 1000, "successes": 1000, "throughput": 100.0,
-         "first_op_at": t0 + pd.Timedelta(seconds=1), "avg_us": 5005.0, "p95_us": 9500.0, "histogram": h2},
-    ])
+    base = {
+        "configuration": "c",
+        "kind": "run",
+        "experiment_run": 1,
+        "client": 1,
+        "pods": 2,
+        "status": "ok",
+        "terminals": 2,
+        "target": 0,
+        "sf": 1.0,
+        "runtime_s": 10.0,
+        "errors": 0,
+    }
+    rows = bb.frame(
+        [
+            {**base, "phase": "c-load", "kind": "load", "client": 0, "shard": 1, "pods": 1, "runtime_s": 36.0},
+            {
+                **base,
+                "phase": "c-run1",
+                "shard": 1,
+                "requests": 1000,
+                "successes": 990,
+                "throughput": 100.0,
+                "first_op_at": t0,
+                "avg_us": 500.5,
+                "p95_us": 950.0,
+                "histogram": h1,
+            },
+            {
+                **base,
+                "phase": "c-run1",
+                "shard": 2,
+                "requests": 1000,
+                "successes": 1000,
+                "throughput": 100.0,
+                "first_op_at": t0 + pd.Timedelta(seconds=1),
+                "avg_us": 5005.0,
+                "p95_us": 9500.0,
+                "histogram": h2,
+            },
+        ]
+    )
     s = bb.summarize(rows)
     row = s.aggregated.iloc[0]
     assert row["time"] == 11.0
@@ -198,9 +282,19 @@ def test_whole_summary_of_a_benchbase_experiment_in_bexhomas_order(tpcc):
     assert isinstance(s, BenchbaseSummary) and not hasattr(s, "execution_per_phase")
     md = render.markdown(s)
     heads = [line for line in md.splitlines() if line.startswith("#")]
-    assert heads == ["## Show Summary", "### Workload", "### Connections", "### Execution", "#### Per Pod",
-                     "#### Aggregated Parallel", "### Workflow", "#### Actual", "#### Planned", "### Loading",
-                     "### Tests"], heads
+    assert heads == [
+        "## Show Summary",
+        "### Workload",
+        "### Connections",
+        "### Execution",
+        "#### Per Pod",
+        "#### Aggregated Parallel",
+        "### Workflow",
+        "#### Actual",
+        "#### Planned",
+        "### Loading",
+        "### Tests",
+    ], heads
     assert "* TEST passed: Throughput (requests/second) contains no 0 or NaN" in md
     assert "* TEST passed: Workflow as planned" in md
     assert "[OVERALL].Throughput(ops/sec)" not in md

@@ -28,8 +28,9 @@ def closed_port() -> int:
 
 def test_unreachable_database_names_the_url_without_password_and_the_fix():
     port = closed_port()
-    status, out, err = run(["summary", "-e", "x"],
-                           {"BENCHQ_DB_URL": f"postgresql://benchq:s3cret@127.0.0.1:{port}/benchq"})
+    status, out, err = run(
+        ["summary", "-e", "x"], {"BENCHQ_DB_URL": f"postgresql://benchq:s3cret@127.0.0.1:{port}/benchq"}
+    )
     assert status == 1
     assert out == ""
     assert err.count("\n") == 1
@@ -41,8 +42,10 @@ def test_unreachable_database_names_the_url_without_password_and_the_fix():
 
 def test_db_flag_wins_over_env():
     port = closed_port()
-    status, _, err = run(["list", "--db", f"postgresql://flag@127.0.0.1:{port}/benchq"],
-                         {"BENCHQ_DB_URL": "postgresql://env@127.0.0.1:1/benchq"})
+    status, _, err = run(
+        ["list", "--db", f"postgresql://flag@127.0.0.1:{port}/benchq"],
+        {"BENCHQ_DB_URL": "postgresql://env@127.0.0.1:1/benchq"},
+    )
     assert status == 1 and "postgresql://flag@" in err
 
 
@@ -60,13 +63,16 @@ def test_bad_arguments_are_one_line():
     assert status == 2 and err.count("\n") == 1
 
 
-@pytest.mark.parametrize("argv", [
-    [],  # no command
-    ["report"],  # unknown command
-    ["tests"],  # no -e
-    ["list", "--bogus"],  # unknown flag
-    ["summary", "-e"],  # -e without its value
-])
+@pytest.mark.parametrize(
+    "argv",
+    [
+        [],  # no command
+        ["report"],  # unknown command
+        ["tests"],  # no -e
+        ["list", "--bogus"],  # unknown flag
+        ["summary", "-e"],  # -e without its value
+    ],
+)
 def test_usage_errors_exit_2_before_touching_the_database(argv):
     # The URL points nowhere: a usage error must not get as far as connecting (that would be 1).
     status, out, err = run(argv, {"BENCHQ_DB_URL": f"postgresql://x@127.0.0.1:{closed_port()}/benchq"})

@@ -50,10 +50,26 @@ def test_a_figure_that_was_not_measured_is_missing_not_zero(db):
 
 
 def test_ratios_are_to_the_phase_at_the_same_position():
-    a = pd.DataFrame({"experiment": "a", "phase": ["p1", "p2"], "throughput": [100.0, 200.0],
-                      "p95_us": [10.0, 20.0], "p99_us": [30.0, float("nan")], "cpu_per_mops": [4.0, 0.0]})
-    b = pd.DataFrame({"experiment": "b", "phase": ["q1", "q2", "q3"], "throughput": [150.0, 100.0, 1.0],
-                      "p95_us": [5.0, 20.0, 1.0], "p99_us": [60.0, 1.0, 1.0], "cpu_per_mops": [2.0, 1.0, 1.0]})
+    a = pd.DataFrame(
+        {
+            "experiment": "a",
+            "phase": ["p1", "p2"],
+            "throughput": [100.0, 200.0],
+            "p95_us": [10.0, 20.0],
+            "p99_us": [30.0, float("nan")],
+            "cpu_per_mops": [4.0, 0.0],
+        }
+    )
+    b = pd.DataFrame(
+        {
+            "experiment": "b",
+            "phase": ["q1", "q2", "q3"],
+            "throughput": [150.0, 100.0, 1.0],
+            "p95_us": [5.0, 20.0, 1.0],
+            "p99_us": [60.0, 1.0, 1.0],
+            "cpu_per_mops": [2.0, 1.0, 1.0],
+        }
+    )
     got = compare.compare([a, b]).set_index(["experiment", "phase"])
     assert got.loc[("b", "q1"), "throughput_ratio"] == 1.5
     assert got.loc[("b", "q1"), "p99_us_ratio"] == 2.0
@@ -67,10 +83,13 @@ def test_html_format(db):
     assert status == 0 and out.startswith("<!DOCTYPE html>") and "<th>SUT CPU s per 1M ops</th>" in out
 
 
-@pytest.mark.parametrize("argv, status, says", [
-    (["-e", "cmp-a"], 2, "two experiments or more"),
-    (["-e", "cmp-a", "-e", "nope"], 1, "no experiment with code 'nope'"),
-])
+@pytest.mark.parametrize(
+    "argv, status, says",
+    [
+        (["-e", "cmp-a"], 2, "two experiments or more"),
+        (["-e", "cmp-a", "-e", "nope"], 1, "no experiment with code 'nope'"),
+    ],
+)
 def test_compare_errors(db, argv, status, says):
     got, _, err = run("compare", "--db", db, *argv)
     assert got == status and says in err

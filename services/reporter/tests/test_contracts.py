@@ -71,11 +71,14 @@ def test_date_time_is_asserted():
         contracts.validate("request", {"schema_version": 1, "dbms": ["Redis"], "ts": "2026-13-45"})
 
 
-@pytest.mark.parametrize("pattern,expected", [
-    ("^[a-z]+$", r"^[a-z]+\Z"),
-    (r"^a\$b$", r"^a\$b\Z"),
-    ("^[$a]+$", r"^[$a]+\Z"),
-])
+@pytest.mark.parametrize(
+    "pattern,expected",
+    [
+        ("^[a-z]+$", r"^[a-z]+\Z"),
+        (r"^a\$b$", r"^a\$b\Z"),
+        ("^[$a]+$", r"^[$a]+\Z"),
+    ],
+)
 def test_ecma_pattern_anchors_at_the_very_end(pattern, expected):
     assert ecma_pattern(pattern) == expected
 
@@ -98,15 +101,18 @@ def test_contracts_dir_found_from_the_repository():
     assert (contracts.find_dir({}) / "names.json").is_file()
 
 
-@pytest.mark.parametrize("names,path", [
-    (contracts.RESULT, ("statuses", "result")),
-    (contracts.PHASE, ("statuses", "phase")),
-    (contracts.EXPERIMENT, ("statuses", "experiment")),
-    (contracts.KIND, ("kinds",)),
-    (contracts.ACTION, ("actions",)),
-    (contracts.BACKEND, ("backends",)),
-    (contracts.DURABLE, ("durables",)),
-])
+@pytest.mark.parametrize(
+    "names,path",
+    [
+        (contracts.RESULT, ("statuses", "result")),
+        (contracts.PHASE, ("statuses", "phase")),
+        (contracts.EXPERIMENT, ("statuses", "experiment")),
+        (contracts.KIND, ("kinds",)),
+        (contracts.ACTION, ("actions",)),
+        (contracts.BACKEND, ("backends",)),
+        (contracts.DURABLE, ("durables",)),
+    ],
+)
 def test_constants_are_names_json(names, path):
     """The constants the reporter compares with are names.json's sections, entry for entry."""
     section = json.loads((contracts.find_dir() / "names.json").read_text())

@@ -50,16 +50,26 @@ def test_every_frame_has_its_columns_dtypes_and_a_unique_key():
         assert (df["code"] == FRAMES).all(), name
         assert not df.duplicated(list(spec.key)).any(), f"{name}: key {spec.key} not unique"
     counts = {n: len(df) for n, df in frames.items()}
-    assert counts == {"experiment": 1, "configurations": 1, "phases": 2, "shards": 3, "operations": 7,
-                      "intervals": 8, "interval_operations": 12, "metrics": 117, "metric_summaries": 24}
+    assert counts == {
+        "experiment": 1,
+        "configurations": 1,
+        "phases": 2,
+        "shards": 3,
+        "operations": 7,
+        "intervals": 8,
+        "interval_operations": 12,
+        "metrics": 117,
+        "metric_summaries": 24,
+    }
 
 
 def test_frames_relate_by_their_keys():
     f = built()
     shards = f["shards"]
     assert shards["reported"].all()  # one attempt each
-    assert set(f["operations"][["phase", "shard", "attempt"]].itertuples(index=False)) <= \
-        set(shards[["phase", "shard", "attempt"]].itertuples(index=False))
+    assert set(f["operations"][["phase", "shard", "attempt"]].itertuples(index=False)) <= set(
+        shards[["phase", "shard", "attempt"]].itertuples(index=False)
+    )
     iv = f["intervals"]
     assert iv["configuration"].eq("Redis-8-2-65536-1").all()
     assert iv.groupby("kind")["phase"].nunique().to_dict() == {"load": 1, "run": 1}
@@ -109,8 +119,9 @@ def test_export_reads_back_equal(db, tmp_path, fmt):
     out, err = io.StringIO(), io.StringIO()
     status = main(["export", "-e", FRAMES, "--format", fmt, "-o", str(tmp_path / "x")], {"BENCHQ_DB_URL": db}, out, err)
     assert (status, err.getvalue()) == (0, "")
-    assert out.getvalue().splitlines() == [str(tmp_path / "x" / f"{n}.{fmt}") for n in dataframes.FRAMES] + \
-        [str(tmp_path / "x" / "manifest.json")]
+    assert out.getvalue().splitlines() == [str(tmp_path / "x" / f"{n}.{fmt}") for n in dataframes.FRAMES] + [
+        str(tmp_path / "x" / "manifest.json")
+    ]
     manifest = json.loads((tmp_path / "x" / "manifest.json").read_text())
     assert (manifest["code"], manifest["format"], manifest["benchq_version"]) == (FRAMES, fmt, "dev")
     assert manifest["frames"]["metrics"]["rows"] == 117
@@ -128,25 +139,30 @@ def test_csv_keeps_empty_strings_missing_values_and_odd_text(tmp_path):
     shards.loc[1, "error"] = 'NA, "quoted"\nsecond line \\ NULL'
     export.write(frames, tmp_path, "csv")
     back = export.read_export(tmp_path)["shards"]
-    assert back.loc[0, "error"] == "" and back.loc[1, "error"] == shards.loc[1, "error"] and pd.isna(back.loc[2, "error"])
+    assert (
+        back.loc[0, "error"] == "" and back.loc[1, "error"] == shards.loc[1, "error"] and pd.isna(back.loc[2, "error"])
+    )
     pd.testing.assert_frame_equal(back, shards, check_exact=True)
 
 
 def test_export_errors(db, tmp_path):
     out, err = io.StringIO(), io.StringIO()
     assert main(["export", "-e", "nope", "-o", str(tmp_path)], {"BENCHQ_DB_URL": db}, out, err) == 1
-    assert err.getvalue() == ("reporter: no experiment with code 'nope' in the results database "
-                              "(list them with: reporter list)\n")
+    assert err.getvalue() == (
+        "reporter: no experiment with code 'nope' in the results database (list them with: reporter list)\n"
+    )
     err = io.StringIO()
     assert main(["export", "-e", FRAMES, "--format", "xlsx", "-o", str(tmp_path)], {"BENCHQ_DB_URL": db}, out, err) == 2
     assert "invalid choice: 'xlsx'" in err.getvalue()
-    with pytest.raises(export.ExportError, match="manifest.json is missing"):
+    with pytest.raises(export.ExportError, match=r"manifest\.json is missing"):
         export.read_export(tmp_path)
 
 
 def test_the_schema_reference_in_docs_is_current():
     doc = (REPO / "docs" / "dataframes.md").read_text()
-    assert dataframes.schema_markdown() in doc, "docs/dataframes.md is stale: paste dataframes.schema_markdown() into it"
+    assert dataframes.schema_markdown() in doc, (
+        "docs/dataframes.md is stale: paste dataframes.schema_markdown() into it"
+    )
 
 
 def test_the_example_script_runs_against_the_database(db):
@@ -171,7 +187,7 @@ def selfcheck(url, code):
 
 def test_selfcheck_rejects_a_plan_without_a_build_version(db, monkeypatch):
     monkeypatch.setattr(selfcheck_export.version, "read", lambda: "dev")
-    status, out, err = selfcheck(db, FRAMES)
+    status, _out, err = selfcheck(db, FRAMES)
     assert status == 1 and "version: the plan says benchq version 'dev'" in err  # "dev" is no build's version
     monkeypatch.setattr(selfcheck_export.version, "read", lambda: "v1.2.3")
     assert "the reporter is 'v1.2.3'" in selfcheck(db, FRAMES)[2]
@@ -185,9 +201,12 @@ def test_selfcheck_with_a_real_version(db, postgres_url, monkeypatch):
     monkeypatch.setattr(selfcheck_export.version, "read", lambda: "v1.2.3-4-gabcdef0")
     status, out, err = selfcheck(db, "frames-versioned")
     assert (status, err) == (0, ""), err
-    assert out.splitlines()[1:] == ["csv: the export reads back equal to load()",
-                                    "parquet: the export reads back equal to load()",
-                                    "version: v1.2.3-4-gabcdef0", "selfcheck_export: frames-versioned: ok"]
+    assert out.splitlines()[1:] == [
+        "csv: the export reads back equal to load()",
+        "parquet: the export reads back equal to load()",
+        "version: v1.2.3-4-gabcdef0",
+        "selfcheck_export: frames-versioned: ok",
+    ]
 
 
 def test_selfcheck_fails_on_missing_series(db):
@@ -202,5 +221,5 @@ def test_selfcheck_fails_on_missing_series(db):
 def test_selfcheck_names_the_frame_that_differs():
     frames = built()
     changed = dict(frames, intervals=frames["intervals"].assign(ops_per_sec=frames["intervals"]["ops_per_sec"] + 1e-9))
-    with pytest.raises(selfcheck_export.CheckFailed, match="^csv round trip: frame intervals differs from load"):
+    with pytest.raises(selfcheck_export.CheckFailed, match=r"^csv round trip: frame intervals differs from load"):
         selfcheck_export.compare(frames, changed, "csv round trip")

@@ -10,8 +10,8 @@ from __future__ import annotations
 import io
 import json
 
-import pytest
 import psycopg
+import pytest
 from rows import MONITORED, insert, load_tables, monitored_tables
 
 from benchq_reporter.cli import main
@@ -80,8 +80,9 @@ def test_summary_fail_on_tests(db):
     assert (status, err) == (0, "") and "### Tests" in out
     status, out, err = run(db, "summary", "-e", "ycsb-redis-broken", "--fail-on-tests")
     assert status == 1 and "### Tests" in out
-    assert err == ("reporter: 1 result test(s) failed (-tr): Loading Phase: [OVERALL].Throughput(ops/sec) "
-                   "contains 0 or NaN\n")
+    assert err == (
+        "reporter: 1 result test(s) failed (-tr): Loading Phase: [OVERALL].Throughput(ops/sec) contains 0 or NaN\n"
+    )
     status, _, err = run(db, "summary", "-e", "ycsb-redis-broken")
     assert (status, err) == (0, "")
 
@@ -104,8 +105,9 @@ def test_database_without_the_schema(postgres_url):
 def test_summary_with_monitoring_from_the_database_equals_the_golden(db, golden):
     """metric_summaries rows (NULL values with their reasons, a 0) read back through the one SELECT."""
     with psycopg.connect(db) as conn:
-        stored = conn.execute("SELECT count(*), count(*) FILTER (WHERE value IS NULL) FROM metric_summaries"
-                              " WHERE code = %s", (MONITORED,)).fetchone()
+        stored = conn.execute(
+            "SELECT count(*), count(*) FILTER (WHERE value IS NULL) FROM metric_summaries WHERE code = %s", (MONITORED,)
+        ).fetchone()
     assert stored == (len(monitored_tables()["metric_summaries"]), 2)
     status, out, err = run(db, "summary", "-e", MONITORED)
     assert (status, err) == (0, "")

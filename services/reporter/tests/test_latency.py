@@ -46,7 +46,7 @@ def test_merged_p99_is_the_p99_of_the_union_not_a_mean_or_max(shards):
     p99 = latency.value_at_percentile(merged, 99)
     assert equivalent(merged, p99, exact(union, 99))
     per_shard = [latency.value_at_percentile(latency.decode(s["histogram"]), 99) for s in shards]
-    for s, p in zip(shards, per_shard):
+    for s, p in zip(shards, per_shard, strict=False):
         assert equivalent(merged, p, exact(s["samples"], 99))
     mean, highest = sum(per_shard) / len(per_shard), max(per_shard)
     # Apart by far more than the histogram's precision (3 significant digits).
@@ -61,8 +61,14 @@ def test_percentiles_are_ycsbs(tmp_path):
     for op in final["operations"]:
         st = latency.stats(latency.decode(op["histogram"]))
         assert st["count"] == op["count"], op["name"]
-        for name, field in {"p50": "p50_us", "p95": "p95_us", "p99": "p99_us", "p999": "p999_us",
-                            "max": "max_us", "min": "min_us"}.items():
+        for name, field in {
+            "p50": "p50_us",
+            "p95": "p95_us",
+            "p99": "p99_us",
+            "p999": "p999_us",
+            "max": "max_us",
+            "min": "min_us",
+        }.items():
             assert st[name] == op[field], (op["name"], name)
         assert st["mean"] == pytest.approx(op["avg_us"], rel=1e-12)
 
@@ -77,15 +83,40 @@ def two_shard_run(shards: list[dict]) -> dict:
     ends = ["2026-03-02T10:00:15.400Z", "2026-03-02T10:00:16.400Z"]
     for k, s in enumerate(shards):
         n = len(s["samples"])
-        tables["shard_results"].append({
-            **base, "shard": k + 1, "agent": f"agent-{k + 1}", "message_id": f"m{k + 1}",
-            "threads": 4, "target": 32768, "throughput": n / 2.0, "runtime_ms": 2000.0,
-            "first_op_at": starts[k], "last_op_at": ends[k], "stdout": ""})
+        tables["shard_results"].append(
+            {
+                **base,
+                "shard": k + 1,
+                "agent": f"agent-{k + 1}",
+                "message_id": f"m{k + 1}",
+                "threads": 4,
+                "target": 32768,
+                "throughput": n / 2.0,
+                "runtime_ms": 2000.0,
+                "first_op_at": starts[k],
+                "last_op_at": ends[k],
+                "stdout": "",
+            }
+        )
         h = latency.stats(latency.decode(s["histogram"]))
-        tables["shard_operations"].append({
-            "phase": RUN, "shard": k + 1, "attempt": 1, "operation": "READ", "count": n,
-            "avg_us": h["mean"], "min_us": h["min"], "max_us": h["max"], "p50_us": h["p50"], "p95_us": h["p95"],
-            "p99_us": h["p99"], "p999_us": h["p999"], "return_codes": {"OK": n}, "histogram": s["histogram"]})
+        tables["shard_operations"].append(
+            {
+                "phase": RUN,
+                "shard": k + 1,
+                "attempt": 1,
+                "operation": "READ",
+                "count": n,
+                "avg_us": h["mean"],
+                "min_us": h["min"],
+                "max_us": h["max"],
+                "p50_us": h["p50"],
+                "p95_us": h["p95"],
+                "p99_us": h["p99"],
+                "p999_us": h["p999"],
+                "return_codes": {"OK": n},
+                "histogram": s["histogram"],
+            }
+        )
     return tables
 
 
@@ -102,14 +133,20 @@ def test_per_phase_uses_the_merged_histograms(shards):
     row = s.execution_latency.iloc[0]
     assert (row["operation"], row["latency from"], row["shards"], row["percentiles"]) == ("READ", "start", 2, "merged")
     assert row["Operations"] == len(union)
-    for column, pct in {"50thPercentileLatency(us)": 50, "95thPercentileLatency(us)": 95,
-                        "99thPercentileLatency(us)": 99, "99.9PercentileLatency(us)": 99.9}.items():
+    for column, pct in {
+        "50thPercentileLatency(us)": 50,
+        "95thPercentileLatency(us)": 95,
+        "99thPercentileLatency(us)": 99,
+        "99.9PercentileLatency(us)": 99.9,
+    }.items():
         assert equivalent(merged, row[column], exact(union, pct)), column
     assert equivalent(merged, row["MaxLatency(us)"], max(union))
     # The operation-weighted mean of the shards' means (their histograms' means).
     means = [latency.decode(sh["histogram"]).get_mean_value() for sh in shards]
     weights = [len(sh["samples"]) for sh in shards]
-    assert row["AverageLatency(us)"] == pytest.approx(sum(m * w for m, w in zip(means, weights)) / sum(weights))
+    assert row["AverageLatency(us)"] == pytest.approx(
+        sum(m * w for m, w in zip(means, weights, strict=False)) / sum(weights)
+    )
     assert MERGED_NOTE in s.notes["execution_per_phase"]
 
 
@@ -125,13 +162,17 @@ def test_common_window_and_start_skew(shards):
 
 def test_intended_latencies_are_listed_apart_and_labelled(shards):
     tables = two_shard_run(shards)
-    intended = [{**o, "operation": "Intended-READ", "return_codes": {}} for o in tables["shard_operations"]
-                if o["phase"] == RUN]
+    intended = [
+        {**o, "operation": "Intended-READ", "return_codes": {}} for o in tables["shard_operations"] if o["phase"] == RUN
+    ]
     tables["shard_operations"] += intended
     s = summarize(experiment(tables))
     assert not any("Intended" in c for c in s.execution_per_phase.columns)
     lat = s.execution_latency
-    assert list(zip(lat["operation"], lat["latency from"])) == [("READ", "start"), ("READ", "intended start")]
+    assert list(zip(lat["operation"], lat["latency from"], strict=False)) == [
+        ("READ", "start"),
+        ("READ", "intended start"),
+    ]
     assert s.notes["execution_latency"] and "coordinated omission" in s.notes["execution_latency"][0]
     # Intended operations are not executed operations: the window counts each read once.
     assert s.execution_per_phase.iloc[0][WINDOW_THROUGHPUT] == pytest.approx(5000 / 3.0)

@@ -19,8 +19,12 @@ from benchq_reporter.summary import summarize
 LOAD = "Redis-8-2-65536-1-load"
 RUN = "Redis-8-2-65536-1-run1"
 CFG = "Redis-8-2-65536-1"
-SECTIONS = ["Loading phase: SUT deployment", "Loading phase: component loader",
-            "Execution phase: SUT deployment", "Execution phase: component benchmarker"]
+SECTIONS = [
+    "Loading phase: SUT deployment",
+    "Loading phase: component loader",
+    "Execution phase: SUT deployment",
+    "Execution phase: component benchmarker",
+]
 
 
 @pytest.fixture
@@ -45,9 +49,13 @@ def test_sections_are_bexhomas_in_order_between_execution_and_tests(tables):
     headings = [line for line in md.splitlines() if line.startswith("#")]
     i = headings.index("### Monitoring")
     assert headings[i - 1] == "#### Latency per Phase"
-    assert headings[i + 1:] == [*(f"### {t}" for t in SECTIONS), "### Application Metrics",
-                                "#### Loading phase: SUT deployment", "#### Execution phase: SUT deployment",
-                                "### Tests"]
+    assert headings[i + 1 :] == [
+        *(f"### {t}" for t in SECTIONS),
+        "### Application Metrics",
+        "#### Loading phase: SUT deployment",
+        "#### Execution phase: SUT deployment",
+        "### Tests",
+    ]
 
 
 def test_columns_follow_position_and_rows_are_labelled_like_the_phase_tables(tables):
@@ -66,10 +74,14 @@ def test_missing_is_nan_with_its_reason_never_zero(tables):
     loader = _section(s.monitoring.system, SECTIONS[1])
     assert loader.table["Max RAM Cached [Gb]"].isna().all()
     md = render.markdown(s)
-    assert ("* Max RAM Cached [Gb] of Redis-8-2-65536-1 is missing: no samples: container_memory_cache was not "
-            "exported for the loader's processes") in md
-    assert ("* Network Input [MB/sec] of Redis-8-2-65536-1-run1 is missing: Prometheus at "
-            "http://127.0.0.1:9090 unreachable: connection refused") in md
+    assert (
+        "* Max RAM Cached [Gb] of Redis-8-2-65536-1 is missing: no samples: container_memory_cache was not "
+        "exported for the loader's processes"
+    ) in md
+    assert (
+        "* Network Input [MB/sec] of Redis-8-2-65536-1-run1 is missing: Prometheus at "
+        "http://127.0.0.1:9090 unreachable: connection refused"
+    ) in md
     assert md.count(f"* {CPU_NOTE}") == 1
     table = md.split("### Loading phase: component loader")[1].split("\n\n")[1]
     assert table.splitlines()[2].split("|")[-2].strip() == "NaN"
@@ -103,8 +115,14 @@ def test_only_sections_with_rows_appear(tables):
     s = summarize(experiment(tables))
     assert not s.monitoring
     assert "### Monitoring" not in render.markdown(s)
-    assert [t.id for t in s.tests] == ["loading_throughput", "execution_throughput", "workflow", "no_failed",
-                                       "loading_errors", "execution_errors"]
+    assert [t.id for t in s.tests] == [
+        "loading_throughput",
+        "execution_throughput",
+        "workflow",
+        "no_failed",
+        "loading_errors",
+        "execution_errors",
+    ]
 
 
 def test_a_pool_gets_its_own_sections_first(tables):
@@ -112,11 +130,19 @@ def test_a_pool_gets_its_own_sections_first(tables):
     tables["metric_summaries"] += pool
     s = summarize(experiment(tables))
     assert [x.title for x in s.monitoring.system] == [
-        "Loading phase: component pool", SECTIONS[0], SECTIONS[1],
-        "Execution phase: component pool", SECTIONS[2], SECTIONS[3]]
+        "Loading phase: component pool",
+        SECTIONS[0],
+        SECTIONS[1],
+        "Execution phase: component pool",
+        SECTIONS[2],
+        SECTIONS[3],
+    ]
     assert [x.title for x in s.monitoring.application] == [
-        "Loading phase: component pool", "Loading phase: SUT deployment",
-        "Execution phase: component pool", "Execution phase: SUT deployment"]
+        "Loading phase: component pool",
+        "Loading phase: SUT deployment",
+        "Execution phase: component pool",
+        "Execution phase: SUT deployment",
+    ]
     assert "* TEST passed: Execution phase: component pool contains no 0 or NaN in CPU [CPUs]" in render.markdown(s)
 
 
@@ -135,15 +161,17 @@ def test_the_reported_attempt_is_the_shards(tables):
 
 def test_a_metric_outside_a_dbms_set_is_named_not_zero(tables):
     """Two DBMS in one experiment may have different application sets: a cell one lacks is said so."""
-    other = [{**r, "phase": "PostgreSQL-8-2-65536-1-run1", "configuration": "PostgreSQL-8-2-65536-1"}
-             for r in _rows(tables, phase=RUN, section="application") if r["metric"] != "replies_sent"]
+    other = [
+        {**r, "phase": "PostgreSQL-8-2-65536-1-run1", "configuration": "PostgreSQL-8-2-65536-1"}
+        for r in _rows(tables, phase=RUN, section="application")
+        if r["metric"] != "replies_sent"
+    ]
     tables["metric_summaries"] += other
     s = summarize(experiment(tables))
     run = _section(s.monitoring.application, "Execution phase: SUT deployment")
     assert list(run.table["DBMS"]) == [RUN, "PostgreSQL-8-2-65536-1-run1"]
     assert run.table["Replies Sent [count]"].isna().tolist() == [False, True]
-    assert ("Replies Sent [count] of PostgreSQL-8-2-65536-1-run1 is missing: not in its DBMS's metric set"
-            in run.missing)
+    assert "Replies Sent [count] of PostgreSQL-8-2-65536-1-run1 is missing: not in its DBMS's metric set" in run.missing
 
 
 def test_json_carries_the_monitoring_tables(tables):
@@ -152,8 +180,9 @@ def test_json_carries_the_monitoring_tables(tables):
     m = doc["monitoring"]
     assert [s["title"] for s in m["system"]] == SECTIONS
     loader = m["system"][1]
-    assert loader["rows"] == [{"DBMS": CFG, "CPU [CPUs]": 8.95, "Max CPU": 1.83, "Max RAM [Gb]": 0.5213,
-                               "Max RAM Cached [Gb]": None}]
+    assert loader["rows"] == [
+        {"DBMS": CFG, "CPU [CPUs]": 8.95, "Max CPU": 1.83, "Max RAM [Gb]": 0.5213, "Max RAM Cached [Gb]": None}
+    ]
     assert loader["missing"][0].startswith("Max RAM Cached [Gb] of Redis-8-2-65536-1 is missing: no samples")
     assert m["note"] == CPU_NOTE
     assert m["application"][1]["rows"][0]["Network Input [MB/sec]"] is None
@@ -169,19 +198,26 @@ def test_json_without_monitoring_has_no_monitoring_key(tables):
 def test_a_benchbase_summary_has_the_sections_before_its_tests(tables):
     tpcc = load_tables("benchbase-tpcc.json")
     phases = {LOAD: "PostgreSQL-2-1-400-1-load", RUN: "PostgreSQL-2-1-400-1-run1"}
-    tpcc["metric_summaries"] = [{**r, "phase": phases[r["phase"]], "configuration": "PostgreSQL-2-1-400-1"}
-                                for r in _rows(tables, section="system")]
+    tpcc["metric_summaries"] = [
+        {**r, "phase": phases[r["phase"]], "configuration": "PostgreSQL-2-1-400-1"}
+        for r in _rows(tables, section="system")
+    ]
     s = summarize(experiment(tpcc))
     headings = [line for line in render.markdown(s).splitlines() if line.startswith("### ")]
     assert headings[-7:] == ["### Loading", "### Monitoring", *(f"### {t}" for t in SECTIONS), "### Tests"]
-    assert [t.id for t in s.tests] == ["benchbase_throughput", "monitoring_load_sut", "monitoring_load_loader",
-                                       "monitoring_run_sut", "monitoring_run_benchmarker", "workflow"]
+    assert [t.id for t in s.tests] == [
+        "benchbase_throughput",
+        "monitoring_load_sut",
+        "monitoring_load_loader",
+        "monitoring_run_sut",
+        "monitoring_run_benchmarker",
+        "workflow",
+    ]
 
 
 def test_a_phase_without_shard_results_shows_its_latest_attempt(tables):
     """A phase that failed before any shard reported still has its window's metrics."""
-    tables["metric_summaries"] += [{**r, "attempt": 2, "value": 7.0, "missing": None}
-                                   for r in _rows(tables, phase=RUN)]
+    tables["metric_summaries"] += [{**r, "attempt": 2, "value": 7.0, "missing": None} for r in _rows(tables, phase=RUN)]
     tables["shard_results"] = [r for r in tables["shard_results"] if r["phase"] != RUN]
     tables["shard_operations"] = [r for r in tables["shard_operations"] if r["phase"] != RUN]
     s = summarize(experiment(tables))

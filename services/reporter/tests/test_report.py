@@ -11,13 +11,14 @@ import shutil
 from pathlib import Path
 
 import pytest
-from rows import FRAMES, frames_tables, insert
+from rows import frames_tables, insert
 
 from benchq_reporter import report, selfcheck_report
 from benchq_reporter.cli import main
 
-needs_chromium = pytest.mark.skipif(shutil.which("chromium") is None,
-                                    reason="chromium is not installed (scripts/bootstrap.sh installs it)")
+needs_chromium = pytest.mark.skipif(
+    shutil.which("chromium") is None, reason="chromium is not installed (scripts/bootstrap.sh installs it)"
+)
 
 
 @pytest.fixture(scope="module")
@@ -34,8 +35,9 @@ def run(*argv: str) -> tuple[int, str, str]:
 
 
 def test_report_writes_the_page_and_the_pngs(db, tmp_path):
-    status, out, err = run("report", "--db", db, "-e", "report-redis", "-o", str(tmp_path / "r.html"),
-                           "--png", str(tmp_path / "png"))
+    status, out, err = run(
+        "report", "--db", db, "-e", "report-redis", "-o", str(tmp_path / "r.html"), "--png", str(tmp_path / "png")
+    )
     assert status == 0, err
     written = out.splitlines()
     assert written[0] == str(tmp_path / "r.html")
@@ -62,27 +64,35 @@ def test_report_of_an_unknown_experiment(db, tmp_path):
 
 def test_markdown_tables_become_html_tables():
     got = report.markdown_html("### Loading\n\n| DBMS | time |\n|:--|--:|\n| Redis-1 | 1,234.50 |\n\n* a note <b>\n")
-    assert got == ("<h4>Loading</h4>\n<table><thead><tr><th>DBMS</th><th>time</th></tr></thead><tbody>"
-                   '<tr><td>Redis-1</td><td class="num">1,234.50</td></tr></tbody></table>\n'
-                   '<p style="margin-left: 0em">&bull; a note &lt;b&gt;</p>')
+    assert got == (
+        "<h4>Loading</h4>\n<table><thead><tr><th>DBMS</th><th>time</th></tr></thead><tbody>"
+        '<tr><td>Redis-1</td><td class="num">1,234.50</td></tr></tbody></table>\n'
+        '<p style="margin-left: 0em">&bull; a note &lt;b&gt;</p>'
+    )
 
 
 @needs_chromium
 def test_the_page_renders_in_chromium(db, tmp_path):
     out, err = io.StringIO(), io.StringIO()
-    status = selfcheck_report.main(["--db", db, "-e", "report-redis", "-o", str(tmp_path / "r.html"),
-                                    "--screenshot", str(tmp_path / "r.png")], out, err)
+    status = selfcheck_report.main(
+        ["--db", db, "-e", "report-redis", "-o", str(tmp_path / "r.html"), "--screenshot", str(tmp_path / "r.png")],
+        out,
+        err,
+    )
     assert status == 0, err.getvalue()
     assert "rendered as SVG" in out.getvalue()
     assert selfcheck_report.blank_share(tmp_path / "r.png") < 0.99
 
 
 @needs_chromium
-@pytest.mark.parametrize("fault, says", [
-    ('<script>console.error("boom")</script>', "console messages"),
-    ('<img src="https://example.invalid/x.png">', "fetches from the network"),
-    ("", "0 plots rendered"),
-])
+@pytest.mark.parametrize(
+    "fault, says",
+    [
+        ('<script>console.error("boom")</script>', "console messages"),
+        ('<img src="https://example.invalid/x.png">', "fetches from the network"),
+        ("", "0 plots rendered"),
+    ],
+)
 def test_the_browser_check_fails_on_a_broken_page(tmp_path, fault, says):
     page = tmp_path / "p.html"
     page.write_text(f"<!DOCTYPE html><html><body><h1>x</h1>{fault}</body></html>")
@@ -93,8 +103,10 @@ def test_the_browser_check_fails_on_a_broken_page(tmp_path, fault, says):
 @needs_chromium
 def test_a_blank_screenshot_is_caught(tmp_path):
     page = tmp_path / "p.html"
-    page.write_text('<!DOCTYPE html><html><body><figure class="plot"><figcaption>x</figcaption>'
-                    '<svg xmlns="http://www.w3.org/2000/svg" width="1" height="1"></svg></figure></body></html>')
+    page.write_text(
+        '<!DOCTYPE html><html><body><figure class="plot"><figcaption>x</figcaption>'
+        '<svg xmlns="http://www.w3.org/2000/svg" width="1" height="1"></svg></figure></body></html>'
+    )
     with pytest.raises(selfcheck_report.CheckFailed, match="blank"):
         selfcheck_report.check_page(page, 1, tmp_path / "p.png")
 
@@ -113,6 +125,6 @@ def test_tpcc_report_plots_latency_per_phase():
         bars = tpcc[0].figure.axes[0].patches
         assert len(bars) == 2 * len(summary.benchbase.aggregated)  # average and p95 of each phase
         p95 = summary.benchbase.aggregated["Latency Distribution.95th Percentile Latency (microseconds)"]
-        assert sorted(round(b.get_width(), 6) for b in bars[len(p95):]) == sorted(round(v / 1000, 6) for v in p95)
+        assert sorted(round(b.get_width(), 6) for b in bars[len(p95) :]) == sorted(round(v / 1000, 6) for v in p95)
     finally:
         report.close(made)

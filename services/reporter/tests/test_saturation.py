@@ -4,20 +4,49 @@ from __future__ import annotations
 
 from typing import Any
 
+from rows import experiment, load_tables
+
 from benchq_reporter import render
 from benchq_reporter.summary import summarize
-
-from rows import experiment, load_tables
 
 CFG = "Redis-8-2-65536-1"
 
 
-def step(n: int, phase: str, offered: int, goodput: float, verdict: str, role: str = "step",
-         knee: dict[str, Any] | None = None, p99: float | None = 1.5) -> dict[str, Any]:
-    return {"configuration": CFG, "phase": phase, "attempt": 1, "step": n, "role": role, "offered": offered,
-            "shards": 1, "threads": 8, "steady_from": "2026-11-20T10:00:03Z", "steady_to": "2026-11-20T10:00:20Z",
-            "seconds": 17, "achieved": goodput, "goodput": goodput, "error_share": 0.0, "p95_ms": 1.0, "p99_ms": p99,
-            "cv": 1.2, "worst_second": goodput * 0.97, "busy": 20.0, "verdict": verdict, "why": "w", "next": "n", "knee": knee}
+def step(
+    n: int,
+    phase: str,
+    offered: int,
+    goodput: float,
+    verdict: str,
+    role: str = "step",
+    knee: dict[str, Any] | None = None,
+    p99: float | None = 1.5,
+) -> dict[str, Any]:
+    return {
+        "configuration": CFG,
+        "phase": phase,
+        "attempt": 1,
+        "step": n,
+        "role": role,
+        "offered": offered,
+        "shards": 1,
+        "threads": 8,
+        "steady_from": "2026-11-20T10:00:03Z",
+        "steady_to": "2026-11-20T10:00:20Z",
+        "seconds": 17,
+        "achieved": goodput,
+        "goodput": goodput,
+        "error_share": 0.0,
+        "p95_ms": 1.0,
+        "p99_ms": p99,
+        "cv": 1.2,
+        "worst_second": goodput * 0.97,
+        "busy": 20.0,
+        "verdict": verdict,
+        "why": "w",
+        "next": "n",
+        "knee": knee,
+    }
 
 
 def saturation_tables() -> dict[str, list[dict[str, Any]]]:
@@ -48,9 +77,13 @@ def test_the_saturation_section():
     s = summarize(experiment(saturation_tables()))
     md = render.markdown(s)
     assert "### Saturation" in md
-    assert (f"* {CFG}: maximum sustainable throughput 1,990 ops/s (offered 2,000 ops/s, step 1, p99 1.50 ms); "
-            "the first failing load: 4,000 ops/s") in md
-    assert f"* {CFG}: stable — 2,000 ops/s offered for 17 s: goodput 1,985 ops/s, CV 1.2 %, worst second 1,925 ops/s" in md
+    assert (
+        f"* {CFG}: maximum sustainable throughput 1,990 ops/s (offered 2,000 ops/s, step 1, p99 1.50 ms); "
+        "the first failing load: 4,000 ops/s"
+    ) in md
+    assert (
+        f"* {CFG}: stable — 2,000 ops/s offered for 17 s: goodput 1,985 ops/s, CV 1.2 %, worst second 1,925 ops/s" in md
+    )
     steps = s.saturation.steps
     assert list(steps["verdict"]) == ["pass", "fail", "stable"]
     # Not measured: missing, never 0.
@@ -85,7 +118,8 @@ def test_repetitions_say_whether_their_knees_agree():
     from benchq_reporter.saturation import agreement_line
 
     assert agreement_line("Redis-4-1-500", [4866.0, 4789.0], 5) == (
-        "Redis-4-1-500: the 2 repetitions' knees (4,866, 4,789 ops/s) differ by 1.6 %: they agree within the 5 % precision")
+        "Redis-4-1-500: the 2 repetitions' knees (4,866, 4,789 ops/s) differ by 1.6 %: they agree within the 5 % precision"
+    )
     assert "do NOT agree within the 5 % precision" in agreement_line("PostgreSQL-4-1-500", [72000.0, 67287.0], 5)
     # One repetition: nothing to compare.
     assert summarize(experiment(saturation_tables())).saturation.agreement == []

@@ -22,16 +22,24 @@ def test_summary_matches_golden(tables, golden):
 
 def test_fixture_figures_are_the_ycsb_output_they_came_from(tables):
     """Every figure in the fixture is the YCSB line stored beside it (traceability)."""
-    fields = {"Operations": "count", "AverageLatency(us)": "avg_us", "MinLatency(us)": "min_us",
-              "MaxLatency(us)": "max_us", "95thPercentileLatency(us)": "p95_us",
-              "99thPercentileLatency(us)": "p99_us"}
+    fields = {
+        "Operations": "count",
+        "AverageLatency(us)": "avg_us",
+        "MinLatency(us)": "min_us",
+        "MaxLatency(us)": "max_us",
+        "95thPercentileLatency(us)": "p95_us",
+        "99thPercentileLatency(us)": "p99_us",
+    }
     for shard in tables["shard_results"]:
         lines = [[p.strip() for p in line.split(",")] for line in shard["stdout"].splitlines()]
         printed = {(sec.strip("[]"), key): float(val) for sec, key, val in lines}
         assert shard["runtime_ms"] == printed[("OVERALL", "RunTime(ms)")]
         assert shard["throughput"] == printed[("OVERALL", "Throughput(ops/sec)")]
-        ops = [o for o in tables["shard_operations"]
-               if (o["phase"], o["shard"], o["attempt"]) == (shard["phase"], shard["shard"], shard["attempt"])]
+        ops = [
+            o
+            for o in tables["shard_operations"]
+            if (o["phase"], o["shard"], o["attempt"]) == (shard["phase"], shard["shard"], shard["attempt"])
+        ]
         assert ops
         for op in ops:
             for key, column in fields.items():
@@ -68,18 +76,29 @@ def test_without_histograms_percentiles_are_labelled_upper_bounds(tables):
 
 def test_operation_columns_follow_the_phase(tables):
     s = summarize(experiment(tables))
-    assert [c for c in s.loading_per_connection.columns if c.startswith("[IN") or c.startswith("[RE")] == [
-        "[INSERT].Return=OK", "[INSERT].99thPercentileLatency(us)"]
+    assert [c for c in s.loading_per_connection.columns if c.startswith(("[IN", "[RE"))] == [
+        "[INSERT].Return=OK",
+        "[INSERT].99thPercentileLatency(us)",
+    ]
     assert "[CLEANUP].Return=OK" not in s.execution_per_connection.columns
     assert list(s.execution_per_phase.columns)[-4:] == [
-        "[READ].Return=OK", "[READ].99thPercentileLatency(us)",
-        "[UPDATE].Return=OK", "[UPDATE].99thPercentileLatency(us)"]
+        "[READ].Return=OK",
+        "[READ].99thPercentileLatency(us)",
+        "[UPDATE].Return=OK",
+        "[UPDATE].99thPercentileLatency(us)",
+    ]
 
 
 def test_all_tests_pass_on_a_clean_experiment(tables):
     s = summarize(experiment(tables))
-    assert [t.id for t in s.tests] == ["loading_throughput", "execution_throughput", "workflow", "no_failed",
-                                       "loading_errors", "execution_errors"]
+    assert [t.id for t in s.tests] == [
+        "loading_throughput",
+        "execution_throughput",
+        "workflow",
+        "no_failed",
+        "loading_errors",
+        "execution_errors",
+    ]
     assert all(t.passed for t in s.tests)
 
 
@@ -93,7 +112,8 @@ def test_zero_throughput_fails_the_throughput_test(tables):
     t = _test(s, "loading_throughput")
     assert not t.passed
     assert render.tests_markdown(s).splitlines()[1] == (
-        "* TEST failed: Loading Phase: [OVERALL].Throughput(ops/sec) contains 0 or NaN")
+        "* TEST failed: Loading Phase: [OVERALL].Throughput(ops/sec) contains 0 or NaN"
+    )
     assert _test(s, "execution_throughput").passed
 
 
@@ -122,10 +142,21 @@ def test_missing_phase_fails_workflow_as_planned(tables):
 
 
 def test_failed_operation_fails_the_failed_column_test(tables):
-    tables["shard_operations"].append({
-        "phase": RUN, "shard": 1, "attempt": 1, "operation": "READ-FAILED", "count": 3,
-        "avg_us": 1200.0, "min_us": 900.0, "max_us": 2000.0, "p95_us": 2000.0, "p99_us": 2000.0,
-        "return_codes": {}})
+    tables["shard_operations"].append(
+        {
+            "phase": RUN,
+            "shard": 1,
+            "attempt": 1,
+            "operation": "READ-FAILED",
+            "count": 3,
+            "avg_us": 1200.0,
+            "min_us": 900.0,
+            "max_us": 2000.0,
+            "p95_us": 2000.0,
+            "p99_us": 2000.0,
+            "return_codes": {},
+        }
+    )
     read = next(o for o in tables["shard_operations"] if o["phase"] == RUN and o["operation"] == "READ")
     read["return_codes"]["ERROR"] = 3
     s = summarize(experiment(tables))
@@ -139,10 +170,21 @@ def test_failed_operations_above_one_percent_mark_the_phase(tables):
     """Goodput and the error share beside YCSB's throughput, which counts failed operations."""
     run_ops = [o for o in tables["shard_operations"] if o["phase"] == RUN and o["operation"] in ("READ", "UPDATE")]
     failed = sum(o["count"] for o in run_ops) // 20  # 1/21 of all operations: 4.76 %
-    tables["shard_operations"].append({
-        "phase": RUN, "shard": 1, "attempt": 1, "operation": "READ-FAILED", "count": failed,
-        "avg_us": 1200.0, "min_us": 900.0, "max_us": 2000.0, "p95_us": 2000.0, "p99_us": 2000.0,
-        "return_codes": {}})
+    tables["shard_operations"].append(
+        {
+            "phase": RUN,
+            "shard": 1,
+            "attempt": 1,
+            "operation": "READ-FAILED",
+            "count": failed,
+            "avg_us": 1200.0,
+            "min_us": 900.0,
+            "max_us": 2000.0,
+            "p95_us": 2000.0,
+            "p99_us": 2000.0,
+            "return_codes": {},
+        }
+    )
     for r in tables["shard_results"]:  # a window, so that throughput and goodput are figures
         r["first_op_at"], r["last_op_at"] = r["started_at"], r["ended_at"]
     s = summarize(experiment(tables))
@@ -227,13 +269,29 @@ def rerun_tables():
     tables = load_tables()
     ok = next(r for r in tables["shard_results"] if r["phase"] == RUN)
     phase = next(p for p in tables["phases"] if p["phase"] == RUN)
-    failed_phase = {**phase, "status": "failed", "reason": "shard 1 failed: connection reset",
-                    "started_at": "2026-03-02T10:00:11.000Z", "ended_at": "2026-03-02T10:00:12.000Z"}
+    failed_phase = {
+        **phase,
+        "status": "failed",
+        "reason": "shard 1 failed: connection reset",
+        "started_at": "2026-03-02T10:00:11.000Z",
+        "ended_at": "2026-03-02T10:00:12.000Z",
+    }
     phase.update(attempt=2, started_at="2026-03-02T10:00:13.300Z", ended_at="2026-03-02T10:00:18.700Z")
-    failed = {**ok, "attempt": 1, "status": "failed", "error": "connection reset by peer",
-              "runtime_ms": 812.0, "throughput": 24012.5, "message_id": f"ycsb-redis-1.{RUN}.1.1.final"}
-    ok.update(attempt=2, message_id=f"ycsb-redis-1.{RUN}.1.2.final",
-              started_at="2026-03-02T10:00:13.305Z", ended_at="2026-03-02T10:00:18.612Z")
+    failed = {
+        **ok,
+        "attempt": 1,
+        "status": "failed",
+        "error": "connection reset by peer",
+        "runtime_ms": 812.0,
+        "throughput": 24012.5,
+        "message_id": f"ycsb-redis-1.{RUN}.1.1.final",
+    }
+    ok.update(
+        attempt=2,
+        message_id=f"ycsb-redis-1.{RUN}.1.2.final",
+        started_at="2026-03-02T10:00:13.305Z",
+        ended_at="2026-03-02T10:00:18.612Z",
+    )
     partial = []
     for op in tables["shard_operations"]:
         if op["phase"] == RUN:

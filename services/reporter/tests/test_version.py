@@ -31,17 +31,29 @@ def test_the_command_prints_it(monkeypatch):
 
 
 def test_the_script_prints_git_describe_in_a_checkout():
-    if shutil.which("git") is None or subprocess.run(["git", "-C", str(SCRIPT.parent), "rev-parse"],
-                                                      capture_output=True).returncode != 0:
+    if (
+        shutil.which("git") is None
+        or subprocess.run(["git", "-C", str(SCRIPT.parent), "rev-parse"], capture_output=True).returncode != 0
+    ):
         pytest.skip("not a git checkout")
-    want = subprocess.run(["git", "describe", "--tags", "--always", "--dirty"], cwd=SCRIPT.parent,
-                          capture_output=True, text=True, check=True).stdout
+    want = subprocess.run(
+        ["git", "describe", "--tags", "--always", "--dirty"],
+        cwd=SCRIPT.parent,
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout
     assert subprocess.run([str(SCRIPT)], capture_output=True, text=True, check=True).stdout == want
 
 
 def test_the_script_says_unknown_outside_a_checkout(tmp_path):
     (tmp_path / "scripts").mkdir()
     shutil.copy(SCRIPT, tmp_path / "scripts" / "version.sh")
-    done = subprocess.run([str(tmp_path / "scripts" / "version.sh")], capture_output=True, text=True, check=True,
-                          env={"PATH": "/usr/bin:/bin", "GIT_CEILING_DIRECTORIES": str(tmp_path)})
+    done = subprocess.run(
+        [str(tmp_path / "scripts" / "version.sh")],
+        capture_output=True,
+        text=True,
+        check=True,
+        env={"PATH": "/usr/bin:/bin", "GIT_CEILING_DIRECTORIES": str(tmp_path)},
+    )
     assert done.stdout == "unknown\n"

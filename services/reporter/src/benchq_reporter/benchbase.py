@@ -66,11 +66,26 @@ TX_TYPES = ["NewOrder", "Payment", "OrderStatus", "Delivery", "StockLevel"]
 ERROR_CODES = ("ERROR", "UNKNOWN")
 
 SHARD_COLUMNS: dict[str, Any] = {
-    "configuration": object, "phase": object, "kind": object, "experiment_run": "Int64",
-    "client": "Int64", "shard": "Int64", "pods": "Int64", "status": object,
-    "terminals": "Int64", "target": "Int64", "sf": "float64", "runtime_s": "float64",
-    "requests": "Int64", "successes": "Int64", "errors": "Int64", "throughput": "float64",
-    "first_op_at": TS, "avg_us": "float64", "p95_us": "float64", "histogram": object,
+    "configuration": object,
+    "phase": object,
+    "kind": object,
+    "experiment_run": "Int64",
+    "client": "Int64",
+    "shard": "Int64",
+    "pods": "Int64",
+    "status": object,
+    "terminals": "Int64",
+    "target": "Int64",
+    "sf": "float64",
+    "runtime_s": "float64",
+    "requests": "Int64",
+    "successes": "Int64",
+    "errors": "Int64",
+    "throughput": "float64",
+    "first_op_at": TS,
+    "avg_us": "float64",
+    "p95_us": "float64",
+    "histogram": object,
 }
 
 THROUGHPUT = "Throughput (requests/second)"
@@ -78,10 +93,35 @@ GOODPUT = "Goodput (requests/second)"
 P95 = "Latency Distribution.95th Percentile Latency (microseconds)"
 AVG = "Latency Distribution.Average Latency (microseconds)"
 SF_PER_HOUR = "Throughput [SF/h]"
-PER_POD_COLUMNS = ["DBMS", "experiment_run", "terminals", "target", "client", "child", "time",
-                   "num_errors", THROUGHPUT, GOODPUT, "efficiency", P95, AVG]
-AGGREGATED_COLUMNS = ["DBMS", "experiment_run", "terminals", "target", "pod_count", "time",
-                      "num_errors", THROUGHPUT, GOODPUT, "efficiency", P95, AVG]
+PER_POD_COLUMNS = [
+    "DBMS",
+    "experiment_run",
+    "terminals",
+    "target",
+    "client",
+    "child",
+    "time",
+    "num_errors",
+    THROUGHPUT,
+    GOODPUT,
+    "efficiency",
+    P95,
+    AVG,
+]
+AGGREGATED_COLUMNS = [
+    "DBMS",
+    "experiment_run",
+    "terminals",
+    "target",
+    "pod_count",
+    "time",
+    "num_errors",
+    THROUGHPUT,
+    GOODPUT,
+    "efficiency",
+    P95,
+    AVG,
+]
 LOADING_COLUMNS = ["DBMS", "time_load", "terminals", "pods", SF_PER_HOUR]
 
 MERGED_NOTE = (
@@ -151,26 +191,40 @@ def shard_rows(data: ExperimentData) -> pd.DataFrame:
     sf = data.plan.settings.sf
     rows = []
     for s in chosen.itertuples(index=False):
-        ops = data.operations[(data.operations["phase"] == s.phase) & (data.operations["shard"] == s.shard)
-                              & (data.operations["attempt"] == s.attempt)]
+        ops = data.operations[
+            (data.operations["phase"] == s.phase)
+            & (data.operations["shard"] == s.shard)
+            & (data.operations["attempt"] == s.attempt)
+        ]
         all_ = ops[ops["operation"] == ALL]
         codes = (all_["return_codes"].iloc[0] or {}) if len(all_) else None
         runtime_s = s.runtime_ms / 1000 if pd.notna(s.runtime_ms) else float("nan")
         plan = planned.get(s.phase)
-        rows.append({
-            "configuration": s.configuration, "phase": s.phase, "kind": s.kind,
-            # A phase the plan does not know: as if it were the first run's.
-            "experiment_run": plan.experiment_run if plan else 1, "client": plan.client if plan else 0,
-            "shard": s.shard, "pods": plan.pods if plan else None, "status": s.status,
-            "terminals": s.threads, "target": s.target, "sf": sf, "runtime_s": runtime_s,
-            "requests": all_["count"].iloc[0] if len(all_) else None,
-            "successes": int(codes.get("OK", 0)) if codes is not None else None,
-            "errors": sum(int(codes.get(c, 0)) for c in ERROR_CODES) if codes is not None else None,
-            "throughput": s.throughput, "first_op_at": s.first_op_at,
-            "avg_us": all_["avg_us"].iloc[0] if len(all_) else None,
-            "p95_us": all_["p95_us"].iloc[0] if len(all_) else None,
-            "histogram": _histogram(ops),
-        })
+        rows.append(
+            {
+                "configuration": s.configuration,
+                "phase": s.phase,
+                "kind": s.kind,
+                # A phase the plan does not know: as if it were the first run's.
+                "experiment_run": plan.experiment_run if plan else 1,
+                "client": plan.client if plan else 0,
+                "shard": s.shard,
+                "pods": plan.pods if plan else None,
+                "status": s.status,
+                "terminals": s.threads,
+                "target": s.target,
+                "sf": sf,
+                "runtime_s": runtime_s,
+                "requests": all_["count"].iloc[0] if len(all_) else None,
+                "successes": int(codes.get("OK", 0)) if codes is not None else None,
+                "errors": sum(int(codes.get(c, 0)) for c in ERROR_CODES) if codes is not None else None,
+                "throughput": s.throughput,
+                "first_op_at": s.first_op_at,
+                "avg_us": all_["avg_us"].iloc[0] if len(all_) else None,
+                "p95_us": all_["p95_us"].iloc[0] if len(all_) else None,
+                "histogram": _histogram(ops),
+            }
+        )
     df = frame(rows)
     # Plan order first (load, run1, run2, ...), then shards.
     order = {phase: i for i, phase in enumerate(planned)}
@@ -188,21 +242,24 @@ def _num_errors(df: pd.DataFrame) -> pd.Series:
 
 def per_pod(run: pd.DataFrame) -> pd.DataFrame:
     runtime = run["runtime_s"]
-    return pd.DataFrame({
-        "DBMS": run["phase"] + "-" + run["shard"].astype(str),
-        "experiment_run": run["experiment_run"],
-        "terminals": run["terminals"],
-        "target": run["target"],
-        "client": run["client"],
-        "child": run["shard"],
-        "time": runtime,
-        "num_errors": _num_errors(run),
-        THROUGHPUT: run["throughput"],
-        GOODPUT: run["successes"].astype("float64") / runtime.where(runtime > 0),
-        "efficiency": 0.0,
-        P95: run["p95_us"],
-        AVG: run["avg_us"],
-    }, columns=PER_POD_COLUMNS).reset_index(drop=True)
+    return pd.DataFrame(
+        {
+            "DBMS": run["phase"] + "-" + run["shard"].astype(str),
+            "experiment_run": run["experiment_run"],
+            "terminals": run["terminals"],
+            "target": run["target"],
+            "client": run["client"],
+            "child": run["shard"],
+            "time": runtime,
+            "num_errors": _num_errors(run),
+            THROUGHPUT: run["throughput"],
+            GOODPUT: run["successes"].astype("float64") / runtime.where(runtime > 0),
+            "efficiency": 0.0,
+            P95: run["p95_us"],
+            AVG: run["avg_us"],
+        },
+        columns=PER_POD_COLUMNS,
+    ).reset_index(drop=True)
 
 
 def _merged_p95(g: pd.DataFrame) -> tuple[float, bool]:
@@ -242,20 +299,22 @@ def aggregated(run: pd.DataFrame) -> tuple[pd.DataFrame, list[str], dict[str, fl
             goodput = (g["successes"].astype("float64") / g["runtime_s"]).sum(skipna=False)
         weighted = (g["avg_us"] * requests).sum(skipna=False)
         total = requests.sum(skipna=False)
-        rows.append({
-            "DBMS": phase,
-            "experiment_run": g["experiment_run"].iloc[0],
-            "terminals": g["terminals"].sum(skipna=False),
-            "target": g["target"].sum(skipna=False),
-            "pod_count": len(g),
-            "time": window,
-            "num_errors": _num_errors(g).sum(),
-            THROUGHPUT: throughput,
-            GOODPUT: goodput,
-            "efficiency": 0.0,
-            P95: p95,
-            AVG: weighted / total if pd.notna(total) and total else float("nan"),
-        })
+        rows.append(
+            {
+                "DBMS": phase,
+                "experiment_run": g["experiment_run"].iloc[0],
+                "terminals": g["terminals"].sum(skipna=False),
+                "target": g["target"].sum(skipna=False),
+                "pod_count": len(g),
+                "time": window,
+                "num_errors": _num_errors(g).sum(),
+                THROUGHPUT: throughput,
+                GOODPUT: goodput,
+                "efficiency": 0.0,
+                P95: p95,
+                AVG: weighted / total if pd.notna(total) and total else float("nan"),
+            }
+        )
     df = pd.DataFrame(rows, columns=AGGREGATED_COLUMNS)
     for c in ["experiment_run", "terminals", "target", "pod_count", "num_errors"]:
         df[c] = df[c].astype("Int64")
@@ -264,7 +323,7 @@ def aggregated(run: pd.DataFrame) -> tuple[pd.DataFrame, list[str], dict[str, fl
         notes.append(UPPER_BOUND_NOTE.format(phases=", ".join(bounded)))
     if summed:
         notes.append(SUM_NOTE.format(phases=", ".join(summed)))
-    return df, notes + [EFFICIENCY_NOTE], skews
+    return df, [*notes, EFFICIENCY_NOTE], skews
 
 
 def loading(load: pd.DataFrame) -> pd.DataFrame:
@@ -273,13 +332,15 @@ def loading(load: pd.DataFrame) -> pd.DataFrame:
     for _, g in load.groupby("phase", sort=False):
         time_load = g["runtime_s"].max(skipna=False)
         sf = g["sf"].iloc[0]
-        rows.append({
-            "DBMS": g["configuration"].iloc[0],
-            "time_load": time_load,
-            "terminals": g["terminals"].sum(skipna=False),
-            "pods": len(g),
-            SF_PER_HOUR: sf * 3600 / time_load if pd.notna(time_load) and time_load > 0 else float("nan"),
-        })
+        rows.append(
+            {
+                "DBMS": g["configuration"].iloc[0],
+                "time_load": time_load,
+                "terminals": g["terminals"].sum(skipna=False),
+                "pods": len(g),
+                SF_PER_HOUR: sf * 3600 / time_load if pd.notna(time_load) and time_load > 0 else float("nan"),
+            }
+        )
     df = pd.DataFrame(rows, columns=LOADING_COLUMNS)
     for c in ["terminals", "pods"]:
         df[c] = df[c].astype("Int64")
@@ -289,5 +350,10 @@ def loading(load: pd.DataFrame) -> pd.DataFrame:
 def summarize(rows: pd.DataFrame) -> Tables:
     run = rows[rows["kind"] == KIND.run]
     agg, notes, skews = aggregated(run)
-    return Tables(per_pod=per_pod(run), aggregated=agg, loading=loading(rows[rows["kind"] == KIND.load]),
-                  notes=notes, skew_ms=skews)
+    return Tables(
+        per_pod=per_pod(run),
+        aggregated=agg,
+        loading=loading(rows[rows["kind"] == KIND.load]),
+        notes=notes,
+        skew_ms=skews,
+    )

@@ -38,9 +38,7 @@ def throughput(id: str, name: str, values: pd.Series, column: str = "") -> Test:
 def monitoring_tests(m: Monitoring) -> list[Test]:
     """bexhoma's: each system table's CPU seconds are there and not 0 (none without monitoring rows)."""
     empty = pd.Series(dtype="float64")
-    return [throughput(f"monitoring_{s.kind}_{s.component}", s.title,
-                       s.table[CPU] if CPU in s.table else empty, CPU)
-            for s in m.system]
+    return [throughput(f"monitoring_{s.kind}_{s.component}", s.title, s.table.get(CPU, empty), CPU) for s in m.system]
 
 
 def workflow(w: Workflow) -> Test:
@@ -62,14 +60,23 @@ def loading_throughput(loading_conn: pd.DataFrame, skipped: list[str]) -> Test:
     """The loading throughput test; when every loading phase was skipped (the database persisted on a
     volume) there is nothing to test, and the test says why instead of failing on the missing rows."""
     if loading_conn.empty and skipped:
-        return Test("loading_throughput", True, f"Loading Phase: skipped, nothing to test ({'; '.join(sorted(set(skipped)))})")
+        return Test(
+            "loading_throughput", True, f"Loading Phase: skipped, nothing to test ({'; '.join(sorted(set(skipped)))})"
+        )
     return throughput("loading_throughput", f"Loading Phase: {ycsb.THROUGHPUT}", loading_conn[ycsb.THROUGHPUT])
 
 
-def ycsb_tests(loading_conn: pd.DataFrame, execution_conn: pd.DataFrame, execution: pd.DataFrame,
-               loading_run: pd.DataFrame, execution_phase: pd.DataFrame, w: Workflow, m: Monitoring,
-               skipped_loading: list[str] | None = None,
-               error_limit: float = DEFAULT_ERROR_SHARE_LIMIT) -> list[Test]:
+def ycsb_tests(
+    loading_conn: pd.DataFrame,
+    execution_conn: pd.DataFrame,
+    execution: pd.DataFrame,
+    loading_run: pd.DataFrame,
+    execution_phase: pd.DataFrame,
+    w: Workflow,
+    m: Monitoring,
+    skipped_loading: list[str] | None = None,
+    error_limit: float = DEFAULT_ERROR_SHARE_LIMIT,
+) -> list[Test]:
     """A YCSB experiment's: loading and execution throughput, their error shares, monitoring, the workflow,
     no FAILED operation. ``skipped_loading`` are the reasons of loading phases skipped, ``error_limit`` the
     plan's error_share_limit (percent)."""
@@ -80,9 +87,13 @@ def ycsb_tests(loading_conn: pd.DataFrame, execution_conn: pd.DataFrame, executi
         throughput("execution_throughput", f"Execution Phase: {ycsb.THROUGHPUT}", execution_conn[ycsb.THROUGHPUT]),
         *monitoring_tests(m),
         workflow(w),
-        Test("no_failed", not (failed_ops or failed_shards),
-             "Execution Phase: contains FAILED column" if failed_ops or failed_shards
-             else "Execution Phase: contains no FAILED column"),
+        Test(
+            "no_failed",
+            not (failed_ops or failed_shards),
+            "Execution Phase: contains FAILED column"
+            if failed_ops or failed_shards
+            else "Execution Phase: contains no FAILED column",
+        ),
         # Ours, after bexhoma's: YCSB's throughput counts failed operations.
         error_share("loading_errors", "Loading Phase", loading_run, "DBMS", error_limit),
         error_share("execution_errors", "Execution Phase", execution_phase, "phase", error_limit),

@@ -18,13 +18,18 @@ from __future__ import annotations
 import argparse
 import os
 import sys
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from enum import IntEnum
 from pathlib import Path
-from typing import NoReturn, TextIO
+from typing import Any, NoReturn, TextIO
+
+import pandas as pd
 
 from . import compare, dataframes, db, export, render, report, version
-from .summary import summarize
+from .summary import BenchbaseSummary, YcsbSummary, summarize
+
+# fail(status, message) prints the message on stderr and returns the status.
+Fail = Callable[["ExitStatus", str], int]
 
 ENV_DB_URL = db.ENV_DB_URL
 FIX = "start the stack with: make up"
@@ -43,14 +48,14 @@ class UsageError(Exception):
 class _Parser(argparse.ArgumentParser):
     """argparse that raises instead of exiting and prints help to the given stdout."""
 
-    def __init__(self, *args, stdout: TextIO, **kwargs):
+    def __init__(self, *args: Any, stdout: TextIO, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
         self._stdout = stdout
 
     def error(self, message: str) -> NoReturn:
         raise UsageError(message)
 
-    def print_help(self, file: TextIO | None = None) -> None:
+    def print_help(self, file: object = None) -> None:
         super().print_help(self._stdout)
 
     def exit(self, status: int = 0, message: str | None = None) -> NoReturn:
@@ -65,8 +70,9 @@ class _Exit(Exception):
 
 
 def parser(stdout: TextIO) -> argparse.ArgumentParser:
-    p = _Parser(prog="reporter", description="Summaries of benchq experiments from the results database.",
-                stdout=stdout)
+    p = _Parser(
+        prog="reporter", description="Summaries of benchq experiments from the results database.", stdout=stdout
+    )
     sub = p.add_subparsers(dest="command", required=True, parser_class=_Parser)
 
     def command(name: str, help: str) -> argparse.ArgumentParser:
@@ -77,8 +83,11 @@ def parser(stdout: TextIO) -> argparse.ArgumentParser:
     s = command("summary", "print the summary of one experiment")
     s.add_argument("-e", "--experiment", required=True, metavar="CODE")
     s.add_argument("--format", choices=["markdown", "json"], default="markdown")
-    s.add_argument("--fail-on-tests", action="store_true",
-                   help="exit 1 when the experiment ran with -tr and a result test failed (benchq run uses it)")
+    s.add_argument(
+        "--fail-on-tests",
+        action="store_true",
+        help="exit 1 when the experiment ran with -tr and a result test failed (benchq run uses it)",
+    )
     command("list", "list the experiments: code, status, planned_at, dbms")
     t = command("tests", "print only the result tests of one experiment; exit 1 if one failed")
     t.add_argument("-e", "--experiment", required=True, metavar="CODE")
@@ -95,8 +104,14 @@ def parser(stdout: TextIO) -> argparse.ArgumentParser:
     r.add_argument("-o", "--output", required=True, metavar="FILE", help="the HTML file to write")
     r.add_argument("--png", metavar="DIR", help="also write each plot as DIR/<plot>.png")
     c = command("compare", "benchmarking phases of several experiments side by side, with ratios to the first")
-    c.add_argument("-e", "--experiment", action="append", required=True, metavar="CODE",
-                   help="an experiment; give two or more, the first is the baseline")
+    c.add_argument(
+        "-e",
+        "--experiment",
+        action="append",
+        required=True,
+        metavar="CODE",
+        help="an experiment; give two or more, the first is the baseline",
+    )
     c.add_argument("--format", choices=["markdown", "html"], default="markdown")
     return p
 
@@ -135,10 +150,13 @@ def main(argv: Sequence[str], env: Mapping[str, str], stdout: TextIO, stderr: Te
         return fail(ExitStatus.ERROR, f"cannot read the results database at {e.url} ({e.reason}); {FIX}")
 
     if data is None:
-        return fail(ExitStatus.ERROR, f"no experiment with code '{args.experiment}' in the results database "
-                                      "(list them with: reporter list)")
+        return fail(
+            ExitStatus.ERROR,
+            f"no experiment with code '{args.experiment}' in the results database (list them with: reporter list)",
+        )
     summary = summarize(data)
     if args.command == "report":
+        assert frames is not None  # loaded above for report
         return _report(args, frames, summary, stdout, fail)
     if args.command == "tests":
         stdout.write(render.tests_markdown(summary))
@@ -154,12 +172,19 @@ def main(argv: Sequence[str], env: Mapping[str, str], stdout: TextIO, stderr: Te
 class _Version(argparse.Action):
     """--version on the injected stdout (argparse's own prints to sys.stdout)."""
 
-    def __call__(self, parser, namespace, values, option_string=None):
+    def __call__(
+        self,
+        parser: argparse.ArgumentParser,
+        namespace: argparse.Namespace,
+        values: object,
+        option_string: str | None = None,
+    ) -> NoReturn:
+        assert isinstance(parser, _Parser)
         parser._stdout.write(f"reporter {version.read()}\n")
         raise _Exit(ExitStatus.SUCCESS)
 
 
-def _export(args: argparse.Namespace, url: str, stdout: TextIO, fail) -> int:
+def _export(args: argparse.Namespace, url: str, stdout: TextIO, fail: Fail) -> int:
     """``reporter export``: the written files on stdout, one path a line."""
     try:
         frames = dataframes.load(args.experiment, url)
@@ -176,10 +201,18 @@ def _export(args: argparse.Namespace, url: str, stdout: TextIO, fail) -> int:
         stdout.write(f"{Path(args.output) / spec['file']}\n")
     stdout.write(f"{Path(args.output) / export.MANIFEST}\n")
     return ExitStatus.SUCCESS
+
+
 # --- end export ---
 
 
-def _report(args: argparse.Namespace, frames, summary, stdout: TextIO, fail) -> int:
+def _report(
+    args: argparse.Namespace,
+    frames: dict[str, pd.DataFrame],
+    summary: YcsbSummary | BenchbaseSummary,
+    stdout: TextIO,
+    fail: Fail,
+) -> int:
     """``reporter report``: the written files on stdout, the page first."""
     made, missing = report.plots(frames, summary)
     try:
@@ -196,7 +229,7 @@ def _report(args: argparse.Namespace, frames, summary, stdout: TextIO, fail) -> 
     return ExitStatus.SUCCESS
 
 
-def _compare(args: argparse.Namespace, url: str, stdout: TextIO, fail) -> int:
+def _compare(args: argparse.Namespace, url: str, stdout: TextIO, fail: Fail) -> int:
     if len(args.experiment) < 2:
         return fail(ExitStatus.USAGE, "compare needs two experiments or more: -e A -e B (see: reporter --help)")
     tables = []
@@ -205,8 +238,10 @@ def _compare(args: argparse.Namespace, url: str, stdout: TextIO, fail) -> int:
             for code in args.experiment:
                 data = db.fetch_experiment(conn, code)
                 if data is None:
-                    return fail(ExitStatus.ERROR, f"no experiment with code '{code}' in the results database "
-                                                  "(list them with: reporter list)")
+                    return fail(
+                        ExitStatus.ERROR,
+                        f"no experiment with code '{code}' in the results database (list them with: reporter list)",
+                    )
                 tables.append(compare.phases(code, summarize(data), dataframes.load(code, url)))
     except db.Unreachable as e:
         return fail(ExitStatus.ERROR, f"cannot reach the results database at {e.url} ({e.reason}); {FIX}")

@@ -44,11 +44,13 @@ def phases(code: str, summary: object, frames: Mapping[str, pd.DataFrame]) -> pd
     ms = frames["metric_summaries"]
     cpu = ms[(ms["kind"] == KIND.run) & (ms["component"] == "sut") & (ms["metric"] == "cpu_seconds")]
     cpu = cpu.sort_values("attempt").groupby("phase")["value"].last()  # the attempt the summary reports
-    out = pd.DataFrame({
-        "experiment": code,
-        "phase": per["phase"].to_numpy(),
-        "throughput": per[WINDOW_THROUGHPUT].astype("float64").to_numpy(),
-    })
+    out = pd.DataFrame(
+        {
+            "experiment": code,
+            "phase": per["phase"].to_numpy(),
+            "throughput": per[WINDOW_THROUGHPUT].astype("float64").to_numpy(),
+        }
+    )
     # Shards that reported no measured window (an older agent) leave only
     # YCSB's own figure: used, and said so under the table.
     overall = out["throughput"].isna()
@@ -80,12 +82,19 @@ def markdown(table: pd.DataFrame) -> str:
         cols[title] = table[col].map(lambda v: MISSING if pd.isna(v) else f"{v:,.2f}")
         cols["×"] = table[f"{col}_ratio"].map(lambda v: MISSING if pd.isna(v) else f"{v:.3f}")
         cols[f"{title} ×"] = cols.pop("×")
-    lines = ["## Comparison", "",
-             pd.DataFrame(cols).to_markdown(index=False, disable_numparse=True), "",
-             f"* × is the ratio to the baseline, {table['experiment'].iloc[0]}: the phase at the same position.",
-             "* Throughput over the phase's common window (the shards' rates summed); p95/p99 of its slowest operation from the shards' "
-             "merged histograms; SUT CPU seconds (-m) per million operations. Lower is better but for throughput."]
+    lines = [
+        "## Comparison",
+        "",
+        pd.DataFrame(cols).to_markdown(index=False, disable_numparse=True),
+        "",
+        f"* × is the ratio to the baseline, {table['experiment'].iloc[0]}: the phase at the same position.",
+        "* Throughput over the phase's common window (the shards' rates summed); p95/p99 of its slowest operation from the shards' "
+        "merged histograms; SUT CPU seconds (-m) per million operations. Lower is better but for throughput.",
+    ]
     if not table["window"].all():
-        lines.append("* No common window for " + ", ".join(table.loc[~table["window"], "phase"])
-                     + ": their throughput is YCSB's [OVERALL].Throughput(ops/sec), summed over the shards.")
+        lines.append(
+            "* No common window for "
+            + ", ".join(table.loc[~table["window"], "phase"])
+            + ": their throughput is YCSB's [OVERALL].Throughput(ops/sec), summed over the shards."
+        )
     return "\n".join(lines) + "\n"

@@ -34,11 +34,13 @@ def build_connections(data: ExperimentData) -> list[Connection]:
         info = dict(row.info or {})
         version = info.pop("version", None)
         keys = [k for k in INFO_ORDER if k in info] + sorted(k for k in info if k not in INFO_ORDER)
-        out.append(Connection(
-            name=row.name,
-            dbms=row.dbms,
-            version=None if version is None else str(version),
-            info={k: info[k] for k in keys},
-            failure=row.failure,
-        ))
+        out.append(
+            Connection(
+                name=row.name,
+                dbms=row.dbms,
+                version=None if version is None else str(version),
+                info={k: info[k] for k in keys},
+                failure=row.failure,
+            )
+        )
     return out

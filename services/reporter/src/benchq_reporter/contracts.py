@@ -90,8 +90,9 @@ class Contracts:
     def validator(self, schema: str) -> Any:
         if schema not in self.schemas:
             raise KeyError(f"unknown schema {schema!r}; known: {', '.join(sorted(self.schemas))}")
-        return Validator(self.schemas[schema], registry=self.registry,
-                         format_checker=Draft202012Validator.FORMAT_CHECKER)
+        return Validator(
+            self.schemas[schema], registry=self.registry, format_checker=Draft202012Validator.FORMAT_CHECKER
+        )
 
     def errors(self, schema: str, obj: Any) -> list[str]:
         """Every problem of ``obj`` as "field: message", sorted; empty when valid."""
@@ -124,9 +125,7 @@ def _load(d: Path) -> Contracts:
         Draft202012Validator.check_schema(schema)
         if "$id" not in schema:
             raise ValueError(f"schema {name} has no $id")
-    registry = Registry().with_resources(
-        (s["$id"], Resource.from_contents(s)) for s in schemas.values()
-    )
+    registry = Registry().with_resources((s["$id"], Resource.from_contents(s)) for s in schemas.values())
     return Contracts(directory=d, names=names, schemas=schemas, registry=registry)
 
 
@@ -150,12 +149,11 @@ def subject(template: str, code: Any = None, phase: Any = None, shard: Any = Non
     Mirrors contracts.Subject in Go: subject(final, code="x") is
     "benchq.results.x.*.*.final".
     """
+
     def token(v: Any) -> str:
         return "*" if v is None or v == "" else str(v)
 
-    return (template.replace("{code}", token(code))
-                    .replace("{phase}", token(phase))
-                    .replace("{shard}", token(shard)))
+    return template.replace("{code}", token(code)).replace("{phase}", token(phase)).replace("{shard}", token(shard))
 
 
 class Names(SimpleNamespace):

@@ -41,10 +41,25 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Self
 
-from grafana_foundation_sdk.builders import (barchart, common as widgets, dashboard as dash, prometheus, stat, table,
-                                             timeseries, xychart)
-from grafana_foundation_sdk.cog import builder as cogbuilder, encoder, plugins, runtime, variants
-from grafana_foundation_sdk.models import common, dashboard as model, xychart as xymodel
+from grafana_foundation_sdk.builders import (
+    barchart,
+    prometheus,
+    stat,
+    table,
+    timeseries,
+    xychart,
+)
+from grafana_foundation_sdk.builders import (
+    common as widgets,
+)
+from grafana_foundation_sdk.builders import (
+    dashboard as dash,
+)
+from grafana_foundation_sdk.cog import builder as cogbuilder
+from grafana_foundation_sdk.cog import encoder, plugins, runtime, variants
+from grafana_foundation_sdk.models import common
+from grafana_foundation_sdk.models import dashboard as model
+from grafana_foundation_sdk.models import xychart as xymodel
 
 from .contracts import KIND, PHASE
 
@@ -59,14 +74,25 @@ OVERVIEW_UID = "benchq-overview"
 # query editor saves in code mode), registered with the SDK's runtime so
 # that parse() decodes it like the SDK's own dataqueries.
 
+
 class SQLQuery(variants.Dataquery):
-    def __init__(self, ref_id: str = "", raw_sql: str = "", format: str = "time_series",
-                 datasource: common.DataSourceRef | None = None) -> None:
+    def __init__(
+        self,
+        ref_id: str = "",
+        raw_sql: str = "",
+        format: str = "time_series",
+        datasource: common.DataSourceRef | None = None,
+    ) -> None:
         self.ref_id, self.raw_sql, self.format, self.datasource = ref_id, raw_sql, format, datasource
 
     def to_json(self) -> dict[str, object]:
-        out: dict[str, object] = {"refId": self.ref_id, "rawSql": self.raw_sql, "format": self.format,
-                                  "rawQuery": True, "editorMode": "code"}
+        out: dict[str, object] = {
+            "refId": self.ref_id,
+            "rawSql": self.raw_sql,
+            "format": self.format,
+            "rawQuery": True,
+            "editorMode": "code",
+        }
         if self.datasource is not None:
             out["datasource"] = self.datasource
         return out
@@ -95,8 +121,9 @@ def _dedent(sql: str) -> str:
 
 def _register_sql_query() -> None:
     plugins.register_default_plugins()
-    runtime.register_dataquery_variant(runtime.DataqueryConfig(
-        identifier=RESULTS.type_val, from_json_hook=SQLQuery.from_json))
+    runtime.register_dataquery_variant(
+        runtime.DataqueryConfig(identifier=RESULTS.type_val, from_json_hook=SQLQuery.from_json)
+    )
 
 
 def promql(expr: str, legend: str, ref_id: str = "A") -> prometheus.Dataquery:
@@ -105,15 +132,16 @@ def promql(expr: str, legend: str, ref_id: str = "A") -> prometheus.Dataquery:
 
 # --- the catalog's metric sets (catalog/metrics/*.json) --------------------
 
+
 @dataclass(frozen=True)
 class Metric:
     set: str
     key: str
-    title: str         # with the unit of its reduction: "Processed Commands [per second]"
-    name: str          # the Prometheus series it reads
-    aggregate: str     # sum | max: how several targets' figures combine
-    matchers: str      # fixed label matchers of the query ("" or ',datname="ycsb"')
-    counter: bool      # a counter (plotted as its rate per second), else a gauge
+    title: str  # with the unit of its reduction: "Processed Commands [per second]"
+    name: str  # the Prometheus series it reads
+    aggregate: str  # sum | max: how several targets' figures combine
+    matchers: str  # fixed label matchers of the query ("" or ',datname="ycsb"')
+    counter: bool  # a counter (plotted as its rate per second), else a gauge
     scale: float
 
     @property
@@ -146,15 +174,28 @@ def metric_sets(root: Path) -> dict[str, list[Metric]]:
         for m in doc["metrics"]:
             q = _QUERY.fullmatch(m["query"])
             if q is None:
-                raise ValueError(f"{path}: metric {m['key']}: query {m['query']!r} is not "
-                                 "sum|max(<name>{SELECTOR...}), the form the dashboards rewrite")
-            metrics.append(Metric(doc["name"], m["key"], m["title"], q.group(2), q.group(1), q.group(3),
-                                  m["reduction"] in COUNTER_REDUCTIONS, float(m["scale"])))
+                raise ValueError(
+                    f"{path}: metric {m['key']}: query {m['query']!r} is not "
+                    "sum|max(<name>{SELECTOR...}), the form the dashboards rewrite"
+                )
+            metrics.append(
+                Metric(
+                    doc["name"],
+                    m["key"],
+                    m["title"],
+                    q.group(2),
+                    q.group(1),
+                    q.group(3),
+                    m["reduction"] in COUNTER_REDUCTIONS,
+                    float(m["scale"]),
+                )
+            )
         sets[doc["name"]] = metrics
     return sets
 
 
 # --- layout ----------------------------------------------------------------
+
 
 class Board:
     """Panels placed left to right in rows of 24 columns, ids in order."""
@@ -185,21 +226,45 @@ class Board:
 
 
 def _series(panel: timeseries.Panel, title: str, unit: str, about: str) -> timeseries.Panel:
-    legend = widgets.VizLegendOptions().show_legend(True).display_mode(common.LegendDisplayMode.TABLE) \
-        .placement(common.LegendPlacement.BOTTOM).calcs(["mean", "max"])
-    return panel.title(title).description(about).unit(unit).legend(legend) \
+    legend = (
+        widgets.VizLegendOptions()
+        .show_legend(True)
+        .display_mode(common.LegendDisplayMode.TABLE)
+        .placement(common.LegendPlacement.BOTTOM)
+        .calcs(["mean", "max"])
+    )
+    return (
+        panel.title(title)
+        .description(about)
+        .unit(unit)
+        .legend(legend)
         .tooltip(widgets.VizTooltipOptions().mode(common.TooltipDisplayMode.MULTI).sort(common.SortOrder.DESCENDING))
+    )
 
 
 def _stat(title: str, unit: str, sql: str, field: str, about: str, values: bool = False) -> stat.Panel:
     reduce = widgets.ReduceDataOptions().calcs(["lastNotNull"]).fields(f"/^{field}$/").values(values)
-    return stat.Panel().title(title).description(about).unit(unit).datasource(RESULTS) \
-        .with_target(SQL(sql, "table")).reduce_options(reduce).graph_mode(common.BigValueGraphMode.NONE)
+    return (
+        stat.Panel()
+        .title(title)
+        .description(about)
+        .unit(unit)
+        .datasource(RESULTS)
+        .with_target(SQL(sql, "table"))
+        .reduce_options(reduce)
+        .graph_mode(common.BigValueGraphMode.NONE)
+    )
 
 
 def _variable(name: str, label: str, sql: str, multi: bool) -> dash.QueryVariable:
-    v = dash.QueryVariable(name).label(label).datasource(RESULTS).query(_dedent(sql)) \
-        .refresh(model.VariableRefresh.ON_DASHBOARD_LOAD).sort(model.VariableSort.DISABLED)
+    v = (
+        dash.QueryVariable(name)
+        .label(label)
+        .datasource(RESULTS)
+        .query(_dedent(sql))
+        .refresh(model.VariableRefresh.ON_DASHBOARD_LOAD)
+        .sort(model.VariableSort.DISABLED)
+    )
     if multi:
         v = v.multi(True).include_all(True).current(model.VariableOption(selected=True, text=["All"], value=["$__all"]))
     return v
@@ -237,26 +302,67 @@ LIVE = 'experiment="$code", configuration=~"$configuration"'
 
 
 def experiment_dashboard(sets: dict[str, list[Metric]]) -> dash.Dashboard:
-    d = dash.Dashboard("benchq experiment").uid(EXPERIMENT_UID).tags(["benchq"]).editable() \
-        .description("One benchq experiment: its figures, throughput and latency over time, and what the SUT, "
-                     "the loaders and the benchmarkers used. Open it with `benchq dashboard -e CODE`.") \
-        .time("now-1h", "now").refresh("").timezone("browser").tooltip(model.DashboardCursorSync.CROSSHAIR)
+    d = (
+        dash.Dashboard("benchq experiment")
+        .uid(EXPERIMENT_UID)
+        .tags(["benchq"])
+        .editable()
+        .description(
+            "One benchq experiment: its figures, throughput and latency over time, and what the SUT, "
+            "the loaders and the benchmarkers used. Open it with `benchq dashboard -e CODE`."
+        )
+        .time("now-1h", "now")
+        .refresh("")
+        .timezone("browser")
+        .tooltip(model.DashboardCursorSync.CROSSHAIR)
+    )
     d.with_variable(_variable("code", "experiment", "SELECT code FROM experiments ORDER BY planned_at DESC", False))
-    d.with_variable(_variable("configuration", "configuration",
-                              "SELECT name FROM configurations WHERE code = '$code' ORDER BY name", True))
-    d.with_variable(_variable("phase", "phase", """
+    d.with_variable(
+        _variable(
+            "configuration", "configuration", "SELECT name FROM configurations WHERE code = '$code' ORDER BY name", True
+        )
+    )
+    d.with_variable(
+        _variable(
+            "phase",
+            "phase",
+            """
         SELECT DISTINCT phase FROM phases
-        WHERE code = '$code' AND configuration IN ($configuration) ORDER BY phase""", True))
+        WHERE code = '$code' AND configuration IN ($configuration) ORDER BY phase""",
+            True,
+        )
+    )
     # Buckets of the total throughput: two status intervals, so that every
     # shard reports at least once in each.
-    d.with_variable(_variable("bucket", "bucket", """
+    d.with_variable(
+        _variable(
+            "bucket",
+            "bucket",
+            """
         SELECT (2 * coalesce((plan->'settings'->>'status_interval')::int, 10)) || 's'
-        FROM experiments WHERE code = '$code'""", False).hide(model.VariableHide.HIDE_VARIABLE))
-    d.with_variable(_variable("app_metric", "application metric", """
+        FROM experiments WHERE code = '$code'""",
+            False,
+        ).hide(model.VariableHide.HIDE_VARIABLE)
+    )
+    d.with_variable(
+        _variable(
+            "app_metric",
+            "application metric",
+            """
         SELECT DISTINCT title AS __text, metric AS __value FROM metric_summaries
-        WHERE code = '$code' AND section = 'application' ORDER BY 1""", True))
-    d.annotation(dash.AnnotationQuery().name("Phases").datasource(RESULTS).enable(True).icon_color("#5794F2")
-                 .target(SQL("""
+        WHERE code = '$code' AND section = 'application' ORDER BY 1""",
+            True,
+        )
+    )
+    d.annotation(
+        dash.AnnotationQuery()
+        .name("Phases")
+        .datasource(RESULTS)
+        .enable(True)
+        .icon_color("#5794F2")
+        .target(
+            SQL(
+                """
                      SELECT p.started_at AS time, coalesce(p.ended_at, now()) AS timeend,
                             p.phase || ' (' || p.kind || ', attempt ' || p.attempt || '): ' || p.status
                               || coalesce(' - ' || p.reason, '') AS text,
@@ -264,118 +370,311 @@ def experiment_dashboard(sets: dict[str, list[Metric]]) -> dash.Dashboard:
                      FROM phases p
                      WHERE p.code = '$code' AND p.configuration IN ($configuration) AND p.phase IN ($phase)
                        AND p.started_at IS NOT NULL
-                     ORDER BY 1""", "table")))
+                     ORDER BY 1""",
+                "table",
+            )
+        )
+    )
     b = Board(d)
 
     b.row("Experiment")
-    b.add(_stat("Status", "none", "SELECT status FROM experiments WHERE code = '$code'", "status",
-                "running, done, failed or cancelled"), 4, 4)
-    b.add(_stat("Duration", "s", """
+    b.add(
+        _stat(
+            "Status",
+            "none",
+            "SELECT status FROM experiments WHERE code = '$code'",
+            "status",
+            "running, done, failed or cancelled",
+        ),
+        4,
+        4,
+    )
+    b.add(
+        _stat(
+            "Duration",
+            "s",
+            """
         SELECT extract(epoch FROM coalesce(ended_at, now()) - coalesce(started_at, planned_at))::float8 AS duration
-        FROM experiments WHERE code = '$code'""", "duration", "from the start (or planning) to the end, or now"), 4, 4)
-    b.add(_stat("Configurations", "none", "SELECT count(*) AS configurations FROM configurations WHERE code = '$code'",
-                "configurations", "SUT configurations of the grid"), 4, 4)
-    b.add(_stat("Failed phases", "none", f"""
+        FROM experiments WHERE code = '$code'""",
+            "duration",
+            "from the start (or planning) to the end, or now",
+        ),
+        4,
+        4,
+    )
+    b.add(
+        _stat(
+            "Configurations",
+            "none",
+            "SELECT count(*) AS configurations FROM configurations WHERE code = '$code'",
+            "configurations",
+            "SUT configurations of the grid",
+        ),
+        4,
+        4,
+    )
+    b.add(
+        _stat(
+            "Failed phases",
+            "none",
+            f"""
         SELECT count(*) AS failed FROM (
           SELECT DISTINCT ON (phase) status FROM phases WHERE code = '$code' ORDER BY phase, attempt DESC) last
-        WHERE status = '{PHASE.failed}'""", "failed", "phases whose last attempt failed"), 4, 4)
-    b.add(_stat("Benchmarking error share", "percentunit", f"""
+        WHERE status = '{PHASE.failed}'""",
+            "failed",
+            "phases whose last attempt failed",
+        ),
+        4,
+        4,
+    )
+    b.add(
+        _stat(
+            "Benchmarking error share",
+            "percentunit",
+            f"""
         SELECT sum(f.failed)::float8 / nullif(sum(f.operations), 0) AS error_share
-        FROM phase_figures f WHERE {FIGURES} AND f.kind = '{KIND.run}'""", "error_share",
-                "failed operations / all operations of the selected benchmarking phases"), 8, 4)
-    b.add(_stat("Throughput per benchmarking phase", "ops", f"""
+        FROM phase_figures f WHERE {FIGURES} AND f.kind = '{KIND.run}'""",
+            "error_share",
+            "failed operations / all operations of the selected benchmarking phases",
+        ),
+        8,
+        4,
+    )
+    b.add(
+        _stat(
+            "Throughput per benchmarking phase",
+            "ops",
+            f"""
         SELECT f.phase, f.throughput FROM phase_figures f
-        WHERE {FIGURES} AND f.kind = '{KIND.run}' ORDER BY f.phase""", "throughput",
-                "all operations / the phase's common window (the summary's "
-                "'Throughput common window(ops/sec)')", values=True), 24, 4)
-    b.add(table.Panel().title("Phases").datasource(RESULTS).description(
-        "One row per phase, from the reported attempt of each shard (view phase_figures). p99_max_us is the "
-        "highest p99 of a shard: an upper bound of the phase's p99, exact for one shard; the summary has the "
-        "percentiles of the merged histograms.").with_target(SQL(f"""
+        WHERE {FIGURES} AND f.kind = '{KIND.run}' ORDER BY f.phase""",
+            "throughput",
+            "all operations / the phase's common window (the summary's 'Throughput common window(ops/sec)')",
+            values=True,
+        ),
+        24,
+        4,
+    )
+    b.add(
+        table.Panel()
+        .title("Phases")
+        .datasource(RESULTS)
+        .description(
+            "One row per phase, from the reported attempt of each shard (view phase_figures). p99_max_us is the "
+            "highest p99 of a shard: an upper bound of the phase's p99, exact for one shard; the summary has the "
+            "percentiles of the merged histograms."
+        )
+        .with_target(
+            SQL(
+                f"""
         SELECT f.configuration, f.phase, f.kind, last.status, f.shards, f.operations, f.failed,
                f.window_s, f.throughput, f.goodput, f.error_share, f.p99_max_us
         FROM phase_figures f
         LEFT JOIN LATERAL (SELECT status FROM phases
                            WHERE code = f.code AND phase = f.phase ORDER BY attempt DESC LIMIT 1) last ON true
         WHERE {FIGURES}
-        ORDER BY f.configuration, f.kind, f.phase""", "table")), 24, 7)
+        ORDER BY f.configuration, f.kind, f.phase""",
+                "table",
+            )
+        ),
+        24,
+        7,
+    )
 
     b.row("Throughput")
-    b.add(_series(timeseries.Panel(), "Throughput per shard", "ops", "each shard's status intervals as the "
-                  "driver reported them").datasource(RESULTS).with_target(SQL(f"""
+    b.add(
+        _series(
+            timeseries.Panel(),
+            "Throughput per shard",
+            "ops",
+            "each shard's status intervals as the driver reported them",
+        )
+        .datasource(RESULTS)
+        .with_target(
+            SQL(f"""
         SELECT $__time(i.at), {SHARD_NAME} AS metric, i.ops_per_sec AS "ops/s"
         FROM {INTERVALS}
-        ORDER BY 1""")), 12, 8)
-    b.add(_series(timeseries.Panel(), "Throughput in total", "ops", "per phase: each shard's mean rate over "
-                  "buckets of two status intervals, added up").datasource(RESULTS).with_target(SQL(f"""
+        ORDER BY 1""")
+        ),
+        12,
+        8,
+    )
+    b.add(
+        _series(
+            timeseries.Panel(),
+            "Throughput in total",
+            "ops",
+            "per phase: each shard's mean rate over buckets of two status intervals, added up",
+        )
+        .datasource(RESULTS)
+        .with_target(
+            SQL(f"""
         SELECT time, phase AS metric, sum(rate) AS "ops/s"
         FROM (SELECT $__timeGroup(i.at, '$bucket') AS time, i.phase, i.shard, avg(i.ops_per_sec) AS rate
               FROM {INTERVALS}
               GROUP BY 1, 2, 3) per_shard
         GROUP BY 1, 2
-        ORDER BY 1""")), 12, 8)
+        ORDER BY 1""")
+        ),
+        12,
+        8,
+    )
 
     b.row("Saturation search (-xsat; empty otherwise)")
     steps = "FROM saturation_steps s WHERE s.code = '$code' AND s.configuration IN ($configuration)"
-    b.add(xychart.Panel().title("Saturation: goodput against the offered load").datasource(RESULTS)
-          .description("one point per step of the search (the hold left out): the goodput over its steady window "
-                       "against the load offered; the knee is where the points leave the diagonal")
-          .mapping(xymodel.SeriesMapping.AUTO).show(xymodel.XYShowMode.POINTS).unit("ops")
-          .with_target(SQL(f"""
+    b.add(
+        xychart.Panel()
+        .title("Saturation: goodput against the offered load")
+        .datasource(RESULTS)
+        .description(
+            "one point per step of the search (the hold left out): the goodput over its steady window "
+            "against the load offered; the knee is where the points leave the diagonal"
+        )
+        .mapping(xymodel.SeriesMapping.AUTO)
+        .show(xymodel.XYShowMode.POINTS)
+        .unit("ops")
+        .with_target(
+            SQL(
+                f"""
         SELECT s.offered::float8 AS "offered [ops/s]", s.goodput AS "goodput [ops/s]"
         {steps} AND s.role = 'step'
-        ORDER BY 1""", "table")), 8, 8)
-    b.add(xychart.Panel().title("Saturation: p99 against goodput").datasource(RESULTS)
-          .description("one point per step: p99 of the shards' merged histograms (from the intended start) "
-                       "against its goodput; a step without a p99 is left out, never drawn at 0")
-          .mapping(xymodel.SeriesMapping.AUTO).show(xymodel.XYShowMode.POINTS).unit("ms")
-          .with_target(SQL(f"""
+        ORDER BY 1""",
+                "table",
+            )
+        ),
+        8,
+        8,
+    )
+    b.add(
+        xychart.Panel()
+        .title("Saturation: p99 against goodput")
+        .datasource(RESULTS)
+        .description(
+            "one point per step: p99 of the shards' merged histograms (from the intended start) "
+            "against its goodput; a step without a p99 is left out, never drawn at 0"
+        )
+        .mapping(xymodel.SeriesMapping.AUTO)
+        .show(xymodel.XYShowMode.POINTS)
+        .unit("ms")
+        .with_target(
+            SQL(
+                f"""
         SELECT s.goodput AS "goodput [ops/s]", s.p99_ms AS "p99 [ms]"
         {steps} AND s.role = 'step' AND s.p99_ms IS NOT NULL
-        ORDER BY 1""", "table")), 8, 8)
-    b.add(table.Panel().title("Saturation steps").datasource(RESULTS).description(
-        "the summary's Saturation section: each step as the scheduler judged it, the knee on the step that ended "
-        "the search").with_target(SQL(f"""
+        ORDER BY 1""",
+                "table",
+            )
+        ),
+        8,
+        8,
+    )
+    b.add(
+        table.Panel()
+        .title("Saturation steps")
+        .datasource(RESULTS)
+        .description(
+            "the summary's Saturation section: each step as the scheduler judged it, the knee on the step that ended "
+            "the search"
+        )
+        .with_target(
+            SQL(
+                f"""
         SELECT s.configuration, s.step, s.phase, s.role, s.shards, s.offered, s.goodput, s.error_share, s.p99_ms,
                s.cv, s.verdict, s.why, s.knee->>'sustained' AS knee
         {steps}
-        ORDER BY s.configuration, s.step""", "table")), 8, 8)
+        ORDER BY s.configuration, s.step""",
+                "table",
+            )
+        ),
+        8,
+        8,
+    )
 
     b.row("Latency")
     for pct, label in (("90", "p90"), ("99", "p99")):
-        b.add(_series(timeseries.Panel(), f"Latency {label} per operation", "µs",
-                      f"per shard and status interval, as the driver reported it (YCSB's status lines carry "
-                      f"p90, p99, p99.9, p99.99; the summary has p95 and p99 of each phase from the merged "
-                      f"histograms)").datasource(RESULTS).with_target(SQL(f"""
+        b.add(
+            _series(
+                timeseries.Panel(),
+                f"Latency {label} per operation",
+                "µs",
+                "per shard and status interval, as the driver reported it (YCSB's status lines carry "
+                "p90, p99, p99.9, p99.99; the summary has p95 and p99 of each phase from the merged "
+                "histograms)",
+            )
+            .datasource(RESULTS)
+            .with_target(
+                SQL(f"""
             SELECT $__time(i.at), {SHARD_NAME} || ' ' || op.key AS metric, (op.value->>'{pct}')::float8 AS "{label}"
             FROM intervals i JOIN phases p USING (code, phase, attempt)
             CROSS JOIN LATERAL jsonb_each(CASE WHEN jsonb_typeof(i.per_op) = 'object' THEN i.per_op ELSE '{{}}' END) op
             WHERE {PHASES} AND $__timeFilter(i.at)
               AND op.key NOT LIKE 'Intended-%' AND op.value ? '{pct}'
-            ORDER BY 1""")), 12, 8)
+            ORDER BY 1""")
+            ),
+            12,
+            8,
+        )
 
     b.row("Resources of ended phases (results database)")
-    b.add(_series(timeseries.Panel(), "CPU per component", "none", "cores in use between consecutive scrapes "
-                  "(container_cpu_usage_seconds_total), per process tree").datasource(RESULTS).with_target(SQL(f"""
+    b.add(
+        _series(
+            timeseries.Panel(),
+            "CPU per component",
+            "none",
+            "cores in use between consecutive scrapes (container_cpu_usage_seconds_total), per process tree",
+        )
+        .datasource(RESULTS)
+        .with_target(
+            SQL(f"""
         SELECT time, configuration || ' ' || component || ' ' || (labels->>'instance') AS metric, cores
         FROM (SELECT time, configuration, component, labels, {RATE} AS cores
               FROM ({samples("metric = 'cpu_seconds'")}) s
               {SERIES}) r
         WHERE cores IS NOT NULL
-        ORDER BY 1""")), 12, 8)
-    b.add(_series(timeseries.Panel(), "Memory per component", "bytes", "working set "
-                  "(container_memory_working_set_bytes), per process tree").datasource(RESULTS).with_target(SQL(f"""
+        ORDER BY 1""")
+        ),
+        12,
+        8,
+    )
+    b.add(
+        _series(
+            timeseries.Panel(),
+            "Memory per component",
+            "bytes",
+            "working set (container_memory_working_set_bytes), per process tree",
+        )
+        .datasource(RESULTS)
+        .with_target(
+            SQL(f"""
         SELECT time, configuration || ' ' || component || ' ' || (labels->>'instance') AS metric, value AS bytes
         FROM ({samples("metric = 'max_ram'")}) s
-        ORDER BY 1""")), 12, 8)
-    catalog_rows = ",\n".join(f"('{m.key}', '{m.series_title}', {str(m.counter).lower()}, {m.scale!r})"
-                              for name, metrics in sets.items() if name != "system" for m in metrics)
-    b.add(_series(timeseries.Panel(), "$app_metric", "none", "the DBMS's application metric (catalog/metrics): "
-                  "a counter as its rate per second, scaled to the unit of its title; a metric the catalog "
-                  "does not name (an older experiment) as stored").datasource(RESULTS).repeat("app_metric")
-          .repeat_direction("h").max_per_row(2).with_target(SQL(f"""
+        ORDER BY 1""")
+        ),
+        12,
+        8,
+    )
+    catalog_rows = ",\n".join(
+        f"('{m.key}', '{m.series_title}', {str(m.counter).lower()}, {m.scale!r})"
+        for name, metrics in sets.items()
+        if name != "system"
+        for m in metrics
+    )
+    b.add(
+        _series(
+            timeseries.Panel(),
+            "$app_metric",
+            "none",
+            "the DBMS's application metric (catalog/metrics): "
+            "a counter as its rate per second, scaled to the unit of its title; a metric the catalog "
+            "does not name (an older experiment) as stored",
+        )
+        .datasource(RESULTS)
+        .repeat("app_metric")
+        .repeat_direction("h")
+        .max_per_row(2)
+        .with_target(
+            SQL(f"""
         WITH catalog (metric, title, counter, scale) AS (VALUES
-        {catalog_rows.replace(chr(10), chr(10) + '        ')})
+        {catalog_rows.replace(chr(10), chr(10) + "        ")})
         SELECT time, configuration || ' ' || component || ' ' || title AS metric, value
         FROM (SELECT s.time, s.configuration, s.component, coalesce(c.title, s.metric) AS title,
                      coalesce(c.scale, 1) * CASE WHEN c.counter THEN {RATE} ELSE value END AS value
@@ -383,35 +682,85 @@ def experiment_dashboard(sets: dict[str, list[Metric]]) -> dash.Dashboard:
               LEFT JOIN catalog c USING (metric)
               {SERIES}) r
         WHERE value IS NOT NULL
-        ORDER BY 1""")), 12, 8)
-    b.add(table.Panel().title("Monitoring figures per phase").datasource(RESULTS).description(
-        "the summary's Monitoring and Application Metrics figures (metric_summaries); a figure that could not "
-        "be collected is empty, with the reason in 'missing', never 0").with_target(SQL("""
+        ORDER BY 1""")
+        ),
+        12,
+        8,
+    )
+    b.add(
+        table.Panel()
+        .title("Monitoring figures per phase")
+        .datasource(RESULTS)
+        .description(
+            "the summary's Monitoring and Application Metrics figures (metric_summaries); a figure that could not "
+            "be collected is empty, with the reason in 'missing', never 0"
+        )
+        .with_target(
+            SQL(
+                """
         SELECT configuration, phase, component, section, title, value, missing, samples
         FROM metric_summaries
         WHERE code = '$code' AND configuration IN ($configuration) AND phase IN ($phase)
-        ORDER BY configuration, phase, component, section, position""", "table")), 24, 8)
+        ORDER BY configuration, phase, component, section, position""",
+                "table",
+            )
+        ),
+        24,
+        8,
+    )
 
     b.row("Live (Prometheus)")
-    b.add(_series(timeseries.Panel(), "CPU per component, live", "none", "cores, from Prometheus")
-          .datasource(PROMETHEUS).with_target(promql(
-              f"sum by (configuration, component) (rate(container_cpu_usage_seconds_total{{{LIVE}}}[$__rate_interval]))",
-              "{{configuration}} {{component}}")), 8, 8)
-    b.add(_series(timeseries.Panel(), "Memory per component, live", "bytes", "working set, from Prometheus")
-          .datasource(PROMETHEUS).with_target(promql(
-              f"sum by (configuration, component) (container_memory_working_set_bytes{{{LIVE}}})",
-              "{{configuration}} {{component}}")), 8, 8)
-    b.add(_series(timeseries.Panel(), "Throughput of the shards in flight", "ops", "the driver agents' "
-                  "benchq_agent_ops_per_second, over their last status interval").datasource(PROMETHEUS)
-          .with_target(promql(
-              f'sum by (phase) (benchq_agent_ops_per_second{{{LIVE}, phase=~"$phase", '
-              f'operation!~"Intended-.*|CLEANUP"}})', "{{phase}}")), 8, 8)
+    b.add(
+        _series(timeseries.Panel(), "CPU per component, live", "none", "cores, from Prometheus")
+        .datasource(PROMETHEUS)
+        .with_target(
+            promql(
+                f"sum by (configuration, component) (rate(container_cpu_usage_seconds_total{{{LIVE}}}[$__rate_interval]))",
+                "{{configuration}} {{component}}",
+            )
+        ),
+        8,
+        8,
+    )
+    b.add(
+        _series(timeseries.Panel(), "Memory per component, live", "bytes", "working set, from Prometheus")
+        .datasource(PROMETHEUS)
+        .with_target(
+            promql(
+                f"sum by (configuration, component) (container_memory_working_set_bytes{{{LIVE}}})",
+                "{{configuration}} {{component}}",
+            )
+        ),
+        8,
+        8,
+    )
+    b.add(
+        _series(
+            timeseries.Panel(),
+            "Throughput of the shards in flight",
+            "ops",
+            "the driver agents' benchq_agent_ops_per_second, over their last status interval",
+        )
+        .datasource(PROMETHEUS)
+        .with_target(
+            promql(
+                f'sum by (phase) (benchq_agent_ops_per_second{{{LIVE}, phase=~"$phase", '
+                f'operation!~"Intended-.*|CLEANUP"}})',
+                "{{phase}}",
+            )
+        ),
+        8,
+        8,
+    )
     for name, metrics in sets.items():
         if name == "system":
             continue
-        p = _series(timeseries.Panel(), f"{name} application metrics, live", "none",
-                    f"the {name} set of catalog/metrics, from Prometheus; empty unless a configuration uses it") \
-            .datasource(PROMETHEUS)
+        p = _series(
+            timeseries.Panel(),
+            f"{name} application metrics, live",
+            "none",
+            f"the {name} set of catalog/metrics, from Prometheus; empty unless a configuration uses it",
+        ).datasource(PROMETHEUS)
         for i, m in enumerate(metrics):
             p = p.with_target(promql(live_query(m), "{{configuration}} " + m.series_title, ref_id=chr(ord("A") + i)))
         b.add(p, 12, 8)
@@ -429,19 +778,44 @@ def live_query(m: Metric) -> str:
 
 # --- benchq overview -------------------------------------------------------
 
+
 def overview_dashboard() -> dash.Dashboard:
-    d = dash.Dashboard("benchq overview").uid(OVERVIEW_UID).tags(["benchq"]).editable() \
-        .description("Every benchq experiment planned in the time range; the benchmarking phases of the "
-                     "selected ones side by side.").time("now-7d", "now").refresh("").timezone("browser")
-    d.with_variable(_variable("experiments", "experiments", """
-        SELECT code FROM experiments WHERE $__timeFilter(planned_at) ORDER BY planned_at DESC""", True))
+    d = (
+        dash.Dashboard("benchq overview")
+        .uid(OVERVIEW_UID)
+        .tags(["benchq"])
+        .editable()
+        .description(
+            "Every benchq experiment planned in the time range; the benchmarking phases of the "
+            "selected ones side by side."
+        )
+        .time("now-7d", "now")
+        .refresh("")
+        .timezone("browser")
+    )
+    d.with_variable(
+        _variable(
+            "experiments",
+            "experiments",
+            """
+        SELECT code FROM experiments WHERE $__timeFilter(planned_at) ORDER BY planned_at DESC""",
+            True,
+        )
+    )
     b = Board(d)
     b.row("Experiments")
     link = dash.DashboardLink("benchq experiment").url(
-        f"/d/{EXPERIMENT_UID}/benchq-experiment?var-code=${{__value.raw}}&${{__url_time_range}}")
-    b.add(table.Panel().title("Experiments").datasource(RESULTS).description(
-        "planned in the time range; a code opens its benchq experiment dashboard").data_links([link])
-          .with_target(SQL("""
+        f"/d/{EXPERIMENT_UID}/benchq-experiment?var-code=${{__value.raw}}&${{__url_time_range}}"
+    )
+    b.add(
+        table.Panel()
+        .title("Experiments")
+        .datasource(RESULTS)
+        .description("planned in the time range; a code opens its benchq experiment dashboard")
+        .data_links([link])
+        .with_target(
+            SQL(
+                """
         SELECT e.code, e.status, e.planned_at, e.started_at, e.ended_at,
                extract(epoch FROM coalesce(e.ended_at, now()) - coalesce(e.started_at, e.planned_at))::float8
                  AS duration_s,
@@ -449,30 +823,65 @@ def overview_dashboard() -> dash.Dashboard:
         FROM experiments e LEFT JOIN configurations c USING (code)
         WHERE $__timeFilter(e.planned_at)
         GROUP BY e.code
-        ORDER BY e.planned_at DESC""", "table")), 24, 9)
+        ORDER BY e.planned_at DESC""",
+                "table",
+            )
+        ),
+        24,
+        9,
+    )
     b.row("Benchmarking phases of the selected experiments")
     per_phase = f"""
         SELECT f.code || ' ' || f.phase AS phase, f.{{column}}
         FROM phase_figures f JOIN experiments e USING (code)
         WHERE f.code IN ($experiments) AND f.kind = '{KIND.run}'
         ORDER BY e.planned_at, f.phase"""
-    b.add(barchart.Panel().title("Throughput per configuration").datasource(RESULTS).unit("ops").description(
-        "all operations / the phase's common window").with_target(SQL(per_phase.format(column="throughput"),
-                                                                          "table")), 12, 9)
-    b.add(barchart.Panel().title("p99 per configuration (highest shard)").datasource(RESULTS).unit("µs")
-          .description("the highest p99 of a shard: an upper bound of the phase's p99, exact for one shard; "
-                       "`reporter compare` has the merged figures").with_target(
-        SQL(per_phase.format(column="p99_max_us"), "table")), 12, 9)
-    b.add(table.Panel().title("Benchmarking phases").datasource(RESULTS).with_target(SQL(f"""
+    b.add(
+        barchart.Panel()
+        .title("Throughput per configuration")
+        .datasource(RESULTS)
+        .unit("ops")
+        .description("all operations / the phase's common window")
+        .with_target(SQL(per_phase.format(column="throughput"), "table")),
+        12,
+        9,
+    )
+    b.add(
+        barchart.Panel()
+        .title("p99 per configuration (highest shard)")
+        .datasource(RESULTS)
+        .unit("µs")
+        .description(
+            "the highest p99 of a shard: an upper bound of the phase's p99, exact for one shard; "
+            "`reporter compare` has the merged figures"
+        )
+        .with_target(SQL(per_phase.format(column="p99_max_us"), "table")),
+        12,
+        9,
+    )
+    b.add(
+        table.Panel()
+        .title("Benchmarking phases")
+        .datasource(RESULTS)
+        .with_target(
+            SQL(
+                f"""
         SELECT f.code, f.configuration, f.phase, f.shards, f.operations, f.failed, f.window_s,
                f.throughput, f.goodput, f.error_share, f.p99_max_us
         FROM phase_figures f JOIN experiments e USING (code)
         WHERE f.code IN ($experiments) AND f.kind = '{KIND.run}'
-        ORDER BY e.planned_at, f.configuration, f.phase""", "table")), 24, 8)
+        ORDER BY e.planned_at, f.configuration, f.phase""",
+                "table",
+            )
+        ),
+        24,
+        8,
+    )
     return d
 
 
 # --- output ----------------------------------------------------------------
+
 
 def dashboards(root: Path) -> dict[str, str]:
     """file name → the dashboard's JSON text, as committed in grafana/dashboards."""
@@ -481,8 +890,10 @@ def dashboards(root: Path) -> dict[str, str]:
         f"{EXPERIMENT_UID}.json": lambda: experiment_dashboard(sets),
         f"{OVERVIEW_UID}.json": overview_dashboard,
     }
-    return {name: json.dumps(make().build(), cls=encoder.JSONEncoder, indent=2, sort_keys=True,
-                             ensure_ascii=False) + "\n" for name, make in built.items()}
+    return {
+        name: json.dumps(make().build(), cls=encoder.JSONEncoder, indent=2, sort_keys=True, ensure_ascii=False) + "\n"
+        for name, make in built.items()
+    }
 
 
 def parse(text: str) -> model.Dashboard:
@@ -497,8 +908,10 @@ def roundtrip(text: str) -> str:
 
 
 def main(argv: list[str] | None = None) -> int:
-    p = argparse.ArgumentParser(prog="python -m benchq_reporter.dashboards",
-                                description="Generate benchq's Grafana dashboards into grafana/dashboards.")
+    p = argparse.ArgumentParser(
+        prog="python -m benchq_reporter.dashboards",
+        description="Generate benchq's Grafana dashboards into grafana/dashboards.",
+    )
     p.add_argument("--check", action="store_true", help="fail if the committed JSON differs from a regeneration")
     args = p.parse_args(argv)
     root = repo_root()
@@ -514,8 +927,10 @@ def main(argv: list[str] | None = None) -> int:
             path.write_text(text)
             print(f"wrote {path}")
     if stale:
-        print(f"dashboards: {', '.join(stale)} differ from a regeneration: run `make dashboards` and commit",
-              file=sys.stderr)
+        print(
+            f"dashboards: {', '.join(stale)} differ from a regeneration: run `make dashboards` and commit",
+            file=sys.stderr,
+        )
         return 1
     return 0
 

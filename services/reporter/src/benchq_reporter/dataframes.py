@@ -70,123 +70,191 @@ CONFIGURATION = _c("configuration", "str", "", "SUT configuration name")
 KIND = _c("kind", "str", "", "`load` or `run`")
 
 FRAMES: dict[str, Frame] = {
-    "experiment": Frame("the experiment", ("code",), (
-        CODE,
-        _c("benchmark", "str", "", "`ycsb` or `benchbase`"),
-        _c("workload", "str", "", "YCSB workload letter, or `tpcc`"),
-        _c("dbms", "str", "", "the DBMSs of the experiment, comma separated"),
-        _c("status", "str", "", "`running`, `done`, `failed` or `cancelled`"),
-        _c("reason", "str", "", "why it failed or was cancelled"),
-        _c("version", "str", "", "benchq version that planned it (`dev`: a plan without one)"),
-        _c("planned_at", TS, "", "when the scheduler accepted it"),
-        _c("started_at", TS, "", "first SUT deployed"),
-        _c("ended_at", TS, "", "last phase ended"),
-        _c("plan", "str", "JSON", "the stored plan: settings, configurations, phases, shards"),
-    )),
-    "configurations": Frame("one SUT configuration (one SUT, loaded once)", ("code", "configuration"), (
-        CODE, CONFIGURATION,
-        _c("dbms", "str", "", "DBMS name"),
-        _c("experiment_run", "Int64", "", "`-nc` repetition, 1-based"),
-        _c("backend", "str", "", "how the SUT ran (`process`, `kubernetes`, ...)"),
-        _c("ready_at", TS, "", "SUT ready"),
-        _c("ready_after_ms", "Int64", "ms", "from deploy to ready"),
-        _c("removed_at", TS, "", "SUT removed"),
-        _c("failure", "str", "", "why the SUT failed"),
-        _c("info", "str", "JSON", "version and host facts (the summary's Connections section)"),
-    )),
-    "phases": Frame("one attempt of a loading or benchmarking phase", ("code", "phase", "attempt"), (
-        CODE, PHASE, ATTEMPT, CONFIGURATION, KIND,
-        _c("status", "str", "", "`started`, `done` or `failed`"),
-        _c("shards", "Int64", "", "number of shards (pods)"),
-        _c("started_at", TS, "", "phase started"),
-        _c("ended_at", TS, "", "phase ended"),
-        _c("reason", "str", "", "why it failed"),
-    )),
-    "shards": Frame("one attempt of one shard (a driver process) of a phase", ("code", "phase", "shard", "attempt"), (
-        CODE, PHASE, SHARD, ATTEMPT, CONFIGURATION, KIND,
-        _c("reported", "bool", "", "the attempt the summary counts: the highest ok one, else the highest"),
-        _c("agent", "str", "", "driver agent that ran it"),
-        _c("status", "str", "", "`ok` or `failed`"),
-        _c("error", "str", "", "why it failed"),
-        _c("threads", "Int64", "", "driver threads (YCSB) or terminals (TPC-C)"),
-        _c("target", "Int64", "ops/s", "target rate of the shard (0 or missing: unlimited)"),
-        _c("started_at", TS, "", "driver started"),
-        _c("ended_at", TS, "", "driver ended"),
-        _c("first_op_at", TS, "", "start of its first operation"),
-        _c("last_op_at", TS, "", "end of its last operation"),
-        _c("runtime_ms", "float64", "ms", "runtime as the tool reported it"),
-        _c("throughput", "float64", "ops/s", "throughput as the tool reported it"),
-    )),
-    "operations": Frame("one operation type of one shard attempt's final result",
-                        ("code", "phase", "shard", "attempt", "operation"), (
-        CODE, PHASE, SHARD, ATTEMPT,
-        _c("operation", "str", "", "READ, UPDATE, INSERT, CLEANUP, Intended-READ, ... or a TPC-C transaction"),
-        _c("count", "Int64", "operations", "operations done"),
-        _c("avg_us", "float64", "µs", "mean latency"),
-        _c("min_us", "float64", "µs", "minimum latency"),
-        _c("max_us", "float64", "µs", "maximum latency"),
-        _c("p50_us", "float64", "µs", "median latency"),
-        _c("p95_us", "float64", "µs", "95th percentile latency"),
-        _c("p99_us", "float64", "µs", "99th percentile latency"),
-        _c("p999_us", "float64", "µs", "99.9th percentile latency"),
-        _c("return_codes", "str", "JSON", "operations per return code, e.g. `{\"OK\": 100207}`"),
-        _c("histogram", "str", "", "every latency (µs) as an HdrHistogram, V2 compressed, base64"),
-    )),
-    "intervals": Frame("one status line a shard streamed while it ran", ("code", "phase", "shard", "attempt", "elapsed_s"), (
-        CODE, PHASE, SHARD, ATTEMPT, CONFIGURATION, KIND,
-        _c("elapsed_s", "Int64", "s", "since the shard started, as the tool printed it"),
-        _c("at", TS, "", "when the line was printed"),
-        _c("operations", "Int64", "operations", "done so far by the shard (cumulative)"),
-        _c("ops_per_sec", "float64", "ops/s", "the shard's throughput since its previous line"),
-    )),
-    "interval_operations": Frame("one operation type in one status line (since the shard's previous line)",
-                                 ("code", "phase", "shard", "attempt", "elapsed_s", "operation"), (
-        CODE, PHASE, SHARD, ATTEMPT,
-        _c("elapsed_s", "Int64", "s", "of the status line (key into intervals)"),
-        _c("at", TS, "", "when the line was printed"),
-        _c("operation", "str", "", "as in operations"),
-        _c("count", "Int64", "operations", "operations in the interval"),
-        _c("errors", "Int64", "operations", "failed operations in the interval (TPC-C only)"),
-        _c("avg_us", "float64", "µs", "mean latency"),
-        _c("min_us", "float64", "µs", "minimum latency"),
-        _c("max_us", "float64", "µs", "maximum latency"),
-        _c("p50_us", "float64", "µs", "median latency (TPC-C)"),
-        _c("p90_us", "float64", "µs", "90th percentile latency (YCSB)"),
-        _c("p95_us", "float64", "µs", "95th percentile latency (TPC-C)"),
-        _c("p99_us", "float64", "µs", "99th percentile latency"),
-        _c("p999_us", "float64", "µs", "99.9th percentile latency (YCSB)"),
-        _c("p9999_us", "float64", "µs", "99.99th percentile latency (YCSB)"),
-    )),
-    "metrics": Frame("one sample of one monitored series (the collector's pull from Prometheus)",
-                     ("code", "phase", "component", "metric", "labels", "time"), (
-        CODE, CONFIGURATION, PHASE,
-        _c("component", "str", "", "`sut`, `pool`, `loader`, `benchmarker`"),
-        _c("metric", "str", "", "the metric set's key (`cpu_seconds`, `max_ram`, ...; catalog/metrics)"),
-        _c("labels", "str", "JSON", "the series' labels"),
-        _c("time", TS, "", "sample time"),
-        _c("value", "float64", "as scraped", "before the metric set's scale: bytes, CPU seconds (a counter), ..."),
-    )),
-    "metric_summaries": Frame("one metric of one component in one phase attempt, as the summary shows it",
-                              ("code", "phase", "attempt", "component", "metric"), (
-        CODE, CONFIGURATION, PHASE, ATTEMPT, KIND,
-        _c("component", "str", "", "as in metrics"),
-        _c("section", "str", "", "`system` (Monitoring) or `application` (Application Metrics)"),
-        _c("position", "Int64", "", "column order within its section"),
-        _c("metric", "str", "", "as in metrics"),
-        _c("title", "str", "", "the summary's column title, with its unit (`CPU [CPUs]`, `Max RAM [Gb]`)"),
-        _c("value", "float64", "see title", "the reduced figure; missing exactly when `missing` says why"),
-        _c("missing", "str", "", "why the figure could not be had"),
-        _c("samples", "Int64", "", "samples it was reduced from"),
-        _c("window_start", TS, "", "start of the window it covers"),
-        _c("window_end", TS, "", "end of the window it covers"),
-    )),
+    "experiment": Frame(
+        "the experiment",
+        ("code",),
+        (
+            CODE,
+            _c("benchmark", "str", "", "`ycsb` or `benchbase`"),
+            _c("workload", "str", "", "YCSB workload letter, or `tpcc`"),
+            _c("dbms", "str", "", "the DBMSs of the experiment, comma separated"),
+            _c("status", "str", "", "`running`, `done`, `failed` or `cancelled`"),
+            _c("reason", "str", "", "why it failed or was cancelled"),
+            _c("version", "str", "", "benchq version that planned it (`dev`: a plan without one)"),
+            _c("planned_at", TS, "", "when the scheduler accepted it"),
+            _c("started_at", TS, "", "first SUT deployed"),
+            _c("ended_at", TS, "", "last phase ended"),
+            _c("plan", "str", "JSON", "the stored plan: settings, configurations, phases, shards"),
+        ),
+    ),
+    "configurations": Frame(
+        "one SUT configuration (one SUT, loaded once)",
+        ("code", "configuration"),
+        (
+            CODE,
+            CONFIGURATION,
+            _c("dbms", "str", "", "DBMS name"),
+            _c("experiment_run", "Int64", "", "`-nc` repetition, 1-based"),
+            _c("backend", "str", "", "how the SUT ran (`process`, `kubernetes`, ...)"),
+            _c("ready_at", TS, "", "SUT ready"),
+            _c("ready_after_ms", "Int64", "ms", "from deploy to ready"),
+            _c("removed_at", TS, "", "SUT removed"),
+            _c("failure", "str", "", "why the SUT failed"),
+            _c("info", "str", "JSON", "version and host facts (the summary's Connections section)"),
+        ),
+    ),
+    "phases": Frame(
+        "one attempt of a loading or benchmarking phase",
+        ("code", "phase", "attempt"),
+        (
+            CODE,
+            PHASE,
+            ATTEMPT,
+            CONFIGURATION,
+            KIND,
+            _c("status", "str", "", "`started`, `done` or `failed`"),
+            _c("shards", "Int64", "", "number of shards (pods)"),
+            _c("started_at", TS, "", "phase started"),
+            _c("ended_at", TS, "", "phase ended"),
+            _c("reason", "str", "", "why it failed"),
+        ),
+    ),
+    "shards": Frame(
+        "one attempt of one shard (a driver process) of a phase",
+        ("code", "phase", "shard", "attempt"),
+        (
+            CODE,
+            PHASE,
+            SHARD,
+            ATTEMPT,
+            CONFIGURATION,
+            KIND,
+            _c("reported", "bool", "", "the attempt the summary counts: the highest ok one, else the highest"),
+            _c("agent", "str", "", "driver agent that ran it"),
+            _c("status", "str", "", "`ok` or `failed`"),
+            _c("error", "str", "", "why it failed"),
+            _c("threads", "Int64", "", "driver threads (YCSB) or terminals (TPC-C)"),
+            _c("target", "Int64", "ops/s", "target rate of the shard (0 or missing: unlimited)"),
+            _c("started_at", TS, "", "driver started"),
+            _c("ended_at", TS, "", "driver ended"),
+            _c("first_op_at", TS, "", "start of its first operation"),
+            _c("last_op_at", TS, "", "end of its last operation"),
+            _c("runtime_ms", "float64", "ms", "runtime as the tool reported it"),
+            _c("throughput", "float64", "ops/s", "throughput as the tool reported it"),
+        ),
+    ),
+    "operations": Frame(
+        "one operation type of one shard attempt's final result",
+        ("code", "phase", "shard", "attempt", "operation"),
+        (
+            CODE,
+            PHASE,
+            SHARD,
+            ATTEMPT,
+            _c("operation", "str", "", "READ, UPDATE, INSERT, CLEANUP, Intended-READ, ... or a TPC-C transaction"),
+            _c("count", "Int64", "operations", "operations done"),
+            _c("avg_us", "float64", "µs", "mean latency"),
+            _c("min_us", "float64", "µs", "minimum latency"),
+            _c("max_us", "float64", "µs", "maximum latency"),
+            _c("p50_us", "float64", "µs", "median latency"),
+            _c("p95_us", "float64", "µs", "95th percentile latency"),
+            _c("p99_us", "float64", "µs", "99th percentile latency"),
+            _c("p999_us", "float64", "µs", "99.9th percentile latency"),
+            _c("return_codes", "str", "JSON", 'operations per return code, e.g. `{"OK": 100207}`'),
+            _c("histogram", "str", "", "every latency (µs) as an HdrHistogram, V2 compressed, base64"),
+        ),
+    ),
+    "intervals": Frame(
+        "one status line a shard streamed while it ran",
+        ("code", "phase", "shard", "attempt", "elapsed_s"),
+        (
+            CODE,
+            PHASE,
+            SHARD,
+            ATTEMPT,
+            CONFIGURATION,
+            KIND,
+            _c("elapsed_s", "Int64", "s", "since the shard started, as the tool printed it"),
+            _c("at", TS, "", "when the line was printed"),
+            _c("operations", "Int64", "operations", "done so far by the shard (cumulative)"),
+            _c("ops_per_sec", "float64", "ops/s", "the shard's throughput since its previous line"),
+        ),
+    ),
+    "interval_operations": Frame(
+        "one operation type in one status line (since the shard's previous line)",
+        ("code", "phase", "shard", "attempt", "elapsed_s", "operation"),
+        (
+            CODE,
+            PHASE,
+            SHARD,
+            ATTEMPT,
+            _c("elapsed_s", "Int64", "s", "of the status line (key into intervals)"),
+            _c("at", TS, "", "when the line was printed"),
+            _c("operation", "str", "", "as in operations"),
+            _c("count", "Int64", "operations", "operations in the interval"),
+            _c("errors", "Int64", "operations", "failed operations in the interval (TPC-C only)"),
+            _c("avg_us", "float64", "µs", "mean latency"),
+            _c("min_us", "float64", "µs", "minimum latency"),
+            _c("max_us", "float64", "µs", "maximum latency"),
+            _c("p50_us", "float64", "µs", "median latency (TPC-C)"),
+            _c("p90_us", "float64", "µs", "90th percentile latency (YCSB)"),
+            _c("p95_us", "float64", "µs", "95th percentile latency (TPC-C)"),
+            _c("p99_us", "float64", "µs", "99th percentile latency"),
+            _c("p999_us", "float64", "µs", "99.9th percentile latency (YCSB)"),
+            _c("p9999_us", "float64", "µs", "99.99th percentile latency (YCSB)"),
+        ),
+    ),
+    "metrics": Frame(
+        "one sample of one monitored series (the collector's pull from Prometheus)",
+        ("code", "phase", "component", "metric", "labels", "time"),
+        (
+            CODE,
+            CONFIGURATION,
+            PHASE,
+            _c("component", "str", "", "`sut`, `pool`, `loader`, `benchmarker`"),
+            _c("metric", "str", "", "the metric set's key (`cpu_seconds`, `max_ram`, ...; catalog/metrics)"),
+            _c("labels", "str", "JSON", "the series' labels"),
+            _c("time", TS, "", "sample time"),
+            _c("value", "float64", "as scraped", "before the metric set's scale: bytes, CPU seconds (a counter), ..."),
+        ),
+    ),
+    "metric_summaries": Frame(
+        "one metric of one component in one phase attempt, as the summary shows it",
+        ("code", "phase", "attempt", "component", "metric"),
+        (
+            CODE,
+            CONFIGURATION,
+            PHASE,
+            ATTEMPT,
+            KIND,
+            _c("component", "str", "", "as in metrics"),
+            _c("section", "str", "", "`system` (Monitoring) or `application` (Application Metrics)"),
+            _c("position", "Int64", "", "column order within its section"),
+            _c("metric", "str", "", "as in metrics"),
+            _c("title", "str", "", "the summary's column title, with its unit (`CPU [CPUs]`, `Max RAM [Gb]`)"),
+            _c("value", "float64", "see title", "the reduced figure; missing exactly when `missing` says why"),
+            _c("missing", "str", "", "why the figure could not be had"),
+            _c("samples", "Int64", "", "samples it was reduced from"),
+            _c("window_start", TS, "", "start of the window it covers"),
+            _c("window_end", TS, "", "end of the window it covers"),
+        ),
+    ),
 }
 
 # The keys of a status line's per-operation block (YCSB's status line, the
 # TPC-C driver's interval), as interval_operations' columns.
 STATUS_KEYS = {
-    "Count": "count", "Errors": "errors", "Avg": "avg_us", "Min": "min_us", "Max": "max_us",
-    "50": "p50_us", "90": "p90_us", "95": "p95_us", "99": "p99_us", "99.9": "p999_us", "99.99": "p9999_us",
+    "Count": "count",
+    "Errors": "errors",
+    "Avg": "avg_us",
+    "Min": "min_us",
+    "Max": "max_us",
+    "50": "p50_us",
+    "90": "p90_us",
+    "95": "p95_us",
+    "99": "p99_us",
+    "99.9": "p999_us",
+    "99.99": "p9999_us",
 }
 TIME_SERIES = ("intervals", "metrics")
 
@@ -221,16 +289,27 @@ def build(data: ExperimentData, series: Mapping[str, Sequence[Mapping[str, Any]]
     shards["reported"] = False
     shards.loc[select_attempts(data.shards).index, "reported"] = True
     e = data.experiment
-    experiment = pd.DataFrame([{
-        "benchmark": data.plan.settings.benchmark, "workload": data.plan.settings.workload,
-        "dbms": ", ".join(data.plan.settings.dbms), "status": e["status"], "reason": e["reason"],
-        "version": data.plan.version, "planned_at": e["planned_at"], "started_at": e["started_at"],
-        "ended_at": e["ended_at"], "plan": _json(e["plan"]),
-    }])
+    experiment = pd.DataFrame(
+        [
+            {
+                "benchmark": data.plan.settings.benchmark,
+                "workload": data.plan.settings.workload,
+                "dbms": ", ".join(data.plan.settings.dbms),
+                "status": e["status"],
+                "reason": e["reason"],
+                "version": data.plan.version,
+                "planned_at": e["planned_at"],
+                "started_at": e["started_at"],
+                "ended_at": e["ended_at"],
+                "plan": _json(e["plan"]),
+            }
+        ]
+    )
     raw = {
         "experiment": experiment,
-        "configurations": data.configurations.rename(columns={"name": "configuration"})
-                                             .assign(info=lambda d: d["info"].map(_json)),
+        "configurations": data.configurations.rename(columns={"name": "configuration"}).assign(
+            info=lambda d: d["info"].map(_json)
+        ),
         "phases": data.phases,
         "shards": shards,
         "operations": data.operations.assign(return_codes=lambda d: d["return_codes"].map(_json)),
@@ -258,7 +337,7 @@ def typed(name: str, df: pd.DataFrame) -> pd.DataFrame:
         elif dtype == "str":
             # None and NaN alike become the str dtype's NaN.
             values = values.astype(object).where(values.notna(), None)
-        out[column] = values.astype(dtype)
+        out[column] = values.astype(pd.api.types.pandas_dtype(dtype))
     return out.sort_values(list(f.key), kind="stable").reset_index(drop=True)
 
 
@@ -272,12 +351,21 @@ def _phase_table(data: ExperimentData) -> pd.DataFrame:
 def _interval_operations(intervals: pd.DataFrame) -> pd.DataFrame:
     rows = []
     for iv in intervals.itertuples(index=False):
-        for operation, figures in sorted((iv.per_op or {}).items()):
-            row = {"phase": iv.phase, "shard": iv.shard, "attempt": iv.attempt, "elapsed_s": iv.elapsed_s,
-                   "at": iv.at, "operation": operation}
+        per_op: dict[str, Any] = iv.per_op or {}  # type: ignore[assignment]  # a JSON object column
+        for operation, figures in sorted(per_op.items()):
+            row = {
+                "phase": iv.phase,
+                "shard": iv.shard,
+                "attempt": iv.attempt,
+                "elapsed_s": iv.elapsed_s,
+                "at": iv.at,
+                "operation": operation,
+            }
             row.update({STATUS_KEYS[k]: v for k, v in figures.items() if k in STATUS_KEYS})
             rows.append(row)
-    df = pd.DataFrame(rows, columns=["phase", "shard", "attempt", "elapsed_s", "at", "operation", *STATUS_KEYS.values()])
+    df = pd.DataFrame(
+        rows, columns=["phase", "shard", "attempt", "elapsed_s", "at", "operation", *STATUS_KEYS.values()]
+    )
     # Counts arrive as JSON numbers (floats); they are whole.
     for column in ("count", "errors"):
         df[column] = pd.to_numeric(df[column]).round().astype("Int64")

@@ -114,14 +114,22 @@ QUERIES = {
     "metrics": _select("metrics", ("configuration", "phase", "component", "metric", "labels", "time")),
 }
 # What the summary reads (ExperimentData); the time series are fetched on demand.
-SUMMARY_TABLES = ("experiments", "configurations", "phases", "shard_results", "shard_operations",
-                  "metric_summaries", "saturation_steps")
+SUMMARY_TABLES = (
+    "experiments",
+    "configurations",
+    "phases",
+    "shard_results",
+    "shard_operations",
+    "metric_summaries",
+    "saturation_steps",
+)
 # Tables a results database may predate (migrations 0003, 0004, 0006): read only when they exist.
 OPTIONAL = {"metric_summaries", "metrics", "saturation_steps"}
 
 
-def fetch_tables(conn: psycopg.Connection, code: str,
-                 tables: Sequence[str] = SUMMARY_TABLES) -> dict[str, list[dict[str, Any]]] | None:
+def fetch_tables(
+    conn: psycopg.Connection, code: str, tables: Sequence[str] = SUMMARY_TABLES
+) -> dict[str, list[dict[str, Any]]] | None:
     """The rows of one experiment in each of ``tables`` (keys of QUERIES), or None when the code is unknown.
 
     The experiments row is always read (it tells whether the code exists). A

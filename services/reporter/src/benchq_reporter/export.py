@@ -53,8 +53,7 @@ def write(frames: Mapping[str, pd.DataFrame], directory: Path, fmt: str) -> dict
             df.to_csv(directory / file, index=False, na_rep=NA, date_format="%Y-%m-%dT%H:%M:%S.%fZ")
         else:
             df.to_parquet(directory / file, index=False)
-        manifest["frames"][name] = {"file": file, "rows": len(df),
-                                    "columns": {c: str(t) for c, t in df.dtypes.items()}}
+        manifest["frames"][name] = {"file": file, "rows": len(df), "columns": {c: str(t) for c, t in df.dtypes.items()}}
     (directory / MANIFEST).write_text(json.dumps(manifest, indent=2) + "\n")
     return manifest
 
@@ -68,8 +67,9 @@ def read_manifest(directory: Path) -> dict[str, Any]:
     except json.JSONDecodeError as e:
         raise ExportError(f"{path} is not JSON: {e}") from e
     if manifest.get("manifest_version") != MANIFEST_VERSION:
-        raise ExportError(f"{path}: manifest_version {manifest.get('manifest_version')!r}, "
-                          f"this reporter reads {MANIFEST_VERSION}")
+        raise ExportError(
+            f"{path}: manifest_version {manifest.get('manifest_version')!r}, this reporter reads {MANIFEST_VERSION}"
+        )
     return manifest
 
 
@@ -85,8 +85,9 @@ def read_export(directory: str | Path) -> dict[str, pd.DataFrame]:
         dtypes = spec["columns"]
         if manifest["format"] == "csv":
             times = [c for c, t in dtypes.items() if t.startswith("datetime64")]
-            df = pd.read_csv(path, dtype={c: t for c, t in dtypes.items() if c not in times},
-                             keep_default_na=False, na_values=[NA])
+            df = pd.read_csv(
+                path, dtype={c: t for c, t in dtypes.items() if c not in times}, keep_default_na=False, na_values=[NA]
+            )
             for c in times:
                 df[c] = pd.to_datetime(df[c], utc=True, format="ISO8601")
         else:

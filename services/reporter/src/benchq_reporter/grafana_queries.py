@@ -28,6 +28,7 @@ A panel repeated over a variable is run once per value of it.
 from __future__ import annotations
 
 import argparse
+import itertools
 import json
 import math
 import re
@@ -36,7 +37,7 @@ import urllib.parse
 import urllib.request
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
-from datetime import datetime, timedelta, timezone
+from datetime import UTC, datetime, timedelta
 from decimal import Decimal
 from pathlib import Path
 from typing import Any
@@ -57,9 +58,10 @@ class QueryError(Exception):
 
 # --- time ------------------------------------------------------------------
 
+
 def rfc3339nano(t: datetime) -> str:
     """Go's time.RFC3339Nano of a UTC time: trailing zeros of the fraction dropped."""
-    t = t.astimezone(timezone.utc)
+    t = t.astimezone(UTC)
     frac = f"{t.microsecond:06d}".rstrip("0")
     return t.strftime("%Y-%m-%dT%H:%M:%S") + (f".{frac}" if frac else "") + "Z"
 
@@ -94,6 +96,7 @@ class TimeRange:
 
 # --- the PostgreSQL datasource: macros and variables ------------------------
 
+
 def expand_macros(sql: str, tr: TimeRange, timescaledb: bool = False) -> str:
     """The PostgreSQL datasource's backend macros, as its macro engine writes them."""
     error: list[str] = []
@@ -113,8 +116,11 @@ def expand_macros(sql: str, tr: TimeRange, timescaledb: bool = False) -> str:
             if len(args) < 2:
                 raise QueryError(f"macro {name} needs time column and interval and optional fill value")
             s = parse_interval(args[1].strip("'"))
-            group = (f"time_bucket('{s:.3f}s',{args[0]})" if timescaledb
-                     else f"floor(extract(epoch from {args[0]})/{go_number(s)})*{go_number(s)}")
+            group = (
+                f"time_bucket('{s:.3f}s',{args[0]})"
+                if timescaledb
+                else f"floor(extract(epoch from {args[0]})/{go_number(s)})*{go_number(s)}"
+            )
             return group + (' AS "time"' if name == "__timeGroupAlias" else "")
         if name == "__unixEpochFilter":
             return f"{args[0]} >= {int(tr.start.timestamp())} AND {args[0]} <= {int(tr.end.timestamp())}"
@@ -123,7 +129,7 @@ def expand_macros(sql: str, tr: TimeRange, timescaledb: bool = False) -> str:
     def replace(m: re.Match[str]) -> str:
         name = m.group(1)
         # Grafana's pre-5.3 rule: "$__timeGroup(...)," means the aliased form.
-        if name == "__timeGroup" and sql[m.end():m.end() + 1] == ",":
+        if name == "__timeGroup" and sql[m.end() : m.end() + 1] == ",":
             name = "__timeGroupAlias"
         args = [a.strip(" ") for a in m.group(2).split(",")]
         if name not in ("__timeFrom", "__timeTo") and args == [""]:
@@ -144,8 +150,8 @@ def expand_macros(sql: str, tr: TimeRange, timescaledb: bool = False) -> str:
 @dataclass
 class Variable:
     name: str
-    multi: bool            # multi-value or with "All": formatted as a list
-    values: list[str]      # the selected values ("All": every option)
+    multi: bool  # multi-value or with "All": formatted as a list
+    values: list[str]  # the selected values ("All": every option)
     texts: list[str]
 
 
@@ -167,8 +173,9 @@ def prom_value(var: Variable) -> str:
     return escaped[0] if len(escaped) == 1 else "(" + "|".join(escaped) + ")"
 
 
-def interpolate(text: str, variables: Mapping[str, Variable], fmt: Callable[[Variable], str],
-                builtins: Mapping[str, str]) -> str:
+def interpolate(
+    text: str, variables: Mapping[str, Variable], fmt: Callable[[Variable], str], builtins: Mapping[str, str]
+) -> str:
     """Replace $var, ${var}, ${var:text} and [[var]]; builtins ($__interval, ...) first, longest first."""
     for name in sorted(builtins, key=len, reverse=True):
         text = text.replace(name, builtins[name])
@@ -187,13 +194,14 @@ def interpolate(text: str, variables: Mapping[str, Variable], fmt: Callable[[Var
 
 # --- running ---------------------------------------------------------------
 
+
 @dataclass
 class Result:
     dashboard: str
     panel: str
     ref_id: str
     datasource: str
-    query: str             # as run
+    query: str  # as run
     rows: int
     columns: list[str] = field(default_factory=list)
 
@@ -204,17 +212,26 @@ class Result:
 class Runner:
     """Runs a dashboard's queries for one experiment and time range."""
 
-    def __init__(self, conn: psycopg.Connection, prometheus_url: str | None, code: str, tr: TimeRange,
-                 scrape_interval: float = 15.0) -> None:
+    def __init__(
+        self,
+        conn: psycopg.Connection,
+        prometheus_url: str | None,
+        code: str,
+        tr: TimeRange,
+        scrape_interval: float = 15.0,
+    ) -> None:
         self.conn, self.prometheus_url, self.code, self.tr = conn, prometheus_url, code, tr
         self.scrape_interval = scrape_interval
 
     def builtins(self, min_interval: float = 1.0) -> dict[str, str]:
         interval = self.tr.interval(minimum=min_interval)
         rate = max(interval + self.scrape_interval, 4 * self.scrape_interval)
-        return {"$__interval_ms": str(int(interval * 1000)), "$__interval": format_interval(interval),
-                "$__rate_interval": format_interval(rate), "$__range": format_interval(
-                    (self.tr.end - self.tr.start).total_seconds())}
+        return {
+            "$__interval_ms": str(int(interval * 1000)),
+            "$__interval": format_interval(interval),
+            "$__rate_interval": format_interval(rate),
+            "$__range": format_interval((self.tr.end - self.tr.start).total_seconds()),
+        }
 
     # SQL
     def sql_rows(self, raw: str, variables: Mapping[str, Variable]) -> tuple[str, list[str], list[tuple]]:
@@ -263,13 +280,21 @@ class Runner:
             raise QueryError("no Prometheus URL to run the query against")
         b = self.builtins()
         expr = interpolate(target["expr"], variables, prom_value, b)
-        params = urllib.parse.urlencode({"query": expr, "start": self.tr.start.timestamp(),
-                                         "end": self.tr.end.timestamp(), "step": b["$__interval"]})
+        params = urllib.parse.urlencode(
+            {
+                "query": expr,
+                "start": self.tr.start.timestamp(),
+                "end": self.tr.end.timestamp(),
+                "step": b["$__interval"],
+            }
+        )
         try:
             with urllib.request.urlopen(f"{self.prometheus_url}/api/v1/query_range?{params}", timeout=30) as r:
                 doc = json.load(r)
         except urllib.error.HTTPError as e:
-            raise QueryError(f"Prometheus: {e.code} {e.read().decode(errors='replace')[:500]}\n--- query: {expr}")
+            raise QueryError(
+                f"Prometheus: {e.code} {e.read().decode(errors='replace')[:500]}\n--- query: {expr}"
+            ) from None
         if doc.get("status") != "success":
             raise QueryError(f"Prometheus: {doc}\n--- query: {expr}")
         series = doc["data"]["result"]
@@ -278,8 +303,15 @@ class Runner:
             missing = [label for label in legend if label not in s["metric"]]
             if missing:
                 raise QueryError(f"series {s['metric']} lacks the legend's labels {missing}\n--- query: {expr}")
-        return Result(where[0], where[1], target["refId"], "prometheus", expr,
-                      sum(len(s["values"]) for s in series), sorted({k for s in series for k in s["metric"]}))
+        return Result(
+            where[0],
+            where[1],
+            target["refId"],
+            "prometheus",
+            expr,
+            sum(len(s["values"]) for s in series),
+            sorted({k for s in series for k in s["metric"]}),
+        )
 
     def run(self, board: dict[str, Any]) -> list[Result]:
         """Every query of a dashboard: panels (each repetition of a repeated one) and annotations."""
@@ -310,7 +342,7 @@ class Runner:
             yield variables
             return
         var = variables[name]
-        for value, text in zip(var.values, var.texts):
+        for value, text in zip(var.values, var.texts, strict=False):
             yield {**variables, name: Variable(name, var.multi, [value], [text])}
 
 
@@ -323,7 +355,7 @@ def check_time_series(columns: list[str], rows: list[tuple], sql: str) -> None:
     if not values:
         raise QueryError(f"time series query without a value column (columns: {columns})\n--- query:\n{sql}")
     times = [r[t] for r in rows]
-    if any(a > b for a, b in zip(times, times[1:])):
+    if any(a > b for a, b in itertools.pairwise(times)):
         raise QueryError(f"time series rows not sorted by time\n--- query:\n{sql}")
     for r in rows:
         for i in values:
@@ -333,16 +365,18 @@ def check_time_series(columns: list[str], rows: list[tuple], sql: str) -> None:
 
 def experiment_range(conn: psycopg.Connection, code: str, margin: timedelta = timedelta(seconds=10)) -> TimeRange:
     """The experiment's time, widened by a margin: the range `benchq dashboard` opens."""
-    row = conn.execute("SELECT coalesce(started_at, planned_at), coalesce(ended_at, now()) FROM experiments "
-                       "WHERE code = %s", (code,)).fetchone()
+    row = conn.execute(
+        "SELECT coalesce(started_at, planned_at), coalesce(ended_at, now()) FROM experiments WHERE code = %s", (code,)
+    ).fetchone()
     conn.rollback()
     if row is None:
         raise QueryError(f"no experiment with code {code!r} in the results database")
     return TimeRange(row[0] - margin, row[1] + margin)
 
 
-def run_all(db_url: str, prometheus_url: str | None, code: str, scrape_interval: float = 15.0,
-            root: Path | None = None) -> list[Result]:
+def run_all(
+    db_url: str, prometheus_url: str | None, code: str, scrape_interval: float = 15.0, root: Path | None = None
+) -> list[Result]:
     """Every query of the committed dashboards (grafana/dashboards/*.json) for one experiment."""
     folder = (root or dashboards.repo_root()) / "grafana" / "dashboards"
     with psycopg.connect(db_url) as conn:
@@ -351,19 +385,39 @@ def run_all(db_url: str, prometheus_url: str | None, code: str, scrape_interval:
 
 
 def main(argv: list[str] | None = None) -> int:
-    p = argparse.ArgumentParser(prog="python -m benchq_reporter.grafana_queries",
-                                description="Run every panel query of benchq's dashboards for one experiment.")
+    p = argparse.ArgumentParser(
+        prog="python -m benchq_reporter.grafana_queries",
+        description="Run every panel query of benchq's dashboards for one experiment.",
+    )
     p.add_argument("--db", required=True, metavar="URL")
     p.add_argument("--prometheus", metavar="URL")
-    p.add_argument("--scrape-interval", type=float, default=15.0, metavar="SECONDS",
-                   help="the Prometheus datasource's scrape interval ($__rate_interval); Grafana's default 15")
+    p.add_argument(
+        "--scrape-interval",
+        type=float,
+        default=15.0,
+        metavar="SECONDS",
+        help="the Prometheus datasource's scrape interval ($__rate_interval); Grafana's default 15",
+    )
     p.add_argument("-e", "--experiment", required=True, metavar="CODE")
-    p.add_argument("--require-rows", action="store_true",
-                   help="fail when a query returns no rows (but those of --may-be-empty panels)")
-    p.add_argument("--may-be-empty", action="append", default=[], metavar="PANEL",
-                   help="a panel (title) whose queries may return nothing, with --require-rows")
-    p.add_argument("--rows-in", action="append", default=[], metavar="PANEL",
-                   help="fail unless this panel's queries return rows (any other may be empty)")
+    p.add_argument(
+        "--require-rows",
+        action="store_true",
+        help="fail when a query returns no rows (but those of --may-be-empty panels)",
+    )
+    p.add_argument(
+        "--may-be-empty",
+        action="append",
+        default=[],
+        metavar="PANEL",
+        help="a panel (title) whose queries may return nothing, with --require-rows",
+    )
+    p.add_argument(
+        "--rows-in",
+        action="append",
+        default=[],
+        metavar="PANEL",
+        help="fail unless this panel's queries return rows (any other may be empty)",
+    )
     args = p.parse_args(argv)
     try:
         results = run_all(args.db, args.prometheus, args.experiment, args.scrape_interval)
@@ -373,8 +427,11 @@ def main(argv: list[str] | None = None) -> int:
     for r in results:
         print(r.line())
     if args.require_rows or args.rows_in:
-        empty = [f"{r.dashboard} / {r.panel} [{r.ref_id}]" for r in results
-                 if r.rows == 0 and r.panel not in args.may_be_empty and (args.require_rows or r.panel in args.rows_in)]
+        empty = [
+            f"{r.dashboard} / {r.panel} [{r.ref_id}]"
+            for r in results
+            if r.rows == 0 and r.panel not in args.may_be_empty and (args.require_rows or r.panel in args.rows_in)
+        ]
         missing = set(args.rows_in) - {r.panel for r in results}
         if missing:
             print(f"grafana_queries: no panel {', '.join(sorted(missing))}", file=sys.stderr)
@@ -384,6 +441,7 @@ def main(argv: list[str] | None = None) -> int:
             return 1
     print(f"{len(results)} queries run, {sum(r.rows > 0 for r in results)} with rows")
     return 0
+
 
 if __name__ == "__main__":
     sys.exit(main())

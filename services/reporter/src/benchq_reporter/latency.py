@@ -51,8 +51,13 @@ def _rank(percentile: float, total: int) -> int:
 def stats(h: HdrHistogram) -> dict[str, float]:
     """count, mean, min, max and PERCENTILES of a histogram (µs; all 0 when empty)."""
     total = h.get_total_count()
-    out: dict[str, float] = {"count": total, "mean": h.get_mean_value(), "min": h.get_min_value(),
-                             "max": h.get_max_value(), **{k: 0 for k in PERCENTILES}}
+    out: dict[str, float] = {
+        "count": total,
+        "mean": h.get_mean_value(),
+        "min": h.get_min_value(),
+        "max": h.get_max_value(),
+        **{k: 0 for k in PERCENTILES},
+    }
     if total == 0:
         return out
     wanted = sorted(((_rank(p, total), k) for k, p in PERCENTILES.items()))

@@ -21,8 +21,10 @@ from .model import ExperimentData
 
 SYSTEM, APPLICATION = "system", "application"
 CPU = "CPU [CPUs]"
-CPU_NOTE = ("CPU [CPUs] is CPU seconds used in the phase (bexhoma's name); Max CPU is the highest CPU cores "
-            "in use between two scrapes; RAM in GiB; summed over the component's processes/pods")
+CPU_NOTE = (
+    "CPU [CPUs] is CPU seconds used in the phase (bexhoma's name); Max CPU is the highest CPU cores "
+    "in use between two scrapes; RAM in GiB; summed over the component's processes/pods"
+)
 # bexhoma's order of the components in a phase (its PgBouncer summaries put the pool first).
 COMPONENTS = ["pool", "sut", "loader", "benchmarker"]
 PHASE_NAMES = {KIND.load: "Loading phase", KIND.run: "Execution phase"}
@@ -72,7 +74,8 @@ def _reported(data: ExperimentData) -> pd.DataFrame:
     label = m["configuration"].where(m["kind"] == KIND.load, m["phase"])
     order = data.plan.table().set_index("phase")["order"]
     return m.assign(DBMS=label, _order=m["phase"].map(order).astype("float64")).sort_values(
-        ["_order", "window_start", "phase"], na_position="last", kind="stable")
+        ["_order", "window_start", "phase"], na_position="last", kind="stable"
+    )
 
 
 def _sections(rows: pd.DataFrame, section: str) -> list[Section]:
@@ -80,8 +83,10 @@ def _sections(rows: pd.DataFrame, section: str) -> list[Section]:
         return []
     rows = rows[rows["section"] == section]
     known = {c: i for i, c in enumerate(COMPONENTS)}
-    keys = sorted({(k, c) for k, c in zip(rows["kind"], rows["component"])},
-                  key=lambda kc: (kc[0] != KIND.load, known.get(kc[1], len(known)), kc[1]))
+    keys = sorted(
+        {(k, c) for k, c in zip(rows["kind"], rows["component"], strict=False)},
+        key=lambda kc: (kc[0] != KIND.load, known.get(kc[1], len(known)), kc[1]),
+    )
     return [_section(rows[(rows["kind"] == k) & (rows["component"] == c)], k, c) for k, c in keys]
 
 
@@ -99,8 +104,9 @@ def _section(rows: pd.DataFrame, kind: str, component: str) -> Section:
             missing.append(f"{r.title} of {r.DBMS} is missing: {r.missing or 'no reason given'}")
     for label, cells in values.items():
         missing += [f"{t} of {label} is missing: not in its DBMS's metric set" for t in titles if t not in cells]
-    table = pd.DataFrame([{"DBMS": label, **{t: cells.get(t) for t in titles}} for label, cells in values.items()],
-                         columns=["DBMS", *titles])
+    table = pd.DataFrame(
+        [{"DBMS": label, **{t: cells.get(t) for t in titles}} for label, cells in values.items()],
+        columns=["DBMS", *titles],
+    )
     table[titles] = table[titles].astype("float64")
-    return Section(title=section_title(kind, component), kind=kind, component=component,
-                   table=table, missing=missing)
+    return Section(title=section_title(kind, component), kind=kind, component=component, table=table, missing=missing)

@@ -88,9 +88,19 @@ class Plan:
 
     def table(self) -> pd.DataFrame:
         """One row per planned phase (PHASE_COLUMNS), in plan order."""
-        rows = [{"phase": p.name, "configuration": p.configuration, "base": p.base,
-                 "experiment_run": p.experiment_run, "kind": p.kind, "client": p.client,
-                 "pods": p.pods, "order": i} for i, p in enumerate(self.phases)]
+        rows = [
+            {
+                "phase": p.name,
+                "configuration": p.configuration,
+                "base": p.base,
+                "experiment_run": p.experiment_run,
+                "kind": p.kind,
+                "client": p.client,
+                "pods": p.pods,
+                "order": i,
+            }
+            for i, p in enumerate(self.phases)
+        ]
         df = pd.DataFrame(rows, columns=PHASE_COLUMNS)
         return df.astype({"experiment_run": "Int64", "client": "Int64", "pods": "Int64", "order": "Int64"})
 
@@ -112,9 +122,18 @@ class Plan:
                 continue
             like = phases[same[-1]]
             client = max(p.client for p in phases if p.configuration == row.configuration) + 1
-            phases.insert(same[-1] + 1, Phase(name=row.phase, configuration=row.configuration, base=like.base,
-                                              experiment_run=like.experiment_run, kind=KIND.run, client=client,
-                                              pods=int(row.shards)))
+            phases.insert(
+                same[-1] + 1,
+                Phase(
+                    name=row.phase,
+                    configuration=row.configuration,
+                    base=like.base,
+                    experiment_run=like.experiment_run,
+                    kind=KIND.run,
+                    client=client,
+                    pods=int(row.shards),
+                ),
+            )
         return replace(self, phases=phases)
 
 
@@ -152,10 +171,17 @@ def read(plan: Mapping[str, Any] | None) -> Plan:
         operationcount=plan.get("operationcount"),
         configurations=[c["name"] for c in configurations],
         phases=[
-            Phase(name=ph["name"], configuration=cfg["name"], base=cfg.get("base", cfg["name"]),
-                  experiment_run=cfg.get("experiment_run", 1), kind=ph.get("kind"),
-                  client=ph.get("client", 0), pods=ph.get("pods"))
-            for cfg in configurations for ph in cfg.get("phases") or []
+            Phase(
+                name=ph["name"],
+                configuration=cfg["name"],
+                base=cfg.get("base", cfg["name"]),
+                experiment_run=cfg.get("experiment_run", 1),
+                kind=ph.get("kind"),
+                client=ph.get("client", 0),
+                pods=ph.get("pods"),
+            )
+            for cfg in configurations
+            for ph in cfg.get("phases") or []
         ],
     )
 

@@ -18,7 +18,8 @@ from . import benchbase as bb
 from .checks import Test
 from .contracts import EXPERIMENT
 from .monitoring import CPU_NOTE, Monitoring, Section
-from .saturation import NOTE as SATURATION_NOTE, Saturation
+from .saturation import NOTE as SATURATION_NOTE
+from .saturation import Saturation
 from .summary import BenchbaseSummary, Summary, YcsbSummary
 from .workload import Workload
 
@@ -116,7 +117,7 @@ def _info_value(v: Any) -> str:
 def connection_lines(s: Summary) -> list[str]:
     lines = ["### Connections"]
     if not s.connections:
-        return lines + [NO_DATA]
+        return [*lines, NO_DATA]
     for c in s.connections:
         lines.append(f"* {c.name} uses {c.dbms}" + (f" {c.version}" if c.version else ""))
         lines += [f"  * {k}:{_info_value(v)}" for k, v in c.info.items()]
@@ -131,8 +132,15 @@ def _pods(runs: dict[str, list[list[int]]]) -> list[str]:
 
 
 def workflow_lines(s: Summary) -> list[str]:
-    lines = ["### Workflow", "", "#### Actual", *_pods(s.workflow.actual),
-             "", "#### Planned", *_pods(s.workflow.planned)]
+    lines = [
+        "### Workflow",
+        "",
+        "#### Actual",
+        *_pods(s.workflow.actual),
+        "",
+        "#### Planned",
+        *_pods(s.workflow.planned),
+    ]
     if s.workflow.notes:
         lines += ["", "#### Failures and re-runs", *[f"* {n}" for n in s.workflow.notes]]
     return lines
@@ -149,8 +157,13 @@ def _noted_table(s: YcsbSummary, name: str) -> list[str]:
 
 def _monitoring_table(sec: Section, heading: str) -> list[str]:
     """One monitoring table; each missing value (NaN, never 0) is named with its reason under it."""
-    return [heading + " " + sec.title, "", table(sec.table), *([""] if sec.missing else []),
-            *[f"* {n}" for n in sec.missing]]
+    return [
+        heading + " " + sec.title,
+        "",
+        table(sec.table),
+        *([""] if sec.missing else []),
+        *[f"* {n}" for n in sec.missing],
+    ]
 
 
 def monitoring_lines(m: Monitoring) -> list[str]:
@@ -176,8 +189,14 @@ def markdown(s: YcsbSummary | BenchbaseSummary) -> str:
     """The whole summary, bexhoma's section order, ending with how to see it again."""
     if isinstance(s, BenchbaseSummary):
         # bexhoma puts Workflow between a Benchbase experiment's Execution and Loading.
-        parts = [["## Show Summary"], workload_lines(s), connection_lines(s),
-                 benchbase_execution_lines(s.benchbase), workflow_lines(s), benchbase_loading_lines(s.benchbase)]
+        parts = [
+            ["## Show Summary"],
+            workload_lines(s),
+            connection_lines(s),
+            benchbase_execution_lines(s.benchbase),
+            workflow_lines(s),
+            benchbase_loading_lines(s.benchbase),
+        ]
     else:
         parts = _ycsb_parts(s)
     if s.monitoring:
@@ -194,12 +213,36 @@ def _ycsb_parts(s: YcsbSummary) -> list[list[str]]:
         workload_lines(s),
         connection_lines(s),
         workflow_lines(s),
-        ["### Loading", "", "#### Per Connection", "", table(s.loading_per_connection),
-         "", "#### Per Run", "", *_noted_table(s, "loading_per_run"),
-         "", "#### Latency per Run", "", *_noted_table(s, "loading_latency")],
-        ["### Execution", "", "#### Per Connection", "", table(s.execution_per_connection),
-         "", "#### Per Phase", "", *_noted_table(s, "execution_per_phase"),
-         "", "#### Latency per Phase", "", *_noted_table(s, "execution_latency")],
+        [
+            "### Loading",
+            "",
+            "#### Per Connection",
+            "",
+            table(s.loading_per_connection),
+            "",
+            "#### Per Run",
+            "",
+            *_noted_table(s, "loading_per_run"),
+            "",
+            "#### Latency per Run",
+            "",
+            *_noted_table(s, "loading_latency"),
+        ],
+        [
+            "### Execution",
+            "",
+            "#### Per Connection",
+            "",
+            table(s.execution_per_connection),
+            "",
+            "#### Per Phase",
+            "",
+            *_noted_table(s, "execution_per_phase"),
+            "",
+            "#### Latency per Phase",
+            "",
+            *_noted_table(s, "execution_latency"),
+        ],
         *([saturation_lines(s.saturation)] if s.saturation else []),
     ]
 
@@ -209,7 +252,7 @@ def saturation_lines(sat: Saturation) -> list[str]:
     lines = ["### Saturation", "", *[f"* {k}" for k in sat.knees], *[f"* {a}" for a in sat.agreement]]
     if sat.holds:
         lines += ["", "#### Hold", "", *[f"* {h}" for h in sat.holds]]
-    return lines + ["", "#### Steps", "", table(sat.steps), "", SATURATION_NOTE]
+    return [*lines, "", "#### Steps", "", table(sat.steps), "", SATURATION_NOTE]
 
 
 def benchbase_execution_lines(t: bb.Tables) -> list[str]:
@@ -218,9 +261,19 @@ def benchbase_execution_lines(t: bb.Tables) -> list[str]:
     if t.skew_ms:
         skews = ", ".join(f"{phase} {ms:.1f} ms" for phase, ms in t.skew_ms.items())
         notes.append(f"Start skew (latest - earliest first request of a phase's pods): {skews}.")
-    return ["### Execution", "", "#### Per Pod", "", table(t.per_pod),
-            "", "#### Aggregated Parallel", "", table(t.aggregated),
-            *([""] if notes else []), *[f"* {n}" for n in notes]]
+    return [
+        "### Execution",
+        "",
+        "#### Per Pod",
+        "",
+        table(t.per_pod),
+        "",
+        "#### Aggregated Parallel",
+        "",
+        table(t.aggregated),
+        *([""] if notes else []),
+        *[f"* {n}" for n in notes],
+    ]
 
 
 def benchbase_loading_lines(t: bb.Tables) -> list[str]:
@@ -269,21 +322,39 @@ def json_document(s: YcsbSummary | BenchbaseSummary) -> str:
         "workload": asdict(s.workload),
         "connections": [asdict(c) for c in s.connections],
         "workflow": asdict(s.workflow),
-        "loading": {"per_connection": rows("loading_per_connection"),
-                    "per_run": rows("loading_per_run"),
-                    "latency": rows("loading_latency")},
-        "execution": {"per_connection": rows("execution_per_connection"),
-                      "per_phase": rows("execution_per_phase"),
-                      "latency": rows("execution_latency")},
+        "loading": {
+            "per_connection": rows("loading_per_connection"),
+            "per_run": rows("loading_per_run"),
+            "latency": rows("loading_latency"),
+        },
+        "execution": {
+            "per_connection": rows("execution_per_connection"),
+            "per_phase": rows("execution_per_phase"),
+            "latency": rows("execution_latency"),
+        },
         "notes": ycsb.notes if ycsb is not None else {},
-        "saturation": {"knees": ycsb.saturation.knees, "holds": ycsb.saturation.holds, "agreement": ycsb.saturation.agreement,
-                       "steps": records(ycsb.saturation.steps)} if ycsb is not None and ycsb.saturation else {},
+        "saturation": {
+            "knees": ycsb.saturation.knees,
+            "holds": ycsb.saturation.holds,
+            "agreement": ycsb.saturation.agreement,
+            "steps": records(ycsb.saturation.steps),
+        }
+        if ycsb is not None and ycsb.saturation
+        else {},
         **({"monitoring": monitoring_document(s.monitoring)} if s.monitoring else {}),
         "tests": [t._asdict() for t in s.tests],
-        **({"benchbase": {"per_pod": records(s.benchbase.per_pod),
-                          "aggregated_parallel": records(s.benchbase.aggregated),
-                          "loading": records(s.benchbase.loading),
-                          "notes": s.benchbase.notes}} if isinstance(s, BenchbaseSummary) else {}),
+        **(
+            {
+                "benchbase": {
+                    "per_pod": records(s.benchbase.per_pod),
+                    "aggregated_parallel": records(s.benchbase.aggregated),
+                    "loading": records(s.benchbase.loading),
+                    "notes": s.benchbase.notes,
+                }
+            }
+            if isinstance(s, BenchbaseSummary)
+            else {}
+        ),
         "tests_passed": s.tests_passed,
     }
     return json.dumps(doc, indent=2, default=_plain) + "\n"
@@ -291,9 +362,18 @@ def json_document(s: YcsbSummary | BenchbaseSummary) -> str:
 
 def monitoring_document(m: Monitoring) -> dict[str, Any]:
     """The monitoring tables unrounded; a missing value is null with its reason in "missing"."""
+
     def sections(secs: list[Section]) -> list[dict[str, Any]]:
-        return [{"title": sec.title, "kind": sec.kind, "component": sec.component,
-                 "rows": records(sec.table), "missing": sec.missing} for sec in secs]
+        return [
+            {
+                "title": sec.title,
+                "kind": sec.kind,
+                "component": sec.component,
+                "rows": records(sec.table),
+                "missing": sec.missing,
+            }
+            for sec in secs
+        ]
 
     return {"system": sections(m.system), "application": sections(m.application), "note": CPU_NOTE}
 
@@ -302,6 +382,9 @@ def experiments_markdown(df: pd.DataFrame) -> str:
     """The experiments list (code, status, planned_at, dbms)."""
     if df.empty:
         return NO_DATA + "\n"
-    shown = df.assign(planned_at=df["planned_at"].map(
-        lambda t: t.strftime("%Y-%m-%dT%H:%M:%SZ") if t is not None and not pd.isna(t) else None))
+    shown = df.assign(
+        planned_at=df["planned_at"].map(
+            lambda t: t.strftime("%Y-%m-%dT%H:%M:%SZ") if t is not None and not pd.isna(t) else None
+        )
+    )
     return table(shown) + "\n"

@@ -28,14 +28,14 @@ import matplotlib
 
 matplotlib.use("Agg")  # files only: no display here, nor anywhere the reporter runs
 
-import matplotlib.pyplot as plt  # noqa: E402  (after the backend is chosen)
-import pandas as pd  # noqa: E402
-from matplotlib.figure import Figure  # noqa: E402
+import matplotlib.pyplot as plt
+import pandas as pd
+from matplotlib.figure import Figure
 
-from . import benchbase as bb  # noqa: E402
-from .contracts import KIND  # noqa: E402
-from .summary import BenchbaseSummary, YcsbSummary  # noqa: E402
-from .ycsb import LATENCY_FIGURES, THROUGHPUT, WINDOW_THROUGHPUT  # noqa: E402
+from . import benchbase as bb
+from .contracts import KIND
+from .summary import BenchbaseSummary, YcsbSummary
+from .ycsb import LATENCY_FIGURES, THROUGHPUT, WINDOW_THROUGHPUT
 
 PERCENTILES = ("p50", "p95", "p99", "p999")
 # The Monitoring figures plotted per component (the summary's column titles).
@@ -96,7 +96,7 @@ def _latency_per_phase(_frames: Mapping[str, pd.DataFrame], summary: object) -> 
         label = g["phase"] + (" (from " + g["latency from"] + ")" if "latency from" in g.columns else "")
         g = g.set_index(label)[figures].astype("float64") / 1000.0
         fig, ax = plt.subplots(figsize=(8, 0.5 + 0.45 * len(g) * len(figures) / 2 + 1))
-        g.rename(columns=dict(zip(figures, PERCENTILES))).plot.barh(ax=ax)
+        g.rename(columns=dict(zip(figures, PERCENTILES, strict=False))).plot.barh(ax=ax)
         ax.set(xlabel="latency [ms]", ylabel="")
         ax.invert_yaxis()
         made.append(Plot(f"latency-{_slug(op)}", f"Latency percentiles of {op} per phase (merged histograms)", fig))
@@ -168,8 +168,13 @@ def _saturation(_frames: Mapping[str, pd.DataFrame], summary: object) -> tuple[l
     top = float(max(steps["offered [ops/s]"].max(), steps["goodput [ops/s]"].max()))
     ax.plot([0, top], [0, top], linestyle="--", color="grey", linewidth=1, label="goodput = offered")
     for verdict, g in steps.groupby("verdict"):
-        ax.scatter(g["offered [ops/s]"].astype("float64"), g["goodput [ops/s]"].astype("float64"),
-                   color=colour.get(verdict, "black"), label=verdict, zorder=3)
+        ax.scatter(
+            g["offered [ops/s]"].astype("float64"),
+            g["goodput [ops/s]"].astype("float64"),
+            color=colour.get(verdict, "black"),
+            label=verdict,
+            zorder=3,
+        )
     ax.set(xlabel="offered load [ops/s]", ylabel="goodput [ops/s] (steady window)")
     ax.legend(loc="upper left", fontsize="small")
     made = [Plot("saturation-throughput", "Saturation: goodput against the offered load, one point per step", fig)]
@@ -178,18 +183,23 @@ def _saturation(_frames: Mapping[str, pd.DataFrame], summary: object) -> tuple[l
         return made, "Saturation: latency against throughput: no step has a p99 (no histograms)"
     fig, ax = plt.subplots(figsize=(6, 4))
     for verdict, g in p99.groupby("verdict"):
-        ax.scatter(g["goodput [ops/s]"].astype("float64"), g["p99 [ms]"].astype("float64"),
-                   color=colour.get(verdict, "black"), label=verdict, zorder=3)
+        ax.scatter(
+            g["goodput [ops/s]"].astype("float64"),
+            g["p99 [ms]"].astype("float64"),
+            color=colour.get(verdict, "black"),
+            label=verdict,
+            zorder=3,
+        )
     ax.set(xlabel="goodput [ops/s] (steady window)", ylabel="p99 [ms] (merged histograms)", yscale="log")
     ax.legend(loc="upper left", fontsize="small")
-    return made + [Plot("saturation-latency", "Saturation: p99 latency against goodput, one point per step", fig)], ""
+    return [*made, Plot("saturation-latency", "Saturation: p99 latency against goodput, one point per step", fig)], ""
 
 
 def svg(fig: Figure) -> str:
     buf = io.StringIO()
     fig.savefig(buf, format="svg", bbox_inches="tight")
     text = buf.getvalue()
-    return text[text.index("<svg"):]  # the XML prolog and doctype do not belong inside HTML
+    return text[text.index("<svg") :]  # the XML prolog and doctype do not belong inside HTML
 
 
 def write_png(made: list[Plot], directory: Path) -> list[Path]:
@@ -206,7 +216,8 @@ def page(code: str, markdown: str, made: list[Plot], missing: list[str]) -> str:
     """The HTML page: plots first, then the summary."""
     figures = "\n".join(
         f'<figure class="plot" id="{p.slug}"><figcaption>{html.escape(p.title)}</figcaption>{svg(p.figure)}</figure>'
-        for p in made)
+        for p in made
+    )
     notes = "".join(f"<li>{html.escape(m)}</li>" for m in missing)
     body = f"""<h2>Plots</h2>
 {figures}
@@ -272,9 +283,13 @@ def _table(rows: list[list[str]]) -> str:
     head, body = rows[0], [r for r in rows[1:] if not all(set(c) <= set(":-") for c in r)]
     th = "".join(f"<th>{html.escape(c)}</th>" for c in head)
     trs = "".join(
-        "<tr>" + "".join(f'<td class="num">{html.escape(c)}</td>' if _NUMBER.match(c) else f"<td>{html.escape(c)}</td>"
-                         for c in r) + "</tr>"
-        for r in body)
+        "<tr>"
+        + "".join(
+            f'<td class="num">{html.escape(c)}</td>' if _NUMBER.match(c) else f"<td>{html.escape(c)}</td>" for c in r
+        )
+        + "</tr>"
+        for r in body
+    )
     return f"<table><thead><tr>{th}</tr></thead><tbody>{trs}</tbody></table>"
 
 

@@ -18,16 +18,35 @@ import pandas as pd
 from .model import ExperimentData
 
 # The step table's columns, in order.
-STEP_COLUMNS = ["step", "phase", "role", "shards", "threads", "offered [ops/s]", "achieved [ops/s]",
-                "goodput [ops/s]", "error share [%]", "p95 [ms]", "p99 [ms]", "CV [%]", "worst second [ops/s]",
-                "busy [%]", "SUT CPU [s]", "verdict", "why", "next"]
+STEP_COLUMNS = [
+    "step",
+    "phase",
+    "role",
+    "shards",
+    "threads",
+    "offered [ops/s]",
+    "achieved [ops/s]",
+    "goodput [ops/s]",
+    "error share [%]",
+    "p95 [ms]",
+    "p99 [ms]",
+    "CV [%]",
+    "worst second [ops/s]",
+    "busy [%]",
+    "SUT CPU [s]",
+    "verdict",
+    "why",
+    "next",
+]
 
-NOTE = ("achieved and goodput are operations per second over each step's steady window (after the warm-up, "
-        "within every shard's window), summed over the shards; goodput counts successful operations only. "
-        "p95/p99 come from the shards' merged histograms, from the intended start when a target is set. "
-        "CV and worst second are of the per-second throughput; busy is the share of the drivers' thread "
-        "time in operations (Little's law). SUT CPU is CPU seconds in the step's phase (-m), missing when "
-        "not monitored.")
+NOTE = (
+    "achieved and goodput are operations per second over each step's steady window (after the warm-up, "
+    "within every shard's window), summed over the shards; goodput counts successful operations only. "
+    "p95/p99 come from the shards' merged histograms, from the intended start when a target is set. "
+    "CV and worst second are of the per-second throughput; busy is the share of the drivers' thread "
+    "time in operations (Little's law). SUT CPU is CPU seconds in the step's phase (-m), missing when "
+    "not monitored."
+)
 
 
 @dataclass(frozen=True, eq=False)  # DataFrames do not compare to a bool
@@ -53,11 +72,15 @@ def knee_line(configuration: str, knee: dict[str, Any]) -> str:
     if not knee.get("offered"):
         return f"{configuration}: no load passed ({knee.get('note') or 'no step passed'})"
     sustained = float(knee.get("sustained", knee["goodput"]))
-    line = (f"{configuration}: maximum sustainable throughput {sustained:,.0f} ops/s "
-            f"(offered {int(knee['offered']):,} ops/s, step {knee['step']}, p99 {_ms(knee.get('p99_ms'))})")
+    line = (
+        f"{configuration}: maximum sustainable throughput {sustained:,.0f} ops/s "
+        f"(offered {int(knee['offered']):,} ops/s, step {knee['step']}, p99 {_ms(knee.get('p99_ms'))})"
+    )
     if float(knee["goodput"]) > sustained:
-        line += (f"; its goodput, {float(knee['goodput']):,.0f} ops/s, was above the offered load: "
-                 "the drivers caught up on a backlog from the warm-up")
+        line += (
+            f"; its goodput, {float(knee['goodput']):,.0f} ops/s, was above the offered load: "
+            "the drivers caught up on a backlog from the warm-up"
+        )
     if knee.get("first_bad"):
         line += f"; the first failing load: {int(knee['first_bad']):,} ops/s"
     if knee.get("note"):
@@ -81,14 +104,29 @@ def build_saturation(data: ExperimentData) -> Saturation:
         return Saturation(steps=pd.DataFrame(columns=STEP_COLUMNS))
     s = s.sort_values(["configuration", "step", "attempt"]).groupby(["configuration", "phase"], sort=False).tail(1)
     cpu = _sut_cpu(data)
-    steps = pd.DataFrame({
-        "step": s["step"], "phase": s["phase"], "role": s["role"], "shards": s["shards"], "threads": s["threads"],
-        "offered [ops/s]": s["offered"], "achieved [ops/s]": s["achieved"], "goodput [ops/s]": s["goodput"],
-        "error share [%]": s["error_share"], "p95 [ms]": s["p95_ms"], "p99 [ms]": s["p99_ms"], "CV [%]": s["cv"],
-        "worst second [ops/s]": s["worst_second"], "busy [%]": s["busy"],
-        "SUT CPU [s]": s["phase"].map(lambda p: cpu.get(p)).astype("float64"),
-        "verdict": s["verdict"], "why": s["why"], "next": s["next"],
-    }, columns=STEP_COLUMNS).reset_index(drop=True)
+    steps = pd.DataFrame(
+        {
+            "step": s["step"],
+            "phase": s["phase"],
+            "role": s["role"],
+            "shards": s["shards"],
+            "threads": s["threads"],
+            "offered [ops/s]": s["offered"],
+            "achieved [ops/s]": s["achieved"],
+            "goodput [ops/s]": s["goodput"],
+            "error share [%]": s["error_share"],
+            "p95 [ms]": s["p95_ms"],
+            "p99 [ms]": s["p99_ms"],
+            "CV [%]": s["cv"],
+            "worst second [ops/s]": s["worst_second"],
+            "busy [%]": s["busy"],
+            "SUT CPU [s]": s["phase"].map(lambda p: cpu.get(p)).astype("float64"),
+            "verdict": s["verdict"],
+            "why": s["why"],
+            "next": s["next"],
+        },
+        columns=STEP_COLUMNS,
+    ).reset_index(drop=True)
     knees, holds = [], []
     sustained: dict[str, list[float]] = {}
     base = {p.configuration: p.base for p in data.plan.phases}
@@ -99,17 +137,27 @@ def build_saturation(data: ExperimentData) -> Saturation:
                 value = float(row.knee.get("sustained", row.knee["goodput"]))
                 sustained.setdefault(base.get(row.configuration, row.configuration), []).append(value)
         if row.role == "hold":
-            holds.append(f"{row.configuration}: {row.verdict} — {int(row.offered):,} ops/s offered for {int(row.seconds)} s: "
-                         f"goodput {float(row.goodput):,.0f} ops/s, CV {float(row.cv):.1f} %, "
-                         f"worst second {float(row.worst_second):,.0f} ops/s")
-    precision = float(((data.experiment.get("plan") or {}).get("settings") or {}).get("saturation", {}).get("precision") or 5)
-    return Saturation(steps=steps, knees=knees, holds=holds, agreement=[
-        agreement_line(b, values, precision) for b, values in sustained.items() if len(values) > 1])
+            holds.append(
+                f"{row.configuration}: {row.verdict} — {int(row.offered):,} ops/s offered for {int(row.seconds)} s: "
+                f"goodput {float(row.goodput):,.0f} ops/s, CV {float(row.cv):.1f} %, "
+                f"worst second {float(row.worst_second):,.0f} ops/s"
+            )
+    precision = float(
+        ((data.experiment.get("plan") or {}).get("settings") or {}).get("saturation", {}).get("precision") or 5
+    )
+    return Saturation(
+        steps=steps,
+        knees=knees,
+        holds=holds,
+        agreement=[agreement_line(b, values, precision) for b, values in sustained.items() if len(values) > 1],
+    )
 
 
 def agreement_line(base: str, knees: list[float], precision: float) -> str:
     """Whether the knees of a configuration's repetitions agree within the search's precision."""
     spread = 100 * (max(knees) - min(knees)) / max(knees)
     verdict = "agree" if spread <= precision else "do NOT agree"
-    return (f"{base}: the {len(knees)} repetitions' knees ({', '.join(f'{k:,.0f}' for k in knees)} ops/s) "
-            f"differ by {spread:.1f} %: they {verdict} within the {precision:g} % precision")
+    return (
+        f"{base}: the {len(knees)} repetitions' knees ({', '.join(f'{k:,.0f}' for k in knees)} ops/s) "
+        f"differ by {spread:.1f} %: they {verdict} within the {precision:g} % precision"
+    )

@@ -60,8 +60,9 @@ def check(frames: Mapping[str, pd.DataFrame], out: TextIO) -> None:
         must_have += ["metrics", "metric_summaries"]
     for name in must_have:
         if frames[name].empty:
-            raise CheckFailed(f"frame {name} is empty" + (" for a monitored experiment" if name.startswith("metric")
-                                                         else ""))
+            raise CheckFailed(
+                f"frame {name} is empty" + (" for a monitored experiment" if name.startswith("metric") else "")
+            )
     out.write("frames: " + ", ".join(f"{n} {len(df)}" for n, df in frames.items()) + " rows\n")
 
     with tempfile.TemporaryDirectory(prefix="benchq-export-") as tmp:
@@ -76,8 +77,10 @@ def check(frames: Mapping[str, pd.DataFrame], out: TextIO) -> None:
 
     planned, reporter = str(experiment["version"]), version.read()
     if planned in NOT_A_VERSION or planned != reporter:
-        raise CheckFailed(f"version: the plan says benchq version {planned!r}, the reporter is {reporter!r}; "
-                          "both should be the build's (scripts/version.sh via scripts/bootstrap.sh)")
+        raise CheckFailed(
+            f"version: the plan says benchq version {planned!r}, the reporter is {reporter!r}; "
+            "both should be the build's (scripts/version.sh via scripts/bootstrap.sh)"
+        )
     out.write(f"version: {planned}\n")
 
 

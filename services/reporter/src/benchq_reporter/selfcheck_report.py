@@ -29,8 +29,15 @@ from typing import TextIO
 
 from . import cli
 
-CHROMIUM_FLAGS = ["--headless=new", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
-                  "--enable-logging=stderr", "--v=0", "--hide-scrollbars"]
+CHROMIUM_FLAGS = [
+    "--headless=new",
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-background-networking",
+    "--enable-logging=stderr",
+    "--v=0",
+    "--hide-scrollbars",
+]
 FETCHES = re.compile(r"""(?:src|href)\s*=\s*["']\s*(?:https?:)?//""", re.IGNORECASE)
 
 
@@ -48,8 +55,12 @@ def chromium() -> str:
 def browse(page: Path, *args: str) -> tuple[str, str]:
     """Chromium's stdout and stderr for page opened with args."""
     with tempfile.TemporaryDirectory(prefix="benchq-chromium-") as profile:
-        done = subprocess.run([chromium(), *CHROMIUM_FLAGS, f"--user-data-dir={profile}", *args, page.resolve().as_uri()],
-                              capture_output=True, text=True, timeout=120)
+        done = subprocess.run(
+            [chromium(), *CHROMIUM_FLAGS, f"--user-data-dir={profile}", *args, page.resolve().as_uri()],
+            capture_output=True,
+            text=True,
+            timeout=120,
+        )
     if done.returncode != 0:
         raise CheckFailed(f"chromium exited {done.returncode}: {done.stderr.strip()[-500:]}")
     return done.stdout, done.stderr
@@ -59,7 +70,7 @@ def check_page(page: Path, plots: int, screenshot: Path) -> list[str]:
     """The checks on a written page that should show ``plots`` plots; raises CheckFailed."""
     text = page.read_text(encoding="utf-8")
     if m := FETCHES.search(text):
-        raise CheckFailed(f"the page fetches from the network: {text[m.start():m.start() + 80]!r}")
+        raise CheckFailed(f"the page fetches from the network: {text[m.start() : m.start() + 80]!r}")
     dom, log = browse(page, "--dump-dom")
     console = [line for line in log.splitlines() if ":CONSOLE" in line]
     if console:
@@ -71,9 +82,11 @@ def check_page(page: Path, plots: int, screenshot: Path) -> list[str]:
     blank = blank_share(screenshot)
     if blank > 0.995:
         raise CheckFailed(f"the screenshot {screenshot} is blank ({100 * blank:.1f} % one colour)")
-    return [f"page {page}: loads with no console message, asks nothing of the network",
-            f"plots: {rendered} rendered as SVG",
-            f"screenshot {screenshot}: {100 * (1 - blank):.1f} % of its pixels differ from the background"]
+    return [
+        f"page {page}: loads with no console message, asks nothing of the network",
+        f"plots: {rendered} rendered as SVG",
+        f"screenshot {screenshot}: {100 * (1 - blank):.1f} % of its pixels differ from the background",
+    ]
 
 
 def blank_share(png: Path) -> float:
@@ -101,8 +114,12 @@ def main(argv: Sequence[str], stdout: TextIO, stderr: TextIO) -> int:
         page = Path(args.output or Path(tmp) / "report.html")
         shot = Path(args.screenshot or Path(tmp) / "report.png")
         out, err = io.StringIO(), io.StringIO()
-        status = cli.main(["report", "--db", args.db, "-e", args.experiment, "-o", str(page),
-                           "--png", str(Path(tmp) / "png")], os.environ, out, err)
+        status = cli.main(
+            ["report", "--db", args.db, "-e", args.experiment, "-o", str(page), "--png", str(Path(tmp) / "png")],
+            os.environ,
+            out,
+            err,
+        )
         if status != 0:
             print(f"selfcheck_report: reporter report failed: {err.getvalue().strip()}", file=stderr)
             return 1

@@ -78,13 +78,21 @@ def summarize(data: ExperimentData) -> YcsbSummary | BenchbaseSummary:
     """Build every section of the summary of one experiment."""
     workflow = build_workflow(data)
     monitoring = build_monitoring(data)
-    common = {"code": data.code, "workload": build_workload(data), "connections": build_connections(data),
-              "workflow": workflow, "show_tests": data.plan.settings.test_results, "monitoring": monitoring}
+    common = {
+        "code": data.code,
+        "workload": build_workload(data),
+        "connections": build_connections(data),
+        "workflow": workflow,
+        "show_tests": data.plan.settings.test_results,
+        "monitoring": monitoring,
+    }
     if data.plan.settings.benchmark == BENCHMARK.benchbase:
         tables = bb.summarize(bb.shard_rows(data))
-        return BenchbaseSummary(**common, benchbase=tables,
-                                tests=[*checks.benchbase_tests(tables), *checks.monitoring_tests(monitoring),
-                                       checks.workflow(workflow)])
+        return BenchbaseSummary(
+            **common,
+            benchbase=tables,
+            tests=[*checks.benchbase_tests(tables), *checks.monitoring_tests(monitoring), checks.workflow(workflow)],
+        )
 
     sf = data.plan.settings.sf
     planned = data.plan.table()
@@ -104,8 +112,17 @@ def summarize(data: ExperimentData) -> YcsbSummary | BenchbaseSummary:
         execution_per_phase=execution_phase,
         loading_latency=ycsb.latency_table(loading_lat, "DBMS", "configuration"),
         execution_latency=ycsb.latency_table(execution_lat, "phase", "phase"),
-        tests=checks.ycsb_tests(loading_conn, execution_conn, execution, loading_run, execution_phase,
-                                workflow, monitoring, skipped_loading(data), data.plan.settings.error_share_limit),
+        tests=checks.ycsb_tests(
+            loading_conn,
+            execution_conn,
+            execution,
+            loading_run,
+            execution_phase,
+            workflow,
+            monitoring,
+            skipped_loading(data),
+            data.plan.settings.error_share_limit,
+        ),
         notes={
             "loading_per_run": ycsb.aggregate_notes(loading_lat)
             + ycsb.error_notes(loading_run, "DBMS", data.plan.settings.error_share_limit),

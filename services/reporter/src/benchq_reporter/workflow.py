@@ -32,8 +32,9 @@ class Workflow:
 
     def as_planned(self) -> bool:
         """bexhoma's "Workflow as planned": the same pod lists per configuration, in any order."""
-        return {b: sorted(map(sorted, runs)) for b, runs in self.actual.items()} == \
-               {b: sorted(map(sorted, runs)) for b, runs in self.planned.items()}
+        return {b: sorted(map(sorted, runs)) for b, runs in self.actual.items()} == {
+            b: sorted(map(sorted, runs)) for b, runs in self.planned.items()
+        }
 
 
 def build_workflow(data: ExperimentData) -> Workflow:
@@ -83,8 +84,10 @@ def workflow_notes(data: ExperimentData) -> list[str]:
     simulated = shards[shards["status"] == RESULT.simulated]
     for phase, g in simulated.groupby("phase", sort=True):
         # The Kubernetes backend on kwok: driver Jobs "complete", nothing ran.
-        notes.append(f"Phase {phase} was simulated, not measured: {g['error'].iloc[0] or 'no reason given'} "
-                     f"({len(g)} shard(s)); its figures are missing, not zero")
+        notes.append(
+            f"Phase {phase} was simulated, not measured: {g['error'].iloc[0] or 'no reason given'} "
+            f"({len(g)} shard(s)); its figures are missing, not zero"
+        )
     for row in shards[~shards["status"].isin([RESULT.ok, RESULT.simulated])].itertuples(index=False):
         notes.append(
             f"Shard {row.phase}-{row.shard} failed: {row.error or 'no error given'} "

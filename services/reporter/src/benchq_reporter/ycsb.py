@@ -69,13 +69,24 @@ INTENDED = "Intended-"
 JVM_SAMPLES = {"THREAD_COUNT", "USED_MEM_MB", "SYS_LOAD_AVG", "GCS", "GCS_TIME"}
 # Latency statistic (latency.stats) → YCSB's measurement name, in YCSB's order.
 LATENCY_FIGURES = {
-    "count": "Operations", "mean": "AverageLatency(us)", "p50": "50thPercentileLatency(us)",
-    "p95": "95thPercentileLatency(us)", "p99": "99thPercentileLatency(us)",
-    "p999": "99.9PercentileLatency(us)", "max": "MaxLatency(us)",
+    "count": "Operations",
+    "mean": "AverageLatency(us)",
+    "p50": "50thPercentileLatency(us)",
+    "p95": "95thPercentileLatency(us)",
+    "p99": "99thPercentileLatency(us)",
+    "p999": "99.9PercentileLatency(us)",
+    "max": "MaxLatency(us)",
 }
 # The same statistic of one shard, as stored (shard_operations).
-SHARD_FIGURES = {"count": "count", "mean": "avg_us", "p50": "p50_us", "p95": "p95_us",
-                 "p99": "p99_us", "p999": "p999_us", "max": "max_us"}
+SHARD_FIGURES = {
+    "count": "count",
+    "mean": "avg_us",
+    "p50": "p50_us",
+    "p95": "p95_us",
+    "p99": "p99_us",
+    "p999": "p999_us",
+    "max": "max_us",
+}
 
 
 def ok_column(operation: str) -> str:
@@ -128,8 +139,11 @@ def operation_columns(ops: pd.DataFrame) -> pd.DataFrame:
     # YCSB reports no return codes for READ-MODIFY-WRITE (its read and its
     # update have theirs): unknown, not 0. An <OP>-FAILED has none either,
     # and none of it was OK.
-    uncounted = {op for op in set(shown["operation"]) - set(shown.loc[shown["return_codes"].map(bool), "operation"])
-                 if not op.endswith("-FAILED")}
+    uncounted = {
+        op
+        for op in set(shown["operation"]) - set(shown.loc[shown["return_codes"].map(bool), "operation"])
+        if not op.endswith("-FAILED")
+    }
     for op in sorted(shown["operation"].unique()):
         col = ok[op].reindex(wide.index).fillna(0).astype("Int64")
         wide[ok_column(op)] = pd.Series(pd.NA, index=wide.index, dtype="Int64") if op in uncounted else col
@@ -164,10 +178,13 @@ def _sf_per_hour(sf: float | None, runtime_ms: pd.Series) -> pd.Series:
 
 
 def loading_per_connection(loading: pd.DataFrame, sf: float | None) -> pd.DataFrame:
-    out = _per_connection(loading, {
-        "connection": loading["phase"] + "-" + loading["shard"].astype(str),
-        "experiment_run": loading["experiment_run"],
-    })
+    out = _per_connection(
+        loading,
+        {
+            "connection": loading["phase"] + "-" + loading["shard"].astype(str),
+            "experiment_run": loading["experiment_run"],
+        },
+    )
     out["sf"] = sf
     out[SF_PER_HOUR] = _sf_per_hour(sf, loading["runtime_ms"])
     return out
@@ -175,15 +192,17 @@ def loading_per_connection(loading: pd.DataFrame, sf: float | None) -> pd.DataFr
 
 def _per_connection(shards: pd.DataFrame, leading: dict[str, pd.Series]) -> pd.DataFrame:
     """One row a shard: the leading columns, the driver's settings and figures, each operation's."""
-    out = pd.DataFrame({
-        **leading,
-        "threads": shards["threads"],
-        "target": shards["target"],
-        "pod_count": shards["pods"],
-        "exceptions": shards["exceptions"],
-        THROUGHPUT: shards["throughput"],
-        RUNTIME: shards["runtime_ms"],
-    })
+    out = pd.DataFrame(
+        {
+            **leading,
+            "threads": shards["threads"],
+            "target": shards["target"],
+            "pod_count": shards["pods"],
+            "exceptions": shards["exceptions"],
+            THROUGHPUT: shards["throughput"],
+            RUNTIME: shards["runtime_ms"],
+        }
+    )
     for c in _op_columns(shards):
         out[c] = shards[c]
     return out.reset_index(drop=True)
@@ -192,7 +211,7 @@ def _per_connection(shards: pd.DataFrame, leading: dict[str, pd.Series]) -> pd.D
 def _op_order(operation: str) -> tuple[str, bool]:
     """READ, Intended-READ, READ-FAILED, ...: each operation next to its intended twin."""
     intended = operation.startswith(INTENDED)
-    return (operation[len(INTENDED):] if intended else operation, intended)
+    return (operation[len(INTENDED) :] if intended else operation, intended)
 
 
 # How the percentiles of a (phase, operation) were obtained.
@@ -210,8 +229,8 @@ def phase_latency(ops: pd.DataFrame, planned: pd.DataFrame) -> pd.DataFrame:
     maximum of their percentiles (NaN where a shard lacks the figure).
     """
     rows = []
-    order = dict(zip(planned["phase"], planned["order"]))
-    configuration = dict(zip(planned["phase"], planned["configuration"]))
+    order = dict(zip(planned["phase"], planned["order"], strict=False))
+    configuration = dict(zip(planned["phase"], planned["configuration"], strict=False))
     for (phase, op), g in ops.groupby(["phase", "operation"], sort=False):
         if op in HIDDEN_OPERATIONS:
             continue
@@ -226,9 +245,17 @@ def phase_latency(ops: pd.DataFrame, planned: pd.DataFrame) -> pd.DataFrame:
             figures["count"] = count
             weighted = (src["count"] * src["avg_us"]).sum(skipna=False)
             figures["mean"] = weighted / count if pd.notna(count) and count else float("nan")
-        rows.append({"phase": phase, "configuration": configuration.get(phase, phase), "operation": op,
-                     "shards": len(g), "percentiles": source, **figures,
-                     "_order": (order.get(phase, len(order)), phase, _op_order(op))})
+        rows.append(
+            {
+                "phase": phase,
+                "configuration": configuration.get(phase, phase),
+                "operation": op,
+                "shards": len(g),
+                "percentiles": source,
+                **figures,
+                "_order": (order.get(phase, len(order)), phase, _op_order(op)),
+            }
+        )
     if not rows:
         return pd.DataFrame(columns=LATENCY_KEYS)
     df = pd.DataFrame(rows).sort_values("_order", kind="stable").drop(columns="_order")
@@ -241,12 +268,14 @@ def phase_latency(ops: pd.DataFrame, planned: pd.DataFrame) -> pd.DataFrame:
 
 def latency_table(lat: pd.DataFrame, label: str, source: str) -> pd.DataFrame:
     """The latency figures of every run or phase and operation, in YCSB's names."""
-    out = pd.DataFrame({
-        label: lat[source],
-        "operation": lat["operation"].map(lambda o: o[len(INTENDED):] if o.startswith(INTENDED) else o),
-        "latency from": lat["operation"].map(lambda o: "intended start" if o.startswith(INTENDED) else "start"),
-        "shards": lat["shards"].astype("Int64"),
-    })
+    out = pd.DataFrame(
+        {
+            label: lat[source],
+            "operation": lat["operation"].map(lambda o: o[len(INTENDED) :] if o.startswith(INTENDED) else o),
+            "latency from": lat["operation"].map(lambda o: "intended start" if o.startswith(INTENDED) else "start"),
+            "shards": lat["shards"].astype("Int64"),
+        }
+    )
     for k, name in LATENCY_FIGURES.items():
         out[name] = lat[k]
     out["percentiles"] = lat["percentiles"]
@@ -260,7 +289,7 @@ def aggregate_notes(lat: pd.DataFrame) -> list[str]:
     bounded = sorted(set(shown.loc[shown["percentiles"].eq(UPPER_BOUND), "operation"]))
     if bounded:
         notes.append(UPPER_BOUND_NOTE.format(ops=", ".join(bounded)))
-    return notes + [WINDOW_NOTE]
+    return [*notes, WINDOW_NOTE]
 
 
 def latency_notes(lat: pd.DataFrame) -> list[str]:
@@ -292,8 +321,15 @@ def phase_windows(data: ExperimentData, kind: str) -> pd.DataFrame:
             skew = (g["first_op_at"].max() - g["first_op_at"].min()).total_seconds() * 1000
         else:
             window = skew = float("nan")
-        rows.append({"phase": phase, "window_ops": per_phase.get(phase, 0), "window_failed": failed.get(phase, 0),
-                     "window_ms": window, "skew_ms": skew})
+        rows.append(
+            {
+                "phase": phase,
+                "window_ops": per_phase.get(phase, 0),
+                "window_failed": failed.get(phase, 0),
+                "window_ms": window,
+                "skew_ms": skew,
+            }
+        )
     return pd.DataFrame(rows, columns=WINDOW_COLUMNS)
 
 
@@ -315,8 +351,17 @@ def error_notes(per_phase: pd.DataFrame, label: str, limit: float) -> list[str]:
     if ERROR_SHARE not in per_phase:
         return []
     high = per_phase.loc[per_phase[ERROR_SHARE] > limit]
-    return [ERROR_NOTE.format(phase=r[label], share=r[ERROR_SHARE], limit=limit, throughput=THROUGHPUT,
-                              window=WINDOW_THROUGHPUT, goodput=GOODPUT) for _, r in high.iterrows()]
+    return [
+        ERROR_NOTE.format(
+            phase=r[label],
+            share=r[ERROR_SHARE],
+            limit=limit,
+            throughput=THROUGHPUT,
+            window=WINDOW_THROUGHPUT,
+            goodput=GOODPUT,
+        )
+        for _, r in high.iterrows()
+    ]
 
 
 def _merged_percentiles(g: pd.DataFrame, lat: pd.DataFrame) -> None:
@@ -324,7 +369,7 @@ def _merged_percentiles(g: pd.DataFrame, lat: pd.DataFrame) -> None:
     p99 = {(r.phase, r.operation): r.p99 for r in lat.itertuples(index=False)}
     for c in g.columns:
         if c.startswith("[") and c.endswith("].99thPercentileLatency(us)"):
-            op = c[1:-len("].99thPercentileLatency(us)")]
+            op = c[1 : -len("].99thPercentileLatency(us)")]
             g[c] = [p99.get((phase, op), float("nan")) for phase in g["phase"]]
 
 
@@ -343,9 +388,15 @@ def _aggregate(df: pd.DataFrame, by: list[str]) -> pd.DataFrame:
         return s.max(skipna=False)
 
     agg: dict[str, Any] = {
-        "experiment_run": "first", "pods": "first", "configuration": "first", "attempt": "max",
-        "threads": total, "target": total, "exceptions": total,
-        "throughput": total, "runtime_ms": highest,
+        "experiment_run": "first",
+        "pods": "first",
+        "configuration": "first",
+        "attempt": "max",
+        "threads": total,
+        "target": total,
+        "exceptions": total,
+        "throughput": total,
+        "runtime_ms": highest,
     }
     for c in ops:
         agg[c] = highest if c.endswith("PercentileLatency(us)") else total
@@ -357,25 +408,27 @@ def _aggregate(df: pd.DataFrame, by: list[str]) -> pd.DataFrame:
     return g
 
 
-def _per_phase(shards: pd.DataFrame, lat: pd.DataFrame, windows: pd.DataFrame,
-               leading: Callable[[pd.DataFrame], dict[str, Any]]) -> pd.DataFrame:
+def _per_phase(
+    shards: pd.DataFrame, lat: pd.DataFrame, windows: pd.DataFrame, leading: Callable[[pd.DataFrame], dict[str, Any]]
+) -> pd.DataFrame:
     """The shards added up per phase: the ``leading`` columns, taken from the
     aggregate, then the overall and common-window figures, then each operation's."""
     g = _aggregate(shards, ["phase"])
     _merged_percentiles(g, lat)
-    out = pd.DataFrame({
-        **leading(g),
-        THROUGHPUT: g["throughput"],
-        RUNTIME: g["runtime_ms"],
-        **_window_figures(g, windows),
-    })
+    out = pd.DataFrame(
+        {
+            **leading(g),
+            THROUGHPUT: g["throughput"],
+            RUNTIME: g["runtime_ms"],
+            **_window_figures(g, windows),
+        }
+    )
     for c in _op_columns(shards):
         out[c] = g[c]
     return out
 
 
-def loading_per_run(loading: pd.DataFrame, sf: float | None, lat: pd.DataFrame,
-                    windows: pd.DataFrame) -> pd.DataFrame:
+def loading_per_run(loading: pd.DataFrame, sf: float | None, lat: pd.DataFrame, windows: pd.DataFrame) -> pd.DataFrame:
     def leading(g: pd.DataFrame) -> dict[str, Any]:
         return {
             "DBMS": g["configuration"],
@@ -392,16 +445,19 @@ def loading_per_run(loading: pd.DataFrame, sf: float | None, lat: pd.DataFrame,
 
 
 def execution_per_connection(execution: pd.DataFrame) -> pd.DataFrame:
-    return _per_connection(execution, {
-        "DBMS": execution["phase"] + "-" + execution["shard"].astype(str),
-        "phase": execution["phase"],
-        "job": execution["phase"],
-        "configuration": execution["configuration"],
-        "experiment_run": execution["experiment_run"],
-        "client": execution["client"],
-        "benchmark_run": execution["attempt"],
-        "child": execution["shard"],
-    })
+    return _per_connection(
+        execution,
+        {
+            "DBMS": execution["phase"] + "-" + execution["shard"].astype(str),
+            "phase": execution["phase"],
+            "job": execution["phase"],
+            "configuration": execution["configuration"],
+            "experiment_run": execution["experiment_run"],
+            "client": execution["client"],
+            "benchmark_run": execution["attempt"],
+            "child": execution["shard"],
+        },
+    )
 
 
 def execution_per_phase(execution: pd.DataFrame, lat: pd.DataFrame, windows: pd.DataFrame) -> pd.DataFrame:
