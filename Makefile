@@ -142,6 +142,13 @@ bench-intake: bootstrap
 bench-saturation: bootstrap
 	@scripts/bench-saturation.sh
 
+# The embedded TPC-C engine on this machine: W warehouses loaded, then
+# SHARDS shards of TERMINALS terminals for SECONDS, started together, on a
+# PostgreSQL with the catalog's settings (cmd/bench-tpcc). Prints figures.
+.PHONY: bench-tpcc
+bench-tpcc:
+	@go run ./cmd/bench-tpcc -warehouses $(or $(W),2) -terminals $(or $(TERMINALS),4) -seconds $(or $(SECONDS),30) -shards $(or $(SHARDS),1)
+
 # Chaos: e2e/chaos_test.go for 50 rounds; `make test`
 # runs 3. Each SIGKILLs one component (or the SUT) at a random moment of an
 # experiment and checks it ends done or failed with a reason, each shard

@@ -235,8 +235,11 @@ func (s *stack) knee(t *testing.T, code string) knee {
 // TestSaturationRepeats is make bench-saturation (BENCHQ_SATURATION_BENCH=1):
 // two searches each for Redis held to 5 % of a CPU and for PostgreSQL on
 // the machine as it is, with the time each took and whether the two knees
-// agree within the precision asked (5 %). Printed, never asserted: how
-// reproducible a knee is on a machine is a figure, not a test.
+// agree within the precision asked (5 %). The agreement is printed, never
+// asserted (how reproducible a knee is on a machine is a figure, not a
+// test); what fails it is a search that did not end as a search must: no
+// knee stored, a knee above its offered load or at or above its first
+// failing load, fewer than two steps.
 func TestSaturationRepeats(t *testing.T) {
 	if os.Getenv("BENCHQ_SATURATION_BENCH") == "" {
 		t.Skip("make bench-saturation runs it (BENCHQ_SATURATION_BENCH=1)")
@@ -261,6 +264,9 @@ func TestSaturationRepeats(t *testing.T) {
 				s.cli(t, 15*time.Minute, append([]string{"ycsb", "-e", code}, args...)...)
 			}
 			k := s.knee(t, code)
+			if k.steps < 2 || k.offered <= 0 || k.goodput <= 0 || k.goodput > float64(k.offered) || (k.firstBad != 0 && k.firstBad <= k.offered) {
+				t.Errorf("%s: a search that did not end as one must: knee %.0f ops/s at offered %d, first failing %d, %d steps", code, k.goodput, k.offered, k.firstBad, k.steps)
+			}
 			knees = append(knees, k)
 			t.Logf("   %-10s run %d (%s): knee %s ops/s (offered %d, first failing %d), %d steps, %s",
 				c.dbms, run, map[bool]string{true: "5 % CPU quota", false: "unthrottled"}[c.throttled], thousands(k.goodput), k.offered, k.firstBad, k.steps,
