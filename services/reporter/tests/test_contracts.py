@@ -72,12 +72,7 @@ def test_date_time_is_asserted():
 
 
 @pytest.mark.parametrize(
-    "pattern,expected",
-    [
-        ("^[a-z]+$", r"^[a-z]+\Z"),
-        (r"^a\$b$", r"^a\$b\Z"),
-        ("^[$a]+$", r"^[$a]+\Z"),
-    ],
+    "pattern,expected", [("^[a-z]+$", r"^[a-z]+\Z"), (r"^a\$b$", r"^a\$b\Z"), ("^[$a]+$", r"^[$a]+\Z")]
 )
 def test_ecma_pattern_anchors_at_the_very_end(pattern, expected):
     assert ecma_pattern(pattern) == expected

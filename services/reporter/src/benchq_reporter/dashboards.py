@@ -41,20 +41,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Self
 
-from grafana_foundation_sdk.builders import (
-    barchart,
-    prometheus,
-    stat,
-    table,
-    timeseries,
-    xychart,
-)
-from grafana_foundation_sdk.builders import (
-    common as widgets,
-)
-from grafana_foundation_sdk.builders import (
-    dashboard as dash,
-)
+from grafana_foundation_sdk.builders import barchart, prometheus, stat, table, timeseries, xychart
+from grafana_foundation_sdk.builders import common as widgets
+from grafana_foundation_sdk.builders import dashboard as dash
 from grafana_foundation_sdk.cog import builder as cogbuilder
 from grafana_foundation_sdk.cog import encoder, plugins, runtime, variants
 from grafana_foundation_sdk.models import common
@@ -377,6 +366,17 @@ def experiment_dashboard(sets: dict[str, list[Metric]]) -> dash.Dashboard:
     )
     b = Board(d)
 
+    _experiment_row(b)
+    _throughput_row(b)
+    _saturation_row(b)
+    _latency_row(b)
+    _resources_row(b, sets)
+    _live_row(b, sets)
+    return d
+
+
+def _experiment_row(b: Board) -> None:
+    """The summary's figures as stat panels and the phase table."""
     b.row("Experiment")
     b.add(
         _stat(
@@ -480,6 +480,9 @@ def experiment_dashboard(sets: dict[str, list[Metric]]) -> dash.Dashboard:
         7,
     )
 
+
+def _throughput_row(b: Board) -> None:
+    """Throughput over time, per shard and in total."""
     b.row("Throughput")
     b.add(
         _series(
@@ -519,50 +522,35 @@ def experiment_dashboard(sets: dict[str, list[Metric]]) -> dash.Dashboard:
         8,
     )
 
+
+def _saturation_row(b: Board) -> None:
+    """The saturation search's steps (-xsat): the two XY charts and the step table."""
     b.row("Saturation search (-xsat; empty otherwise)")
     steps = "FROM saturation_steps s WHERE s.code = '$code' AND s.configuration IN ($configuration)"
     b.add(
-        xychart.Panel()
-        .title("Saturation: goodput against the offered load")
-        .datasource(RESULTS)
-        .description(
+        _steps_chart(
+            "Saturation: goodput against the offered load",
             "one point per step of the search (the hold left out): the goodput over its steady window "
-            "against the load offered; the knee is where the points leave the diagonal"
-        )
-        .mapping(xymodel.SeriesMapping.AUTO)
-        .show(xymodel.XYShowMode.POINTS)
-        .unit("ops")
-        .with_target(
-            SQL(
-                f"""
+            "against the load offered; the knee is where the points leave the diagonal",
+            "ops",
+            f"""
         SELECT s.offered::float8 AS "offered [ops/s]", s.goodput AS "goodput [ops/s]"
         {steps} AND s.role = 'step'
         ORDER BY 1""",
-                "table",
-            )
         ),
         8,
         8,
     )
     b.add(
-        xychart.Panel()
-        .title("Saturation: p99 against goodput")
-        .datasource(RESULTS)
-        .description(
+        _steps_chart(
+            "Saturation: p99 against goodput",
             "one point per step: p99 of the shards' merged histograms (from the intended start) "
-            "against its goodput; a step without a p99 is left out, never drawn at 0"
-        )
-        .mapping(xymodel.SeriesMapping.AUTO)
-        .show(xymodel.XYShowMode.POINTS)
-        .unit("ms")
-        .with_target(
-            SQL(
-                f"""
+            "against its goodput; a step without a p99 is left out, never drawn at 0",
+            "ms",
+            f"""
         SELECT s.goodput AS "goodput [ops/s]", s.p99_ms AS "p99 [ms]"
         {steps} AND s.role = 'step' AND s.p99_ms IS NOT NULL
         ORDER BY 1""",
-                "table",
-            )
         ),
         8,
         8,
@@ -589,6 +577,23 @@ def experiment_dashboard(sets: dict[str, list[Metric]]) -> dash.Dashboard:
         8,
     )
 
+
+def _steps_chart(title: str, about: str, unit: str, sql: str) -> xychart.Panel:
+    """An XY chart of the saturation steps, one point per step."""
+    return (
+        xychart.Panel()
+        .title(title)
+        .datasource(RESULTS)
+        .description(about)
+        .mapping(xymodel.SeriesMapping.AUTO)
+        .show(xymodel.XYShowMode.POINTS)
+        .unit(unit)
+        .with_target(SQL(sql, "table"))
+    )
+
+
+def _latency_row(b: Board) -> None:
+    """Latency percentiles per operation over time."""
     b.row("Latency")
     for pct, label in (("90", "p90"), ("99", "p99")):
         b.add(
@@ -614,6 +619,9 @@ def experiment_dashboard(sets: dict[str, list[Metric]]) -> dash.Dashboard:
             8,
         )
 
+
+def _resources_row(b: Board, sets: dict[str, list[Metric]]) -> None:
+    """CPU, memory and application metrics of ended phases, from the results database."""
     b.row("Resources of ended phases (results database)")
     b.add(
         _series(
@@ -709,6 +717,9 @@ def experiment_dashboard(sets: dict[str, list[Metric]]) -> dash.Dashboard:
         8,
     )
 
+
+def _live_row(b: Board, sets: dict[str, list[Metric]]) -> None:
+    """The same, live from Prometheus."""
     b.row("Live (Prometheus)")
     b.add(
         _series(timeseries.Panel(), "CPU per component, live", "none", "cores, from Prometheus")
@@ -764,7 +775,6 @@ def experiment_dashboard(sets: dict[str, list[Metric]]) -> dash.Dashboard:
         for i, m in enumerate(metrics):
             p = p.with_target(promql(live_query(m), "{{configuration}} " + m.series_title, ref_id=chr(ord("A") + i)))
         b.add(p, 12, 8)
-    return d
 
 
 def live_query(m: Metric) -> str:

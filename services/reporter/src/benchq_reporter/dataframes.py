@@ -68,6 +68,8 @@ SHARD = _c("shard", "Int64", "", "shard number, 1-based")
 ATTEMPT = _c("attempt", "Int64", "", "attempt of the phase or shard, 1-based (a re-run after a failure adds one)")
 CONFIGURATION = _c("configuration", "str", "", "SUT configuration name")
 KIND = _c("kind", "str", "", "`load` or `run`")
+# The key columns of everything a shard attempt reported.
+SHARD_ATTEMPT = (CODE, PHASE, SHARD, ATTEMPT)
 
 FRAMES: dict[str, Frame] = {
     "experiment": Frame(
@@ -123,10 +125,7 @@ FRAMES: dict[str, Frame] = {
         "one attempt of one shard (a driver process) of a phase",
         ("code", "phase", "shard", "attempt"),
         (
-            CODE,
-            PHASE,
-            SHARD,
-            ATTEMPT,
+            *SHARD_ATTEMPT,
             CONFIGURATION,
             KIND,
             _c("reported", "bool", "", "the attempt the summary counts: the highest ok one, else the highest"),
@@ -147,10 +146,7 @@ FRAMES: dict[str, Frame] = {
         "one operation type of one shard attempt's final result",
         ("code", "phase", "shard", "attempt", "operation"),
         (
-            CODE,
-            PHASE,
-            SHARD,
-            ATTEMPT,
+            *SHARD_ATTEMPT,
             _c("operation", "str", "", "READ, UPDATE, INSERT, CLEANUP, Intended-READ, ... or a TPC-C transaction"),
             _c("count", "Int64", "operations", "operations done"),
             _c("avg_us", "float64", "µs", "mean latency"),
@@ -168,10 +164,7 @@ FRAMES: dict[str, Frame] = {
         "one status line a shard streamed while it ran",
         ("code", "phase", "shard", "attempt", "elapsed_s"),
         (
-            CODE,
-            PHASE,
-            SHARD,
-            ATTEMPT,
+            *SHARD_ATTEMPT,
             CONFIGURATION,
             KIND,
             _c("elapsed_s", "Int64", "s", "since the shard started, as the tool printed it"),
@@ -184,10 +177,7 @@ FRAMES: dict[str, Frame] = {
         "one operation type in one status line (since the shard's previous line)",
         ("code", "phase", "shard", "attempt", "elapsed_s", "operation"),
         (
-            CODE,
-            PHASE,
-            SHARD,
-            ATTEMPT,
+            *SHARD_ATTEMPT,
             _c("elapsed_s", "Int64", "s", "of the status line (key into intervals)"),
             _c("at", TS, "", "when the line was printed"),
             _c("operation", "str", "", "as in operations"),

@@ -30,6 +30,7 @@ matplotlib.use("Agg")  # files only: no display here, nor anywhere the reporter 
 
 import matplotlib.pyplot as plt
 import pandas as pd
+from matplotlib.axes import Axes
 from matplotlib.figure import Figure
 
 from . import benchbase as bb
@@ -163,36 +164,36 @@ def _saturation(_frames: Mapping[str, pd.DataFrame], summary: object) -> tuple[l
         return [], ""
     steps = summary.saturation.steps
     steps = steps[steps["role"] == "step"]
-    colour = {"pass": "tab:green", "fail": "tab:red", "driver-limited": "tab:orange"}
     fig, ax = plt.subplots(figsize=(6, 4))
     top = float(max(steps["offered [ops/s]"].max(), steps["goodput [ops/s]"].max()))
     ax.plot([0, top], [0, top], linestyle="--", color="grey", linewidth=1, label="goodput = offered")
-    for verdict, g in steps.groupby("verdict"):
-        ax.scatter(
-            g["offered [ops/s]"].astype("float64"),
-            g["goodput [ops/s]"].astype("float64"),
-            color=colour.get(verdict, "black"),
-            label=verdict,
-            zorder=3,
-        )
+    _steps_by_verdict(ax, steps, "offered [ops/s]", "goodput [ops/s]")
     ax.set(xlabel="offered load [ops/s]", ylabel="goodput [ops/s] (steady window)")
-    ax.legend(loc="upper left", fontsize="small")
     made = [Plot("saturation-throughput", "Saturation: goodput against the offered load, one point per step", fig)]
     p99 = steps.dropna(subset=["p99 [ms]"])
     if p99.empty:
         return made, "Saturation: latency against throughput: no step has a p99 (no histograms)"
     fig, ax = plt.subplots(figsize=(6, 4))
-    for verdict, g in p99.groupby("verdict"):
+    _steps_by_verdict(ax, p99, "goodput [ops/s]", "p99 [ms]")
+    ax.set(xlabel="goodput [ops/s] (steady window)", ylabel="p99 [ms] (merged histograms)", yscale="log")
+    return [*made, Plot("saturation-latency", "Saturation: p99 latency against goodput, one point per step", fig)], ""
+
+
+# A saturation step's colour by its verdict.
+_VERDICT_COLOUR = {"pass": "tab:green", "fail": "tab:red", "driver-limited": "tab:orange"}
+
+
+def _steps_by_verdict(ax: Axes, steps: pd.DataFrame, x: str, y: str) -> None:
+    """One point per step, coloured by its verdict, with the legend."""
+    for verdict, g in steps.groupby("verdict"):
         ax.scatter(
-            g["goodput [ops/s]"].astype("float64"),
-            g["p99 [ms]"].astype("float64"),
-            color=colour.get(verdict, "black"),
+            g[x].astype("float64"),
+            g[y].astype("float64"),
+            color=_VERDICT_COLOUR.get(str(verdict), "black"),
             label=verdict,
             zorder=3,
         )
-    ax.set(xlabel="goodput [ops/s] (steady window)", ylabel="p99 [ms] (merged histograms)", yscale="log")
     ax.legend(loc="upper left", fontsize="small")
-    return [*made, Plot("saturation-latency", "Saturation: p99 latency against goodput, one point per step", fig)], ""
 
 
 def svg(fig: Figure) -> str:

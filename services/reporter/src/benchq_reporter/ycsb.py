@@ -125,10 +125,7 @@ def operation_columns(ops: pd.DataFrame) -> pd.DataFrame:
     """
     if ops.empty:
         return pd.DataFrame(columns=[*SHARD_KEYS, "exceptions"])
-    ops = ops.assign(
-        ok=ops["return_codes"].map(_successes),
-        exc=ops["return_codes"].map(_exceptions),
-    )
+    ops = ops.assign(ok=ops["return_codes"].map(_successes), exc=ops["return_codes"].map(_exceptions))
     exceptions = ops.groupby(SHARD_KEYS)["exc"].sum().rename("exceptions")
     # Intended-<OP> latencies have no return codes and belong to the latency tables.
     shown = ops[~ops["operation"].isin(HIDDEN_OPERATIONS) & ~ops["operation"].str.startswith(INTENDED)]
@@ -416,12 +413,7 @@ def _per_phase(
     g = _aggregate(shards, ["phase"])
     _merged_percentiles(g, lat)
     out = pd.DataFrame(
-        {
-            **leading(g),
-            THROUGHPUT: g["throughput"],
-            RUNTIME: g["runtime_ms"],
-            **_window_figures(g, windows),
-        }
+        {**leading(g), THROUGHPUT: g["throughput"], RUNTIME: g["runtime_ms"], **_window_figures(g, windows)}
     )
     for c in _op_columns(shards):
         out[c] = g[c]
