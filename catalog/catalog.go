@@ -1,20 +1,199 @@
-// Package catalog holds the per-DBMS catalog data files, one JSON file per
-// DBMS, embedded into the binaries. This package only carries the files:
-// //go:embed cannot reach outside its package directory, and the data lives
-// here, at the top of the repository, where people (and the Python reporter)
-// find and edit it. The Go API that parses and validates it is
-// internal/catalog.
+// Package catalog is the per-DBMS catalog: the data files beside this code
+// (one JSON file per DBMS, and the metric sets in metrics/), embedded into
+// the binaries, and the API that parses, validates and serves them: what
+// each DBMS is called, how the local and Kubernetes backends start and
+// probe it, and how YCSB reaches it.
 package catalog
 
-import "embed"
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io/fs"
+	"path"
+	"slices"
+	"sort"
+	"strings"
+	"sync"
+)
 
-// Files holds every *.json catalog file at the root of the FS.
-//
-//go:embed *.json
-var Files embed.FS
+// ErrUnknownDBMS is wrapped by Lookup for a name that is not in the catalog.
+var ErrUnknownDBMS = errors.New("unknown DBMS")
 
-// MetricFiles holds the metric sets, metrics/<name>.json: the system set
-// and each DBMS's application set (internal/catalog.MetricSetByName).
-//
-//go:embed metrics/*.json
-var MetricFiles embed.FS
+// Kinds: what the DBMS is, which decides how it is started and probed. The
+// local backend starts the kinds in LocalKinds; every kind runs on the
+// kubernetes backend (see Entry.Kubernetes).
+const (
+	KindRedis            = "redis"
+	KindPostgreSQL       = "postgresql"
+	KindPgBouncer        = "pgbouncer" // a connection pool in front of PostgreSQL
+	KindRedisCluster     = "redis-cluster"
+	KindDragonfly        = "dragonfly"
+	KindDragonflyCluster = "dragonfly-cluster"
+)
+
+var kinds = []string{KindRedis, KindPostgreSQL, KindPgBouncer, KindRedisCluster, KindDragonfly, KindDragonflyCluster}
+
+// LocalKinds are the kinds the local backend can start, from the Debian
+// packages (redis-server, postgresql, pgbouncer). Dragonfly has no Debian
+// package and no build on the registries these machines reach: Kubernetes
+// only.
+var LocalKinds = []string{KindRedis, KindPostgreSQL, KindRedisCluster, KindPgBouncer}
+
+// RunsLocally reports whether the local backend can start this DBMS.
+func (e Entry) RunsLocally() bool { return slices.Contains(LocalKinds, e.Kind) }
+
+// Probes: how readiness is checked.
+const (
+	ProbeRedisPing  = "redis-ping"
+	ProbeSQLSelect1 = "sql-select-1"
+)
+
+// Entry is one DBMS of the catalog.
+type Entry struct {
+	Name        string `json:"name"` // canonical, as users type it: "PostgreSQL"
+	Description string `json:"description"`
+	Kind        string `json:"kind"`
+	// Ports by role; "client" is the port clients connect to inside the
+	// image. The local backend picks free ports instead.
+	Ports          map[string]int `json:"ports"`
+	Probe          string         `json:"probe"`
+	VersionCommand []string       `json:"version_command"`
+	Image          string         `json:"image"`
+	// User is the database user clients connect as ("" for none).
+	User string `json:"user,omitempty"`
+	// Database is created by the deployer and used by the drivers ("" when
+	// the DBMS has no databases to speak of).
+	Database string `json:"database,omitempty"`
+	// Settings are server settings (postgres -c name=value, redis
+	// directives), applied by both backends.
+	Settings map[string]string `json:"settings,omitempty"`
+	// VolumeSettings are added to Settings when the SUT keeps its data on a
+	// persistent volume (-rst), e.g. Redis's AOF: a server whose data lives
+	// only in memory would leave the volume empty.
+	VolumeSettings map[string]string `json:"volume_settings,omitempty"`
+	// JDBCURL is a template with the placeholders of YCSBProperties.
+	JDBCURL string `json:"jdbc_url,omitempty"`
+	YCSB    YCSB   `json:"ycsb"`
+	// Kubernetes is how the kubernetes backend runs it.
+	Kubernetes *Kubernetes `json:"kubernetes"`
+}
+
+// YCSB says how the YCSB driver talks to the DBMS.
+type YCSB struct {
+	DB string `json:"db"` // the site.ycsb.DB class
+	// Properties are templates for every phase; LoadProperties are added
+	// (and win) for loading phases.
+	Properties     map[string]string `json:"properties"`
+	LoadProperties map[string]string `json:"load_properties,omitempty"`
+	// Schema statements are run by the deployer before loading.
+	Schema []string `json:"schema,omitempty"`
+}
+
+type loaded struct {
+	byKey map[string]Entry // lower-cased name
+	names []string
+}
+
+var load = sync.OnceValues(func() (loaded, error) { return parse(Files) })
+
+// Lookup finds a DBMS by name, case-insensitively.
+func Lookup(name string) (Entry, error) {
+	c, err := load()
+	if err != nil {
+		return Entry{}, err
+	}
+	e, ok := c.byKey[strings.ToLower(strings.TrimSpace(name))]
+	if !ok {
+		return Entry{}, fmt.Errorf("%w %q; known: %s", ErrUnknownDBMS, name, strings.Join(c.names, ", "))
+	}
+	return e, nil
+}
+
+// Names returns the canonical names of the catalog, sorted. It is empty if
+// the catalog does not parse (Lookup returns that error).
+func Names() []string {
+	c, _ := load()
+	return append([]string(nil), c.names...)
+}
+
+// parse reads and validates every *.json file at the root of fsys.
+func parse(fsys fs.FS) (loaded, error) {
+	paths, err := fs.Glob(fsys, "*.json")
+	if err != nil {
+		return loaded{}, fmt.Errorf("catalog: %w", err)
+	}
+	c := loaded{byKey: map[string]Entry{}}
+	for _, p := range paths {
+		b, err := fs.ReadFile(fsys, p)
+		if err != nil {
+			return loaded{}, fmt.Errorf("catalog: %w", err)
+		}
+		e, err := parseEntry(b)
+		if err != nil {
+			return loaded{}, fmt.Errorf("catalog %s: %w", p, err)
+		}
+		key := strings.ToLower(e.Name)
+		if want := key + ".json"; path.Base(p) != want {
+			return loaded{}, fmt.Errorf("catalog %s: holds %q, so it must be named %s", p, e.Name, want)
+		}
+		c.byKey[key] = e
+		c.names = append(c.names, e.Name)
+	}
+	if len(c.names) == 0 {
+		return loaded{}, errors.New("catalog: no *.json files")
+	}
+	for _, e := range c.byKey {
+		if p := e.Kubernetes.Pool; p != nil {
+			b, ok := c.byKey[strings.ToLower(p.Backend)]
+			if !ok || b.Kubernetes.Topology == TopologyPool {
+				return loaded{}, fmt.Errorf("catalog %s: kubernetes.pool.backend %q must be a catalog DBMS that is not itself a pool", strings.ToLower(e.Name)+".json", p.Backend)
+			}
+		}
+	}
+	sort.Strings(c.names)
+	return c, nil
+}
+
+func parseEntry(b []byte) (Entry, error) {
+	var e Entry
+	dec := json.NewDecoder(strings.NewReader(string(b)))
+	dec.DisallowUnknownFields() // a misspelt key must not silently become a default
+	if err := dec.Decode(&e); err != nil {
+		return Entry{}, err
+	}
+	return e, e.validate()
+}
+
+func (e Entry) validate() error {
+	var errs []error
+	need := func(ok bool, field, what string) {
+		if !ok {
+			errs = append(errs, fmt.Errorf("%s: %s", field, what))
+		}
+	}
+	need(e.Name != "" && !strings.ContainsAny(e.Name, " /"), "name", "required, without spaces or slashes")
+	need(e.Description != "", "description", "required")
+	need(slices.Contains(kinds, e.Kind), "kind", "must be one of "+strings.Join(kinds, ", "))
+	need(e.Ports["client"] > 0 && e.Ports["client"] < 65536, "ports.client", "required, 1-65535")
+	need(e.Probe == ProbeRedisPing || e.Probe == ProbeSQLSelect1, "probe", `must be "redis-ping" or "sql-select-1"`)
+	need(len(e.VersionCommand) > 0 && e.VersionCommand[0] != "", "version_command", "required")
+	need(e.Image != "", "image", "required")
+	need(e.YCSB.DB != "", "ycsb.db", "required (the site.ycsb.DB class)")
+	need(len(e.YCSB.Properties) > 0, "ycsb.properties", "required")
+	if e.Kind == KindPostgreSQL {
+		need(e.JDBCURL != "", "jdbc_url", "required for postgresql")
+		need(e.Database != "", "database", "required for postgresql")
+		need(len(e.YCSB.Schema) > 0, "ycsb.schema", "required for postgresql")
+	}
+	if e.Kind == KindPgBouncer {
+		need(e.JDBCURL != "", "jdbc_url", "required for pgbouncer")
+		need(e.Database != "", "database", "required for pgbouncer")
+	}
+	if e.Kubernetes == nil {
+		errs = append(errs, errors.New("kubernetes: required (how the kubernetes backend runs it)"))
+	} else if err := e.Kubernetes.validate(e); err != nil {
+		errs = append(errs, err)
+	}
+	return errors.Join(errs...)
+}

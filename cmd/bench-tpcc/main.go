@@ -21,9 +21,9 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/benchq/benchq/catalog"
 	"github.com/benchq/benchq/contracts"
 	"github.com/benchq/benchq/internal/benchbase"
-	"github.com/benchq/benchq/internal/catalog"
 	"github.com/benchq/benchq/internal/localdb"
 	"github.com/benchq/benchq/internal/tpcc"
 	"github.com/benchq/benchq/internal/version"
@@ -31,7 +31,7 @@ import (
 
 type config struct {
 	warehouses, terminals, seconds, shards, target int
-	newConnection                                   bool
+	newConnection                                  bool
 }
 
 func main() {

@@ -4,8 +4,8 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/benchq/benchq/catalog"
 	"github.com/benchq/benchq/contracts"
-	"github.com/benchq/benchq/internal/catalog"
 	"github.com/benchq/benchq/internal/plan"
 )
 

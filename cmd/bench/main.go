@@ -16,18 +16,18 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/benchq/benchq/internal/config"
+	"github.com/benchq/benchq/internal/startup"
 )
 
 func main() {
-	home := config.Env("BENCHQ_HOME", ".benchq")
-	cache := config.Env("BENCHQ_CACHE", filepath.Join(os.Getenv("HOME"), ".cache", "benchq"))
+	home := startup.Env("BENCHQ_HOME", ".benchq")
+	cache := startup.Env("BENCHQ_CACHE", filepath.Join(os.Getenv("HOME"), ".cache", "benchq"))
 	fs := flag.NewFlagSet("bench", flag.ExitOnError)
 	var cfg Config
 	fs.StringVar(&cfg.Bin, "bin", filepath.Join(home, "bin"), "directory with driver-agent and nats-server (make bootstrap)")
-	fs.StringVar(&cfg.Java, "java", config.Env("BENCHQ_JAVA", "java"), "java binary")
-	fs.StringVar(&cfg.YCSBLib, "ycsb-lib", config.Env("BENCHQ_YCSB_LIB", filepath.Join(cache, "ycsb", "lib")), "YCSB jars (scripts/build-ycsb.sh)")
-	fs.StringVar(&cfg.Workloads, "workloads", config.Env("BENCHQ_YCSB_WORKLOADS", "services/driver-agent/ycsb/workloads"), "YCSB workload files")
+	fs.StringVar(&cfg.Java, "java", startup.Env("BENCHQ_JAVA", "java"), "java binary")
+	fs.StringVar(&cfg.YCSBLib, "ycsb-lib", startup.Env("BENCHQ_YCSB_LIB", filepath.Join(cache, "ycsb", "lib")), "YCSB jars (scripts/build-ycsb.sh)")
+	fs.StringVar(&cfg.Workloads, "workloads", startup.Env("BENCHQ_YCSB_WORKLOADS", "services/driver-agent/ycsb/workloads"), "YCSB workload files")
 	fs.StringVar(&cfg.Workload, "workload", "a", "YCSB workload (a-f)")
 	fs.Int64Var(&cfg.Records, "records", 100_000, "records loaded once (not measured)")
 	fs.Int64Var(&cfg.Operations, "operations", 500_000, "operations per run")
@@ -53,7 +53,7 @@ func main() {
 	defer stop()
 	ctx, cancel := context.WithTimeout(ctx, *deadline)
 	defer cancel()
-	if err := Run(ctx, cfg, os.Stdout, config.Logger("bench")); err != nil {
+	if err := Run(ctx, cfg, os.Stdout, startup.Logger("bench")); err != nil {
 		fmt.Fprintln(os.Stderr, "bench:", err)
 		cancel()
 		stop()

@@ -7,14 +7,14 @@ import (
 	"os"
 	"path/filepath"
 
-	"github.com/benchq/benchq/deploy/compose"
+	"github.com/benchq/benchq/internal/credentials"
 	"github.com/benchq/benchq/internal/atomicfile"
 	"github.com/benchq/benchq/internal/natsauth"
 )
 
 // cmdCredentials writes the compose stack's credentials into DIR/.env
 // (mode 0600): an NKey per role (the public key for nats-server's
-// configuration, deploy/compose/nats-server.conf, and the seed for the
+// configuration, deploy/k8s/nats-server.conf, and the seed for the
 // service of that role), the results database's password, the HTTP
 // intake's token and Grafana's admin password. docker compose reads .env
 // from the project directory: `benchq credentials deploy/compose`.
@@ -35,7 +35,7 @@ func cmdCredentials(_ context.Context, args []string, st *State) int {
 		st.errorf("%v", err)
 		return ExitFailed
 	}
-	env, err := compose.Env()
+	env, err := credentials.Env()
 	if err != nil {
 		st.errorf("credentials: %v", err)
 		return ExitFailed

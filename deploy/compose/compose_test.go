@@ -28,22 +28,26 @@ import (
 
 	"github.com/benchq/benchq/contracts"
 	"github.com/benchq/benchq/internal/bus"
+	"github.com/benchq/benchq/internal/credentials"
 	"github.com/benchq/benchq/internal/natsauth"
 	"github.com/benchq/benchq/internal/testenv"
 )
 
-var update = flag.Bool("update", false, "rewrite nats-server.conf from NATSConfig")
+var update = flag.Bool("update", false, "rewrite deploy/k8s/nats-server.conf from credentials.NATSConfig")
 
 const root = "../.."
 
-// The compose stack's and deploy/k8s's nats-server.conf are both what
-// NATSConfig generates.
+// natsConf is the stacks' one nats-server.conf.
+var natsConf = filepath.Join(root, "deploy", "k8s", "nats-server.conf")
+
+// The one nats-server.conf (deploy/k8s; compose mounts it) is what
+// credentials.NATSConfig generates.
 func TestNATSConfigIsGenerated(t *testing.T) {
-	want, err := NATSConfig()
+	want, err := credentials.NATSConfig()
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, path := range []string{"nats-server.conf", filepath.Join(root, "deploy", "k8s", "nats-server.conf")} {
+	for _, path := range []string{natsConf} {
 		if *update {
 			if err := os.WriteFile(path, []byte(want), 0o644); err != nil {
 				t.Fatal(err)
@@ -59,7 +63,7 @@ func TestNATSConfigIsGenerated(t *testing.T) {
 // dir and returns its path and its variables.
 func freshEnv(t *testing.T) (string, map[string]string) {
 	t.Helper()
-	env, err := Env()
+	env, err := credentials.Env()
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -73,7 +77,7 @@ func freshEnv(t *testing.T) (string, map[string]string) {
 			vars[k] = v
 		}
 	}
-	want := 2*len(natsauth.Roles) + len(Secrets)
+	want := 2*len(natsauth.Roles) + len(credentials.Secrets)
 	if len(vars) != want {
 		t.Fatalf(".env has %d variables, want %d", len(vars), want)
 	}
@@ -89,7 +93,7 @@ func TestNATSConfigAdmitsTheRoles(t *testing.T) {
 	for _, r := range natsauth.Roles {
 		t.Setenv(natsauth.PubEnv(r), env[natsauth.PubEnv(r)])
 	}
-	opts, url := testenv.NATSFromConfig(t, "nats-server.conf")
+	opts, url := testenv.NATSFromConfig(t, natsConf)
 	if !opts.JetStream || opts.StoreDir != "/data" || opts.Port != 4222 || opts.HTTPPort != 8222 {
 		t.Errorf("jetstream %v store %q port %d http %d; want JetStream on /data (the volume), 4222, 8222 (the healthcheck)", opts.JetStream, opts.StoreDir, opts.Port, opts.HTTPPort)
 	}

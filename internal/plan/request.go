@@ -6,8 +6,8 @@ import (
 	"fmt"
 	"strings"
 
+	"github.com/benchq/benchq/catalog"
 	"github.com/benchq/benchq/contracts"
-	"github.com/benchq/benchq/internal/catalog"
 )
 
 // FromRequest checks a raw request (schema, catalog, grid) and, when it is

@@ -4,8 +4,8 @@ import (
 	"fmt"
 	"strings"
 
+	"github.com/benchq/benchq/catalog"
 	"github.com/benchq/benchq/contracts"
-	"github.com/benchq/benchq/internal/catalog"
 )
 
 // InvalidError is a request that cannot be expanded; Field names the culprit.

@@ -5,8 +5,8 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/benchq/benchq/catalog"
 	"github.com/benchq/benchq/contracts"
-	"github.com/benchq/benchq/internal/catalog"
 )
 
 // Spec names one SUT configuration to provision.

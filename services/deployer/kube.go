@@ -16,8 +16,8 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
 
+	"github.com/benchq/benchq/catalog"
 	"github.com/benchq/benchq/contracts"
-	"github.com/benchq/benchq/internal/catalog"
 )
 
 // BackendKubernetes is the name of the kubernetes backend in events.

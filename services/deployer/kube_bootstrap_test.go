@@ -12,7 +12,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/benchq/benchq/internal/catalog"
+	"github.com/benchq/benchq/catalog"
 	"github.com/benchq/benchq/internal/localdb"
 )
 

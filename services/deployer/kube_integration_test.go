@@ -41,7 +41,7 @@ import (
 	"k8s.io/utils/ptr"
 
 	"github.com/benchq/benchq/contracts"
-	"github.com/benchq/benchq/deploy/compose"
+	"github.com/benchq/benchq/internal/credentials"
 	"github.com/benchq/benchq/internal/bus"
 	"github.com/benchq/benchq/internal/k8stest"
 	"github.com/benchq/benchq/internal/natsauth"
@@ -667,7 +667,7 @@ func k8sManifests(t *testing.T) (string, map[string]string) {
 			t.Fatal(err)
 		}
 	}
-	text, err := compose.Env()
+	text, err := credentials.Env()
 	if err != nil {
 		t.Fatal(err)
 	}

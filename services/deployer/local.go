@@ -12,9 +12,9 @@ import (
 
 	"github.com/jackc/pgx/v5"
 
+	"github.com/benchq/benchq/catalog"
 	"github.com/benchq/benchq/contracts"
 	"github.com/benchq/benchq/internal/atomicfile"
-	"github.com/benchq/benchq/internal/catalog"
 	"github.com/benchq/benchq/internal/localdb"
 )
 

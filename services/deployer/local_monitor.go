@@ -16,7 +16,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 
-	"github.com/benchq/benchq/internal/catalog"
+	"github.com/benchq/benchq/catalog"
 	"github.com/benchq/benchq/internal/pgbexporter"
 	"github.com/benchq/benchq/internal/procmetrics"
 	"github.com/benchq/benchq/internal/procs"

@@ -10,8 +10,8 @@ import (
 	"strings"
 	"time"
 
+	"github.com/benchq/benchq/catalog"
 	"github.com/benchq/benchq/contracts"
-	"github.com/benchq/benchq/internal/catalog"
 	"github.com/benchq/benchq/internal/localdb"
 )
 

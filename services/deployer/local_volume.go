@@ -11,9 +11,9 @@ import (
 	"strings"
 	"time"
 
+	"github.com/benchq/benchq/catalog"
 	"github.com/benchq/benchq/contracts"
 	"github.com/benchq/benchq/internal/atomicfile"
-	"github.com/benchq/benchq/internal/catalog"
 )
 
 // Persistent volumes on the local backend (docs/volumes.md): with -rst a SUT keeps

@@ -8,23 +8,23 @@ import (
 	"path/filepath"
 	"strconv"
 
-	"github.com/benchq/benchq/internal/config"
 	"github.com/benchq/benchq/internal/natsauth"
+	"github.com/benchq/benchq/internal/startup"
 )
 
 func main() {
-	svc := config.NewService("deployer")
+	svc := startup.NewService("deployer")
 	fs := svc.Flags
 	var bc BackendConfig
-	fs.StringVar(&bc.Kind, "backend", config.Env("BENCHQ_BACKEND", BackendLocal), "where SUTs run: local or kubernetes (env BENCHQ_BACKEND)")
-	fs.StringVar(&bc.Root, "root", config.Env("BENCHQ_SUT_ROOT", filepath.Join(config.Env("BENCHQ_HOME", ".benchq"), "suts")), "local backend: directory for SUT data (env BENCHQ_SUT_ROOT)")
+	fs.StringVar(&bc.Kind, "backend", startup.Env("BENCHQ_BACKEND", BackendLocal), "where SUTs run: local or kubernetes (env BENCHQ_BACKEND)")
+	fs.StringVar(&bc.Root, "root", startup.Env("BENCHQ_SUT_ROOT", filepath.Join(startup.Env("BENCHQ_HOME", ".benchq"), "suts")), "local backend: directory for SUT data (env BENCHQ_SUT_ROOT)")
 	fs.StringVar(&bc.Kubeconfig, "kubeconfig", "", "kubernetes backend: kubeconfig file (default $KUBECONFIG, ~/.kube/config, or in-cluster)")
-	fs.StringVar(&bc.Namespace, "namespace", config.Env("BENCHQ_NAMESPACE", ""), "kubernetes backend: namespace (env BENCHQ_NAMESPACE; default the kubeconfig's or the pod's)")
-	fs.StringVar(&bc.DriverImage, "driver-image", config.Env("BENCHQ_DRIVER_IMAGE", DefaultDriverImage), "kubernetes backend: driver-agent image of the driver Jobs (env BENCHQ_DRIVER_IMAGE)")
+	fs.StringVar(&bc.Namespace, "namespace", startup.Env("BENCHQ_NAMESPACE", ""), "kubernetes backend: namespace (env BENCHQ_NAMESPACE; default the kubeconfig's or the pod's)")
+	fs.StringVar(&bc.DriverImage, "driver-image", startup.Env("BENCHQ_DRIVER_IMAGE", DefaultDriverImage), "kubernetes backend: driver-agent image of the driver Jobs (env BENCHQ_DRIVER_IMAGE)")
 	fs.Float64Var(&bc.KubeQPS, "kube-qps", kubeQPSDefault(), "kubernetes backend: requests a second to the API server, burst twice that (env BENCHQ_KUBE_QPS)")
-	fs.StringVar(&bc.DriverSeedSecret, "driver-seed-secret", config.Env("BENCHQ_DRIVER_SEED_SECRET", ""), "kubernetes backend: Secret whose key "+natsauth.SeedValueEnvOf(natsauth.Agent)+" the driver pods connect to NATS with (env BENCHQ_DRIVER_SEED_SECRET; empty: anonymously)")
-	fs.StringVar(&bc.DriverNATSURL, "driver-nats", config.Env("BENCHQ_DRIVER_NATS_URL", ""), "kubernetes backend: NATS URL as the driver pods see it (env BENCHQ_DRIVER_NATS_URL; default: -nats)")
-	svc.Main(func(ctx context.Context, rt config.Runtime) error {
+	fs.StringVar(&bc.DriverSeedSecret, "driver-seed-secret", startup.Env("BENCHQ_DRIVER_SEED_SECRET", ""), "kubernetes backend: Secret whose key "+natsauth.SeedValueEnvOf(natsauth.Agent)+" the driver pods connect to NATS with (env BENCHQ_DRIVER_SEED_SECRET; empty: anonymously)")
+	fs.StringVar(&bc.DriverNATSURL, "driver-nats", startup.Env("BENCHQ_DRIVER_NATS_URL", ""), "kubernetes backend: NATS URL as the driver pods see it (env BENCHQ_DRIVER_NATS_URL; default: -nats)")
+	svc.Main(func(ctx context.Context, rt startup.Runtime) error {
 		if bc.DriverNATSURL == "" {
 			bc.DriverNATSURL = rt.NATSURL
 		}
@@ -38,7 +38,7 @@ func main() {
 
 // kubeQPSDefault is $BENCHQ_KUBE_QPS, else DefaultKubeQPS.
 func kubeQPSDefault() float64 {
-	if q, err := strconv.ParseFloat(config.Env("BENCHQ_KUBE_QPS", ""), 64); err == nil && q > 0 {
+	if q, err := strconv.ParseFloat(startup.Env("BENCHQ_KUBE_QPS", ""), 64); err == nil && q > 0 {
 		return q
 	}
 	return DefaultKubeQPS

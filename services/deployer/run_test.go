@@ -10,8 +10,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/benchq/benchq/catalog"
 	"github.com/benchq/benchq/contracts"
-	"github.com/benchq/benchq/internal/catalog"
 	"github.com/benchq/benchq/internal/obs"
 	"github.com/benchq/benchq/internal/obs/obstest"
 	"github.com/benchq/benchq/internal/testenv"

@@ -14,23 +14,23 @@ import (
 	"strconv"
 	"syscall"
 
-	"github.com/benchq/benchq/internal/config"
 	"github.com/benchq/benchq/internal/obs"
+	"github.com/benchq/benchq/internal/startup"
 )
 
 func main() {
 	host, _ := os.Hostname()
-	cache := config.Env("BENCHQ_CACHE", filepath.Join(os.Getenv("HOME"), ".cache", "benchq"))
+	cache := startup.Env("BENCHQ_CACHE", filepath.Join(os.Getenv("HOME"), ".cache", "benchq"))
 	fs := flag.NewFlagSet("driver-agent", flag.ExitOnError)
 	var cfg Config
-	natsURL := config.NATSFlag(fs)
-	fs.StringVar(&cfg.Name, "name", config.Env("BENCHQ_AGENT_NAME", defaultName(host)), "agent name, unique (env BENCHQ_AGENT_NAME)")
-	fs.StringVar(&cfg.Java, "java", config.Env("BENCHQ_JAVA", "java"), "java binary")
-	fs.StringVar(&cfg.YCSBLib, "ycsb-lib", config.Env("BENCHQ_YCSB_LIB", filepath.Join(cache, "ycsb", "lib")), "YCSB jars (built by scripts/build-ycsb.sh)")
-	fs.StringVar(&cfg.Workloads, "workloads", config.Env("BENCHQ_YCSB_WORKLOADS", "services/driver-agent/ycsb/workloads"), "YCSB workload files")
-	fs.StringVar(&cfg.Limits.Experiment, "experiment", config.Env("BENCHQ_AGENT_EXPERIMENT", ""), "take only shard jobs of this experiment (env BENCHQ_AGENT_EXPERIMENT; driver Jobs)")
-	fs.StringVar(&cfg.Limits.Phase, "phase", config.Env("BENCHQ_AGENT_PHASE", ""), "take only shard jobs of this phase, hand others back (env BENCHQ_AGENT_PHASE; driver Jobs)")
-	bbHome := fs.String("benchbase", config.Env("BENCHQ_BENCHBASE_HOME", ""), "Benchbase install (benchbase.jar or its directory; JAVA_HOME picks the JVM) that runs TPC-C shards; unset = the embedded engine (env BENCHQ_BENCHBASE_HOME)")
+	natsURL := startup.NATSFlag(fs)
+	fs.StringVar(&cfg.Name, "name", startup.Env("BENCHQ_AGENT_NAME", defaultName(host)), "agent name, unique (env BENCHQ_AGENT_NAME)")
+	fs.StringVar(&cfg.Java, "java", startup.Env("BENCHQ_JAVA", "java"), "java binary")
+	fs.StringVar(&cfg.YCSBLib, "ycsb-lib", startup.Env("BENCHQ_YCSB_LIB", filepath.Join(cache, "ycsb", "lib")), "YCSB jars (built by scripts/build-ycsb.sh)")
+	fs.StringVar(&cfg.Workloads, "workloads", startup.Env("BENCHQ_YCSB_WORKLOADS", "services/driver-agent/ycsb/workloads"), "YCSB workload files")
+	fs.StringVar(&cfg.Limits.Experiment, "experiment", startup.Env("BENCHQ_AGENT_EXPERIMENT", ""), "take only shard jobs of this experiment (env BENCHQ_AGENT_EXPERIMENT; driver Jobs)")
+	fs.StringVar(&cfg.Limits.Phase, "phase", startup.Env("BENCHQ_AGENT_PHASE", ""), "take only shard jobs of this phase, hand others back (env BENCHQ_AGENT_PHASE; driver Jobs)")
+	bbHome := fs.String("benchbase", startup.Env("BENCHQ_BENCHBASE_HOME", ""), "Benchbase install (benchbase.jar or its directory; JAVA_HOME picks the JVM) that runs TPC-C shards; unset = the embedded engine (env BENCHQ_BENCHBASE_HOME)")
 	maxShards := fs.Int("max-shards", 0, "exit 0 after this many shards ended; 0 = serve until stopped (env BENCHQ_AGENT_MAX_SHARDS; driver Jobs)")
 	_ = fs.Parse(os.Args[1:])
 	cfg.NATSURL = *natsURL
@@ -48,7 +48,7 @@ func main() {
 		fmt.Fprintf(os.Stderr, "-benchbase: %v\n", err)
 		os.Exit(2)
 	}
-	log := config.Logger("driver-agent").With("agent", cfg.Name)
+	log := startup.Logger("driver-agent").With("agent", cfg.Name)
 	logTPCCEngine(log, cfg.Benchbase)
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()

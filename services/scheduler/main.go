@@ -8,16 +8,16 @@ import (
 	"context"
 	"os"
 
-	"github.com/benchq/benchq/internal/config"
+	"github.com/benchq/benchq/internal/startup"
 )
 
 func main() {
-	svc := config.NewService("scheduler")
+	svc := startup.NewService("scheduler")
 	var cfg Config
-	svc.Flags.StringVar(&cfg.HTTPAddr, "http", config.Env("BENCHQ_HTTP_ADDR", ""), "address of the HTTP intake, e.g. 127.0.0.1:8080 (env BENCHQ_HTTP_ADDR; empty: none)")
-	svc.Flags.StringVar(&cfg.HTTPTokenFile, "http-token-file", config.Env("BENCHQ_HTTP_TOKEN_FILE", ""), "the HTTP intake's bearer token, in a file of mode 0600 (env BENCHQ_HTTP_TOKEN_FILE)")
+	svc.Flags.StringVar(&cfg.HTTPAddr, "http", startup.Env("BENCHQ_HTTP_ADDR", ""), "address of the HTTP intake, e.g. 127.0.0.1:8080 (env BENCHQ_HTTP_ADDR; empty: none)")
+	svc.Flags.StringVar(&cfg.HTTPTokenFile, "http-token-file", startup.Env("BENCHQ_HTTP_TOKEN_FILE", ""), "the HTTP intake's bearer token, in a file of mode 0600 (env BENCHQ_HTTP_TOKEN_FILE)")
 	cfg.HTTPToken = os.Getenv("BENCHQ_HTTP_TOKEN") // not a flag: a flag's value is in every process listing
-	svc.Main(func(ctx context.Context, rt config.Runtime) error {
+	svc.Main(func(ctx context.Context, rt startup.Runtime) error {
 		cfg.NATSURL, cfg.Metrics = rt.NATSURL, rt.Metrics
 		return Run(ctx, cfg, rt.Log)
 	})

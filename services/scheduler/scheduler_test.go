@@ -12,9 +12,9 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 	"github.com/prometheus/client_golang/prometheus"
 
+	"github.com/benchq/benchq/catalog"
 	"github.com/benchq/benchq/contracts"
 	"github.com/benchq/benchq/internal/bus"
-	"github.com/benchq/benchq/internal/catalog"
 	"github.com/benchq/benchq/internal/obs"
 	"github.com/benchq/benchq/internal/obs/obstest"
 	"github.com/benchq/benchq/internal/testenv"

@@ -9,8 +9,6 @@ import (
 	"slices"
 	"strings"
 	"sync"
-
-	files "github.com/benchq/benchq/catalog"
 )
 
 // SystemSet names the metric set of every component's CPU and memory.
@@ -51,7 +49,7 @@ type MetricSet struct {
 	Metrics []Metric `json:"metrics"`
 }
 
-var loadMetrics = sync.OnceValues(func() (map[string]MetricSet, error) { return parseMetricSets(files.MetricFiles) })
+var loadMetrics = sync.OnceValues(func() (map[string]MetricSet, error) { return parseMetricSets(MetricFiles) })
 
 // MetricSetByName returns the metric set called name ("system", or an
 // entry's Kubernetes.Metrics).

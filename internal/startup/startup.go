@@ -1,7 +1,7 @@
-// Package config holds what every benchq process reads the same way: the
+// Package startup holds what every benchq process reads the same way: the
 // environment with defaults, the structured logger, and the start-up every
 // service's main shares (Service).
-package config
+package startup
 
 import (
 	"context"

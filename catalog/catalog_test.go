@@ -9,17 +9,16 @@ import (
 	"testing"
 	"testing/fstest"
 
-	files "github.com/benchq/benchq/catalog"
 	"github.com/benchq/benchq/contracts"
 )
 
 func TestEveryCatalogFileParses(t *testing.T) {
-	paths, err := fs.Glob(files.Files, "*.json")
+	paths, err := fs.Glob(Files, "*.json")
 	if err != nil || len(paths) == 0 {
 		t.Fatalf("catalog files: %v %v", paths, err)
 	}
 	for _, p := range paths {
-		b, err := fs.ReadFile(files.Files, p)
+		b, err := fs.ReadFile(Files, p)
 		if err != nil {
 			t.Fatal(err)
 		}
