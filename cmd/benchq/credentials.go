@@ -7,8 +7,8 @@ import (
 	"os"
 	"path/filepath"
 
-	"github.com/benchq/benchq/internal/credentials"
 	"github.com/benchq/benchq/internal/atomicfile"
+	"github.com/benchq/benchq/internal/credentials"
 	"github.com/benchq/benchq/internal/natsauth"
 )
 

@@ -41,8 +41,8 @@ import (
 	"k8s.io/utils/ptr"
 
 	"github.com/benchq/benchq/contracts"
-	"github.com/benchq/benchq/internal/credentials"
 	"github.com/benchq/benchq/internal/bus"
+	"github.com/benchq/benchq/internal/credentials"
 	"github.com/benchq/benchq/internal/k8stest"
 	"github.com/benchq/benchq/internal/natsauth"
 	"github.com/benchq/benchq/internal/testenv"
