@@ -6,9 +6,9 @@ import (
 	"flag"
 	"fmt"
 	"io"
-	"path/filepath"
 	"strings"
 
+	"github.com/benchq/benchq/internal/stack"
 	"github.com/benchq/benchq/internal/version"
 )
 
@@ -22,32 +22,9 @@ const (
 
 // State is the process state a command sees, injected so commands run
 // in-process in tests.
-type State struct {
-	Env    func(string) string
-	Stdout io.Writer
-	Stderr io.Writer
-}
-
-func (s *State) env(key, def string) string {
-	if v := s.Env(key); v != "" {
-		return v
-	}
-	return def
-}
-
-// home is the directory of the embedded stack's state (binaries, data, logs).
-func (s *State) home() string {
-	h := s.env("BENCHQ_HOME", ".benchq")
-	abs, err := filepath.Abs(h)
-	if err != nil {
-		return h
-	}
-	return abs
-}
-
-func (s *State) errorf(format string, args ...any) {
-	fmt.Fprintf(s.Stderr, "benchq: "+format+"\n", args...)
-}
+// State is what a command gets of its process (stack.State): the
+// environment and the standard streams, injected for in-process tests.
+type State = stack.State
 
 const usage = `usage: benchq <command> [flags]
 
@@ -92,7 +69,7 @@ func Main(ctx context.Context, args []string, st *State) int {
 		}
 		rest = fs.Args()
 		if len(rest) > 0 && cmd != "restart" && cmd != "volumes" && cmd != "credentials" { // they check their words
-			st.errorf("%s: unexpected %q (usage: benchq %s)", cmd, strings.Join(rest, " "), cmd)
+			st.Errorf("%s: unexpected %q (usage: benchq %s)", cmd, strings.Join(rest, " "), cmd)
 			return ExitUsage
 		}
 	}
@@ -107,7 +84,7 @@ func Main(ctx context.Context, args []string, st *State) int {
 		fmt.Fprintf(st.Stdout, "benchq %s\n", version.String())
 		return ExitOK
 	}
-	st.errorf("unknown command %q (commands: up, down, ycsb, benchbase, status, stop, summary, dashboard, restart, volumes, credentials, help, version)", cmd)
+	st.Errorf("unknown command %q (commands: up, down, ycsb, benchbase, status, stop, summary, dashboard, restart, volumes, credentials, help, version)", cmd)
 	return ExitUsage
 }
 
@@ -176,7 +153,7 @@ func parseArgs(fs *flag.FlagSet, args []string, st *State) (code int, done bool)
 		}
 		if err != nil {
 			name := strings.TrimPrefix(fs.Name(), "benchq ")
-			st.errorf("%s: %v (see: benchq %s -h)", name, err, name)
+			st.Errorf("%s: %v (see: benchq %s -h)", name, err, name)
 			return ExitUsage, true
 		}
 		rest := fs.Args()
@@ -209,10 +186,10 @@ func parseCodeArgs(fs *flag.FlagSet, args []string, st *State, code *string) (rc
 	name := strings.TrimPrefix(fs.Name(), "benchq ")
 	switch {
 	case fs.NArg() > 0:
-		st.errorf("%s: unexpected %q (usage: benchq %s -e CODE)", name, strings.Join(fs.Args(), " "), name)
+		st.Errorf("%s: unexpected %q (usage: benchq %s -e CODE)", name, strings.Join(fs.Args(), " "), name)
 		return ExitUsage, true
 	case *code == "":
-		st.errorf("%s: which experiment? give -e CODE", name)
+		st.Errorf("%s: which experiment? give -e CODE", name)
 		return ExitUsage, true
 	}
 	return ExitOK, false

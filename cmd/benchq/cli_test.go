@@ -17,6 +17,7 @@ import (
 	"github.com/nats-io/nats.go"
 
 	"github.com/benchq/benchq/contracts"
+	"github.com/benchq/benchq/internal/stack"
 	"github.com/benchq/benchq/internal/testenv"
 )
 
@@ -50,8 +51,8 @@ func newFakeStack(t *testing.T, natsURL string) *fakeStack {
 	go func() { _ = service.Wait(); close(f.exited) }()
 	t.Cleanup(func() { _ = service.Process.Kill(); <-f.exited })
 
-	s := Stack{NATSURL: natsURL, DBURL: "postgres://benchq@" + ln.Addr().String() + "/benchq",
-		Procs: []Proc{{Name: "scheduler", Pid: service.Process.Pid, Log: filepath.Join(f.home, "scheduler.log")}}}
+	s := stack.Stack{NATSURL: natsURL, DBURL: "postgres://benchq@" + ln.Addr().String() + "/benchq",
+		Procs: []stack.Proc{{Name: "scheduler", Pid: service.Process.Pid, Log: filepath.Join(f.home, "scheduler.log")}}}
 	f.file, _ = json.MarshalIndent(s, "", "  ")
 	if err := os.WriteFile(filepath.Join(f.home, "stack.json"), f.file, 0o644); err != nil {
 		t.Fatal(err)

@@ -24,24 +24,24 @@ import (
 // services out of the results already stored.
 func cmdCredentials(_ context.Context, args []string, st *State) int {
 	if len(args) != 1 {
-		st.errorf("usage: benchq credentials DIR")
+		st.Errorf("usage: benchq credentials DIR")
 		return ExitUsage
 	}
 	path := filepath.Join(args[0], ".env")
 	if _, err := os.Stat(path); err == nil {
-		st.errorf("%s exists; the results database's volume was initialised with its password. To start over: docker compose down -v, remove %s, run this again", path, path)
+		st.Errorf("%s exists; the results database's volume was initialised with its password. To start over: docker compose down -v, remove %s, run this again", path, path)
 		return ExitFailed
 	} else if !errors.Is(err, os.ErrNotExist) {
-		st.errorf("%v", err)
+		st.Errorf("%v", err)
 		return ExitFailed
 	}
 	env, err := credentials.Env()
 	if err != nil {
-		st.errorf("credentials: %v", err)
+		st.Errorf("credentials: %v", err)
 		return ExitFailed
 	}
 	if err := atomicfile.Write(path, []byte(env), 0o600); err != nil {
-		st.errorf("credentials: %v", err)
+		st.Errorf("credentials: %v", err)
 		return ExitFailed
 	}
 	fmt.Fprintf(st.Stdout, "wrote %s (mode 0600): NATS keys for %d roles, the results database's password, the intake's token, Grafana's admin password\n", path, len(natsauth.Roles))

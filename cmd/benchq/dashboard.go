@@ -9,6 +9,7 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/benchq/benchq/grafana"
+	"github.com/benchq/benchq/internal/stack"
 	"github.com/benchq/benchq/internal/version"
 )
 
@@ -41,7 +42,7 @@ func cmdDashboard(ctx context.Context, args []string, st *State) int {
 	}
 	base := st.Env(envGrafanaURL)
 	if base == "" {
-		st.errorf("dashboard: no Grafana configured: set %s (e.g. http://localhost:3000, the compose stack's Grafana).\n"+
+		st.Errorf("dashboard: no Grafana configured: set %s (e.g. http://localhost:3000, the compose stack's Grafana).\n"+
 			"Without Grafana, the experiment's plots are in its HTML report, which opens without network:\n"+
 			"  .venv/bin/reporter report -e %s -o %s.html    (then open %s.html in a browser)", envGrafanaURL, code, code, code)
 		return ExitFailed
@@ -49,22 +50,22 @@ func cmdDashboard(ctx context.Context, args []string, st *State) int {
 	from, to, err := experimentWindow(ctx, st, code)
 	switch {
 	case errors.Is(err, errNoExperiment):
-		st.errorf("dashboard: no experiment %q in the results database (running experiments: benchq status)", code)
+		st.Errorf("dashboard: no experiment %q in the results database (running experiments: benchq status)", code)
 		return ExitFailed
 	case err != nil:
-		st.errorf("dashboard: warning: no time range in the link (%v)", err)
+		st.Errorf("dashboard: warning: no time range in the link (%v)", err)
 	}
 	if upload {
 		boards, err := grafana.Dashboards()
 		if err != nil {
-			st.errorf("dashboard: %v", err)
+			st.Errorf("dashboard: %v", err)
 			return ExitFailed
 		}
 		c := &grafana.Client{Base: base, Token: st.Env(envGrafanaToken)}
 		for _, d := range boards {
 			u, err := c.Upload(ctx, d, "benchq "+version.String())
 			if err != nil {
-				st.errorf("dashboard: %v", err)
+				st.Errorf("dashboard: %v", err)
 				return ExitFailed
 			}
 			fmt.Fprintf(st.Stderr, "uploaded %s (%s)\n", d.Title, u)
@@ -79,9 +80,9 @@ var errNoExperiment = errors.New("no such experiment")
 // experimentWindow is the experiment's time in the stack's results
 // database (to now while it runs), widened by dashboardMargin.
 func experimentWindow(ctx context.Context, st *State, code string) (from, to time.Time, err error) {
-	s, _ := loadStack(st)
+	s, _ := stack.Load(st)
 	if s == nil || s.DBURL == "" {
-		return from, to, errNotUp
+		return from, to, stack.ErrNotUp
 	}
 	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
 	defer cancel()

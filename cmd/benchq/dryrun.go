@@ -12,7 +12,7 @@ import (
 func dryRun(st *State, code string, request []byte) int {
 	_, p, errs := plan.FromRequest(request, code)
 	if len(errs) > 0 {
-		st.errorf("the request would be rejected: %s", plan.Reason(errs))
+		st.Errorf("the request would be rejected: %s", plan.Reason(errs))
 		return ExitFailed
 	}
 	fmt.Fprint(st.Stdout, plannedWorkflow(p))

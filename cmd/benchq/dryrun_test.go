@@ -47,7 +47,7 @@ func TestUsageErrors(t *testing.T) {
 		"no action":       {[]string{"ycsb", "-dbms", "Redis"}, ExitUsage, "run"},
 		"unknown command": {[]string{"frobnicate"}, ExitUsage, "frobnicate"},
 		"unknown dbms":    {[]string{"ycsb", "-dbms", "NoSuchDB", "-dry-run", "run"}, ExitFailed, `unknown DBMS "NoSuchDB"`},
-		"stack not up":    {[]string{"ycsb", "-dbms", "Redis", "run"}, ExitNotReady, "make up"},
+		"stack not up":    {[]string{"ycsb", "-dbms", "Redis", "run"}, ExitNotReady, "benchq up"},
 	}
 	for name, c := range cases {
 		t.Run(name, func(t *testing.T) {

@@ -15,6 +15,7 @@ import (
 	"github.com/benchq/benchq/catalog"
 	"github.com/benchq/benchq/contracts"
 	"github.com/benchq/benchq/internal/plan"
+	"github.com/benchq/benchq/internal/stack"
 )
 
 // expFlags binds bexhoma's flag names to a request. Lists are comma
@@ -181,19 +182,19 @@ func cmdExperiment(ctx context.Context, benchmark string, args []string, st *Sta
 	}
 	rest := fs.Args()
 	if len(rest) != 1 || !slices.Contains(actions, rest[0]) {
-		st.errorf("%s: expected one action after the flags (%s), got %q", benchmark, strings.Join(actions, ", "), strings.Join(rest, " "))
+		st.Errorf("%s: expected one action after the flags (%s), got %q", benchmark, strings.Join(actions, ", "), strings.Join(rest, " "))
 		return ExitUsage
 	}
 	action := rest[0]
 	if action == actionSummary {
 		if f.code == "" {
-			st.errorf("%s summary: which experiment? give -e CODE", benchmark)
+			st.Errorf("%s summary: which experiment? give -e CODE", benchmark)
 			return ExitUsage
 		}
 		return cmdSummary(ctx, []string{"-e", f.code}, st)
 	}
 	if len(f.dbms) == 0 {
-		st.errorf("%s: -dbms is required (e.g. -dbms %s)", benchmark, map[bool]string{true: "PostgreSQL", false: "Redis"}[benchmark == plan.BenchmarkBenchbase])
+		st.Errorf("%s: -dbms is required (e.g. -dbms %s)", benchmark, map[bool]string{true: "PostgreSQL", false: "Redis"}[benchmark == plan.BenchmarkBenchbase])
 		return ExitUsage
 	}
 	now := time.Now().UTC()
@@ -201,7 +202,7 @@ func cmdExperiment(ctx context.Context, benchmark string, args []string, st *Sta
 	if code != "" && !contracts.CodePattern.MatchString(code) {
 		// The scheduler could answer such a request only under a code of
 		// its own choosing, which the CLI would not be waiting on.
-		st.errorf("experiment code %q: use lower-case letters, digits and '-', at most 40, starting with a letter or digit", code)
+		st.Errorf("experiment code %q: use lower-case letters, digits and '-', at most 40, starting with a letter or digit", code)
 		return ExitUsage
 	}
 	if code == "" {
@@ -212,9 +213,9 @@ func cmdExperiment(ctx context.Context, benchmark string, args []string, st *Sta
 	if f.dryRun {
 		return dryRun(st, code, data)
 	}
-	s, err := loadStack(st)
+	s, err := stack.Load(st)
 	if err != nil {
-		st.errorf("%v", err)
+		st.Errorf("%v", err)
 		return ExitNotReady
 	}
 	return submitAndFollow(ctx, st, s, code, req.ID, data, f.detach || action == contracts.ActionStart)

@@ -19,14 +19,15 @@ import (
 	"github.com/benchq/benchq/internal/bus"
 	"github.com/benchq/benchq/internal/plan"
 	"github.com/benchq/benchq/internal/procs"
+	"github.com/benchq/benchq/internal/stack"
 )
 
 // submitAndFollow publishes the request, prints one line per experiment
 // event until the experiment ends, then prints the summary.
-func submitAndFollow(ctx context.Context, st *State, s *Stack, code, reqID string, data []byte, detach bool) int {
-	b, err := s.dial()
+func submitAndFollow(ctx context.Context, st *State, s *stack.Stack, code, reqID string, data []byte, detach bool) int {
+	b, err := s.Dial()
 	if err != nil {
-		st.errorf("connect to %s: %v (is the stack up? make up)", s.NATSURL, err)
+		st.Errorf("connect to %s: %v (is the stack up? make up)", s.NATSURL, err)
 		return ExitNotReady
 	}
 	defer b.Close()
@@ -35,11 +36,11 @@ func submitAndFollow(ctx context.Context, st *State, s *Stack, code, reqID strin
 		FilterSubjects: []string{contracts.ExperimentEvents(code)},
 	})
 	if err != nil {
-		st.errorf("follow %s: %v", code, err)
+		st.Errorf("follow %s: %v", code, err)
 		return ExitFailed
 	}
 	if err := b.PublishRaw(ctx, contracts.SubjRequest, reqID, data); err != nil {
-		st.errorf("publish request: %v", err)
+		st.Errorf("publish request: %v", err)
 		return ExitFailed
 	}
 	start := time.Now()
@@ -102,7 +103,7 @@ func submitAndFollow(ctx context.Context, st *State, s *Stack, code, reqID strin
 		msg, err := cons.Next(jetstream.FetchMaxWait(5 * time.Second))
 		if err != nil {
 			if ctx.Err() != nil {
-				st.errorf("interrupted; the experiment goes on (benchq status; benchq stop -e %s; benchq summary -e %s)", code, code)
+				st.Errorf("interrupted; the experiment goes on (benchq status; benchq stop -e %s; benchq summary -e %s)", code, code)
 				return ExitFailed
 			}
 			continue // no event for a while: the phase is running
@@ -131,7 +132,7 @@ func submitAndFollow(ctx context.Context, st *State, s *Stack, code, reqID strin
 			say(line)
 		}
 		if rejected != "" {
-			st.errorf("request rejected: %s", rejected)
+			st.Errorf("request rejected: %s", rejected)
 			return ExitFailed
 		}
 		if detach && subj.Topic == contracts.TopicPlanned {
@@ -141,11 +142,11 @@ func submitAndFollow(ctx context.Context, st *State, s *Stack, code, reqID strin
 		status = end
 	}
 	if err := waitStored(ctx, b, s.DBURL, code, true); err != nil {
-		st.errorf("%v", err)
+		st.Errorf("%v", err)
 		return ExitFailed
 	}
 	if err := waitMetrics(ctx, s.DBURL, code); err != nil {
-		st.errorf("warning: %v; the summary shows the phases pulled so far (benchq summary -e %s shows them all later)", err, code)
+		st.Errorf("warning: %v; the summary shows the phases pulled so far (benchq summary -e %s shows them all later)", err, code)
 	}
 	fmt.Fprintln(st.Stdout)
 	// With -tr a failed result test fails the run (the reporter says which),
@@ -310,10 +311,10 @@ func reporterPath(st *State) string {
 	if p := st.Env("BENCHQ_REPORTER"); p != "" {
 		return p
 	}
-	return filepath.Join(filepath.Dir(st.home()), ".venv", "bin", "reporter")
+	return filepath.Join(filepath.Dir(st.Home()), ".venv", "bin", "reporter")
 }
 
-func runReporter(ctx context.Context, st *State, s *Stack, args ...string) int {
+func runReporter(ctx context.Context, st *State, s *stack.Stack, args ...string) int {
 	cmd := exec.CommandContext(ctx, reporterPath(st), append(args, "--db", s.DBURL)...)
 	cmd.Stdout, cmd.Stderr = st.Stdout, st.Stderr
 	cmd.Env = os.Environ()
@@ -321,23 +322,23 @@ func runReporter(ctx context.Context, st *State, s *Stack, args ...string) int {
 		if ee, ok := err.(*exec.ExitError); ok {
 			return ee.ExitCode()
 		}
-		st.errorf("run reporter %s: %v (install it with: make bootstrap)", reporterPath(st), err)
+		st.Errorf("run reporter %s: %v (install it with: make bootstrap)", reporterPath(st), err)
 		return ExitFailed
 	}
 	return ExitOK
 }
 
 func cmdSummary(ctx context.Context, args []string, st *State) int {
-	s, err := loadStack(st)
+	s, err := stack.Load(st)
 	if s == nil {
-		st.errorf("%v", err)
+		st.Errorf("%v", err)
 		return ExitNotReady
 	}
 	// What the collector has not stored yet would be missing: wait briefly.
-	if b, err := s.dial(); err == nil {
+	if b, err := s.Dial(); err == nil {
 		wctx, cancel := context.WithTimeout(ctx, 30*time.Second)
 		if err := waitStored(wctx, b, s.DBURL, "", false); err != nil {
-			st.errorf("warning: the collector has not stored everything yet (%v); the summary may be incomplete", err)
+			st.Errorf("warning: the collector has not stored everything yet (%v); the summary may be incomplete", err)
 		}
 		cancel()
 		b.Close()

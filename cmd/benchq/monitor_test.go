@@ -17,6 +17,7 @@ import (
 	"github.com/benchq/benchq/internal/obs/obstest"
 	"github.com/benchq/benchq/internal/procs"
 	"github.com/benchq/benchq/internal/prom"
+	"github.com/benchq/benchq/internal/stack"
 	"github.com/benchq/benchq/internal/testenv"
 )
 
@@ -76,17 +77,17 @@ func TestUpMonitorsTheStack(t *testing.T) {
 		t.Errorf("up does not name its Prometheus:\n%s", out)
 	}
 	st := &State{Env: func(k string) string { return env[k] }}
-	s, err := loadStack(st)
+	s, err := stack.Load(st)
 	if err != nil {
 		t.Fatal(err)
 	}
 	var promPid int
 	addrs := map[string]string{}
 	for _, p := range s.Procs {
-		if p.Name == promProc {
+		if p.Name == stack.PromProc {
 			promPid = p.Pid
 		}
-		if a := metricsAddr(p); a != "" {
+		if a := stack.MetricsAddr(p); a != "" {
 			addrs[p.Name] = a
 		}
 	}
@@ -131,13 +132,13 @@ func TestUpMonitorsTheStack(t *testing.T) {
 	if code, out := run("restart", "collector"); code != ExitOK {
 		t.Fatalf("restart: exit %d\n%s", code, out)
 	}
-	again, err := loadStack(st)
+	again, err := stack.Load(st)
 	if err != nil {
 		t.Fatal(err)
 	}
 	for _, p := range again.Procs {
-		if p.Name == "collector" && metricsAddr(p) != addrs["collector"] {
-			t.Errorf("restarted collector serves on %s, not %s", metricsAddr(p), addrs["collector"])
+		if p.Name == "collector" && stack.MetricsAddr(p) != addrs["collector"] {
+			t.Errorf("restarted collector serves on %s, not %s", stack.MetricsAddr(p), addrs["collector"])
 		}
 	}
 	status()
@@ -150,11 +151,11 @@ func TestUpMonitorsTheStack(t *testing.T) {
 	if code, out := run("restart", "prometheus"); code != ExitOK {
 		t.Fatalf("restart prometheus: exit %d\n%s", code, out)
 	}
-	if again, err = loadStack(st); err != nil {
+	if again, err = stack.Load(st); err != nil {
 		t.Fatal(err)
 	}
 	for _, p := range again.Procs {
-		if p.Name == promProc {
+		if p.Name == stack.PromProc {
 			if p.Pid == promPid || !procs.Alive(p.Pid) {
 				t.Errorf("prometheus after restart: pid %d (was %d), alive %v", p.Pid, promPid, procs.Alive(p.Pid))
 			}

@@ -16,6 +16,7 @@ import (
 	"github.com/benchq/benchq/contracts"
 	"github.com/benchq/benchq/internal/bus"
 	"github.com/benchq/benchq/internal/procs"
+	"github.com/benchq/benchq/internal/stack"
 )
 
 // serviceConsumers are the durable consumers each service pulls from: a
@@ -39,9 +40,9 @@ func cmdStatus(ctx context.Context, args []string, st *State) int {
 	if err := fs.Parse(args); err != nil {
 		return ExitUsage
 	}
-	s, err := loadStack(st)
+	s, err := stack.Load(st)
 	if s == nil {
-		st.errorf("%v", err)
+		st.Errorf("%v", err)
 		return ExitNotReady
 	}
 	ctx, cancel := context.WithTimeout(ctx, 15*time.Second)
@@ -55,7 +56,7 @@ func cmdStatus(ctx context.Context, args []string, st *State) int {
 		}
 	}
 
-	b, err := s.dial()
+	b, err := s.Dial()
 	if err != nil {
 		line("Message queue", fmt.Sprintf("NOT REACHABLE (%s: %v)", s.NATSURL, err))
 		return ExitFailed
@@ -68,7 +69,7 @@ func cmdStatus(ctx context.Context, args []string, st *State) int {
 	if promURL == "" {
 		promURL = st.Env("BENCHQ_PROMETHEUS_URL") // one run by hand beside the stack
 	}
-	line("Prometheus", prometheusStatus(ctx, promURL, s.MonitoringOff))
+	line("Prometheus", stack.PrometheusStatus(ctx, promURL, s.MonitoringOff))
 	if s.IntakeURL != "" {
 		line("HTTP intake", intakeStatus(ctx, s.IntakeURL, s.IntakeToken))
 	}
@@ -119,7 +120,7 @@ func cmdStatus(ctx context.Context, args []string, st *State) int {
 
 	states, err := runningExperiments(ctx, js)
 	if err != nil {
-		st.errorf("read experiments: %v", err)
+		st.Errorf("read experiments: %v", err)
 		return ExitFailed
 	}
 	for _, x := range states {
@@ -272,7 +273,7 @@ func cmdStop(ctx context.Context, args []string, st *State) int {
 		return rc
 	}
 	if fs.NArg() > 0 {
-		st.errorf("stop: unexpected %q (usage: benchq stop [-e CODE])", strings.Join(fs.Args(), " "))
+		st.Errorf("stop: unexpected %q (usage: benchq stop [-e CODE])", strings.Join(fs.Args(), " "))
 		return ExitUsage
 	}
 	b, notReady := connectStack(st)
@@ -282,7 +283,7 @@ func cmdStop(ctx context.Context, args []string, st *State) int {
 	defer b.Close()
 	running, err := runningExperiments(ctx, b.JS)
 	if err != nil {
-		st.errorf("read experiments: %v", err)
+		st.Errorf("read experiments: %v", err)
 		return ExitFailed
 	}
 	var codes []string
@@ -293,7 +294,7 @@ func cmdStop(ctx context.Context, args []string, st *State) int {
 	}
 	if len(codes) == 0 {
 		if *code != "" {
-			st.errorf("experiment %s is not running (see: benchq summary -e %s)", *code, *code)
+			st.Errorf("experiment %s is not running (see: benchq summary -e %s)", *code, *code)
 			return ExitFailed
 		}
 		fmt.Fprintln(st.Stdout, "no experiment is running")
@@ -306,19 +307,19 @@ func cmdStop(ctx context.Context, args []string, st *State) int {
 				contracts.TopicExperimentDone.For(c), contracts.TopicExperimentFailed.For(c)},
 		})
 		if err != nil {
-			st.errorf("follow %s: %v", c, err)
+			st.Errorf("follow %s: %v", c, err)
 			return ExitFailed
 		}
 		now := time.Now().UTC()
 		stop := &contracts.Stop{Envelope: contracts.NewEnvelope(c, contracts.StopID(c, now), now), Reason: *reason}
 		if err := b.Publish(ctx, contracts.SubjStop, stop); err != nil {
-			st.errorf("publish stop: %v", err)
+			st.Errorf("publish stop: %v", err)
 			return ExitFailed
 		}
 		fmt.Fprintf(st.Stdout, "stopping experiment %s ...\n", c)
 		msg, err := cons.Next(jetstream.FetchMaxWait(*wait))
 		if err != nil {
-			st.errorf("experiment %s did not end within %s; see: benchq status", c, *wait)
+			st.Errorf("experiment %s did not end within %s; see: benchq status", c, *wait)
 			rc = ExitFailed
 			continue
 		}

@@ -12,6 +12,7 @@ import (
 
 	"github.com/benchq/benchq/contracts"
 	"github.com/benchq/benchq/internal/bus"
+	"github.com/benchq/benchq/internal/stack"
 )
 
 // benchq volumes [rm NAME]: the persistent volumes of the embedded stack
@@ -24,7 +25,7 @@ func cmdVolumes(ctx context.Context, args []string, st *State) int {
 	case len(args) == 2 && args[0] == "rm":
 		return removeVolume(ctx, args[1], st)
 	}
-	st.errorf("usage: benchq volumes [rm NAME]")
+	st.Errorf("usage: benchq volumes [rm NAME]")
 	return ExitUsage
 }
 
@@ -43,14 +44,14 @@ func listVolumes(ctx context.Context, st *State) int {
 // connectStack connects to the running stack's NATS; when it cannot, it
 // says why and returns nil with the exit code.
 func connectStack(st *State) (*bus.Bus, int) {
-	s, err := loadStack(st)
+	s, err := stack.Load(st)
 	if s == nil {
-		st.errorf("%v", err)
+		st.Errorf("%v", err)
 		return nil, ExitNotReady
 	}
-	b, err := s.dial()
+	b, err := s.Dial()
 	if err != nil {
-		st.errorf("connect to %s: %v", s.NATSURL, err)
+		st.Errorf("connect to %s: %v", s.NATSURL, err)
 		return nil, ExitNotReady
 	}
 	return b, ExitOK
@@ -60,13 +61,13 @@ func connectStack(st *State) (*bus.Bus, int) {
 // The stack need not run; when it does, its volumes record forgets it too.
 func removeVolume(ctx context.Context, name string, st *State) int {
 	if name == "" || name == "." || name == ".." || strings.ContainsAny(name, "/\\\x00") {
-		st.errorf("volumes rm: %q is not a volume name (benchq volumes lists them)", name)
+		st.Errorf("volumes rm: %q is not a volume name (benchq volumes lists them)", name)
 		return ExitUsage
 	}
-	home := st.home()
+	home := st.Home()
 	dir := filepath.Join(home, "volumes", name)
 	if _, err := os.Stat(dir); errors.Is(err, fs.ErrNotExist) {
-		st.errorf("volumes rm: no volume %s in %s (benchq volumes lists them)", name, filepath.Join(home, "volumes"))
+		st.Errorf("volumes rm: no volume %s in %s (benchq volumes lists them)", name, filepath.Join(home, "volumes"))
 		return ExitFailed
 	}
 	// A SUT's configuration directory claims its volume (services/deployer
@@ -75,17 +76,17 @@ func removeVolume(ctx context.Context, name string, st *State) int {
 	for _, c := range claims {
 		if b, err := os.ReadFile(c); err == nil && string(b) == name {
 			code := filepath.Base(filepath.Dir(filepath.Dir(c)))
-			st.errorf("volumes rm: %s is in use by experiment %s (configuration %s): wait for it to end, or benchq stop -e %s",
+			st.Errorf("volumes rm: %s is in use by experiment %s (configuration %s): wait for it to end, or benchq stop -e %s",
 				name, code, filepath.Base(filepath.Dir(c)), code)
 			return ExitFailed
 		}
 	}
 	if err := os.RemoveAll(dir); err != nil {
-		st.errorf("volumes rm: %v", err)
+		st.Errorf("volumes rm: %v", err)
 		return ExitFailed
 	}
-	if s, _ := loadStack(st); s != nil {
-		if b, err := s.dial(); err == nil {
+	if s, _ := stack.Load(st); s != nil {
+		if b, err := s.Dial(); err == nil {
 			defer b.Close()
 			if kv, err := b.JS.KeyValue(ctx, contracts.KVVolumes); err == nil {
 				_ = kv.Delete(ctx, name)

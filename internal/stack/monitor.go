@@ -1,4 +1,4 @@
-package main
+package stack
 
 import (
 	"context"
@@ -24,13 +24,13 @@ import (
 // into the results database when each phase ends.
 const promRetention = 24 * time.Hour
 
-// promProc is Prometheus' name among the stack's processes.
-const promProc = "prometheus"
+// PromProc is Prometheus' name among the stack's processes.
+const PromProc = "prometheus"
 
-func promDir(st *State) string { return filepath.Join(st.home(), "prometheus") }
+func PromDir(st *State) string { return filepath.Join(st.Home(), "prometheus") }
 
 func promTargets(st *State) prom.Targets {
-	return prom.Targets{Dir: filepath.Join(promDir(st), "targets")}
+	return prom.Targets{Dir: filepath.Join(PromDir(st), "targets")}
 }
 
 // scrapeInterval is the stack's $BENCHQ_SCRAPE_INTERVAL (prom.ParseScrapeInterval).
@@ -50,7 +50,7 @@ func (s *Stack) startPrometheus(ctx context.Context, st *State) error {
 		return err
 	}
 	s.PrometheusURL = srv.URL()
-	s.Procs = append(s.Procs, Proc{Name: promProc, Pid: srv.Pid, Log: filepath.Join(srv.Dir, "prometheus.log")})
+	s.Procs = append(s.Procs, Proc{Name: PromProc, Pid: srv.Pid, Log: filepath.Join(srv.Dir, "prometheus.log")})
 	return s.save(st)
 }
 
@@ -75,7 +75,7 @@ func runPrometheus(ctx context.Context, st *State, port int) (*prom.Server, erro
 	if err != nil {
 		return nil, err
 	}
-	return prom.StartServer(ctx, promDir(st), prom.ServerOptions{
+	return prom.StartServer(ctx, PromDir(st), prom.ServerOptions{
 		Config:    prom.Config{ScrapeInterval: every, TargetsDir: promTargets(st).Dir},
 		Port:      port,
 		Retention: promRetention,
@@ -126,7 +126,7 @@ func portFree(addr string) bool {
 }
 
 // metricsAddr is the address in p's environment, or "".
-func metricsAddr(p Proc) string {
+func MetricsAddr(p Proc) string {
 	for _, e := range p.Env {
 		if v, ok := strings.CutPrefix(e, obs.EnvAddr+"="); ok {
 			return v
@@ -137,7 +137,7 @@ func metricsAddr(p Proc) string {
 
 // writeTarget has Prometheus scrape service p (when Prometheus runs).
 func (s *Stack) writeTarget(st *State, p Proc) error {
-	addr := metricsAddr(p)
+	addr := MetricsAddr(p)
 	if s.PrometheusURL == "" || addr == "" {
 		return nil
 	}
@@ -151,10 +151,10 @@ func (s *Stack) writeTarget(st *State, p Proc) error {
 // it reads new target files only every few seconds, and an experiment
 // started before would miss its SUT's first samples (a counter's increase
 // over the first phase would then be too small).
-func (s *Stack) waitScraped(ctx context.Context) error {
+func (s *Stack) WaitScraped(ctx context.Context) error {
 	want := 0
 	for _, p := range s.Procs {
-		if metricsAddr(p) != "" {
+		if MetricsAddr(p) != "" {
 			want++
 		}
 	}
@@ -180,7 +180,7 @@ func (s *Stack) waitScraped(ctx context.Context) error {
 
 // prometheusStatus is the status line of the Prometheus at url: ready or
 // not, and how many of its targets are up.
-func prometheusStatus(ctx context.Context, url, off string) string {
+func PrometheusStatus(ctx context.Context, url, off string) string {
 	if url == "" {
 		if off != "" {
 			return "not configured (monitoring off: " + off + ")"

@@ -1,4 +1,10 @@
-package main
+// Package stack is the embedded stack that `benchq up` starts on this
+// machine: NATS, the results database, Prometheus, the four services and a
+// pool of driver agents, as detached processes recorded in
+// $BENCHQ_HOME/stack.json so that every later command finds them. It starts
+// them, restarts one on its port and data, and stops them all together with
+// the SUTs a crashed experiment left behind.
+package stack
 
 import (
 	"context"
@@ -56,8 +62,8 @@ type Proc struct {
 // start starts p detached, records it (replacing an entry of the same name)
 // and saves the stack file at once, so `down` finds it even if `up` fails.
 func (s *Stack) start(st *State, p Proc) error {
-	p.Log = filepath.Join(st.home(), "logs", p.Name+".log")
-	pid, err := procs.Start(procs.Spec{Name: p.Name, Path: p.Path, Args: p.Args, Dir: ".", Env: p.Env, LogFile: p.Log, PidFile: filepath.Join(st.home(), p.Name+".pid")})
+	p.Log = filepath.Join(st.Home(), "logs", p.Name+".log")
+	pid, err := procs.Start(procs.Spec{Name: p.Name, Path: p.Path, Args: p.Args, Dir: ".", Env: p.Env, LogFile: p.Log, PidFile: filepath.Join(st.Home(), p.Name+".pid")})
 	if err != nil {
 		return fmt.Errorf("start %s: %w", p.Name, err)
 	}
@@ -72,54 +78,12 @@ func (s *Stack) start(st *State, p Proc) error {
 	return s.save(st)
 }
 
-// The stack's two stores, started by cmdUp before the services and stopped
+// The stack's two stores, started by Start before the services and stopped
 // after them; `benchq restart` starts each again on its port and its data.
 const (
-	natsProc = "nats-server"
-	dbProc   = "results-db"
+	NATSProc = "nats-server"
+	DBProc   = "results-db"
 )
-
-// cmdRestart stops (if alive) and starts again one component of the stack,
-// on its port and its data: the way back after a crash, and what the fault
-// and chaos tests use. The services reconnect to a restarted nats-server or
-// results database by themselves.
-func cmdRestart(ctx context.Context, args []string, st *State) int {
-	if len(args) != 1 {
-		st.errorf("usage: benchq restart <component> (%s, %s, collector, scheduler, deployer, driver-agent-N, %s)", natsProc, dbProc, promProc)
-		return ExitUsage
-	}
-	s, _ := loadStack(st)
-	if s == nil {
-		st.errorf("%v", errNotUp)
-		return ExitNotReady
-	}
-	i := slices.IndexFunc(s.Procs, func(p Proc) bool { return p.Name == args[0] })
-	if i < 0 {
-		st.errorf("no component %q in the stack", args[0])
-		return ExitUsage
-	}
-	p := s.Procs[i]
-	if procs.Alive(p.Pid) {
-		stopProc(ctx, st, p)
-	}
-	var err error
-	switch p.Name {
-	case promProc:
-		err = s.restartPrometheus(ctx, st, &s.Procs[i])
-	case natsProc:
-		err = s.restartNATS(ctx, st, p)
-	case dbProc:
-		err = s.restartResultsDB(ctx, st, &s.Procs[i])
-	default:
-		err = s.startService(st, p)
-	}
-	if err != nil {
-		st.errorf("restart %s: %v", p.Name, err)
-		return ExitFailed
-	}
-	fmt.Fprintf(st.Stdout, "%s restarted\n", p.Name)
-	return ExitOK
-}
 
 // restartNATS starts nats-server again with its arguments: its port and
 // its JetStream store, so streams, consumers and KV come back as they were.
@@ -134,7 +98,7 @@ func (s *Stack) restartNATS(ctx context.Context, st *State, p Proc) error {
 		if !procs.Alive(pid) {
 			return procs.Permanent(fmt.Errorf("nats-server exited: %s", procs.LogTail(p.Log, 5)))
 		}
-		b, err := s.dial()
+		b, err := s.Dial()
 		if err != nil {
 			return err
 		}
@@ -156,7 +120,7 @@ func (s *Stack) restartResultsDB(ctx context.Context, st *State, p *Proc) error 
 	ctx, cancel := context.WithTimeout(ctx, 60*time.Second)
 	defer cancel()
 	return procs.WaitFor(ctx, "the results database", 500*time.Millisecond, func(ctx context.Context) error {
-		pg, err := localdb.StartPostgres(ctx, filepath.Join(st.home(), dbProc), port, localdb.PGOptions{Database: "benchq", PassFile: s.dbPassFile()})
+		pg, err := localdb.StartPostgres(ctx, filepath.Join(st.Home(), DBProc), port, localdb.PGOptions{Database: "benchq", PassFile: s.dbPassFile()})
 		if err != nil {
 			return err
 		}
@@ -178,11 +142,11 @@ func (s *Stack) startService(st *State, p Proc) error {
 	return s.writeTarget(st, p)
 }
 
-var errNotUp = errors.New("the stack is not running (start it with: make up)")
+var ErrNotUp = errors.New("the stack is not running (start it with: benchq up)")
 
 // dial connects to the stack's NATS through internal/bus, the one door to
 // it; it fails at once when nats-server is not reachable.
-func (s *Stack) dial() (*bus.Bus, error) {
+func (s *Stack) Dial() (*bus.Bus, error) {
 	// Only errors, on stderr: a refused publish or subscription says so.
 	log := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelError}))
 	return bus.DialAs(s.NATSURL, "benchq", s.seed(natsauth.Client), log)
@@ -213,10 +177,10 @@ func (s *Stack) natsConfig(home string) (string, error) {
 	return path, atomicfile.Write(path, []byte(conf), 0o600)
 }
 
-func loadStack(st *State) (*Stack, error) {
-	data, err := os.ReadFile(filepath.Join(st.home(), "stack.json"))
+func Load(st *State) (*Stack, error) {
+	data, err := os.ReadFile(filepath.Join(st.Home(), "stack.json"))
 	if err != nil {
-		return nil, errNotUp
+		return nil, ErrNotUp
 	}
 	var s Stack
 	if err := json.Unmarshal(data, &s); err != nil {
@@ -225,7 +189,7 @@ func loadStack(st *State) (*Stack, error) {
 	for _, p := range s.Procs {
 		// Monitoring is an addition: experiments run without Prometheus
 		// (their summary names what it could not collect); status shows it.
-		if !procs.Alive(p.Pid) && p.Name != promProc {
+		if !procs.Alive(p.Pid) && p.Name != PromProc {
 			return &s, fmt.Errorf("%s (pid %d) is not running; see %s, then: make down up", p.Name, p.Pid, p.Log)
 		}
 	}
@@ -235,7 +199,7 @@ func loadStack(st *State) (*Stack, error) {
 // save replaces stack.json whole: a CLI killed mid-write (or a second
 // command reading it meanwhile) never sees half of it.
 func (s *Stack) save(st *State) error {
-	return atomicfile.WriteJSON(filepath.Join(st.home(), "stack.json"), s, 0o644)
+	return atomicfile.WriteJSON(filepath.Join(st.Home(), "stack.json"), s, 0o644)
 }
 
 // intake picks the HTTP intake's port (BENCHQ_HTTP_PORT, else a free one)
@@ -250,7 +214,7 @@ func (s *Stack) intake(st *State) ([]string, error) {
 		return nil, err
 	}
 	s.IntakeURL = fmt.Sprintf("http://127.0.0.1:%d", p)
-	s.IntakeToken = filepath.Join(st.home(), "auth", "http.token")
+	s.IntakeToken = filepath.Join(st.Home(), "auth", "http.token")
 	if err := atomicfile.Write(s.IntakeToken, []byte(base64.RawURLEncoding.EncodeToString(b)+"\n"), 0o600); err != nil {
 		return nil, err
 	}
@@ -265,7 +229,7 @@ func newDBPassword(st *State) (string, error) {
 	if _, err := rand.Read(b); err != nil {
 		return "", err
 	}
-	path := filepath.Join(st.home(), "auth", "results-db.pgpass")
+	path := filepath.Join(st.Home(), "auth", "results-db.pgpass")
 	if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
 		return "", err
 	}
@@ -308,36 +272,9 @@ func port(st *State, key string) (int, error) {
 	return procs.FreePort()
 }
 
-func cmdUp(ctx context.Context, _ []string, st *State) int {
-	if s, err := loadStack(st); err == nil {
-		fmt.Fprintf(st.Stdout, "stack already up: nats %s, results db %s\n", s.NATSURL, s.DBURL)
-		return ExitOK
-	} else if s != nil {
-		stopStack(ctx, st, s) // a half-dead stack: clean it before starting anew
-	}
-	s, err := startStack(ctx, st)
-	if err != nil {
-		st.errorf("up: %v", err)
-		if s != nil {
-			stopStack(ctx, st, s)
-		}
-		return ExitFailed
-	}
-	fmt.Fprintf(st.Stdout, "stack up: nats %s, results db %s, logs %s\n", s.NATSURL, s.DBURL, filepath.Join(st.home(), "logs"))
-	if s.PrometheusURL != "" {
-		fmt.Fprintf(st.Stdout, "prometheus %s (data %s)\n", s.PrometheusURL, promDir(st))
-		if err := s.waitScraped(ctx); err != nil {
-			st.errorf("warning: %v; the first phases may lack samples", err)
-		}
-	} else {
-		fmt.Fprintf(st.Stdout, "monitoring is off: %s\n", s.MonitoringOff)
-	}
-	return ExitOK
-}
-
-func startStack(ctx context.Context, st *State) (*Stack, error) {
-	home := st.home()
-	bin, logs := st.env("BENCHQ_BIN", filepath.Join(home, "bin")), filepath.Join(home, "logs")
+func Start(ctx context.Context, st *State) (*Stack, error) {
+	home := st.Home()
+	bin, logs := st.Var("BENCHQ_BIN", filepath.Join(home, "bin")), filepath.Join(home, "logs")
 	if err := os.MkdirAll(logs, 0o755); err != nil {
 		return nil, err
 	}
@@ -357,19 +294,19 @@ func startStack(ctx context.Context, st *State) (*Stack, error) {
 	if err != nil {
 		return s, err
 	}
-	if err := start(natsProc, filepath.Join(bin, "nats-server"), []string{"-c", conf, "-a", "127.0.0.1", "-p", strconv.Itoa(natsPort), "-js", "-sd", filepath.Join(home, "nats")}, nil); err != nil {
+	if err := start(NATSProc, filepath.Join(bin, "nats-server"), []string{"-c", conf, "-a", "127.0.0.1", "-p", strconv.Itoa(natsPort), "-js", "-sd", filepath.Join(home, "nats")}, nil); err != nil {
 		return s, err
 	}
 	pass, err := newDBPassword(st)
 	if err != nil {
 		return s, err
 	}
-	pg, err := localdb.StartPostgres(ctx, filepath.Join(home, dbProc), dbPort, localdb.PGOptions{Database: "benchq", PassFile: pass})
+	pg, err := localdb.StartPostgres(ctx, filepath.Join(home, DBProc), dbPort, localdb.PGOptions{Database: "benchq", PassFile: pass})
 	if err != nil {
 		return s, fmt.Errorf("results database: %w", err)
 	}
 	s.DBURL = pg.URL()
-	s.Procs = append(s.Procs, Proc{Name: dbProc, Pid: pg.Pid, Log: filepath.Join(home, dbProc, "postgres.log")})
+	s.Procs = append(s.Procs, Proc{Name: DBProc, Pid: pg.Pid, Log: filepath.Join(home, DBProc, "postgres.log")})
 	if err := s.save(st); err != nil {
 		return s, err
 	}
@@ -409,7 +346,7 @@ func startStack(ctx context.Context, st *State) (*Stack, error) {
 			return s, err
 		}
 	}
-	agents, _ := strconv.Atoi(st.env("BENCHQ_AGENTS", "2"))
+	agents, _ := strconv.Atoi(st.Var("BENCHQ_AGENTS", "2"))
 	for i := 1; i <= agents; i++ {
 		name := fmt.Sprintf("driver-agent-%d", i)
 		if err := service(name, filepath.Join(bin, "driver-agent"), natsauth.Agent, []string{"-name", name}); err != nil {
@@ -437,7 +374,7 @@ func waitReady(ctx context.Context, s *Stack, agents int) error {
 		}
 		if b == nil {
 			var err error
-			if b, err = s.dial(); err != nil {
+			if b, err = s.Dial(); err != nil {
 				return err
 			}
 		}
@@ -462,39 +399,28 @@ func waitReady(ctx context.Context, s *Stack, agents int) error {
 	})
 }
 
-func cmdDown(ctx context.Context, _ []string, st *State) int {
-	s, _ := loadStack(st) // a half-dead stack is still stopped
-	if s == nil {
-		fmt.Fprintln(st.Stdout, "stack is not running")
-		return ExitOK
-	}
-	stopStack(ctx, st, s)
-	fmt.Fprintln(st.Stdout, "stack down")
-	return ExitOK
-}
-
 // stopStack stops the services first (so none acts on a half-stopped stack),
 // then every SUT left behind, then the results DB and NATS.
-func stopStack(ctx context.Context, st *State, s *Stack) {
+func Stop(ctx context.Context, st *State, s *Stack) {
 	for i := len(s.Procs) - 1; i >= 0; i-- {
 		p := s.Procs[i]
-		if p.Name == dbProc || p.Name == natsProc {
+		if p.Name == DBProc || p.Name == NATSProc {
 			continue
 		}
 		stopProc(ctx, st, p)
 	}
 	stopLeftoverSUTs(ctx, st)
 	for i := len(s.Procs) - 1; i >= 0; i-- {
-		if p := s.Procs[i]; p.Name == dbProc || p.Name == natsProc {
+		if p := s.Procs[i]; p.Name == DBProc || p.Name == NATSProc {
 			stopProc(ctx, st, p)
 		}
 	}
-	_ = os.Remove(filepath.Join(st.home(), "stack.json"))
+	_ = os.Remove(filepath.Join(st.Home(), "stack.json"))
 }
 
 func stopProc(ctx context.Context, st *State, p Proc) {
 	if err := procs.Stop(ctx, p.Pid, 10*time.Second); err != nil {
-		st.errorf("stop %s (pid %d): %v", p.Name, p.Pid, err)
+		st.Errorf("stop %s (pid %d): %v", p.Name, p.Pid, err)
 	}
 }
 
@@ -502,7 +428,7 @@ func stopProc(ctx context.Context, st *State, p Proc) {
 // down (a crash, a stop in the middle), by the pid files the local backend
 // keeps, and removes their data.
 func stopLeftoverSUTs(ctx context.Context, st *State) {
-	root := filepath.Join(st.home(), "suts")
+	root := filepath.Join(st.Home(), "suts")
 	pids, _ := filepath.Glob(filepath.Join(root, "*", "*", "*.pid"))
 	more, _ := filepath.Glob(filepath.Join(root, "*", "*", "*", "postmaster.pid"))
 	for _, f := range append(pids, more...) {
@@ -511,4 +437,32 @@ func stopLeftoverSUTs(ctx context.Context, st *State) {
 		}
 	}
 	_ = os.RemoveAll(root)
+}
+
+// ErrNoComponent is returned by Restart for a name the stack has no process of.
+var ErrNoComponent = errors.New("no such component in the stack")
+
+// Restart stops (if alive) and starts again one component of the stack, on
+// its port and its data: the way back after a crash, and what the fault and
+// chaos tests use. The services reconnect to a restarted nats-server or
+// results database by themselves.
+func (s *Stack) Restart(ctx context.Context, st *State, name string) error {
+	i := slices.IndexFunc(s.Procs, func(p Proc) bool { return p.Name == name })
+	if i < 0 {
+		return fmt.Errorf("%w: %q", ErrNoComponent, name)
+	}
+	p := s.Procs[i]
+	if procs.Alive(p.Pid) {
+		stopProc(ctx, st, p)
+	}
+	switch p.Name {
+	case PromProc:
+		return s.restartPrometheus(ctx, st, &s.Procs[i])
+	case NATSProc:
+		return s.restartNATS(ctx, st, p)
+	case DBProc:
+		return s.restartResultsDB(ctx, st, &s.Procs[i])
+	default:
+		return s.startService(st, p)
+	}
 }

@@ -1,0 +1,71 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"path/filepath"
+
+	"github.com/benchq/benchq/internal/stack"
+)
+
+// cmdRestart stops (if alive) and starts again one component of the stack,
+// on its port and its data (stack.Restart).
+func cmdRestart(ctx context.Context, args []string, st *State) int {
+	if len(args) != 1 {
+		st.Errorf("usage: benchq restart <component> (%s, %s, collector, scheduler, deployer, driver-agent-N, %s)", stack.NATSProc, stack.DBProc, stack.PromProc)
+		return ExitUsage
+	}
+	s, _ := stack.Load(st)
+	if s == nil {
+		st.Errorf("%v", stack.ErrNotUp)
+		return ExitNotReady
+	}
+	if err := s.Restart(ctx, st, args[0]); errors.Is(err, stack.ErrNoComponent) {
+		st.Errorf("no component %q in the stack", args[0])
+		return ExitUsage
+	} else if err != nil {
+		st.Errorf("restart %s: %v", args[0], err)
+		return ExitFailed
+	}
+	fmt.Fprintf(st.Stdout, "%s restarted\n", args[0])
+	return ExitOK
+}
+
+func cmdUp(ctx context.Context, _ []string, st *State) int {
+	if s, err := stack.Load(st); err == nil {
+		fmt.Fprintf(st.Stdout, "stack already up: nats %s, results db %s\n", s.NATSURL, s.DBURL)
+		return ExitOK
+	} else if s != nil {
+		stack.Stop(ctx, st, s) // a half-dead stack: clean it before starting anew
+	}
+	s, err := stack.Start(ctx, st)
+	if err != nil {
+		st.Errorf("up: %v", err)
+		if s != nil {
+			stack.Stop(ctx, st, s)
+		}
+		return ExitFailed
+	}
+	fmt.Fprintf(st.Stdout, "stack up: nats %s, results db %s, logs %s\n", s.NATSURL, s.DBURL, filepath.Join(st.Home(), "logs"))
+	if s.PrometheusURL != "" {
+		fmt.Fprintf(st.Stdout, "prometheus %s (data %s)\n", s.PrometheusURL, stack.PromDir(st))
+		if err := s.WaitScraped(ctx); err != nil {
+			st.Errorf("warning: %v; the first phases may lack samples", err)
+		}
+	} else {
+		fmt.Fprintf(st.Stdout, "monitoring is off: %s\n", s.MonitoringOff)
+	}
+	return ExitOK
+}
+
+func cmdDown(ctx context.Context, _ []string, st *State) int {
+	s, _ := stack.Load(st) // a half-dead stack is still stopped
+	if s == nil {
+		fmt.Fprintln(st.Stdout, "stack is not running")
+		return ExitOK
+	}
+	stack.Stop(ctx, st, s)
+	fmt.Fprintln(st.Stdout, "stack down")
+	return ExitOK
+}
