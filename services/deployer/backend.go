@@ -1,9 +1,16 @@
 package main
 
+// The deployer's backends (local processes: local*.go; Kubernetes: kube*.go)
+// and every capability a backend may offer beyond Backend, in one place.
+// The deployer finds out what a backend can do by asserting these
+// interfaces; the scheduler never knows which backend runs.
+
 import (
 	"context"
 	"fmt"
 	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/benchq/benchq/catalog"
 	"github.com/benchq/benchq/contracts"
@@ -53,4 +60,44 @@ func deployEntry(ctx context.Context, s Spec, deploy func(context.Context, Spec,
 type Volumes interface {
 	MarkLoaded(ctx context.Context, volume string, loadingTime time.Duration, by string, at time.Time) error
 	VolumeEntries(ctx context.Context) ([]contracts.VolumeEntry, error)
+}
+
+// DeadSUT is a SUT that was ready and whose process has gone.
+type DeadSUT struct {
+	Code, Configuration, DBMS string
+	Reason                    string // which process, and how it ended
+}
+
+// SUTWatcher is a backend that notices its ready SUTs dying.
+type SUTWatcher interface {
+	// DeadSUTs lists the SUTs found dead whose "code/configuration" key is
+	// not in reported.
+	DeadSUTs(ctx context.Context, reported map[string]bool) ([]DeadSUT, error)
+	// DeadSUT says how one configuration's SUT died ("" when it did not).
+	DeadSUT(ctx context.Context, code, configuration string) (string, error)
+}
+
+// metricsCollectors is implemented by backends that export series of their
+// own (the local backend: its SUTs' process trees), served with the
+// deployer's.
+type metricsCollectors interface {
+	Collectors() []prometheus.Collector
+}
+
+// DriverBackend is implemented by backends that run the driver agents of a
+// phase themselves (Kubernetes: a Job per phase attempt, docs/kubernetes.md).
+// The local backend runs a pool of long-running agents instead and only
+// tops it up when a phase has more shards than it has agents
+// (local_drivers.go).
+type DriverBackend interface {
+	StartDrivers(ctx context.Context, d DriverSpec) (string, error)
+	// EndedDrivers lists the driver Jobs that completed or failed, except
+	// those named in skip.
+	EndedDrivers(ctx context.Context, skip map[string]bool) ([]contracts.DriverEnded, error)
+}
+
+// phaseAgents is implemented by backends that top up the stack's agent pool
+// for a phase (local).
+type phaseAgents interface {
+	StartPhaseAgents(ctx context.Context, d DriverSpec, n int) ([]string, error)
 }

@@ -32,12 +32,6 @@ const phaseAgentPrefix = "drv-"
 
 const driversDir = "drivers"
 
-// phaseAgents is implemented by backends that top up the stack's agent pool
-// for a phase (local).
-type phaseAgents interface {
-	StartPhaseAgents(ctx context.Context, d DriverSpec, n int) ([]string, error)
-}
-
 // topUp starts the agents a phase lacks: its shards minus the pool's live
 // agents.
 func (d *Deployer) topUp(ctx context.Context, pa phaseAgents, job contracts.Drivers) error {

@@ -9,21 +9,6 @@ import (
 	"github.com/benchq/benchq/internal/procs"
 )
 
-// DeadSUT is a SUT that was ready and whose process has gone.
-type DeadSUT struct {
-	Code, Configuration, DBMS string
-	Reason                    string // which process, and how it ended
-}
-
-// SUTWatcher is a backend that notices its ready SUTs dying.
-type SUTWatcher interface {
-	// DeadSUTs lists the SUTs found dead whose "code/configuration" key is
-	// not in reported.
-	DeadSUTs(ctx context.Context, reported map[string]bool) ([]DeadSUT, error)
-	// DeadSUT says how one configuration's SUT died ("" when it did not).
-	DeadSUT(ctx context.Context, code, configuration string) (string, error)
-}
-
 // DeadSUT checks the one configuration's SUT only: a teardown must not wait
 // for the lock of another configuration's deploy (which may be waiting for
 // the volume this teardown releases).

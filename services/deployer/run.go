@@ -30,25 +30,6 @@ type Config struct {
 	Metrics *prometheus.Registry
 }
 
-// metricsCollectors is implemented by backends that export series of their
-// own (the local backend: its SUTs' process trees), served with the
-// deployer's.
-type metricsCollectors interface {
-	Collectors() []prometheus.Collector
-}
-
-// DriverBackend is implemented by backends that run the driver agents of a
-// phase themselves (Kubernetes: a Job per phase attempt, docs/kubernetes.md).
-// The local backend runs a pool of long-running agents instead and only
-// tops it up when a phase has more shards than it has agents
-// (local_drivers.go).
-type DriverBackend interface {
-	StartDrivers(ctx context.Context, d DriverSpec) (string, error)
-	// EndedDrivers lists the driver Jobs that completed or failed, except
-	// those named in skip.
-	EndedDrivers(ctx context.Context, skip map[string]bool) ([]contracts.DriverEnded, error)
-}
-
 // Deployer turns deploy/teardown jobs into SUTs through a Backend and
 // reports the outcome as events. It keeps no state of its own: a backend's
 // Deploy and Teardown are idempotent, so a redelivered job is harmless.
