@@ -1,8 +1,11 @@
 package contracts
 
 import (
+	"crypto/rand"
+	"encoding/hex"
 	"fmt"
 	"regexp"
+	"strconv"
 	"time"
 )
 
@@ -102,3 +105,24 @@ func StopID(code string, now time.Time) string {
 // pattern): it becomes a token of every subject and message id of the
 // experiment.
 var CodePattern = regexp.MustCompile(`^[a-z0-9][a-z0-9-]{0,39}$`)
+
+// Code is the one rule for the experiment codes benchq makes (a user may
+// choose her own with -e): unix seconds at t, as bexhoma's codes are, then
+// "-" and suffix when suffix is not empty. The CLI and the scheduler use no
+// suffix, so a code reads as bexhoma's; the scheduler adds the request's
+// stream sequence when that second's code is taken, and the HTTP intake,
+// which takes a thousand requests a second, adds RandomSuffix.
+func Code(t time.Time, suffix string) string {
+	if suffix == "" {
+		return strconv.FormatInt(t.Unix(), 10)
+	}
+	return strconv.FormatInt(t.Unix(), 10) + "-" + suffix
+}
+
+// RandomSuffix is 48 random bits in hex, for Code: a thousand codes a
+// second for a day draw the same one with a chance of about 1 in 10,000.
+func RandomSuffix() string {
+	b := make([]byte, 6)
+	_, _ = rand.Read(b)
+	return hex.EncodeToString(b)
+}

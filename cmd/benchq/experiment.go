@@ -206,7 +206,7 @@ func cmdExperiment(ctx context.Context, benchmark string, args []string, st *Sta
 		return ExitUsage
 	}
 	if code == "" {
-		code = strconv.FormatInt(now.Unix(), 10)
+		code = contracts.Code(now, "")
 	}
 	req := f.request(code, action, now)
 	data, _ := json.Marshal(req)

@@ -2,9 +2,7 @@ package main
 
 import (
 	"context"
-	"crypto/rand"
 	"crypto/subtle"
-	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -212,14 +210,9 @@ func (in *intake) prepare(ctx context.Context, fields map[string]json.RawMessage
 	return body, 0, nil
 }
 
-// newCode is unix seconds, as bexhoma's codes, and 48 random bits: a
-// thousand requests a second for a day draw the same code with a chance
-// of about 1 in 10,000 (and a code drawn twice is drawn again, see submit).
-func newCode(now time.Time) string {
-	b := make([]byte, 6)
-	_, _ = rand.Read(b)
-	return fmt.Sprintf("%d-%s", now.Unix(), hex.EncodeToString(b))
-}
+// newCode is a code the intake draws: unix seconds and 48 random bits (a
+// code drawn twice is drawn again, see submit).
+func newCode(now time.Time) string { return contracts.Code(now, contracts.RandomSuffix()) }
 
 // experimentView is an experiment's state as GET answers it.
 type experimentView struct {

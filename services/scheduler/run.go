@@ -159,13 +159,13 @@ func (s *Scheduler) handleRequest(ctx context.Context, m jetstream.Msg) error {
 	if !userCode {
 		// Derived from the stream's timestamp and sequence, so a redelivered
 		// request gets the same code (bexhoma's codes are unix seconds too).
-		code = strconv.FormatInt(meta.Timestamp.Unix(), 10)
+		code = contracts.Code(meta.Timestamp, "")
 		prev, ok, err := s.load(ctx, code)
 		if err != nil {
 			return err
 		}
 		if ok && prev.state.RequestID != head.ID {
-			code = fmt.Sprintf("%s-%d", code, meta.Sequence.Stream)
+			code = contracts.Code(meta.Timestamp, strconv.FormatUint(meta.Sequence.Stream, 10))
 		}
 	}
 	log := s.log.With("code", code, "request", head.ID)
