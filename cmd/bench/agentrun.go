@@ -16,6 +16,7 @@ import (
 
 	"github.com/benchq/benchq/contracts"
 	"github.com/benchq/benchq/internal/bus"
+	"github.com/benchq/benchq/internal/procmetrics"
 	"github.com/benchq/benchq/internal/procs"
 	"github.com/benchq/benchq/internal/ycsb"
 )
@@ -73,7 +74,7 @@ func (s *stack) runAgent(ctx context.Context, cfg Config, job contracts.ShardJob
 	case <-runCtx.Done():
 		return failed("%v", ended(ctx, "not ready", cfg.RunTimeout))
 	}
-	agent0, err := readProcStat(ag.Pid())
+	agent0, err := procmetrics.ReadCPU(ag.Pid())
 	if err != nil {
 		return res, err
 	}
@@ -118,7 +119,7 @@ func (s *stack) runAgent(ctx context.Context, cfg Config, job contracts.ShardJob
 	wall := time.Since(start)
 	// The JVM has been reaped (the agent waits for it before it publishes
 	// the final), so its CPU is in the agent's children's times by now.
-	agent1, err := readProcStat(ag.Pid())
+	agent1, err := procmetrics.ReadCPU(ag.Pid())
 	if err != nil {
 		return res, err
 	}
@@ -177,14 +178,14 @@ func (s *stack) answerReady(ctx context.Context, job contracts.ShardJob, data []
 // jvmCommand reads the command line of the agent's only child, its JVM,
 // which waits for GO while the agent's READY is out.
 func jvmCommand(agentPid int) ([]string, error) {
-	kids, err := childrenOf(agentPid)
+	kids, err := procmetrics.ChildrenOf(agentPid)
 	if err != nil {
 		return nil, err
 	}
 	if len(kids) != 1 {
 		return nil, fmt.Errorf("want one child process of the agent (its JVM), found %d", len(kids))
 	}
-	return readCmdline(kids[0])
+	return procmetrics.Cmdline(kids[0])
 }
 
 // watchWriter passes a process's output on to w and closes found the first
@@ -222,4 +223,14 @@ func (ww *watchWriter) Write(p []byte) (int, error) {
 	}
 	ww.mu.Unlock()
 	return ww.w.Write(p)
+}
+
+// cpuOf is the own CPU time of a long-running server (NATS, Redis) now, 0
+// when it cannot be read: these figures are context, not the measurement.
+func cpuOf(pid int) time.Duration {
+	c, err := procmetrics.ReadCPU(pid)
+	if err != nil {
+		return 0
+	}
+	return c.Self()
 }

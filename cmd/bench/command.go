@@ -44,12 +44,3 @@ func bareCommand(agentCmd []string, hdrDir string) ([]string, error) {
 	}
 	return out, nil
 }
-
-// parseCmdline splits /proc/<pid>/cmdline (NUL-terminated arguments).
-func parseCmdline(b []byte) []string {
-	s := strings.TrimSuffix(string(b), "\x00")
-	if s == "" {
-		return nil
-	}
-	return strings.Split(s, "\x00")
-}

@@ -60,14 +60,3 @@ func TestBareCommandRejectsUnknownCommands(t *testing.T) {
 		}
 	}
 }
-
-func TestParseCmdline(t *testing.T) {
-	t.Parallel()
-	got := parseCmdline([]byte("java\x00-cp\x00/a b/*\x00\x00x\x00"))
-	if want := []string{"java", "-cp", "/a b/*", "", "x"}; !slices.Equal(got, want) {
-		t.Errorf("got %q, want %q", got, want)
-	}
-	if got := parseCmdline(nil); got != nil {
-		t.Errorf("empty: %q", got)
-	}
-}

@@ -1,0 +1,50 @@
+package procmetrics
+
+import (
+	"os"
+	"os/exec"
+	"slices"
+	"testing"
+	"time"
+)
+
+func TestReadCPUChildrenAndCmdline(t *testing.T) {
+	t.Parallel()
+	self, err := ReadCPU(os.Getpid())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if self.PPid != os.Getppid() {
+		t.Errorf("ppid %d, want %d", self.PPid, os.Getppid())
+	}
+	// A child that burns CPU and is reaped adds its CPU to our Children.
+	before := self.Children()
+	burn := exec.Command("sh", "-c", "i=0; while [ $i -lt 200000 ]; do i=$((i+1)); done")
+	if err := burn.Run(); err != nil {
+		t.Fatal(err)
+	}
+	after, err := ReadCPU(os.Getpid())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if after.Children() <= before || after.Children()-before > time.Minute {
+		t.Errorf("children's CPU %s then %s: the reaped shell's CPU is missing", before, after.Children())
+	}
+
+	cmd := exec.Command("sleep", "30")
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = cmd.Process.Kill(); _ = cmd.Wait() })
+	kids, err := ChildrenOf(os.Getpid())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !slices.Contains(kids, cmd.Process.Pid) {
+		t.Errorf("children %v lack the sleep %d", kids, cmd.Process.Pid)
+	}
+	args, err := Cmdline(cmd.Process.Pid)
+	if err != nil || !slices.Equal(args, []string{"sleep", "30"}) {
+		t.Errorf("cmdline %q, %v", args, err)
+	}
+}
