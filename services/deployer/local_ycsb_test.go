@@ -5,7 +5,6 @@ import (
 	"context"
 	"fmt"
 	"io"
-	"os"
 	"os/exec"
 	"path/filepath"
 	"sort"
@@ -21,37 +20,13 @@ import (
 	"github.com/benchq/benchq/catalog"
 	"github.com/benchq/benchq/contracts"
 	"github.com/benchq/benchq/internal/procs"
+	"github.com/benchq/benchq/internal/testenv"
 	"github.com/benchq/benchq/internal/ycsb"
 )
 
 // These tests run the real YCSB (our launcher and bindings, as the driver
 // agent runs them: the catalog's properties, ShardedWorkload, several
 // shards released together) against SUTs of the local backend.
-
-// ycsbLib is the directory of the YCSB jars, built from the current sources
-// (scripts/build-ycsb.sh is a no-op while they are unchanged), or
-// $BENCHQ_YCSB_LIB as it is. Skips without java or maven.
-func ycsbLib(t *testing.T) string {
-	t.Helper()
-	if d := os.Getenv("BENCHQ_YCSB_LIB"); d != "" {
-		return d
-	}
-	for _, tool := range []string{"java", "mvn"} {
-		if _, err := exec.LookPath(tool); err != nil {
-			t.Skipf("skipping: %s not installed", tool)
-		}
-	}
-	ctx, cancel := context.WithTimeout(t.Context(), 10*time.Minute)
-	defer cancel()
-	if out, err := exec.CommandContext(ctx, "../../scripts/build-ycsb.sh").CombinedOutput(); err != nil {
-		t.Fatalf("scripts/build-ycsb.sh: %v\n%s", err, out)
-	}
-	cache := os.Getenv("BENCHQ_CACHE")
-	if cache == "" {
-		cache = filepath.Join(os.Getenv("HOME"), ".cache", "benchq")
-	}
-	return filepath.Join(cache, "ycsb", "lib")
-}
 
 // phase is one YCSB phase of a few shards.
 type phase struct {
@@ -216,7 +191,7 @@ func tail(s string, n int) string {
 func TestLocalRedisClusterYCSB(t *testing.T) {
 	t.Parallel()
 	requireServer(t, catalog.KindRedis)
-	lib := ycsbLib(t)
+	lib := testenv.YCSBLib(t)
 	ctx := localTestCtx(t)
 	l := newLocal(t)
 	const code, conf = "1700000021", "RedisCluster-4-2-16384-1"
@@ -260,7 +235,7 @@ func TestLocalRedisClusterYCSB(t *testing.T) {
 func TestLocalPgBouncerYCSB(t *testing.T) {
 	t.Parallel()
 	requirePgBouncer(t)
-	lib := ycsbLib(t)
+	lib := testenv.YCSBLib(t)
 	ctx := localTestCtx(t)
 	l := newLocal(t)
 	const code, conf = "1700000022", "PgBouncer-8-2-16384-2-8-4-1"

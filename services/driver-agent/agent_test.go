@@ -5,9 +5,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/url"
-	"os"
-	"os/exec"
-	"path/filepath"
 	"strconv"
 	"strings"
 	"testing"
@@ -30,32 +27,6 @@ import (
 // generous, the machine may be busy.
 const phaseWait = 3 * time.Minute
 
-// ycsbLib returns the directory of the YCSB jars, built from the current
-// sources (scripts/build-ycsb.sh is a no-op while they are unchanged), or
-// $BENCHQ_YCSB_LIB as it is. Skips without java or maven.
-func ycsbLib(t *testing.T) string {
-	t.Helper()
-	if d := os.Getenv("BENCHQ_YCSB_LIB"); d != "" {
-		return d
-	}
-	for _, tool := range []string{"java", "mvn"} {
-		if _, err := exec.LookPath(tool); err != nil {
-			t.Skipf("skipping: %s not installed", tool)
-		}
-	}
-	ctx, cancel := context.WithTimeout(t.Context(), 10*time.Minute)
-	defer cancel()
-	out, err := exec.CommandContext(ctx, "../../scripts/build-ycsb.sh").CombinedOutput()
-	if err != nil {
-		t.Fatalf("scripts/build-ycsb.sh: %v\n%s", err, out)
-	}
-	cache := os.Getenv("BENCHQ_CACHE")
-	if cache == "" {
-		cache = filepath.Join(os.Getenv("HOME"), ".cache", "benchq")
-	}
-	return filepath.Join(cache, "ycsb", "lib")
-}
-
 // stack is NATS with n driver agents serving shard jobs, and the test in
 // the scheduler's seat.
 type stack struct {
@@ -69,7 +40,7 @@ type stack struct {
 
 func newStack(t *testing.T, agents int) *stack {
 	t.Helper()
-	lib := ycsbLib(t)
+	lib := testenv.YCSBLib(t)
 	return startAgents(t, agents, 10*time.Minute, Config{Java: "java", YCSBLib: lib, Workloads: "ycsb/workloads"})
 }
 

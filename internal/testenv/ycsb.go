@@ -1,0 +1,56 @@
+package testenv
+
+import (
+	"context"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"testing"
+	"time"
+)
+
+// YCSBLib is the directory of the YCSB jars, built from the current sources
+// (scripts/build-ycsb.sh is a no-op while they are unchanged), or
+// $BENCHQ_YCSB_LIB as it is. Skips without java or maven.
+func YCSBLib(t testing.TB) string {
+	t.Helper()
+	if d := os.Getenv("BENCHQ_YCSB_LIB"); d != "" {
+		return d
+	}
+	for _, tool := range []string{"java", "mvn"} {
+		if _, err := exec.LookPath(tool); err != nil {
+			t.Skipf("skipping: %s not installed", tool)
+		}
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
+	defer cancel()
+	script := filepath.Join(repoRoot(t), "scripts", "build-ycsb.sh")
+	if out, err := exec.CommandContext(ctx, script).CombinedOutput(); err != nil {
+		t.Fatalf("scripts/build-ycsb.sh: %v\n%s", err, out)
+	}
+	cache := os.Getenv("BENCHQ_CACHE")
+	if cache == "" {
+		cache = filepath.Join(os.Getenv("HOME"), ".cache", "benchq")
+	}
+	return filepath.Join(cache, "ycsb", "lib")
+}
+
+// repoRoot is the repository's root: the nearest directory above the
+// test's working directory (its package) that holds go.mod.
+func repoRoot(t testing.TB) string {
+	t.Helper()
+	dir, err := os.Getwd()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for {
+		if _, err := os.Stat(filepath.Join(dir, "go.mod")); err == nil {
+			return dir
+		}
+		parent := filepath.Dir(dir)
+		if parent == dir {
+			t.Fatal("no go.mod above the test's directory")
+		}
+		dir = parent
+	}
+}
