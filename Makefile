@@ -91,7 +91,7 @@ bench-fuzz:
 test-k8s:
 	scripts/k8s/build-control-plane.sh
 	scripts/k8s/build-prometheus.sh
-	BENCHQ_K8S_REQUIRED=1 go test -count=1 -tags k8s -timeout 15m ./internal/k8stest/ ./catalog/ ./services/deployer/ ./services/scheduler/
+	BENCHQ_K8S_REQUIRED=1 go test -count=1 -tags k8s -timeout 15m ./internal/k8stest/ ./catalog/ ./services/deployer/... ./services/scheduler/
 
 # The kubernetes backend at scale (docs/kubernetes.md): on the control plane
 # of test-k8s with 100 kwok nodes, 200 experiments of a loading and a

@@ -6,6 +6,10 @@ import (
 
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/clientcmd"
+
+	"github.com/benchq/benchq/services/deployer/backend"
+	"github.com/benchq/benchq/services/deployer/kube"
+	"github.com/benchq/benchq/services/deployer/local"
 )
 
 // BackendConfig chooses and configures the backend (flags and env of main).
@@ -32,11 +36,11 @@ type BackendConfig struct {
 const DefaultDriverImage = "benchq/driver-agent:dev"
 
 // NewBackend returns the backend cfg names; the scheduler never knows which.
-func NewBackend(cfg BackendConfig, log *slog.Logger) (Backend, error) {
+func NewBackend(cfg BackendConfig, log *slog.Logger) (backend.Backend, error) {
 	switch cfg.Kind {
-	case BackendLocal, "":
-		return &Local{Root: cfg.Root, Log: log}, nil
-	case BackendKubernetes:
+	case local.BackendLocal, "":
+		return &local.Local{Root: cfg.Root, Log: log}, nil
+	case kube.BackendKubernetes:
 		rules := clientcmd.NewDefaultClientConfigLoadingRules()
 		rules.ExplicitPath = cfg.Kubeconfig
 		cc := clientcmd.NewNonInteractiveDeferredLoadingClientConfig(rules, &clientcmd.ConfigOverrides{})
@@ -50,7 +54,7 @@ func NewBackend(cfg BackendConfig, log *slog.Logger) (Backend, error) {
 				return nil, fmt.Errorf("kubernetes backend: namespace: %w", err)
 			}
 		}
-		configureClient(rc, float32(cfg.KubeQPS), log)
+		kube.ConfigureClient(rc, float32(cfg.KubeQPS), log)
 		client, err := kubernetes.NewForConfig(rc)
 		if err != nil {
 			return nil, fmt.Errorf("kubernetes backend: %w", err)
@@ -61,7 +65,7 @@ func NewBackend(cfg BackendConfig, log *slog.Logger) (Backend, error) {
 			image = DefaultDriverImage
 		}
 		log.Info("kubernetes backend", "driver_image", image, "driver_nats", cfg.DriverNATSURL)
-		return &Kube{Client: client, Namespace: ns, Log: log, DriverImage: image, DriverNATSURL: cfg.DriverNATSURL, DriverSeedSecret: cfg.DriverSeedSecret}, nil
+		return &kube.Kube{Client: client, Namespace: ns, Log: log, DriverImage: image, DriverNATSURL: cfg.DriverNATSURL, DriverSeedSecret: cfg.DriverSeedSecret}, nil
 	}
-	return nil, fmt.Errorf("unknown backend %q: use %s or %s", cfg.Kind, BackendLocal, BackendKubernetes)
+	return nil, fmt.Errorf("unknown backend %q: use %s or %s", cfg.Kind, local.BackendLocal, kube.BackendKubernetes)
 }

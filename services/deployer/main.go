@@ -10,13 +10,16 @@ import (
 
 	"github.com/benchq/benchq/internal/natsauth"
 	"github.com/benchq/benchq/internal/startup"
+	"github.com/benchq/benchq/services/deployer/deployer"
+	"github.com/benchq/benchq/services/deployer/kube"
+	"github.com/benchq/benchq/services/deployer/local"
 )
 
 func main() {
 	svc := startup.NewService("deployer")
 	fs := svc.Flags
 	var bc BackendConfig
-	fs.StringVar(&bc.Kind, "backend", startup.Env("BENCHQ_BACKEND", BackendLocal), "where SUTs run: local or kubernetes (env BENCHQ_BACKEND)")
+	fs.StringVar(&bc.Kind, "backend", startup.Env("BENCHQ_BACKEND", local.BackendLocal), "where SUTs run: local or kubernetes (env BENCHQ_BACKEND)")
 	fs.StringVar(&bc.Root, "root", startup.Env("BENCHQ_SUT_ROOT", filepath.Join(startup.Env("BENCHQ_HOME", ".benchq"), "suts")), "local backend: directory for SUT data (env BENCHQ_SUT_ROOT)")
 	fs.StringVar(&bc.Kubeconfig, "kubeconfig", "", "kubernetes backend: kubeconfig file (default $KUBECONFIG, ~/.kube/config, or in-cluster)")
 	fs.StringVar(&bc.Namespace, "namespace", startup.Env("BENCHQ_NAMESPACE", ""), "kubernetes backend: namespace (env BENCHQ_NAMESPACE; default the kubeconfig's or the pod's)")
@@ -28,18 +31,18 @@ func main() {
 		if bc.DriverNATSURL == "" {
 			bc.DriverNATSURL = rt.NATSURL
 		}
-		backend, err := NewBackend(bc, rt.Log)
+		be, err := NewBackend(bc, rt.Log)
 		if err != nil {
 			return err
 		}
-		return Run(ctx, Config{NATSURL: rt.NATSURL, Metrics: rt.Metrics}, backend, rt.Log)
+		return deployer.Run(ctx, deployer.Config{NATSURL: rt.NATSURL, Metrics: rt.Metrics}, be, rt.Log)
 	})
 }
 
-// kubeQPSDefault is $BENCHQ_KUBE_QPS, else DefaultKubeQPS.
+// kubeQPSDefault is $BENCHQ_KUBE_QPS, else kube.DefaultKubeQPS.
 func kubeQPSDefault() float64 {
 	if q, err := strconv.ParseFloat(startup.Env("BENCHQ_KUBE_QPS", ""), 64); err == nil && q > 0 {
 		return q
 	}
-	return DefaultKubeQPS
+	return kube.DefaultKubeQPS
 }

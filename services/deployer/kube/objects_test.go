@@ -1,0 +1,338 @@
+package kube
+
+import (
+	"bytes"
+	"errors"
+	"flag"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"k8s.io/apimachinery/pkg/runtime"
+	"sigs.k8s.io/yaml"
+
+	"github.com/benchq/benchq/catalog"
+	"github.com/benchq/benchq/contracts"
+	"github.com/benchq/benchq/internal/natsauth"
+	"github.com/benchq/benchq/services/deployer/backend"
+)
+
+var update = flag.Bool("update", false, "rewrite the golden files under testdata/")
+
+const (
+	goldenCode      = "1700000000"
+	goldenNamespace = "benchq"
+)
+
+// goldenCase is one configuration whose objects are kept in
+// testdata/kube/<name>.yaml.
+type goldenCase struct {
+	name string
+	spec backend.Spec
+	// entry replaces the catalog's entry of spec.DBMS (a DBMS shape no
+	// catalog file has yet).
+	entry func(catalog.Entry) catalog.Entry
+}
+
+// goldenCases: every catalog entry with its defaults, and the option sets
+// a SUT spec can carry (resources, storage, node, monitoring, workers, pool).
+func goldenCases() []goldenCase {
+	var cases []goldenCase
+	for _, n := range catalog.Names() {
+		cases = append(cases, goldenCase{name: strings.ToLower(n) + "-default", spec: backend.Spec{
+			Code: goldenCode, Configuration: n + "-64-8-196608-1", DBMS: n, Benchmark: "ycsb",
+		}})
+	}
+	return append(cases,
+		goldenCase{name: "redis-single-host", spec: backend.Spec{Code: goldenCode, Configuration: "Redis-64-8-196608-1", DBMS: "Redis", Benchmark: "ycsb",
+			SUT: &contracts.SUTSpec{UseCase: "ycsb-1"}}},
+		goldenCase{name: "redis-resources-node-monitoring-ephemeral", spec: backend.Spec{Code: goldenCode, Configuration: "Redis-64-8-196608-1", DBMS: "Redis", Benchmark: "ycsb",
+			SUT: &contracts.SUTSpec{
+				Resources:  &contracts.Resources{RequestCPU: "4", RequestMemory: "8Gi", LimitMemory: "32Gi"},
+				Storage:    &contracts.Storage{Size: "20Gi"},
+				Node:       "worker-7",
+				Monitoring: &contracts.Monitoring{SUT: true, Application: true},
+				UseCase:    "ycsb-1",
+			}}},
+		goldenCase{name: "rediscluster-nw3-nwr1", spec: backend.Spec{Code: goldenCode, Configuration: "RedisCluster-64-8-196608-1", DBMS: "RedisCluster", Benchmark: "ycsb",
+			SUT: &contracts.SUTSpec{Workers: 3, WorkerReplicas: 1, UseCase: "ycsb-1"}}},
+		goldenCase{name: "rediscluster-nw3-storage-shared", spec: backend.Spec{Code: goldenCode, Configuration: "RedisCluster-64-8-196608-1", DBMS: "RedisCluster", Benchmark: "ycsb",
+			SUT: &contracts.SUTSpec{Workers: 3, Storage: &contracts.Storage{Class: "shared", Size: "5Gi"}, Monitoring: &contracts.Monitoring{Application: true}, UseCase: "ycsb-1"}}},
+		goldenCase{name: "dragonflycluster-nw3", spec: backend.Spec{Code: goldenCode, Configuration: "DragonflyCluster-64-8-196608-1", DBMS: "DragonflyCluster", Benchmark: "ycsb",
+			SUT: &contracts.SUTSpec{Workers: 3, UseCase: "ycsb-1"}}},
+		goldenCase{name: "pgbouncer-pool-4-128-64", spec: backend.Spec{Code: goldenCode, Configuration: "PgBouncer-64-8-196608-1", DBMS: "PgBouncer", Benchmark: "ycsb",
+			SUT: &contracts.SUTSpec{Pool: &contracts.Pool{Pods: 4, Inbound: 128, Outbound: 64}, Monitoring: &contracts.Monitoring{Application: true}, UseCase: "ycsb-1"}}},
+		goldenCase{name: "postgresql-storage-shared-50gi", spec: backend.Spec{Code: goldenCode, Configuration: "PostgreSQL-64-8-196608-1", DBMS: "PostgreSQL", Benchmark: "ycsb",
+			SUT: &contracts.SUTSpec{Storage: &contracts.Storage{Class: "shared", Size: "50Gi"}, UseCase: "ycsb-1"}}},
+		// A Redis whose data lives on the PVC runs with AOF (catalog volume_settings).
+		goldenCase{name: "redis-storage-shared", spec: backend.Spec{Code: goldenCode, Configuration: "Redis-64-8-196608-1", DBMS: "Redis", Benchmark: "ycsb",
+			SUT: &contracts.SUTSpec{Storage: &contracts.Storage{Class: "shared"}, UseCase: "ycsb-1"}}},
+		goldenCase{name: "cluster-with-master-storage", spec: backend.Spec{Code: goldenCode, Configuration: "RedisCluster-64-8-196608-1", DBMS: "RedisCluster", Benchmark: "ycsb",
+			SUT: &contracts.SUTSpec{Workers: 3, Storage: &contracts.Storage{Class: "shared", Size: "5Gi"}, UseCase: "ycsb-1"}},
+			entry: withMaster},
+	)
+}
+
+// withMaster gives a cluster entry a coordinator pod, as a DBMS with one
+// (Citus, say) would have: no catalog file has one yet.
+func withMaster(e catalog.Entry) catalog.Entry {
+	k := *e.Kubernetes
+	c := *k.Cluster
+	c.Master = &catalog.Master{Args: []string{"--coordinator", "yes"}}
+	k.Cluster = &c
+	e.Kubernetes = &k
+	return e
+}
+
+// buildCase builds a golden case's objects.
+func buildCase(t *testing.T, tc goldenCase, namespace string) *kubeObjects {
+	t.Helper()
+	e, err := catalog.Lookup(tc.spec.DBMS)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if tc.entry != nil {
+		e = tc.entry(e)
+	}
+	o, err := buildObjects(e, tc.spec, namespace)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return o
+}
+
+// renderObjects is the golden form: the endpoint as a comment, then every
+// object as a YAML document, in creation order.
+func renderObjects(t *testing.T, o *kubeObjects) []byte {
+	t.Helper()
+	var buf bytes.Buffer
+	fmt.Fprintf(&buf, "# endpoint: %s:%d", o.Endpoint.Host, o.Endpoint.Port)
+	if o.Endpoint.JDBCURL != "" {
+		fmt.Fprintf(&buf, " (%s)", o.Endpoint.JDBCURL)
+	}
+	buf.WriteString("\n")
+	if len(o.Ignored) > 0 {
+		fmt.Fprintf(&buf, "# ignored: %s\n", strings.Join(o.Ignored, ", "))
+	}
+	for _, obj := range o.all() {
+		b, err := yaml.Marshal(obj)
+		if err != nil {
+			t.Fatal(err)
+		}
+		buf.WriteString("---\n")
+		buf.Write(b)
+	}
+	return buf.Bytes()
+}
+
+// all returns the objects in creation order.
+func (o *kubeObjects) all() []runtime.Object {
+	var out []runtime.Object
+	if o.Volume != nil {
+		out = append(out, o.Volume)
+	}
+	for _, x := range o.Services {
+		out = append(out, x)
+	}
+	for _, x := range o.Deployments {
+		out = append(out, x)
+	}
+	for _, x := range o.StatefulSets {
+		out = append(out, x)
+	}
+	for _, x := range o.Jobs {
+		out = append(out, x)
+	}
+	return out
+}
+
+func checkGolden(t *testing.T, path string, got []byte) {
+	t.Helper()
+	if *update {
+		if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(path, got, 0o644); err != nil {
+			t.Fatal(err)
+		}
+		return
+	}
+	want, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatalf("%v (run go test -run %s -update to create it)", err, t.Name())
+	}
+	if !bytes.Equal(got, want) {
+		t.Errorf("%s differs from what the builder makes now (review, then go test -update):\n%s", path, lineDiff(string(want), string(got)))
+	}
+}
+
+// lineDiff shows the first lines that differ.
+func lineDiff(want, got string) string {
+	w, g := strings.Split(want, "\n"), strings.Split(got, "\n")
+	for i := 0; i < len(w) || i < len(g); i++ {
+		var wl, gl string
+		if i < len(w) {
+			wl = w[i]
+		}
+		if i < len(g) {
+			gl = g[i]
+		}
+		if wl != gl {
+			return fmt.Sprintf("line %d:\n  want %q\n  got  %q", i+1, wl, gl)
+		}
+	}
+	return ""
+}
+
+func TestGoldenObjects(t *testing.T) {
+	for _, tc := range goldenCases() {
+		t.Run(tc.name, func(t *testing.T) {
+			checkGolden(t, filepath.Join("testdata", "kube", tc.name+".yaml"), renderObjects(t, buildCase(t, tc, goldenNamespace)))
+		})
+	}
+}
+
+func TestGoldenDriverJob(t *testing.T) {
+	j, err := DriverJob(backend.DriverSpec{
+		Code: goldenCode, Configuration: "Redis-64-8-196608-1", DBMS: "Redis", Phase: "Redis-64-8-196608-1-load",
+		Kind: contracts.KindLoad, Shards: 8, Node: "worker-3", Image: "benchq/driver-agent:dev", NATSURL: "nats://nats.benchq.svc:4222",
+		SeedSecret: "benchq-credentials",
+	}, goldenNamespace)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The agents' seed comes from the Secret, by reference: never a value.
+	env := j.Spec.Template.Spec.Containers[0].Env
+	seed := env[len(env)-1]
+	if seed.Name != natsauth.SeedValueEnv || seed.Value != "" || seed.ValueFrom == nil || seed.ValueFrom.SecretKeyRef == nil ||
+		seed.ValueFrom.SecretKeyRef.Name != "benchq-credentials" || seed.ValueFrom.SecretKeyRef.Key != "BENCHQ_NATS_SEED_AGENT" {
+		t.Errorf("the driver pods' NATS seed: %+v", seed)
+	}
+	b, err := yaml.Marshal(j)
+	if err != nil {
+		t.Fatal(err)
+	}
+	checkGolden(t, filepath.Join("testdata", "kube", "driver-job-load-8-shards.yaml"), b)
+}
+
+// TestObjectShapes checks what the golden files show, so that a careless
+// -update cannot silently change it.
+func TestObjectShapes(t *testing.T) {
+	build := func(dbms string, sut *contracts.SUTSpec) *kubeObjects {
+		t.Helper()
+		e, err := catalog.Lookup(dbms)
+		if err != nil {
+			t.Fatal(err)
+		}
+		o, err := buildObjects(e, backend.Spec{Code: "42", Configuration: dbms + "-1", DBMS: dbms, Benchmark: "ycsb", SUT: sut}, "ns")
+		if err != nil {
+			t.Fatal(err)
+		}
+		return o
+	}
+
+	rc := build("RedisCluster", &contracts.SUTSpec{Workers: 3, WorkerReplicas: 1})
+	if n := *rc.StatefulSets[0].Spec.Replicas; n != 6 {
+		t.Errorf("RedisCluster -nw 3 -nwr 1: %d nodes, want 6", n)
+	}
+	if len(rc.Deployments) != 0 || rc.Services[0].Spec.ClusterIP != "None" || rc.Services[1].Spec.Selector[labelComponent] != componentWorker {
+		t.Errorf("RedisCluster: a headless worker Service and a client Service over the workers, no master")
+	}
+	if env := rc.Jobs[0].Spec.Template.Spec.Containers[0].Env; env[0].Name != "BENCHQ_NODES" || len(strings.Fields(env[0].Value)) != 6 ||
+		!strings.HasPrefix(env[0].Value, "bq-42-rediscluster-1-w-0.bq-42-rediscluster-1-w.ns.svc:6379 ") || env[2].Value != "1" {
+		t.Errorf("bootstrap env %+v", env)
+	}
+	if rc.Endpoint.Host != "bq-42-rediscluster-1.ns.svc" || rc.Endpoint.Port != 6379 {
+		t.Errorf("endpoint %+v", rc.Endpoint)
+	}
+
+	m := buildCase(t, goldenCase{spec: backend.Spec{Code: "42", Configuration: "C-1", DBMS: "RedisCluster", Benchmark: "ycsb",
+		SUT: &contracts.SUTSpec{Workers: 3, Storage: &contracts.Storage{Class: "shared"}, UseCase: "ycsb-1"}}, entry: withMaster}, "ns")
+	if len(m.Deployments) != 1 || m.Deployments[0].Name != "bq-42-c-1" || m.Services[1].Spec.Selector[labelComponent] != componentSUT {
+		t.Errorf("a master: a sut Deployment the client Service selects")
+	}
+	if m.Volume == nil || m.Deployments[0].Spec.Template.Spec.Volumes[0].PersistentVolumeClaim.ClaimName != m.Volume.Name ||
+		m.StatefulSets[0].Spec.VolumeClaimTemplates[0].Name != "data" {
+		t.Errorf("a master keeps the reused volume, workers their claim templates")
+	}
+	if env := m.Jobs[0].Spec.Template.Spec.Containers[0].Env; env[len(env)-1].Name != "BENCHQ_MASTER" || env[len(env)-1].Value != "bq-42-c-1.ns.svc:6379" {
+		t.Errorf("bootstrap env %+v", env)
+	}
+
+	pg := build("PgBouncer", &contracts.SUTSpec{Pool: &contracts.Pool{Pods: 4, Inbound: 128, Outbound: 63}})
+	pool := pg.Deployments[1]
+	if *pool.Spec.Replicas != 4 || pool.Labels[labelComponent] != componentPool {
+		t.Errorf("pool deployment %s: %d replicas, component %s", pool.Name, *pool.Spec.Replicas, pool.Labels[labelComponent])
+	}
+	env := map[string]string{}
+	for _, e := range pool.Spec.Template.Spec.Containers[0].Env {
+		env[e.Name] = e.Value
+	}
+	if env["MAX_CLIENT_CONN"] != "32" || env["DEFAULT_POOL_SIZE"] != "16" || env["DB_HOST"] != "bq-42-pgbouncer-1-db.ns.svc" {
+		t.Errorf("pool env %v: want 128/4 = 32 inbound, 63/4 rounded up = 16 outbound per pod, the backend Service", env)
+	}
+	if pg.Services[1].Name != "bq-42-pgbouncer-1" || pg.Services[1].Spec.Selector[labelComponent] != componentPool ||
+		!strings.Contains(pg.Endpoint.JDBCURL, "bq-42-pgbouncer-1.ns.svc:5432") {
+		t.Errorf("clients must reach the pool: %+v %+v", pg.Services[1].Spec.Selector, pg.Endpoint)
+	}
+	if len(pg.Jobs) != 1 || pg.Jobs[0].Spec.Template.Spec.Containers[0].Env[0].Value != "bq-42-pgbouncer-1-db.ns.svc" {
+		t.Errorf("the schema is created on the backend directly")
+	}
+
+	ps := build("PostgreSQL", &contracts.SUTSpec{Storage: &contracts.Storage{Class: "shared", Size: "50Gi"}, UseCase: "ycsb-1"})
+	if ps.Volume == nil || ps.Volume.Name != "bq-postgresql-ycsb-1" || *ps.Volume.Spec.StorageClassName != "shared" ||
+		ps.Volume.Labels[labelExperiment] != "" {
+		t.Fatalf("volume %+v: want bq-postgresql-ycsb-1, class shared, no experiment label", ps.Volume)
+	}
+	if v := ps.Deployments[0].Spec.Template.Spec.Volumes[0]; v.PersistentVolumeClaim == nil || v.PersistentVolumeClaim.ClaimName != ps.Volume.Name {
+		t.Errorf("data volume %+v", v)
+	}
+
+	eph := build("Redis", &contracts.SUTSpec{Storage: &contracts.Storage{Size: "20Gi"}})
+	c := eph.Deployments[0].Spec.Template.Spec.Containers[0]
+	if q := c.Resources.Requests["ephemeral-storage"]; q.String() != "20Gi" || eph.Volume != nil {
+		t.Errorf("-rss without -rst: ephemeral-storage request %s, volume %v", q.String(), eph.Volume)
+	}
+	if ign := build("Redis", &contracts.SUTSpec{Workers: 3, Pool: &contracts.Pool{Pods: 1, Inbound: 1, Outbound: 1}}).Ignored; strings.Join(ign, ",") != "workers,pool" {
+		t.Errorf("ignored %v", ign)
+	}
+}
+
+func TestBuildObjectsRefuses(t *testing.T) {
+	long := strings.Repeat("x", 50)
+	for _, tc := range []struct {
+		name string
+		spec backend.Spec
+		is   error
+		want string
+	}{
+		{"service name too long", backend.Spec{Code: "1700000000", Configuration: "Redis-" + long, DBMS: "Redis"}, backend.ErrInvalidName,
+			`gives object name "bq-1700000000-redis-` + long + `"`},
+		{"statefulset name too long", backend.Spec{Code: "1700000000", Configuration: "RedisCluster-" + strings.Repeat("y", 25), DBMS: "RedisCluster"}, backend.ErrInvalidName,
+			"at most 52 are possible"},
+		{"too few masters", backend.Spec{Code: "1", Configuration: "RedisCluster-1", DBMS: "RedisCluster", SUT: &contracts.SUTSpec{Workers: 2}}, backend.ErrBadSpec,
+			"RedisCluster needs at least 3 workers (-nw), got 2"},
+		{"bad cpu", backend.Spec{Code: "1", Configuration: "Redis-1", DBMS: "Redis", SUT: &contracts.SUTSpec{Resources: &contracts.Resources{RequestCPU: "lots"}}}, backend.ErrBadSpec,
+			`resources.request_cpu: "lots" is not a Kubernetes quantity`},
+		{"request above limit", backend.Spec{Code: "1", Configuration: "Redis-1", DBMS: "Redis", SUT: &contracts.SUTSpec{Resources: &contracts.Resources{RequestMemory: "8Gi", LimitMemory: "4Gi"}}}, backend.ErrBadSpec,
+			"memory request 8Gi is above the memory limit 4Gi"},
+		{"bad size", backend.Spec{Code: "1", Configuration: "PostgreSQL-1", DBMS: "PostgreSQL", SUT: &contracts.SUTSpec{Storage: &contracts.Storage{Class: "c", Size: "big"}}}, backend.ErrBadSpec,
+			`storage.size: "big"`},
+		{"empty pool", backend.Spec{Code: "1", Configuration: "PgBouncer-1", DBMS: "PgBouncer", SUT: &contracts.SUTSpec{Pool: &contracts.Pool{Pods: 0, Inbound: 1, Outbound: 1}}}, backend.ErrBadSpec,
+			"must be at least 1"},
+		{"bad code", backend.Spec{Code: "a b", Configuration: "Redis-1", DBMS: "Redis"}, backend.ErrInvalidName, `code "a b" is not a label value`},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			e, err := catalog.Lookup(tc.spec.DBMS)
+			if err != nil {
+				t.Fatal(err)
+			}
+			_, err = buildObjects(e, tc.spec, "ns")
+			if !errors.Is(err, tc.is) || !strings.Contains(err.Error(), tc.want) {
+				t.Errorf("err = %v, want %v containing %q", err, tc.is, tc.want)
+			}
+		})
+	}
+}

@@ -1,0 +1,221 @@
+package kube
+
+import (
+	"github.com/benchq/benchq/contracts"
+	"github.com/benchq/benchq/services/deployer/backend"
+
+	"context"
+	"encoding/json"
+	"fmt"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+)
+
+// annotationCreatedBy names the configuration that created a volume
+// (<code>/<configuration>): a redelivered deploy with -rsr must not delete
+// the volume its first delivery made.
+const annotationCreatedBy = "benchq.io/created-by"
+
+// Volume is a PVC that holds a DBMS's data for a use case, reused across
+// experiments, and what its annotations say about the data.
+type Volume struct {
+	Name        string    `json:"name"`
+	DBMS        string    `json:"dbms"`
+	UseCase     string    `json:"use_case"`
+	Class       string    `json:"class"`
+	Size        string    `json:"size"`
+	Phase       string    `json:"phase"` // Pending, Bound, Lost
+	New         bool      `json:"new,omitempty"`
+	Loaded      bool      `json:"loaded"`
+	LoadedAt    time.Time `json:"loaded_at,omitzero"`
+	LoadingTime float64   `json:"loading_time_s,omitempty"`
+	LoadedBy    string    `json:"loaded_by,omitempty"`
+}
+
+func volumeFromPVC(p *corev1.PersistentVolumeClaim) Volume {
+	v := Volume{
+		Name: p.Name, DBMS: p.Labels[labelDBMS], UseCase: p.Labels[labelUseCase],
+		Phase: string(p.Status.Phase), Loaded: p.Annotations[annotationLoaded] == "true",
+		LoadedBy: p.Annotations[annotationLoadedBy],
+	}
+	if p.Spec.StorageClassName != nil {
+		v.Class = *p.Spec.StorageClassName
+	}
+	if q, ok := p.Spec.Resources.Requests[corev1.ResourceStorage]; ok {
+		v.Size = q.String()
+	}
+	v.LoadedAt, _ = time.Parse(time.RFC3339, p.Annotations[annotationLoadedAt])
+	v.LoadingTime, _ = strconv.ParseFloat(p.Annotations[annotationLoadingTime], 64)
+	return v
+}
+
+// state is the volume as sut.ready reports it: the scheduler skips loading
+// when it is loaded (bexhoma's "Database is persisted to disk").
+func (v Volume) state() *contracts.VolumeState {
+	st := &contracts.VolumeState{Name: v.Name, New: v.New, Loaded: v.Loaded}
+	if v.Loaded {
+		st.LoadingTimeS, st.LoadedBy = v.LoadingTime, v.LoadedBy
+		if !v.LoadedAt.IsZero() {
+			at := v.LoadedAt.UTC()
+			st.LoadedAt = &at
+		}
+	}
+	return st
+}
+
+// ensureVolume creates the volume want, or reuses the one an earlier
+// experiment left, with its data. With -rsr (Storage.Remove) an existing
+// volume is deleted first (and waited for: a pod still using it holds it),
+// and so is one that was never marked loaded (its loading failed or was
+// interrupted: it may hold part of the data), unless this configuration
+// created it, i.e. the deploy is redelivered.
+func (k *Kube) ensureVolume(ctx context.Context, want *corev1.PersistentVolumeClaim, s backend.Spec) (Volume, error) {
+	pvcs := k.Client.CoreV1().PersistentVolumeClaims(k.Namespace)
+	owner := s.Code + "/" + s.Configuration
+	var cur *corev1.PersistentVolumeClaim
+	err := k.retry(ctx, func(ctx context.Context) error {
+		var err error
+		cur, err = pvcs.Get(ctx, want.Name, metav1.GetOptions{})
+		if apierrors.IsNotFound(err) {
+			cur = nil
+			return nil
+		}
+		return err
+	})
+	if err != nil {
+		return Volume{}, fmt.Errorf("volume %s: %w", want.Name, err)
+	}
+	remove := s.SUT != nil && s.SUT.Storage != nil && s.SUT.Storage.Remove
+	if cur != nil && cur.Annotations[annotationCreatedBy] != owner && (remove || cur.Annotations[annotationLoaded] != "true") {
+		why := "-rsr"
+		if !remove {
+			why = "never loaded to the end"
+		}
+		k.log().Info("removing volume first", "volume", want.Name, "why", why, "loaded", cur.Annotations[annotationLoaded])
+		err := k.retry(ctx, func(ctx context.Context) error {
+			err := pvcs.Delete(ctx, want.Name, metav1.DeleteOptions{Preconditions: &metav1.Preconditions{UID: &cur.UID}})
+			if apierrors.IsNotFound(err) || apierrors.IsConflict(err) { // gone, or already another one
+				return nil
+			}
+			return err
+		})
+		if err != nil {
+			return Volume{}, fmt.Errorf("remove volume %s: %w", want.Name, err)
+		}
+		err = k.wait(ctx, s, "volume "+want.Name+" to be removed (a pod still using it keeps it)", func(ctx context.Context) error {
+			p, err := pvcs.Get(ctx, want.Name, metav1.GetOptions{})
+			switch {
+			case apierrors.IsNotFound(err):
+				return nil
+			case err != nil:
+				return err
+			case p.UID != cur.UID:
+				return nil // already re-created
+			}
+			return fmt.Errorf("%w: still there", errNotReady)
+		})
+		if err != nil {
+			return Volume{}, err
+		}
+		cur = nil
+	}
+	if cur == nil {
+		want = want.DeepCopy()
+		want.Annotations[annotationCreatedBy] = owner
+		err := k.retry(ctx, func(ctx context.Context) error {
+			var err error
+			cur, err = pvcs.Create(ctx, want, metav1.CreateOptions{})
+			if apierrors.IsAlreadyExists(err) { // created meanwhile (another configuration)
+				cur, err = pvcs.Get(ctx, want.Name, metav1.GetOptions{})
+			}
+			return err
+		})
+		if err != nil {
+			return Volume{}, fmt.Errorf("create volume %s: %w", want.Name, err)
+		}
+		v := volumeFromPVC(cur)
+		v.New = cur.Annotations[annotationCreatedBy] == owner && !v.Loaded
+		return v, nil
+	}
+	if err := compatible(cur, want); err != nil {
+		return Volume{}, err
+	}
+	return volumeFromPVC(cur), nil
+}
+
+// compatible refuses to reuse a volume of another class or a smaller size
+// than requested.
+func compatible(cur, want *corev1.PersistentVolumeClaim) error {
+	cc, wc := ptrString(cur.Spec.StorageClassName), ptrString(want.Spec.StorageClassName)
+	if cc != wc {
+		return fmt.Errorf("%w: volume %s exists with storage class %q, not %q: remove it first (-rsr)", backend.ErrBadSpec, cur.Name, cc, wc)
+	}
+	have, want1 := cur.Spec.Resources.Requests[corev1.ResourceStorage], want.Spec.Resources.Requests[corev1.ResourceStorage]
+	if have.Cmp(want1) < 0 {
+		return fmt.Errorf("%w: volume %s exists with %s, less than the %s requested: remove it first (-rsr)", backend.ErrBadSpec, cur.Name, have.String(), want1.String())
+	}
+	return nil
+}
+
+func ptrString(p *string) string {
+	if p == nil {
+		return ""
+	}
+	return *p
+}
+
+// MarkLoaded records on a volume that a loading phase filled it: when, in
+// how long, by which experiment and configuration. The next Deploy of the
+// DBMS and use case reports it loaded, so that loading can be skipped.
+func (k *Kube) MarkLoaded(ctx context.Context, volume string, loadingTime time.Duration, by string, at time.Time) error {
+	patch, err := json.Marshal(map[string]any{"metadata": map[string]any{"annotations": map[string]string{
+		annotationLoaded:      "true",
+		annotationLoadedAt:    at.UTC().Format(time.RFC3339),
+		annotationLoadingTime: strconv.FormatFloat(loadingTime.Seconds(), 'f', 3, 64),
+		annotationLoadedBy:    by,
+	}}})
+	if err != nil {
+		return err
+	}
+	return k.retry(ctx, func(ctx context.Context) error {
+		_, err := k.Client.CoreV1().PersistentVolumeClaims(k.Namespace).Patch(ctx, volume, types.MergePatchType, patch, metav1.PatchOptions{})
+		return wrapIf(err, "mark volume %s loaded", volume)
+	})
+}
+
+// Volumes lists the volumes of the namespace (benchq status), by name.
+func (k *Kube) Volumes(ctx context.Context) ([]Volume, error) {
+	l, err := k.Client.CoreV1().PersistentVolumeClaims(k.Namespace).List(ctx, metav1.ListOptions{LabelSelector: labelApp + "=" + appName + "," + labelUseCase})
+	if err != nil {
+		return nil, fmt.Errorf("list volumes: %w", err)
+	}
+	out := make([]Volume, 0, len(l.Items))
+	for i := range l.Items {
+		out = append(out, volumeFromPVC(&l.Items[i]))
+	}
+	slices.SortFunc(out, func(a, b Volume) int { return strings.Compare(a.Name, b.Name) })
+	return out, nil
+}
+
+// VolumeEntries lists the volumes as entries of the volumes KV bucket.
+func (k *Kube) VolumeEntries(ctx context.Context) ([]contracts.VolumeEntry, error) {
+	vols, err := k.Volumes(ctx)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]contracts.VolumeEntry, 0, len(vols))
+	for _, v := range vols {
+		out = append(out, contracts.VolumeEntry{Name: v.Name, DBMS: v.DBMS, UseCase: v.UseCase, Loaded: v.Loaded,
+			TimeLoadingS: v.LoadingTime, Size: v.Size, Class: v.Class})
+	}
+	return out, nil
+}
+
+var _ backend.Volumes = (*Kube)(nil) // the kubernetes backend keeps persistent volumes

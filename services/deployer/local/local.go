@@ -1,0 +1,340 @@
+package local
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/benchq/benchq/catalog"
+	"github.com/benchq/benchq/contracts"
+	"github.com/benchq/benchq/internal/atomicfile"
+	"github.com/benchq/benchq/internal/localdb"
+	"github.com/benchq/benchq/services/deployer/backend"
+)
+
+// BackendLocal is the local backend's name (flag -backend, events).
+const BackendLocal = contracts.BackendLocal
+
+// Local runs SUTs as processes on this machine, one directory per
+// configuration: Root/<code>/<configuration>/ holds endpoint.json and the
+// server's directory data/ (Redis, PostgreSQL; PgBouncer's backend), a
+// cluster's node directories cluster/node-<i>/, a pool's pool-<i>/. The
+// servers are detached, so a restarted deployer finds them through those
+// files.
+type Local struct {
+	Root string
+	Log  *slog.Logger
+	// AgentBin is the driver-agent binary that StartPhaseAgents runs
+	// (default: driver-agent beside this program).
+	AgentBin string
+	// TargetsDir receives the Prometheus file_sd groups of exporters and
+	// phase agents ("": $BENCHQ_PROMETHEUS_TARGETS; neither: none written).
+	TargetsDir string
+
+	// VolumesDir holds the persistent volumes (-rst, local_volume.go);
+	// default: volumes/ beside Root.
+	VolumesDir string
+
+	mu    sync.Mutex
+	locks map[string]*sync.Mutex // per configuration directory
+	volMu sync.Mutex             // claims and records of volumes
+
+	monOnce sync.Once
+	mon     *monitor // local_monitor.go
+}
+
+// localState is endpoint.json: what a redelivered deploy must answer again.
+type localState struct {
+	DBMS     string             `json:"dbms"`
+	Kind     string             `json:"kind"`
+	Endpoint contracts.Endpoint `json:"endpoint"`
+	Pid      int                `json:"pid"` // the endpoint's process
+	// Pids of every process of a cluster (nodes, masters first) or a pool
+	// (the pool processes, then the backend).
+	Pids []int `json:"pids,omitempty"`
+	// BackendPort is a pool's PostgreSQL, restarted there if it died.
+	BackendPort int `json:"backend_port,omitempty"`
+	// Info are facts of a cluster or pool for sut.ready (nodes, limits).
+	Info map[string]any `json:"info,omitempty"`
+	// Monitoring is the configuration's -m/-mc/-ma, for a restarted
+	// deployer; Exporters are what -ma started (local_monitor.go).
+	Monitoring *contracts.Monitoring `json:"monitoring,omitempty"`
+	Exporters  []exporter            `json:"exporters,omitempty"`
+}
+
+const stateFile = "endpoint.json"
+
+// Deploy starts (or finds running) the SUT of s and returns its endpoint.
+func (l *Local) Deploy(ctx context.Context, s backend.Spec) (backend.Deployed, error) {
+	return backend.DeployEntry(ctx, s, l.deploy)
+}
+
+func (l *Local) deploy(ctx context.Context, s backend.Spec, entry catalog.Entry) (backend.Deployed, error) {
+	if !entry.RunsLocally() {
+		return backend.Deployed{}, fmt.Errorf("DBMS %s needs the kubernetes backend (BENCHQ_BACKEND=kubernetes); the local backend runs only %s",
+			entry.Name, strings.Join(catalog.LocalKinds, ", "))
+	}
+	if ignored := localIgnores(s.SUT); len(ignored) > 0 {
+		l.log().Info("the local backend ignores", "configuration", s.Configuration, "settings", strings.Join(ignored, ", "))
+	}
+	dir, err := l.dir(s.Code, s.Configuration)
+	if err != nil {
+		return backend.Deployed{}, err
+	}
+	defer l.lock(dir)()
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return backend.Deployed{}, fmt.Errorf("create sut dir: %w", err)
+	}
+	log := l.log().With("code", s.Code, "configuration", s.Configuration, "dbms", entry.Name)
+
+	// A redelivered deploy: the same port, so that the endpoint stays the
+	// same (the Start* functions reuse a live server whatever the port).
+	port := 0
+	prev, err := readState(dir)
+	if err == nil {
+		if prev.Kind != entry.Kind {
+			return backend.Deployed{}, fmt.Errorf("%s already holds a %s SUT, not %s: tear it down first", dir, prev.DBMS, entry.Name)
+		}
+		port = prev.Endpoint.Port
+		log.Info("sut already deployed: checking it", "port", port)
+	}
+	var vol *contracts.VolumeState
+	if backend.WantsVolume(s) {
+		if vol, err = l.attachVolume(ctx, s, entry, dir); err != nil {
+			return backend.Deployed{}, err
+		}
+		entry = entry.OnVolume()
+		log.Info("data on volume", "volume", vol.Name, "loaded", vol.Loaded, "new", vol.New)
+	}
+
+	var (
+		st     localState
+		binary string
+	)
+	switch entry.Kind {
+	case catalog.KindRedis:
+		st, binary, err = l.startRedis(ctx, dir, port, entry)
+	case catalog.KindPostgreSQL:
+		st, binary, err = l.startPostgres(ctx, dir, port, entry, s.Benchmark)
+	case catalog.KindRedisCluster:
+		st, binary, err = l.startRedisCluster(ctx, dir, entry, s.SUT)
+	case catalog.KindPgBouncer:
+		st, binary, err = l.startPgBouncer(ctx, dir, entry, s)
+	default:
+		err = fmt.Errorf("the local backend cannot run kind %q of %s", entry.Kind, entry.Name)
+	}
+	if err != nil {
+		return backend.Deployed{}, err
+	}
+	if err := l.monitorSUT(dir, s, entry, &st, prev); err != nil {
+		return backend.Deployed{}, err
+	}
+	if err := writeState(dir, st); err != nil {
+		return backend.Deployed{}, err
+	}
+
+	info := localdb.HostInfo()
+	if mb, err := localdb.DiskFreeMB(dir); err == nil {
+		info["disk"] = mb
+	}
+	version, err := localdb.Version(ctx, binary)
+	if err != nil {
+		return backend.Deployed{}, err
+	}
+	info["version"] = version
+	for k, v := range st.Info {
+		info[k] = v
+	}
+	log.Info("sut ready", "port", st.Endpoint.Port, "pid", st.Pid, "version", version)
+	return backend.Deployed{Endpoint: st.Endpoint, Info: info, Backend: BackendLocal, Volume: vol}, nil
+}
+
+func (l *Local) startRedis(ctx context.Context, dir string, port int, entry catalog.Entry) (localState, string, error) {
+	bin, err := localdb.RedisBinary()
+	if err != nil {
+		return localState{}, "", err
+	}
+	data := filepath.Join(dir, "data")
+	opts := localdb.RedisOptions{Settings: entry.Settings}
+	r, err := onPreviousPort(l.log(), "sut", dir, port, func(port int) (*localdb.Redis, error) {
+		return localdb.StartRedis(ctx, data, port, opts)
+	})
+	if err != nil {
+		return localState{}, "", err
+	}
+	return localState{DBMS: entry.Name, Kind: entry.Kind, Endpoint: entry.Endpoint("127.0.0.1", r.Port), Pid: r.Pid}, bin, nil
+}
+
+func (l *Local) startPostgres(ctx context.Context, dir string, port int, entry catalog.Entry, benchmark string) (localState, string, error) {
+	bin, err := localdb.PGBinDir()
+	if err != nil {
+		return localState{}, "", err
+	}
+	data := filepath.Join(dir, "data")
+	opts := localdb.PGOptions{Database: entry.Database, Settings: entry.Settings}
+	p, err := onPreviousPort(l.log(), "sut", dir, port, func(port int) (*localdb.Postgres, error) {
+		return localdb.StartPostgres(ctx, data, port, opts)
+	})
+	if err != nil {
+		return localState{}, "", err
+	}
+	if err := initSchema(ctx, p.URL(), entry.Schema(benchmark)); err != nil {
+		return localState{}, "", err
+	}
+	return localState{DBMS: entry.Name, Kind: entry.Kind, Endpoint: entry.Endpoint("127.0.0.1", p.Port), Pid: p.Pid}, filepath.Join(bin, "postgres"), nil
+}
+
+// onPreviousPort runs start on port, where a redelivered deploy or a
+// restart finds its server's endpoint again (0: none yet). When another
+// process has taken that port meanwhile, a new endpoint is better than a
+// failed deploy: start runs again on a free port. what names the server in
+// the warning ("sut", "pool").
+func onPreviousPort[T any](log *slog.Logger, what, dir string, port int, start func(port int) (T, error)) (T, error) {
+	s, err := start(port)
+	if errors.Is(err, localdb.ErrAddrInUse) && port != 0 {
+		log.Warn("the "+what+"'s previous port is taken: using another", "port", port, "dir", dir)
+		s, err = start(0)
+	}
+	return s, err
+}
+
+// initSchema runs the catalog's schema statements (idempotent: IF NOT EXISTS).
+func initSchema(ctx context.Context, url string, stmts []string) error {
+	if len(stmts) == 0 {
+		return nil
+	}
+	conn, err := pgx.Connect(ctx, url)
+	if err != nil {
+		return fmt.Errorf("schema: %w", err)
+	}
+	defer conn.Close(context.WithoutCancel(ctx))
+	for _, s := range stmts {
+		if _, err := conn.Exec(ctx, s); err != nil {
+			return fmt.Errorf("schema: %s: %w", firstWords(s, 6), err)
+		}
+	}
+	return nil
+}
+
+func firstWords(s string, n int) string {
+	f := strings.Fields(s)
+	if len(f) > n {
+		return strings.Join(f[:n], " ") + " ..."
+	}
+	return strings.Join(f, " ")
+}
+
+// Teardown stops the configuration's server and removes its directory.
+// Nothing there is not an error.
+func (l *Local) Teardown(ctx context.Context, code, configuration string) error {
+	dir, err := l.dir(code, configuration)
+	if err != nil {
+		return err
+	}
+	defer l.lock(dir)()
+	if _, err := os.Stat(dir); errors.Is(err, os.ErrNotExist) {
+		return nil
+	}
+	// Stop by the servers' own pid files rather than endpoint.json, which a
+	// deployer that crashed mid-deploy never wrote. Each Stop is a no-op
+	// when its server is not there. Agents started for a phase go first,
+	// a pool before its backend.
+	if err := stopPhaseAgents(ctx, dir); err != nil {
+		return err
+	}
+	if err := l.unmonitor(ctx, dir, code, configuration); err != nil {
+		return err
+	}
+	if err := stopPools(ctx, dir); err != nil {
+		return err
+	}
+	data := filepath.Join(dir, "data")
+	if err := (&localdb.Postgres{Dir: data}).Stop(ctx); err != nil {
+		return err
+	}
+	if err := (&localdb.Redis{Dir: data}).Stop(ctx); err != nil {
+		return err
+	}
+	if err := (&localdb.RedisCluster{Dir: filepath.Join(dir, clusterDir)}).Stop(ctx); err != nil {
+		return err
+	}
+	if err := os.RemoveAll(dir); err != nil {
+		return fmt.Errorf("remove %s: %w", dir, err)
+	}
+	_ = os.Remove(filepath.Dir(dir)) // the experiment's dir, once its last configuration is gone
+	l.log().Info("sut removed", "code", code, "configuration", configuration)
+	return nil
+}
+
+// dir is Root/<code>/<configuration>, refusing names that would escape it.
+func (l *Local) dir(code, configuration string) (string, error) {
+	for _, n := range []struct{ field, value string }{{"code", code}, {"configuration", configuration}} {
+		if n.value == "" || n.value == "." || n.value == ".." || strings.ContainsAny(n.value, "/\\\x00") {
+			return "", fmt.Errorf("invalid %s %q: must be a non-empty name without slashes", n.field, n.value)
+		}
+	}
+	root, err := filepath.Abs(l.Root)
+	if err != nil {
+		return "", fmt.Errorf("sut root: %w", err)
+	}
+	return filepath.Join(root, code, configuration), nil
+}
+
+// lock serialises Deploy and Teardown of one configuration (a redelivered
+// job may arrive while the first is still starting the server); it returns
+// the unlock function.
+func (l *Local) lock(dir string) func() {
+	l.mu.Lock()
+	if l.locks == nil {
+		l.locks = map[string]*sync.Mutex{}
+	}
+	m, ok := l.locks[dir]
+	if !ok {
+		m = &sync.Mutex{}
+		l.locks[dir] = m
+	}
+	l.mu.Unlock()
+	m.Lock()
+	return m.Unlock
+}
+
+func (l *Local) log() *slog.Logger {
+	if l.Log == nil {
+		return slog.New(slog.DiscardHandler)
+	}
+	return l.Log.With("component", "deployer-local")
+}
+
+func readState(dir string) (localState, error) {
+	return atomicfile.Read[localState](filepath.Join(dir, stateFile))
+}
+
+func writeState(dir string, st localState) error {
+	return atomicfile.WriteJSON(filepath.Join(dir, stateFile), st, 0o644)
+}
+
+// localIgnores names the SUT settings that only the Kubernetes backend
+// applies: processes on this machine have no requests, nodes or volume sizes.
+func localIgnores(sut *contracts.SUTSpec) []string {
+	if sut == nil {
+		return nil
+	}
+	var out []string
+	if sut.Resources != nil {
+		out = append(out, "resources (-rc/-rr/-lr)")
+	}
+	if sut.Storage != nil && sut.Storage.Size != "" {
+		out = append(out, "storage size (-rss: a volume is a directory here)")
+	}
+	if sut.Node != "" {
+		out = append(out, "node (-rnn)")
+	}
+	return out
+}

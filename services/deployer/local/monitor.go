@@ -1,0 +1,449 @@
+package local
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"net/http"
+	"os"
+	"path/filepath"
+	"regexp"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/benchq/benchq/catalog"
+	"github.com/benchq/benchq/internal/pgbexporter"
+	"github.com/benchq/benchq/internal/procmetrics"
+	"github.com/benchq/benchq/internal/procs"
+	"github.com/benchq/benchq/internal/prom"
+	"github.com/benchq/benchq/services/deployer/backend"
+)
+
+// Monitoring on the local backend (docs/monitoring.md). A configuration
+// whose SUT spec asks for any monitoring (-m, -mc, -ma) has its process trees
+// exported by the deployer's own /metrics under cAdvisor's names (component
+// sut for redis-server and postgres, every node of a cluster on its own;
+// pool for pgbouncers). With -ma each server also gets its exporter, started
+// with it and stopped at teardown: prometheus-redis-exporter per Redis node
+// (one per node of a cluster, masters and replicas alike, rather than its
+// cluster mode, so every node's series carry the node's pod label),
+// prometheus-postgres-exporter for PostgreSQL (a pool's backend too), and
+// internal/pgbexporter per pgbouncer, served by the deployer itself. Each
+// exporter gets a file_sd target group in BENCHQ_PROMETHEUS_TARGETS.
+//
+// All of it is recorded in endpoint.json, so a restarted deployer exports the
+// running SUTs' trees again and serves the pgbouncer exporters on their
+// previous addresses (restore). The exporter processes are detached with a
+// pid file in the configuration's directory, where `benchq down` finds them
+// as it finds the SUTs.
+
+// exporterPrefix starts the pid and log files of an exporter process.
+const exporterPrefix = "exporter-"
+
+// exporter is one application-metrics endpoint of a SUT.
+type exporter struct {
+	Name      string `json:"name"`      // unique in the configuration: redis-0, postgres, pgbouncer-1
+	Component string `json:"component"` // sut | pool
+	Addr      string `json:"addr"`      // host:port serving /metrics
+	// Console is the pgbouncer admin console an in-process exporter reads
+	// ("" for exporter processes).
+	Console string `json:"console,omitempty"`
+}
+
+// monitor is the local backend's monitoring state, made on first use.
+type monitor struct {
+	procs   *procmetrics.Collector
+	targets *prom.Targets // nil: no targets directory
+
+	mu    sync.Mutex
+	trees map[string][]string     // configuration dir → its component ids in procs
+	pgb   map[string]*http.Server // dir/exporter name → an in-process pgbouncer exporter
+}
+
+// Collectors are the backend's collectors for the deployer's /metrics: the
+// SUTs' process trees.
+func (l *Local) Collectors() []prometheus.Collector {
+	return []prometheus.Collector{l.monitor().procs}
+}
+
+func (l *Local) monitor() *monitor {
+	l.monOnce.Do(func() {
+		// procmetrics fails only without /proc; the backend cannot run then.
+		c, err := procmetrics.New(nil, "")
+		if err != nil {
+			panic(err)
+		}
+		m := &monitor{procs: c, trees: map[string][]string{}, pgb: map[string]*http.Server{}}
+		dir := l.TargetsDir
+		if dir == "" {
+			dir = os.Getenv(prom.EnvTargetsDir)
+		}
+		if dir != "" {
+			m.targets = &prom.Targets{Dir: dir}
+		} else {
+			l.log().Info("BENCHQ_PROMETHEUS_TARGETS not set: no Prometheus targets are written for exporters and phase agents")
+		}
+		l.mon = m
+		l.restore()
+	})
+	return l.mon
+}
+
+// restore exports the trees of the SUTs a previous deployer started and
+// serves their pgbouncer exporters again.
+func (l *Local) restore() {
+	root, err := filepath.Abs(l.Root)
+	if err != nil {
+		return
+	}
+	files, _ := filepath.Glob(filepath.Join(root, "*", "*", stateFile))
+	for _, f := range files {
+		dir := filepath.Dir(f)
+		st, err := readState(dir)
+		if err != nil || st.Monitoring == nil {
+			continue
+		}
+		code, configuration := filepath.Base(filepath.Dir(dir)), filepath.Base(dir)
+		l.watchTrees(dir, code, configuration, st)
+		for i, e := range st.Exporters {
+			if e.Console == "" {
+				continue
+			}
+			if addr, err := l.servePgbExporter(dir, e, e.Addr); err != nil {
+				l.log().Warn("pgbouncer exporter not restored", "dir", dir, "exporter", e.Name, "err", err)
+			} else if addr != e.Addr {
+				st.Exporters[i].Addr = addr
+				_ = writeState(dir, st)
+				l.writeTarget(code, configuration, st, st.Exporters[i])
+			}
+		}
+		l.log().Info("monitoring restored", "code", code, "configuration", configuration, "exporters", len(st.Exporters))
+	}
+}
+
+// monitorSUT records s's monitoring in st, exports its trees and, with -ma,
+// starts (or finds) its exporters. prev is the state of an earlier deploy.
+func (l *Local) monitorSUT(dir string, s backend.Spec, entry catalog.Entry, st *localState, prev localState) error {
+	if s.SUT == nil || s.SUT.Monitoring == nil {
+		return nil
+	}
+	l.monitor()
+	st.Monitoring = s.SUT.Monitoring
+	l.watchTrees(dir, s.Code, s.Configuration, *st)
+	if !st.Monitoring.Application {
+		return nil
+	}
+	previous := map[string]string{}
+	for _, e := range prev.Exporters {
+		previous[e.Name] = e.Addr
+	}
+	for _, e := range wantedExporters(entry, *st) {
+		var err error
+		if e.Console != "" {
+			e.Addr, err = l.servePgbExporter(dir, e.exporter, previous[e.Name])
+		} else {
+			e.Addr, err = startExporter(dir, e, previous[e.Name])
+		}
+		if err != nil {
+			return fmt.Errorf("exporter %s: %w", e.Name, err)
+		}
+		st.Exporters = append(st.Exporters, e.exporter)
+		l.writeTarget(s.Code, s.Configuration, *st, e.exporter)
+	}
+	l.waitScraped(st.Exporters)
+	return nil
+}
+
+// waitScraped waits (up to exporterScrapeWait) until the stack's Prometheus
+// scrapes every exporter: it reads new target files only every few
+// seconds, and a phase that started before would lack its first seconds
+// of application metrics. Without a Prometheus (BENCHQ_PROMETHEUS_URL) or
+// targets there is nothing to wait for; a timeout is logged, not fatal.
+func (l *Local) waitScraped(exporters []exporter) {
+	url := os.Getenv("BENCHQ_PROMETHEUS_URL")
+	if url == "" || l.mon.targets == nil || len(exporters) == 0 {
+		return
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), exporterScrapeWait)
+	defer cancel()
+	err := procs.WaitFor(ctx, "Prometheus to scrape the exporters", 250*time.Millisecond, func(ctx context.Context) error {
+		targets, err := (&prom.Client{URL: url}).Targets(ctx)
+		if err != nil {
+			return err
+		}
+		for _, e := range exporters {
+			up := false
+			for _, t := range targets {
+				up = up || (t.Health == "up" && strings.Contains(t.ScrapeURL, "//"+e.Addr+"/"))
+			}
+			if !up {
+				return fmt.Errorf("exporter %s (%s) not scraped yet", e.Name, e.Addr)
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		l.log().Warn("exporters not scraped yet: the first seconds of application metrics may be missing", "err", err)
+	}
+}
+
+// exporterScrapeWait bounds waitScraped: Prometheus re-reads target files
+// every few seconds.
+const exporterScrapeWait = 20 * time.Second
+
+// wanted is an exporter to run: a process (Path, Args, Env; the listen
+// address is added) or an in-process pgbouncer exporter (Console).
+type wanted struct {
+	exporter
+	Path string
+	Args []string
+	Env  []string
+}
+
+const (
+	redisExporterBin    = "/usr/bin/prometheus-redis-exporter"
+	postgresExporterBin = "/usr/bin/prometheus-postgres-exporter"
+)
+
+func wantedExporters(entry catalog.Entry, st localState) []wanted {
+	redis := func(name, addr string) wanted {
+		return wanted{exporter: exporter{Name: name, Component: "sut"}, Path: redisExporterBin, Args: []string{"-redis.addr", "redis://" + addr}}
+	}
+	postgres := func(port int, user, database string) wanted {
+		dsn := fmt.Sprintf("postgresql://%s@127.0.0.1:%d/%s?sslmode=disable", orPostgres(user), port, orPostgres(database))
+		return wanted{exporter: exporter{Name: "postgres", Component: "sut"}, Path: postgresExporterBin, Env: []string{"DATA_SOURCE_NAME=" + dsn}}
+	}
+	switch entry.Kind {
+	case catalog.KindRedis:
+		return []wanted{redis("redis", fmt.Sprintf("127.0.0.1:%d", st.Endpoint.Port))}
+	case catalog.KindRedisCluster:
+		var out []wanted
+		for i, addr := range strings.Split(fmt.Sprint(st.Info["nodes"]), ",") {
+			out = append(out, redis("redis-"+strconv.Itoa(i), addr))
+		}
+		return out
+	case catalog.KindPostgreSQL:
+		return []wanted{postgres(st.Endpoint.Port, st.Endpoint.User, st.Endpoint.Database)}
+	case catalog.KindPgBouncer:
+		out := []wanted{postgres(st.BackendPort, st.Endpoint.User, st.Endpoint.Database)}
+		for i, addr := range strings.Split(fmt.Sprint(st.Info["pool_endpoints"]), ",") {
+			out = append(out, wanted{exporter: exporter{Name: "pgbouncer-" + strconv.Itoa(i), Component: "pool",
+				Console: fmt.Sprintf("postgresql://%s@%s/pgbouncer?sslmode=disable", orPostgres(st.Endpoint.User), addr)}})
+		}
+		return out
+	}
+	return nil
+}
+
+func orPostgres(s string) string {
+	if s == "" {
+		return "postgres"
+	}
+	return s
+}
+
+// startExporter starts e's process, unless the one a previous deploy
+// started still runs on prevAddr, and waits until it serves /metrics.
+func startExporter(dir string, e wanted, prevAddr string) (string, error) {
+	pidFile := filepath.Join(dir, exporterPrefix+e.Name+".pid")
+	if pid, err := procs.ReadPidFile(pidFile); err == nil && isExporter(pid) {
+		if prevAddr != "" && scrape(context.Background(), prevAddr) == nil {
+			return prevAddr, nil
+		}
+		_ = procs.Stop(context.Background(), pid, 5*time.Second)
+	}
+	port, err := procs.FreePort()
+	if err != nil {
+		return "", err
+	}
+	addr := fmt.Sprintf("127.0.0.1:%d", port)
+	pid, err := procs.Start(procs.Spec{
+		Name: e.Name + " exporter", Path: e.Path, Args: append(e.Args, "--web.listen-address="+addr), Env: e.Env,
+		LogFile: filepath.Join(dir, exporterPrefix+e.Name+".log"), PidFile: pidFile,
+	})
+	if err != nil {
+		return "", err
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	err = procs.WaitFor(ctx, e.Name+" exporter on "+addr, 50*time.Millisecond, func(ctx context.Context) error {
+		if !procs.Alive(pid) {
+			return procs.Permanent(fmt.Errorf("exited: %s", procs.LogTail(filepath.Join(dir, exporterPrefix+e.Name+".log"), 5)))
+		}
+		return scrape(ctx, addr)
+	})
+	if err != nil {
+		_ = procs.Stop(context.Background(), pid, 5*time.Second)
+		return "", err
+	}
+	return addr, nil
+}
+
+// isExporter tells our exporter from an unrelated process that reused a
+// recorded pid (comm is cut at 15 characters: "prometheus-redi").
+func isExporter(pid int) bool {
+	comm, err := procs.Comm(pid)
+	return err == nil && procs.Alive(pid) && strings.HasPrefix(comm, "prometheus-")
+}
+
+func scrape(ctx context.Context, addr string) error {
+	ctx, cancel := context.WithTimeout(ctx, 2*time.Second)
+	defer cancel()
+	return prom.Probe(ctx, "http://"+addr+"/metrics")
+}
+
+// servePgbExporter serves e's pgbouncer console from this process, on
+// prevAddr when it is free (a restart keeps its target), else on a free port.
+func (l *Local) servePgbExporter(dir string, e exporter, prevAddr string) (string, error) {
+	m := l.mon
+	key := filepath.Join(dir, e.Name)
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if srv, ok := m.pgb[key]; ok {
+		return srv.Addr, nil
+	}
+	h, err := pgbexporter.Handler(e.Console, 0, l.log().With("exporter", e.Name))
+	if err != nil {
+		return "", err
+	}
+	var ln net.Listener
+	if prevAddr != "" {
+		ln, _ = net.Listen("tcp", prevAddr) // taken meanwhile: any free port below
+	}
+	if ln == nil {
+		if ln, err = net.Listen("tcp", "127.0.0.1:0"); err != nil {
+			return "", err
+		}
+	}
+	mux := http.NewServeMux()
+	mux.Handle("/metrics", h)
+	srv := &http.Server{Addr: ln.Addr().String(), Handler: mux, ReadHeaderTimeout: 10 * time.Second}
+	go func() { _ = srv.Serve(ln) }()
+	m.pgb[key] = srv
+	return srv.Addr, nil
+}
+
+// watchTrees exports the process trees of st's servers.
+func (l *Local) watchTrees(dir, code, configuration string, st localState) {
+	m := l.mon
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	for _, id := range m.trees[dir] {
+		m.procs.Remove(id)
+	}
+	m.trees[dir] = nil
+	add := func(name, component, container string, pid int) {
+		if pid <= 0 {
+			return
+		}
+		id := dir + "/" + name
+		m.procs.Set(id, pid, procmetrics.Labels{
+			Namespace: "benchq", Pod: code + "-" + configuration + "-" + name, Container: container,
+			Experiment: code, Configuration: configuration, DBMS: st.DBMS, Component: component,
+		})
+		m.trees[dir] = append(m.trees[dir], id)
+	}
+	switch st.Kind {
+	case catalog.KindRedis:
+		add("sut", "sut", "redis", st.Pid)
+	case catalog.KindPostgreSQL:
+		add("sut", "sut", "postgres", st.Pid)
+	case catalog.KindRedisCluster:
+		for i, pid := range st.Pids {
+			add("node-"+strconv.Itoa(i), "sut", "redis", pid)
+		}
+	case catalog.KindPgBouncer:
+		// Pids: the pool processes, then the backend.
+		for i, pid := range st.Pids {
+			if i == len(st.Pids)-1 {
+				add("sut", "sut", "postgres", pid)
+			} else {
+				add(poolDirPrefix+strconv.Itoa(i), "pool", "pgbouncer", pid)
+			}
+		}
+	}
+}
+
+var unsafeTargetChars = regexp.MustCompile(`[^A-Za-z0-9_.-]`)
+
+// targetName is the file_sd group of one exporter or phase agent.
+func targetName(parts ...string) string {
+	return unsafeTargetChars.ReplaceAllString(strings.Join(parts, "."), "_")
+}
+
+func (l *Local) writeTarget(code, configuration string, st localState, e exporter) {
+	if l.mon.targets == nil {
+		return
+	}
+	err := l.mon.targets.Write(targetName(code, configuration, e.Name), prom.Group{Targets: []string{e.Addr}, Labels: map[string]string{
+		prom.LabelExperiment: code, prom.LabelConfiguration: configuration, prom.LabelDBMS: st.DBMS, prom.LabelComponent: e.Component,
+	}})
+	if err != nil {
+		l.log().Warn("prometheus target not written", "exporter", e.Name, "err", err)
+	}
+}
+
+// unmonitor undoes monitorSUT for the configuration in dir: its trees, its
+// exporters (by their pid files, which a deploy that crashed before writing
+// endpoint.json leaves too) and their targets.
+func (l *Local) unmonitor(ctx context.Context, dir, code, configuration string) error {
+	m := l.monitor()
+	m.mu.Lock()
+	for _, id := range m.trees[dir] {
+		m.procs.Remove(id)
+	}
+	delete(m.trees, dir)
+	for key, srv := range m.pgb {
+		if filepath.Dir(key) == dir {
+			_ = srv.Close()
+			delete(m.pgb, key)
+		}
+	}
+	m.mu.Unlock()
+
+	names := map[string]bool{}
+	if st, err := readState(dir); err == nil {
+		for _, e := range st.Exporters {
+			names[e.Name] = true
+		}
+	}
+	files, _ := filepath.Glob(filepath.Join(dir, exporterPrefix+"*.pid"))
+	var errs []error
+	for _, f := range files {
+		names[strings.TrimSuffix(strings.TrimPrefix(filepath.Base(f), exporterPrefix), ".pid")] = true
+		if pid, err := procs.ReadPidFile(f); err == nil && isExporter(pid) {
+			errs = append(errs, procs.Stop(ctx, pid, 5*time.Second))
+		}
+	}
+	if m.targets != nil {
+		for name := range names {
+			errs = append(errs, m.targets.Remove(targetName(code, configuration, name)))
+		}
+		agents, _ := filepath.Glob(filepath.Join(dir, driversDir, "*.pid"))
+		for _, f := range agents {
+			errs = append(errs, m.targets.Remove(targetName(strings.TrimSuffix(filepath.Base(f), ".pid"))))
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// phaseAgentTarget names the file_sd group of a phase agent and writes it
+// (when there is a targets directory).
+func (l *Local) phaseAgentTarget(d backend.DriverSpec, name, addr string) {
+	m := l.monitor()
+	if m.targets == nil {
+		return
+	}
+	err := m.targets.Write(targetName(name), prom.Group{Targets: []string{addr}, Labels: map[string]string{
+		prom.LabelExperiment: d.Code, prom.LabelConfiguration: d.Configuration, prom.LabelDBMS: d.DBMS,
+		prom.LabelComponent: "service", prom.LabelPhase: d.Phase,
+	}})
+	if err != nil {
+		l.log().Warn("prometheus target not written", "agent", name, "err", err)
+	}
+}

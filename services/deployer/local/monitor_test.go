@@ -1,0 +1,268 @@
+package local
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/benchq/benchq/catalog"
+	"github.com/benchq/benchq/contracts"
+	"github.com/benchq/benchq/internal/localdb"
+	"github.com/benchq/benchq/internal/procs"
+	"github.com/benchq/benchq/internal/prom"
+	"github.com/benchq/benchq/services/deployer/backend"
+)
+
+// Monitoring on the local backend, with real servers and exporters: the
+// trees of the SUT (and the pool) are exported with CPU and memory after
+// some load, each exporter answers with its DBMS's series and has its
+// file_sd target, a restarted deployer exports and serves the same again,
+// and the teardown leaves no exporter and no target behind.
+func TestLocalMonitoring(t *testing.T) {
+	for _, exe := range []string{redisExporterBin, postgresExporterBin} {
+		if _, err := os.Stat(exe); err != nil {
+			t.Skipf("skipping: %v", err)
+		}
+	}
+	on := &contracts.Monitoring{SUT: true, Cluster: true, Application: true}
+	for _, c := range []struct {
+		dbms, kind, conf string
+		sut              *contracts.SUTSpec
+		components       []string
+		prefixes         map[string]string // exporter name → a series it must serve
+		load             func(ctx context.Context, d backend.Deployed) error
+	}{
+		{"Redis", catalog.KindRedis, "Redis-1", &contracts.SUTSpec{Monitoring: on}, []string{"sut"},
+			map[string]string{"redis": "redis_up 1"}, loadRedis},
+		{"PostgreSQL", catalog.KindPostgreSQL, "PostgreSQL-1", &contracts.SUTSpec{Monitoring: on}, []string{"sut"},
+			map[string]string{"postgres": "pg_up 1"}, loadPostgres},
+		{"PgBouncer", catalog.KindPgBouncer, "PgBouncer-1", &contracts.SUTSpec{Monitoring: on, Pool: &contracts.Pool{Pods: 2, Inbound: 16, Outbound: 4}},
+			[]string{"sut", "pool"}, map[string]string{"postgres": "pg_up 1", "pgbouncer-0": "pgbouncer_up 1", "pgbouncer-1": "pgbouncer_up 1"}, loadPools},
+	} {
+		t.Run(c.dbms, func(t *testing.T) {
+			if c.kind == catalog.KindPgBouncer {
+				requirePgBouncer(t)
+			} else {
+				requireServer(t, c.kind)
+			}
+			ctx := localTestCtx(t)
+			l := newLocal(t)
+			l.TargetsDir = t.TempDir()
+			code := "1700000100"
+			d, err := l.Deploy(ctx, backend.Spec{Code: code, Configuration: c.conf, DBMS: c.dbms, Benchmark: "ycsb", SUT: c.sut})
+			if err != nil {
+				t.Fatal(err)
+			}
+			teardownAtEnd(t, l, code, c.conf)
+			if err := c.load(ctx, d); err != nil {
+				t.Fatal(err)
+			}
+			checkTrees(t, l, code, c.conf, c.dbms, c.components)
+
+			dir, _ := l.dir(code, c.conf)
+			st, err := readState(dir)
+			if err != nil {
+				t.Fatal(err)
+			}
+			checkExporters(t, ctx, l, code, c.conf, c.dbms, st, c.prefixes)
+			var pids []int
+			files, _ := filepath.Glob(filepath.Join(dir, exporterPrefix+"*.pid"))
+			for _, f := range files {
+				pid, err := procs.ReadPidFile(f)
+				if err != nil || !procs.Alive(pid) {
+					t.Fatalf("%s: pid %d alive %v (%v)", f, pid, procs.Alive(pid), err)
+				}
+				pids = append(pids, pid)
+			}
+
+			// The deployer crashes (its in-process exporters go with it) and
+			// another starts on the same directories.
+			l.mon.mu.Lock()
+			for _, srv := range l.mon.pgb {
+				_ = srv.Close()
+			}
+			l.mon.mu.Unlock()
+			restarted := &Local{Root: l.Root, TargetsDir: l.TargetsDir}
+			checkTrees(t, restarted, code, c.conf, c.dbms, c.components)
+			if st, err = readState(dir); err != nil {
+				t.Fatal(err)
+			}
+			checkExporters(t, ctx, restarted, code, c.conf, c.dbms, st, c.prefixes)
+
+			if err := restarted.Teardown(ctx, code, c.conf); err != nil {
+				t.Fatal(err)
+			}
+			for _, pid := range pids {
+				if procs.Alive(pid) {
+					t.Errorf("exporter pid %d still runs after the teardown", pid)
+				}
+			}
+			for _, e := range st.Exporters {
+				if err := scrape(ctx, e.Addr); err == nil {
+					t.Errorf("exporter %s still answers on %s after the teardown", e.Name, e.Addr)
+				}
+			}
+			if left, _ := filepath.Glob(filepath.Join(l.TargetsDir, "*.json")); len(left) != 0 {
+				t.Errorf("targets left after the teardown: %v", left)
+			}
+			if n := len(gatherTrees(t, restarted)); n != 0 {
+				t.Errorf("%d trees exported after the teardown", n)
+			}
+		})
+	}
+}
+
+func loadRedis(ctx context.Context, d backend.Deployed) error {
+	ep := d.Endpoint
+	addr := fmt.Sprintf("%s:%d", ep.Host, ep.Port)
+	_, err := localdb.RedisCommand(ctx, addr, "EVAL", "for i=1,300000 do redis.call('SET','k'..i,i) end return 1", "0")
+	return err
+}
+
+func loadPostgres(ctx context.Context, d backend.Deployed) error {
+	return query(ctx, d.Endpoint, fmt.Sprintf("%s:%d", d.Endpoint.Host, d.Endpoint.Port), 1)
+}
+
+// loadPools keeps every pgbouncer busy with round trips, and the backend
+// with a query.
+func loadPools(ctx context.Context, d backend.Deployed) error {
+	for _, addr := range strings.Split(fmt.Sprint(d.Info["pool_endpoints"]), ",") {
+		if err := query(ctx, d.Endpoint, addr, 3000); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func query(ctx context.Context, ep contracts.Endpoint, addr string, roundTrips int) error {
+	url := fmt.Sprintf("postgresql://%s@%s/%s?sslmode=disable&default_query_exec_mode=simple_protocol", ep.User, addr, ep.Database)
+	conn, err := pgx.Connect(ctx, url)
+	if err != nil {
+		return err
+	}
+	defer conn.Close(context.WithoutCancel(ctx))
+	if _, err = conn.Exec(ctx, "SELECT count(*) FROM generate_series(1, 3000000)"); err != nil {
+		return err
+	}
+	for range roundTrips - 1 {
+		if _, err = conn.Exec(ctx, "SELECT 1"); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// tree is one exported component's figures.
+type tree struct {
+	cpu, mem float64
+	labels   map[string]string
+}
+
+// gatherTrees scrapes l's collectors as the deployer's /metrics does.
+func gatherTrees(t *testing.T, l *Local) map[string]*tree {
+	t.Helper()
+	reg := prometheus.NewPedanticRegistry()
+	for _, c := range l.Collectors() {
+		if err := reg.Register(c); err != nil {
+			t.Fatal(err)
+		}
+	}
+	mfs, err := reg.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	out := map[string]*tree{}
+	for _, mf := range mfs {
+		for _, m := range mf.GetMetric() {
+			l := map[string]string{}
+			for _, lp := range m.GetLabel() {
+				l[lp.GetName()] = lp.GetValue()
+			}
+			tr := out[l["pod"]]
+			if tr == nil {
+				tr = &tree{labels: l}
+				out[l["pod"]] = tr
+			}
+			switch mf.GetName() {
+			case "container_cpu_usage_seconds_total":
+				tr.cpu = m.GetCounter().GetValue()
+			case "container_memory_working_set_bytes":
+				tr.mem = m.GetGauge().GetValue()
+			}
+		}
+	}
+	return out
+}
+
+func checkTrees(t *testing.T, l *Local, code, conf, dbms string, components []string) {
+	t.Helper()
+	trees := gatherTrees(t, l)
+	seen := map[string]bool{}
+	for pod, tr := range trees {
+		seen[tr.labels["component"]] = true
+		t.Logf("%s: %s cpu %.2fs, memory %.1f MiB", pod, tr.labels["component"], tr.cpu, tr.mem/(1<<20))
+		if tr.labels["experiment"] != code || tr.labels["configuration"] != conf || tr.labels["dbms"] != dbms || tr.labels["phase"] != "" {
+			t.Errorf("%s: labels %v", pod, tr.labels)
+		}
+		if tr.cpu <= 0 || tr.mem <= 0 {
+			t.Errorf("%s: cpu %.3fs, memory %.0f bytes; want both above 0", pod, tr.cpu, tr.mem)
+		}
+	}
+	for _, c := range components {
+		if !seen[c] {
+			t.Errorf("no tree of component %s among %d", c, len(trees))
+		}
+	}
+}
+
+func checkExporters(t *testing.T, ctx context.Context, l *Local, code, conf, dbms string, st localState, want map[string]string) {
+	t.Helper()
+	if len(st.Exporters) != len(want) {
+		t.Errorf("exporters %+v, want %d", st.Exporters, len(want))
+	}
+	for _, e := range st.Exporters {
+		body := get(t, ctx, "http://"+e.Addr+"/metrics")
+		if !strings.Contains(body, "\n"+want[e.Name]+"\n") {
+			t.Errorf("exporter %s on %s does not serve %q", e.Name, e.Addr, want[e.Name])
+		}
+		b, err := os.ReadFile(filepath.Join(l.TargetsDir, targetName(code, conf, e.Name)+".json"))
+		if err != nil {
+			t.Errorf("target of %s: %v", e.Name, err)
+			continue
+		}
+		var groups []prom.Group
+		if err := json.Unmarshal(b, &groups); err != nil || len(groups) != 1 {
+			t.Fatalf("target of %s: %v %s", e.Name, err, b)
+		}
+		g := groups[0]
+		wantLabels := map[string]string{"experiment": code, "configuration": conf, "dbms": dbms, "component": e.Component}
+		if fmt.Sprint(g.Targets) != "["+e.Addr+"]" || fmt.Sprint(g.Labels) != fmt.Sprint(wantLabels) {
+			t.Errorf("target of %s: %+v, want [%s] %v", e.Name, g, e.Addr, wantLabels)
+		}
+	}
+}
+
+func get(t *testing.T, ctx context.Context, url string) string {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	defer cancel()
+	req, _ := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Errorf("GET %s: %v", url, err)
+		return ""
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	return string(b)
+}

@@ -1,0 +1,167 @@
+package local
+
+import (
+	"context"
+	"errors"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/benchq/benchq/catalog"
+	"github.com/benchq/benchq/contracts"
+	"github.com/benchq/benchq/internal/localdb"
+	"github.com/benchq/benchq/services/deployer/backend"
+)
+
+// A Redis on a volume (-rst): the first configuration finds it new, writes
+// a key and is torn down with its loading marked; the next one (another
+// experiment) finds it loaded with the key (AOF on), a third deploy waits
+// while the volume is in use and fails naming its user, -rsr empties it,
+// and a volume never marked loaded is emptied before its next use.
+func TestLocalRedisVolume(t *testing.T) {
+	t.Parallel()
+	requireServer(t, catalog.KindRedis)
+	ctx := localTestCtx(t)
+	l := newLocal(t)
+	spec := func(code string, remove bool) backend.Spec {
+		return backend.Spec{Code: code, Configuration: "Redis-1", DBMS: "Redis", Benchmark: "ycsb",
+			SUT: &contracts.SUTSpec{UseCase: "ycsb-0.01", Storage: &contracts.Storage{Class: "local", Remove: remove}}}
+	}
+	deploy := func(code string, remove bool) (backend.Deployed, string) {
+		t.Helper()
+		teardownAtEnd(t, l, code, "Redis-1")
+		d, err := l.Deploy(ctx, spec(code, remove))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if d.Volume == nil || d.Volume.Name != "bq-redis-ycsb-0.01" {
+			t.Fatalf("volume %+v, want bq-redis-ycsb-0.01", d.Volume)
+		}
+		return d, d.Endpoint.Host + ":" + strconv.Itoa(d.Endpoint.Port)
+	}
+	get := func(addr string) string {
+		t.Helper()
+		v, err := localdb.RedisCommand(ctx, addr, "GET", "k")
+		if err != nil {
+			t.Fatal(err)
+		}
+		return v
+	}
+
+	d, addr := deploy("v1", false)
+	if !d.Volume.New || d.Volume.Loaded {
+		t.Errorf("first use: %+v, want new and not loaded", d.Volume)
+	}
+	if _, err := localdb.RedisCommand(ctx, addr, "SET", "k", "kept"); err != nil {
+		t.Fatal(err)
+	}
+	// A second configuration waits for the volume, then gives up naming
+	// who holds it.
+	short, cancel := context.WithTimeout(ctx, 1500*time.Millisecond)
+	_, err := l.Deploy(short, spec("v-other", false))
+	cancel()
+	if err == nil || !strings.Contains(err.Error(), "volume bq-redis-ycsb-0.01 is in use by v1/Redis-1") {
+		t.Errorf("second user: %v", err)
+	}
+	teardownAtEnd(t, l, "v-other", "Redis-1")
+	at := time.Date(2026, 11, 25, 10, 0, 0, 0, time.UTC)
+	if err := l.MarkLoaded(ctx, d.Volume.Name, 3*time.Second, "v1", at); err != nil {
+		t.Fatal(err)
+	}
+	if err := l.Teardown(ctx, "v1", "Redis-1"); err != nil {
+		t.Fatal(err)
+	}
+
+	d, addr = deploy("v2", false)
+	if d.Volume.New || !d.Volume.Loaded || d.Volume.LoadingTimeS != 3 || d.Volume.LoadedBy != "v1" || d.Volume.LoadedAt == nil || !d.Volume.LoadedAt.Equal(at) {
+		t.Errorf("reuse: %+v, want loaded by v1 in 3 s", d.Volume)
+	}
+	if v := get(addr); v != "kept" {
+		t.Errorf("reused volume: k = %q, want kept", v)
+	}
+	entries, err := l.VolumeEntries(ctx)
+	if err != nil || len(entries) != 1 || !entries[0].Loaded || entries[0].DBMS != "Redis" || entries[0].UseCase != "ycsb-0.01" || entries[0].Class != "local" || entries[0].Size == "" {
+		t.Errorf("entries %+v, %v", entries, err)
+	}
+	if err := l.Teardown(ctx, "v2", "Redis-1"); err != nil {
+		t.Fatal(err)
+	}
+
+	// -rsr: a clean copy.
+	d, addr = deploy("v3", true)
+	if !d.Volume.New || d.Volume.Loaded || get(addr) != "" {
+		t.Errorf("-rsr: %+v, k = %q; want new, not loaded, empty", d.Volume, get(addr))
+	}
+	if _, err := localdb.RedisCommand(ctx, addr, "SET", "k", "partial"); err != nil {
+		t.Fatal(err)
+	}
+	if err := l.Teardown(ctx, "v3", "Redis-1"); err != nil { // never marked loaded
+		t.Fatal(err)
+	}
+	d, addr = deploy("v4", false)
+	if !d.Volume.New || d.Volume.Loaded || get(addr) != "" {
+		t.Errorf("after an unmarked use: %+v, k = %q; want emptied", d.Volume, get(addr))
+	}
+	if _, err := os.Stat(filepath.Join(l.volumesDir(), "bq-redis-ycsb-0.01", "data")); err != nil {
+		t.Errorf("volume data: %v", err)
+	}
+}
+
+// A Redis Cluster on a volume: its node directories (AOF, nodes.conf) are
+// kept, the next deploy comes back as the same cluster with the keys, and
+// a configuration of another shape is refused rather than given slots its
+// data does not fit.
+func TestLocalRedisClusterVolume(t *testing.T) {
+	t.Parallel()
+	requireServer(t, catalog.KindRedis)
+	ctx := localTestCtx(t)
+	l := newLocal(t)
+	spec := func(code string, workers int) backend.Spec {
+		return backend.Spec{Code: code, Configuration: "RC", DBMS: "RedisCluster", Benchmark: "ycsb",
+			SUT: &contracts.SUTSpec{Workers: workers, UseCase: "ycsb-0.01", Storage: &contracts.Storage{Class: "local"}}}
+	}
+	teardownAtEnd(t, l, "c1", "RC")
+	d, err := l.Deploy(ctx, spec("c1", 3))
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := d.Endpoint.Host + ":" + strconv.Itoa(d.Endpoint.Port)
+	// The keys of the first master's slots (the others answer MOVED).
+	mine := 0
+	for i := range 200 {
+		if _, err := localdb.RedisCommand(ctx, addr, "SET", "k"+strconv.Itoa(i), "v"); err == nil {
+			mine++
+		}
+	}
+	if mine == 0 || mine == 200 {
+		t.Fatalf("%d of 200 keys on the first of 3 masters", mine)
+	}
+	if err := l.MarkLoaded(ctx, d.Volume.Name, time.Second, "c1", time.Now()); err != nil {
+		t.Fatal(err)
+	}
+	if err := l.Teardown(ctx, "c1", "RC"); err != nil {
+		t.Fatal(err)
+	}
+	teardownAtEnd(t, l, "c2", "RC")
+	if _, err := l.Deploy(ctx, spec("c2", 4)); !errors.Is(err, backend.ErrBadSpec) || !strings.Contains(err.Error(), "holds a RedisCluster of 3 masters with 0 replicas each, this configuration asks for 4 masters") {
+		t.Errorf("another shape: %v", err)
+	}
+	teardownAtEnd(t, l, "c3", "RC")
+	d, err = l.Deploy(ctx, spec("c3", 3))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !d.Volume.Loaded || d.Volume.New {
+		t.Errorf("reuse: %+v", d.Volume)
+	}
+	addr = d.Endpoint.Host + ":" + strconv.Itoa(d.Endpoint.Port)
+	if n, err := localdb.RedisCommand(ctx, addr, "DBSIZE"); err != nil || n != strconv.Itoa(mine) {
+		t.Errorf("first master after reuse: DBSIZE %q, %v; want %d", n, err, mine)
+	}
+	if info, err := localdb.RedisCommand(ctx, addr, "CLUSTER", "INFO"); err != nil || !strings.Contains(info, "cluster_state:ok") {
+		t.Errorf("cluster after reuse: %v\n%s", err, info)
+	}
+}
