@@ -254,31 +254,20 @@ func variation(xs []float64) (cv, worst float64) {
 }
 
 // counts are the shards' executed and failed operations, as YCSB's
-// throughput counts them (the reporter's rule: not CLEANUP, not the
-// intended-start twins; <OP>-FAILED are the failures).
+// throughput counts them (contracts.CountsOperation).
 func counts(finals []*contracts.Final) (ops, failed int64) {
 	for _, f := range finals {
 		for _, o := range f.Operations {
-			if !executed(o.Name) {
+			if !contracts.CountsOperation(o.Name) {
 				continue
 			}
 			ops += o.Count
-			if strings.HasSuffix(o.Name, "-FAILED") {
+			if contracts.FailedOperation(o.Name) {
 				failed += o.Count
 			}
 		}
 	}
 	return ops, failed
-}
-
-const intended = "Intended-"
-
-func executed(op string) bool {
-	switch op {
-	case "CLEANUP", "THREAD_COUNT", "USED_MEM_MB", "SYS_LOAD_AVG", "GCS", "GCS_TIME":
-		return false
-	}
-	return !strings.HasPrefix(op, intended)
 }
 
 // histRange is the range of the histograms steps are merged into: 1 µs to
@@ -306,13 +295,13 @@ func merged(finals []*contracts.Final) (latency, service *hdrhistogram.Histogram
 	}
 	for _, f := range finals {
 		for _, o := range f.Operations {
-			if o.Histogram == "" || strings.HasSuffix(o.Name, "-FAILED") {
+			if o.Histogram == "" || contracts.FailedOperation(o.Name) {
 				continue
 			}
 			switch {
-			case strings.HasPrefix(o.Name, intended):
+			case contracts.IntendedOperation(o.Name):
 				add(&intendedH, o.Histogram)
-			case executed(o.Name):
+			case contracts.CountsOperation(o.Name):
 				add(&service, o.Histogram)
 			}
 		}

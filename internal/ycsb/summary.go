@@ -40,7 +40,7 @@ type Summary struct {
 func (s Summary) Operations() int64 {
 	var n int64
 	for _, op := range s.Ops {
-		if !countsOperations(op.Name) {
+		if !contracts.CountsOperation(op.Name) {
 			continue
 		}
 		n += op.Count
@@ -48,15 +48,6 @@ func (s Summary) Operations() int64 {
 	return n
 }
 
-// jvmSamples are the pseudo-operations StatusThread records with
-// measurement.trackjvm=true.
-var jvmSamples = map[string]bool{
-	"THREAD_COUNT": true, "USED_MEM_MB": true, "SYS_LOAD_AVG": true, "GCS": true, "GCS_TIME": true,
-}
-
-func countsOperations(name string) bool {
-	return name != "CLEANUP" && !strings.HasPrefix(name, "Intended-") && !jvmSamples[name]
-}
 
 // ParseSummary parses YCSB's stdout. Lines that are not "[METRIC], measurement,
 // value" lines (JDBC binding chatter, for instance) and measurements it has no

@@ -13,7 +13,10 @@ ORDER BY code, phase, shard, (status = 'ok') DESC, attempt DESC;
 -- One row per phase of an experiment, from its reported shards:
 --   operations    every executed operation (YCSB's blocks but CLEANUP, the
 --                 Intended-<OP> latency blocks and the JVM samples), failed
---                 ones (<OP>-FAILED blocks) included, as YCSB's throughput counts;
+--                 ones (<OP>-FAILED blocks) included, as YCSB's throughput counts:
+--                 the rule of contracts/names.json's ycsb_operations, which
+--                 the collector's TestPhaseFiguresCountOperationsByTheContract
+--                 holds this view to;
 --   failed        the operations of the <OP>-FAILED blocks;
 --   window_s      the common window: earliest first operation of a shard to
 --                 the latest last one; NULL unless every shard is ok and

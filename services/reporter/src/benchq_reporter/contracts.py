@@ -190,3 +190,14 @@ BACKEND = _section("backends")
 DURABLE = _section("durables")  # JetStream durable consumer names
 BENCHMARK = _request_enum("benchmark")  # BENCHMARK.ycsb, BENCHMARK.benchbase
 WORKLOAD = _request_enum("workload")  # YCSB's a-f, Benchbase's tpcc
+
+# Which of YCSB's operation blocks count executed operations (names.json's
+# ycsb_operations; Go reads the same rule: contracts.CountsOperation).
+_YCSB_OPERATIONS = _names(find_dir().resolve())["ycsb_operations"]
+INTENDED_PREFIX: str = _YCSB_OPERATIONS["intended_prefix"]  # Intended-<OP>: latencies from the intended start
+FAILED_SUFFIX: str = _YCSB_OPERATIONS["failed_suffix"]  # <OP>-FAILED: failed operations, counted
+
+
+def counts_operation(name: str) -> bool:
+    """Whether YCSB's operation block counts executed operations, failed ones included (as its throughput does)."""
+    return name not in _YCSB_OPERATIONS["not_operations"] and not name.startswith(INTENDED_PREFIX)

@@ -27,7 +27,7 @@ from typing import Any
 
 import pandas as pd
 
-from . import latency
+from . import contracts, latency
 from .attempts import SHARD_KEYS, kind_operations, reported_shards
 from .contracts import RESULT
 from .model import ExperimentData
@@ -64,9 +64,8 @@ INTENDED_NOTE = (
 )
 # YCSB reports CLEANUP (closing the client) like an operation; bexhoma hides it.
 HIDDEN_OPERATIONS = {"CLEANUP", "Intended-CLEANUP"}
-INTENDED = "Intended-"
-# Pseudo-operations of measurement.trackjvm=true: samples, not operations.
-JVM_SAMPLES = {"THREAD_COUNT", "USED_MEM_MB", "SYS_LOAD_AVG", "GCS", "GCS_TIME"}
+INTENDED = contracts.INTENDED_PREFIX
+FAILED = contracts.FAILED_SUFFIX
 # Latency statistic (latency.stats) → YCSB's measurement name, in YCSB's order.
 LATENCY_FIGURES = {
     "count": "Operations",
@@ -97,9 +96,7 @@ def p99_column(operation: str) -> str:
     return f"[{operation}].99thPercentileLatency(us)"
 
 
-def counts_operations(operation: str) -> bool:
-    """Whether an operation block counts executed operations (as YCSB's throughput does)."""
-    return operation != "CLEANUP" and not operation.startswith(INTENDED) and operation not in JVM_SAMPLES
+counts_operations = contracts.counts_operation
 
 
 # YCSB's successful return codes: BATCHED_OK is an insert queued into a JDBC
@@ -139,7 +136,7 @@ def operation_columns(ops: pd.DataFrame) -> pd.DataFrame:
     uncounted = {
         op
         for op in set(shown["operation"]) - set(shown.loc[shown["return_codes"].map(bool), "operation"])
-        if not op.endswith("-FAILED")
+        if not op.endswith(FAILED)
     }
     for op in sorted(shown["operation"].unique()):
         col = ok[op].reindex(wide.index).fillna(0).astype("Int64")
@@ -294,7 +291,6 @@ def latency_notes(lat: pd.DataFrame) -> list[str]:
 
 
 WINDOW_COLUMNS = ["phase", "window_ops", "window_failed", "window_ms", "skew_ms"]
-FAILED = "-FAILED"
 
 
 def phase_windows(data: ExperimentData, kind: str) -> pd.DataFrame:
