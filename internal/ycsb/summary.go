@@ -48,7 +48,6 @@ func (s Summary) Operations() int64 {
 	return n
 }
 
-
 // ParseSummary parses YCSB's stdout. Lines that are not "[METRIC], measurement,
 // value" lines (JDBC binding chatter, for instance) and measurements it has no
 // field for are ignored. It returns an error wrapping ErrNotFinished if there
