@@ -3,13 +3,9 @@ package main
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"log/slog"
-	"math"
 	"os"
-	"regexp"
-	"sort"
 	"strings"
 	"time"
 
@@ -20,7 +16,6 @@ import (
 	"github.com/benchq/benchq/catalog"
 	"github.com/benchq/benchq/contracts"
 	"github.com/benchq/benchq/internal/prom"
-	"github.com/benchq/benchq/internal/reduce"
 )
 
 // The puller copies a phase's metrics from Prometheus into the results
@@ -192,79 +187,6 @@ func (p *puller) due(ctx context.Context) ([]endedPhase, error) {
 	return out, rows.Err()
 }
 
-// unreachablePrefix starts every missing reason that a re-pull may cure.
-const unreachablePrefix = "Prometheus at "
-
-// column is one metric of one component of a phase.
-type column struct {
-	component, section string
-	position           int
-	metric             catalog.Metric
-}
-
-// columns lists what the phase's monitoring level asks for (MONSPEC): -m
-// the system set of the sut (and pool), -mc also of the phase's driver,
-// -ma the application set(s).
-func columns(ph endedPhase) ([]column, error) {
-	var comps []string
-	if ph.monitoring.SUT || ph.monitoring.Cluster {
-		comps = append(comps, "sut")
-		if ph.pool {
-			comps = append(comps, "pool")
-		}
-	}
-	if ph.monitoring.Cluster {
-		comps = append(comps, driverComponent(ph.kind))
-	}
-	var out []column
-	add := func(comp, section string, set catalog.MetricSet) {
-		for i, m := range set.Metrics {
-			out = append(out, column{comp, section, i, m})
-		}
-	}
-	if len(comps) > 0 {
-		sys, err := catalog.MetricSetByName(catalog.SystemSet)
-		if err != nil {
-			return nil, err
-		}
-		for _, c := range comps {
-			add(c, "system", sys)
-		}
-	}
-	if ph.monitoring.Application {
-		e, err := catalog.Lookup(ph.dbms)
-		if err != nil {
-			return nil, err
-		}
-		sets, err := e.ApplicationSets()
-		if err != nil {
-			return nil, err
-		}
-		add("sut", "application", sets["sut"])
-		if set, ok := sets["pool"]; ok && ph.pool {
-			add("pool", "application", set)
-		}
-	}
-	return out, nil
-}
-
-func driverComponent(kind string) string {
-	if kind == contracts.KindLoad {
-		return "loader"
-	}
-	return "benchmarker"
-}
-
-// selector is the label matchers of a component in the phase; SUT series
-// have no phase label (a SUT lives across phases).
-func selector(ph endedPhase, component string) string {
-	s := fmt.Sprintf(`experiment=%q,configuration=%q,component=%q`, ph.code, ph.configuration, component)
-	if component == "loader" || component == "benchmarker" {
-		s += fmt.Sprintf(`,phase=%q`, ph.phase)
-	}
-	return s
-}
-
 // summary is one metric_summaries row.
 type summary struct {
 	column
@@ -325,151 +247,6 @@ func (p *puller) pullPhase(ctx context.Context, ph endedPhase) error {
 	}
 	p.log.Info("metrics pulled", "code", ph.code, "phase", ph.phase, "attempt", ph.attempt, "metrics", len(out), "samples_stored", stored)
 	return nil
-}
-
-type queryAnswer struct {
-	series []prom.Series
-	err    error // its text is the missing reason
-}
-
-// query runs a catalog query for the component that sel selects, on the
-// grid of each target's scrapes (prom.QueryScrapes): one query_range per
-// target, restricted to it by its instance label, which each answer's
-// series then carry. When the targets' scrapes cannot be found, it runs on
-// the plain grid, whose answer says why. Once Prometheus was found down
-// during this pull (down), the remaining queries are not tried: one timeout
-// per phase, not one per metric.
-func (p *puller) query(ctx context.Context, catalogQuery, sel string, from, to time.Time, down string) queryAnswer {
-	if p.promURL == "" {
-		return queryAnswer{err: errors.New("no Prometheus configured (BENCHQ_PROMETHEUS_URL is unset)")}
-	}
-	if down != "" {
-		return queryAnswer{err: errors.New(down)}
-	}
-	qctx, cancel := context.WithTimeout(ctx, p.queryTimeout)
-	defer cancel()
-	var scrapes map[string]time.Time
-	if m := scrapedMetric.FindStringSubmatch(catalogQuery); m != nil {
-		var err error
-		if scrapes, err = p.client.LastScrapes(qctx, m[1]+"{"+sel+"}", from, to, p.step); err != nil {
-			p.log.Debug("scrape times not found: querying on the plain grid", "metric", m[1], "err", err)
-		}
-	}
-	if len(scrapes) == 0 {
-		series, err := p.client.QueryRange(qctx, strings.ReplaceAll(catalogQuery, catalog.Selector, sel), from, to, p.step)
-		return answer(series, err, p.promURL)
-	}
-	instances := make([]string, 0, len(scrapes))
-	for instance := range scrapes {
-		instances = append(instances, instance)
-	}
-	sort.Strings(instances)
-	var all []prom.Series
-	for _, instance := range instances {
-		at := scrapes[instance]
-		q := strings.ReplaceAll(catalogQuery, catalog.Selector, fmt.Sprintf(`%s,instance=%q`, sel, instance))
-		series, err := p.client.QueryScrapes(qctx, q, at, from, to, p.step)
-		if err != nil {
-			return answer(nil, err, p.promURL)
-		}
-		for _, s := range series {
-			if _, ok := s.Labels["instance"]; !ok {
-				s.Labels["instance"] = instance // an aggregation dropped it
-			}
-		}
-		all = append(all, series...)
-	}
-	return answer(all, nil, p.promURL)
-}
-
-// scrapedMetric finds the metric a catalog query reads: name{SELECTOR...}.
-var scrapedMetric = regexp.MustCompile(`([a-zA-Z_:][a-zA-Z0-9_:]*)\{` + catalog.Selector)
-
-// answer turns a query's outcome into figures or a missing reason.
-func answer(series []prom.Series, err error, promURL string) queryAnswer {
-	switch {
-	case err == nil:
-		return queryAnswer{series: series}
-	case errors.Is(err, prom.ErrNoData):
-		return queryAnswer{err: errors.New("no samples: target or exporter not running?")}
-	case errors.Is(err, prom.ErrUnreachable) || errors.Is(err, context.DeadlineExceeded):
-		// The reason stands for every metric of the phase (see query's
-		// down): it names the cause, not the query that met it.
-		var qe *prom.QueryError
-		if errors.As(err, &qe) {
-			err = qe.Err
-		}
-		return queryAnswer{err: fmt.Errorf("%s%s unreachable: %v", unreachablePrefix, promURL, err)}
-	default:
-		return queryAnswer{err: fmt.Errorf("the query was rejected by Prometheus: %v", err)}
-	}
-}
-
-// samplesOf turns a query's answer into rows of the metrics table.
-func samplesOf(ph endedPhase, c column, series []prom.Series) []metricSample {
-	var out []metricSample
-	for _, s := range series {
-		for _, smp := range s.Samples {
-			if math.IsNaN(smp.V) || math.IsInf(smp.V, 0) {
-				continue // PostgreSQL takes them, but a NaN sample is a failed scrape, not data
-			}
-			out = append(out, metricSample{Time: smp.T, Code: ph.code, Phase: ph.phase, Configuration: ph.configuration,
-				Component: c.component, Metric: c.metric.Key, Labels: s.Labels, Value: smp.V})
-		}
-	}
-	return out
-}
-
-// reduceSeries reduces each series over exactly [start, end] and combines
-// the figures, times the metric's scale. Several series come from several
-// targets (query runs per target) or from a query that keeps them apart:
-// a max(...) query takes the largest figure, any other adds them, as the
-// catalog's sum(...) adds a cluster's nodes.
-func reduceSeries(m catalog.Metric, series []prom.Series, start, end time.Time) (value *float64, samples int, missing string) {
-	var total float64
-	reduced := 0
-	largest := strings.HasPrefix(m.Query, "max(")
-	for _, s := range series {
-		samples += len(s.Samples)
-		if v, ok := reduceOne(m.Reduction, s.Samples, start, end); ok {
-			switch {
-			case reduced == 0 || !largest:
-				total += v
-			case v > total:
-				total = v
-			}
-			reduced++
-		}
-	}
-	if reduced == 0 {
-		return nil, samples, fmt.Sprintf("too few samples in the phase for %s (%d in the window)", m.Reduction, samples)
-	}
-	v := total * m.Scale
-	return &v, samples, ""
-}
-
-func reduceOne(reduction string, s []reduce.Sample, start, end time.Time) (float64, bool) {
-	switch reduction {
-	case catalog.ReduceIncrease:
-		return reduce.Increase(s, start, end)
-	case catalog.ReduceMax:
-		return reduce.Max(s, start, end)
-	case catalog.ReduceMean:
-		return reduce.Mean(s, start, end)
-	case catalog.ReduceRateMean:
-		mean, _, ok := reduce.CounterRate(s, start, end)
-		return mean, ok
-	case catalog.ReduceRateMax:
-		_, fastest, ok := reduce.CounterRate(s, start, end)
-		return fastest, ok
-	case catalog.ReduceLast:
-		for i := len(s) - 1; i >= 0; i-- {
-			if !s[i].T.After(end) && !s[i].T.Before(start) && !math.IsNaN(s[i].V) {
-				return s[i].V, true
-			}
-		}
-	}
-	return 0, false
 }
 
 // writeSummaries replaces the phase's rows in one transaction.

@@ -1,0 +1,82 @@
+package main
+
+// What a pull keeps of an answer: the raw samples, and each series reduced
+// to the phase's figure (internal/reduce).
+
+import (
+	"fmt"
+	"math"
+	"strings"
+	"time"
+
+	"github.com/benchq/benchq/catalog"
+	"github.com/benchq/benchq/internal/prom"
+	"github.com/benchq/benchq/internal/reduce"
+)
+
+// samplesOf turns a query's answer into rows of the metrics table.
+func samplesOf(ph endedPhase, c column, series []prom.Series) []metricSample {
+	var out []metricSample
+	for _, s := range series {
+		for _, smp := range s.Samples {
+			if math.IsNaN(smp.V) || math.IsInf(smp.V, 0) {
+				continue // PostgreSQL takes them, but a NaN sample is a failed scrape, not data
+			}
+			out = append(out, metricSample{Time: smp.T, Code: ph.code, Phase: ph.phase, Configuration: ph.configuration,
+				Component: c.component, Metric: c.metric.Key, Labels: s.Labels, Value: smp.V})
+		}
+	}
+	return out
+}
+
+// reduceSeries reduces each series over exactly [start, end] and combines
+// the figures, times the metric's scale. Several series come from several
+// targets (query runs per target) or from a query that keeps them apart:
+// a max(...) query takes the largest figure, any other adds them, as the
+// catalog's sum(...) adds a cluster's nodes.
+func reduceSeries(m catalog.Metric, series []prom.Series, start, end time.Time) (value *float64, samples int, missing string) {
+	var total float64
+	reduced := 0
+	largest := strings.HasPrefix(m.Query, "max(")
+	for _, s := range series {
+		samples += len(s.Samples)
+		if v, ok := reduceOne(m.Reduction, s.Samples, start, end); ok {
+			switch {
+			case reduced == 0 || !largest:
+				total += v
+			case v > total:
+				total = v
+			}
+			reduced++
+		}
+	}
+	if reduced == 0 {
+		return nil, samples, fmt.Sprintf("too few samples in the phase for %s (%d in the window)", m.Reduction, samples)
+	}
+	v := total * m.Scale
+	return &v, samples, ""
+}
+
+func reduceOne(reduction string, s []reduce.Sample, start, end time.Time) (float64, bool) {
+	switch reduction {
+	case catalog.ReduceIncrease:
+		return reduce.Increase(s, start, end)
+	case catalog.ReduceMax:
+		return reduce.Max(s, start, end)
+	case catalog.ReduceMean:
+		return reduce.Mean(s, start, end)
+	case catalog.ReduceRateMean:
+		mean, _, ok := reduce.CounterRate(s, start, end)
+		return mean, ok
+	case catalog.ReduceRateMax:
+		_, fastest, ok := reduce.CounterRate(s, start, end)
+		return fastest, ok
+	case catalog.ReduceLast:
+		for i := len(s) - 1; i >= 0; i-- {
+			if !s[i].T.After(end) && !s[i].T.Before(start) && !math.IsNaN(s[i].V) {
+				return s[i].V, true
+			}
+		}
+	}
+	return 0, false
+}
