@@ -64,11 +64,11 @@ test-e2e:
 	go test -count=1 -timeout 20m -v ./e2e/...
 
 # The Grafana dashboards (grafana/dashboards/*.json) from their generator
-# (services/reporter/src/benchq_reporter/dashboards.py, grafana-foundation-sdk);
+# (services/reporter/src/benchq_reporter/grafana/dashboards.py, grafana-foundation-sdk);
 # make test fails when the committed JSON is not what it writes.
 .PHONY: dashboards
 dashboards: bootstrap
-	.venv/bin/python -m benchq_reporter.dashboards
+	.venv/bin/python -m benchq_reporter.grafana.dashboards
 
 clean: down
 	rm -rf $(BENCHQ_HOME)

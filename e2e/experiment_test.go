@@ -105,16 +105,16 @@ func TestEmbeddedStack(t *testing.T) {
 		s.checkResults(t, code, out)
 		// The experiment as DataFrames: exported as CSV and parquet, read
 		// back equal (docs/dataframes.md), with the build's version.
-		s.python(t, "benchq_reporter.selfcheck_export", "--db", s.info.DBURL, "-e", code)
+		s.python(t, "benchq_reporter.selfcheck.export", "--db", s.info.DBURL, "-e", code)
 		// Its HTML report in headless Chromium: no console message, every
 		// plot rendered, a screenshot that is not blank.
-		s.python(t, "benchq_reporter.selfcheck_report", "--db", s.info.DBURL, "-e", code)
+		s.python(t, "benchq_reporter.selfcheck.report", "--db", s.info.DBURL, "-e", code)
 		// Every query of the Grafana dashboards, expanded as Grafana does,
 		// against this results database and Prometheus (scraping every 1 s):
 		// each returns rows the panel can use; only the live application
 		// panels of the DBMSs this experiment does not run stay empty
 		// (docs/grafana.md).
-		s.python(t, "benchq_reporter.grafana_queries", "--db", s.info.DBURL, "--prometheus", s.info.PrometheusURL,
+		s.python(t, "benchq_reporter.grafana.queries", "--db", s.info.DBURL, "--prometheus", s.info.PrometheusURL,
 			"--scrape-interval", "1", "-e", code, "--require-rows",
 			"--may-be-empty", "dragonfly application metrics, live", "--may-be-empty", "pgbouncer application metrics, live",
 			"--may-be-empty", "postgresql application metrics, live",

@@ -136,7 +136,7 @@ func TestSaturationFindsTheKneeOfAThrottledRedis(t *testing.T) {
 		!strings.Contains(string(page), `id="saturation-latency"`) {
 		t.Errorf("the HTML report lacks the saturation plots (%v)", err)
 	}
-	s.python(t, "benchq_reporter.grafana_queries", "--db", s.info.DBURL, "--prometheus", s.info.PrometheusURL, "--scrape-interval", "1", "-e", code,
+	s.python(t, "benchq_reporter.grafana.queries", "--db", s.info.DBURL, "--prometheus", s.info.PrometheusURL, "--scrape-interval", "1", "-e", code,
 		"--rows-in", "Saturation: goodput against the offered load", "--rows-in", "Saturation: p99 against goodput",
 		"--rows-in", "Saturation steps")
 

@@ -37,7 +37,7 @@ func TestTPCCAsBexhomaUsersKnowIt(t *testing.T) {
 	}
 	// Its HTML report (throughput, TPC-C latency per phase, CPU/RAM) in
 	// headless Chromium, as for the Redis experiment.
-	s.python(t, "benchq_reporter.selfcheck_report", "--db", s.info.DBURL, "-e", code)
+	s.python(t, "benchq_reporter.selfcheck.report", "--db", s.info.DBURL, "-e", code)
 
 	// Traceable: the 2-pod phase's requests are the stored ALL operations
 	// of its two shards, and its throughput is them over the printed window.

@@ -15,8 +15,8 @@ import pandas as pd
 import pytest
 from rows import experiment, load_tables
 
-from benchq_reporter import benchbase as bb
-from benchq_reporter import checks, latency, render
+from benchq_reporter.summary import benchbase as bb
+from benchq_reporter.summary import checks, latency, render
 
 REPO = Path(__file__).resolve().parents[3]
 BENCHBASE_FIXTURE = REPO / "internal" / "benchbase" / "testdata"

@@ -9,8 +9,8 @@ import pandas as pd
 import pytest
 from rows import frames_tables, insert, load_tables
 
-from benchq_reporter import compare
 from benchq_reporter.cli import main
+from benchq_reporter.outputs import compare
 
 
 @pytest.fixture(scope="module")

@@ -20,8 +20,10 @@ import pytest
 from rows import FRAMES, experiment, frames_tables, insert, load_tables
 
 import benchq_reporter
-from benchq_reporter import dataframes, export, selfcheck_export
+from benchq_reporter import dataframes
 from benchq_reporter.cli import main
+from benchq_reporter.outputs import export
+from benchq_reporter.selfcheck import export as selfcheck_export
 
 REPO = Path(__file__).parents[3]
 EXAMPLE = REPO / "docs" / "examples" / "dataframes.py"

@@ -14,10 +14,10 @@ import psycopg
 import pytest
 from rows import experiment, frames_tables, insert, load_tables
 
-from benchq_reporter import dashboards
-from benchq_reporter import grafana_queries as gq
+from benchq_reporter.grafana import dashboards
+from benchq_reporter.grafana import queries as gq
 from benchq_reporter.summary import summarize
-from benchq_reporter.ycsb import WINDOW_THROUGHPUT
+from benchq_reporter.summary.ycsb import WINDOW_THROUGHPUT
 
 CODE = "grafana-frames"
 ROOT = dashboards.repo_root()

@@ -16,9 +16,9 @@ import pandas as pd
 import pytest
 from rows import experiment, load_tables
 
-from benchq_reporter import contracts, latency, render
-from benchq_reporter.summary import summarize
-from benchq_reporter.ycsb import MERGED_NOTE, START_SKEW, WINDOW_THROUGHPUT
+from benchq_reporter import contracts
+from benchq_reporter.summary import latency, render, summarize
+from benchq_reporter.summary.ycsb import MERGED_NOTE, START_SKEW, WINDOW_THROUGHPUT
 
 DATA = Path(__file__).parent / "data"
 RUN = "Redis-8-2-65536-1-run1"

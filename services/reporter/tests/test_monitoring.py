@@ -12,9 +12,8 @@ import json
 import pytest
 from rows import MONITORED, experiment, load_tables, monitored_tables
 
-from benchq_reporter import render
-from benchq_reporter.monitoring import CPU, CPU_NOTE
-from benchq_reporter.summary import summarize
+from benchq_reporter.summary import render, summarize
+from benchq_reporter.summary.monitoring import CPU, CPU_NOTE
 
 LOAD = "Redis-8-2-65536-1-load"
 RUN = "Redis-8-2-65536-1-run1"

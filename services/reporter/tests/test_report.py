@@ -13,8 +13,9 @@ from pathlib import Path
 import pytest
 from rows import frames_tables, insert
 
-from benchq_reporter import report, selfcheck_report
 from benchq_reporter.cli import main
+from benchq_reporter.outputs import report
+from benchq_reporter.selfcheck import report as selfcheck_report
 
 needs_chromium = pytest.mark.skipif(
     shutil.which("chromium") is None, reason="chromium is not installed (scripts/bootstrap.sh installs it)"

@@ -6,8 +6,7 @@ from typing import Any
 
 from rows import experiment, load_tables
 
-from benchq_reporter import render
-from benchq_reporter.summary import summarize
+from benchq_reporter.summary import render, summarize
 
 CFG = "Redis-8-2-65536-1"
 
@@ -99,7 +98,7 @@ def test_no_search_no_section():
 
 def test_the_saturation_plots():
     """Goodput against the offered load and p99 against goodput, a point per step (the hold left out)."""
-    from benchq_reporter import report
+    from benchq_reporter.outputs import report
 
     s = summarize(experiment(saturation_tables()))
     made, missing = report._saturation({}, s)
@@ -115,7 +114,7 @@ def test_the_saturation_plots():
 
 def test_repetitions_say_whether_their_knees_agree():
     """-nc 2: each repetition searches; the summary says whether their knees agree within the precision."""
-    from benchq_reporter.saturation import agreement_line
+    from benchq_reporter.summary.saturation import agreement_line
 
     assert agreement_line("Redis-4-1-500", [4866.0, 4789.0], 5) == (
         "Redis-4-1-500: the 2 repetitions' knees (4,866, 4,789 ops/s) differ by 1.6 %: they agree within the 5 % precision"

@@ -8,9 +8,8 @@ import math
 import pytest
 from rows import experiment, load_tables
 
-from benchq_reporter import render, ycsb
-from benchq_reporter.summary import summarize
-from benchq_reporter.ycsb import MERGED_NOTE, RUNTIME, SF_PER_HOUR, THROUGHPUT, UPPER_BOUND_NOTE
+from benchq_reporter.summary import render, summarize, ycsb
+from benchq_reporter.summary.ycsb import MERGED_NOTE, RUNTIME, SF_PER_HOUR, THROUGHPUT, UPPER_BOUND_NOTE
 
 LOAD = "Redis-8-2-65536-1-load"
 RUN = "Redis-8-2-65536-1-run1"

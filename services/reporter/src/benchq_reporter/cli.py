@@ -25,8 +25,10 @@ from typing import Any, NoReturn, TextIO
 
 import pandas as pd
 
-from . import compare, dataframes, db, export, render, report, version
-from .summary import BenchbaseSummary, YcsbSummary, summarize
+from . import dataframes, db, version
+from .outputs import compare, export, report
+from .summary import render
+from .summary.build import BenchbaseSummary, YcsbSummary, summarize
 
 # fail(status, message) prints the message on stderr and returns the status.
 Fail = Callable[["ExitStatus", str], int]

@@ -33,8 +33,8 @@ from typing import Any
 import pandas as pd
 
 from . import db
-from .attempts import select_attempts
 from .model import ExperimentData, frame
+from .summary.attempts import select_attempts
 
 TS = "datetime64[us, UTC]"
 

@@ -54,10 +54,10 @@ from typing import Any
 import pandas as pd
 from hdrh.histogram import HdrHistogram
 
+from ..contracts import KIND, RESULT
+from ..model import TS, ExperimentData
 from . import latency
 from .attempts import select_attempts
-from .contracts import KIND, RESULT
-from .model import TS, ExperimentData
 
 # The operation holding all requests of a shard (Go: benchbase.All), and the
 # five transaction types (benchbase.TxTypes).

@@ -1,6 +1,6 @@
 """Check the HTML report of a real experiment in headless Chromium.
 
-    python -m benchq_reporter.selfcheck_report --db URL -e CODE [-o FILE] [--screenshot PNG]
+    python -m benchq_reporter.selfcheck.report --db URL -e CODE [-o FILE] [--screenshot PNG]
 
 For the end-to-end tests and the docs' screenshot (docs/report.png):
 ``reporter report`` writes the page, then Debian's ``chromium`` opens it
@@ -27,7 +27,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import TextIO
 
-from . import cli
+from .. import cli
 
 CHROMIUM_FLAGS = [
     "--headless=new",

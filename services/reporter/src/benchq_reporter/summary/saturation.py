@@ -15,7 +15,7 @@ from typing import Any
 
 import pandas as pd
 
-from .model import ExperimentData
+from ..model import ExperimentData
 
 # The step table's columns, in order.
 STEP_COLUMNS = [

@@ -3,7 +3,7 @@
 Built with grafana-foundation-sdk (pinned in requirements.txt) and written
 as JSON to ``grafana/dashboards/``, which Grafana loads through the
 provisioning files in ``grafana/provisioning/``. The JSON is committed;
-``python -m benchq_reporter.dashboards --check`` (run by the tests) fails
+``python -m benchq_reporter.grafana.dashboards --check`` (run by the tests) fails
 when regenerating would change it.
 
 Two dashboards:
@@ -50,7 +50,7 @@ from grafana_foundation_sdk.models import common
 from grafana_foundation_sdk.models import dashboard as model
 from grafana_foundation_sdk.models import xychart as xymodel
 
-from .contracts import KIND, PHASE
+from ..contracts import KIND, PHASE
 
 RESULTS = common.DataSourceRef(type_val="grafana-postgresql-datasource", uid="benchq-results")
 PROMETHEUS = common.DataSourceRef(type_val="prometheus", uid="benchq-prometheus")
@@ -919,7 +919,7 @@ def roundtrip(text: str) -> str:
 
 def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(
-        prog="python -m benchq_reporter.dashboards",
+        prog="python -m benchq_reporter.grafana.dashboards",
         description="Generate benchq's Grafana dashboards into grafana/dashboards.",
     )
     p.add_argument("--check", action="store_true", help="fail if the committed JSON differs from a regeneration")

@@ -15,9 +15,9 @@ from dataclasses import dataclass, field
 
 import pandas as pd
 
+from ..contracts import KIND
+from ..model import ExperimentData
 from .attempts import phase_attempts
-from .contracts import KIND
-from .model import ExperimentData
 
 SYSTEM, APPLICATION = "system", "application"
 CPU = "CPU [CPUs]"

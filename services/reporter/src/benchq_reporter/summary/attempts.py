@@ -10,8 +10,8 @@ from __future__ import annotations
 
 import pandas as pd
 
-from .contracts import RESULT
-from .model import ExperimentData
+from ..contracts import RESULT
+from ..model import ExperimentData
 
 SHARD_KEYS = ["phase", "shard", "attempt"]
 

@@ -19,7 +19,7 @@ from typing import Any
 
 import pandas as pd
 
-from . import version
+from .. import version
 
 FORMATS = ("csv", "parquet")
 MANIFEST = "manifest.json"

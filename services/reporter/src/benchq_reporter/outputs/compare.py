@@ -14,9 +14,9 @@ from collections.abc import Mapping
 
 import pandas as pd
 
-from .contracts import KIND
-from .summary import YcsbSummary
-from .ycsb import LATENCY_FIGURES, THROUGHPUT, WINDOW_THROUGHPUT
+from ..contracts import KIND
+from ..summary.build import YcsbSummary
+from ..summary.ycsb import LATENCY_FIGURES, THROUGHPUT, WINDOW_THROUGHPUT
 
 MISSING = "missing"
 FIGURES = {  # column → (title, lower is better)

@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from .model import ExperimentData
+from ..model import ExperimentData
 
 # Info keys in the order bexhoma prints them; the rest follow sorted. A fixed
 # order matters because jsonb does not keep the order of the keys it stores.

@@ -12,9 +12,9 @@ from dataclasses import dataclass
 
 import pandas as pd
 
+from ..contracts import KIND, PHASE, RESULT
+from ..model import ExperimentData
 from .attempts import select_attempts
-from .contracts import KIND, PHASE, RESULT
-from .model import ExperimentData
 
 
 @dataclass(frozen=True)

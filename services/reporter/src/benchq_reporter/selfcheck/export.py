@@ -1,6 +1,6 @@
 """Check the DataFrames, the export and the version against a real experiment.
 
-    python -m benchq_reporter.selfcheck_export --db URL -e CODE
+    python -m benchq_reporter.selfcheck.export --db URL -e CODE
 
 For the end-to-end tests (e2e/experiment_test.go): load() the experiment,
 export it as CSV and as parquet into a temp dir, read both back and compare
@@ -27,7 +27,8 @@ from typing import TextIO
 
 import pandas as pd
 
-from . import dataframes, db, export, version
+from .. import dataframes, db, version
+from ..outputs import export
 
 NOT_A_VERSION = {version.UNKNOWN, "dev", ""}
 
@@ -85,7 +86,7 @@ def check(frames: Mapping[str, pd.DataFrame], out: TextIO) -> None:
 
 
 def main(argv: Sequence[str], env: Mapping[str, str], stdout: TextIO, stderr: TextIO) -> int:
-    p = argparse.ArgumentParser(prog="python -m benchq_reporter.selfcheck_export", description=__doc__.split("\n")[0])
+    p = argparse.ArgumentParser(prog="python -m benchq_reporter.selfcheck.export", description=__doc__.split("\n")[0])
     p.add_argument("--db", metavar="URL", help=f"results database; default ${db.ENV_DB_URL}")
     p.add_argument("-e", "--experiment", required=True, metavar="CODE")
     try:

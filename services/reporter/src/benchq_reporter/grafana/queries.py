@@ -386,7 +386,7 @@ def run_all(
 
 def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(
-        prog="python -m benchq_reporter.grafana_queries",
+        prog="python -m benchq_reporter.grafana.queries",
         description="Run every panel query of benchq's dashboards for one experiment.",
     )
     p.add_argument("--db", required=True, metavar="URL")

@@ -27,10 +27,11 @@ from typing import Any
 
 import pandas as pd
 
-from . import contracts, latency
+from .. import contracts
+from ..contracts import RESULT
+from ..model import ExperimentData
+from . import latency
 from .attempts import SHARD_KEYS, kind_operations, reported_shards
-from .contracts import RESULT
-from .model import ExperimentData
 
 THROUGHPUT = "[OVERALL].Throughput(ops/sec)"
 RUNTIME = "[OVERALL].RunTime(ms)"

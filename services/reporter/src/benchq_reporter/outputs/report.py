@@ -33,10 +33,10 @@ import pandas as pd
 from matplotlib.axes import Axes
 from matplotlib.figure import Figure
 
-from . import benchbase as bb
-from .contracts import KIND
-from .summary import BenchbaseSummary, YcsbSummary
-from .ycsb import LATENCY_FIGURES, THROUGHPUT, WINDOW_THROUGHPUT
+from ..contracts import KIND
+from ..summary import benchbase as bb
+from ..summary.build import BenchbaseSummary, YcsbSummary
+from ..summary.ycsb import LATENCY_FIGURES, THROUGHPUT, WINDOW_THROUGHPUT
 
 PERCENTILES = ("p50", "p95", "p99", "p999")
 # The Monitoring figures plotted per component (the summary's column titles).

@@ -11,11 +11,11 @@ from typing import NamedTuple
 
 import pandas as pd
 
+from ..contracts import RESULT
+from ..plan import DEFAULT_ERROR_SHARE_LIMIT
 from . import benchbase as bb
 from . import ycsb
-from .contracts import RESULT
 from .monitoring import CPU, Monitoring
-from .plan import DEFAULT_ERROR_SHARE_LIMIT
 from .workflow import Workflow
 
 

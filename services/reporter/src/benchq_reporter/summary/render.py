@@ -14,13 +14,13 @@ from typing import Any
 
 import pandas as pd
 
+from ..contracts import EXPERIMENT
 from . import benchbase as bb
+from .build import BenchbaseSummary, Summary, YcsbSummary
 from .checks import Test
-from .contracts import EXPERIMENT
 from .monitoring import CPU_NOTE, Monitoring, Section
 from .saturation import NOTE as SATURATION_NOTE
 from .saturation import Saturation
-from .summary import BenchbaseSummary, Summary, YcsbSummary
 from .workload import Workload
 
 NO_DATA = "(no data)"

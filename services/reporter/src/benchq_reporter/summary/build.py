@@ -13,13 +13,13 @@ from dataclasses import dataclass, field
 
 import pandas as pd
 
+from ..contracts import BENCHMARK, KIND, PHASE
+from ..model import ExperimentData
 from . import benchbase as bb
 from . import checks, ycsb
 from .attempts import kind_operations
 from .checks import Test
 from .connections import Connection, build_connections
-from .contracts import BENCHMARK, KIND, PHASE
-from .model import ExperimentData
 from .monitoring import Monitoring, build_monitoring
 from .saturation import Saturation, build_saturation
 from .workflow import Workflow, build_workflow

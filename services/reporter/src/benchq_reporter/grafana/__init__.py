@@ -1,0 +1,1 @@
+"""Grafana: the dashboards as code (dashboards) and their queries run as Grafana would (queries)."""

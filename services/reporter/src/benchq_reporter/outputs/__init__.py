@@ -1,0 +1,1 @@
+"""What the reporter writes besides the summary: the HTML report, the comparison of experiments, the exported frames."""
