@@ -454,7 +454,7 @@ func figure(l *launcher, block, name string) float64 {
 	return 0
 }
 
-func throughput(l *launcher) float64         { return figure(l, "OVERALL", "Throughput(ops/sec)") }
+func throughput(l *launcher) float64          { return figure(l, "OVERALL", "Throughput(ops/sec)") }
 func operations(l *launcher, op string) int64 { return int64(figure(l, op, "Operations")) }
 
 // returns sums a return code over every operation block.
