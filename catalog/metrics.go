@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io/fs"
 	"path"
+	"regexp"
 	"slices"
 	"strings"
 	"sync"
@@ -14,10 +15,11 @@ import (
 // SystemSet names the metric set of every component's CPU and memory.
 const SystemSet = "system"
 
-// Selector is the placeholder every metric query carries where the
-// collector puts the label matchers of one component of one configuration
-// (experiment, configuration, component, and phase for drivers).
-const Selector = "SELECTOR"
+// Aggregates: how the series of several targets of one component combine.
+const (
+	AggregateSum = "sum"
+	AggregateMax = "max"
+)
 
 // Reductions: how a metric's raw samples over a phase become one figure
 // (internal/reduce does the arithmetic).
@@ -32,16 +34,42 @@ const (
 
 var reductions = []string{ReduceIncrease, ReduceMax, ReduceMean, ReduceRateMean, ReduceRateMax, ReduceLast}
 
-// Metric is one column of a Monitoring table: Query is evaluated raw at the
-// scrape step over a phase's window, reduced by Reduction, times Scale (a
-// unit: bytes to Gb).
+// Metric is one column of a Monitoring table: the Series of a component,
+// narrowed by Matchers and combined over its targets by Aggregate, is
+// evaluated raw at the scrape step over a phase's window, reduced by
+// Reduction, times Scale (a unit: bytes to Gb). The collector renders it as
+// PromQL (PromQL); the reporter's dashboards render the same fields as
+// their live queries.
 type Metric struct {
-	Key       string  `json:"key"` // unique within a set and against the system set
-	Title     string  `json:"title"`
-	Query     string  `json:"query"`
-	Reduction string  `json:"reduction"`
-	Scale     float64 `json:"scale"`
+	Key       string            `json:"key"` // unique within a set and against the system set
+	Title     string            `json:"title"`
+	Aggregate string            `json:"aggregate"` // AggregateSum or AggregateMax
+	Series    string            `json:"series"`    // the Prometheus metric name
+	Matchers  map[string]string `json:"matchers,omitempty"`
+	Reduction string            `json:"reduction"`
+	Scale     float64           `json:"scale"`
 }
+
+// PromQL is the metric's query for one component: selector is that
+// component's label matchers (experiment, configuration, component, and
+// phase for drivers), the metric's own matchers follow in name order.
+func (m Metric) PromQL(selector string) string {
+	var b strings.Builder
+	b.WriteString(m.Aggregate + "(" + m.Series + "{" + selector)
+	names := make([]string, 0, len(m.Matchers))
+	for k := range m.Matchers {
+		names = append(names, k)
+	}
+	slices.Sort(names)
+	for _, k := range names {
+		fmt.Fprintf(&b, ",%s=%q", k, m.Matchers[k])
+	}
+	b.WriteString("})")
+	return b.String()
+}
+
+// promName is what a Prometheus metric or label name may be.
+var promName = regexp.MustCompile(`^[a-zA-Z_:][a-zA-Z0-9_:]*$`)
 
 // MetricSet is one catalog/metrics/<name>.json.
 type MetricSet struct {
@@ -128,8 +156,16 @@ func (s MetricSet) validate() error {
 		if m.Title == "" {
 			errs = append(errs, fmt.Errorf("%s.title: required", at))
 		}
-		if !strings.Contains(m.Query, Selector) {
-			errs = append(errs, fmt.Errorf("%s.query: must contain %s (the component's label matchers)", at, Selector))
+		if m.Aggregate != AggregateSum && m.Aggregate != AggregateMax {
+			errs = append(errs, fmt.Errorf("%s.aggregate: %q is not %s or %s", at, m.Aggregate, AggregateSum, AggregateMax))
+		}
+		if !promName.MatchString(m.Series) {
+			errs = append(errs, fmt.Errorf("%s.series: %q is not a Prometheus metric name", at, m.Series))
+		}
+		for k, v := range m.Matchers {
+			if !promName.MatchString(k) || strings.ContainsAny(k, ":") || strings.ContainsAny(v, "\"\\\n") {
+				errs = append(errs, fmt.Errorf("%s.matchers: %q=%q is not a label name and a plain value", at, k, v))
+			}
 		}
 		if !slices.Contains(reductions, m.Reduction) {
 			errs = append(errs, fmt.Errorf("%s.reduction: %q is not one of %s", at, m.Reduction, strings.Join(reductions, ", ")))

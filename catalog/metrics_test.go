@@ -53,15 +53,17 @@ func TestMetricSets(t *testing.T) {
 }
 
 func TestMetricSetValidation(t *testing.T) {
-	sys := `{"name":"system","metrics":[{"key":"cpu","title":"CPU","query":"sum(x{SELECTOR})","reduction":"increase","scale":1}]}`
-	good := `{"name":"foo","metrics":[{"key":"a","title":"A [count]","query":"sum(a{SELECTOR})","reduction":"max","scale":1}]}`
+	sys := `{"name":"system","metrics":[{"key":"cpu","title":"CPU","aggregate":"sum","series":"x","reduction":"increase","scale":1}]}`
+	good := `{"name":"foo","metrics":[{"key":"a","title":"A [count]","aggregate":"sum","series":"a","matchers":{"db":"ycsb"},"reduction":"max","scale":1}]}`
 	if _, err := parseMetricSets(fstest.MapFS{"metrics/system.json": {Data: []byte(sys)}, "metrics/foo.json": {Data: []byte(good)}}); err != nil {
 		t.Fatalf("good sets: %v", err)
 	}
 	for name, tc := range map[string]struct{ file, data, want string }{
-		"no selector":   {"foo.json", strings.Replace(good, "{SELECTOR}", "", 1), "must contain SELECTOR"},
+		"aggregate":     {"foo.json", strings.Replace(good, `"sum"`, `"avg"`, 1), `aggregate: "avg" is not sum or max`},
+		"series":        {"foo.json", strings.Replace(good, `"series":"a"`, `"series":"a{b}"`, 1), "not a Prometheus metric name"},
+		"matcher":       {"foo.json", strings.Replace(good, `"ycsb"`, `"y\"csb"`, 1), "not a label name and a plain value"},
 		"reduction":     {"foo.json", strings.Replace(good, `"max"`, `"irate"`, 1), `"irate" is not one of`},
-		"duplicate key": {"foo.json", strings.Replace(good, `]}`, `,{"key":"a","title":"B","query":"b{SELECTOR}","reduction":"max","scale":1}]}`, 1), `unique ("a")`},
+		"duplicate key": {"foo.json", strings.Replace(good, `]}`, `,{"key":"a","title":"B","aggregate":"max","series":"b","reduction":"max","scale":1}]}`, 1), `unique ("a")`},
 		"system key":    {"foo.json", strings.Replace(good, `"key":"a"`, `"key":"cpu"`, 1), "also a system metric"},
 		"file name":     {"bar.json", good, "must be named foo.json"},
 		"unknown field": {"foo.json", strings.Replace(good, `"scale":1`, `"scale":1,"unit":"x"`, 1), "unknown field"},
@@ -76,5 +78,15 @@ func TestMetricSetValidation(t *testing.T) {
 		if err == nil || !strings.Contains(err.Error(), tc.want) {
 			t.Errorf("%s: error %v, want %q", name, err, tc.want)
 		}
+	}
+}
+
+func TestMetricPromQL(t *testing.T) {
+	m := Metric{Aggregate: AggregateSum, Series: "pg_stat_database_xact_commit", Matchers: map[string]string{"datname": "ycsb", "a": "b"}}
+	if got, want := m.PromQL(`experiment="1"`), `sum(pg_stat_database_xact_commit{experiment="1",a="b",datname="ycsb"})`; got != want {
+		t.Errorf("PromQL = %s, want %s", got, want)
+	}
+	if got, want := (Metric{Aggregate: AggregateMax, Series: "x"}).PromQL(`c="d"`), `max(x{c="d"})`; got != want {
+		t.Errorf("PromQL = %s, want %s", got, want)
 	}
 }

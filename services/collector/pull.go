@@ -13,7 +13,6 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/nats-io/nats.go/jetstream"
 
-	"github.com/benchq/benchq/catalog"
 	"github.com/benchq/benchq/contracts"
 	"github.com/benchq/benchq/internal/prom"
 )
@@ -213,10 +212,10 @@ func (p *puller) pullPhase(ctx context.Context, ph endedPhase) error {
 	var stored int64
 	for _, c := range cols {
 		sel := selector(ph, c.component)
-		q := strings.ReplaceAll(c.metric.Query, catalog.Selector, sel)
+		q := c.metric.PromQL(sel)
 		a, ok := answers[q]
 		if !ok {
-			a = p.query(ctx, c.metric.Query, sel, from, to, down)
+			a = p.query(ctx, c.metric, sel, from, to, down)
 			answers[q] = a
 			if a.err != nil && strings.HasPrefix(a.err.Error(), unreachablePrefix) {
 				down = a.err.Error()

@@ -7,9 +7,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"regexp"
 	"sort"
-	"strings"
 	"time"
 
 	"github.com/benchq/benchq/catalog"
@@ -95,14 +93,14 @@ type queryAnswer struct {
 	err    error // its text is the missing reason
 }
 
-// query runs a catalog query for the component that sel selects, on the
+// query runs a catalog metric for the component that sel selects, on the
 // grid of each target's scrapes (prom.QueryScrapes): one query_range per
 // target, restricted to it by its instance label, which each answer's
 // series then carry. When the targets' scrapes cannot be found, it runs on
 // the plain grid, whose answer says why. Once Prometheus was found down
 // during this pull (down), the remaining queries are not tried: one timeout
 // per phase, not one per metric.
-func (p *puller) query(ctx context.Context, catalogQuery, sel string, from, to time.Time, down string) queryAnswer {
+func (p *puller) query(ctx context.Context, m catalog.Metric, sel string, from, to time.Time, down string) queryAnswer {
 	if p.promURL == "" {
 		return queryAnswer{err: errors.New("no Prometheus configured (BENCHQ_PROMETHEUS_URL is unset)")}
 	}
@@ -112,14 +110,12 @@ func (p *puller) query(ctx context.Context, catalogQuery, sel string, from, to t
 	qctx, cancel := context.WithTimeout(ctx, p.queryTimeout)
 	defer cancel()
 	var scrapes map[string]time.Time
-	if m := scrapedMetric.FindStringSubmatch(catalogQuery); m != nil {
-		var err error
-		if scrapes, err = p.client.LastScrapes(qctx, m[1]+"{"+sel+"}", from, to, p.step); err != nil {
-			p.log.Debug("scrape times not found: querying on the plain grid", "metric", m[1], "err", err)
-		}
+	scrapes, err := p.client.LastScrapes(qctx, m.Series+"{"+sel+"}", from, to, p.step)
+	if err != nil {
+		p.log.Debug("scrape times not found: querying on the plain grid", "metric", m.Series, "err", err)
 	}
 	if len(scrapes) == 0 {
-		series, err := p.client.QueryRange(qctx, strings.ReplaceAll(catalogQuery, catalog.Selector, sel), from, to, p.step)
+		series, err := p.client.QueryRange(qctx, m.PromQL(sel), from, to, p.step)
 		return answer(series, err, p.promURL)
 	}
 	instances := make([]string, 0, len(scrapes))
@@ -130,7 +126,7 @@ func (p *puller) query(ctx context.Context, catalogQuery, sel string, from, to t
 	var all []prom.Series
 	for _, instance := range instances {
 		at := scrapes[instance]
-		q := strings.ReplaceAll(catalogQuery, catalog.Selector, fmt.Sprintf(`%s,instance=%q`, sel, instance))
+		q := m.PromQL(fmt.Sprintf(`%s,instance=%q`, sel, instance))
 		series, err := p.client.QueryScrapes(qctx, q, at, from, to, p.step)
 		if err != nil {
 			return answer(nil, err, p.promURL)
@@ -144,9 +140,6 @@ func (p *puller) query(ctx context.Context, catalogQuery, sel string, from, to t
 	}
 	return answer(all, nil, p.promURL)
 }
-
-// scrapedMetric finds the metric a catalog query reads: name{SELECTOR...}.
-var scrapedMetric = regexp.MustCompile(`([a-zA-Z_:][a-zA-Z0-9_:]*)\{` + catalog.Selector)
 
 // answer turns a query's outcome into figures or a missing reason.
 func answer(series []prom.Series, err error, promURL string) queryAnswer {

@@ -6,7 +6,6 @@ package main
 import (
 	"fmt"
 	"math"
-	"strings"
 	"time"
 
 	"github.com/benchq/benchq/catalog"
@@ -37,7 +36,7 @@ func samplesOf(ph endedPhase, c column, series []prom.Series) []metricSample {
 func reduceSeries(m catalog.Metric, series []prom.Series, start, end time.Time) (value *float64, samples int, missing string) {
 	var total float64
 	reduced := 0
-	largest := strings.HasPrefix(m.Query, "max(")
+	largest := m.Aggregate == catalog.AggregateMax
 	for _, s := range series {
 		samples += len(s.Samples)
 		if v, ok := reduceOne(m.Reduction, s.Samples, start, end); ok {

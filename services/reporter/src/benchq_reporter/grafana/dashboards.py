@@ -143,7 +143,6 @@ class Metric:
 
 
 COUNTER_REDUCTIONS = {"increase", "rate_mean", "rate_max"}
-_QUERY = re.compile(r"(sum|max)\((\w+)\{SELECTOR(.*)\}\)")
 
 
 def repo_root(start: Path | None = None) -> Path:
@@ -161,20 +160,16 @@ def metric_sets(root: Path) -> dict[str, list[Metric]]:
         doc = json.loads(path.read_text())
         metrics = []
         for m in doc["metrics"]:
-            q = _QUERY.fullmatch(m["query"])
-            if q is None:
-                raise ValueError(
-                    f"{path}: metric {m['key']}: query {m['query']!r} is not "
-                    "sum|max(<name>{SELECTOR...}), the form the dashboards rewrite"
-                )
+            # The fields catalog.Metric.PromQL renders for the collector, in the same order.
+            matchers = "".join(f',{k}="{v}"' for k, v in sorted(m.get("matchers", {}).items()))
             metrics.append(
                 Metric(
                     doc["name"],
                     m["key"],
                     m["title"],
-                    q.group(2),
-                    q.group(1),
-                    q.group(3),
+                    m["series"],
+                    m["aggregate"],
+                    matchers,
                     m["reduction"] in COUNTER_REDUCTIONS,
                     float(m["scale"]),
                 )
