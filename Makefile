@@ -49,7 +49,7 @@ lint-py: bootstrap
 
 test-go:
 	go vet ./...
-	go test -count=1 ./contracts/... ./internal/... ./services/... ./cmd/... ./grafana/... ./deploy/... ./docs/...
+	BENCHQ_YCSB_REQUIRED=1 go test -count=1 ./contracts/... ./internal/... ./services/... ./cmd/... ./grafana/... ./deploy/... ./docs/...
 
 test-py:
 	.venv/bin/pytest -q services/reporter/tests
@@ -59,7 +59,7 @@ test-py:
 # protocol, loads, workloads, sharded inserts, data integrity), with each
 # phase's throughput; about 1.5 minutes. test-go runs the same test.
 test-ycsb:
-	go test -count=1 -v -timeout 20m ./services/driver-agent/ycsb/
+	BENCHQ_YCSB_REQUIRED=1 go test -count=1 -v -timeout 20m ./services/driver-agent/ycsb/
 
 test-e2e:
 	go test -count=1 -timeout 20m -v ./e2e/...

@@ -27,7 +27,7 @@ import (
 func submitAndFollow(ctx context.Context, st *State, s *stack.Stack, code, reqID string, data []byte, detach bool) int {
 	b, err := s.Dial()
 	if err != nil {
-		st.Errorf("connect to %s: %v (is the stack up? make up)", s.NATSURL, err)
+		st.Errorf("connect to %s: %v (is the stack up? benchq up)", s.NATSURL, err)
 		return ExitNotReady
 	}
 	defer b.Close()

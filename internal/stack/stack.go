@@ -190,7 +190,7 @@ func Load(st *State) (*Stack, error) {
 		// Monitoring is an addition: experiments run without Prometheus
 		// (their summary names what it could not collect); status shows it.
 		if !procs.Alive(p.Pid) && p.Name != PromProc {
-			return &s, fmt.Errorf("%s (pid %d) is not running; see %s, then: make down up", p.Name, p.Pid, p.Log)
+			return &s, fmt.Errorf("%s (pid %d) is not running; see %s, then: benchq down && benchq up", p.Name, p.Pid, p.Log)
 		}
 	}
 	return &s, nil

@@ -11,7 +11,9 @@ import (
 
 // YCSBLib is the directory of the YCSB jars, built from the current sources
 // (scripts/build-ycsb.sh is a no-op while they are unchanged), or
-// $BENCHQ_YCSB_LIB as it is. Skips without java or maven.
+// $BENCHQ_YCSB_LIB as it is. Skips without java or maven, or fails with
+// BENCHQ_YCSB_REQUIRED set (make test sets it: there, a missing tool is a
+// broken bootstrap, not a reason to test nothing).
 func YCSBLib(t testing.TB) string {
 	t.Helper()
 	if d := os.Getenv("BENCHQ_YCSB_LIB"); d != "" {
@@ -19,7 +21,7 @@ func YCSBLib(t testing.TB) string {
 	}
 	for _, tool := range []string{"java", "mvn"} {
 		if _, err := exec.LookPath(tool); err != nil {
-			t.Skipf("skipping: %s not installed", tool)
+			SkipUnlessRequired(t, "BENCHQ_YCSB_REQUIRED", "%s not installed", tool)
 		}
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
@@ -53,4 +55,14 @@ func repoRoot(t testing.TB) string {
 		}
 		dir = parent
 	}
+}
+
+// SkipUnlessRequired skips t, saying why, unless the environment variable
+// required is set: then what is missing fails it.
+func SkipUnlessRequired(t testing.TB, required, format string, args ...any) {
+	t.Helper()
+	if os.Getenv(required) != "" {
+		t.Fatalf("%s is set, but "+format, append([]any{required}, args...)...)
+	}
+	t.Skipf("skipping: "+format, args...)
 }

@@ -1,6 +1,6 @@
 package backend
 
-// The deployer's backends (local processes: local*.go; Kubernetes: kube*.go)
+// The deployer's backends (local processes: ../local; Kubernetes: ../kube)
 // and every capability a backend may offer beyond Backend, in one place.
 // The deployer finds out what a backend can do by asserting these
 // interfaces; the scheduler never knows which backend runs.
@@ -89,7 +89,7 @@ type MetricsCollectors interface {
 // phase themselves (Kubernetes: a Job per phase attempt, docs/kubernetes.md).
 // The local backend runs a pool of long-running agents instead and only
 // tops it up when a phase has more shards than it has agents
-// (local_drivers.go).
+// (../deployer/pool.go).
 type DriverBackend interface {
 	// StartDrivers starts the phase's driver agents and names them; an error
 	// wrapping ErrRefused is one that retrying cannot fix.
@@ -108,6 +108,15 @@ type PhaseAgents interface {
 	StartPhaseAgents(ctx context.Context, d DriverSpec, n int) ([]string, error)
 }
 
-// ErrRefused is wrapped by a backend's errors that retrying cannot fix:
-// the request itself is wrong or not allowed.
+// ErrRefused matches (errors.Is) a backend's errors that retrying cannot
+// fix: the request itself is wrong or not allowed.
 var ErrRefused = errors.New("refused")
+
+// Refused marks err as one that retrying cannot fix (ErrRefused), its text
+// unchanged: it reaches the user as the reason a phase failed.
+func Refused(err error) error { return refused{err} }
+
+type refused struct{ error }
+
+func (r refused) Unwrap() error        { return r.error }
+func (r refused) Is(target error) bool { return target == ErrRefused }

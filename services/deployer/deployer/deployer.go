@@ -336,7 +336,7 @@ func (d *Deployer) watchSUTs(ctx context.Context, w backend.SUTWatcher, every ti
 }
 
 // watchDrivers reports every driver Job that ended, once per process (see
-// kube_drivers.go): a restarted deployer lists the Jobs again and
+// ../kube/drivers.go): a restarted deployer lists the Jobs again and
 // re-publishes, which JetStream drops as duplicates.
 func (d *Deployer) watchDrivers(ctx context.Context, db backend.DriverBackend, every time.Duration) {
 	reportOnce(ctx, d, every, "driver jobs not listed", db.EndedDrivers, func(e contracts.DriverEnded) finding {

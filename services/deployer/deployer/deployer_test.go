@@ -17,7 +17,7 @@ import (
 
 // volumeBackend records the calls a backend with persistent volumes gets.
 // It stands in for the Kubernetes backend, whose own calls are tested
-// against a real API server (kube_integration_test.go); this test is about
+// against a real API server (../kube/integration_test.go); this test is about
 // the deployer's order of calls and the volumes bucket.
 type volumeBackend struct {
 	mu    sync.Mutex

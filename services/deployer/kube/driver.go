@@ -113,7 +113,7 @@ func (k *Kube) StartDrivers(ctx context.Context, d backend.DriverSpec) (string, 
 	}
 	if err != nil {
 		if permanent(err) {
-			return "", fmt.Errorf("%w: %w", backend.ErrRefused, err)
+			return "", backend.Refused(err)
 		}
 		return "", err
 	}

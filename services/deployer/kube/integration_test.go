@@ -464,7 +464,7 @@ func testDriverJob(t *testing.T, cp *k8stest.ControlPlane) {
 	}
 }
 
-// testDeployerService runs the deployer service itself (run.go) on the
+// testDeployerService runs the deployer service itself (../deployer) on the
 // kubernetes backend against NATS: a deploy job becomes sut.ready with the
 // Service's endpoint, a teardown job sut.removed.
 func testDeployerService(t *testing.T, cp *k8stest.ControlPlane) {

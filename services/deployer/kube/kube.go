@@ -42,7 +42,7 @@ type Kube struct {
 	// (BackendConfig.DriverSeedSecret).
 	DriverSeedSecret string
 
-	watch kubeWatch // DeadSUTs (kube_watch.go)
+	watch kubeWatch // DeadSUTs (watch.go)
 }
 
 var _ backend.Backend = (*Kube)(nil)

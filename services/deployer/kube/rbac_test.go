@@ -123,7 +123,7 @@ func parseAPICall(req *http.Request) (apiCall, bool) {
 
 // tolerated403 are the calls the deployer makes knowing it may be refused,
 // and does without: reading a pod's node tells a kwok node (simulated
-// drivers), and the pod tells it otherwise (kube_drivers.go, simulated).
+// drivers), and the pod tells it otherwise (drivers.go, simulated).
 var tolerated403 = map[apiCall]bool{{"", "nodes", "get"}: true}
 
 // checkRBAC holds the deployer's Role to what it used: every call it made

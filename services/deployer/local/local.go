@@ -38,7 +38,7 @@ type Local struct {
 	// phase agents ("": $BENCHQ_PROMETHEUS_TARGETS; neither: none written).
 	TargetsDir string
 
-	// VolumesDir holds the persistent volumes (-rst, local_volume.go);
+	// VolumesDir holds the persistent volumes (-rst, volume.go);
 	// default: volumes/ beside Root.
 	VolumesDir string
 
@@ -47,7 +47,7 @@ type Local struct {
 	volMu sync.Mutex             // claims and records of volumes
 
 	monOnce sync.Once
-	mon     *monitor // local_monitor.go
+	mon     *monitor // monitor.go
 }
 
 // localState is endpoint.json: what a redelivered deploy must answer again.
@@ -64,7 +64,7 @@ type localState struct {
 	// Info are facts of a cluster or pool for sut.ready (nodes, limits).
 	Info map[string]any `json:"info,omitempty"`
 	// Monitoring is the configuration's -m/-mc/-ma, for a restarted
-	// deployer; Exporters are what -ma started (local_monitor.go).
+	// deployer; Exporters are what -ma started (monitor.go).
 	Monitoring *contracts.Monitoring `json:"monitoring,omitempty"`
 	Exporters  []exporter            `json:"exporters,omitempty"`
 }

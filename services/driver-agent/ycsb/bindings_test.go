@@ -517,9 +517,9 @@ func (o *output) tail() string {
 // startServers starts the SUTs, each stopped when the test ends.
 func startServers(t *testing.T, ctx context.Context) servers {
 	t.Helper()
-	for _, bin := range []func() (string, error){localdb.RedisBinary, localdb.PgBouncerBinary} {
+	for _, bin := range []func() (string, error){localdb.RedisBinary, localdb.PgBouncerBinary, localdb.PGBinDir} {
 		if _, err := bin(); errors.Is(err, localdb.ErrNotInstalled) {
-			t.Skipf("skipping: %v", err)
+			testenv.SkipUnlessRequired(t, "BENCHQ_YCSB_REQUIRED", "%v", err)
 		}
 	}
 	// The postgres user runs PostgreSQL and PgBouncer when we are root: it
