@@ -77,6 +77,46 @@ type Entry struct {
 	YCSB    YCSB   `json:"ycsb"`
 	// Kubernetes is how the kubernetes backend runs it.
 	Kubernetes *Kubernetes `json:"kubernetes"`
+	// ClusterVariant is the catalog DBMS deployed instead when a request
+	// asks for workers (-nw > 0), as bexhoma does: `-dbms Redis -nw 3` is a
+	// Redis Cluster of 3 masters, its configurations still named Redis-….
+	ClusterVariant string `json:"cluster_variant,omitempty"`
+	// ConfigPrefix starts the names of its configurations instead of the
+	// DBMS's name, as bexhoma's: pgb-64-4-128-64 for PgBouncer.
+	ConfigPrefix string `json:"config_prefix,omitempty"`
+}
+
+// Clustered reports whether the DBMS is itself a cluster of -nw workers.
+func (e Entry) Clustered() bool { return e.Kubernetes != nil && e.Kubernetes.Cluster != nil }
+
+// ForWorkers is the catalog DBMS that runs this one with workers (-nw):
+// the entry itself when it is a cluster or workers is 0, its cluster
+// variant otherwise; an error names the minimum of workers, or says that
+// the DBMS has no cluster.
+func (e Entry) ForWorkers(workers int) (Entry, error) {
+	if workers == 0 {
+		return e, nil
+	}
+	c := e
+	if !e.Clustered() {
+		if e.ClusterVariant == "" {
+			var clustered []string
+			for _, n := range Names() {
+				if o, err := Lookup(n); err == nil && (o.Clustered() || o.ClusterVariant != "") {
+					clustered = append(clustered, n)
+				}
+			}
+			return Entry{}, fmt.Errorf("%s has no cluster in benchq's catalog; workers (-nw) apply to %s", e.Name, strings.Join(clustered, ", "))
+		}
+		var err error
+		if c, err = Lookup(e.ClusterVariant); err != nil {
+			return Entry{}, err
+		}
+	}
+	if m := c.Kubernetes.Cluster.MinMasters; workers < m {
+		return Entry{}, fmt.Errorf("%s needs at least %d workers (-nw), got %d", c.Name, m, workers)
+	}
+	return c, nil
 }
 
 // YCSB says how the YCSB driver talks to the DBMS.
@@ -144,6 +184,11 @@ func parse(fsys fs.FS) (loaded, error) {
 		return loaded{}, errors.New("catalog: no *.json files")
 	}
 	for _, e := range c.byKey {
+		if v := e.ClusterVariant; v != "" {
+			if o, ok := c.byKey[strings.ToLower(v)]; !ok || !o.Clustered() || e.Clustered() {
+				return loaded{}, fmt.Errorf("catalog %s: cluster_variant %q must be a clustered catalog DBMS (kubernetes.cluster), of a DBMS that is not one", strings.ToLower(e.Name)+".json", v)
+			}
+		}
 		if p := e.Kubernetes.Pool; p != nil {
 			b, ok := c.byKey[strings.ToLower(p.Backend)]
 			if !ok || b.Kubernetes.Topology == TopologyPool {

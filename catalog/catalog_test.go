@@ -149,6 +149,11 @@ func TestParseRejects(t *testing.T) {
 			t.Errorf("%s: err = %v, want it to contain %q", name, err, tc.want)
 		}
 	}
+	// A cluster variant must be a clustered catalog DBMS.
+	if _, err := parse(fstest.MapFS{"foo.json": {Data: []byte(strings.Replace(good, `"kind"`, `"cluster_variant":"Foo","kind"`, 1))}}); err == nil ||
+		!strings.Contains(err.Error(), `cluster_variant "Foo" must be a clustered catalog DBMS`) {
+		t.Errorf("a cluster variant that is not a cluster: err = %v", err)
+	}
 	// A pool's backend must be another catalog DBMS that is not a pool.
 	for name, tc := range map[string]struct{ backend, want string }{
 		"missing backend": {"Bar", `kubernetes.pool.backend "Bar" must be a catalog DBMS`},

@@ -89,7 +89,7 @@ func TestDryRunPool(t *testing.T) {
 	_, out, errs := run("ycsb", "-dbms", "PgBouncer", "-sf", "16", "-xwl", "c", "-xtb", "16384", "-xnbf", "11", "-xnlf", "11", "-nc", "1", "-ne", "1",
 		"-nlp", "16", "-nlt", "64", "-nbp", "16", "-nbt", "128", "-xnpp", "4", "-xnpi", "128", "-xnpo", "64", "-xop", "16", "-m", "-mc", "-ms", "1", "-tr",
 		"-lr", "64Gi", "-rr", "64Gi", "-dry-run", "run")
-	if !strings.Contains(out, "* DBMS PgBouncer-64-16-180224-4-128-64 - Pods [[16]]\n") {
+	if !strings.Contains(out, "* DBMS pgb-64-4-128-64 - Pods [[16]]\n") {
 		t.Errorf("got:\n%s%s", out, errs)
 	}
 }

@@ -5,6 +5,7 @@ import (
 	"math"
 	"strconv"
 
+	"github.com/benchq/benchq/catalog"
 	"github.com/benchq/benchq/contracts"
 	"github.com/benchq/benchq/internal/version"
 )
@@ -45,21 +46,25 @@ func Expand(code string, req contracts.Request) (Plan, error) {
 			}
 			for _, lf := range r.LoadingFactors {
 				loading := phaseSpec{kind: contracts.KindLoad, pods: lp, threads: lt, factor: lf, target: target(*r.TargetBase, lf)}
-				for _, dbms := range r.DBMS {
+				for i, dbms := range r.DBMS {
+					entry, err := catalog.Lookup(dbms)
+					if err == nil {
+						entry, err = entry.ForWorkers(r.Workers)
+					}
+					if err != nil {
+						return Plan{}, invalid(fmt.Sprintf("dbms[%d]", i), "%v", err)
+					}
 					dbmsPools := []*contracts.Pool{nil}
 					if HasPool(dbms) {
 						dbmsPools = pools
 					}
 					for _, pool := range dbmsPools {
-						cfgBase := fmt.Sprintf("%s-%d-%d-%d", dbms, lt, lp, loading.target)
-						if pool != nil {
-							cfgBase += fmt.Sprintf("-%d-%d-%d", pool.Pods, pool.Inbound, pool.Outbound)
-						}
+						cfgBase := configBase(r, dbms, loading, pool)
 						for run := 1; run <= r.Repetitions; run++ {
 							c := Configuration{
 								Name:          fmt.Sprintf("%s-%d", cfgBase, run),
 								Base:          cfgBase,
-								DBMS:          dbms,
+								DBMS:          entry.Name,
 								ExperimentRun: run,
 								SUT:           sutSpec(r, pool),
 							}
@@ -78,6 +83,28 @@ func Expand(code string, req contracts.Request) (Plan, error) {
 	}
 	p.Timeouts = timeouts(r, p)
 	return p, nil
+}
+
+// configBase is bexhoma's name of a configuration (ycsb.py's name_format),
+// without its repetition: DBMS-threads-pods-target of the loading variant,
+// e.g. Redis-64-8-196608, named after the DBMS as the user wrote it (a
+// Redis Cluster from -dbms Redis -nw 3 is Redis-…). A DBMS behind a pool
+// is prefix-threads-poolpods-inbound-outbound, e.g. pgb-64-4-128-64;
+// bexhoma then keeps only the first loading variant, benchq runs them all,
+// so with several loading pods or factors their pods and target are named
+// too (pgb-64-8-16384-4-128-64).
+func configBase(r contracts.Request, dbms string, loading phaseSpec, pool *contracts.Pool) string {
+	name := dbms
+	if e, err := catalog.Lookup(dbms); err == nil && e.ConfigPrefix != "" {
+		name = e.ConfigPrefix
+	}
+	if pool == nil {
+		return fmt.Sprintf("%s-%d-%d-%d", name, loading.threads, loading.pods, loading.target)
+	}
+	if len(r.LoadingPods) > 1 || len(r.LoadingFactors) > 1 {
+		return fmt.Sprintf("%s-%d-%d-%d-%d-%d-%d", name, loading.threads, loading.pods, loading.target, pool.Pods, pool.Inbound, pool.Outbound)
+	}
+	return fmt.Sprintf("%s-%d-%d-%d-%d", name, loading.threads, pool.Pods, pool.Inbound, pool.Outbound)
 }
 
 // phases of one configuration: its loading phase, then the benchmarking

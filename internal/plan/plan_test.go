@@ -3,6 +3,7 @@ package plan
 import (
 	"errors"
 	"reflect"
+	"strings"
 	"testing"
 
 	"github.com/benchq/benchq/contracts"
@@ -264,7 +265,7 @@ func TestExpandPoolLoop(t *testing.T) {
 	for _, c := range p.Configurations {
 		names = append(names, c.Name)
 	}
-	if want := []string{"PgBouncer-64-16-180224-4-128-64-1", "PostgreSQL-64-16-180224-1"}; !reflect.DeepEqual(names, want) {
+	if want := []string{"pgb-64-4-128-64-1", "PostgreSQL-64-16-180224-1"}; !reflect.DeepEqual(names, want) {
 		t.Fatalf("configurations %v, want %v", names, want)
 	}
 	if pool := p.Configurations[0].SUT.Pool; pool == nil || *pool != (contracts.Pool{Pods: 4, Inbound: 128, Outbound: 64}) {
@@ -274,7 +275,7 @@ func TestExpandPoolLoop(t *testing.T) {
 		t.Errorf("PostgreSQL got a pool")
 	}
 	p, _ = Expand("1", req(contracts.Request{DBMS: []string{"PgBouncer"}, PoolPods: ints(1, 2), PoolInbound: ints(32)}))
-	if len(p.Configurations) != 2 || p.Configurations[1].Base != "PgBouncer-64-1-16384-2-32-64" {
+	if len(p.Configurations) != 2 || p.Configurations[1].Base != "pgb-64-2-32-64" {
 		t.Errorf("pool variants: %+v", p.Configurations)
 	}
 	if _, err := Expand("1", req(contracts.Request{DBMS: []string{"PgBouncer"}, PoolPods: ints(8), PoolInbound: ints(4)})); err == nil {
@@ -317,5 +318,39 @@ func TestExpandSaturation(t *testing.T) {
 	// The shard timeout covers the hold the search may add.
 	if p.Timeouts.ShardS < 2*600+300 {
 		t.Errorf("shard timeout %d s < the hold's 600 s × 2 + 300", p.Timeouts.ShardS)
+	}
+}
+
+// bexhoma's -dbms Redis -nw 3 (bexhoma-redis.md, "Distributed DBMS") is a
+// Redis Cluster, and so is Dragonfly's; the configurations keep the name the
+// user gave. -nw on a DBMS without a cluster, or below its minimum of
+// masters, is refused naming the DBMS.
+func TestExpandWorkersDeployTheCluster(t *testing.T) {
+	for dbms, want := range map[string]string{"Redis": "RedisCluster", "Dragonfly": "DragonflyCluster", "RedisCluster": "RedisCluster"} {
+		p, err := Expand("1", req(contracts.Request{DBMS: []string{dbms}, Workers: 3, WorkerReplicas: 1}))
+		if err != nil {
+			t.Fatalf("%s -nw 3: %v", dbms, err)
+		}
+		c := p.Configurations[0]
+		if c.DBMS != want || !strings.HasPrefix(c.Name, dbms+"-") || c.SUT.Workers != 3 || c.SUT.WorkerReplicas != 1 {
+			t.Errorf("%s -nw 3 -nwr 1: configuration %s deploys %s with %d workers and %d replicas, want %s-… deploying %s, 3 and 1",
+				dbms, c.Name, c.DBMS, c.SUT.Workers, c.SUT.WorkerReplicas, dbms, want)
+		}
+	}
+	if p, err := Expand("1", req(contracts.Request{DBMS: []string{"Redis"}})); err != nil || p.Configurations[0].DBMS != "Redis" {
+		t.Errorf("Redis without -nw: %v, %+v", err, p.Configurations)
+	}
+	for _, bad := range []struct {
+		dbms    string
+		workers int
+		want    string
+	}{
+		{"PostgreSQL", 2, "PostgreSQL has no cluster in benchq's catalog; workers (-nw) apply to Dragonfly, DragonflyCluster, Redis, RedisCluster"},
+		{"Redis", 2, "RedisCluster needs at least 3 workers (-nw), got 2"},
+	} {
+		_, err := Expand("1", req(contracts.Request{DBMS: []string{bad.dbms}, Workers: bad.workers}))
+		if err == nil || !strings.Contains(err.Error(), bad.want) {
+			t.Errorf("%s -nw %d: %v, want %q", bad.dbms, bad.workers, err, bad.want)
+		}
 	}
 }
