@@ -55,10 +55,15 @@ type Request struct {
 	BenchmarkingThreads []int      `json:"benchmarking_threads,omitempty"`
 	Clients             []int      `json:"clients,omitempty"`
 	Repetitions         int        `json:"repetitions,omitempty"`
-	MaxSUTs             int        `json:"max_suts,omitempty"`
-	StatusInterval      int        `json:"status_interval,omitempty"`
-	BatchSize           int        `json:"batch_size,omitempty"`
-	TestResults         *bool      `json:"test_results,omitempty"`
+	// MaxSUTs bounds the SUTs alive at once across all running
+	// experiments (-ms); nil is the default (1), 0 is no limit (bexhoma's
+	// -ms 0). MaxSUTsExperiment bounds this experiment's alone (-mse; 0: no
+	// bound of its own).
+	MaxSUTs           *int  `json:"max_suts,omitempty"`
+	MaxSUTsExperiment int   `json:"max_suts_experiment,omitempty"`
+	StatusInterval    int   `json:"status_interval,omitempty"`
+	BatchSize         int   `json:"batch_size,omitempty"`
+	TestResults       *bool `json:"test_results,omitempty"`
 	// ErrorShareLimit is the share of failed operations (percent) above
 	// which a phase is marked and its result test fails (-max-errors).
 	ErrorShareLimit *float64  `json:"error_share_limit,omitempty"`
@@ -88,6 +93,10 @@ type Request struct {
 	// benchmarking variant, raise the offered load step by step on the same
 	// loaded SUT until a step fails, bisect to the knee, then hold it.
 	Saturation *Saturation `json:"saturation,omitempty"`
+	// Notes are what the client did not apply and why, one sentence each,
+	// e.g. the CLI's "-rnn ignored: the local backend runs on one machine";
+	// the summary's Workload section lists them.
+	Notes []string `json:"notes,omitempty"`
 }
 
 // Saturation is the saturation search's settings (-xsat…); the plan's
@@ -137,6 +146,7 @@ type Resources struct {
 	RequestCPU    string `json:"request_cpu,omitempty"`
 	RequestMemory string `json:"request_memory,omitempty"`
 	LimitMemory   string `json:"limit_memory,omitempty"`
+	LimitCPU      string `json:"limit_cpu,omitempty"`
 }
 
 // Storage of the SUT's data (-rst, -rss, -rsr). Without a class the size is

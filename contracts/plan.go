@@ -19,6 +19,11 @@ type Plan struct {
 	OperationCount int64               `json:"operationcount"` // YCSB operations per benchmarking phase; Benchbase 0
 	Configurations []PlanConfiguration `json:"configurations"`
 	Timeouts       Timeouts            `json:"timeouts"` // resolved: every field set
+	// EstimatedS is how long the experiment should take, in seconds, from
+	// its operations and targets or durations plus measured start-up costs
+	// (internal/plan.EstimateOf); absent when a phase has no rate to go by
+	// (unthrottled). A saturation search's is its upper bound.
+	EstimatedS float64 `json:"estimated_s,omitempty"`
 }
 
 // PlanConfiguration is one SUT, loaded once, then benchmarked phase after

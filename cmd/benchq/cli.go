@@ -153,7 +153,7 @@ func parseArgs(fs *flag.FlagSet, args []string, st *State) (code int, done bool)
 		}
 		if err != nil {
 			name := strings.TrimPrefix(fs.Name(), "benchq ")
-			st.Errorf("%s: %v (see: benchq %s -h)", name, err, name)
+			st.Errorf("%s: %s (see: benchq %s -h)", name, explainParseError(fs, err, args), name)
 			return ExitUsage, true
 		}
 		rest := fs.Args()
@@ -168,6 +168,30 @@ func parseArgs(fs *flag.FlagSet, args []string, st *State) (code int, done bool)
 	}
 	_ = fs.Parse(append([]string{"--"}, words...))
 	return ExitOK, false
+}
+
+// explainParseError names an unknown flag as the user typed it (--x, not
+// the flag package's -x) and suggests the nearest flag there is.
+func explainParseError(fs *flag.FlagSet, err error, args []string) string {
+	unknown, ok := strings.CutPrefix(err.Error(), "flag provided but not defined: -")
+	if !ok {
+		return err.Error()
+	}
+	typed := "-" + unknown
+	for _, a := range args {
+		if a == "--" {
+			break
+		}
+		if n, _, _ := strings.Cut(a, "="); strings.TrimLeft(n, "-") == unknown && strings.HasPrefix(n, "-") {
+			typed = n
+			break
+		}
+	}
+	msg := "unknown flag " + typed
+	if near := closest(fs, unknown); near != "" {
+		msg += fmt.Sprintf(" (did you mean -%s?)", near)
+	}
+	return msg
 }
 
 // experimentFlag adds -e CODE (and its alias -experiment) to a command.

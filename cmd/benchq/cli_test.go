@@ -120,8 +120,6 @@ func TestHelpDoesNothing(t *testing.T) {
 			switch args[0] {
 			case "help", "-h", "--help":
 				want = "usage: benchq <command>"
-			case "stop":
-				want = "Usage of benchq stop:" // the flag package's usage
 			}
 			if code != ExitOK || !strings.HasPrefix(out, want) || errs != "" {
 				t.Errorf("exit %d, stdout %q, stderr %q; want exit 0 and stdout starting with %q", code, out, errs, want)
@@ -140,26 +138,33 @@ func TestUsageErrorsDoNothing(t *testing.T) {
 	}{
 		{[]string{"frobnicate"}, `unknown command "frobnicate"`},
 		{[]string{"--nosuch"}, `unknown command "--nosuch"`},
-		{[]string{"up", "-nosuch"}, "flag provided but not defined: -nosuch"},
-		{[]string{"down", "-nosuch"}, "flag provided but not defined: -nosuch"},
+		{[]string{"up", "-nosuch"}, "unknown flag -nosuch"},
+		{[]string{"down", "-nosuch"}, "unknown flag -nosuch"},
 		{[]string{"down", "now"}, `down: unexpected "now"`},
-		{[]string{"status", "--nosuch"}, "flag provided but not defined: -nosuch"},
+		{[]string{"status", "--nosuch"}, "unknown flag --nosuch"},
 		{[]string{"status", "all"}, `status: unexpected "all"`},
-		{[]string{"restart", "-nosuch", "scheduler"}, "flag provided but not defined: -nosuch"},
+		{[]string{"restart", "-nosuch", "scheduler"}, "unknown flag -nosuch"},
 		{[]string{"restart", "scheduler", "deployer"}, "usage: benchq restart"},
-		{[]string{"stop", "-e", "c1", "-nosuch"}, "flag provided but not defined: -nosuch"},
+		{[]string{"stop", "-e", "c1", "-nosuch"}, "unknown flag -nosuch"},
 		{[]string{"stop", "c1"}, `stop: unexpected "c1"`},
-		{[]string{"summary", "-nosuch"}, "flag provided but not defined: -nosuch"},
+		{[]string{"summary", "-nosuch"}, "unknown flag -nosuch"},
 		{[]string{"summary"}, "give -e CODE"},
 		{[]string{"summary", "-e", "c1", "c2"}, `summary: unexpected "c2"`},
 		{[]string{"dashboard"}, "give -e CODE"},
 		{[]string{"dashboard", "-e", "c1", "c2"}, `dashboard: unexpected "c2"`},
-		{[]string{"ycsb", "run", "-dbms", "Redis", "-nosuch"}, "flag provided but not defined: -nosuch"},
+		{[]string{"ycsb", "run", "-dbms", "Redis", "-nosuch"}, "unknown flag -nosuch"},
 		{[]string{"ycsb", "run", "-dbms", "Redis", "-nlp", "1,x"}, `invalid value "1,x" for flag -nlp`},
 		{[]string{"ycsb", "run", "-dbms", "Redis", "now"}, `got "run now"`},
 		{[]string{"ycsb", "-dbms", "Redis", "run", "--", "-sf", "2"}, `got "run -sf 2"`},
 		{[]string{"benchbase", "-dbms", "PostgreSQL", "load", "-dry-run", "run"}, `got "load run"`},
 		{[]string{"ycsb", "-e", "Bench-A", "-dbms", "Redis", "run"}, `experiment code "Bench-A": use lower-case letters`},
+		{[]string{"ycsb", "-dbms", "Redis", "-nbpp", "2", "run"}, "unknown flag -nbpp (did you mean -nbp?)"},
+		{[]string{"ycsb", "-dbms", "Redis", "--monitorin", "run"}, "unknown flag --monitorin (did you mean -monitoring?)"},
+		{[]string{"ycsb", "-dbms", "Redis", "--context", "kind-a", "run"}, "--context (bexhoma's -cx, --context) is not supported: the deployer, not the CLI, talks to Kubernetes"},
+		{[]string{"ycsb", "-dbms", "Redis", "-xconn", "run"}, "-xconn is a benchbase option; benchq ycsb does not take it"},
+		{[]string{"benchbase", "-dbms", "PostgreSQL", "-b", "twitter", "run"}, "-b twitter: benchq's Benchbase runs tpcc only"},
+		{[]string{"ycsb", "-dbms", "Redis", "--num-config", "0", "run"}, "--num-config 0: an experiment runs at least once"},
+		{[]string{"ycsb", "-dbms", "Redis", "-ms", "-1", "run"}, "-ms -1: give the SUTs alive at once, or 0 for no limit"},
 	}
 	for _, c := range cases {
 		t.Run(strings.Join(c.args, " "), func(t *testing.T) {

@@ -2,34 +2,52 @@ package main
 
 import (
 	"fmt"
+	"io"
+	"math"
 	"strings"
 
+	"github.com/benchq/benchq/catalog"
+	"github.com/benchq/benchq/contracts"
 	"github.com/benchq/benchq/internal/plan"
 )
 
-// dryRun validates and expands the request exactly as the scheduler will
-// (plan.FromRequest) and prints the planned workflow and configurations.
-func dryRun(st *State, code string, request []byte) int {
-	_, p, errs := plan.FromRequest(request, code)
-	if len(errs) > 0 {
-		st.Errorf("the request would be rejected: %s", plan.Reason(errs))
-		return ExitFailed
+// dryRun prints the plan the scheduler will run (the CLI expanded the
+// request exactly as the scheduler does, plan.FromRequest): the planned
+// workflow, the SUT's shape, monitoring and -ms, the saturation search's
+// plan, what is not applied, an estimated duration, then every
+// configuration's phases and shards.
+func dryRun(st *State, p plan.Plan) int {
+	w := st.Stdout
+	fmt.Fprint(w, plannedWorkflow(p))
+	printSUT(w, p)
+	printSaturation(w, p)
+	if notes := p.Settings.Notes; len(notes) > 0 {
+		fmt.Fprintln(w, "\n#### Not applied")
+		for _, n := range notes {
+			fmt.Fprintf(w, "* warning: %s\n", n)
+		}
 	}
-	fmt.Fprint(st.Stdout, plannedWorkflow(p))
-	fmt.Fprintln(st.Stdout, "\n#### Configurations")
+	printEstimate(w, p)
+	fmt.Fprintln(w, "\n#### Configurations")
 	for _, c := range p.Configurations {
-		fmt.Fprintf(st.Stdout, "* %s (%s, experiment run %d)\n", c.Name, c.DBMS, c.ExperimentRun)
+		fmt.Fprintf(w, "* %s (%s, experiment run %d)\n", c.Name, c.DBMS, c.ExperimentRun)
 		for _, ph := range c.Phases {
-			fmt.Fprintf(st.Stdout, "  * %s: %s, %d shard(s), %d threads, target %d\n", ph.Name, ph.Kind, ph.Pods, ph.Threads, ph.Target)
+			fmt.Fprintf(w, "  * %s: %s, %d shard(s), %d threads, target %d\n", ph.Name, ph.Kind, ph.Pods, ph.Threads, ph.Target)
 			for i, sh := range ph.Shards {
 				switch {
 				case sh.YCSB != nil:
 					y := sh.YCSB
-					fmt.Fprintf(st.Stdout, "    * shard %d: threads %d, target %d, insertstart %d, insertcount %d, operations %d\n",
+					fmt.Fprintf(w, "    * shard %d: threads %d, target %d, insertstart %d, insertcount %d, operations %d",
 						i+1, y.Threads, y.Target, y.InsertStart, y.InsertCount, y.OperationCount)
+					if y.MaxExecutionS > 0 {
+						fmt.Fprintf(w, ", at most %ds", y.MaxExecutionS)
+					}
+					fmt.Fprintln(w)
+				case sh.TPCC != nil && ph.Kind == contracts.KindLoad:
+					fmt.Fprintf(w, "    * shard %d: loads %d warehouse(s) with %d terminal(s)\n", i+1, sh.TPCC.Warehouses, sh.TPCC.Terminals)
 				case sh.TPCC != nil:
 					c := sh.TPCC
-					fmt.Fprintf(st.Stdout, "    * shard %d: terminals %d, target %d, warehouses %d, duration %ds\n",
+					fmt.Fprintf(w, "    * shard %d: terminals %d, target %d, warehouses %d, duration %ds\n",
 						i+1, c.Terminals, c.Target, c.Warehouses, c.DurationS)
 				}
 			}
@@ -48,7 +66,7 @@ func plannedWorkflow(p plan.Plan) string {
 			order = append(order, c.Base)
 		}
 		var pods []string
-		for _, ph := range c.Phases[1:] {
+		for _, ph := range c.Phases[min(1, len(c.Phases)):] {
 			pods = append(pods, fmt.Sprint(ph.Pods))
 		}
 		runs[c.Base] = append(runs[c.Base], "["+strings.Join(pods, ", ")+"]")
@@ -59,4 +77,179 @@ func plannedWorkflow(p plan.Plan) string {
 		fmt.Fprintf(&b, "* DBMS %s - Pods [%s]\n", base, strings.Join(runs[base], ", "))
 	}
 	return b.String()
+}
+
+// printSUT: what each DBMS deploys and its shape (workers, pool), its
+// resources, volume and nodes, monitoring and how many SUTs live at once.
+func printSUT(w io.Writer, p plan.Plan) {
+	r := p.Settings
+	fmt.Fprintln(w, "\n#### SUT")
+	seen := map[string]bool{}
+	for _, c := range p.Configurations {
+		if seen[c.Base] {
+			continue
+		}
+		seen[c.Base] = true
+		fmt.Fprintf(w, "* %s: %s\n", c.Base, sutShape(c))
+	}
+	if res := r.Resources; res != nil {
+		var parts []string
+		for _, q := range []struct{ name, v string }{{"CPU request", res.RequestCPU}, {"RAM request", res.RequestMemory}, {"RAM limit", res.LimitMemory}, {"CPU limit", res.LimitCPU}} {
+			if q.v != "" {
+				parts = append(parts, q.name+" "+q.v)
+			}
+		}
+		fmt.Fprintf(w, "* resources: %s\n", strings.Join(parts, ", "))
+	} else {
+		fmt.Fprintln(w, "* resources: the catalog's defaults (Kubernetes); none on the local backend")
+	}
+	if s := r.Storage; s != nil && (s.Class != "" || s.Size != "") {
+		v := "a persistent volume"
+		if s.Class != "" {
+			v += " of storage class " + s.Class
+		}
+		if s.Size != "" {
+			v += ", " + s.Size
+		}
+		if s.Remove {
+			v += ", removed first (-rsr): loaded again"
+		} else {
+			v += ": loaded once, then reused without loading by every SUT of the same DBMS, use case and scale factor"
+		}
+		fmt.Fprintf(w, "* database: %s\n", v)
+	} else {
+		fmt.Fprintln(w, "* database: ephemeral (gone with the SUT), loaded by every configuration")
+	}
+	if n := r.Nodes; n != nil && n.SUT+n.Loading+n.Benchmarking != "" {
+		fmt.Fprintf(w, "* nodes: SUT %s, loaders %s, benchmarkers %s\n", orAny(n.SUT), orAny(n.Loading), orAny(n.Benchmarking))
+	}
+	mon := "off (only the results of the drivers)"
+	if m := r.Monitoring; m != nil {
+		var parts []string
+		if m.SUT {
+			parts = append(parts, "the SUT's system metrics (-m)")
+		}
+		if m.Cluster {
+			parts = append(parts, "every component's system metrics (-mc)")
+		}
+		if m.Application {
+			parts = append(parts, "the DBMS's application metrics (-ma)")
+		}
+		mon = strings.Join(parts, ", ")
+	}
+	fmt.Fprintf(w, "* monitoring: %s\n", mon)
+	ms := "no limit (-ms 0)"
+	if r.MaxSUTs != nil && *r.MaxSUTs > 0 {
+		ms = fmt.Sprintf("%d across all running experiments (-ms)", *r.MaxSUTs)
+	}
+	if r.MaxSUTsExperiment > 0 {
+		ms += fmt.Sprintf(", %d of this experiment (-mse)", r.MaxSUTsExperiment)
+	}
+	fmt.Fprintf(w, "* SUTs alive at once: %s\n", ms)
+}
+
+// sutShape says what a configuration deploys: the catalog DBMS, its
+// workers and replicas, its pool.
+func sutShape(c plan.Configuration) string {
+	s := c.DBMS
+	e, err := catalog.Lookup(c.DBMS)
+	switch {
+	case err == nil && e.Clustered():
+		masters, replicas := c.SUT.Workers, c.SUT.WorkerReplicas
+		if masters == 0 {
+			masters = e.Kubernetes.Cluster.DefaultWorkers
+		}
+		s += fmt.Sprintf(", a cluster of %d workers with %d replica(s) each: %d processes (pods)", masters, replicas, masters*(1+replicas))
+	case c.SUT.Pool != nil:
+		pl := c.SUT.Pool
+		s += fmt.Sprintf(" behind %d pool pod(s) with %d inbound and %d outbound connections in total", pl.Pods, pl.Inbound, pl.Outbound)
+	default:
+		s += ", one process (pod)"
+	}
+	return s
+}
+
+func orAny(node string) string {
+	if node == "" {
+		return "any"
+	}
+	return node
+}
+
+// printSaturation: the search's settings and its first steps, while they
+// pass (the scheduler adds each step when the last one ended).
+func printSaturation(w io.Writer, p plan.Plan) {
+	s := p.Settings.Saturation
+	if s == nil || len(p.Configurations) == 0 || len(p.Configurations[0].Phases) < 2 {
+		return
+	}
+	first := p.Configurations[0].Phases[1]
+	fmt.Fprintln(w, "\n#### Saturation search (-xsat, docs/saturation.md)")
+	fmt.Fprintf(w, "* first step: %d ops/s offered on %d shard(s), %d threads, %d s a step (the first %d s not judged)\n",
+		first.Target, first.Pods, first.Threads, s.StepS, s.WarmupS)
+	pass := fmt.Sprintf("its goodput reaches %g %% of the offered load", s.MinAchieved)
+	if s.MaxP99MS > 0 {
+		pass += fmt.Sprintf(" and its p99 is at most %g ms", s.MaxP99MS)
+	}
+	fmt.Fprintf(w, "* a step passes when %s\n", pass)
+	steps := []string{}
+	for i, load := 0, float64(first.Target); i < min(5, s.MaxSteps); i, load = i+1, load*s.StepFactor {
+		steps = append(steps, fmt.Sprint(int64(math.Round(load))))
+	}
+	fmt.Fprintf(w, "* while steps pass, the offered load × %g: %s ops/s, …\n", s.StepFactor, strings.Join(steps, ", "))
+	fmt.Fprintf(w, "* after the first failing step: bisect until it is at most %g %% above the last passing load\n", s.Precision)
+	fmt.Fprintf(w, "* at most %d steps, up to %d shards when the drivers (not the SUT) are the limit\n", s.MaxSteps, s.MaxShards)
+	if s.HoldS > 0 {
+		fmt.Fprintf(w, "* then hold the knee %d s; stable when the per-second coefficient of variation is at most %g %%\n", s.HoldS, s.MaxCV)
+	} else {
+		fmt.Fprintln(w, "* no hold of the knee (-xsh 0)")
+	}
+}
+
+// printEstimate: each configuration's expected length and the total.
+func printEstimate(w io.Writer, p plan.Plan) {
+	e := plan.EstimateOf(p, plan.MeasuredCosts)
+	fmt.Fprintln(w, "\n#### Estimated duration")
+	byPhase := map[string]plan.PhaseEstimate{}
+	for _, pe := range e.Phases {
+		byPhase[pe.Phase] = pe
+	}
+	for _, c := range p.Configurations {
+		var parts []string
+		for _, ph := range c.Phases {
+			pe := byPhase[ph.Name]
+			if pe.Bounded {
+				parts = append(parts, fmt.Sprintf("%s %s", phaseLabel(c, ph), seconds(pe.Seconds)))
+			} else {
+				parts = append(parts, fmt.Sprintf("%s ? (unthrottled)", phaseLabel(c, ph)))
+			}
+		}
+		fmt.Fprintf(w, "* %s: %s, with its SUT's start and teardown %s\n", c.Name, strings.Join(parts, ", "), seconds(e.Configurations[c.Name]))
+	}
+	switch {
+	case !e.Bounded:
+		fmt.Fprintf(w, "* total: at least %s; an unthrottled phase (-xtb 0) runs as fast as the SUT goes\n", seconds(e.TotalS))
+	case e.Saturation:
+		fmt.Fprintf(w, "* total: at most %s, if the search takes all its steps\n", seconds(e.TotalS))
+	default:
+		fmt.Fprintf(w, "* total: %s\n", seconds(e.TotalS))
+	}
+	fmt.Fprintln(w, "* (operations at their target, or durations, plus start-up costs measured on the embedded stack; docs/events.md, estimated_s)")
+}
+
+func phaseLabel(c plan.Configuration, ph plan.Phase) string {
+	return strings.TrimPrefix(ph.Name, c.Name+"-")
+}
+
+// seconds prints a duration as bexhoma's summaries do: whole seconds, with
+// minutes beyond two of them.
+func seconds(s float64) string {
+	if s < 10 {
+		return fmt.Sprintf("%.1f s", s)
+	}
+	n := int64(math.Round(s))
+	if n < 120 {
+		return fmt.Sprintf("%d s", n)
+	}
+	return fmt.Sprintf("%d s (%dm%02ds)", n, n/60, n%60)
 }

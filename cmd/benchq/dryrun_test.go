@@ -101,7 +101,7 @@ func TestFlagsBuildTheRequest(t *testing.T) {
 	err := fs.Parse([]string{"-dbms", "Redis,PostgreSQL", "-sf", "2", "-xop", "3", "-xwl", "e", "-xio", "ordered", "-xtb", "0",
 		"-xnlf", "1,4", "-xnbf", "2", "-nlp", "1,8", "-nlt", "64", "-nbp", "1,8", "-nbt", "32", "-ne", "1,2", "-nc", "2", "-ms", "3", "-xli", "5", "-xbs", "100", "-tr", "-max-errors", "2.5",
 		"-m", "-mc", "-ma", "-rc", "4", "-rr", "16Gi", "-lr", "64Gi", "-rst", "shared", "-rss", "50Gi", "-rsr", "-rnn", "n1", "-rnl", "n2", "-rnb", "n3",
-		"-nw", "3", "-nwr", "1", "-xnpp", "4", "-xnpi", "128", "-xnpo", "64", "-xsd", "0.5", "-xconn", "-timeout-shard", "99"})
+		"-nw", "3", "-nwr", "1", "-xnpp", "4", "-xnpi", "128", "-xnpo", "64", "-xsd", "0.5", "-timeout-shard", "99", "-mse", "2", "-lc", "8"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -109,11 +109,11 @@ func TestFlagsBuildTheRequest(t *testing.T) {
 	got, _ := json.Marshal(r)
 	want := `{"schema_version":1,"id":"c1.request","code":"c1","ts":"2026-11-21T10:00:00Z","benchmark":"ycsb","dbms":["Redis","PostgreSQL"],"sf":2,"operations":3,` +
 		`"workload":"e","insert_order":"ordered","target_base":0,"loading_factors":[1,4],"benchmarking_factors":[2],"loading_pods":[1,8],"loading_threads":[64],` +
-		`"benchmarking_pods":[1,8],"benchmarking_threads":[32],"clients":[1,2],"repetitions":2,"max_suts":3,"status_interval":5,"batch_size":100,"test_results":true,"error_share_limit":2.5,` +
+		`"benchmarking_pods":[1,8],"benchmarking_threads":[32],"clients":[1,2],"repetitions":2,"max_suts":3,"max_suts_experiment":2,"status_interval":5,"batch_size":100,"test_results":true,"error_share_limit":2.5,` +
 		`"timeouts":{"shard_s":99},"action":"load","monitoring":{"sut":true,"cluster":true,"application":true},` +
-		`"resources":{"request_cpu":"4","request_memory":"16Gi","limit_memory":"64Gi"},"storage":{"class":"shared","size":"50Gi","remove":true},` +
+		`"resources":{"request_cpu":"4","request_memory":"16Gi","limit_memory":"64Gi","limit_cpu":"8"},"storage":{"class":"shared","size":"50Gi","remove":true},` +
 		`"nodes":{"sut":"n1","loading":"n2","benchmarking":"n3"},"workers":3,"worker_replicas":1,"pool_pods":[4],"pool_inbound":[128],"pool_outbound":[64],` +
-		`"duration_s":30,"new_connection":true}`
+		`"duration_s":30}`
 	if string(got) != want {
 		t.Errorf("got\n%s\nwant\n%s", got, want)
 	}

@@ -23,24 +23,27 @@ import (
 // and `benchq benchbase`; the scheduler (through plan.FromRequest) rejects
 // combinations that make no sense, with the field named.
 type expFlags struct {
-	benchmark              string
-	dbms                   listFlag
-	sf, xop, xsd           float64
-	xwl, xio               string
-	xtb                    int
-	xnlf, xnbf             floatList
-	nlp, nlt, nbp, nbt, ne intList
-	nc, ms, xli, xbs       int
-	tr                     bool
-	maxErrors              float64 // -max-errors: 0 = the plan's default
-	m, mc, ma              bool
-	rr, rc, lr             string
-	rst, rss               string
-	rsr                    bool
-	rnn, rnl, rnb          string
-	nw, nwr                int
-	xnpp, xnpi, xnpo       intList
-	xconn                  bool
+	benchmark               string
+	dbms                    listFlag
+	sf, xop, xsd            float64
+	xwl, xio                string
+	xtb                     int
+	xnlf, xnbf              floatList
+	nlp, nlt, nbp, nbt, ne  intList
+	nc, mse, xli, xbs, xmet int
+	ms                      optInt // -ms: unset is the default (1), 0 is no limit
+	tr                      bool
+	maxErrors               float64 // -max-errors: 0 = the plan's default
+	m, mc, ma               bool
+	rr, rc, lr, lc          string
+	debug                   bool   // -db: print the request before submitting it
+	suite                   string // -b: Benchbase's benchmark (tpcc only)
+	rst, rss                string
+	rsr                     bool
+	rnn, rnl, rnb           string
+	nw, nwr                 int
+	xnpp, xnpi, xnpo        intList
+	xconn                   bool
 	// The saturation search (docs/saturation.md): -xsat, its step factor,
 	// step length, p99 bound, precision, steps and hold (minutes).
 	xsat                       bool
@@ -49,6 +52,8 @@ type expFlags struct {
 	xsh                        float64
 	code                       string
 	detach, dryRun             bool
+	refused                    map[string]bexOption // bexhoma's options benchq refuses, by name
+	long                       map[string]bool      // bexhoma's names spelt with two dashes
 	timeoutSUT, timeoutBarrier int
 	timeoutShard               int
 }
@@ -65,8 +70,13 @@ func newExpFlagSet(f *expFlags, benchmark string, out io.Writer) *flag.FlagSet {
 	fs.Usage = func() {
 		fmt.Fprintf(fs.Output(), "usage: benchq %s [flags] run|start|load|summary\n\n"+
 			"run: load and benchmark; load: loading only; start: deploy the SUTs and keep them (benchq stop ends them);\n"+
-			"summary: print the summary of -e CODE again.\n\nflags (bexhoma's names):\n", benchmark)
-		fs.PrintDefaults()
+			"summary: print the summary of -e CODE again.\n\nflags (bexhoma's names; its long names, e.g. --num-loading-pods, work too):\n", benchmark)
+		fs.VisitAll(func(fl *flag.Flag) {
+			if !strings.HasPrefix(fl.Usage, "alias of -") {
+				printFlag(fs.Output(), fl)
+			}
+		})
+		printRefused(fs.Output(), benchmark)
 	}
 	bb := benchmark == plan.BenchmarkBenchbase
 	xtb, sfHelp := plan.DefaultTargetBase, "scale factor: million rows to load"
@@ -75,11 +85,19 @@ func newExpFlagSet(f *expFlags, benchmark string, out io.Writer) *flag.FlagSet {
 	}
 	fs.Var(&f.dbms, "dbms", "DBMS to benchmark, comma separated or repeated (catalog names: "+strings.Join(catalog.Names(), ", ")+")")
 	fs.Float64Var(&f.sf, "sf", 1, sfHelp)
-	fs.Float64Var(&f.xop, "xop", 0, "YCSB: million operations per benchmarking phase (default: sf)")
-	fs.Float64Var(&f.xsd, "xsd", 0, "Benchbase: benchmarking duration in minutes (default 5)")
-	fs.BoolVar(&f.xconn, "xconn", false, "Benchbase: a new connection per transaction")
-	fs.StringVar(&f.xwl, "xwl", "", "workload: YCSB a-f (default a); Benchbase tpcc")
-	fs.StringVar(&f.xio, "xio", "", "YCSB insert order: hashed (default) or ordered")
+	if bb {
+		fs.Float64Var(&f.xsd, "xsd", 0, "benchmarking duration in minutes (default 5)")
+		fs.StringVar(&f.suite, "b", "tpcc", "Benchbase's benchmark: tpcc (the only one benchq runs)")
+		fs.BoolVar(&f.xconn, "xconn", false, "a new connection per transaction")
+		fs.StringVar(&f.xwl, "xwl", "", "workload: tpcc (the default; the only one)")
+	} else {
+		fs.Float64Var(&f.xop, "xop", 0, "million operations per benchmarking phase (default: sf)")
+		fs.Float64Var(&f.xsd, "xsd", 0, "the most a benchmarking phase may run, in minutes (YCSB's maxexecutiontime; it stops earlier when its operations are done)")
+		fs.IntVar(&f.xmet, "xmet", 0, "the same in seconds (bexhoma's --xmax-execution-time; benchmarking phases only)")
+		fs.StringVar(&f.xwl, "xwl", "", "workload: a-f (default a)")
+		fs.StringVar(&f.xio, "xio", "", "insert order: hashed (default) or ordered")
+		fs.IntVar(&f.xbs, "xbs", 0, "insert batch size (JDBC: PostgreSQL, PgBouncer)")
+	}
 	fs.IntVar(&f.xtb, "xtb", xtb, "target base: operations/s per target factor (0 = unthrottled)")
 	fs.Var(&f.xnlf, "xnlf", "loading target factors, comma separated (default 1)")
 	fs.Var(&f.xnbf, "xnbf", "benchmarking target factors, comma separated (default 1)")
@@ -89,9 +107,9 @@ func newExpFlagSet(f *expFlags, benchmark string, out io.Writer) *flag.FlagSet {
 	fs.Var(&f.nbt, "nbt", "benchmarker threads (Benchbase: terminals) in total, comma separated (default 64)")
 	fs.Var(&f.ne, "ne", "clients: benchmarking runs as this multiple of the benchmarker pods, comma separated (default 1)")
 	fs.IntVar(&f.nc, "nc", 1, "repetitions, each on a fresh SUT")
-	fs.IntVar(&f.ms, "ms", 1, "SUTs alive at once, across all running experiments")
+	fs.Var(&f.ms, "ms", "SUTs alive at once, across all running experiments; 0: no limit (default 1)")
+	fs.IntVar(&f.mse, "mse", 0, "SUTs of this experiment alive at once (default: no bound of its own)")
 	fs.IntVar(&f.xli, "xli", 0, "seconds between status intervals (default 10; 1 with -xsat)")
-	fs.IntVar(&f.xbs, "xbs", 0, "YCSB insert batch size (JDBC)")
 	fs.BoolVar(&f.tr, "tr", false, "test results (the Tests section)")
 	fs.Float64Var(&f.maxErrors, "max-errors", 0, "percent of failed operations above which a phase is marked and its test fails (default 1)")
 	fs.BoolVar(&f.m, "m", false, "monitor the SUT")
@@ -100,6 +118,8 @@ func newExpFlagSet(f *expFlags, benchmark string, out io.Writer) *flag.FlagSet {
 	fs.StringVar(&f.rc, "rc", "", "SUT CPU request, e.g. 4 or 500m")
 	fs.StringVar(&f.rr, "rr", "", "SUT RAM request, e.g. 16Gi")
 	fs.StringVar(&f.lr, "lr", "", "SUT RAM limit, e.g. 64Gi")
+	fs.StringVar(&f.lc, "lc", "", "SUT CPU limit, e.g. 8 or 1500m")
+	fs.BoolVar(&f.debug, "db", false, "print the request (JSON) on stderr before submitting it")
 	fs.StringVar(&f.rst, "rst", "", "storage class of the SUT's persistent volume")
 	fs.StringVar(&f.rss, "rss", "", "size of the SUT's volume, e.g. 50Gi (without -rst: an ephemeral-storage request)")
 	fs.BoolVar(&f.rsr, "rsr", false, "remove the SUT's volume first (start from a clean copy)")
@@ -121,16 +141,56 @@ func newExpFlagSet(f *expFlags, benchmark string, out io.Writer) *flag.FlagSet {
 	fs.StringVar(&f.code, "e", "", "experiment code (default: unix time); with 'summary': the experiment to show")
 	fs.BoolVar(&f.detach, "detach", false, "return once the experiment is accepted")
 	fs.BoolVar(&f.dryRun, "dry-run", false, "print the planned workflow and configurations; run nothing")
-	// bexhoma's older names.
-	fs.IntVar(&f.xtb, "tb", xtb, "alias of -xtb")
-	fs.Var(&f.xnlf, "nlf", "alias of -xnlf")
-	fs.Var(&f.xnbf, "nbf", "alias of -xnbf")
-	fs.Float64Var(&f.xop, "sfo", 0, "alias of -xop")
-	fs.StringVar(&f.xwl, "workload", "", "alias of -xwl")
 	fs.IntVar(&f.timeoutSUT, "timeout-sut", 0, "seconds a SUT may take to become ready (default 120)")
 	fs.IntVar(&f.timeoutBarrier, "timeout-barrier", 0, "seconds the shards of a phase may take to be READY (default 120)")
 	fs.IntVar(&f.timeoutShard, "timeout-shard", 0, "seconds a shard may run (default: max(3600, 2 × the expected phase + 300))")
+	f.refused, f.long = bindBexhoma(fs, benchmark)
 	return fs
+}
+
+// printFlag prints one flag as flag.PrintDefaults does.
+func printFlag(w io.Writer, fl *flag.Flag) {
+	name, usage := flag.UnquoteUsage(fl)
+	line := "  -" + fl.Name
+	if name != "" {
+		line += " " + name
+	}
+	line += "\n    \t" + strings.ReplaceAll(usage, "\n", "\n    \t")
+	if d := fl.DefValue; d != "" && d != "0" && d != "false" && d != "[]" && !strings.Contains(usage, "default") {
+		line += fmt.Sprintf(" (default %s)", d)
+	}
+	fmt.Fprintln(w, line)
+}
+
+// optInt is an int flag that knows whether it was given.
+type optInt struct {
+	set bool
+	v   int
+}
+
+func (o *optInt) String() string {
+	if o == nil || !o.set {
+		return ""
+	}
+	return strconv.Itoa(o.v)
+}
+
+func (o *optInt) Set(s string) error {
+	n, err := strconv.Atoi(strings.TrimSpace(s))
+	if err != nil {
+		return fmt.Errorf("%q is not an integer", s)
+	}
+	o.set, o.v = true, n
+	return nil
+}
+
+// ptr is the value, or nil when not given.
+func (o optInt) ptr() *int {
+	if !o.set {
+		return nil
+	}
+	v := o.v
+	return &v
 }
 
 // request builds the JSON request; validation is the scheduler's job (one
@@ -143,9 +203,12 @@ func (f *expFlags) request(code, action string, now time.Time) contracts.Request
 		Benchmark: f.benchmark, DBMS: f.dbms, SF: f.sf, Operations: f.xop, Workload: f.xwl, InsertOrder: f.xio,
 		TargetBase: &tb, LoadingFactors: f.xnlf, BenchmarkingFactors: f.xnbf,
 		LoadingPods: f.nlp, LoadingThreads: f.nlt, BenchmarkingPods: f.nbp, BenchmarkingThreads: f.nbt,
-		Clients: f.ne, Repetitions: f.nc, MaxSUTs: f.ms, StatusInterval: f.xli, BatchSize: f.xbs, TestResults: &tr,
+		Clients: f.ne, Repetitions: f.nc, MaxSUTs: f.ms.ptr(), MaxSUTsExperiment: f.mse, StatusInterval: f.xli, BatchSize: f.xbs, TestResults: &tr,
 		Workers: f.nw, WorkerReplicas: f.nwr, PoolPods: f.xnpp, PoolInbound: f.xnpi, PoolOutbound: f.xnpo,
 		DurationS: int(math.Round(f.xsd * 60)), NewConnection: f.xconn,
+	}
+	if f.xmet > 0 {
+		r.DurationS = f.xmet
 	}
 	if f.maxErrors != 0 {
 		me := f.maxErrors
@@ -158,8 +221,8 @@ func (f *expFlags) request(code, action string, now time.Time) contracts.Request
 	if f.m || f.mc || f.ma {
 		r.Monitoring = &contracts.Monitoring{SUT: f.m, Cluster: f.mc, Application: f.ma}
 	}
-	if f.rc+f.rr+f.lr != "" {
-		r.Resources = &contracts.Resources{RequestCPU: f.rc, RequestMemory: f.rr, LimitMemory: f.lr}
+	if f.rc+f.rr+f.lr+f.lc != "" {
+		r.Resources = &contracts.Resources{RequestCPU: f.rc, RequestMemory: f.rr, LimitMemory: f.lr, LimitCPU: f.lc}
 	}
 	if f.rst != "" || f.rss != "" || f.rsr {
 		r.Storage = &contracts.Storage{Class: f.rst, Size: f.rss, Remove: f.rsr}
@@ -173,12 +236,51 @@ func (f *expFlags) request(code, action string, now time.Time) contracts.Request
 	return r
 }
 
+// check refuses values the request cannot say, naming the flag as typed.
+func (f *expFlags) check(typed map[string]string) error {
+	name := func(flag string) string {
+		if t, ok := typed[flag]; ok {
+			return t
+		}
+		return "-" + flag
+	}
+	switch {
+	case f.nc < 1:
+		return fmt.Errorf("%s %d: an experiment runs at least once (the number of repetitions, each on a fresh SUT)", name("nc"), f.nc)
+	case f.ms.set && f.ms.v < 0:
+		return fmt.Errorf("%s %d: give the SUTs alive at once, or 0 for no limit", name("ms"), f.ms.v)
+	case f.suite != "" && f.suite != "tpcc":
+		return fmt.Errorf("%s %s: benchq's Benchbase runs tpcc only (YCSB is benchq ycsb)", name("b"), f.suite)
+	case f.xsd > 0 && f.xmet > 0:
+		return fmt.Errorf("%s and %s both bound a benchmarking phase: give one", name("xsd"), name("xmet"))
+	}
+	return nil
+}
+
+// backendOf is the deployer's backend the stack runs with (BENCHQ_BACKEND,
+// as the deployer reads it; local by default).
+func backendOf(st *State) string {
+	if b := st.Env("BENCHQ_BACKEND"); b != "" {
+		return b
+	}
+	return contracts.BackendLocal
+}
+
 // cmdExperiment is `benchq ycsb|benchbase [flags] ACTION`.
 func cmdExperiment(ctx context.Context, benchmark string, args []string, st *State) int {
 	var f expFlags
 	fs := newExpFlagSet(&f, benchmark, st.Stderr)
+	if err := refusedIn(args, f.refused, benchmark); err != nil {
+		st.Errorf("%s: %v", benchmark, err)
+		return ExitUsage
+	}
 	if rc, done := parseArgs(fs, args, st); done {
 		return rc
+	}
+	typed := typedNames(fs, f.long)
+	if err := f.check(typed); err != nil {
+		st.Errorf("%s: %v", benchmark, err)
+		return ExitUsage
 	}
 	rest := fs.Args()
 	if len(rest) != 1 || !slices.Contains(actions, rest[0]) {
@@ -209,9 +311,23 @@ func cmdExperiment(ctx context.Context, benchmark string, args []string, st *Sta
 		code = contracts.Code(now, "")
 	}
 	req := f.request(code, action, now)
+	req.Notes = plan.Notes(req, backendOf(st))
 	data, _ := json.Marshal(req)
+	if f.debug {
+		fmt.Fprintf(st.Stderr, "request: %s\n", data)
+	}
+	// The scheduler checks the request again (JSON clients have only it);
+	// here the errors can name the flags as they were typed.
+	_, p, errs := plan.FromRequest(data, code)
+	if len(errs) > 0 {
+		st.Errorf("the request would be rejected: %s", flagReason(errs, typed))
+		return ExitFailed
+	}
 	if f.dryRun {
-		return dryRun(st, code, data)
+		return dryRun(st, p)
+	}
+	for _, n := range req.Notes {
+		st.Errorf("warning: %s", n)
 	}
 	s, err := stack.Load(st)
 	if err != nil {

@@ -3,7 +3,6 @@ package main
 import (
 	"context"
 	"encoding/json"
-	"flag"
 	"fmt"
 	"net/http"
 	"sort"
@@ -35,11 +34,6 @@ var serviceConsumers = []struct{ service, stream, durable string }{
 // cmdStatus prints, like bexhoma's `bexperiments status`, the health of each
 // component, the agents, the volumes and every running experiment.
 func cmdStatus(ctx context.Context, args []string, st *State) int {
-	fs := flag.NewFlagSet("benchq status", flag.ContinueOnError)
-	fs.SetOutput(st.Stderr)
-	if err := fs.Parse(args); err != nil {
-		return ExitUsage
-	}
 	s, err := stack.Load(st)
 	if s == nil {
 		st.Errorf("%v", err)
@@ -264,8 +258,7 @@ func intakeStatus(ctx context.Context, base, token string) string {
 }
 
 func cmdStop(ctx context.Context, args []string, st *State) int {
-	fs := flag.NewFlagSet("benchq stop", flag.ContinueOnError)
-	fs.SetOutput(st.Stderr)
+	fs := newFlagSet("stop [-e CODE] [-reason TEXT] [-wait DURATION]", "Cancel one running experiment (-e), or every running one: its phases stop, its SUTs are removed,\nand what was measured so far is kept.")
 	code := fs.String("e", "", "the experiment to stop (default: every running experiment)")
 	reason := fs.String("reason", "", "why, recorded with the experiment")
 	wait := fs.Duration("wait", 2*time.Minute, "how long to wait for the teardown")

@@ -53,6 +53,33 @@ func (c *RedisCluster) Addrs() []string {
 	return out
 }
 
+// ClusterWorker is one node of a cluster as formed: bexhoma's "worker N"
+// of the summary's Connections section.
+type ClusterWorker struct {
+	Worker int    `json:"worker"` // 0-based, masters first
+	Addr   string `json:"addr"`
+	Pid    int    `json:"pid"`
+	Role   string `json:"role"`             // master or replica
+	Slots  string `json:"slots,omitempty"`  // a master's hash slots, lo-hi
+	Master string `json:"master,omitempty"` // the master a replica follows
+}
+
+// Workers are the nodes as formed (a failover may swap roles later).
+func (c *RedisCluster) Workers() []ClusterWorker {
+	out := make([]ClusterWorker, len(c.Nodes))
+	for i, n := range c.Nodes {
+		w := ClusterWorker{Worker: i, Addr: n.Addr(), Pid: n.Pid, Role: "master"}
+		if i < c.Masters {
+			lo, hi := slotRange(i, c.Masters)
+			w.Slots = fmt.Sprintf("%d-%d", lo, hi)
+		} else {
+			w.Role, w.Master = "replica", c.Nodes[(i-c.Masters)%c.Masters].Addr()
+		}
+		out[i] = w
+	}
+	return out
+}
+
 // Pids are the nodes' pids, masters first.
 func (c *RedisCluster) Pids() []int {
 	out := make([]int, len(c.Nodes))

@@ -22,7 +22,6 @@ var Defaults = contracts.Request{
 	BenchmarkingThreads: []int{64},
 	Clients:             []int{1},
 	Repetitions:         1,
-	MaxSUTs:             1,
 	StatusInterval:      10,
 }
 
@@ -41,6 +40,10 @@ const (
 	// DefaultErrorShareLimit is -max-errors's default: a phase with more
 	// than 1 % failed operations is marked, its result test fails.
 	DefaultErrorShareLimit = 1.0
+	// DefaultMaxSUTs is -ms's default: one SUT alive at once (bexhoma's
+	// default is no limit, -ms 0; one keeps a shared machine's figures
+	// clean).
+	DefaultMaxSUTs = 1
 )
 
 // Default pool of a DBMS with a connection pool when -xnpp/-xnpi/-xnpo are
@@ -114,8 +117,9 @@ func WithDefaults(r contracts.Request) contracts.Request {
 	if r.Repetitions == 0 {
 		r.Repetitions = d.Repetitions
 	}
-	if r.MaxSUTs == 0 {
-		r.MaxSUTs = d.MaxSUTs
+	if r.MaxSUTs == nil {
+		ms := DefaultMaxSUTs
+		r.MaxSUTs = &ms
 	}
 	if r.Saturation != nil {
 		// Steps are judged second by second (-xli 1).

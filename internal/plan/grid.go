@@ -82,6 +82,9 @@ func Expand(code string, req contracts.Request) (Plan, error) {
 		}
 	}
 	p.Timeouts = timeouts(r, p)
+	if e := EstimateOf(p, MeasuredCosts); e.Bounded {
+		p.EstimatedS = math.Round(e.TotalS*10) / 10
+	}
 	return p, nil
 }
 

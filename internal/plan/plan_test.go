@@ -2,10 +2,12 @@ package plan
 
 import (
 	"errors"
+	"math"
 	"reflect"
 	"strings"
 	"testing"
 
+	"github.com/benchq/benchq/catalog"
 	"github.com/benchq/benchq/contracts"
 )
 
@@ -354,3 +356,29 @@ func TestExpandWorkersDeployTheCluster(t *testing.T) {
 		}
 	}
 }
+
+// The estimate: operations at their target plus the measured costs; an
+// unthrottled phase has none (the plan then carries no estimated_s); -ms 2
+// runs two configurations at a time.
+func TestEstimate(t *testing.T) {
+	p, err := Expand("1", req(contracts.Request{DBMS: []string{"Redis"}, SF: 0.1, Operations: 0.2, LoadingPods: ints(2), LoadingThreads: ints(8), BenchmarkingThreads: ints(8)}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := MeasuredCosts
+	want := c.SUTReadyS[catalog.KindRedis] + c.TeardownS + (c.PhaseS + 100000.0/16384) + (c.PhaseS + 200000.0/16384)
+	if e := EstimateOf(p, c); !e.Bounded || math.Abs(e.TotalS-want) > 1e-9 || p.EstimatedS != math.Round(want*10)/10 {
+		t.Errorf("estimate %+v, plan's %g; want %g", e, p.EstimatedS, want)
+	}
+	two, _ := Expand("1", req(contracts.Request{DBMS: []string{"Redis"}, SF: 0.1, Operations: 0.2, Repetitions: 4, MaxSUTs: intp(2)}))
+	if e := EstimateOf(two, c); math.Abs(e.TotalS-2*e.Configurations[two.Configurations[0].Name]) > 1e-9 {
+		t.Errorf("4 configurations, 2 at a time: %g s, one takes %g s", e.TotalS, e.Configurations[two.Configurations[0].Name])
+	}
+	zero := 0
+	free, _ := Expand("1", req(contracts.Request{DBMS: []string{"Redis"}, TargetBase: &zero}))
+	if e := EstimateOf(free, c); e.Bounded || free.EstimatedS != 0 {
+		t.Errorf("unthrottled: bounded %v, plan's estimate %g", e.Bounded, free.EstimatedS)
+	}
+}
+
+func intp(n int) *int { return &n }

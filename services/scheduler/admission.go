@@ -2,22 +2,38 @@ package main
 
 import (
 	"fmt"
+	"math"
 	"strings"
 	"time"
 
 	"github.com/benchq/benchq/contracts"
+	"github.com/benchq/benchq/internal/plan"
 )
 
 // Admission and the SUT's lifecycle: a configuration is deployed only while
 // the SUTs alive in every experiment stay below -ms; the deployer's answers
 // move it on; teardown and benchq stop remove it.
 
+// maxSUTs is an experiment's -ms as a bound: no limit (-ms 0) is the
+// largest int.
+func maxSUTs(settings contracts.Request) int {
+	switch {
+	case settings.MaxSUTs == nil:
+		return plan.DefaultMaxSUTs
+	case *settings.MaxSUTs == 0:
+		return math.MaxInt
+	}
+	return *settings.MaxSUTs
+}
+
 // advance admits pending configurations while the SUTs alive in all
 // experiments (Busy + ours) stay below this experiment's -ms, and ends the
 // experiment when every configuration is removed.
 func (s *State) advance(now time.Time) []Out {
 	var out []Out
-	active := s.Busy + s.Alive()
+	mine := s.Alive()
+	active := s.Busy + mine
+	limit, own := maxSUTs(s.Plan.Settings), s.Plan.Settings.MaxSUTsExperiment
 	for i := range s.Configs {
 		if s.Configs[i].Status != cfgPending {
 			continue
@@ -26,13 +42,14 @@ func (s *State) advance(now time.Time) []Out {
 			s.Configs[i].Status = cfgRemoved // never deployed
 			continue
 		}
-		if active >= s.Plan.Settings.MaxSUTs {
+		if active >= limit || (own > 0 && mine >= own) {
 			break
 		}
 		pc := s.Plan.Configurations[i]
 		dl := now.Add(secs(s.Plan.Timeouts.SUTReadyS)).UTC()
 		s.Configs[i].Status, s.Configs[i].Deadline = cfgDeploying, &dl
 		active++
+		mine++
 		sut := pc.SUT
 		out = append(out, Out{Subject: contracts.SubjDeploy, Msg: &contracts.Deploy{
 			Envelope: env(s.Code, contracts.DeployID(s.Code, pc.Name), now), Configuration: pc.Name, DBMS: pc.DBMS,

@@ -13,6 +13,8 @@ import (
 
 var t0 = time.Date(2026, 11, 21, 10, 0, 0, 0, time.UTC)
 
+func intp(n int) *int { return &n }
+
 func defaultPlan(t *testing.T, mutate func(*contracts.Request)) plan.Plan {
 	t.Helper()
 	r := contracts.Request{SchemaVersion: 1, DBMS: []string{"Redis"}, SF: 0.1, Operations: 0.2,
@@ -148,7 +150,7 @@ func TestSUTDeathFailsTheRunningPhase(t *testing.T) {
 	p := defaultPlan(t, func(r *contracts.Request) {
 		r.BenchmarkingPods = []int{1, 1}
 		r.LoadingFactors = []float64{1, 2}
-		r.MaxSUTs = 1
+		r.MaxSUTs = intp(1)
 	})
 	s, _, _ := Start(p, []byte(`{}`), t0, 0)
 	first := s.Plan.Configurations[0].Name
@@ -180,18 +182,29 @@ func TestSUTDeathFailsTheRunningPhase(t *testing.T) {
 	}
 }
 
-// -ms bounds the SUTs alive at once.
+// -ms bounds the SUTs alive at once, across experiments (busy: another
+// experiment's SUTs); -ms 0 is no limit (bexhoma's); -mse bounds this
+// experiment's own.
 func TestMaxSUTs(t *testing.T) {
-	p := defaultPlan(t, func(r *contracts.Request) { r.Repetitions = 3; r.MaxSUTs = 2 })
-	_, out, _ := Start(p, []byte(`{}`), t0, 0)
-	deploys := 0
-	for _, o := range out {
-		if o.Subject == contracts.SubjDeploy {
-			deploys++
+	for _, c := range []struct {
+		name     string
+		ms       *int
+		mse      int
+		busy     int
+		deployed int
+	}{
+		{"-ms 2", intp(2), 0, 0, 2},
+		{"-ms 2, one SUT elsewhere", intp(2), 0, 1, 1},
+		{"-ms 0: no limit", intp(0), 0, 7, 5},
+		{"-ms 0 -mse 3", intp(0), 3, 7, 3},
+		{"-ms 4 -mse 3, two SUTs elsewhere", intp(4), 3, 2, 2},
+		{"default: -ms 1", nil, 0, 0, 1},
+	} {
+		p := defaultPlan(t, func(r *contracts.Request) { r.Repetitions = 5; r.MaxSUTs = c.ms; r.MaxSUTsExperiment = c.mse })
+		_, out, _ := Start(p, []byte(`{}`), t0, c.busy)
+		if n := count(out, contracts.SubjDeploy); n != c.deployed {
+			t.Errorf("%s: %d deploys at start, want %d", c.name, n, c.deployed)
 		}
-	}
-	if deploys != 2 {
-		t.Errorf("%d deploys at start, want 2", deploys)
 	}
 }
 
@@ -242,7 +255,7 @@ func count(out []Out, subject string) int {
 // -ms counts the SUTs of other experiments too (Busy): nothing is deployed
 // while they fill the bound, and a tick deploys once a slot is free.
 func TestMaxSUTsAcrossExperiments(t *testing.T) {
-	p := defaultPlan(t, func(r *contracts.Request) { r.MaxSUTs = 1 })
+	p := defaultPlan(t, func(r *contracts.Request) { r.MaxSUTs = intp(1) })
 	s, out, _ := Start(p, []byte(`{}`), t0, 1)
 	if n := count(out, contracts.SubjDeploy); n != 0 {
 		t.Fatalf("%d deploys while another experiment holds the only slot", n)

@@ -87,7 +87,7 @@ func (s *states) remember(st *State, data []byte, rev uint64) {
 		s.compact()
 		return
 	}
-	c := &cached{data: data, rev: rev, startedAt: st.StartedAt, alive: st.Alive(), maxSUTs: st.Plan.Settings.MaxSUTs}
+	c := &cached{data: data, rev: rev, startedAt: st.StartedAt, alive: st.Alive(), maxSUTs: maxSUTs(st.Plan.Settings)}
 	for _, cfg := range st.Configs {
 		c.pending = c.pending || cfg.Status == cfgPending
 	}

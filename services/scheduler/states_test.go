@@ -12,7 +12,7 @@ import (
 // it; busy counts the other experiments' SUTs; an ended or refused state
 // leaves the cache.
 func TestStatesTellTheTickWhatToStep(t *testing.T) {
-	p := defaultPlan(t, func(r *contracts.Request) { r.MaxSUTs = 1 })
+	p := defaultPlan(t, func(r *contracts.Request) { r.MaxSUTs = intp(1) })
 	t0 := time.Date(2026, 11, 25, 0, 0, 0, 0, time.UTC)
 	s := newStates()
 	put := func(code string, st *State) {
@@ -79,14 +79,14 @@ func TestStatesCompactEndedCodes(t *testing.T) {
 // The queue is looked at only when a slot is free for some experiment in it.
 func TestStatesSlotFree(t *testing.T) {
 	s := newStates()
-	p := defaultPlan(t, func(r *contracts.Request) { r.MaxSUTs = 2 })
+	p := defaultPlan(t, func(r *contracts.Request) { r.MaxSUTs = intp(2) })
 	holder, _, _ := Start(p, []byte(`{}`), time.Unix(0, 0), 0) // deploys its one configuration
 	holder.Code = "h"
 	s.remember(holder, nil, 1)
 	if s.slotFree() || len(s.active) != 1 {
 		t.Fatalf("no one waits: slotFree %v, active %v", s.slotFree(), s.active)
 	}
-	one := defaultPlan(t, func(r *contracts.Request) { r.MaxSUTs = 1 })
+	one := defaultPlan(t, func(r *contracts.Request) { r.MaxSUTs = intp(1) })
 	q, _, _ := Start(one, []byte(`{}`), time.Unix(1, 0), s.busyExcept("q")) // queued: 1 alive, -ms 1
 	q.Code = "q"
 	s.remember(q, nil, 1)

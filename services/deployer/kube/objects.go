@@ -377,11 +377,13 @@ func readiness(r *strings.Replacer, p catalog.Probe) *corev1.Probe {
 	return probe
 }
 
-// resources: the catalog's defaults, with -rc, -rr and -lr winning for the
-// DBMS's servers (not for a pool, which sizes itself).
+// resources: the catalog's defaults, with -rc, -rr, -lr and -lc winning
+// for the DBMS's servers (not for a pool, which sizes itself).
 func (b *builder) resources(e catalog.Entry, component string) (corev1.ResourceRequirements, error) {
 	want := e.Kubernetes.Resources
+	limitCPU := ""
 	if r := b.sut.Resources; r != nil && component != componentPool {
+		limitCPU = r.LimitCPU
 		if r.RequestCPU != "" {
 			want.RequestCPU = r.RequestCPU
 		}
@@ -417,6 +419,19 @@ func (b *builder) resources(e catalog.Entry, component string) (corev1.ResourceR
 		out.Limits = corev1.ResourceList{corev1.ResourceMemory: v}
 		if req, ok := out.Requests[corev1.ResourceMemory]; ok && req.Cmp(v) > 0 {
 			return out, fmt.Errorf("%w: memory request %s is above the memory limit %s (-rr, -lr)", backend.ErrBadSpec, req.String(), v.String())
+		}
+	}
+	if limitCPU != "" {
+		v, err := quantity("resources.limit_cpu", limitCPU)
+		if err != nil {
+			return out, err
+		}
+		if out.Limits == nil {
+			out.Limits = corev1.ResourceList{}
+		}
+		out.Limits[corev1.ResourceCPU] = v
+		if req, ok := out.Requests[corev1.ResourceCPU]; ok && req.Cmp(v) > 0 {
+			return out, fmt.Errorf("%w: CPU request %s is above the CPU limit %s (-rc, -lc)", backend.ErrBadSpec, req.String(), v.String())
 		}
 	}
 	return out, nil

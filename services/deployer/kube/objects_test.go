@@ -50,7 +50,7 @@ func goldenCases() []goldenCase {
 			SUT: &contracts.SUTSpec{UseCase: "ycsb-1"}}},
 		goldenCase{name: "redis-resources-node-monitoring-ephemeral", spec: backend.Spec{Code: goldenCode, Configuration: "Redis-64-8-196608-1", DBMS: "Redis", Benchmark: "ycsb",
 			SUT: &contracts.SUTSpec{
-				Resources:  &contracts.Resources{RequestCPU: "4", RequestMemory: "8Gi", LimitMemory: "32Gi"},
+				Resources:  &contracts.Resources{RequestCPU: "4", RequestMemory: "8Gi", LimitMemory: "32Gi", LimitCPU: "8"},
 				Storage:    &contracts.Storage{Size: "20Gi"},
 				Node:       "worker-7",
 				Monitoring: &contracts.Monitoring{SUT: true, Application: true},
@@ -318,6 +318,8 @@ func TestBuildObjectsRefuses(t *testing.T) {
 			`resources.request_cpu: "lots" is not a Kubernetes quantity`},
 		{"request above limit", backend.Spec{Code: "1", Configuration: "Redis-1", DBMS: "Redis", SUT: &contracts.SUTSpec{Resources: &contracts.Resources{RequestMemory: "8Gi", LimitMemory: "4Gi"}}}, backend.ErrBadSpec,
 			"memory request 8Gi is above the memory limit 4Gi"},
+		{"CPU request above limit", backend.Spec{Code: "1", Configuration: "Redis-1", DBMS: "Redis", SUT: &contracts.SUTSpec{Resources: &contracts.Resources{RequestCPU: "4", LimitCPU: "2"}}}, backend.ErrBadSpec,
+			"CPU request 4 is above the CPU limit 2 (-rc, -lc)"},
 		{"bad size", backend.Spec{Code: "1", Configuration: "PostgreSQL-1", DBMS: "PostgreSQL", SUT: &contracts.SUTSpec{Storage: &contracts.Storage{Class: "c", Size: "big"}}}, backend.ErrBadSpec,
 			`storage.size: "big"`},
 		{"empty pool", backend.Spec{Code: "1", Configuration: "PgBouncer-1", DBMS: "PgBouncer", SUT: &contracts.SUTSpec{Pool: &contracts.Pool{Pods: 0, Inbound: 1, Outbound: 1}}}, backend.ErrBadSpec,

@@ -41,7 +41,7 @@ func (l *Local) startRedisCluster(ctx context.Context, dir string, entry catalog
 		Pid:      c.Nodes[0].Pid, Pids: c.Pids(),
 		Info: map[string]any{
 			"workers": masters, "worker_replicas": replicas,
-			"nodes": strings.Join(c.Addrs(), ","),
+			"nodes": strings.Join(c.Addrs(), ","), "worker_nodes": c.Workers(),
 		},
 	}, bin, nil
 }

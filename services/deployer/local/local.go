@@ -16,6 +16,7 @@ import (
 	"github.com/benchq/benchq/contracts"
 	"github.com/benchq/benchq/internal/atomicfile"
 	"github.com/benchq/benchq/internal/localdb"
+	"github.com/benchq/benchq/internal/plan"
 	"github.com/benchq/benchq/services/deployer/backend"
 )
 
@@ -82,7 +83,7 @@ func (l *Local) deploy(ctx context.Context, s backend.Spec, entry catalog.Entry)
 			entry.Name, strings.Join(catalog.LocalKinds, ", "))
 	}
 	if ignored := localIgnores(s.SUT); len(ignored) > 0 {
-		l.log().Info("the local backend ignores", "configuration", s.Configuration, "settings", strings.Join(ignored, ", "))
+		l.log().Info("the local backend ignores", "configuration", s.Configuration, "settings", strings.Join(ignored, "; "))
 	}
 	dir, err := l.dir(s.Code, s.Configuration)
 	if err != nil {
@@ -320,21 +321,11 @@ func writeState(dir string, st localState) error {
 	return atomicfile.WriteJSON(filepath.Join(dir, stateFile), st, 0o644)
 }
 
-// localIgnores names the SUT settings that only the Kubernetes backend
-// applies: processes on this machine have no requests, nodes or volume sizes.
+// localIgnores are the notes of what in the SUT's spec the local backend
+// does not apply (plan.Notes, the rule the CLI warns by).
 func localIgnores(sut *contracts.SUTSpec) []string {
 	if sut == nil {
 		return nil
 	}
-	var out []string
-	if sut.Resources != nil {
-		out = append(out, "resources (-rc/-rr/-lr)")
-	}
-	if sut.Storage != nil && sut.Storage.Size != "" {
-		out = append(out, "storage size (-rss: a volume is a directory here)")
-	}
-	if sut.Node != "" {
-		out = append(out, "node (-rnn)")
-	}
-	return out
+	return plan.Notes(contracts.Request{Resources: sut.Resources, Storage: sut.Storage, Nodes: &contracts.Nodes{SUT: sut.Node}}, BackendLocal)
 }

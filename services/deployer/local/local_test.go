@@ -288,7 +288,7 @@ func TestLocalIgnores(t *testing.T) {
 		t.Errorf("nil spec: %v", got)
 	}
 	got := strings.Join(localIgnores(&contracts.SUTSpec{Storage: &contracts.Storage{Size: "1Gi"}, Node: "n", Workers: 3}), "; ")
-	if got != "storage size (-rss: a volume is a directory here); node (-rnn)" {
+	if got != "-rnn ignored: the local backend runs everything on this machine; -rss ignored: on the local backend a volume is a directory, without a size" {
 		t.Errorf("got %q", got)
 	}
 }

@@ -357,3 +357,51 @@ def test_json_format_has_the_tables_as_records(tables):
     assert doc["execution"]["per_connection"][0]["[READ].99thPercentileLatency(us)"] == 467.0
     assert doc["tests_passed"] is True
     assert doc["workload"]["duration_s"] == 19.0
+
+
+def test_workload_says_what_bexhoma_says(tables):
+    """bexhoma's lines on monitoring, placement, storage and pooling, in its
+    order (experiments/base.py); what was not applied; the estimate beside
+    the duration."""
+    plan = tables["experiments"][0]["plan"]
+    plan["estimated_s"] = 19.6
+    plan["settings"].update(
+        monitoring={"sut": True, "cluster": True, "application": True},
+        nodes={"sut": "cl-worker20", "loading": "cl-worker13", "benchmarking": "cl-worker13"},
+        storage={"class": "shared", "size": "50Gi", "remove": True},
+        pool_pods=[4],
+        pool_inbound=[128],
+        pool_outbound=[64],
+        notes=["-rnn, -rnl, -rnb ignored: the local backend runs everything on this machine"],
+    )
+    for row in tables["configurations"]:
+        row["backend"] = "kubernetes"
+    md = render.markdown(summarize(experiment(tables)))
+    lines = [line.strip() for line in md.split("\n")]
+    want = [
+        "* Experiment uses benchq version dev.",
+        "* System metrics are monitored by a cluster-wide installation.",
+        "* Application metrics are monitored by sidecar containers.",
+        "* Experiment is limited to DBMS ['Redis'].",
+        "* Import is handled by 2 processes (pods).",
+        "* Loading is fixed to cl-worker13.",
+        "* Benchmarking is fixed to cl-worker13.",
+        "* SUT is fixed to cl-worker20.",
+        "* Database is persisted to disk of type shared and size 50Gi. Persistent storage is removed at experiment start.",
+        "* Loading is tested with [8] threads, split into [2] pods.",
+        "* Benchmarking is tested with [8] threads, split into [1] pods.",
+        "* Pooling is done with [4] pods having [128] inbound and [64] outbound connections in total.",
+        "* Benchmarking is run as [1] times the number of benchmarking pods.",
+        "* Experiment is run once.",
+        "* -rnn, -rnl, -rnb ignored: the local backend runs everything on this machine.",
+    ]
+    start = lines.index(want[0])
+    assert lines[start : start + len(want)] == want
+    assert any(line.startswith("* Duration: ") and line.endswith("s (estimated 20s)") for line in lines), md
+    # On the local backend the SUT's monitors are processes, not sidecars.
+    for row in tables["configurations"]:
+        row["backend"] = "process"
+    plan["settings"]["monitoring"] = {"sut": True, "application": True}
+    md = render.markdown(summarize(experiment(tables)))
+    assert "  * System metrics are monitored by the deployer's process exporter." in md
+    assert "  * Application metrics are monitored by exporter processes beside the SUT." in md

@@ -18,7 +18,7 @@ scheduler used then; with a plan that has the setting it does nothing.
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 import pandas as pd
@@ -56,6 +56,15 @@ class Settings:
     clients: list[int]
     duration_s: float | None  # Benchbase: each benchmarking phase's duration
     new_connection: bool  # Benchbase -xconn
+    # The SUT and where things run (the request's objects, as given)
+    monitoring: Mapping[str, bool] = field(default_factory=dict)  # sut, cluster, application
+    nodes: Mapping[str, str] = field(default_factory=dict)  # sut, loading, benchmarking
+    storage: Mapping[str, Any] = field(default_factory=dict)  # class, size, remove
+    resources: Mapping[str, str] = field(default_factory=dict)  # request_cpu, ...
+    pool_pods: list[int] = field(default_factory=list)
+    pool_inbound: list[int] = field(default_factory=list)
+    pool_outbound: list[int] = field(default_factory=list)
+    notes: list[str] = field(default_factory=list)  # what the client did not apply, and why
 
 
 @dataclass(frozen=True)
@@ -85,6 +94,7 @@ class Plan:
     operationcount: int | None
     configurations: list[str]  # names, in plan order
     phases: list[Phase]  # in plan order: the order bexhoma runs them
+    estimated_s: float | None = None  # the expected duration (internal/plan.EstimateOf)
 
     def table(self) -> pd.DataFrame:
         """One row per planned phase (PHASE_COLUMNS), in plan order."""
@@ -164,7 +174,16 @@ def read(plan: Mapping[str, Any] | None) -> Plan:
             clients=list(s.get("clients") or []),
             duration_s=_float(s.get("duration_s")),
             new_connection=bool(s.get("new_connection")),
+            monitoring=dict(s.get("monitoring") or {}),
+            nodes=dict(s.get("nodes") or {}),
+            storage=dict(s.get("storage") or {}),
+            resources=dict(s.get("resources") or {}),
+            pool_pods=list(s.get("pool_pods") or []),
+            pool_inbound=list(s.get("pool_inbound") or []),
+            pool_outbound=list(s.get("pool_outbound") or []),
+            notes=list(s.get("notes") or []),
         ),
+        estimated_s=_float(plan.get("estimated_s")),
         # Plans record the build's version (internal/version); "dev" stands for a plan without one.
         version=str(plan.get("version") or s.get("version") or "dev"),
         recordcount=plan.get("recordcount"),

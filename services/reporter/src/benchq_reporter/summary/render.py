@@ -57,6 +57,8 @@ def workload_lines(s: Summary) -> list[str]:
     benchbase = isinstance(s, BenchbaseSummary)
     # No end yet: the Duration line says the experiment is still running.
     duration = EXPERIMENT.running if w.duration_s is None else f"{int(w.duration_s)}s"
+    if w.estimated_s is not None:
+        duration += f" (estimated {round(w.estimated_s)}s)"
     status = w.status if not w.reason else f"{w.status} ({w.reason})"
     runs = "once" if w.repetitions == 1 else f"{w.repetitions} times"
     sf = "?" if w.sf is None else number(w.sf)
@@ -69,13 +71,17 @@ def workload_lines(s: Summary) -> list[str]:
         f"* Status: {status}",
         *(_benchbase_workload(w) if benchbase else _ycsb_workload(w)),
         f"  * Experiment uses benchq version {w.version}.",
+        *(f"  * {line}" for line in w.monitoring_lines),
         f"  * Experiment is limited to DBMS {w.dbms!r}.",
         f"  * Import is handled by {alternatives(w.loading_pods)} processes (pods).",
+        *(f"  * {line}" for line in w.placement_lines),
         f"  * Loading is tested with {numbers(w.loading_threads)} threads, split into {numbers(w.loading_pods)} pods.",
         f"  * Benchmarking is tested with {numbers(w.benchmarking_threads)} threads, "
         f"split into {numbers(w.benchmarking_pods)} pods.",
+        *([f"  * {w.pooling_line}"] if w.pooling_line else []),
         f"  * Benchmarking is run as {numbers(w.clients)} times the number of benchmarking pods.",
         f"  * Experiment is run {runs}.",
+        *(f"  * {note[0].upper()}{note[1:]}." if not note.endswith(".") else f"  * {note}" for note in w.notes),
     ]
 
 

@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
+from ..contracts import KIND
 from ..model import ExperimentData
+from ..plan import Settings
 
 
 @dataclass(frozen=True)
@@ -35,6 +37,12 @@ class Workload:
     repetitions: int
     duration_bench_s: float | None = None  # Benchbase: each benchmarking phase's duration
     new_connection: bool = False  # Benchbase -xconn
+    estimated_s: float | None = None  # the plan's estimate of the duration
+    backend: str | None = None  # where the SUTs ran: process (local) or kubernetes
+    monitoring_lines: list[str] = field(default_factory=list)  # bexhoma's lines on monitoring
+    placement_lines: list[str] = field(default_factory=list)  # ... on nodes and storage
+    pooling_line: str | None = None
+    notes: list[str] = field(default_factory=list)  # what was not applied, and why
 
 
 def build_workload(data: ExperimentData) -> Workload:
@@ -44,6 +52,8 @@ def build_workload(data: ExperimentData) -> Workload:
     begin = exp.get("started_at") or exp.get("planned_at")
     end = exp.get("ended_at")
     duration = (end - begin).total_seconds() if end is not None and begin is not None else None
+    backends = data.configurations["backend"].dropna().unique() if "backend" in data.configurations else []
+    backend = str(backends[0]) if len(backends) else None
     return Workload(
         benchmark=s.benchmark,
         sf=s.sf,
@@ -69,4 +79,68 @@ def build_workload(data: ExperimentData) -> Workload:
         repetitions=s.repetitions,
         duration_bench_s=s.duration_s,
         new_connection=s.new_connection,
+        estimated_s=plan.estimated_s,
+        backend=backend,
+        monitoring_lines=monitoring_lines(s, backend),
+        placement_lines=placement_lines(s, loading=any(p.kind == KIND.load for p in plan.phases)),
+        pooling_line=pooling_line(s),
+        notes=list(s.notes),
     )
+
+
+def monitoring_lines(s: Settings, backend: str | None) -> list[str]:
+    """bexhoma's Workload lines on monitoring (its experiments/base.py), in
+    its words; on the local backend they say what monitors instead of
+    sidecars."""
+    out = []
+    local = backend == "process"
+    if s.monitoring.get("cluster"):
+        out.append("System metrics are monitored by a cluster-wide installation.")
+    elif s.monitoring.get("sut"):
+        out.append(
+            "System metrics are monitored by the deployer's process exporter."
+            if local
+            else "System metrics are monitored by sidecar containers."
+        )
+    if s.monitoring.get("application"):
+        out.append(
+            "Application metrics are monitored by exporter processes beside the SUT."
+            if local
+            else "Application metrics are monitored by sidecar containers."
+        )
+    return out
+
+
+def placement_lines(s: Settings, loading: bool) -> list[str]:
+    """bexhoma's Workload lines on the nodes and the database's storage."""
+    out = []
+    if loading and s.nodes.get("loading"):
+        out.append(f"Loading is fixed to {s.nodes['loading']}.")
+    if s.nodes.get("benchmarking"):
+        out.append(f"Benchmarking is fixed to {s.nodes['benchmarking']}.")
+    if s.nodes.get("sut"):
+        out.append(f"SUT is fixed to {s.nodes['sut']}.")
+    storage_class, size = s.storage.get("class"), s.storage.get("size")
+    if storage_class and size:
+        line = f"Database is persisted to disk of type {storage_class} and size {size}."
+        if s.storage.get("remove"):
+            line += " Persistent storage is removed at experiment start."
+        out.append(line)
+    elif storage_class:
+        line = f"Database is persisted to a volume of type {storage_class}."
+        if s.storage.get("remove"):
+            line += " Persistent storage is removed at experiment start."
+        out.append(line)
+    elif size:
+        out.append(f"Database uses ephemeral storage of size {size}.")
+    return out
+
+
+def pooling_line(s: Settings) -> str | None:
+    """bexhoma's pooling line, when the request gave the pool's loop."""
+    if s.pool_pods and s.pool_inbound and s.pool_outbound:
+        return (
+            f"Pooling is done with {s.pool_pods} pods having {s.pool_inbound} inbound "
+            f"and {s.pool_outbound} outbound connections in total."
+        )
+    return None

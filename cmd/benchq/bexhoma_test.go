@@ -1,0 +1,171 @@
+package main
+
+import (
+	"encoding/json"
+	"flag"
+	"io"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/benchq/benchq/contracts"
+	"github.com/benchq/benchq/internal/plan"
+)
+
+// planOf is the plan (as JSON, its settings and notes included) that
+// `benchq BENCHMARK ARGS run` would submit from the local backend, or the
+// CLI's error (flags named as typed) if it refuses the arguments.
+func planOf(t *testing.T, benchmark string, args ...string) (string, string) {
+	t.Helper()
+	var f expFlags
+	fs := newExpFlagSet(&f, benchmark, io.Discard)
+	if err := fs.Parse(args); err != nil {
+		t.Fatalf("%s %v: %v", benchmark, args, err)
+	}
+	typed := typedNames(fs, f.long)
+	if err := f.check(typed); err != nil {
+		return "", err.Error()
+	}
+	req := f.request("c1", contracts.ActionRun, time.Date(2026, 11, 25, 0, 0, 0, 0, time.UTC))
+	req.Notes = plan.Notes(req, contracts.BackendLocal)
+	data, _ := json.Marshal(req)
+	_, p, errs := plan.FromRequest(data, "c1")
+	if len(errs) > 0 {
+		return "", flagReason(errs, typed)
+	}
+	out, _ := json.Marshal(p)
+	return string(out), ""
+}
+
+// No silent flags: every flag of `benchq ycsb` and `benchq benchbase` (with
+// every alias) changes the plan on the local backend: its settings, or a
+// note the dry run warns of and the summary lists; the few that act only
+// on the CLI say what they do.
+func TestEveryFlagActs(t *testing.T) {
+	cliOnly := map[string]string{
+		"e":       "names the experiment (its code); tested by the e2e experiments",
+		"detach":  "returns once the experiment is accepted",
+		"dry-run": "prints the plan instead of submitting it",
+		"db":      "prints the request on stderr before submitting it",
+	}
+	onlyValue := map[string]string{ // benchbase's only choice: anything else is refused
+		"benchbase/xwl": "tpcc", "benchbase/b": "tpcc",
+	}
+	samples := map[string][]string{
+		"dbms": {"Redis"}, "sf": {"0.02"}, "xop": {"0.02"}, "xwl": {"c"}, "xio": {"ordered"}, "xtb": {"100"},
+		"xnlf": {"2"}, "xnbf": {"2"}, "nlp": {"2"}, "nlt": {"8"}, "nbp": {"2"}, "nbt": {"8"}, "ne": {"2"},
+		"nc": {"2"}, "ms": {"3"}, "mse": {"2"}, "xli": {"5"}, "xbs": {"100"}, "tr": nil, "max-errors": {"2"},
+		"m": nil, "mc": nil, "ma": nil, "rc": {"4"}, "rr": {"1Gi"}, "lr": {"2Gi"}, "lc": {"2"},
+		"rst": {"shared"}, "rss": {"1Gi"}, "rnn": {"n1"}, "rnl": {"n2"}, "rnb": {"n3"},
+		"xsd": {"1"}, "xmet": {"30"}, "xconn": nil, "timeout-sut": {"99"}, "timeout-barrier": {"99"}, "timeout-shard": {"99"},
+		"xsat": nil, "xsatf": {"3"}, "xsats": {"30"}, "xsatp99": {"5"}, "xsatprec": {"10"}, "xsatmax": {"8"}, "xsh": {"1"},
+	}
+	// What a flag needs beside the baseline to mean something.
+	context := map[string][]string{
+		"ycsb/nw": {"-dbms", "Redis"}, "ycsb/nwr": {"-dbms", "Redis", "-nw", "3"}, "rsr": {"-rst", "shared"},
+		"xnpp": {"-dbms", "PgBouncer"}, "xnpi": {"-dbms", "PgBouncer"}, "xnpo": {"-dbms", "PgBouncer"},
+		"xsatf": {"-xsat"}, "xsats": {"-xsat"}, "xsatp99": {"-xsat"}, "xsatprec": {"-xsat"}, "xsatmax": {"-xsat"}, "xsh": {"-xsat"},
+	}
+	samples["nw"], samples["nwr"], samples["xnpp"], samples["xnpi"], samples["xnpo"], samples["rsr"] = []string{"4"}, []string{"1"}, []string{"2"}, []string{"64"}, []string{"32"}, nil
+	for _, benchmark := range []string{plan.BenchmarkYCSB, plan.BenchmarkBenchbase} {
+		var f expFlags
+		fs := newExpFlagSet(&f, benchmark, io.Discard)
+		base := []string{"-sf", "0.01"}
+		if benchmark == plan.BenchmarkBenchbase {
+			base = []string{"-sf", "1"}
+			samples["sf"], samples["dbms"] = []string{"2"}, []string{"PgBouncer"}
+		}
+		fs.VisitAll(func(fl *flag.Flag) {
+			name := canonical(fs, fl)
+			t.Run(benchmark+" -"+fl.Name, func(t *testing.T) {
+				if why, ok := cliOnly[name]; ok {
+					t.Skipf("-%s acts on the CLI only: %s", name, why)
+				}
+				sample, ok := samples[name]
+				only, isOnly := onlyValue[benchmark+"/"+name]
+				if isOnly {
+					sample = []string{only}
+				} else if !ok {
+					t.Fatalf("-%s: no sample value; add one so that this test can check that it acts", name)
+				}
+				ctx, ok := context[benchmark+"/"+name]
+				if !ok {
+					ctx = context[name]
+				}
+				args := append(append([]string(nil), base...), ctx...)
+				if !slices.Contains(args, "-dbms") {
+					args = append(args, "-dbms", "PostgreSQL")
+				}
+				before, beforeErr := planOf(t, benchmark, args...)
+				after, afterErr := planOf(t, benchmark, append(append(args, "-"+fl.Name), sample...)...)
+				switch {
+				case afterErr != "" && beforeErr == "" && !strings.Contains(afterErr, "-"+name) && !strings.Contains(afterErr, "-"+fl.Name):
+					t.Errorf("-%s %s is refused without being named: %s", fl.Name, strings.Join(sample, " "), afterErr)
+				case afterErr != "":
+					// refused, naming it (or what it needs, refused before it)
+				case isOnly && before != after:
+					t.Errorf("-%s %s, its only value, changed the plan", fl.Name, only)
+				case !isOnly && before == after:
+					t.Errorf("-%s %s is accepted and changes nothing: the plan, its settings and its notes are the same without it", fl.Name, strings.Join(sample, " "))
+				}
+			})
+		})
+	}
+}
+
+// Every option of bexhoma's ycsb.py and benchbase.py: an alias gives the
+// same plan as benchq's name; a refused one fails naming itself and why.
+func TestBexhomaOptions(t *testing.T) {
+	for _, o := range bexhomaOptions {
+		for _, benchmark := range []string{plan.BenchmarkYCSB, plan.BenchmarkBenchbase} {
+			for _, n := range o.names {
+				name := strings.TrimLeft(n, "-")
+				applies := o.flag != "" && (o.only == "" || o.only == benchmark)
+				if !applies {
+					args := []string{benchmark, "-dbms", "PostgreSQL", n}
+					if !o.isBool {
+						args = append(args, "x")
+					}
+					code, _, errs := run(append(args, "-dry-run", "run")...)
+					want := o.why
+					if o.flag != "" {
+						want = "is a " + o.only + " option"
+					}
+					if code != ExitUsage || !strings.Contains(errs, n) || !strings.Contains(errs, want) {
+						t.Errorf("%s %s: exit %d, %q; want a usage error naming %s and %q", benchmark, n, code, errs, n, want)
+					}
+					continue
+				}
+				if name == o.flag || o.flag == "e" || o.flag == "detach" || o.flag == "db" {
+					continue
+				}
+				var f expFlags
+				fs := newExpFlagSet(&f, benchmark, io.Discard)
+				fl := fs.Lookup(name)
+				if fl == nil || canonical(fs, fl) != o.flag {
+					t.Errorf("%s %s: not an alias of -%s", benchmark, n, o.flag)
+				}
+			}
+		}
+	}
+}
+
+// A rejected request names the flag as the user typed it, in plain words.
+func TestErrorsNameTheFlag(t *testing.T) {
+	for _, c := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"ycsb", "-dbms", "Redis", "-nlp", "0"}, "-nlp: must be at least 1, got 0"},
+		{[]string{"ycsb", "-dbms", "Redis", "--num-loading-pods", "0"}, "--num-loading-pods: must be at least 1, got 0"},
+		{[]string{"ycsb", "-dbms", "Redis", "-rr", "lots"}, `-rr: "lots" is not a Kubernetes quantity`},
+		{[]string{"ycsb", "-dbms", "PostgreSQL", "-nw", "3"}, "-dbms: PostgreSQL has no cluster in benchq's catalog"},
+		{[]string{"ycsb", "-dbms", "Redis", "-nw", "2"}, "-dbms: RedisCluster needs at least 3 workers (-nw), got 2"},
+	} {
+		code, _, errs := run(append(c.args, "-dry-run", "run")...)
+		if code != ExitFailed || !strings.Contains(errs, c.want) {
+			t.Errorf("%v: exit %d, %q; want %q", c.args, code, errs, c.want)
+		}
+	}
+}

@@ -1,0 +1,133 @@
+package plan
+
+import (
+	"math"
+
+	"github.com/benchq/benchq/catalog"
+	"github.com/benchq/benchq/contracts"
+)
+
+// Costs are the fixed costs an estimate adds to the phases' own work,
+// measured on the embedded stack (2 cores; the e2e logs of `make test`,
+// medians): a SUT from deploy to ready, by catalog kind; a phase's start
+// (driver JVM, READY/GO barrier, the GO's lead) and end (final results
+// stored); a TPC-C warehouse's loading.
+type Costs struct {
+	SUTReadyS       map[string]float64 // by catalog kind
+	PhaseS          float64
+	TeardownS       float64
+	TPCCWarehouseS  float64 // loading one warehouse
+	UnknownSUTReady float64 // a kind without a measurement
+}
+
+// MeasuredCosts are the costs measured here: Redis ready in 0.1 s,
+// PostgreSQL 2.0 s, a 3-master Redis Cluster 2.2 s, PgBouncer (PostgreSQL
+// and its pools) 6.3 s; a phase costs 0.8 s beyond its work; TPC-C loads a
+// warehouse in 9.2 s (2 in 18.5 s). The Kubernetes backend pulls images and
+// schedules pods: its SUTs take longer than this says.
+var MeasuredCosts = Costs{
+	SUTReadyS: map[string]float64{
+		catalog.KindRedis: 0.1, catalog.KindPostgreSQL: 2.0, catalog.KindRedisCluster: 2.2, catalog.KindPgBouncer: 6.3,
+	},
+	PhaseS:          0.8,
+	TeardownS:       0.2,
+	TPCCWarehouseS:  9.2,
+	UnknownSUTReady: 10,
+}
+
+// PhaseEstimate is the expected length of one planned phase; Bounded is
+// false when its work has no rate to go by (an unthrottled YCSB phase: it
+// runs as fast as the SUT goes), and then Seconds is only the fixed cost.
+type PhaseEstimate struct {
+	Phase   string
+	Seconds float64
+	Bounded bool
+}
+
+// Estimate is the expected duration of a plan: per phase, per
+// configuration (its SUT's start, phases and teardown) and in total, with
+// -ms SUTs at a time. Steps of a saturation search are added as the search
+// goes: its estimate counts them all (MaxSteps) and says so (Saturation).
+type Estimate struct {
+	Phases         []PhaseEstimate
+	Configurations map[string]float64
+	TotalS         float64
+	Bounded        bool // every phase has a rate or a duration
+	Saturation     bool // an upper bound: every step of the search, and the hold
+}
+
+// EstimateOf estimates how long the plan takes.
+func EstimateOf(p Plan, c Costs) Estimate {
+	e := Estimate{Configurations: map[string]float64{}, Bounded: true}
+	r := p.Settings
+	var sum float64
+	for _, cfg := range p.Configurations {
+		kind := ""
+		if entry, err := catalog.Lookup(cfg.DBMS); err == nil {
+			kind = entry.Kind
+		}
+		ready, ok := c.SUTReadyS[kind]
+		if !ok {
+			ready = c.UnknownSUTReady
+		}
+		total := ready + c.TeardownS
+		for _, ph := range cfg.Phases {
+			pe := estimatePhase(ph, c)
+			e.Phases = append(e.Phases, pe)
+			e.Bounded = e.Bounded && pe.Bounded
+			total += pe.Seconds
+		}
+		if s := r.Saturation; s != nil && r.Action == contracts.ActionRun {
+			e.Saturation = true
+			total += float64((s.MaxSteps-1)*s.StepS+s.HoldS) + float64(s.MaxSteps)*c.PhaseS
+		}
+		e.Configurations[cfg.Name] = total
+		sum += total
+	}
+	// -ms SUTs at once (0: all): configurations overlap that many at a time.
+	parallel := len(p.Configurations)
+	if r.MaxSUTs != nil && *r.MaxSUTs > 0 {
+		parallel = min(parallel, *r.MaxSUTs)
+	}
+	if r.MaxSUTsExperiment > 0 {
+		parallel = min(parallel, r.MaxSUTsExperiment)
+	}
+	e.TotalS = sum / float64(max(1, parallel))
+	return e
+}
+
+// estimatePhase: a YCSB phase's operations at its target (or its
+// maxexecutiontime, if sooner), a TPC-C phase's duration or its warehouses'
+// loading, plus the phase's fixed cost.
+func estimatePhase(ph Phase, c Costs) PhaseEstimate {
+	pe := PhaseEstimate{Phase: ph.Name, Seconds: c.PhaseS, Bounded: true}
+	var work float64
+	for _, sh := range ph.Shards {
+		switch {
+		case sh.TPCC != nil && ph.Kind == contracts.KindLoad:
+			work = max(work, float64(sh.TPCC.Warehouses)*c.TPCCWarehouseS)
+		case sh.TPCC != nil:
+			work = max(work, float64(sh.TPCC.DurationS))
+		case sh.YCSB != nil:
+			y := sh.YCSB
+			n := y.OperationCount
+			if ph.Kind == contracts.KindLoad {
+				n = y.InsertCount
+			}
+			s := math.Inf(1)
+			if y.Target > 0 {
+				s = float64(n) / float64(y.Target)
+			}
+			if y.MaxExecutionS > 0 {
+				s = min(s, float64(y.MaxExecutionS))
+			}
+			if math.IsInf(s, 1) {
+				pe.Bounded = false
+				continue
+			}
+			work = max(work, s)
+		}
+	}
+	pe.Seconds += work
+	return pe
+}
