@@ -10,6 +10,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"strconv"
 	"strings"
 	"sync"
@@ -164,16 +165,18 @@ func TestEmbeddedStack(t *testing.T) {
 		s.checkResults(t, code, out)
 	})
 
-	// Both side by side (reporter compare): a row each, every figure
-	// measured (both ran with -m), the baseline at ratio 1.
-	t.Run("reporter compare", func(t *testing.T) {
+	// Both side by side (benchq compare: no database URL to type): a row
+	// each, every figure measured (both ran with -m), the baseline at ratio
+	// 1; benchq list shows both, done, with their configurations.
+	t.Run("benchq compare and list", func(t *testing.T) {
 		if len(compared) != 2 {
 			t.Skipf("the default experiments did not both start: %v", compared)
 		}
-		cmd := exec.Command(filepath.Join(s.repo, ".venv", "bin", "reporter"), "compare", "--db", s.info.DBURL, "-e", compared[0], "-e", compared[1])
-		out, err := cmd.CombinedOutput()
+		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+		defer cancel()
+		out, err := s.benchq(ctx, "compare", "-e", compared[0], "-e", compared[1])
 		if err != nil {
-			t.Fatalf("reporter compare: %v\n%s", err, out)
+			t.Fatalf("benchq compare: %v\n%s", err, out)
 		}
 		for _, code := range compared {
 			row := ""
@@ -189,7 +192,16 @@ func TestEmbeddedStack(t *testing.T) {
 		if !strings.Contains(string(out), "| 1.000 ") {
 			t.Errorf("the baseline is not at ratio 1:\n%s", out)
 		}
-		t.Logf("reporter compare:\n%s", out)
+		t.Logf("benchq compare:\n%s", out)
+		list, err := s.benchq(ctx, "list")
+		if err != nil {
+			t.Fatalf("benchq list: %v\n%s", err, list)
+		}
+		for _, code := range compared {
+			if !regexp.MustCompile(`\| ` + regexp.QuoteMeta(code) + ` +\| done +\| \S+ +\| +\d+ \| +1 \| (Redis|PostgreSQL) +\|`).MatchString(list) {
+				t.Errorf("benchq list: no row of %s, done, with its duration, 1 configuration and its DBMS:\n%s", code, list)
+			}
+		}
 	})
 
 	// Access control (docs/security.md) on the stack as `benchq up` made
@@ -366,6 +378,30 @@ func (s *stack) checkResults(t *testing.T, code, out string) {
 	perRun := perRunThroughput(t, out)
 	if d := perRun - loadSum; d > 0.01 || d < -0.01 {
 		t.Errorf("Per Run throughput %.2f != sum of shard rows %.2f", perRun, loadSum)
+	}
+	checkRunOutput(t, code, out)
+}
+
+// checkRunOutput: what `benchq … run` prints besides the summary: the
+// Workload's lines on monitoring (bexhoma's, with -m -mc -ma), the
+// estimated duration beside the actual one (logged: the closing notes
+// quote them), and the HTML report it wrote.
+func checkRunOutput(t *testing.T, code, out string) {
+	t.Helper()
+	checkSummary(t, out, "  * System metrics are monitored by a cluster-wide installation.",
+		"  * Application metrics are monitored by exporter processes beside the SUT.")
+	if m := regexp.MustCompile(`\* Duration: (\d+)s \(estimated (\d+)s\)`).FindStringSubmatch(out); m == nil {
+		t.Errorf("no Duration line with the estimate in:\n%s", out)
+	} else {
+		t.Logf("%s: duration %s s, estimated %s s", code, m[1], m[2])
+	}
+	m := regexp.MustCompile(`HTML report of ` + regexp.QuoteMeta(code) + ` \(summary and plots; opens without network\): (\S+)`).FindStringSubmatch(out)
+	if m == nil {
+		t.Errorf("benchq run did not say where its HTML report is:\n%s", out)
+		return
+	}
+	if b, err := os.ReadFile(m[1]); err != nil || !strings.Contains(string(b), code) {
+		t.Errorf("the HTML report %s: %v (or it does not name %s)", m[1], err, code)
 	}
 }
 

@@ -40,6 +40,10 @@ commands:
   status                  components, agents, volumes and running experiments
   stop [-e CODE]          cancel one experiment (or every running one)
   summary -e CODE         print the summary of an experiment again
+  report -e CODE          write its HTML report (summary and plots) and print the path
+  compare -e A -e B ...   benchmarking phases of several experiments side by side
+  export -e CODE -o DIR   its DataFrames as CSV or Parquet files
+  list                    every experiment: status, duration, configurations, DBMS
   dashboard -e CODE       the link to its Grafana dashboard ($BENCHQ_GRAFANA_URL;
                           -upload installs benchq's dashboards there first)
   restart COMPONENT       stop and start one component of the stack
@@ -84,7 +88,7 @@ func Main(ctx context.Context, args []string, st *State) int {
 		fmt.Fprintf(st.Stdout, "benchq %s\n", version.String())
 		return ExitOK
 	}
-	st.Errorf("unknown command %q (commands: up, down, ycsb, benchbase, status, stop, summary, dashboard, restart, volumes, credentials, help, version)", cmd)
+	st.Errorf("unknown command %q (commands: up, down, ycsb, benchbase, status, stop, summary, report, compare, export, list, dashboard, restart, volumes, credentials, help, version)", cmd)
 	return ExitUsage
 }
 
@@ -104,6 +108,10 @@ var commands = map[string]func(ctx context.Context, args []string, st *State) in
 	"summary":     cmdSummaryArgs,
 	"dashboard":   cmdDashboard,
 	"credentials": cmdCredentials,
+	"report":      cmdReport,
+	"compare":     cmdCompare,
+	"export":      cmdExport,
+	"list":        cmdList,
 }
 
 // flagless are the commands without flags. Main parses their arguments so
@@ -114,6 +122,7 @@ var flagless = map[string]struct{ synopsis, about string }{
 	"down":        {"down", "Stop everything the stack started: the services, every SUT left behind, the results DB\nand NATS."},
 	"restart":     {"restart COMPONENT", "Stop (if alive) and start again one component of the stack: nats-server, results-db,\ncollector, scheduler, deployer, driver-agent-N or prometheus (on its port, with its data)."},
 	"status":      {"status", "Print the components, agents, volumes and running experiments of the stack."},
+	"list":        {"list", "List every experiment in the results database, newest first: code, status, when it was planned,\nits duration, its configurations and its DBMS."},
 	"credentials": {"credentials DIR", "Write the compose stack's credentials into DIR/.env (mode 0600): an NKey per service role,\nthe results database's password, the HTTP intake's token, Grafana's admin password. Run it\nonce: benchq credentials deploy/compose (see docs/compose.md)."},
 	"volumes":     {"volumes [rm NAME]", "List the persistent volumes (-rst keeps a SUT's data on one, reused by later experiments\nof the same DBMS, use case and scale factor); rm NAME removes one that no SUT uses."},
 }

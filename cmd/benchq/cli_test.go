@@ -110,6 +110,7 @@ func TestHelpDoesNothing(t *testing.T) {
 		{"dashboard", "-h"}, {"dashboard", "-e", "c1", "-upload", "--help"},
 		{"ycsb", "-h"}, {"ycsb", "run", "-dbms", "Redis", "--help"}, {"ycsb", "-dbms", "Redis", "-h", "run"},
 		{"benchbase", "--help"}, {"benchbase", "start", "-h"},
+		{"report", "-h"}, {"compare", "-h"}, {"export", "--help"}, {"list", "-h"},
 	}
 	for _, args := range cases {
 		t.Run(strings.Join(args, " "), func(t *testing.T) {
@@ -151,6 +152,10 @@ func TestUsageErrorsDoNothing(t *testing.T) {
 		{[]string{"summary"}, "give -e CODE"},
 		{[]string{"summary", "-e", "c1", "c2"}, `summary: unexpected "c2"`},
 		{[]string{"dashboard"}, "give -e CODE"},
+		{[]string{"report"}, "give -e CODE"},
+		{[]string{"compare", "-e", "a"}, "give two experiments or more: benchq compare -e A -e B"},
+		{[]string{"export", "-e", "a"}, "give -o DIR"},
+		{[]string{"list", "all"}, `list: unexpected "all"`},
 		{[]string{"dashboard", "-e", "c1", "c2"}, `dashboard: unexpected "c2"`},
 		{[]string{"ycsb", "run", "-dbms", "Redis", "-nosuch"}, "unknown flag -nosuch"},
 		{[]string{"ycsb", "run", "-dbms", "Redis", "-nlp", "1,x"}, `invalid value "1,x" for flag -nlp`},

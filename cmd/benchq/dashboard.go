@@ -44,7 +44,7 @@ func cmdDashboard(ctx context.Context, args []string, st *State) int {
 	if base == "" {
 		st.Errorf("dashboard: no Grafana configured: set %s (e.g. http://localhost:3000, the compose stack's Grafana).\n"+
 			"Without Grafana, the experiment's plots are in its HTML report, which opens without network:\n"+
-			"  .venv/bin/reporter report -e %s -o %s.html    (then open %s.html in a browser)", envGrafanaURL, code, code, code)
+			"  benchq report -e %s    (it prints the page's path; open it in a browser)", envGrafanaURL, code)
 		return ExitFailed
 	}
 	from, to, err := experimentWindow(ctx, st, code)

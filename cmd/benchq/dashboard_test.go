@@ -22,7 +22,7 @@ func runWith(t *testing.T, env map[string]string, args ...string) (code int, std
 func TestDashboardWithoutGrafana(t *testing.T) {
 	s := newFakeStack(t, "")
 	code, out, errs := runWith(t, map[string]string{"BENCHQ_HOME": s.home}, "dashboard", "-e", "c1")
-	if code != ExitFailed || out != "" || !strings.Contains(errs, "BENCHQ_GRAFANA_URL") || !strings.Contains(errs, "reporter report -e c1 -o c1.html") {
+	if code != ExitFailed || out != "" || !strings.Contains(errs, "BENCHQ_GRAFANA_URL") || !strings.Contains(errs, "benchq report -e c1") {
 		t.Errorf("exit %d, stdout %q, stderr %q", code, out, errs)
 	}
 	s.untouched(t)

@@ -151,7 +151,12 @@ func submitAndFollow(ctx context.Context, st *State, s *stack.Stack, code, reqID
 	fmt.Fprintln(st.Stdout)
 	// With -tr a failed result test fails the run (the reporter says which),
 	// so that a CI pipeline can gate on benchq's exit status.
-	if rc := runReporter(ctx, st, s, "summary", "-e", code, "--fail-on-tests"); rc != ExitOK {
+	rc := runReporter(ctx, st, s, "summary", "-e", code, "--fail-on-tests")
+	// The HTML report too, whatever the tests said: it shows why.
+	if path, rrc := writeReport(ctx, st, s, code, reportPath(st, code), ""); rrc == ExitOK {
+		fmt.Fprintf(st.Stdout, "\nHTML report of %s (summary and plots; opens without network): %s\n", code, path)
+	}
+	if rc != ExitOK {
 		return rc
 	}
 	if status != contracts.ExperimentDone {
@@ -329,10 +334,9 @@ func runReporter(ctx context.Context, st *State, s *stack.Stack, args ...string)
 }
 
 func cmdSummary(ctx context.Context, args []string, st *State) int {
-	s, err := stack.Load(st)
+	s, rc := loadStack(st)
 	if s == nil {
-		st.Errorf("%v", err)
-		return ExitNotReady
+		return rc
 	}
 	// What the collector has not stored yet would be missing: wait briefly.
 	if b, err := s.Dial(); err == nil {

@@ -44,10 +44,9 @@ func listVolumes(ctx context.Context, st *State) int {
 // connectStack connects to the running stack's NATS; when it cannot, it
 // says why and returns nil with the exit code.
 func connectStack(st *State) (*bus.Bus, int) {
-	s, err := stack.Load(st)
+	s, rc := loadStack(st)
 	if s == nil {
-		st.Errorf("%v", err)
-		return nil, ExitNotReady
+		return nil, rc
 	}
 	b, err := s.Dial()
 	if err != nil {

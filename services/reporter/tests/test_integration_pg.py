@@ -61,8 +61,10 @@ def test_list(db):
     status, out, err = run(db, "list")
     assert (status, err) == (0, "")
     lines = out.splitlines()
-    assert lines[0].split("|")[1:-1] == [" code              ", " status   ", " planned_at           ", " dbms   "]
-    assert "| ycsb-redis-1      | done     | 2026-03-02T10:00:00Z | Redis  |" in lines
+    header = [c.strip() for c in lines[0].split("|")[1:-1]]
+    assert header == ["code", "status", "planned_at", "duration_s", "configurations", "dbms"]
+    row = next(line for line in lines if "| ycsb-redis-1 " in line)
+    assert [c.strip() for c in row.split("|")[1:-1]] == ["ycsb-redis-1", "done", "2026-03-02T10:00:00Z", "19", "1", "Redis"]
 
 
 def test_tests_exit_status(db):

@@ -34,7 +34,7 @@ from .summary.build import BenchbaseSummary, YcsbSummary, summarize
 Fail = Callable[["ExitStatus", str], int]
 
 ENV_DB_URL = db.ENV_DB_URL
-FIX = "start the stack with: make up"
+FIX = "start the stack with: benchq up"
 
 
 class ExitStatus(IntEnum):
@@ -90,7 +90,7 @@ def parser(stdout: TextIO) -> argparse.ArgumentParser:
         action="store_true",
         help="exit 1 when the experiment ran with -tr and a result test failed (benchq run uses it)",
     )
-    command("list", "list the experiments: code, status, planned_at, dbms")
+    command("list", "list the experiments: code, status, planned_at, duration_s, configurations, dbms")
     t = command("tests", "print only the result tests of one experiment; exit 1 if one failed")
     t.add_argument("-e", "--experiment", required=True, metavar="CODE")
 

@@ -156,12 +156,18 @@ def _exists(conn: psycopg.Connection, table: str) -> bool:
 
 
 def list_experiments(conn: psycopg.Connection) -> pd.DataFrame:
-    """code, status, planned_at, dbms of every experiment, newest first."""
+    """Every experiment, newest first: code, status, planned_at, duration_s
+    (first SUT deployed to the end; missing while it runs), configurations
+    (planned), dbms."""
     rows = conn.execute(
-        "SELECT code, status, planned_at, plan -> 'settings' -> 'dbms' AS dbms"
+        "SELECT code, status, planned_at,"
+        " extract(epoch FROM ended_at - coalesce(started_at, planned_at)) AS duration_s,"
+        " jsonb_array_length(coalesce(plan -> 'configurations', '[]'::jsonb)) AS configurations,"
+        " plan -> 'settings' -> 'dbms' AS dbms"
         " FROM experiments ORDER BY planned_at DESC, code"
     ).fetchall()
-    df = pd.DataFrame(rows, columns=["code", "status", "planned_at", "dbms"])
+    df = pd.DataFrame(rows, columns=["code", "status", "planned_at", "duration_s", "configurations", "dbms"])
     df["planned_at"] = pd.to_datetime(df["planned_at"], utc=True)
+    df["duration_s"] = pd.to_numeric(df["duration_s"]).round(0).astype("Int64")
     df["dbms"] = df["dbms"].map(lambda d: ", ".join(d) if isinstance(d, list) else d)
     return df

@@ -385,7 +385,7 @@ def monitoring_document(m: Monitoring) -> dict[str, Any]:
 
 
 def experiments_markdown(df: pd.DataFrame) -> str:
-    """The experiments list (code, status, planned_at, dbms)."""
+    """The experiments list (code, status, planned_at, duration_s, configurations, dbms)."""
     if df.empty:
         return NO_DATA + "\n"
     shown = df.assign(

@@ -1,0 +1,137 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"path/filepath"
+	"strings"
+
+	"github.com/benchq/benchq/internal/stack"
+)
+
+// The reporter's outputs as benchq commands: on the embedded stack nobody
+// types a venv path or a database URL (the stack's state holds it).
+
+// reportPath is where an experiment's HTML report goes by default.
+func reportPath(st *State, code string) string {
+	return filepath.Join(st.Home(), "reports", code+".html")
+}
+
+// loadStack is the running stack, or the exit code to return (and a line
+// said) when there is none.
+func loadStack(st *State) (*stack.Stack, int) {
+	s, err := stack.Load(st)
+	if s == nil {
+		st.Errorf("%v", err)
+		return nil, ExitNotReady
+	}
+	return s, ExitOK
+}
+
+// cmdReport is `benchq report -e CODE [-o FILE] [-png DIR]`.
+func cmdReport(ctx context.Context, args []string, st *State) int {
+	fs := newFlagSet("report -e CODE [-o FILE] [-png DIR]",
+		"Write an experiment as one self-contained HTML page (its summary and plots; it opens without network)\nand print its path. Default FILE: $BENCHQ_HOME/reports/CODE.html.")
+	var code, out, png string
+	experimentFlag(fs, &code)
+	fs.StringVar(&out, "o", "", "the HTML file to write")
+	fs.StringVar(&png, "png", "", "also write each plot as DIR/<plot>.png")
+	if rc, done := parseCodeArgs(fs, args, st, &code); done {
+		return rc
+	}
+	s, rc := loadStack(st)
+	if s == nil {
+		return rc
+	}
+	if out == "" {
+		out = reportPath(st, code)
+	}
+	path, rc := writeReport(ctx, st, s, code, out, png)
+	if rc == ExitOK {
+		fmt.Fprintf(st.Stdout, "HTML report of %s (summary and plots; opens without network): %s\n", code, path)
+	}
+	return rc
+}
+
+// writeReport runs the reporter's report command; the reporter prints the
+// files it wrote, the page first.
+func writeReport(ctx context.Context, st *State, s *stack.Stack, code, out, png string) (string, int) {
+	args := []string{"report", "-e", code, "-o", out}
+	if png != "" {
+		args = append(args, "--png", png)
+	}
+	var written bytes.Buffer
+	quiet := *st
+	quiet.Stdout = &written
+	if rc := runReporter(ctx, &quiet, s, args...); rc != ExitOK {
+		return "", rc
+	}
+	path, _, _ := strings.Cut(written.String(), "\n")
+	return path, ExitOK
+}
+
+// multiFlag is a repeatable string flag (-e A -e B).
+type multiFlag []string
+
+func (m *multiFlag) String() string     { return strings.Join(*m, ",") }
+func (m *multiFlag) Set(v string) error { *m = append(*m, v); return nil }
+
+// cmdCompare is `benchq compare -e A -e B ... [-format markdown|html]`.
+func cmdCompare(ctx context.Context, args []string, st *State) int {
+	fs := newFlagSet("compare -e A -e B ... [-format markdown|html]",
+		"The benchmarking phases of several experiments side by side, with ratios to the first (the baseline).")
+	var codes multiFlag
+	var format string
+	fs.Var(&codes, "e", "an experiment; give two or more, the first is the baseline")
+	fs.Var(&codes, "experiment", "alias of -e")
+	fs.StringVar(&format, "format", "markdown", "markdown or html")
+	if rc, done := parseArgs(fs, args, st); done {
+		return rc
+	}
+	if fs.NArg() > 0 || len(codes) < 2 {
+		st.Errorf("compare: give two experiments or more: benchq compare -e A -e B")
+		return ExitUsage
+	}
+	s, rc := loadStack(st)
+	if s == nil {
+		return rc
+	}
+	reporterArgs := []string{"compare", "--format", format}
+	for _, c := range codes {
+		reporterArgs = append(reporterArgs, "-e", c)
+	}
+	return runReporter(ctx, st, s, reporterArgs...)
+}
+
+// cmdExport is `benchq export -e CODE -o DIR [-format csv|parquet|...]`.
+func cmdExport(ctx context.Context, args []string, st *State) int {
+	fs := newFlagSet("export -e CODE -o DIR [-format FORMAT]",
+		"Write an experiment's DataFrames (docs/dataframes.md) to DIR, one file per frame, and a manifest;\nprint the files written.")
+	var code, out, format string
+	experimentFlag(fs, &code)
+	fs.StringVar(&out, "o", "", "the directory to write (required)")
+	fs.StringVar(&format, "format", "csv", "csv or parquet")
+	if rc, done := parseCodeArgs(fs, args, st, &code); done {
+		return rc
+	}
+	if out == "" {
+		st.Errorf("export: where to? give -o DIR")
+		return ExitUsage
+	}
+	s, rc := loadStack(st)
+	if s == nil {
+		return rc
+	}
+	return runReporter(ctx, st, s, "export", "-e", code, "-o", out, "--format", format)
+}
+
+// cmdList is `benchq list`: every experiment with its status, duration,
+// configurations and DBMS.
+func cmdList(ctx context.Context, _ []string, st *State) int {
+	s, rc := loadStack(st)
+	if s == nil {
+		return rc
+	}
+	return runReporter(ctx, st, s, "list")
+}
