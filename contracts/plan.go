@@ -39,7 +39,7 @@ type PlanConfiguration struct {
 
 // PlanPhase is one loading or benchmarking phase; its shards start together.
 type PlanPhase struct {
-	Name    string      `json:"name"`   // <configuration>-load, <configuration>-run<client>
+	Name    string      `json:"name"`   // <configuration>-<client>: -0 loads, -1, -2, … benchmark
 	Kind    string      `json:"kind"`   // KindLoad or KindRun
 	Client  int         `json:"client"` // benchmarking phase number inside the configuration (0 for loading)
 	Pods    int         `json:"pods"`

@@ -180,7 +180,7 @@ func TestEmbeddedStack(t *testing.T) {
 		}
 		for _, code := range compared {
 			row := ""
-			for _, line := range strings.Split(string(out), "\n") {
+			for _, line := range strings.Split(out, "\n") {
 				if strings.HasPrefix(line, "| "+code+" ") {
 					row = line
 				}
@@ -189,7 +189,7 @@ func TestEmbeddedStack(t *testing.T) {
 				t.Errorf("%s: no row, or a figure missing:\n%s", code, out)
 			}
 		}
-		if !strings.Contains(string(out), "| 1.000 ") {
+		if !strings.Contains(out, "| 1.000 ") {
 			t.Errorf("the baseline is not at ratio 1:\n%s", out)
 		}
 		t.Logf("benchq compare:\n%s", out)

@@ -87,7 +87,7 @@ func TestExperimentsAsBexhomaUsersKnowThem(t *testing.T) {
 		s.cli(t, time.Minute, "ycsb", "-e", code, "-dbms", "Redis", "-sf", "0.05", "-xop", "1", "-nlt", "8", "-nbt", "8", "--detach", "run")
 		s.waitPhase(t, ev, contracts.PhaseStarted, contracts.KindRun)
 		status := s.cli(t, 30*time.Second, "status")
-		for _, want := range []string{"Message queue:     Running", "Results database:  Running", "scheduler:         Running", "driver-agent-1", "| " + code, "Redis-8-1-16384-1-run1", "(none: -rst keeps a SUT's data on one)"} {
+		for _, want := range []string{"Message queue:     Running", "Results database:  Running", "scheduler:         Running", "driver-agent-1", "| " + code, "Redis-8-1-16384-1-1", "(none: -rst keeps a SUT's data on one)"} {
 			if !strings.Contains(status, want) {
 				t.Errorf("benchq status lacks %q", want)
 			}

@@ -102,7 +102,7 @@ func TestSaturationFindsTheKneeOfAThrottledRedis(t *testing.T) {
 	capacity := func(n int) float64 {
 		code := fmt.Sprintf("e2e-satcap%d-%d", n, time.Now().Unix())
 		out := s.throttled(t, q, code, 3*time.Minute, append(base, "-nbt", "16", "-xtb", "0", "-xop", "10", "-xsd", "0.25", "run")...)
-		return cell(t, out, "#### Per Phase", "Redis-4-1-0-1-run1", "Goodput common window(ops/sec)")
+		return cell(t, out, "#### Per Phase", "Redis-4-1-0-1-1", "Goodput common window(ops/sec)")
 	}
 	before := capacity(1)
 

@@ -41,7 +41,7 @@ func TestTPCCAsBexhomaUsersKnowIt(t *testing.T) {
 
 	// Traceable: the 2-pod phase's requests are the stored ALL operations
 	// of its two shards, and its throughput is them over the printed window.
-	phase := "PostgreSQL-1-1-1024-1-run2"
+	phase := "PostgreSQL-1-1-1024-1-2"
 	requests := s.count(t, `SELECT coalesce(sum(count), 0)::int FROM shard_operations WHERE code = $1 AND phase = $2 AND operation = 'ALL'`, code, phase)
 	shards := s.count(t, `SELECT count(*)::int FROM shard_results WHERE code = $1 AND phase = $2 AND status = 'ok'`, code, phase)
 	if shards != 2 || requests == 0 {

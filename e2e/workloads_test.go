@@ -75,8 +75,22 @@ func TestWorkloads(t *testing.T) {
 		})
 	}
 
-	t.Run("RedisCluster -nw 3", func(t *testing.T) {
-		res := s.runWorkload(t, "RedisCluster", "a", "-nw", "3")
+	// bexhoma's -dbms Redis -nw 3 -nwr 1 (bexhoma-redis.md, "Distributed
+	// DBMS"): a Redis Cluster of 3 masters with a replica each, 6
+	// redis-servers, named Redis-…; the summary lists every worker.
+	t.Run("Redis -nw 3 -nwr 1", func(t *testing.T) {
+		res := s.runWorkload(t, "Redis", "a", "-nw", "3", "-nwr", "1")
+		if res.ready.DBMS != "RedisCluster" || !strings.HasPrefix(res.ready.Configuration, "Redis-") {
+			t.Errorf("sut.ready: %s deploys %s, want Redis-… deploying RedisCluster", res.ready.Configuration, res.ready.DBMS)
+		}
+		if nodes := strings.Split(fmt.Sprint(res.ready.Info["nodes"]), ","); len(nodes) != 6 {
+			t.Errorf("%d redis-servers (%v), want 6: 3 masters and a replica each", len(nodes), nodes)
+		}
+		for _, want := range []string{"  * workers:3", "  * worker_replicas:1", "  * worker 5\n    * addr:", "    * role:replica"} {
+			if !strings.Contains(res.out, want) {
+				t.Errorf("the summary's Connections lacks %q", want)
+			}
+		}
 		if len(res.nodeRows) != 3 {
 			t.Errorf("%d cluster masters hold keys (%v), want 3 (-nw 3)", len(res.nodeRows), res.nodeRows)
 		}

@@ -26,7 +26,7 @@ func TestPlanShardsIsOneUnthrottledShardEachWay(t *testing.T) {
 		run.Engine != "ycsb" || run.DBMS != "Redis" || run.Endpoint.Host != "127.0.0.1" || run.Endpoint.Port != 6380 || run.TimeoutS <= 0 {
 		t.Errorf("run job %+v", run)
 	}
-	load := sh.job("bench-1-load", sh.load, now)
+	load := sh.job("bench-1-0", sh.load, now)
 	if load.Kind != contracts.KindLoad || load.YCSB.InsertCount != 100_000 || load.YCSB.Threads != 8 || load.YCSB.Target != 0 {
 		t.Errorf("load job %+v (%+v)", load, *load.YCSB)
 	}

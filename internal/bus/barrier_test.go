@@ -23,8 +23,8 @@ func freshBus(t *testing.T) (context.Context, *bus.Bus) {
 
 func barrierJob(timeoutS int) contracts.ShardJob {
 	return contracts.ShardJob{
-		Envelope: contracts.NewEnvelope("bar", contracts.ShardJobID("bar", "c-1-run1", 2, 3), time.Now()),
-		Phase:    "c-1-run1", Shard: 2, Attempt: 3, TimeoutS: timeoutS,
+		Envelope: contracts.NewEnvelope("bar", contracts.ShardJobID("bar", "c-1-1", 2, 3), time.Now()),
+		Phase:    "c-1-1", Shard: 2, Attempt: 3, TimeoutS: timeoutS,
 	}
 }
 
@@ -81,7 +81,7 @@ func TestBarrierReadyGoThenAbort(t *testing.T) {
 		if err := bus.Decode(contracts.SchemaBarrierReady, m.Data, &r); err != nil {
 			t.Fatal(err)
 		}
-		if r.ID != "bar.c-1-run1.2.a3.ready" || r.Phase != job.Phase || r.Shard != 2 || r.Attempt != 3 || r.Agent != "agent-7" || r.Instance != "run-1" {
+		if r.ID != "bar.c-1-1.2.a3.ready" || r.Phase != job.Phase || r.Shard != 2 || r.Attempt != 3 || r.Agent != "agent-7" || r.Instance != "run-1" {
 			t.Errorf("READY %+v", r)
 		}
 	case <-time.After(wait):
@@ -92,7 +92,7 @@ func TestBarrierReadyGoThenAbort(t *testing.T) {
 	for _, g := range []struct {
 		phase   string
 		attempt int
-	}{{job.Phase, 2}, {"c-1-run2", 3}} {
+	}{{job.Phase, 2}, {"c-1-2", 3}} {
 		if err := b.PublishGo(ctx, job.Code, g.phase, g.attempt, time.Now()); err != nil {
 			t.Fatal(err)
 		}
@@ -142,7 +142,7 @@ func TestBarrierReadyFails(t *testing.T) {
 		t.Fatal(err)
 	}
 	_, err := br.Ready(ctx)
-	if !errors.Is(err, bus.ErrAborted) || err.Error() != "phase aborted: the scheduler failed phase c-1-run1" {
+	if !errors.Is(err, bus.ErrAborted) || err.Error() != "phase aborted: the scheduler failed phase c-1-1" {
 		t.Errorf("after phase.failed: %v", err)
 	}
 
@@ -178,7 +178,7 @@ func TestPublishGo(t *testing.T) {
 	}
 	defer unsubscribe()
 	at := time.Date(2030, 1, 2, 3, 4, 5, 0, time.UTC)
-	if err := b.PublishGo(ctx, "x", "c-2-load", 4, at); err != nil {
+	if err := b.PublishGo(ctx, "x", "c-2-0", 4, at); err != nil {
 		t.Fatal(err)
 	}
 	select {
@@ -187,7 +187,7 @@ func TestPublishGo(t *testing.T) {
 		if err := json.Unmarshal(m.Data, &g); err != nil {
 			t.Fatal(err)
 		}
-		if m.Header.Get(nats.MsgIdHdr) != "x.c-2-load.a4.go" || g.ID != "x.c-2-load.a4.go" || g.Phase != "c-2-load" || g.Attempt != 4 || !g.StartAt.Equal(at) {
+		if m.Header.Get(nats.MsgIdHdr) != "x.c-2-0.a4.go" || g.ID != "x.c-2-0.a4.go" || g.Phase != "c-2-0" || g.Attempt != 4 || !g.StartAt.Equal(at) {
 			t.Errorf("GO %s: %+v", m.Header.Get(nats.MsgIdHdr), g)
 		}
 		if err := contracts.Validate(contracts.SchemaBarrierGo, m.Data); err != nil {

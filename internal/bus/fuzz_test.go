@@ -67,7 +67,7 @@ func subjectsBySchema() map[string][]string {
 		contracts.TopicExperimentFailed, contracts.TopicExperimentCancelled}
 	out := map[string][]string{}
 	for _, tp := range topics {
-		out[tp.Schema()] = append(out[tp.Schema()], contracts.Subject(tp.Template(), "1774020403", "Redis-8-2-16384-1-run1", "1"))
+		out[tp.Schema()] = append(out[tp.Schema()], contracts.Subject(tp.Template(), "1774020403", "Redis-8-2-16384-1-1", "1"))
 	}
 	return out
 }

@@ -113,8 +113,8 @@ func configBase(r contracts.Request, dbms string, loading phaseSpec, pool *contr
 // phases of one configuration: its loading phase, then the benchmarking
 // variants (factor × threads × pods × clients); as many as the action asks.
 func phases(r contracts.Request, p Plan, cfg string, loading phaseSpec) ([]Phase, error) {
-	if len(cfg) > maxNameLen-len("-run999") {
-		return nil, invalid("dbms", "configuration name %s is too long to name its phases and Kubernetes objects (at most %d characters)", cfg, maxNameLen-len("-run999"))
+	if len(cfg) > maxNameLen-len("-999") {
+		return nil, invalid("dbms", "configuration name %s is too long to name its phases and Kubernetes objects (at most %d characters)", cfg, maxNameLen-len("-999"))
 	}
 	out := []Phase{} // [] rather than null for action start: the schema wants a list
 	if r.Action == contracts.ActionStart {

@@ -21,11 +21,10 @@ type phaseSpec struct {
 // benchmarking shard runs its share of the operations. The engine's builder
 // makes each shard.
 func newPhase(r contracts.Request, p Plan, cfg string, s phaseSpec) Phase {
-	ph := Phase{Name: cfg + "-load", Kind: s.kind, Client: s.client, Pods: s.pods, Threads: s.threads,
+	ph := Phase{Name: PhaseName(cfg, s.client), Kind: s.kind, Client: s.client, Pods: s.pods, Threads: s.threads,
 		Factor: s.factor, Target: s.target, Node: node(r, s.kind)}
 	work := p.RecordCount
 	if s.kind == contracts.KindRun {
-		ph.Name = fmt.Sprintf("%s-run%d", cfg, s.client)
 		work = p.OperationCount
 	}
 	parts := SplitRange(work, s.pods)
@@ -40,6 +39,13 @@ func newPhase(r contracts.Request, p Plan, cfg string, s phaseSpec) Phase {
 	}
 	return ph
 }
+
+// PhaseName is bexhoma's name of a phase: its configuration (which ends in
+// the repetition, -nc) and its client, 0 for loading and 1, 2, … for the
+// benchmarking phases in order: Redis-64-8-196608-1-0 loads,
+// Redis-64-8-196608-1-1 is the first benchmarking phase. The summary names
+// a shard's row after it: phase-attempt-shard (Redis-64-8-196608-1-1-1-1).
+func PhaseName(cfg string, client int) string { return fmt.Sprintf("%s-%d", cfg, client) }
 
 // SaturationPhase is the benchmarking phase of a saturation step or hold
 // (internal/saturation): offered ops/s over shards with threadsPerShard

@@ -68,11 +68,11 @@ func TestExpandDefaultExperiment(t *testing.T) {
 		{Workload: "a", Threads: 4, Target: 8192, RecordCount: 100000, InsertStart: 0, InsertCount: 50000, OperationCount: 50000, InsertOrder: "hashed", StatusInterval: 10},
 		{Workload: "a", Threads: 4, Target: 8192, RecordCount: 100000, InsertStart: 50000, InsertCount: 50000, OperationCount: 50000, InsertOrder: "hashed", StatusInterval: 10},
 	}
-	if load.Name != "Redis-8-2-16384-1-load" || !reflect.DeepEqual(ycsbShards(load), wantLoad) {
+	if load.Name != "Redis-8-2-16384-1-0" || !reflect.DeepEqual(ycsbShards(load), wantLoad) {
 		t.Errorf("load phase %s: %+v", load.Name, ycsbShards(load))
 	}
 	wantRun := []contracts.YCSBShard{{Workload: "a", Threads: 8, Target: 16384, RecordCount: 100000, InsertStart: 0, InsertCount: 100000, OperationCount: 200000, InsertOrder: "hashed", StatusInterval: 10}}
-	if run.Name != "Redis-8-2-16384-1-run1" || !reflect.DeepEqual(ycsbShards(run), wantRun) {
+	if run.Name != "Redis-8-2-16384-1-1" || !reflect.DeepEqual(ycsbShards(run), wantRun) {
 		t.Errorf("run phase %s: %+v", run.Name, ycsbShards(run))
 	}
 }

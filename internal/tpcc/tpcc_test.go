@@ -249,7 +249,7 @@ func checkResult(t *testing.T, res benchbase.Result, sh contracts.TPCCShard, sta
 		t.Errorf("Final %+v", f)
 	}
 	f.Envelope = contracts.NewEnvelope("fx", "fx.p.1.a1.final", start)
-	f.Configuration, f.Phase, f.Kind, f.Shard, f.Attempt = "PostgreSQL-1", "PostgreSQL-1-run1", contracts.KindRun, 1, 1
+	f.Configuration, f.Phase, f.Kind, f.Shard, f.Attempt = "PostgreSQL-1", "PostgreSQL-1-1", contracts.KindRun, 1, 1
 	f.Agent, f.Status, f.StartedAt, f.EndedAt = "test", contracts.StatusOK, start, start.Add(window)
 	if b, err := json.Marshal(f); err != nil {
 		t.Error(err)

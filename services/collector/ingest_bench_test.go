@@ -81,7 +81,7 @@ func syntheticSamples(code string, n, perSeries int) []metricSample {
 	for i := range out {
 		series := i / perSeries
 		out[i] = metricSample{
-			Time: t0.Add(time.Duration(i%perSeries) * time.Second), Code: code, Phase: "cfg-1-run1", Configuration: "cfg-1",
+			Time: t0.Add(time.Duration(i%perSeries) * time.Second), Code: code, Phase: "cfg-1-1", Configuration: "cfg-1",
 			Component: []string{"sut", "loader", "benchmarker", "pool"}[series%4], Metric: "m" + strconv.Itoa(series),
 			Labels: map[string]string{"instance": "127.0.0.1:9100"}, Value: float64(i),
 		}

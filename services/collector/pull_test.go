@@ -72,7 +72,7 @@ func addPhase(t *testing.T, ctx context.Context, db *pgxpool.Pool, code, dbms, m
 		t.Fatal(err)
 	}
 	if _, err := db.Exec(ctx, `INSERT INTO phases (code, phase, attempt, configuration, kind, status, started_at, ended_at)
-		VALUES ($1, 'cfg-1-load', 1, 'cfg-1', 'load', 'done', $2, $3)`, code, start, end); err != nil {
+		VALUES ($1, 'cfg-1-0', 1, 'cfg-1', 'load', 'done', $2, $3)`, code, start, end); err != nil {
 		t.Fatal(err)
 	}
 }
@@ -130,7 +130,7 @@ func TestPullPhaseMetrics(t *testing.T) {
 	for _, code := range []string{"m1", "m3"} {
 		labels := procmetrics.Labels{Namespace: "benchq", Pod: "sut", Container: "redis", Experiment: code, Configuration: "cfg-1", DBMS: "Redis", Component: "sut"}
 		pm.Set(code+"-sut", pid, labels)
-		labels.Component, labels.Phase, labels.Container = "loader", "cfg-1-load", "ycsb"
+		labels.Component, labels.Phase, labels.Container = "loader", "cfg-1-0", "ycsb"
 		pm.Set(code+"-loader", pid, labels)
 	}
 	app := httptest.NewServer(promhttp.HandlerFor(reg, promhttp.HandlerOpts{}))

@@ -15,7 +15,7 @@ func TestPhaseFiguresCountOperationsByTheContract(t *testing.T) {
 	t.Parallel()
 	ctx := t.Context()
 	db := resultsDB(t, ctx)
-	const code, phase = "views1", "Redis-1-run1"
+	const code, phase = "views1", "Redis-1-1"
 	start := time.Date(2026, 11, 25, 12, 0, 0, 0, time.UTC)
 	if _, err := db.Exec(ctx, `INSERT INTO shard_results (code, phase, shard, attempt, configuration, kind, agent, status,
 		started_at, ended_at, message_id, first_op_at, last_op_at)

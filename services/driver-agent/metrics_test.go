@@ -19,12 +19,12 @@ func TestLiveShardFigures(t *testing.T) {
 		t.Fatal(err)
 	}
 	a := &Agent{cfg: Config{Name: "agent-1"}, metrics: m}
-	job := contracts.ShardJob{Envelope: contracts.Envelope{Code: "1234", ID: "1234.run1.2"}, Configuration: "Redis-1", DBMS: "Redis", Phase: "Redis-1-run1", Kind: contracts.KindRun, Shard: 2}
+	job := contracts.ShardJob{Envelope: contracts.Envelope{Code: "1234", ID: "1234.run1.2"}, Configuration: "Redis-1", DBMS: "Redis", Phase: "Redis-1-1", Kind: contracts.KindRun, Shard: 2}
 	live := a.track(job, 0) // no process tree: only the operations
 	live.interval(&contracts.Interval{ElapsedS: 1, Operations: 100, OpsPerSec: 100, PerOp: map[string]map[string]float64{"READ": {"Count": 60}, "UPDATE": {"Count": 40}}})
 	live.interval(&contracts.Interval{ElapsedS: 3, Operations: 300, OpsPerSec: 100, PerOp: map[string]map[string]float64{"READ": {"Count": 120}, "UPDATE": {"Count": 80}}})
 	labels := func(op string) []string {
-		return []string{"1234", "Redis-1", "Redis", "benchmarker", "Redis-1-run1", "2", op}
+		return []string{"1234", "Redis-1", "Redis", "benchmarker", "Redis-1-1", "2", op}
 	}
 	for _, c := range []struct {
 		vec  *prometheus.GaugeVec

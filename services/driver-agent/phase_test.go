@@ -65,14 +65,14 @@ func TestPhaseBoundAgent(t *testing.T) {
 
 	// Another phase's job (same phase name, another experiment) and another
 	// phase of the same experiment wait in the queue before the agent starts.
-	for _, j := range []*contracts.ShardJob{phaseJob("x2", "c-1-load", 1), phaseJob("x1", "c-1-run1", 1)} {
+	for _, j := range []*contracts.ShardJob{phaseJob("x2", "c-1-0", 1), phaseJob("x1", "c-1-1", 1)} {
 		if err := b.Publish(ctx, contracts.SubjShard, j); err != nil {
 			t.Fatal(err)
 		}
 	}
 	<-requeued
 	<-requeued
-	bound := Config{NATSURL: url, Name: "bq-x1-c-1-load-abc", Limits: PhaseLimits{Experiment: "x1", Phase: "c-1-load", MaxShards: 1}}
+	bound := Config{NATSURL: url, Name: "bq-x1-c-1-0-abc", Limits: PhaseLimits{Experiment: "x1", Phase: "c-1-0", MaxShards: 1}}
 	exited := make(chan error, 1)
 	go func() { exited <- Run(ctx, bound, testenv.Logger(t, bound.Name)) }()
 
@@ -97,11 +97,11 @@ func TestPhaseBoundAgent(t *testing.T) {
 	}
 
 	// Its own job: it runs it and exits 0.
-	if err := b.Publish(ctx, contracts.SubjShard, phaseJob("x1", "c-1-load", 1)); err != nil {
+	if err := b.Publish(ctx, contracts.SubjShard, phaseJob("x1", "c-1-0", 1)); err != nil {
 		t.Fatal(err)
 	}
 	f := next("the bound agent's shard")
-	if f.Code != "x1" || f.Phase != "c-1-load" || f.Agent != bound.Name || f.Status != contracts.StatusFailed {
+	if f.Code != "x1" || f.Phase != "c-1-0" || f.Agent != bound.Name || f.Status != contracts.StatusFailed {
 		t.Errorf("final %+v", f)
 	}
 	select {
@@ -122,7 +122,7 @@ func TestPhaseBoundAgent(t *testing.T) {
 		f := next("the refused jobs")
 		got[f.Code+"/"+f.Phase] = f.Agent
 	}
-	if got["x2/c-1-load"] != "agent-free" || got["x1/c-1-run1"] != "agent-free" {
+	if got["x2/c-1-0"] != "agent-free" || got["x1/c-1-1"] != "agent-free" {
 		t.Errorf("finals of the refused jobs: %v", got)
 	}
 	select {

@@ -243,7 +243,7 @@ func TestKubeExperiment(t *testing.T) {
 	t.Logf("events after %.1fs:\n  %s", time.Since(start).Seconds(), strings.Join(seq, "\n  "))
 
 	cfg := "Redis-64-2-16384-1"
-	load, run1, run2 := cfg+"-load", cfg+"-run1", cfg+"-run2"
+	load, run1, run2 := cfg+"-0", cfg+"-1", cfg+"-2"
 	want := []string{
 		"planned",
 		"sut.ready",

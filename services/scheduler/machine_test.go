@@ -165,7 +165,7 @@ func TestSUTDeathFailsTheRunningPhase(t *testing.T) {
 		t.Fatalf("after the SUT died: %s", got)
 	}
 	pe := out[0].Msg.(*contracts.PhaseEvent)
-	want := "SUT " + first + " died (Redis process 42 killed by signal 9 (killed)) 3.1 s into " + first + "-run1"
+	want := "SUT " + first + " died (Redis process 42 killed by signal 9 (killed)) 3.1 s into " + first + "-1"
 	if pe.Reason != want || pe.Kind != contracts.KindRun {
 		t.Errorf("phase.failed reason %q, want %q", pe.Reason, want)
 	}
@@ -546,12 +546,12 @@ func TestEveryPhaseAsksForDrivers(t *testing.T) {
 	s, _, _ := Start(p, []byte(`{}`), t0, 0)
 	out := ready(s, 0)
 	d := drivers(t, out)
-	if d.Phase != "Redis-8-2-16384-1-load" || d.Kind != contracts.KindLoad || d.Shards != 2 || d.Attempt != 1 || d.Node != "n-load" ||
-		d.DBMS != "Redis" || d.Configuration != "Redis-8-2-16384-1" || d.ID != "17.Redis-8-2-16384-1-load.a1.drivers" {
+	if d.Phase != "Redis-8-2-16384-1-0" || d.Kind != contracts.KindLoad || d.Shards != 2 || d.Attempt != 1 || d.Node != "n-load" ||
+		d.DBMS != "Redis" || d.Configuration != "Redis-8-2-16384-1" || d.ID != "17.Redis-8-2-16384-1-0.a1.drivers" {
 		t.Errorf("load drivers %+v", d)
 	}
 	out = runPhase(t, s, jobs(out), contracts.StatusOK)
-	if d := drivers(t, out); d.Phase != "Redis-8-2-16384-1-run1" || d.Kind != contracts.KindRun || d.Shards != 1 || d.Node != "n-bench" {
+	if d := drivers(t, out); d.Phase != "Redis-8-2-16384-1-1" || d.Kind != contracts.KindRun || d.Shards != 1 || d.Node != "n-bench" {
 		t.Errorf("run drivers %+v", d)
 	}
 }
@@ -611,8 +611,8 @@ func TestSimulatedDriversCompleteThePhaseWithoutMeasurements(t *testing.T) {
 			t.Errorf("own final: %v", subjects(got))
 		}
 	}
-	want := "started Redis-8-2-16384-1-load, done Redis-8-2-16384-1-load, started Redis-8-2-16384-1-run1, done Redis-8-2-16384-1-run1, " +
-		"started Redis-8-2-16384-1-run2, done Redis-8-2-16384-1-run2"
+	want := "started Redis-8-2-16384-1-0, done Redis-8-2-16384-1-0, started Redis-8-2-16384-1-1, done Redis-8-2-16384-1-1, " +
+		"started Redis-8-2-16384-1-2, done Redis-8-2-16384-1-2"
 	if got := strings.Join(sequence, ", "); got != want {
 		t.Errorf("phases: %s", got)
 	}
@@ -642,10 +642,10 @@ func TestDriversThatEndWithoutResultsFailThePhase(t *testing.T) {
 		t.Fatalf("within the grace: %v", subjects(got))
 	}
 	out = s.Step(Event{Tick: true}, t0.Add(8*time.Second))
-	if got := strings.Join(subjects(out), " "); got != "benchq.results.17.Redis-8-2-16384-1-load.2.final benchq.exp.17.phase.failed benchq.jobs.teardown" {
+	if got := strings.Join(subjects(out), " "); got != "benchq.results.17.Redis-8-2-16384-1-0.2.final benchq.exp.17.phase.failed benchq.jobs.teardown" {
 		t.Fatalf("got %s", got)
 	}
-	want := "driver Job bq-17-redis-8-2-16384-1-load ended (succeeded 2, failed 0) but shard 2 never reported a result"
+	want := "driver Job bq-17-redis-8-2-16384-1-0 ended (succeeded 2, failed 0) but shard 2 never reported a result"
 	if f := out[0].Msg.(*contracts.Final); f.Status != contracts.StatusFailed || f.Shard != 2 || f.Error != want {
 		t.Errorf("final %+v", f)
 	}
@@ -665,7 +665,7 @@ func TestDriversThatEndWithoutResultsFailThePhase(t *testing.T) {
 	ev.Msg.(*contracts.DriverEnded).Reason = "Failed: BackoffLimitExceeded"
 	s.Step(ev, t0)
 	out = s.Step(Event{Tick: true}, t0.Add(DriverGrace))
-	if got := strings.Join(subjects(out), " "); got != "benchq.results.17.Redis-8-2-16384-1-load.1.final benchq.results.17.Redis-8-2-16384-1-load.2.final benchq.exp.17.phase.failed benchq.jobs.teardown" {
+	if got := strings.Join(subjects(out), " "); got != "benchq.results.17.Redis-8-2-16384-1-0.1.final benchq.results.17.Redis-8-2-16384-1-0.2.final benchq.exp.17.phase.failed benchq.jobs.teardown" {
 		t.Fatalf("got %s", got)
 	}
 	if r := out[2].Msg.(*contracts.PhaseEvent).Reason; !strings.Contains(r, "(succeeded 0, failed 3) but shard 1 never reported") || !strings.Contains(r, "BackoffLimitExceeded") {
@@ -679,7 +679,7 @@ func TestDriversThatEndWithoutResultsFailThePhase(t *testing.T) {
 func TestDriverEndedAfterTheFinalsChangesNothing(t *testing.T) {
 	p := defaultPlan(t, nil)
 	s, _, _ := Start(p, []byte(`{}`), t0, 0)
-	if !s.Early(Event{Msg: &contracts.DriverEnded{Phase: "Redis-8-2-16384-1-load", Attempt: 1}}) {
+	if !s.Early(Event{Msg: &contracts.DriverEnded{Phase: "Redis-8-2-16384-1-0", Attempt: 1}}) {
 		t.Error("driver.ended of a phase not started yet is not early")
 	}
 	out := ready(s, 0)

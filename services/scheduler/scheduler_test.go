@@ -478,7 +478,7 @@ func runThrough(t *testing.T, w *world, code string, restart func()) {
 	d := w.deploy(code)
 
 	load := w.shardJobs(code, 2)
-	if load[0].Kind != contracts.KindLoad || load[0].Phase != d.Configuration+"-load" || load[0].Shard == load[1].Shard {
+	if load[0].Kind != contracts.KindLoad || load[0].Phase != d.Configuration+"-0" || load[0].Shard == load[1].Shard {
 		t.Fatalf("load jobs %+v", load)
 	}
 	if restart != nil {
@@ -499,7 +499,7 @@ func runThrough(t *testing.T, w *world, code string, restart func()) {
 	w.phaseDone(load[0])
 
 	run := w.shardJobs(code, 1)
-	if run[0].Kind != contracts.KindRun || run[0].Phase != d.Configuration+"-run1" {
+	if run[0].Kind != contracts.KindRun || run[0].Phase != d.Configuration+"-1" {
 		t.Fatalf("run jobs %+v", run)
 	}
 	w.ready(run[0])

@@ -18,7 +18,7 @@ const NamePrefix = "bq-"
 // work queue and exiting.
 type DriverSpec struct {
 	Code, Configuration, DBMS string
-	Phase                     string // e.g. Redis-8-2-16384-1-load
+	Phase                     string // e.g. Redis-8-2-16384-1-0 (loading)
 	Kind                      string // contracts.KindLoad or contracts.KindRun
 	Attempt                   int    // the phase attempt (0 = 1); a re-run gets a Job of its own
 	Shards                    int

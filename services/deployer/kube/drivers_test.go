@@ -77,7 +77,7 @@ func startedDrivers(t *testing.T, k *Kube, f *fakeCluster, d backend.DriverSpec)
 func TestEndedDriversOnKwokAreSimulated(t *testing.T) {
 	f, k := newFake(t, node("kwok-node-0", true))
 	k.DriverImage, k.DriverNATSURL = "img:1", "nats://nats:4222"
-	j := startedDrivers(t, k, f, backend.DriverSpec{Code: "7", Configuration: "Redis-8-2-16384-1", DBMS: "Redis", Phase: "Redis-8-2-16384-1-load",
+	j := startedDrivers(t, k, f, backend.DriverSpec{Code: "7", Configuration: "Redis-8-2-16384-1", DBMS: "Redis", Phase: "Redis-8-2-16384-1-0",
 		Kind: contracts.KindLoad, Attempt: 1, Shards: 2})
 	if c := j.Spec.Template.Spec.Containers[0]; c.Image != "img:1" || c.Env[2].Value != "nats://nats:4222" {
 		t.Errorf("image/env from the backend's configuration: %s %v", c.Image, c.Env)
@@ -88,13 +88,13 @@ func TestEndedDriversOnKwokAreSimulated(t *testing.T) {
 		t.Fatalf("%+v %v", ended, err)
 	}
 	e := ended[0]
-	if !e.Simulated || e.Job != "bq-7-redis-8-2-16384-1-load" || e.Code != "7" || e.Phase != "Redis-8-2-16384-1-load" || e.Kind != contracts.KindLoad ||
+	if !e.Simulated || e.Job != "bq-7-redis-8-2-16384-1-0" || e.Code != "7" || e.Phase != "Redis-8-2-16384-1-0" || e.Kind != contracts.KindLoad ||
 		e.Attempt != 1 || e.Shards != 2 || e.Succeeded != 2 || e.Failed != 0 || len(e.Nodes) != 1 || e.Nodes[0] != "kwok-node-0" ||
 		e.StartedAt == nil || e.EndedAt == nil || !strings.Contains(e.Reason, "kwok.x-k8s.io/node=fake") {
 		t.Errorf("%+v", e)
 	}
 	e.Stamp(time.Now())
-	if e.ID != "7.Redis-8-2-16384-1-load.a1.driver.ended" {
+	if e.ID != "7.Redis-8-2-16384-1-0.a1.driver.ended" {
 		t.Errorf("id %s", e.ID)
 	}
 	if ended, _ := k.EndedDrivers(kubeCtx(t), map[string]bool{e.Job: true}); len(ended) != 0 {
@@ -106,9 +106,9 @@ func TestEndedDriversOnKwokAreSimulated(t *testing.T) {
 func TestEndedDriversOnARealNodeAreNotSimulated(t *testing.T) {
 	f, k := newFake(t, node("worker-1", false))
 	k.DriverImage, k.DriverNATSURL = "img:1", "nats://nats:4222"
-	j := startedDrivers(t, k, f, backend.DriverSpec{Code: "7", Configuration: "Redis-8-2-16384-1", DBMS: "Redis", Phase: "Redis-8-2-16384-1-run1",
+	j := startedDrivers(t, k, f, backend.DriverSpec{Code: "7", Configuration: "Redis-8-2-16384-1", DBMS: "Redis", Phase: "Redis-8-2-16384-1-1",
 		Kind: contracts.KindRun, Attempt: 2, Shards: 1})
-	if j.Name != "bq-7-redis-8-2-16384-1-run1-a2" || j.Annotations[annotationAttempt] != "2" {
+	if j.Name != "bq-7-redis-8-2-16384-1-1-a2" || j.Annotations[annotationAttempt] != "2" {
 		t.Errorf("re-run job %s %v", j.Name, j.Annotations)
 	}
 	driverPods(t, f, j, "worker-1", false) // even without container IDs: the node says it is real
@@ -127,7 +127,7 @@ func TestEndedDriversWithoutNodeAccess(t *testing.T) {
 			return true, nil, apierrors.NewForbidden(schema.GroupResource{Resource: "nodes"}, a.(k8stesting.GetAction).GetName(), nil)
 		})
 		k.DriverImage, k.DriverNATSURL = "img:1", "nats://nats:4222"
-		j := startedDrivers(t, k, f, backend.DriverSpec{Code: "7", Configuration: "c-1", DBMS: "Redis", Phase: "c-1-load", Kind: contracts.KindLoad, Shards: 2})
+		j := startedDrivers(t, k, f, backend.DriverSpec{Code: "7", Configuration: "c-1", DBMS: "Redis", Phase: "c-1-0", Kind: contracts.KindLoad, Shards: 2})
 		driverPods(t, f, j, "n1", ids)
 		ended, err := k.EndedDrivers(kubeCtx(t), nil)
 		if err != nil || len(ended) != 1 || ended[0].Simulated == ids {
@@ -144,16 +144,16 @@ func TestEndedDriversFailedAndRunning(t *testing.T) {
 	f, k := newFake(t, node("kwok-node-0", true))
 	f.failJobs = true
 	k.DriverImage, k.DriverNATSURL = "img:1", "nats://nats:4222"
-	if _, err := k.StartDrivers(kubeCtx(t), backend.DriverSpec{Code: "7", Configuration: "c-1", DBMS: "Redis", Phase: "c-1-run1", Kind: contracts.KindRun, Shards: 1}); err != nil {
+	if _, err := k.StartDrivers(kubeCtx(t), backend.DriverSpec{Code: "7", Configuration: "c-1", DBMS: "Redis", Phase: "c-1-1", Kind: contracts.KindRun, Shards: 1}); err != nil {
 		t.Fatal(err)
 	}
 	f.failJobs = false
-	running, _ := DriverJob(backend.DriverSpec{Code: "7", Configuration: "c-1", DBMS: "Redis", Phase: "c-1-run2", Kind: contracts.KindRun, Shards: 1, Image: "i", NATSURL: "n"}, "ns")
+	running, _ := DriverJob(backend.DriverSpec{Code: "7", Configuration: "c-1", DBMS: "Redis", Phase: "c-1-2", Kind: contracts.KindRun, Shards: 1, Image: "i", NATSURL: "n"}, "ns")
 	if err := f.Clientset.Tracker().Create(batchv1.SchemeGroupVersion.WithResource("jobs"), running, "ns"); err != nil {
 		t.Fatal(err)
 	}
 	ended, err := k.EndedDrivers(kubeCtx(t), nil)
-	if err != nil || len(ended) != 1 || ended[0].Phase != "c-1-run1" || ended[0].Simulated || !strings.Contains(ended[0].Reason, "BackoffLimitExceeded") {
+	if err != nil || len(ended) != 1 || ended[0].Phase != "c-1-1" || ended[0].Simulated || !strings.Contains(ended[0].Reason, "BackoffLimitExceeded") {
 		t.Fatalf("%+v %v", ended, err)
 	}
 }
@@ -190,19 +190,19 @@ func TestDeployerReportsDriverJobs(t *testing.T) {
 
 	f, k := newFake(t, node("kwok-node-0", true))
 	k.DriverImage, k.DriverNATSURL = "img:1", "nats://nats:4222"
-	before := startedDrivers(t, k, f, backend.DriverSpec{Code: "r1", Configuration: "c-1", DBMS: "Redis", Phase: "c-1-load", Kind: contracts.KindLoad, Shards: 2})
+	before := startedDrivers(t, k, f, backend.DriverSpec{Code: "r1", Configuration: "c-1", DBMS: "Redis", Phase: "c-1-0", Kind: contracts.KindLoad, Shards: 2})
 	driverPods(t, f, before, "kwok-node-0", false)
 	testenv.Go(t, func(ctx context.Context) error {
 		return deployer.Run(ctx, deployer.Config{NATSURL: url, DriverPoll: 50 * time.Millisecond}, k, testenv.Logger(t, "deployer"))
 	})
-	if e := next(); e.Job != before.Name || !e.Simulated || e.Succeeded != 2 || e.ID != "r1.c-1-load.a1.driver.ended" {
+	if e := next(); e.Job != before.Name || !e.Simulated || e.Succeeded != 2 || e.ID != "r1.c-1-0.a1.driver.ended" {
 		t.Errorf("the earlier Job: %+v", e)
 	}
-	if err := b.Publish(ctx, contracts.SubjDrivers, &contracts.Drivers{Envelope: contracts.NewEnvelope("r1", "r1.c-1-run1.a1.drivers", time.Now()),
-		Configuration: "c-1", DBMS: "Redis", Phase: "c-1-run1", Kind: contracts.KindRun, Attempt: 1, Shards: 1}); err != nil {
+	if err := b.Publish(ctx, contracts.SubjDrivers, &contracts.Drivers{Envelope: contracts.NewEnvelope("r1", "r1.c-1-1.a1.drivers", time.Now()),
+		Configuration: "c-1", DBMS: "Redis", Phase: "c-1-1", Kind: contracts.KindRun, Attempt: 1, Shards: 1}); err != nil {
 		t.Fatal(err)
 	}
-	if e := next(); e.Job != "bq-r1-c-1-run1" || e.Kind != contracts.KindRun || e.Shards != 1 {
+	if e := next(); e.Job != "bq-r1-c-1-1" || e.Kind != contracts.KindRun || e.Shards != 1 {
 		t.Errorf("the new Job: %+v", e)
 	}
 	select {

@@ -439,7 +439,7 @@ func testDriverJob(t *testing.T, cp *k8stest.ControlPlane) {
 	ns := cp.Namespace(t, "drivers")
 	k := &Kube{Client: cp.Client, Namespace: ns, Log: testenv.Logger(t, "kube"), Poll: 100 * time.Millisecond}
 	ctx := itCtx(t, 2*time.Minute)
-	d := backend.DriverSpec{Code: "drv1", Configuration: "Redis-8-2-16384-1", DBMS: "Redis", Phase: "Redis-8-2-16384-1-run1",
+	d := backend.DriverSpec{Code: "drv1", Configuration: "Redis-8-2-16384-1", DBMS: "Redis", Phase: "Redis-8-2-16384-1-1",
 		Kind: contracts.KindRun, Shards: 3, Node: k8stest.NodeName, Image: "benchq/driver-agent:dev", NATSURL: "nats://nats:4222"}
 	name, err := k.StartDrivers(ctx, d)
 	if err != nil {
@@ -452,7 +452,7 @@ func testDriverJob(t *testing.T, cp *k8stest.ControlPlane) {
 	if err != nil || j.Status.Succeeded != 3 {
 		t.Fatalf("job %v, %v: want 3 succeeded", j.Status, err)
 	}
-	pods, err := cp.Client.CoreV1().Pods(ns).List(ctx, metav1.ListOptions{LabelSelector: "component=benchmarker,phase=Redis-8-2-16384-1-run1"})
+	pods, err := cp.Client.CoreV1().Pods(ns).List(ctx, metav1.ListOptions{LabelSelector: "component=benchmarker,phase=Redis-8-2-16384-1-1"})
 	if err != nil || len(pods.Items) != 3 {
 		t.Fatalf("%d agent pods, %v", len(pods.Items), err)
 	}
@@ -590,7 +590,7 @@ func testDeployK8s(t *testing.T, cp *k8stest.ControlPlane) {
 	if _, err := k.Volumes(ctx); err != nil {
 		t.Errorf("as benchq-deployer: %v", err)
 	}
-	d := backend.DriverSpec{Code: "rbac1", Configuration: "PgBouncer-1", DBMS: "PgBouncer", Phase: "PgBouncer-1-load", Kind: contracts.KindLoad,
+	d := backend.DriverSpec{Code: "rbac1", Configuration: "PgBouncer-1", DBMS: "PgBouncer", Phase: "PgBouncer-1-0", Kind: contracts.KindLoad,
 		Shards: 2, Image: "benchq/driver-agent:dev", NATSURL: "nats://nats:4222", SeedSecret: "benchq-credentials"}
 	name, err := k.StartDrivers(ctx, d)
 	if err != nil {

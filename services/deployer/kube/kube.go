@@ -13,6 +13,7 @@ import (
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
 
@@ -68,6 +69,17 @@ func (k *Kube) deploy(ctx context.Context, s backend.Spec, entry catalog.Entry) 
 	info := map[string]any{
 		"namespace": k.Namespace,
 		"image":     objs.Image, "version": imageTag(objs.Image),
+	}
+	if len(objs.Args) > 0 {
+		info["args"] = objs.Args
+	}
+	for name, q := range map[string]*resource.Quantity{
+		"requests_cpu": objs.Resources.Requests.Cpu(), "requests_memory": objs.Resources.Requests.Memory(),
+		"limits_cpu": objs.Resources.Limits.Cpu(), "limits_memory": objs.Resources.Limits.Memory(),
+	} {
+		if !q.IsZero() {
+			info[name] = q.String()
+		}
 	}
 	if len(objs.Ignored) > 0 {
 		info["ignored"] = objs.Ignored

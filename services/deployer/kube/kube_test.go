@@ -384,7 +384,7 @@ func TestKubeTeardown(t *testing.T) {
 	if _, err := k.Deploy(ctx, backend.Spec{Code: "7", Configuration: "PostgreSQL-1", DBMS: "PostgreSQL", Benchmark: "ycsb", SUT: pgStorage(false)}); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := k.StartDrivers(ctx, backend.DriverSpec{Code: "7", Configuration: "PostgreSQL-1", DBMS: "PostgreSQL", Phase: "PostgreSQL-1-load",
+	if _, err := k.StartDrivers(ctx, backend.DriverSpec{Code: "7", Configuration: "PostgreSQL-1", DBMS: "PostgreSQL", Phase: "PostgreSQL-1-0",
 		Kind: contracts.KindLoad, Shards: 2, Image: "agent", NATSURL: "nats://nats:4222"}); err != nil {
 		t.Fatal(err)
 	}
@@ -395,7 +395,7 @@ func TestKubeTeardown(t *testing.T) {
 	s := sel("PostgreSQL-1")
 	checkActions(t, f, []string{
 		"list jobs " + s,
-		"delete jobs bq-7-postgresql-1-load",
+		"delete jobs bq-7-postgresql-1-0",
 		"delete jobs bq-7-postgresql-1-schema",
 		"list deployments " + s,
 		"delete deployments bq-7-postgresql-1",

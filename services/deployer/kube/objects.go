@@ -44,6 +44,10 @@ type kubeObjects struct {
 	Image string
 	// Ignored names the spec's fields that do not apply to this DBMS.
 	Ignored []string
+	// Args and Resources are the DBMS server container's, for Info (the
+	// summary's Connections: args, requests_cpu, limits_memory, ...).
+	Args      []string
+	Resources corev1.ResourceRequirements
 }
 
 // builder holds what every object of one configuration shares.
@@ -53,6 +57,7 @@ type builder struct {
 	sut       contracts.SUTSpec
 	names     kubeNames
 	namespace string
+	server    *corev1.Container // the first DBMS server container built
 }
 
 // buildObjects returns the exact objects of configuration s of DBMS entry
@@ -88,6 +93,9 @@ func buildObjects(entry catalog.Entry, s backend.Spec, namespace string) (*kubeO
 	}
 	if entry.Kubernetes.Topology != catalog.TopologyPool && b.sut.Pool != nil {
 		o.Ignored = append(o.Ignored, "pool")
+	}
+	if b.server != nil {
+		o.Args, o.Resources = b.server.Args, b.server.Resources
 	}
 	return o, nil
 }
@@ -280,6 +288,9 @@ func (b *builder) serverPod(e catalog.Entry, r *strings.Replacer, component stri
 		return corev1.PodTemplateSpec{}, nil, err
 	}
 	c.Resources = res
+	if component != componentPool && b.server == nil {
+		b.server = &c
+	}
 
 	var vol *corev1.PersistentVolumeClaim
 	var volumes []corev1.Volume

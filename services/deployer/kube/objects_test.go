@@ -196,7 +196,7 @@ func TestGoldenObjects(t *testing.T) {
 
 func TestGoldenDriverJob(t *testing.T) {
 	j, err := DriverJob(backend.DriverSpec{
-		Code: goldenCode, Configuration: "Redis-64-8-196608-1", DBMS: "Redis", Phase: "Redis-64-8-196608-1-load",
+		Code: goldenCode, Configuration: "Redis-64-8-196608-1", DBMS: "Redis", Phase: "Redis-64-8-196608-1-0",
 		Kind: contracts.KindLoad, Shards: 8, Node: "worker-3", Image: "benchq/driver-agent:dev", NATSURL: "nats://nats.benchq.svc:4222",
 		SeedSecret: "benchq-credentials",
 	}, goldenNamespace)

@@ -70,7 +70,7 @@ func testPrometheusConfig(t *testing.T, cp *k8stest.ControlPlane) {
 			t.Fatal(err)
 		}
 	}
-	d := backend.DriverSpec{Code: "mon1", Configuration: "Redis-1", DBMS: "Redis", Phase: "Redis-1-load", Kind: contracts.KindLoad, Shards: 2,
+	d := backend.DriverSpec{Code: "mon1", Configuration: "Redis-1", DBMS: "Redis", Phase: "Redis-1-0", Kind: contracts.KindLoad, Shards: 2,
 		Node: k8stest.NodeName, Image: "benchq/driver-agent:dev", NATSURL: "nats://nats:4222"}
 	if _, err := k.StartDrivers(ctx, d); err != nil {
 		t.Fatal(err)

@@ -65,7 +65,7 @@ func TestLocalDeployerStartsTheAgentsAPhaseLacks(t *testing.T) {
 	drivers := func(id string, shards int) {
 		t.Helper()
 		if err := b.Publish(ctx, contracts.SubjDrivers, &contracts.Drivers{Envelope: contracts.NewEnvelope("l1", id, time.Now()),
-			Configuration: "c-1", DBMS: "Redis", Phase: "c-1-run1", Kind: contracts.KindRun, Attempt: 1, Shards: shards}); err != nil {
+			Configuration: "c-1", DBMS: "Redis", Phase: "c-1-1", Kind: contracts.KindRun, Attempt: 1, Shards: shards}); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -80,10 +80,10 @@ func TestLocalDeployerStartsTheAgentsAPhaseLacks(t *testing.T) {
 		}
 		return err
 	}
-	drivers("l1.c-1-run1.a1.drivers", 3)
+	drivers("l1.c-1-1.a1.drivers", 3)
 	testenv.Eventually(t, 20*time.Second, queueEmpty)
-	drivers("l1.c-1-run1.a1.drivers-again", 3) // as a redelivery would
-	drivers("l1.c-1-run1.a1.drivers-small", 1) // the pool suffices
+	drivers("l1.c-1-1.a1.drivers-again", 3) // as a redelivery would
+	drivers("l1.c-1-1.a1.drivers-small", 1) // the pool suffices
 	testenv.Eventually(t, 20*time.Second, queueEmpty)
 
 	// The agents start concurrently: their lines come in either order.
@@ -91,8 +91,8 @@ func TestLocalDeployerStartsTheAgentsAPhaseLacks(t *testing.T) {
 	got := strings.Split(strings.TrimSpace(string(raw)), "\n")
 	slices.Sort(got)
 	want := []string{
-		"-name drv-l1-c-1-run1-a1-1 -experiment l1 -phase c-1-run1 -max-shards 1",
-		"-name drv-l1-c-1-run1-a1-2 -experiment l1 -phase c-1-run1 -max-shards 1",
+		"-name drv-l1-c-1-1-a1-1 -experiment l1 -phase c-1-1 -max-shards 1",
+		"-name drv-l1-c-1-1-a1-2 -experiment l1 -phase c-1-1 -max-shards 1",
 	}
 	if !slices.Equal(got, want) {
 		t.Fatalf("agents started:\n%s\nwant:\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))

@@ -150,6 +150,15 @@ func (l *Local) deploy(ctx context.Context, s backend.Spec, entry catalog.Entry)
 		return backend.Deployed{}, err
 	}
 	info["version"] = version
+	// The server's settings, as the Kubernetes backend passes them as
+	// container args (the summary's Connections: args).
+	applied := entry
+	if vol != nil {
+		applied = entry.OnVolume()
+	}
+	if args := applied.SettingArgsList(); len(args) > 0 {
+		info["args"] = args
+	}
 	for k, v := range st.Info {
 		info[k] = v
 	}

@@ -2,6 +2,7 @@ package local
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"os"
@@ -10,6 +11,7 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/jackc/pgx/v5"
 
@@ -163,6 +165,16 @@ func TestLocalRedisClusterWithReplicas(t *testing.T) {
 	}
 	if d.Info["workers"] != 3 || d.Info["worker_replicas"] != 1 {
 		t.Errorf("Info = %v", d.Info)
+	}
+	// Its sut.ready, workers listed one by one (the summary's Connections),
+	// is a valid message: a scheduler drops one that is not.
+	ready, _ := json.Marshal(&contracts.SUTReady{Envelope: contracts.NewEnvelope(code, "x", time.Now()), Configuration: conf, DBMS: "RedisCluster",
+		Endpoint: d.Endpoint, Backend: d.Backend, Info: d.Info})
+	if err := contracts.Validate(contracts.SchemaSUTReady, ready); err != nil {
+		t.Errorf("sut.ready of a cluster: %v", err)
+	}
+	if w, _ := json.Marshal(d.Info["worker_nodes"]); strings.Count(string(w), `"role":"replica"`) != 3 {
+		t.Errorf("worker_nodes = %s, want 3 masters and 3 replicas", w)
 	}
 	info, err := localdb.RedisCommand(ctx, fmt.Sprintf("127.0.0.1:%d", d.Endpoint.Port), "CLUSTER", "INFO")
 	if err != nil || !strings.Contains(info, "cluster_known_nodes:6") || !strings.Contains(info, "cluster_size:3") {

@@ -20,7 +20,7 @@ from benchq_reporter.summary import checks, latency, render
 
 REPO = Path(__file__).resolve().parents[3]
 BENCHBASE_FIXTURE = REPO / "internal" / "benchbase" / "testdata"
-RUN1, RUN2 = "PostgreSQL-2-1-400-1-run1", "PostgreSQL-2-1-400-1-run2"
+RUN1, RUN2 = "PostgreSQL-2-1-400-1-1", "PostgreSQL-2-1-400-1-2"
 
 
 @pytest.fixture

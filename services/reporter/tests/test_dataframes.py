@@ -175,11 +175,11 @@ def test_the_example_script_runs_against_the_database(db):
     # Throughput per configuration: the run phase's one shard, as YCSB reported it.
     assert "Redis-8-2-65536-1   37686.07" in lines
     # p99 per operation and phase (one shard each: YCSB's own figure, 467 µs).
-    assert "READ      Redis-8-2-65536-1-run1      0.47" in lines
+    assert "READ      Redis-8-2-65536-1-1      0.47" in lines
     # Resampled from the cumulative counts, a 2 s bin equals YCSB's "33927 current ops/sec".
-    assert "Redis-8-2-65536-1-run1 2026-03-02 10:00:12+00:00 33927.00" in lines
+    assert "Redis-8-2-65536-1-1 2026-03-02 10:00:12+00:00 33927.00" in lines
     # 2.97 CPU seconds of the SUT for 200,000 operations.
-    assert "Redis-8-2-65536-1-run1         sut      200000             14.85" in lines
+    assert "Redis-8-2-65536-1-1         sut      200000             14.85" in lines
 
 
 def selfcheck(url, code):

@@ -202,9 +202,7 @@ def test_phase_figures_give_the_summarys_throughput(postgres_url):
     insert(postgres_url, tables)
     summary = summarize(experiment(tables))
     want = {
-        **dict(
-            zip(summary.loading_per_run["DBMS"] + "-load", summary.loading_per_run[WINDOW_THROUGHPUT], strict=False)
-        ),
+        **dict(zip(summary.loading_per_run["DBMS"] + "-0", summary.loading_per_run[WINDOW_THROUGHPUT], strict=False)),
         **dict(zip(summary.execution_per_phase["phase"], summary.execution_per_phase[WINDOW_THROUGHPUT], strict=False)),
     }
     with psycopg.connect(postgres_url) as conn:

@@ -64,7 +64,14 @@ def test_list(db):
     header = [c.strip() for c in lines[0].split("|")[1:-1]]
     assert header == ["code", "status", "planned_at", "duration_s", "configurations", "dbms"]
     row = next(line for line in lines if "| ycsb-redis-1 " in line)
-    assert [c.strip() for c in row.split("|")[1:-1]] == ["ycsb-redis-1", "done", "2026-03-02T10:00:00Z", "19", "1", "Redis"]
+    assert [c.strip() for c in row.split("|")[1:-1]] == [
+        "ycsb-redis-1",
+        "done",
+        "2026-03-02T10:00:00Z",
+        "19",
+        "1",
+        "Redis",
+    ]
 
 
 def test_tests_exit_status(db):

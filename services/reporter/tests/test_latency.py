@@ -21,7 +21,7 @@ from benchq_reporter.summary import latency, render, summarize
 from benchq_reporter.summary.ycsb import MERGED_NOTE, START_SKEW, WINDOW_THROUGHPUT
 
 DATA = Path(__file__).parent / "data"
-RUN = "Redis-8-2-65536-1-run1"
+RUN = "Redis-8-2-65536-1-1"
 
 
 @pytest.fixture(scope="module")

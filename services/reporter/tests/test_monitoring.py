@@ -15,8 +15,8 @@ from rows import MONITORED, experiment, load_tables, monitored_tables
 from benchq_reporter.summary import render, summarize
 from benchq_reporter.summary.monitoring import CPU, CPU_NOTE
 
-LOAD = "Redis-8-2-65536-1-load"
-RUN = "Redis-8-2-65536-1-run1"
+LOAD = "Redis-8-2-65536-1-0"
+RUN = "Redis-8-2-65536-1-1"
 CFG = "Redis-8-2-65536-1"
 SECTIONS = [
     "Loading phase: SUT deployment",
@@ -78,7 +78,7 @@ def test_missing_is_nan_with_its_reason_never_zero(tables):
         "exported for the loader's processes"
     ) in md
     assert (
-        "* Network Input [MB/sec] of Redis-8-2-65536-1-run1 is missing: Prometheus at "
+        "* Network Input [MB/sec] of Redis-8-2-65536-1-1 is missing: Prometheus at "
         "http://127.0.0.1:9090 unreachable: connection refused"
     ) in md
     assert md.count(f"* {CPU_NOTE}") == 1
@@ -161,16 +161,16 @@ def test_the_reported_attempt_is_the_shards(tables):
 def test_a_metric_outside_a_dbms_set_is_named_not_zero(tables):
     """Two DBMS in one experiment may have different application sets: a cell one lacks is said so."""
     other = [
-        {**r, "phase": "PostgreSQL-8-2-65536-1-run1", "configuration": "PostgreSQL-8-2-65536-1"}
+        {**r, "phase": "PostgreSQL-8-2-65536-1-1", "configuration": "PostgreSQL-8-2-65536-1"}
         for r in _rows(tables, phase=RUN, section="application")
         if r["metric"] != "replies_sent"
     ]
     tables["metric_summaries"] += other
     s = summarize(experiment(tables))
     run = _section(s.monitoring.application, "Execution phase: SUT deployment")
-    assert list(run.table["DBMS"]) == [RUN, "PostgreSQL-8-2-65536-1-run1"]
+    assert list(run.table["DBMS"]) == [RUN, "PostgreSQL-8-2-65536-1-1"]
     assert run.table["Replies Sent [count]"].isna().tolist() == [False, True]
-    assert "Replies Sent [count] of PostgreSQL-8-2-65536-1-run1 is missing: not in its DBMS's metric set" in run.missing
+    assert "Replies Sent [count] of PostgreSQL-8-2-65536-1-1 is missing: not in its DBMS's metric set" in run.missing
 
 
 def test_json_carries_the_monitoring_tables(tables):
@@ -196,7 +196,7 @@ def test_json_without_monitoring_has_no_monitoring_key(tables):
 
 def test_a_benchbase_summary_has_the_sections_before_its_tests(tables):
     tpcc = load_tables("benchbase-tpcc.json")
-    phases = {LOAD: "PostgreSQL-2-1-400-1-load", RUN: "PostgreSQL-2-1-400-1-run1"}
+    phases = {LOAD: "PostgreSQL-2-1-400-1-0", RUN: "PostgreSQL-2-1-400-1-1"}
     tpcc["metric_summaries"] = [
         {**r, "phase": phases[r["phase"]], "configuration": "PostgreSQL-2-1-400-1"}
         for r in _rows(tables, section="system")

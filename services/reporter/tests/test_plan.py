@@ -17,7 +17,7 @@ def test_a_resolved_plan_is_read_as_stored():
     assert (s.benchmark, s.workload, s.sf, s.repetitions, s.test_results) == ("benchbase", "tpcc", 2.0, 1, True)
     assert (s.benchmarking_pods, s.target_base, s.duration_s) == ([1, 2], 400, 10.0)
     assert p.configurations == ["PostgreSQL-2-1-400-1"]
-    assert [ph.name for ph in p.phases][:2] == ["PostgreSQL-2-1-400-1-load", "PostgreSQL-2-1-400-1-run1"]
+    assert [ph.name for ph in p.phases][:2] == ["PostgreSQL-2-1-400-1-0", "PostgreSQL-2-1-400-1-1"]
 
 
 def test_a_plan_without_settings_takes_the_schedulers_defaults():

@@ -53,12 +53,12 @@ def saturation_tables() -> dict[str, list[dict[str, Any]]]:
     tables = load_tables()
     run = tables["phases"][-1]
     for k in (2, 3):
-        tables["phases"].append({**run, "phase": f"{CFG}-run{k}"})
+        tables["phases"].append({**run, "phase": f"{CFG}-{k}"})
     knee = {"offered": 2000, "goodput": 1990.0, "sustained": 1990.0, "p99_ms": 1.5, "step": 1, "first_bad": 4000}
     tables["saturation_steps"] = [
-        step(1, f"{CFG}-run1", 2000, 1990.0, "pass"),
-        step(2, f"{CFG}-run2", 4000, 2600.0, "fail", p99=None),
-        step(3, f"{CFG}-run3", 2000, 1985.0, "stable", role="hold", knee=knee),
+        step(1, f"{CFG}-1", 2000, 1990.0, "pass"),
+        step(2, f"{CFG}-2", 4000, 2600.0, "fail", p99=None),
+        step(3, f"{CFG}-3", 2000, 1985.0, "stable", role="hold", knee=knee),
     ]
     return tables
 
@@ -66,7 +66,7 @@ def saturation_tables() -> dict[str, list[dict[str, Any]]]:
 def test_the_search_extends_the_plan():
     data = experiment(saturation_tables())
     names = [p.name for p in data.plan.phases]
-    assert names == [f"{CFG}-load", f"{CFG}-run1", f"{CFG}-run2", f"{CFG}-run3"]
+    assert names == [f"{CFG}-0", f"{CFG}-1", f"{CFG}-2", f"{CFG}-3"]
     assert [p.client for p in data.plan.phases] == [0, 1, 2, 3]
     # The phases the search added were planned by it: the workflow is as planned.
     assert summarize(data).workflow.as_planned()

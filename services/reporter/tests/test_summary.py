@@ -11,8 +11,8 @@ from rows import experiment, load_tables
 from benchq_reporter.summary import render, summarize, ycsb
 from benchq_reporter.summary.ycsb import MERGED_NOTE, RUNTIME, SF_PER_HOUR, THROUGHPUT, UPPER_BOUND_NOTE
 
-LOAD = "Redis-8-2-65536-1-load"
-RUN = "Redis-8-2-65536-1-run1"
+LOAD = "Redis-8-2-65536-1-0"
+RUN = "Redis-8-2-65536-1-1"
 
 
 def test_summary_matches_golden(tables, golden):
@@ -400,8 +400,55 @@ def test_workload_says_what_bexhoma_says(tables):
     assert any(line.startswith("* Duration: ") and line.endswith("s (estimated 20s)") for line in lines), md
     # On the local backend the SUT's monitors are processes, not sidecars.
     for row in tables["configurations"]:
-        row["backend"] = "process"
+        row["backend"] = "local"
     plan["settings"]["monitoring"] = {"sut": True, "application": True}
     md = render.markdown(summarize(experiment(tables)))
     assert "  * System metrics are monitored by the deployer's process exporter." in md
     assert "  * Application metrics are monitored by exporter processes beside the SUT." in md
+
+
+def test_connections_list_workers_args_and_resources(tables):
+    """bexhoma's Connections: the image on Kubernetes, args, requests and
+    limits, a block per cluster worker; a local server's version names its
+    product once."""
+    row = tables["configurations"][0]
+    row["dbms"] = "RedisCluster"
+    row["info"] = {
+        "version": "Redis 7.0.15",
+        "RAM": 1,
+        "args": ["--appendonly", "yes"],
+        "requests_cpu": "4",
+        "limits_memory": "64Gi",
+        "workers": 3,
+        "worker_replicas": 1,
+        "nodes": "127.0.0.1:1,127.0.0.1:2",
+        "worker_nodes": [
+            {"worker": 0, "addr": "127.0.0.1:1", "pid": 11, "role": "master", "slots": "0-8191"},
+            {"worker": 1, "addr": "127.0.0.1:2", "pid": 12, "role": "replica", "master": "127.0.0.1:1"},
+        ],
+    }
+    md = render.markdown(summarize(experiment(tables)))
+    start = md.index("### Connections")
+    want = """### Connections
+* Redis-8-2-65536-1 uses RedisCluster (Redis 7.0.15)
+  * RAM:1
+  * args:["--appendonly","yes"]
+  * requests_cpu:4
+  * limits_memory:64Gi
+  * worker_replicas:1
+  * workers:3
+  * worker 0
+    * addr:127.0.0.1:1
+    * role:master
+    * slots:0-8191
+    * pid:11
+  * worker 1
+    * addr:127.0.0.1:2
+    * role:replica
+    * master:127.0.0.1:1
+    * pid:12
+  * eval_parameters
+"""
+    assert md[start : start + len(want)] == want
+    row["info"] = {"version": "7.0.15", "image": "redis:7.0.15"}
+    assert "* Redis-8-2-65536-1 uses docker image redis:7.0.15\n" in render.markdown(summarize(experiment(tables)))

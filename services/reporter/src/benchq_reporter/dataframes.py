@@ -63,7 +63,7 @@ def _c(name: str, dtype: str, unit: str, about: str) -> Column:
 
 
 CODE = _c("code", "str", "", "the experiment code")
-PHASE = _c("phase", "str", "", "phase name (configuration + `-load` or `-run<n>`)")
+PHASE = _c("phase", "str", "", "phase name: configuration + `-0` (loading) or `-<client>` (benchmarking, 1, 2, …)")
 SHARD = _c("shard", "Int64", "", "shard number, 1-based")
 ATTEMPT = _c("attempt", "Int64", "", "attempt of the phase or shard, 1-based (a re-run after a failure adds one)")
 CONFIGURATION = _c("configuration", "str", "", "SUT configuration name")
@@ -97,7 +97,7 @@ FRAMES: dict[str, Frame] = {
             CONFIGURATION,
             _c("dbms", "str", "", "DBMS name"),
             _c("experiment_run", "Int64", "", "`-nc` repetition, 1-based"),
-            _c("backend", "str", "", "how the SUT ran (`process`, `kubernetes`, ...)"),
+            _c("backend", "str", "", "where the SUT ran (`local`, `kubernetes`)"),
             _c("ready_at", TS, "", "SUT ready"),
             _c("ready_after_ms", "Int64", "ms", "from deploy to ready"),
             _c("removed_at", TS, "", "SUT removed"),

@@ -125,8 +125,11 @@ def connection_lines(s: Summary) -> list[str]:
     if not s.connections:
         return [*lines, NO_DATA]
     for c in s.connections:
-        lines.append(f"* {c.name} uses {c.dbms}" + (f" {c.version}" if c.version else ""))
+        lines.append(f"* {c.name} {c.uses()}")
         lines += [f"  * {k}:{_info_value(v)}" for k, v in c.info.items()]
+        for i, w in enumerate(c.workers):
+            lines.append(f"  * worker {w['worker'] if w['worker'] is not None else i}")
+            lines += [f"    * {k}:{_info_value(v)}" for k, v in w.items() if k != "worker"]
         if c.failure:
             lines.append(f"  * failure:{c.failure}")
         lines += ["  * eval_parameters", f"    * code:{s.code}"]

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from ..contracts import KIND
+from ..contracts import BACKEND, KIND
 from ..model import ExperimentData
 from ..plan import Settings
 
@@ -38,7 +38,7 @@ class Workload:
     duration_bench_s: float | None = None  # Benchbase: each benchmarking phase's duration
     new_connection: bool = False  # Benchbase -xconn
     estimated_s: float | None = None  # the plan's estimate of the duration
-    backend: str | None = None  # where the SUTs ran: process (local) or kubernetes
+    backend: str | None = None  # where the SUTs ran: local or kubernetes
     monitoring_lines: list[str] = field(default_factory=list)  # bexhoma's lines on monitoring
     placement_lines: list[str] = field(default_factory=list)  # ... on nodes and storage
     pooling_line: str | None = None
@@ -93,7 +93,7 @@ def monitoring_lines(s: Settings, backend: str | None) -> list[str]:
     its words; on the local backend they say what monitors instead of
     sidecars."""
     out = []
-    local = backend == "process"
+    local = backend == BACKEND.local
     if s.monitoring.get("cluster"):
         out.append("System metrics are monitored by a cluster-wide installation.")
     elif s.monitoring.get("sut"):

@@ -172,14 +172,20 @@ def _sf_per_hour(sf: float | None, runtime_ms: pd.Series) -> pd.Series:
     return (sf if sf is not None else float("nan")) / hours
 
 
+def job_name(shards: pd.DataFrame) -> pd.Series:
+    """bexhoma's job: the phase and its run (benchq: the attempt), e.g.
+    Redis-64-8-196608-1-1-1 for the first attempt of phase Redis-64-8-196608-1-1."""
+    return shards["phase"] + "-" + shards["attempt"].astype(str)
+
+
+def row_name(shards: pd.DataFrame) -> pd.Series:
+    """bexhoma's name of a shard's row: its job and its child (the shard),
+    e.g. Redis-64-8-196608-1-1-1-1 (configuration, client, run, child)."""
+    return job_name(shards) + "-" + shards["shard"].astype(str)
+
+
 def loading_per_connection(loading: pd.DataFrame, sf: float | None) -> pd.DataFrame:
-    out = _per_connection(
-        loading,
-        {
-            "connection": loading["phase"] + "-" + loading["shard"].astype(str),
-            "experiment_run": loading["experiment_run"],
-        },
-    )
+    out = _per_connection(loading, {"connection": row_name(loading), "experiment_run": loading["experiment_run"]})
     out["sf"] = sf
     out[SF_PER_HOUR] = _sf_per_hour(sf, loading["runtime_ms"])
     return out
@@ -437,9 +443,9 @@ def execution_per_connection(execution: pd.DataFrame) -> pd.DataFrame:
     return _per_connection(
         execution,
         {
-            "DBMS": execution["phase"] + "-" + execution["shard"].astype(str),
+            "DBMS": row_name(execution),
             "phase": execution["phase"],
-            "job": execution["phase"],
+            "job": job_name(execution),
             "configuration": execution["configuration"],
             "experiment_run": execution["experiment_run"],
             "client": execution["client"],
