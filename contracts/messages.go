@@ -93,10 +93,28 @@ type Request struct {
 	// benchmarking variant, raise the offered load step by step on the same
 	// loaded SUT until a step fails, bisect to the knee, then hold it.
 	Saturation *Saturation `json:"saturation,omitempty"`
+	// Thresholds are pass/fail bounds on the figures of every benchmarking
+	// phase (-threshold, k6's idea): each is a result test of the summary.
+	Thresholds []Threshold `json:"thresholds,omitempty"`
 	// Notes are what the client did not apply and why, one sentence each,
 	// e.g. the CLI's "-rnn ignored: the local backend runs on one machine";
 	// the summary's Workload section lists them.
 	Notes []string `json:"notes,omitempty"`
+}
+
+// Threshold is one bound on a figure of each benchmarking phase, e.g.
+// p99<5ms: Figure p99, Op <, Value 5000 (µs). Latency (p50, p95, p99,
+// p99.9, avg, max; µs) is judged per operation from the merged histograms
+// of the phase's shards (every counted operation, or Operation only);
+// throughput and goodput (ops/s, the common window; with OfTarget Value is
+// a multiple of the phase's target); error_share (percent).
+type Threshold struct {
+	Text      string  `json:"text"` // as the user wrote it
+	Figure    string  `json:"figure"`
+	Operation string  `json:"operation,omitempty"`
+	Op        string  `json:"op"`
+	Value     float64 `json:"value"`
+	OfTarget  bool    `json:"of_target,omitempty"`
 }
 
 // Saturation is the saturation search's settings (-xsat…); the plan's

@@ -71,7 +71,7 @@ func TestEmbeddedStack(t *testing.T) {
 		// redis-server's CPU seconds as the kernel counts them, sampled
 		// every 50 ms from the SUT's start to the experiment's end.
 		var cpu *cpuSampler
-		out := s.runExperiment(t, code, "Redis", func(subject string, data []byte, ep *contracts.Endpoint) {
+		out := s.runExperiment(t, code, "Redis", 0, func(subject string, data []byte, ep *contracts.Endpoint) {
 			var pe contracts.PhaseEvent
 			_ = json.Unmarshal(data, &pe)
 			switch {
@@ -143,7 +143,10 @@ func TestEmbeddedStack(t *testing.T) {
 		code := fmt.Sprintf("e2e-pg-%d", time.Now().Unix())
 		compared = append(compared, code)
 		var rows int64 = -1
-		out := s.runExperiment(t, code, "PostgreSQL", func(subject string, data []byte, ep *contracts.Endpoint) {
+		// With thresholds, k6-style: one that holds, one no SUT can meet
+		// (a p99 of 1 µs): its test fails and so does the run (exit 1),
+		// naming the figure, the limit and the measured value.
+		out := s.runExperiment(t, code, "PostgreSQL", 1, func(subject string, data []byte, ep *contracts.Endpoint) {
 			var pe contracts.PhaseEvent
 			_ = json.Unmarshal(data, &pe)
 			if strings.HasSuffix(subject, ".phase.done") && pe.Kind == contracts.KindLoad {
@@ -158,7 +161,9 @@ func TestEmbeddedStack(t *testing.T) {
 					t.Errorf("count: %v", err)
 				}
 			}
-		})
+		}, "-threshold", "error_share<1%", "-threshold", "p99[READ]<1us")
+		checkSummary(t, out, "TEST passed: Threshold error_share<1% met in every benchmarking phase",
+			"TEST failed: Threshold p99[READ]<1us not met (", "result test(s) failed (-tr): Threshold p99[READ]<1us not met (")
 		if rows != 100000 {
 			t.Errorf("usertable holds %d rows after loading, want 100000", rows)
 		}
@@ -302,14 +307,17 @@ func TestEmbeddedStack(t *testing.T) {
 	})
 }
 
-// runExperiment runs `benchq ycsb ... run` and calls onEvent for every event
-// while it runs (with the SUT endpoint once known). It returns the CLI output.
-func (s *stack) runExperiment(t *testing.T, code, dbms string, onEvent func(subject string, data []byte, ep *contracts.Endpoint)) string {
+// runExperiment runs `benchq ycsb ... run` (the default flags, then extra)
+// and calls onEvent for every event while it runs (with the SUT endpoint
+// once known). It returns the CLI output; the CLI must exit with wantExit.
+func (s *stack) runExperiment(t *testing.T, code, dbms string, wantExit int, onEvent func(subject string, data []byte, ep *contracts.Endpoint), extra ...string) string {
 	ctx, cancel := context.WithTimeout(context.Background(), 6*time.Minute)
 	defer cancel()
 	ev := s.events(ctx, code)
 	var out bytes.Buffer
-	cmd := s.command(ctx, defaultFlags(dbms, code)...)
+	args := defaultFlags(dbms, code)
+	args = append(append(args[:len(args)-1:len(args)-1], extra...), "run")
+	cmd := s.command(ctx, args...)
 	cmd.Stdout, cmd.Stderr = &out, &out
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
@@ -320,8 +328,14 @@ func (s *stack) runExperiment(t *testing.T, code, dbms string, onEvent func(subj
 	for {
 		select {
 		case err := <-done:
-			if err != nil {
+			exit := 0
+			if ee, ok := err.(*exec.ExitError); ok {
+				exit = ee.ExitCode()
+			} else if err != nil {
 				t.Fatalf("benchq ycsb run: %v\n%s", err, out.String())
+			}
+			if exit != wantExit {
+				t.Fatalf("benchq ycsb run: exit %d, want %d\n%s", exit, wantExit, out.String())
 			}
 			t.Logf("benchq output:\n%s", out.String())
 			return out.String()

@@ -59,7 +59,7 @@ func TestEveryFlagActs(t *testing.T) {
 		"m": nil, "mc": nil, "ma": nil, "rc": {"4"}, "rr": {"1Gi"}, "lr": {"2Gi"}, "lc": {"2"},
 		"rst": {"shared"}, "rss": {"1Gi"}, "rnn": {"n1"}, "rnl": {"n2"}, "rnb": {"n3"},
 		"xsd": {"1"}, "xmet": {"30"}, "xconn": nil, "timeout-sut": {"99"}, "timeout-barrier": {"99"}, "timeout-shard": {"99"},
-		"xsat": nil, "xsatf": {"3"}, "xsats": {"30"}, "xsatp99": {"5"}, "xsatprec": {"10"}, "xsatmax": {"8"}, "xsh": {"1"},
+		"threshold": {"p99<5ms"}, "xsat": nil, "xsatf": {"3"}, "xsats": {"30"}, "xsatp99": {"5"}, "xsatprec": {"10"}, "xsatmax": {"8"}, "xsh": {"1"},
 	}
 	// What a flag needs beside the baseline to mean something.
 	context := map[string][]string{

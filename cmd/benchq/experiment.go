@@ -33,7 +33,8 @@ type expFlags struct {
 	nc, mse, xli, xbs, xmet int
 	ms                      optInt // -ms: unset is the default (1), 0 is no limit
 	tr                      bool
-	maxErrors               float64 // -max-errors: 0 = the plan's default
+	thresholds              multiFlag // -threshold, repeated: k6's notation (p99<5ms)
+	maxErrors               float64   // -max-errors: 0 = the plan's default
 	m, mc, ma               bool
 	rr, rc, lr, lc          string
 	debug                   bool   // -db: print the request before submitting it
@@ -111,6 +112,8 @@ func newExpFlagSet(f *expFlags, benchmark string, out io.Writer) *flag.FlagSet {
 	fs.IntVar(&f.mse, "mse", 0, "SUTs of this experiment alive at once (default: no bound of its own)")
 	fs.IntVar(&f.xli, "xli", 0, "seconds between status intervals (default 10; 1 with -xsat)")
 	fs.BoolVar(&f.tr, "tr", false, "test results (the Tests section)")
+	fs.Var(&f.thresholds, "threshold", "a bound on every benchmarking phase's figure, repeated, as k6 writes them: p99<5ms, p99[READ]<=800us,\n"+
+		"goodput>=0.95*target, throughput>1000, error_share<0.1% (latency from merged histograms); each is a result test and turns -tr on")
 	fs.Float64Var(&f.maxErrors, "max-errors", 0, "percent of failed operations above which a phase is marked and its test fails (default 1)")
 	fs.BoolVar(&f.m, "m", false, "monitor the SUT")
 	fs.BoolVar(&f.mc, "mc", false, "monitor all components (cluster-wide)")
@@ -210,6 +213,14 @@ func (f *expFlags) request(code, action string, now time.Time) contracts.Request
 	if f.xmet > 0 {
 		r.DurationS = f.xmet
 	}
+	for _, text := range f.thresholds {
+		if t, err := plan.ParseThreshold(text); err == nil { // check refused the others
+			r.Thresholds = append(r.Thresholds, t)
+		}
+	}
+	if len(r.Thresholds) > 0 {
+		tr = true
+	}
 	if f.maxErrors != 0 {
 		me := f.maxErrors
 		r.ErrorShareLimit = &me
@@ -251,8 +262,20 @@ func (f *expFlags) check(typed map[string]string) error {
 		return fmt.Errorf("%s %d: give the SUTs alive at once, or 0 for no limit", name("ms"), f.ms.v)
 	case f.suite != "" && f.suite != "tpcc":
 		return fmt.Errorf("%s %s: benchq's Benchbase runs tpcc only (YCSB is benchq ycsb)", name("b"), f.suite)
+	case f.thresholdError() != nil:
+		return fmt.Errorf("%s %v", name("threshold"), f.thresholdError())
 	case f.xsd > 0 && f.xmet > 0:
 		return fmt.Errorf("%s and %s both bound a benchmarking phase: give one", name("xsd"), name("xmet"))
+	}
+	return nil
+}
+
+// thresholdError is the first -threshold that does not parse.
+func (f *expFlags) thresholdError() error {
+	for _, text := range f.thresholds {
+		if _, err := plan.ParseThreshold(text); err != nil {
+			return err
+		}
 	}
 	return nil
 }

@@ -25,7 +25,7 @@ var fieldFlags = map[string]string{
 	"duration_s": "xsd", "new_connection": "xconn", "saturation": "xsat",
 	"saturation.step_factor": "xsatf", "saturation.step_s": "xsats", "saturation.max_p99_ms": "xsatp99",
 	"saturation.precision": "xsatprec", "saturation.max_steps": "xsatmax", "saturation.hold_s": "xsh",
-	"timeouts.sut_ready_s": "timeout-sut", "timeouts.barrier_s": "timeout-barrier", "timeouts.shard_s": "timeout-shard",
+	"thresholds": "threshold", "timeouts.sut_ready_s": "timeout-sut", "timeouts.barrier_s": "timeout-barrier", "timeouts.shard_s": "timeout-shard",
 }
 
 var (

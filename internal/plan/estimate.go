@@ -13,7 +13,8 @@ import (
 // (driver JVM, READY/GO barrier, the GO's lead) and end (final results
 // stored); a TPC-C warehouse's loading.
 type Costs struct {
-	SUTReadyS       map[string]float64 // by catalog kind
+	SUTReadyS       map[string]float64 // by catalog kind; a cluster's per node
+	ExportersS      float64            // the application metrics' exporters (-ma) before the SUT is ready
 	PhaseS          float64
 	TeardownS       float64
 	TPCCWarehouseS  float64 // loading one warehouse
@@ -21,14 +22,18 @@ type Costs struct {
 }
 
 // MeasuredCosts are the costs measured here: Redis ready in 0.1 s,
-// PostgreSQL 2.0 s, a 3-master Redis Cluster 2.2 s, PgBouncer (PostgreSQL
-// and its pools) 6.3 s; a phase costs 0.8 s beyond its work; TPC-C loads a
-// warehouse in 9.2 s (2 in 18.5 s). The Kubernetes backend pulls images and
-// schedules pods: its SUTs take longer than this says.
+// PostgreSQL 2.0 s, a Redis Cluster 1.0 s a node (3 masters 2.2 s, 3 with
+// a replica each 6.3 s), PgBouncer (PostgreSQL and its pools) 6.3 s, and
+// 4 s more with -ma (its exporters; Redis 4.4-4.9 s, PostgreSQL 3.6 s);
+// a phase costs 0.8 s beyond its work; TPC-C loads a warehouse in 9.2 s (2
+// in 18.5 s). A SUT that cannot keep up with the target takes longer (the
+// estimate assumes it keeps up), and the Kubernetes backend pulls images
+// and schedules pods: its SUTs take longer than this says.
 var MeasuredCosts = Costs{
 	SUTReadyS: map[string]float64{
-		catalog.KindRedis: 0.1, catalog.KindPostgreSQL: 2.0, catalog.KindRedisCluster: 2.2, catalog.KindPgBouncer: 6.3,
+		catalog.KindRedis: 0.1, catalog.KindPostgreSQL: 2.0, catalog.KindRedisCluster: 1.0, catalog.KindPgBouncer: 6.3,
 	},
+	ExportersS:      4.0,
 	PhaseS:          0.8,
 	TeardownS:       0.2,
 	TPCCWarehouseS:  9.2,
@@ -69,6 +74,16 @@ func EstimateOf(p Plan, c Costs) Estimate {
 		ready, ok := c.SUTReadyS[kind]
 		if !ok {
 			ready = c.UnknownSUTReady
+		}
+		if entry, err := catalog.Lookup(cfg.DBMS); err == nil && entry.Clustered() {
+			masters := cfg.SUT.Workers
+			if masters == 0 {
+				masters = entry.Kubernetes.Cluster.DefaultWorkers
+			}
+			ready *= float64(masters * (1 + cfg.SUT.WorkerReplicas))
+		}
+		if m := r.Monitoring; m != nil && m.Application {
+			ready += c.ExportersS
 		}
 		total := ready + c.TeardownS
 		for _, ph := range cfg.Phases {

@@ -382,3 +382,38 @@ func TestEstimate(t *testing.T) {
 }
 
 func intp(n int) *int { return &n }
+
+// Thresholds in k6's notation, stored in base units; what cannot be judged
+// is refused naming the threshold.
+func TestParseThreshold(t *testing.T) {
+	for text, want := range map[string]contracts.Threshold{
+		"p99<5ms":              {Figure: "p99", Op: "<", Value: 5000},
+		"p99[READ] <= 800us":   {Figure: "p99", Operation: "READ", Op: "<=", Value: 800},
+		"p99.9<1s":             {Figure: "p99.9", Op: "<", Value: 1e6},
+		"goodput>=0.95*target": {Figure: "goodput", Op: ">=", Value: 0.95, OfTarget: true},
+		"throughput>1000":      {Figure: "throughput", Op: ">", Value: 1000},
+		"error_share<0.1%":     {Figure: "error_share", Op: "<", Value: 0.1},
+	} {
+		got, err := ParseThreshold(text)
+		want.Text = text
+		if err != nil || got != want {
+			t.Errorf("%s: %+v, %v; want %+v", text, got, err, want)
+		}
+	}
+	for text, want := range map[string]string{
+		"p90<5ms":            `unknown figure "p90"`,
+		"p99<5":              "a latency needs a unit",
+		"goodput>5ms":        "ops/s or a multiple of the target",
+		"error_share<0.1":    "error_share is a percent",
+		"throughput[READ]>1": "only a latency is per operation",
+		"p99=5ms":            "want <figure><op><value>",
+	} {
+		if _, err := ParseThreshold(text); err == nil || !strings.Contains(err.Error(), want) {
+			t.Errorf("%s: %v, want %q", text, err, want)
+		}
+	}
+	if _, err := Expand("1", req(contracts.Request{DBMS: []string{"Redis"}, Thresholds: []contracts.Threshold{{Text: "x", Figure: "error_share", Op: "<", Value: 1, OfTarget: true}}})); err == nil ||
+		!strings.Contains(err.Error(), "thresholds[0]: x: only throughput and goodput compare with the target") {
+		t.Errorf("a JSON threshold on error_share of the target: %v", err)
+	}
+}

@@ -52,6 +52,14 @@ func checkSettings(r contracts.Request) error {
 	if err := checkSaturation(r); err != nil {
 		return err
 	}
+	if bb && len(r.Thresholds) > 0 {
+		return invalid("thresholds", "thresholds judge YCSB's benchmarking phases so far; Benchbase's figures are not supported yet")
+	}
+	for i, t := range r.Thresholds {
+		if err := checkThreshold(t); err != nil {
+			return invalid(fmt.Sprintf("thresholds[%d]", i), "%s: %v", t.Text, err)
+		}
+	}
 	if bb {
 		for i, d := range r.DBMS {
 			if e, err := catalog.Lookup(d); err == nil && e.JDBCURL == "" {

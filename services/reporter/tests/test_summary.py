@@ -452,3 +452,33 @@ def test_connections_list_workers_args_and_resources(tables):
     assert md[start : start + len(want)] == want
     row["info"] = {"version": "7.0.15", "image": "redis:7.0.15"}
     assert "* Redis-8-2-65536-1 uses docker image redis:7.0.15\n" in render.markdown(summarize(experiment(tables)))
+
+
+def test_thresholds_are_result_tests(tables):
+    """-threshold: each bound is a test over every benchmarking phase, naming the figure, the limit
+    and the measured value; latency from the phase's merged figures; a missing figure fails."""
+    tables["experiments"][0]["plan"]["settings"]["thresholds"] = [
+        {"text": "p99<1ms", "figure": "p99", "op": "<", "value": 1000},
+        {"text": "p99[READ]<400us", "figure": "p99", "operation": "READ", "op": "<", "value": 400},
+        {"text": "goodput>=0.95*target", "figure": "goodput", "op": ">=", "value": 0.95, "of_target": True},
+        {"text": "error_share<0.1%", "figure": "error_share", "op": "<", "value": 0.1},
+    ]
+    s = summarize(experiment(tables))
+    got = {t.id: (t.passed, t.text) for t in s.tests if t.id.startswith("threshold_")}
+    assert got == {
+        "threshold_0": (
+            True,
+            "Threshold p99<1ms met in every benchmarking phase (closest: Redis-8-2-65536-1-1 READ, 467 µs)",
+        ),
+        "threshold_1": (
+            False,
+            "Threshold p99[READ]<400us not met (Redis-8-2-65536-1-1 READ: p99 467 µs, limit < 400 µs)",
+        ),
+        "threshold_2": (False, "Threshold goodput>=0.95*target not met (Redis-8-2-65536-1-1: goodput missing)"),
+        "threshold_3": (
+            True,
+            "Threshold error_share<0.1% met in every benchmarking phase (closest: Redis-8-2-65536-1-1, 0 %)",
+        ),
+    }
+    assert not s.tests_passed
+    assert "* TEST failed: Threshold p99[READ]<400us not met" in render.markdown(s)

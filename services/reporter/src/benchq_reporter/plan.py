@@ -65,6 +65,7 @@ class Settings:
     pool_inbound: list[int] = field(default_factory=list)
     pool_outbound: list[int] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)  # what the client did not apply, and why
+    thresholds: list[Mapping[str, Any]] = field(default_factory=list)  # contracts.Threshold, as stored
 
 
 @dataclass(frozen=True)
@@ -182,6 +183,7 @@ def read(plan: Mapping[str, Any] | None) -> Plan:
             pool_inbound=list(s.get("pool_inbound") or []),
             pool_outbound=list(s.get("pool_outbound") or []),
             notes=list(s.get("notes") or []),
+            thresholds=[dict(t) for t in s.get("thresholds") or []],
         ),
         estimated_s=_float(plan.get("estimated_s")),
         # Plans record the build's version (internal/version); "dev" stands for a plan without one.

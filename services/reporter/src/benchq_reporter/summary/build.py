@@ -122,7 +122,8 @@ def summarize(data: ExperimentData) -> YcsbSummary | BenchbaseSummary:
             monitoring,
             skipped_loading(data),
             data.plan.settings.error_share_limit,
-        ),
+        )
+        + checks.threshold_tests(data.plan.settings.thresholds, execution_lat, execution_phase),
         notes={
             "loading_per_run": ycsb.aggregate_notes(loading_lat)
             + ycsb.error_notes(loading_run, "DBMS", data.plan.settings.error_share_limit),

@@ -7,7 +7,9 @@ not); render.py only adds "TEST passed:" or "TEST failed:".
 
 from __future__ import annotations
 
-from typing import NamedTuple
+import math
+from collections.abc import Mapping
+from typing import Any, NamedTuple
 
 import pandas as pd
 
@@ -98,6 +100,65 @@ def ycsb_tests(
         error_share("loading_errors", "Loading Phase", loading_run, "DBMS", error_limit),
         error_share("execution_errors", "Execution Phase", execution_phase, "phase", error_limit),
     ]
+
+
+# A threshold's figure (contracts.Threshold) in the summary's tables: a
+# latency in the merged-histogram latency figures (µs), a rate or the error
+# share in the Per Phase table.
+LATENCY_KEY = {"p50": "p50", "p95": "p95", "p99": "p99", "p99.9": "p999", "avg": "mean", "max": "max"}
+PHASE_COLUMN = {"throughput": ycsb.WINDOW_THROUGHPUT, "goodput": ycsb.GOODPUT, "error_share": ycsb.ERROR_SHARE}
+COMPARE = {"<": lambda a, b: a < b, "<=": lambda a, b: a <= b, ">": lambda a, b: a > b, ">=": lambda a, b: a >= b}
+
+
+def _shown(figure: str, v: float) -> str:
+    if figure in LATENCY_KEY:
+        return f"{v / 1000:.3g} ms" if v >= 1000 else f"{v:.3g} µs"
+    if figure == "error_share":
+        return f"{v:.3g} %"
+    return f"{v:.6g} ops/s"
+
+
+def threshold_tests(thresholds: list[Mapping[str, Any]], lat: pd.DataFrame, per_phase: pd.DataFrame) -> list[Test]:
+    """-threshold: each bound holds in every benchmarking phase (a latency for every counted
+    operation, or the one named, from the merged histograms); a figure that is missing fails it.
+    The text names the figure, the limit and each measured value that breaks it."""
+    out = []
+    for i, t in enumerate(thresholds):
+        figure, op, value = t["figure"], t["op"], float(t["value"])
+        measured: list[tuple[str, float, float]] = []  # (where, measured, limit)
+        if figure in LATENCY_KEY:
+            rows = lat[~lat["operation"].str.startswith(ycsb.INTENDED) & ~lat["operation"].str.endswith(ycsb.FAILED)]
+            if t.get("operation"):
+                rows = rows[rows["operation"] == t["operation"]]
+            for r in rows.itertuples(index=False):
+                measured.append((f"{r.phase} {r.operation}", float(getattr(r, LATENCY_KEY[figure])), value))
+        else:
+            for _, r in per_phase.iterrows():
+                limit = value * float(r["target"]) if t.get("of_target") else value
+                measured.append((str(r["phase"]), float(r.get(PHASE_COLUMN[figure], math.nan)), limit))
+        name = f"Threshold {t['text']}"
+        if not measured:
+            out.append(Test(f"threshold_{i}", False, f"{name}: no benchmarking phase measured {figure}"))
+            continue
+        broken = [m for m in measured if math.isnan(m[1]) or not COMPARE[op](m[1], m[2])]
+        if broken:
+            detail = "; ".join(
+                f"{where}: {figure} missing"
+                if math.isnan(v)
+                else f"{where}: {figure} {_shown(figure, v)}, limit {op} {_shown(figure, lim)}"
+                for where, v, lim in broken
+            )
+            out.append(Test(f"threshold_{i}", False, f"{name} not met ({detail})"))
+        else:
+            worst = max(measured, key=lambda m: m[1]) if op.startswith("<") else min(measured, key=lambda m: m[1])
+            out.append(
+                Test(
+                    f"threshold_{i}",
+                    True,
+                    f"{name} met in every benchmarking phase (closest: {worst[0]}, {_shown(figure, worst[1])})",
+                )
+            )
+    return out
 
 
 def benchbase_tests(tables: bb.Tables) -> list[Test]:
