@@ -162,8 +162,13 @@ func TestEmbeddedStack(t *testing.T) {
 				}
 			}
 		}, "-threshold", "error_share<1%", "-threshold", "p99[READ]<1us")
-		checkSummary(t, out, "TEST passed: Threshold error_share<1% met in every benchmarking phase",
-			"TEST failed: Threshold p99[READ]<1us not met (", "result test(s) failed (-tr): Threshold p99[READ]<1us not met (")
+		const failed = "* TEST failed: Threshold p99[READ]<1us not met ("
+		if !strings.Contains(out, failed) || !strings.Contains(out, "result test(s) failed (-tr): Threshold p99[READ]<1us not met (") {
+			t.Errorf("the summary and the CLI do not name the failed threshold p99[READ]<1us")
+		}
+		// The other checks of the summary: that test failed as planned.
+		out = strings.Replace(out, failed, "* TEST failed as planned: Threshold p99[READ]<1us (", 1)
+		checkSummary(t, out, "TEST passed: Threshold error_share<1% met in every benchmarking phase")
 		if rows != 100000 {
 			t.Errorf("usertable holds %d rows after loading, want 100000", rows)
 		}

@@ -48,6 +48,10 @@ def test_report_writes_the_page_and_the_pngs(db, tmp_path):
     assert any(s.startswith("throughput-") for s in slugs), slugs
     assert any(s.startswith("latency-") for s in slugs), slugs
     assert {"monitoring-cpu_seconds", "monitoring-max_ram"} <= set(slugs), slugs
+    # The phase timeline, loading's throughput too, latency, CPU and memory over time.
+    assert {"timeline", "cpu-time", "memory-time"} <= set(slugs), slugs
+    assert any(s.startswith("latency-time-") for s in slugs), slugs
+    assert sum(s.startswith("throughput-") for s in slugs) >= 2, slugs  # loading and benchmarking
     page = (tmp_path / "r.html").read_text()
     for slug in slugs:
         assert f'id="{slug}"' in page
@@ -127,5 +131,24 @@ def test_tpcc_report_plots_latency_per_phase():
         assert len(bars) == 2 * len(summary.benchbase.aggregated)  # average and p95 of each phase
         p95 = summary.benchbase.aggregated["Latency Distribution.95th Percentile Latency (microseconds)"]
         assert sorted(round(b.get_width(), 6) for b in bars[len(p95) :]) == sorted(round(v / 1000, 6) for v in p95)
+    finally:
+        report.close(made)
+
+
+def test_every_axis_says_what_it_holds():
+    """No plot of the report has an axis without a label; the check itself finds one."""
+    from rows import experiment
+
+    from benchq_reporter import dataframes
+    from benchq_reporter.summary import summarize
+
+    tables = frames_tables()
+    data = experiment(tables)
+    made, _ = report.plots(dataframes.build(data, tables), summarize(data))
+    try:
+        assert len(made) >= 8, [p.slug for p in made]
+        assert {p.slug: report.unlabelled(p.figure) for p in made if report.unlabelled(p.figure)} == {}
+        made[0].figure.axes[0].set_xlabel("")
+        assert report.unlabelled(made[0].figure) == ["axes 0: no x label"]
     finally:
         report.close(made)

@@ -482,3 +482,38 @@ def test_thresholds_are_result_tests(tables):
     }
     assert not s.tests_passed
     assert "* TEST failed: Threshold p99[READ]<400us not met" in render.markdown(s)
+
+
+def test_repetitions_give_mean_std_and_ci(tables):
+    """-nc 2: each figure's mean, sample std and Student's 95 % interval over the repetitions."""
+    plan = tables["experiments"][0]["plan"]
+    plan["settings"]["repetitions"] = 2
+    second = json.loads(json.dumps(plan["configurations"][0]).replace("65536-1", "65536-2"))
+    second["experiment_run"] = 2
+    plan["configurations"].append(second)
+    for name in ("configurations", "phases", "shard_results", "shard_operations"):
+        for row in list(tables[name]):
+            copy = json.loads(json.dumps(row).replace("65536-1", "65536-2"))
+            if name == "configurations":
+                copy["experiment_run"] = 2
+            if name == "shard_results":
+                copy["throughput"] = row["throughput"] * 1.1
+            if name == "shard_operations" and row.get("p99_us") is not None:
+                copy["p99_us"] = row["p99_us"] * 2
+            tables[name].append(copy)
+    s = summarize(experiment(tables))
+    r = s.repetitions.set_index(["phase", "figure"])
+    one = s.execution_per_phase[ycsb.THROUGHPUT].iloc[0]
+    got = r.loc[("benchmarking 1", ycsb.THROUGHPUT)]
+    values = [one, one * 1.1]
+    mean = sum(values) / 2
+    std = math.sqrt(sum((v - mean) ** 2 for v in values))  # n - 1 = 1
+    half = 12.706 * std / math.sqrt(2)
+    assert got["DBMS"] == "Redis-8-2-65536" and got["n"] == 2
+    assert math.isclose(got["mean"], mean) and math.isclose(got["std"], std)
+    assert math.isclose(got["ci95 low"], mean - half) and math.isclose(got["ci95 high"], mean + half)
+    p99 = r.loc[("benchmarking 1", "[READ].99thPercentileLatency(us)")]
+    assert math.isclose(p99["mean"], 467 * 1.5)
+    assert ("loading", ycsb.THROUGHPUT) in r.index
+    md = render.markdown(s)
+    assert "### Across Repetitions" in md and "Student's t" in md

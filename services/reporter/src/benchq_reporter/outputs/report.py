@@ -4,12 +4,21 @@ The page holds the summary exactly as ``reporter summary`` prints it (its
 Markdown tables become HTML tables) and plots drawn by matplotlib as inline
 SVG, so it opens without a network and without scripts:
 
-- throughput over time of each phase: one line per shard and their total
-  (the shards' streamed status lines, ``intervals``);
+- a timeline of the experiment's phases;
+- throughput over time of each phase, loading included: one line per shard,
+  their total and the phase's target (the shards' streamed status lines,
+  ``intervals``);
 - latency percentiles per operation and phase (p50, p95, p99, p99.9 of the
-  shards' merged histograms: the summary's Latency tables);
-- CPU and RAM per component and phase (the Monitoring section's figures);
+  shards' merged histograms: the summary's Latency tables), on a log axis;
+- latency over time: each shard's p99 per status line and operation
+  (``interval_operations``: the shards' own interval figures, not merged);
+- CPU (cores) and memory (GiB) over time per component (the raw samples,
+  ``metrics``), and CPU seconds and RAM per component and phase (the
+  Monitoring section's figures);
 - for a grid, throughput and p99 per configuration.
+
+Every axis says what it holds; ``unlabelled`` finds one that does not (the
+tests use it).
 
 A plot without data (no intervals streamed, no monitoring) is left out and
 the page says why. ``--png DIR`` writes the same plots as PNG files for papers.
@@ -39,8 +48,11 @@ from ..summary.build import BenchbaseSummary, YcsbSummary
 from ..summary.ycsb import LATENCY_FIGURES, THROUGHPUT, WINDOW_THROUGHPUT
 
 PERCENTILES = ("p50", "p95", "p99", "p999")
-# The Monitoring figures plotted per component (the summary's column titles).
-MONITORED = {"cpu_seconds": "CPU [CPUs]", "max_ram": "Max RAM [Gb]"}
+# The Monitoring figures plotted per component, as the axis names them (the
+# summary keeps bexhoma's column titles, "CPU [CPUs]" and "Max RAM [Gb]",
+# which hold CPU seconds and GiB).
+MONITORED = {"cpu_seconds": "CPU [CPU seconds]", "max_ram": "Max RAM [GiB]"}
+GIB = 2.0**30
 
 
 @dataclass(frozen=True)
@@ -54,7 +66,16 @@ def plots(frames: Mapping[str, pd.DataFrame], summary: object) -> tuple[list[Plo
     """The plots of one experiment, and a line for each that has no data."""
     out: list[Plot] = []
     missing: list[str] = []
-    for make in (_throughput_over_time, _latency_per_phase, _monitoring, _grid, _saturation):
+    for make in (
+        _timeline,
+        _throughput_over_time,
+        _latency_per_phase,
+        _latency_over_time,
+        _resources_over_time,
+        _monitoring,
+        _grid,
+        _saturation,
+    ):
         made, why = make(frames, summary)
         out.extend(made)
         if why:
@@ -62,25 +83,144 @@ def plots(frames: Mapping[str, pd.DataFrame], summary: object) -> tuple[list[Plo
     return out, missing
 
 
+def unlabelled(fig: Figure) -> list[str]:
+    """The axes of a figure that do not say what they hold (an empty x or y label)."""
+    return [
+        f"axes {i}: no {which} label"
+        for i, ax in enumerate(fig.axes)
+        for which, label in (("x", ax.get_xlabel()), ("y", ax.get_ylabel()))
+        if not label.strip()
+    ]
+
+
+def _marker(points: pd.DataFrame | pd.Series) -> str | None:
+    """Dots on a line of few points, so that one point still shows."""
+    return "." if len(points) < 12 else None
+
+
+def _timeline(frames: Mapping[str, pd.DataFrame], _summary: object) -> tuple[list[Plot], str]:
+    """Every phase attempt as a bar from its start to its end, since the experiment's first."""
+    ph = frames["phases"].dropna(subset=["started_at"])
+    if ph.empty:
+        return [], "Phase timeline: no phase started."
+    t0 = ph["started_at"].min()
+    end = ph["ended_at"].fillna(ph["started_at"].max())
+    start_s = (ph["started_at"] - t0).dt.total_seconds()
+    length_s = (end - ph["started_at"]).dt.total_seconds()
+    labels = ph["phase"] + (" (attempt " + ph["attempt"].astype(str) + ")").where(ph["attempt"] > 1, "")
+    colors = ph["kind"].map({KIND.load: "tab:orange", KIND.run: "tab:blue"}).fillna("tab:gray")
+    fig, ax = plt.subplots(figsize=(8, 0.8 + 0.35 * len(ph)))
+    ax.barh(labels, length_s, left=start_s, color=colors.where(ph["status"] != "failed", "tab:red"))
+    ax.set(
+        xlabel="seconds since the first phase started (orange: loading, blue: benchmarking, red: failed)",
+        ylabel="phase",
+    )
+    ax.invert_yaxis()
+    return [Plot("timeline", "Phase timeline", fig)], ""
+
+
+def _targets(frames: Mapping[str, pd.DataFrame]) -> pd.Series:
+    """Each phase's target (ops/s; the sum over its reported shards; 0: unthrottled)."""
+    sh = frames["shards"]
+    sh = sh[sh["reported"].fillna(False).astype(bool)] if "reported" in sh else sh
+    return sh.groupby("phase")["target"].sum(min_count=1)
+
+
 def _throughput_over_time(frames: Mapping[str, pd.DataFrame], _summary: object) -> tuple[list[Plot], str]:
-    iv = frames["intervals"]
-    iv = iv[iv["kind"] == KIND.run].dropna(subset=["ops_per_sec"])
+    # The first status line (second 0) counts nothing yet: it is no throughput.
+    iv = frames["intervals"].dropna(subset=["ops_per_sec"])
+    iv = iv[iv["elapsed_s"] > 0]
     if iv.empty:
         return [], "Throughput over time: no shard streamed status lines (-xli 0, or none ran)."
+    targets = _targets(frames)
     made = []
     for phase, g in iv.groupby("phase", sort=False):
+        kind = "loading" if (g["kind"] == KIND.load).all() else "benchmarking"
         fig, ax = plt.subplots(figsize=(8, 3.2))
         for shard, s in g.groupby("shard"):
             s = s.sort_values("elapsed_s")
-            ax.plot(s["elapsed_s"], s["ops_per_sec"], linewidth=1, label=f"shard {shard}")
+            ax.plot(s["elapsed_s"], s["ops_per_sec"], linewidth=1, marker=_marker(s), label=f"shard {shard}")
         if g["shard"].nunique() > 1:
             # Shards print on their own clocks: the total adds each shard's
             # rate at the same second since its start.
             total = g.groupby("elapsed_s")["ops_per_sec"].sum().sort_index()
-            ax.plot(total.index, total.values, color="black", linewidth=2, label="total")
+            ax.plot(total.index, total.values, color="black", linewidth=2, marker=_marker(total), label="total")
+        target = targets.get(phase)
+        if target is not None and pd.notna(target) and target > 0:
+            ax.axhline(
+                float(target), color="tab:red", linestyle="--", linewidth=1, label=f"target {int(target):,} ops/s"
+            )
         ax.set(xlabel="seconds since the shard started", ylabel="ops/s")
+        ax.set_ylim(bottom=0)
         ax.legend(fontsize=8)
-        made.append(Plot(f"throughput-{_slug(phase)}", f"Throughput over time: {phase}", fig))
+        made.append(Plot(f"throughput-{_slug(phase)}", f"Throughput over time: {phase} ({kind})", fig))
+    return made, ""
+
+
+def _latency_over_time(frames: Mapping[str, pd.DataFrame], _summary: object) -> tuple[list[Plot], str]:
+    """Each shard's p99 (TPC-C: p95) per status line and operation, for the benchmarking phases."""
+    io_ = frames["interval_operations"]
+    if io_.empty:
+        return [], "Latency over time: no shard streamed latency per status line."
+    kinds = frames["intervals"].drop_duplicates("phase").set_index("phase")["kind"]
+    made = []
+    for phase, g in io_.groupby("phase", sort=False):
+        if kinds.get(phase) != KIND.run:
+            continue
+        column, name = ("p99_us", "p99") if g["p99_us"].notna().any() else ("p95_us", "p95")
+        g = g.dropna(subset=[column])
+        g = g[(g["count"].fillna(0) > 0) & (g["elapsed_s"] > 0)]
+        if g.empty:
+            continue
+        fig, ax = plt.subplots(figsize=(8, 3.2))
+        for (op, shard), s in g.groupby(["operation", "shard"], sort=False):
+            s = s.sort_values("elapsed_s")
+            ax.plot(s["elapsed_s"], s[column] / 1000.0, linewidth=1, marker=_marker(s), label=f"{op}, shard {shard}")
+        ax.set(xlabel="seconds since the shard started", ylabel=f"{name} [ms], log scale", yscale="log")
+        ax.legend(fontsize=8)
+        made.append(
+            Plot(
+                f"latency-time-{_slug(phase)}",
+                f"Latency over time: {phase} (each shard's {name} per interval, not merged)",
+                fig,
+            )
+        )
+    return made, "" if made else "Latency over time: no benchmarking phase streamed latency per status line."
+
+
+def _resources_over_time(frames: Mapping[str, pd.DataFrame], _summary: object) -> tuple[list[Plot], str]:
+    """CPU cores and memory over the whole experiment per component, from the raw samples."""
+    m = frames["metrics"]
+    if m.empty:
+        return [], "CPU and memory over time: the experiment was not monitored (-m, -mc)."
+    t0 = m["time"].min()
+    made = []
+    cpu = m[m["metric"] == "cpu_seconds"].sort_values("time")
+    if not cpu.empty:
+        fig, ax = plt.subplots(figsize=(8, 3.2))
+        for component, g in cpu.groupby("component", sort=False):
+            # A counter per series: its rate between samples, summed over the component's series.
+            rates = []
+            for _, s in g.groupby("labels", sort=False):
+                dt = s["time"].diff().dt.total_seconds()
+                rate = (s["value"].diff() / dt).where(dt > 0).clip(lower=0)
+                rates.append(pd.DataFrame({"t": (s["time"] - t0).dt.total_seconds(), "cores": rate}))
+            r = pd.concat(rates).dropna().groupby("t")["cores"].sum().sort_index()
+            ax.plot(r.index, r.values, linewidth=1, label=component)
+        ax.set(xlabel="seconds since the first sample", ylabel="CPU [cores]")
+        ax.legend(fontsize=8)
+        made.append(
+            Plot("cpu-time", "CPU over time per component (cores, from the samples of the CPU seconds counter)", fig)
+        )
+    ram = m[m["metric"] == "max_ram"]
+    if not ram.empty:
+        fig, ax = plt.subplots(figsize=(8, 3.2))
+        for component, g in ram.groupby("component", sort=False):
+            total = g.groupby("time")["value"].sum().sort_index()
+            ax.plot((total.index - t0).total_seconds(), total.values / GIB, linewidth=1, label=component)
+        ax.set(xlabel="seconds since the first sample", ylabel="memory (working set) [GiB]")
+        ax.legend(fontsize=8)
+        made.append(Plot("memory-time", "Memory over time per component (working set)", fig))
     return made, ""
 
 
@@ -96,10 +236,21 @@ def _latency_per_phase(_frames: Mapping[str, pd.DataFrame], summary: object) -> 
         # With a target, YCSB measures from the intended start too: a row each.
         label = g["phase"] + (" (from " + g["latency from"] + ")" if "latency from" in g.columns else "")
         g = g.set_index(label)[figures].astype("float64") / 1000.0
-        fig, ax = plt.subplots(figsize=(8, 0.5 + 0.45 * len(g) * len(figures) / 2 + 1))
-        g.rename(columns=dict(zip(figures, PERCENTILES, strict=False))).plot.barh(ax=ax)
-        ax.set(xlabel="latency [ms]", ylabel="")
-        ax.invert_yaxis()
+        # Percentiles side by side on a log axis, each labelled with its value:
+        # a p99.9 far out does not hide the p50 and p95 next to it.
+        fig, ax = plt.subplots(figsize=(8, 1.2 + 0.6 * len(g)))
+        rows = range(len(g))
+        for (name, column), marker in zip(zip(PERCENTILES, figures, strict=False), "o^sD", strict=False):
+            values = g[column]
+            ax.scatter(values, rows, marker=marker, label=name.replace("p999", "p99.9"), zorder=3)
+            for y, v in zip(rows, values, strict=True):
+                if pd.notna(v) and v > 0:
+                    ax.annotate(f"{v:.3g}", (v, y), textcoords="offset points", xytext=(0, 7), ha="center", fontsize=7)
+        ax.set_yticks(list(rows), list(g.index))
+        ax.set_ylim(len(g) - 0.5, -0.7)
+        ax.set(xscale="log", xlabel="latency [ms], log scale", ylabel="phase")
+        ax.grid(axis="x", which="both", alpha=0.3)
+        ax.legend(fontsize=8, ncols=len(figures))
         made.append(Plot(f"latency-{_slug(op)}", f"Latency percentiles of {op} per phase (merged histograms)", fig))
     return made, ""
 
@@ -112,7 +263,7 @@ def _tpcc_latency(aggregated: pd.DataFrame) -> tuple[list[Plot], str]:
     g = aggregated.set_index("DBMS")[list(figures)].astype("float64").rename(columns=figures) / 1000.0
     fig, ax = plt.subplots(figsize=(8, 1.5 + 0.6 * len(g)))
     g.plot.barh(ax=ax)
-    ax.set(xlabel="latency [ms]", ylabel="")
+    ax.set(xlabel="latency [ms]", ylabel="phase")
     ax.invert_yaxis()
     return [Plot("latency-tpcc", "Latency of all TPC-C requests per phase (p95 of the merged histograms)", fig)], ""
 
@@ -130,7 +281,7 @@ def _monitoring(frames: Mapping[str, pd.DataFrame], _summary: object) -> tuple[l
         table = m.pivot_table(index="phase", columns="component", values="value", aggfunc="sum", sort=False)
         fig, ax = plt.subplots(figsize=(8, 0.8 + 0.5 * len(table)))
         table.plot.barh(ax=ax)
-        ax.set(xlabel=title, ylabel="")
+        ax.set(xlabel=title, ylabel="phase")
         ax.invert_yaxis()
         gaps = m[m["value"].isna()]
         if not gaps.empty:  # missing is shown as missing, never as a zero bar
@@ -151,9 +302,9 @@ def _grid(_frames: Mapping[str, pd.DataFrame], summary: object) -> tuple[list[Pl
     fig, (left, right) = plt.subplots(1, 2, figsize=(10, 0.8 + 0.45 * len(per)), sharey=True)
     column = WINDOW_THROUGHPUT if WINDOW_THROUGHPUT in per.columns else THROUGHPUT
     left.barh(per["DBMS"], per[column].astype("float64"))
-    left.set(xlabel="ops/s (common window)")
+    left.set(xlabel="ops/s (common window)", ylabel="configuration and phase")
     right.barh(per["DBMS"], [worst.get(p, float("nan")) for p in per["phase"]])
-    right.set(xlabel="p99 of the slowest operation [ms]")
+    right.set(xlabel="p99 of the slowest operation [ms]", ylabel="configuration and phase")
     left.invert_yaxis()
     return [Plot("grid", "Throughput and p99 per configuration and phase", fig)], ""
 
@@ -235,7 +386,7 @@ def html_page(title: str, body: str) -> str:
 <title>{html.escape(title)}</title>
 <style>
 body {{ font-family: sans-serif; margin: 2em; color: #222; }}
-table {{ border-collapse: collapse; margin: 0.5em 0 1em; font-size: 0.85em; }}
+table {{ border-collapse: collapse; margin: 0.5em 0 1em; font-size: 0.85em; display: block; max-width: 100%; overflow-x: auto; }}
 th, td {{ border: 1px solid #ccc; padding: 2px 6px; }}
 td.num {{ text-align: right; font-variant-numeric: tabular-nums; }}
 figure.plot {{ margin: 1em 0; }} figure.plot svg {{ max-width: 100%; height: auto; }}

@@ -17,6 +17,7 @@ from ..contracts import BENCHMARK, KIND, PHASE
 from ..model import ExperimentData
 from . import benchbase as bb
 from . import checks, ycsb
+from . import repetitions as rep
 from .attempts import kind_operations
 from .checks import Test
 from .connections import Connection, build_connections
@@ -57,6 +58,8 @@ class YcsbSummary(Summary):
     notes: dict[str, list[str]] = field(default_factory=dict)
     # The saturation search's steps (empty unless -xsat).
     saturation: Saturation = field(default_factory=lambda: Saturation(steps=pd.DataFrame()))
+    # Each figure's mean, std and 95 % CI across the -nc repetitions (empty for -nc 1).
+    repetitions: pd.DataFrame = field(default_factory=lambda: pd.DataFrame(columns=rep.COLUMNS))
 
 
 @dataclass(frozen=True, eq=False)
@@ -133,4 +136,9 @@ def summarize(data: ExperimentData) -> YcsbSummary | BenchbaseSummary:
             "execution_latency": ycsb.latency_notes(execution_lat),
         },
         saturation=build_saturation(data),
+        repetitions=pd.concat(
+            [rep.across(loading_run, planned, "DBMS"), rep.across(execution_phase, planned, "phase")], ignore_index=True
+        )
+        if data.plan.settings.repetitions >= 2
+        else pd.DataFrame(columns=rep.COLUMNS),
     )

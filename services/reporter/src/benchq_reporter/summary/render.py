@@ -19,6 +19,7 @@ from . import benchbase as bb
 from .build import BenchbaseSummary, Summary, YcsbSummary
 from .checks import Test
 from .monitoring import CPU_NOTE, Monitoring, Section
+from .repetitions import NOTE as REPETITIONS_NOTE
 from .saturation import NOTE as SATURATION_NOTE
 from .saturation import Saturation
 from .workload import Workload
@@ -253,6 +254,11 @@ def _ycsb_parts(s: YcsbSummary) -> list[list[str]]:
             *_noted_table(s, "execution_latency"),
         ],
         *([saturation_lines(s.saturation)] if s.saturation else []),
+        *(
+            [["### Across Repetitions", "", table(s.repetitions), "", f"* {REPETITIONS_NOTE}"]]
+            if not s.repetitions.empty
+            else []
+        ),
     ]
 
 
@@ -341,6 +347,7 @@ def json_document(s: YcsbSummary | BenchbaseSummary) -> str:
             "per_phase": rows("execution_per_phase"),
             "latency": rows("execution_latency"),
         },
+        "repetitions": rows("repetitions"),
         "notes": ycsb.notes if ycsb is not None else {},
         "saturation": {
             "knees": ycsb.saturation.knees,
