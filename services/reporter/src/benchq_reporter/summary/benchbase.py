@@ -301,21 +301,31 @@ def aggregated(run: pd.DataFrame) -> tuple[pd.DataFrame, list[str], dict[str, fl
     return df, [*notes, EFFICIENCY_NOTE], skews
 
 
-def loading(load: pd.DataFrame) -> pd.DataFrame:
-    """One row per loading phase: its time (the slowest loader's), terminals and pods, and SF/h."""
+def loading(load: pd.DataFrame, run: pd.DataFrame | None = None) -> pd.DataFrame:
+    """The loading of each configuration as bexhoma lists it: a row per benchmarking run
+    (named after it) that used the loaded database, or the configuration's own row when
+    none ran; its time (the slowest loader's), terminals and pods (the loaders'), and SF/h."""
+    runs = (
+        run[["configuration", "phase"]].drop_duplicates()
+        if run is not None and not run.empty
+        else pd.DataFrame(columns=["configuration", "phase"])
+    )
     rows = []
     for _, g in load.groupby("phase", sort=False):
         time_load = g["runtime_s"].max(skipna=False)
         sf = g["sf"].iloc[0]
-        rows.append(
-            {
-                "DBMS": g["configuration"].iloc[0],
-                "time_load": time_load,
-                "terminals": g["terminals"].sum(skipna=False),
-                "pods": len(g),
-                SF_PER_HOUR: sf * 3600 / time_load if pd.notna(time_load) and time_load > 0 else float("nan"),
-            }
-        )
+        configuration = g["configuration"].iloc[0]
+        names = list(runs.loc[runs["configuration"] == configuration, "phase"]) or [configuration]
+        for name in names:
+            rows.append(
+                {
+                    "DBMS": name,
+                    "time_load": time_load,
+                    "terminals": g["terminals"].sum(skipna=False),
+                    "pods": len(g),
+                    SF_PER_HOUR: sf * 3600 / time_load if pd.notna(time_load) and time_load > 0 else float("nan"),
+                }
+            )
     df = pd.DataFrame(rows, columns=LOADING_COLUMNS)
     for c in ["terminals", "pods"]:
         df[c] = df[c].astype("Int64")
@@ -328,7 +338,7 @@ def summarize(rows: pd.DataFrame) -> Tables:
     return Tables(
         per_pod=per_pod(run),
         aggregated=agg,
-        loading=loading(rows[rows["kind"] == KIND.load]),
+        loading=loading(rows[rows["kind"] == KIND.load], run),
         notes=notes,
         skew_ms=skews,
     )
