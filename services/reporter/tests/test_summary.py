@@ -6,6 +6,7 @@ import json
 import math
 
 import pytest
+from conftest import GOLDEN
 from rows import experiment, load_tables
 
 from benchq_reporter.summary import render, summarize, ycsb
@@ -517,3 +518,44 @@ def test_repetitions_give_mean_std_and_ci(tables):
     assert ("loading", ycsb.THROUGHPUT) in r.index
     md = render.markdown(s)
     assert "### Across Repetitions" in md and "Student's t" in md
+
+
+def test_workload_is_the_seeds(tables):
+    """The Workload section of bexhoma's PgBouncer YCSB example (bexhoma-pgbouncer-benchbase.txt,
+    tests/golden/seed-pgbouncer-ycsb-workload.md) from the same settings, line for line. What
+    differs is listed: the measured lines (duration, code), the tool's name and version,
+    benchq's Status line, and the DBMS as the catalog spells it (bexhoma keeps the user's)."""
+    seed = (GOLDEN / "seed-pgbouncer-ycsb-workload.md").read_text().rstrip("\n").splitlines()
+    plan = tables["experiments"][0]["plan"]
+    plan["recordcount"] = plan["operationcount"] = 16_000_000
+    plan["settings"].update(
+        sf=16,
+        workload="c",
+        target_base=16384,
+        loading_factors=[11],
+        benchmarking_factors=[11],
+        loading_pods=[16],
+        loading_threads=[64],
+        benchmarking_pods=[16],
+        benchmarking_threads=[128],
+        clients=[1],
+        repetitions=1,
+        dbms=["PgBouncer"],
+        batch_size=None,
+        monitoring={"sut": True, "cluster": True},
+        nodes={"sut": "cl-worker14", "loading": "cl-worker19", "benchmarking": "cl-worker19"},
+        pool_pods=[4],
+        pool_inbound=[128],
+        pool_outbound=[64],
+    )
+    ours = render.workload_lines(summarize(experiment(tables)))[1:]  # without "### Workload"
+    differs = {
+        "* Duration: 1917s ": "* Duration: ",
+        "* Code: 1773394772": "* Code: ",
+        "  * Experiment uses bexhoma version 0.9.3.": "  * Experiment uses benchq version ",
+        "  * Experiment is limited to DBMS ['PGBouncer'].": "  * Experiment is limited to DBMS ['PgBouncer'].",
+    }
+    ours = [line for line in ours if not line.startswith("* Status: ")]
+    assert len(ours) == len(seed), "\n".join(ours)
+    for want, got in zip(seed, ours, strict=True):
+        assert got.startswith(differs.get(want, want)), (want, got)
