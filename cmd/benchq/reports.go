@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"context"
+	"flag"
 	"fmt"
 	"path/filepath"
 	"strings"
@@ -29,18 +30,36 @@ func loadStack(st *State) (*stack.Stack, int) {
 	return s, ExitOK
 }
 
+// codeCommand parses the arguments of a command about one experiment (-e
+// CODE, and the flags add defines; usage, if not nil, says what else is
+// missing) and loads the stack; s is nil when the command must return rc
+// at once (-h, a usage error, no stack).
+func codeCommand(args []string, st *State, synopsis, about string, add func(*flag.FlagSet), usage func() string) (code string, s *stack.Stack, rc int) {
+	fs := newFlagSet(synopsis, about)
+	experimentFlag(fs, &code)
+	add(fs)
+	if rc, done := parseCodeArgs(fs, args, st, &code); done {
+		return code, nil, rc
+	}
+	if usage != nil {
+		if msg := usage(); msg != "" {
+			st.Errorf("%s", msg)
+			return code, nil, ExitUsage
+		}
+	}
+	s, rc = loadStack(st)
+	return code, s, rc
+}
+
 // cmdReport is `benchq report -e CODE [-o FILE] [-png DIR]`.
 func cmdReport(ctx context.Context, args []string, st *State) int {
-	fs := newFlagSet("report -e CODE [-o FILE] [-png DIR]",
-		"Write an experiment as one self-contained HTML page (its summary and plots; it opens without network)\nand print its path. Default FILE: $BENCHQ_HOME/reports/CODE.html.")
-	var code, out, png string
-	experimentFlag(fs, &code)
-	fs.StringVar(&out, "o", "", "the HTML file to write")
-	fs.StringVar(&png, "png", "", "also write each plot as DIR/<plot>.png")
-	if rc, done := parseCodeArgs(fs, args, st, &code); done {
-		return rc
-	}
-	s, rc := loadStack(st)
+	var out, png string
+	code, s, rc := codeCommand(args, st, "report -e CODE [-o FILE] [-png DIR]",
+		"Write an experiment as one self-contained HTML page (its summary and plots; it opens without network)\nand print its path. Default FILE: $BENCHQ_HOME/reports/CODE.html.",
+		func(fs *flag.FlagSet) {
+			fs.StringVar(&out, "o", "", "the HTML file to write")
+			fs.StringVar(&png, "png", "", "also write each plot as DIR/<plot>.png")
+		}, nil)
 	if s == nil {
 		return rc
 	}
@@ -106,20 +125,18 @@ func cmdCompare(ctx context.Context, args []string, st *State) int {
 
 // cmdExport is `benchq export -e CODE -o DIR [-format csv|parquet|...]`.
 func cmdExport(ctx context.Context, args []string, st *State) int {
-	fs := newFlagSet("export -e CODE -o DIR [-format FORMAT]",
-		"Write an experiment's DataFrames (docs/dataframes.md) to DIR, one file per frame, and a manifest;\nprint the files written.")
-	var code, out, format string
-	experimentFlag(fs, &code)
-	fs.StringVar(&out, "o", "", "the directory to write (required)")
-	fs.StringVar(&format, "format", "csv", "csv or parquet")
-	if rc, done := parseCodeArgs(fs, args, st, &code); done {
-		return rc
-	}
-	if out == "" {
-		st.Errorf("export: where to? give -o DIR")
-		return ExitUsage
-	}
-	s, rc := loadStack(st)
+	var out, format string
+	code, s, rc := codeCommand(args, st, "export -e CODE -o DIR [-format FORMAT]",
+		"Write an experiment's DataFrames (docs/dataframes.md) to DIR, one file per frame, and a manifest;\nprint the files written.",
+		func(fs *flag.FlagSet) {
+			fs.StringVar(&out, "o", "", "the directory to write (required)")
+			fs.StringVar(&format, "format", "csv", "csv or parquet")
+		}, func() string {
+			if out == "" {
+				return "export: where to? give -o DIR"
+			}
+			return ""
+		})
 	if s == nil {
 		return rc
 	}
