@@ -27,6 +27,10 @@ func cmdCredentials(_ context.Context, args []string, st *State) int {
 		st.Errorf("usage: benchq credentials DIR")
 		return ExitUsage
 	}
+	if err := os.MkdirAll(args[0], 0o700); err != nil {
+		st.Errorf("credentials: %v", err)
+		return ExitFailed
+	}
 	path := filepath.Join(args[0], ".env")
 	if _, err := os.Stat(path); err == nil {
 		st.Errorf("%s exists; the results database's volume was initialised with its password. To start over: docker compose down -v, remove %s, run this again", path, path)

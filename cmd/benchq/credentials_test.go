@@ -10,7 +10,7 @@ import (
 
 // benchq credentials writes a .env only its owner reads, once.
 func TestCredentialsWritesOnce(t *testing.T) {
-	dir := t.TempDir()
+	dir := filepath.Join(t.TempDir(), "not", "made", "yet") // benchq credentials makes it (0700)
 	run := func() (int, string) {
 		var out, errb bytes.Buffer
 		code := Main(t.Context(), []string{"credentials", dir}, &State{Env: func(string) string { return "" }, Stdout: &out, Stderr: &errb})

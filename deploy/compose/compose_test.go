@@ -482,7 +482,8 @@ func TestDockerfile(t *testing.T) {
 		t.Errorf("compose builds %d images, want 5 (scheduler, collector, deployer, driver-agent, reporter)", targets)
 	}
 	ignore := readFile(t, filepath.Join(root, ".dockerignore"))
-	for _, must := range []string{".git", ".venv", ".benchq", "deploy/compose/.env"} {
+	// Every .env (compose's, deploy/k8s's: the stack's secrets) stays out of the context.
+	for _, must := range []string{".git", ".venv", ".benchq", "**/.env", "**/.env.*"} {
 		if !slices.Contains(strings.Split(ignore, "\n"), must) {
 			t.Errorf(".dockerignore: %s is not excluded from the build context", must)
 		}

@@ -11,16 +11,39 @@ import (
 	"path/filepath"
 )
 
-// Write replaces path with data. The temporary file is a hidden sibling of
-// path, so a directory watcher reading only *.json (Prometheus' file
-// discovery) never sees it.
+// Write replaces path with data, mode perm. The temporary file is a hidden
+// sibling of path, so a directory watcher reading only *.json (Prometheus'
+// file discovery) never sees it; it gets a random name and is created
+// exclusively, so neither a file nor a symbolic link planted at a
+// predictable name is written through (O_EXCL fails on both), and it is
+// synced before the rename, and the directory after it, so that a crash
+// leaves the old file or the new one, never a part.
 func Write(path string, data []byte, perm os.FileMode) error {
-	tmp := filepath.Join(filepath.Dir(path), "."+filepath.Base(path)+".tmp")
-	if err := os.WriteFile(tmp, data, perm); err != nil {
+	dir := filepath.Dir(path)
+	f, err := os.CreateTemp(dir, "."+filepath.Base(path)+".*.tmp") // O_RDWR|O_CREATE|O_EXCL, mode 0600
+	if err != nil {
 		return fmt.Errorf("write %s: %w", path, err)
 	}
-	if err := os.Rename(tmp, path); err != nil {
+	tmp := f.Name()
+	err = f.Chmod(perm)
+	if err == nil {
+		_, err = f.Write(data)
+	}
+	if err == nil {
+		err = f.Sync()
+	}
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	if err == nil {
+		err = os.Rename(tmp, path)
+	}
+	if err != nil {
 		return errors.Join(fmt.Errorf("write %s: %w", path, err), os.Remove(tmp))
+	}
+	if d, err := os.Open(dir); err == nil {
+		_ = d.Sync() // the rename's durability; not every filesystem can
+		_ = d.Close()
 	}
 	return nil
 }

@@ -75,3 +75,29 @@ func TestReadSecretRefusesFilesOthersMayRead(t *testing.T) {
 		t.Errorf("missing: %v", err)
 	}
 }
+
+// A link planted where the temporary file used to be (a fixed name) is not
+// written through, and the file gets exactly the mode asked for.
+func TestWriteDoesNotFollowAPlantedLink(t *testing.T) {
+	dir := t.TempDir()
+	victim := filepath.Join(t.TempDir(), "victim")
+	if err := os.WriteFile(victim, []byte("untouched"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	path := filepath.Join(dir, ".env")
+	if err := os.Symlink(victim, filepath.Join(dir, "..env.tmp")); err != nil {
+		t.Fatal(err)
+	}
+	if err := Write(path, []byte("SECRET=1\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if b, _ := os.ReadFile(victim); string(b) != "untouched" {
+		t.Errorf("the planted link's target now holds %q", b)
+	}
+	if fi, err := os.Stat(path); err != nil || fi.Mode().Perm() != 0o600 {
+		t.Errorf("%s: %v, mode %v", path, err, fi.Mode().Perm())
+	}
+	if left, _ := filepath.Glob(filepath.Join(dir, "..env.*.tmp")); len(left) != 0 {
+		t.Errorf("temporary files left: %v", left)
+	}
+}

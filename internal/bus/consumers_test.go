@@ -2,6 +2,7 @@ package bus_test
 
 import (
 	"testing"
+	"time"
 
 	"github.com/nats-io/nats.go/jetstream"
 
@@ -22,9 +23,19 @@ func TestUnsettled(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	// The consumer's counts follow a publish or an ack asynchronously (a
+	// loaded machine showed 0 pending just after a publish): wait for them,
+	// a bounded while.
 	check := func(wantPending, wantUnacked uint64) {
 		t.Helper()
-		pending, unacked, err := b.Unsettled(ctx, contracts.StreamJobs, "unsettled")
+		var pending, unacked uint64
+		var err error
+		for deadline := time.Now().Add(2 * time.Second); ; time.Sleep(20 * time.Millisecond) {
+			pending, unacked, err = b.Unsettled(ctx, contracts.StreamJobs, "unsettled")
+			if (err == nil && pending == wantPending && unacked == wantUnacked) || time.Now().After(deadline) {
+				break
+			}
+		}
 		if err != nil || pending != wantPending || unacked != wantUnacked {
 			t.Errorf("Unsettled = %d pending, %d unacked (%v); want %d, %d", pending, unacked, err, wantPending, wantUnacked)
 		}

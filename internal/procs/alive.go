@@ -8,6 +8,7 @@ import (
 	"strconv"
 	"strings"
 	"syscall"
+	"time"
 )
 
 // Alive reports whether pid is a live process; a zombie (exited, not yet
@@ -66,8 +67,33 @@ func ReadPidFile(path string) (int, error) {
 	}
 	line, _, _ := strings.Cut(string(b), "\n")
 	pid, err := strconv.Atoi(strings.TrimSpace(line))
-	if err != nil || pid <= 0 {
-		return 0, fmt.Errorf("read pid file %s: no pid in %q", path, line)
+	if err != nil || pid <= 1 {
+		return 0, fmt.Errorf("read pid file %s: no pid of a process benchq started in %q", path, line)
+	}
+	return pid, nil
+}
+
+// ReadPidFileOf is ReadPidFile for a process that must still be the one the
+// file names: alive, and started no later than the file was written (a
+// process that started after it has a recycled pid and is left alone).
+func ReadPidFileOf(path string) (int, error) {
+	pid, err := ReadPidFile(path)
+	if err != nil {
+		return 0, err
+	}
+	fi, err := os.Stat(path)
+	if err != nil {
+		return 0, err
+	}
+	proc, err := os.Stat(fmt.Sprintf("/proc/%d", pid))
+	if err != nil {
+		return 0, fmt.Errorf("pid %d of %s: not running", pid, path)
+	}
+	// /proc/<pid> is made when the process starts; allow the second the
+	// clocks' granularity may cost.
+	if proc.ModTime().After(fi.ModTime().Add(time.Second)) {
+		return 0, fmt.Errorf("pid %d of %s started at %s, after the file was written (%s): another process has the pid",
+			pid, path, proc.ModTime().Format(time.RFC3339), fi.ModTime().Format(time.RFC3339))
 	}
 	return pid, nil
 }

@@ -300,3 +300,66 @@ func TestExitStatus(t *testing.T) {
 		t.Error("an exit status for a process this one did not start")
 	}
 }
+
+// A child gets the allow-listed environment and what its spec adds: no key,
+// seed or token of the stack (BENCHQ_NATS_NKEY here) unless it is one of
+// benchq's services (InheritEnv).
+func TestChildrenDoNotInheritTheStacksSecrets(t *testing.T) {
+	t.Setenv("BENCHQ_NATS_NKEY", "SUAsecretseed")
+	t.Setenv("LC_ALL", "C")
+	env := func(inherit bool) string {
+		out, err := Run(t.Context(), Spec{Path: "env", Env: []string{"BENCHQ_SUT=1"}, InheritEnv: inherit})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return string(out)
+	}
+	child := env(false)
+	if strings.Contains(child, "SUAsecretseed") || !strings.Contains(child, "BENCHQ_SUT=1") || !strings.Contains(child, "PATH=") || !strings.Contains(child, "LC_ALL=C") {
+		t.Errorf("a child's environment:\n%s", child)
+	}
+	if !strings.Contains(env(true), "BENCHQ_NATS_NKEY=SUAsecretseed") {
+		t.Error("a service did not get the stack's environment")
+	}
+}
+
+// A pid file holding 1 (or 0, or our own pid) signals nothing; a pid file
+// older than the process it names (a recycled pid) is not that process's.
+func TestPidFilesAreVerifiedBeforeASignal(t *testing.T) {
+	dir := t.TempDir()
+	for _, pid := range []string{"1", "0", "-1"} {
+		f := filepath.Join(dir, "p"+pid)
+		if err := os.WriteFile(f, []byte(pid+"\n"), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := ReadPidFileOf(f); err == nil {
+			t.Errorf("pid file holding %s accepted", pid)
+		}
+	}
+	if err := Stop(t.Context(), 1, time.Second); err == nil || !strings.Contains(err.Error(), "refusing") {
+		t.Errorf("Stop(1) = %v", err)
+	}
+	if err := Stop(t.Context(), os.Getpid(), time.Second); err == nil {
+		t.Error("Stop(own pid) accepted")
+	}
+	// A live process started after its pid file was written: recycled.
+	old := filepath.Join(dir, "old.pid")
+	pid, err := Start(Spec{Path: "sleep", Args: []string{"30"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = Stop(context.Background(), pid, time.Second) })
+	if err := os.WriteFile(old, []byte(strconv.Itoa(pid)), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if got, err := ReadPidFileOf(old); err != nil || got != pid {
+		t.Errorf("a fresh pid file: %d, %v", got, err)
+	}
+	past := time.Now().Add(-time.Hour)
+	if err := os.Chtimes(old, past, past); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := ReadPidFileOf(old); err == nil || !strings.Contains(err.Error(), "another process has the pid") {
+		t.Errorf("a pid file older than its process: %v", err)
+	}
+}

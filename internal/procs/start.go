@@ -6,7 +6,9 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strconv"
+	"strings"
 	"sync"
 	"syscall"
 
@@ -15,14 +17,19 @@ import (
 
 // Spec describes a process to start.
 type Spec struct {
-	Name    string   // for errors and logs
-	Path    string   // binary: a path, or a name looked up in PATH
-	Args    []string // arguments after the binary
-	Dir     string   // working directory ("" = the caller's)
-	Env     []string // appended to os.Environ()
-	User    string   // if non-empty and we are root: run as this OS user (setuid/setgid, supplementary groups cleared)
-	LogFile string   // stdout+stderr appended here (created; chowned to User if set); "" = discarded
-	PidFile string   // pid written here after start (optional)
+	Name string   // for errors and logs
+	Path string   // binary: a path, or a name looked up in PATH
+	Args []string // arguments after the binary
+	Dir  string   // working directory ("" = the caller's)
+	Env  []string // appended to the environment (ChildEnv, or all of os.Environ() with InheritEnv)
+	// InheritEnv passes this process's whole environment (benchq's own
+	// services, which read their keys from it). Without it a child gets
+	// ChildEnv: SUTs, exporters, Prometheus and drivers see no key, seed,
+	// token or password of the stack.
+	InheritEnv bool
+	User       string // if non-empty and we are root: run as this OS user (setuid/setgid, supplementary groups cleared)
+	LogFile    string // stdout+stderr appended here (created; chowned to User if set); "" = discarded
+	PidFile    string // pid written here after start (optional)
 }
 
 // Start starts the process detached in its own session (Setsid), so that it
@@ -90,7 +97,11 @@ func command(ctx context.Context, spec Spec) (*exec.Cmd, *os.File, error) {
 	}
 	cmd := exec.CommandContext(ctx, spec.Path, spec.Args...)
 	cmd.Dir = spec.Dir
-	cmd.Env = append(os.Environ(), spec.Env...)
+	if spec.InheritEnv {
+		cmd.Env = append(os.Environ(), spec.Env...)
+	} else {
+		cmd.Env = ChildEnv(spec.Env...)
+	}
 	cmd.SysProcAttr = &syscall.SysProcAttr{}
 	var cred *syscall.Credential
 	if spec.User != "" && os.Geteuid() == 0 {
@@ -106,7 +117,7 @@ func command(ctx context.Context, spec Spec) (*exec.Cmd, *os.File, error) {
 	}
 	var logf *os.File
 	if spec.LogFile != "" {
-		f, err := os.OpenFile(spec.LogFile, os.O_WRONLY|os.O_CREATE|os.O_APPEND, 0o644)
+		f, err := os.OpenFile(spec.LogFile, os.O_WRONLY|os.O_CREATE|os.O_APPEND, 0o600) // logs may name paths and hosts: the owner's
 		if err != nil {
 			return nil, nil, fmt.Errorf("start %s: open log: %w", spec.Name, err)
 		}
@@ -133,4 +144,24 @@ func hasEnv(env []string, key string) bool {
 
 func writePidFile(path string, pid int) error {
 	return atomicfile.Write(path, []byte(strconv.Itoa(pid)+"\n"), 0o644)
+}
+
+// childEnvNames are the variables of this process a child that is not one
+// of benchq's services gets (besides LC_*): what programs need to find
+// their binaries, libraries, home, locale and temporary directory.
+var childEnvNames = []string{"PATH", "HOME", "USER", "LOGNAME", "LANG", "LANGUAGE", "TZ", "TMPDIR", "JAVA_HOME", "LD_LIBRARY_PATH"}
+
+// ChildEnv is the environment of a child that is not one of benchq's
+// services: the allow-listed variables of this process, then extra. The
+// stack's keys, seeds, tokens and passwords (BENCHQ_*, *_NKEY, ...) are
+// never in it.
+func ChildEnv(extra ...string) []string {
+	var out []string
+	for _, kv := range os.Environ() {
+		name, _, _ := strings.Cut(kv, "=")
+		if slices.Contains(childEnvNames, name) || strings.HasPrefix(name, "LC_") {
+			out = append(out, kv)
+		}
+	}
+	return append(out, extra...)
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"os"
 	"syscall"
 	"time"
 )
@@ -24,6 +25,9 @@ func Signal(ctx context.Context, pid int, sig syscall.Signal, grace time.Duratio
 }
 
 func stop(ctx context.Context, pid int, sig syscall.Signal, group bool, grace time.Duration) error {
+	if pid <= 1 || pid == os.Getpid() {
+		return fmt.Errorf("stop pid %d: not a process benchq started; refusing to signal it", pid)
+	}
 	if !Alive(pid) {
 		return nil
 	}
@@ -68,7 +72,8 @@ func stop(ctx context.Context, pid int, sig syscall.Signal, group bool, grace ti
 // ESRCH (already gone) is not an error.
 func kill(pid int, sig syscall.Signal) error {
 	target := pid
-	if pgid, err := syscall.Getpgid(pid); err == nil && pgid == pid {
+	// Never a group of ours, nor init's (-1 would be every process).
+	if pgid, err := syscall.Getpgid(pid); err == nil && pgid == pid && pgid > 1 && pgid != syscall.Getpgrp() {
 		target = -pid
 	}
 	err := syscall.Kill(target, sig)

@@ -4,12 +4,14 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
+	"syscall"
 	"time"
 
 	"github.com/benchq/benchq/internal/localdb"
@@ -116,7 +118,8 @@ func startServer(ctx context.Context, dir string, opts ServerOptions) (*Server, 
 				"--storage.tsdb.path=" + s.file("data"),
 				"--storage.tsdb.retention.time=" + promDuration(retention),
 				"--web.listen-address=" + s.Addr(),
-				"--web.enable-lifecycle", // POST /-/reload on a second start
+				// No --web.enable-lifecycle: any local user could stop it
+				// over HTTP. A second start reloads with SIGHUP instead.
 			},
 			Dir:     dir,
 			LogFile: s.file("prometheus.log"),
@@ -170,20 +173,49 @@ func (s *Server) live() (pid, port int, ok bool) {
 	return pid, port, err == nil
 }
 
+// reload has the live prometheus read its configuration again (SIGHUP:
+// the HTTP lifecycle API is off) and waits until its metrics say a reload
+// succeeded after the signal.
 func (s *Server) reload(ctx context.Context) error {
-	req, err := http.NewRequestWithContext(ctx, http.MethodPost, s.URL()+"/-/reload", nil)
+	sent := time.Now().Unix()
+	if err := syscall.Kill(s.Pid, syscall.SIGHUP); err != nil {
+		return fmt.Errorf("reload: signal pid %d: %w", s.Pid, err)
+	}
+	ctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+	defer cancel()
+	return procs.WaitFor(ctx, "prometheus to reload its configuration (log: "+s.file("prometheus.log")+")", 100*time.Millisecond, func(ctx context.Context) error {
+		at, err := s.metric(ctx, "prometheus_config_last_reload_success_timestamp_seconds")
+		if err != nil {
+			return err
+		}
+		if at < float64(sent) {
+			return fmt.Errorf("last successful reload at %.0f, before the signal at %d", at, sent)
+		}
+		return nil
+	})
+}
+
+// metric reads one unlabelled gauge of prometheus' own /metrics.
+func (s *Server) metric(ctx context.Context, name string) (float64, error) {
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, s.URL()+"/metrics", nil)
 	if err != nil {
-		return err
+		return 0, err
 	}
 	resp, err := http.DefaultClient.Do(req)
 	if err != nil {
-		return fmt.Errorf("reload: %w", err)
+		return 0, err
 	}
-	resp.Body.Close()
-	if resp.StatusCode != http.StatusOK {
-		return fmt.Errorf("reload: %s (log: %s)", resp.Status, s.file("prometheus.log"))
+	defer resp.Body.Close()
+	body, err := io.ReadAll(resp.Body)
+	if err != nil {
+		return 0, err
 	}
-	return nil
+	for _, line := range strings.Split(string(body), "\n") {
+		if v, ok := strings.CutPrefix(line, name+" "); ok {
+			return strconv.ParseFloat(strings.TrimSpace(v), 64)
+		}
+	}
+	return 0, fmt.Errorf("no %s in prometheus' /metrics", name)
 }
 
 func (s *Server) waitReady(ctx context.Context, timeout time.Duration) error {

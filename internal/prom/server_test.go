@@ -55,6 +55,13 @@ func TestServerScrapesAndQueryRangeInChunks(t *testing.T) {
 			t.Error(err)
 		}
 	})
+	// No lifecycle API: any local user could stop it (a second start,
+	// below, reloads it with SIGHUP).
+	if resp, err := http.Post(srv.URL()+"/-/quit", "text/plain", nil); err != nil || resp.StatusCode == http.StatusOK {
+		t.Errorf("POST /-/quit: %v %v; want it refused", resp, err)
+	} else {
+		resp.Body.Close()
+	}
 	if err := srv.Targets.Write("app", Group{Targets: []string{appAddr}, Labels: map[string]string{LabelExperiment: "e1", LabelComponent: "sut", LabelPhase: "load"}}); err != nil {
 		t.Fatal(err)
 	}

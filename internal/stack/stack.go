@@ -63,7 +63,10 @@ type Proc struct {
 // and saves the stack file at once, so `down` finds it even if `up` fails.
 func (s *Stack) start(st *State, p Proc) error {
 	p.Log = filepath.Join(st.Home(), "logs", p.Name+".log")
-	pid, err := procs.Start(procs.Spec{Name: p.Name, Path: p.Path, Args: p.Args, Dir: ".", Env: p.Env, LogFile: p.Log, PidFile: filepath.Join(st.Home(), p.Name+".pid")})
+	// benchq's services read their configuration from the environment;
+	// nats-server gets only what a child needs (procs.ChildEnv).
+	pid, err := procs.Start(procs.Spec{Name: p.Name, Path: p.Path, Args: p.Args, Dir: ".", Env: p.Env, InheritEnv: p.Name != NATSProc,
+		LogFile: p.Log, PidFile: filepath.Join(st.Home(), p.Name+".pid")})
 	if err != nil {
 		return fmt.Errorf("start %s: %w", p.Name, err)
 	}
@@ -199,7 +202,7 @@ func Load(st *State) (*Stack, error) {
 // save replaces stack.json whole: a CLI killed mid-write (or a second
 // command reading it meanwhile) never sees half of it.
 func (s *Stack) save(st *State) error {
-	return atomicfile.WriteJSON(filepath.Join(st.Home(), "stack.json"), s, 0o644)
+	return atomicfile.WriteJSON(filepath.Join(st.Home(), "stack.json"), s, 0o600) // names the key files and the database: the owner's only
 }
 
 // intake picks the HTTP intake's port (BENCHQ_HTTP_PORT, else a free one)
@@ -275,7 +278,7 @@ func port(st *State, key string) (int, error) {
 func Start(ctx context.Context, st *State) (*Stack, error) {
 	home := st.Home()
 	bin, logs := st.Var("BENCHQ_BIN", filepath.Join(home, "bin")), filepath.Join(home, "logs")
-	if err := os.MkdirAll(logs, 0o755); err != nil {
+	if err := os.MkdirAll(logs, 0o700); err != nil {
 		return nil, err
 	}
 	natsPort, err := port(st, "BENCHQ_NATS_PORT")
@@ -432,7 +435,9 @@ func stopLeftoverSUTs(ctx context.Context, st *State) {
 	pids, _ := filepath.Glob(filepath.Join(root, "*", "*", "*.pid"))
 	more, _ := filepath.Glob(filepath.Join(root, "*", "*", "*", "postmaster.pid"))
 	for _, f := range append(pids, more...) {
-		if pid, err := procs.ReadPidFile(f); err == nil && procs.Alive(pid) {
+		// Only the process the file names: a pid of 1, or one recycled
+		// since, is left alone.
+		if pid, err := procs.ReadPidFileOf(f); err == nil && procs.Alive(pid) {
 			_ = procs.Stop(ctx, pid, 10*time.Second)
 		}
 	}

@@ -14,6 +14,7 @@ import (
 
 	"github.com/benchq/benchq/contracts"
 	"github.com/benchq/benchq/internal/benchbase"
+	"github.com/benchq/benchq/internal/procs"
 )
 
 // consoleTail is how many lines of Benchbase's console a failed final
@@ -102,6 +103,7 @@ func (a *Agent) runBenchbaseJar(ctx context.Context, job contracts.ShardJob) (*c
 	}
 	proc := exec.Command(cmd.Args[0], cmd.Args[1:]...)
 	proc.Dir = cmd.Dir
+	proc.Env = procs.ChildEnv() // none of the agent's keys
 	proc.Stdout, proc.Stderr = console, console
 	// The JVM dies with the agent and gets its own process group, as YCSB's.
 	proc.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL, Setpgid: true}

@@ -20,6 +20,7 @@ import (
 
 	"github.com/benchq/benchq/contracts"
 	"github.com/benchq/benchq/internal/bus"
+	"github.com/benchq/benchq/internal/procs"
 	"github.com/benchq/benchq/internal/ycsb"
 )
 
@@ -71,6 +72,7 @@ func (r *shardRun) run(ctx context.Context) (*contracts.Final, error) {
 	defer br.Close()
 
 	cmd := exec.Command(r.args[0], r.args[1:]...)
+	cmd.Env = procs.ChildEnv() // none of the agent's keys
 	// The JVM dies with the agent (no orphaned load generators) and gets its
 	// own process group so it can be stopped as a whole.
 	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL, Setpgid: true}

@@ -83,9 +83,12 @@ func (l *Local) StartPhaseAgents(ctx context.Context, d backend.DriverSpec, n in
 		addr := fmt.Sprintf("127.0.0.1:%d", port)
 		if _, err := procs.Start(procs.Spec{
 			Name: name, Path: bin,
-			Args:    []string{"-name", name, "-experiment", d.Code, "-phase", d.Phase, "-max-shards", "1"},
-			Env:     append([]string{"BENCHQ_METRICS_ADDR=" + addr}, natsauth.AgentEnv(os.Getenv)...),
-			LogFile: filepath.Join(drivers, name+".log"), PidFile: pidFile,
+			Args: []string{"-name", name, "-experiment", d.Code, "-phase", d.Phase, "-max-shards", "1"},
+			Env:  append([]string{"BENCHQ_METRICS_ADDR=" + addr}, natsauth.AgentEnv(os.Getenv)...),
+			// A driver agent is one of benchq's services: it reads its
+			// configuration from the environment.
+			InheritEnv: true,
+			LogFile:    filepath.Join(drivers, name+".log"), PidFile: pidFile,
 		}); err != nil {
 			return names, err
 		}

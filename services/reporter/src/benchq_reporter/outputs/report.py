@@ -42,7 +42,7 @@ import pandas as pd
 from matplotlib.axes import Axes
 from matplotlib.figure import Figure
 
-from ..contracts import KIND
+from ..contracts import KIND, PHASE
 from ..summary import benchbase as bb
 from ..summary.build import BenchbaseSummary, YcsbSummary
 from ..summary.ycsb import LATENCY_FIGURES, THROUGHPUT, WINDOW_THROUGHPUT
@@ -110,7 +110,7 @@ def _timeline(frames: Mapping[str, pd.DataFrame], _summary: object) -> tuple[lis
     labels = ph["phase"] + (" (attempt " + ph["attempt"].astype(str) + ")").where(ph["attempt"] > 1, "")
     colors = ph["kind"].map({KIND.load: "tab:orange", KIND.run: "tab:blue"}).fillna("tab:gray")
     fig, ax = plt.subplots(figsize=(8, 0.8 + 0.35 * len(ph)))
-    ax.barh(labels, length_s, left=start_s, color=colors.where(ph["status"] != "failed", "tab:red"))
+    ax.barh(labels, length_s, left=start_s, color=colors.where(ph["status"] != PHASE.failed, "tab:red"))
     ax.set(
         xlabel="seconds since the first phase started (orange: loading, blue: benchmarking, red: failed)",
         ylabel="phase",
