@@ -77,6 +77,11 @@ func TestEmbeddedStack(t *testing.T) {
 			switch {
 			case strings.HasSuffix(subject, ".sut.ready") && cpu == nil:
 				cpu = sampleCPU(t, ep.Port)
+				// The SUT's exporter holds none of the stack's secrets (nor does
+				// the SUT, started the same way; redis-server rewrites its
+				// environment's memory with its process title, so its
+				// /proc/<pid>/environ cannot tell).
+				checkNoSecrets(t, "the SUT's exporter", "prometheus-redis-exporter", fmt.Sprintf(":%d", ep.Port))
 			case strings.HasSuffix(subject, ".phase.done") && pe.Kind == contracts.KindLoad:
 				// Every key once: DBSIZE counts the data keys plus our binding's scan index.
 				n, err := localdb.RedisCommand(context.Background(), fmt.Sprintf("%s:%d", ep.Host, ep.Port), "DBSIZE")
@@ -87,6 +92,8 @@ func TestEmbeddedStack(t *testing.T) {
 				fmt.Sscan(strings.TrimPrefix(n, ":"), &keys)
 				counted["keys"] = keys - 1
 			case strings.HasSuffix(subject, ".phase.started") && pe.Kind == contracts.KindRun:
+				// The benchmarker's JVM holds none of the agent's secrets.
+				checkNoSecrets(t, "the YCSB JVM", "io.benchq.ycsb.Launcher", fmt.Sprintf("redis.port=%d", ep.Port))
 				// SIGKILL the collector during the benchmark phase, then start it again.
 				if err := syscall.Kill(s.pid("collector"), syscall.SIGKILL); err != nil {
 					t.Errorf("kill collector: %v", err)
@@ -549,6 +556,47 @@ func redisCPUSeconds(t *testing.T, port int) float64 {
 		return (utime + stime) / 100
 	}
 	return -1 // not running (yet, or any more)
+}
+
+// checkNoSecrets fails t unless exactly the processes whose command line
+// holds every string of match (at least one) have none of the stack's
+// secrets in their environment (/proc/<pid>/environ): no BENCHQ_* variable
+// and nothing named like a key, seed, token or password.
+func checkNoSecrets(t *testing.T, what string, match ...string) {
+	t.Helper()
+	found := 0
+	cmdlines, _ := filepath.Glob("/proc/[0-9]*/cmdline")
+	for _, f := range cmdlines {
+		data, err := os.ReadFile(f)
+		if err != nil {
+			continue
+		}
+		cmd := strings.ReplaceAll(string(data), "\x00", " ")
+		all := true
+		for _, m := range match {
+			all = all && strings.Contains(cmd, m)
+		}
+		if !all {
+			continue
+		}
+		environ, err := os.ReadFile(filepath.Join(filepath.Dir(f), "environ"))
+		if err != nil {
+			t.Errorf("%s: %v", what, err)
+			continue
+		}
+		found++
+		for _, kv := range strings.Split(string(environ), "\x00") {
+			name, _, _ := strings.Cut(kv, "=")
+			upper := strings.ToUpper(name)
+			if strings.HasPrefix(name, "BENCHQ_") || strings.Contains(upper, "NKEY") || strings.Contains(upper, "SEED") ||
+				strings.Contains(upper, "TOKEN") || strings.Contains(upper, "PASSWORD") {
+				t.Errorf("%s (%s) has %s in its environment", what, filepath.Dir(f), name)
+			}
+		}
+	}
+	if found == 0 {
+		t.Errorf("%s: no process with %q in its command line to check", what, match)
+	}
 }
 
 // perRunThroughput reads [OVERALL].Throughput(ops/sec) from the Loading
