@@ -201,7 +201,7 @@ func (s *stack) waitEnded(t *testing.T, code string, deadline time.Time) (status
 }
 
 // loadLost is the reason of an experiment whose loading phase lost its agent.
-var loadLost = regexp.MustCompile(`phase \S+-load failed: lost shard \d+ \(agent driver-agent-\d+ (restarted|silent)`)
+var loadLost = regexp.MustCompile(`phase \S+-0 failed: lost shard \d+ \(agent driver-agent-\d+ (restarted|silent)`)
 
 // checkAftermath checks an ended round (see TestChaos) and returns what
 // failed.

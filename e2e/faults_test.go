@@ -334,6 +334,15 @@ func (s *stack) waitPhase(t *testing.T, ev jetstream.Consumer, status, kind stri
 
 // waitReadyAgent returns the agent that reported READY for a shard of the
 // first phase of the given kind.
+// phaseKind is the kind of a phase by its name: bexhoma's <configuration>-0
+// loads, <configuration>-<client> benchmarks (internal/plan.PhaseName).
+func phaseKind(phase string) string {
+	if strings.HasSuffix(phase, "-0") {
+		return contracts.KindLoad
+	}
+	return contracts.KindRun
+}
+
 func (s *stack) waitReadyAgent(t *testing.T, ev jetstream.Consumer, kind string) string {
 	t.Helper()
 	deadline := time.Now().Add(3 * time.Minute)
@@ -344,7 +353,7 @@ func (s *stack) waitReadyAgent(t *testing.T, ev jetstream.Consumer, kind string)
 		}
 		var r contracts.BarrierReady
 		_ = json.Unmarshal(m.Data(), &r)
-		if strings.Contains(r.Phase, "-"+kind) {
+		if phaseKind(r.Phase) == kind {
 			return r.Agent
 		}
 	}
