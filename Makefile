@@ -62,7 +62,7 @@ test-ycsb:
 	BENCHQ_YCSB_REQUIRED=1 go test -count=1 -v -timeout 20m ./services/driver-agent/ycsb/
 
 test-e2e:
-	go test -count=1 -timeout 20m -v ./e2e/...
+	go test -count=1 -timeout 25m -v ./e2e/...
 
 # The Grafana dashboards (grafana/dashboards/*.json) from their generator
 # (services/reporter/src/benchq_reporter/grafana/dashboards.py, grafana-foundation-sdk);

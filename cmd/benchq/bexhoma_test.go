@@ -44,10 +44,11 @@ func planOf(t *testing.T, benchmark string, args ...string) (string, string) {
 // on the CLI say what they do.
 func TestEveryFlagActs(t *testing.T) {
 	cliOnly := map[string]string{
-		"e":       "names the experiment (its code); tested by the e2e experiments",
-		"detach":  "returns once the experiment is accepted",
-		"dry-run": "prints the plan instead of submitting it",
-		"db":      "prints the request on stderr before submitting it",
+		"e":         "names the experiment (its code); tested by the e2e experiments",
+		"detach":    "returns once the experiment is accepted",
+		"dry-run":   "prints the plan instead of submitting it",
+		"db":        "prints the request on stderr before submitting it",
+		"no-report": "run does not write the HTML report; the e2e workload runs use it",
 	}
 	onlyValue := map[string]string{ // benchbase's only choice: anything else is refused
 		"benchbase/xwl": "tpcc", "benchbase/b": "tpcc",

@@ -52,7 +52,7 @@ type expFlags struct {
 	xsats, xsatmax             int
 	xsh                        float64
 	code                       string
-	detach, dryRun             bool
+	detach, dryRun, noReport   bool
 	refused                    map[string]bexOption // bexhoma's options benchq refuses, by name
 	long                       map[string]bool      // bexhoma's names spelt with two dashes
 	timeoutSUT, timeoutBarrier int
@@ -143,6 +143,7 @@ func newExpFlagSet(f *expFlags, benchmark string, out io.Writer) *flag.FlagSet {
 	fs.Float64Var(&f.xsh, "xsh", 0, "saturation: hold the knee this many minutes and judge its stability (default 0: no hold)")
 	fs.StringVar(&f.code, "e", "", "experiment code (default: unix time); with 'summary': the experiment to show")
 	fs.BoolVar(&f.detach, "detach", false, "return once the experiment is accepted")
+	fs.BoolVar(&f.noReport, "no-report", false, "do not write the HTML report after run (it takes a few seconds; benchq report -e CODE writes it later)")
 	fs.BoolVar(&f.dryRun, "dry-run", false, "print the planned workflow and configurations; run nothing")
 	fs.IntVar(&f.timeoutSUT, "timeout-sut", 0, "seconds a SUT may take to become ready (default 120)")
 	fs.IntVar(&f.timeoutBarrier, "timeout-barrier", 0, "seconds the shards of a phase may take to be READY (default 120)")
@@ -357,7 +358,7 @@ func cmdExperiment(ctx context.Context, benchmark string, args []string, st *Sta
 		st.Errorf("%v", err)
 		return ExitNotReady
 	}
-	return submitAndFollow(ctx, st, s, code, req.ID, data, f.detach || action == contracts.ActionStart)
+	return submitAndFollow(ctx, st, s, code, req.ID, data, f.detach || action == contracts.ActionStart, !f.noReport)
 }
 
 type listFlag []string

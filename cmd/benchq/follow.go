@@ -24,7 +24,7 @@ import (
 
 // submitAndFollow publishes the request, prints one line per experiment
 // event until the experiment ends, then prints the summary.
-func submitAndFollow(ctx context.Context, st *State, s *stack.Stack, code, reqID string, data []byte, detach bool) int {
+func submitAndFollow(ctx context.Context, st *State, s *stack.Stack, code, reqID string, data []byte, detach, report bool) int {
 	b, err := s.Dial()
 	if err != nil {
 		st.Errorf("connect to %s: %v (is the stack up? benchq up)", s.NATSURL, err)
@@ -153,8 +153,10 @@ func submitAndFollow(ctx context.Context, st *State, s *stack.Stack, code, reqID
 	// so that a CI pipeline can gate on benchq's exit status.
 	rc := runReporter(ctx, st, s, "summary", "-e", code, "--fail-on-tests")
 	// The HTML report too, whatever the tests said: it shows why.
-	if path, rrc := writeReport(ctx, st, s, code, reportPath(st, code), ""); rrc == ExitOK {
-		fmt.Fprintf(st.Stdout, "\nHTML report of %s (summary and plots; opens without network): %s\n", code, path)
+	if report {
+		if path, rrc := writeReport(ctx, st, s, code, reportPath(st, code), ""); rrc == ExitOK {
+			fmt.Fprintf(st.Stdout, "\nHTML report of %s (summary and plots; opens without network): %s\n", code, path)
+		}
 	}
 	if rc != ExitOK {
 		return rc
