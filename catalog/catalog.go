@@ -89,6 +89,15 @@ type Entry struct {
 // Clustered reports whether the DBMS is itself a cluster of -nw workers.
 func (e Entry) Clustered() bool { return e.Kubernetes != nil && e.Kubernetes.Cluster != nil }
 
+// Masters is the number of masters a cluster runs with -nw workers: the
+// catalog's default when none is asked for. Only for a Clustered entry.
+func (e Entry) Masters(workers int) int {
+	if workers > 0 {
+		return workers
+	}
+	return e.Kubernetes.Cluster.DefaultWorkers
+}
+
 // ForWorkers is the catalog DBMS that runs this one with workers (-nw):
 // the entry itself when it is a cluster or workers is 0, its cluster
 // variant otherwise; an error names the minimum of workers, or says that

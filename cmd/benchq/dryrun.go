@@ -155,10 +155,7 @@ func sutShape(c plan.Configuration) string {
 	e, err := catalog.Lookup(c.DBMS)
 	switch {
 	case err == nil && e.Clustered():
-		masters, replicas := c.SUT.Workers, c.SUT.WorkerReplicas
-		if masters == 0 {
-			masters = e.Kubernetes.Cluster.DefaultWorkers
-		}
+		masters, replicas := e.Masters(c.SUT.Workers), c.SUT.WorkerReplicas
 		s += fmt.Sprintf(", a cluster of %d workers with %d replica(s) each: %d processes (pods)", masters, replicas, masters*(1+replicas))
 	case c.SUT.Pool != nil:
 		pl := c.SUT.Pool

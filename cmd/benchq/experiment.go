@@ -214,11 +214,7 @@ func (f *expFlags) request(code, action string, now time.Time) contracts.Request
 	if f.xmet > 0 {
 		r.DurationS = f.xmet
 	}
-	for _, text := range f.thresholds {
-		if t, err := plan.ParseThreshold(text); err == nil { // check refused the others
-			r.Thresholds = append(r.Thresholds, t)
-		}
-	}
+	r.Thresholds, _ = f.parseThresholds() // check refused a bad one
 	if len(r.Thresholds) > 0 {
 		tr = true
 	}
@@ -263,22 +259,27 @@ func (f *expFlags) check(typed map[string]string) error {
 		return fmt.Errorf("%s %d: give the SUTs alive at once, or 0 for no limit", name("ms"), f.ms.v)
 	case f.suite != "" && f.suite != "tpcc":
 		return fmt.Errorf("%s %s: benchq's Benchbase runs tpcc only (YCSB is benchq ycsb)", name("b"), f.suite)
-	case f.thresholdError() != nil:
-		return fmt.Errorf("%s %v", name("threshold"), f.thresholdError())
 	case f.xsd > 0 && f.xmet > 0:
 		return fmt.Errorf("%s and %s both bound a benchmarking phase: give one", name("xsd"), name("xmet"))
+	}
+	if _, err := f.parseThresholds(); err != nil {
+		return fmt.Errorf("%s %v", name("threshold"), err)
 	}
 	return nil
 }
 
-// thresholdError is the first -threshold that does not parse.
-func (f *expFlags) thresholdError() error {
+// parseThresholds reads every -threshold (plan.ParseThreshold); the error
+// is the first one's that does not parse.
+func (f *expFlags) parseThresholds() ([]contracts.Threshold, error) {
+	var out []contracts.Threshold
 	for _, text := range f.thresholds {
-		if _, err := plan.ParseThreshold(text); err != nil {
-			return err
+		t, err := plan.ParseThreshold(text)
+		if err != nil {
+			return nil, err
 		}
+		out = append(out, t)
 	}
-	return nil
+	return out, nil
 }
 
 // backendOf is the deployer's backend the stack runs with (BENCHQ_BACKEND,

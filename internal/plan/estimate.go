@@ -67,20 +67,13 @@ func EstimateOf(p Plan, c Costs) Estimate {
 	r := p.Settings
 	var sum float64
 	for _, cfg := range p.Configurations {
-		kind := ""
-		if entry, err := catalog.Lookup(cfg.DBMS); err == nil {
-			kind = entry.Kind
-		}
-		ready, ok := c.SUTReadyS[kind]
+		entry, _ := catalog.Lookup(cfg.DBMS) // a plan's DBMSs are the catalog's
+		ready, ok := c.SUTReadyS[entry.Kind]
 		if !ok {
 			ready = c.UnknownSUTReady
 		}
-		if entry, err := catalog.Lookup(cfg.DBMS); err == nil && entry.Clustered() {
-			masters := cfg.SUT.Workers
-			if masters == 0 {
-				masters = entry.Kubernetes.Cluster.DefaultWorkers
-			}
-			ready *= float64(masters * (1 + cfg.SUT.WorkerReplicas))
+		if entry.Clustered() {
+			ready *= float64(entry.Masters(cfg.SUT.Workers) * (1 + cfg.SUT.WorkerReplicas))
 		}
 		if m := r.Monitoring; m != nil && m.Application {
 			ready += c.ExportersS
