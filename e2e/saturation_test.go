@@ -113,14 +113,18 @@ func TestSaturationFindsTheKneeOfAThrottledRedis(t *testing.T) {
 	t.Logf("the search took %s", time.Since(start).Round(time.Second))
 	checkSummary(t, out, "### Saturation", "#### Steps", "maximum sustainable throughput", "* TEST passed: Workflow as planned")
 	after := capacity(2)
-	capacity_ := (before + after) / 2
 	t.Logf("capacity of Redis under a 5 %% CPU quota: %.0f ops/s before the search, %.0f after", before, after)
 
+	// The capacity itself drifts while the search runs (2,015 ops/s before
+	// and 1,796 after on one run, 11 %: a throttled process's share
+	// depends on what else the machine does), so the knee is held to 10 %
+	// of the range the two measurements span, not of their mean.
 	k := s.knee(t, code)
 	goodput, offered, firstBad, steps := k.goodput, k.offered, k.firstBad, k.steps
-	t.Logf("knee %.0f ops/s (offered %d, first failing %d) after %d steps; capacity %.0f ops/s", goodput, offered, firstBad, steps, capacity_)
-	if math.Abs(goodput-capacity_) > 0.10*capacity_ {
-		t.Errorf("knee %.0f ops/s is not within 10 %% of the throttled Redis's capacity %.0f ops/s", goodput, capacity_)
+	low, high := math.Min(before, after), math.Max(before, after)
+	t.Logf("knee %.0f ops/s (offered %d, first failing %d) after %d steps; capacity %.0f–%.0f ops/s", goodput, offered, firstBad, steps, low, high)
+	if goodput < 0.90*low || goodput > 1.10*high {
+		t.Errorf("knee %.0f ops/s is not within 10 %% of the throttled Redis's capacity (%.0f before the search, %.0f after)", goodput, before, after)
 	}
 	if firstBad == 0 || float64(firstBad-offered) > 0.02*float64(offered)+1 {
 		t.Errorf("the knee is bracketed by %d (passed) and %d (failed): not within the 2 %% asked", offered, firstBad)
