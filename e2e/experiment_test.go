@@ -317,6 +317,7 @@ func TestEmbeddedStack(t *testing.T) {
 			}
 		}
 	})
+	t.Run("attacks on NATS", s.security)
 }
 
 // runExperiment runs `benchq ycsb ... run` (the default flags, then extra)

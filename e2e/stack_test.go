@@ -94,7 +94,7 @@ func startStack(t *testing.T) *stack {
 	if err != nil {
 		t.Fatal(err)
 	}
-	s.nc, err = nats.Connect(s.info.NATSURL, client)
+	s.nc, err = nats.Connect(s.info.NATSURL, client, nats.CustomInboxPrefix(natsauth.InboxPrefix(natsauth.Client)))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -42,7 +42,7 @@ func startStack(ctx context.Context, cfg Config, dir string, log *slog.Logger) (
 	}
 	cctx, cancel := context.WithTimeout(ctx, 30*time.Second)
 	defer cancel()
-	if s.bus, err = bus.Connect(cctx, s.natsURL, "benchq-bench", log); err != nil {
+	if s.bus, err = bus.Connect(cctx, s.natsURL, "", "benchq-bench", log); err != nil {
 		return nil, err
 	}
 	if err = s.bus.Setup(ctx); err != nil {

@@ -14,7 +14,7 @@ import (
 
 // cmdCredentials writes the compose stack's credentials into DIR/.env
 // (mode 0600): an NKey per role (the public key for nats-server's
-// configuration, deploy/k8s/nats-server.conf, and the seed for the
+// configuration, deploy/{compose,k8s}/nats-server.conf, and the seed for the
 // service of that role), the results database's password, the HTTP
 // intake's token and Grafana's admin password. docker compose reads .env
 // from the project directory: `benchq credentials deploy/compose`.

@@ -12,6 +12,7 @@ package compose
 import (
 	"context"
 	"flag"
+	"maps"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -33,21 +34,24 @@ import (
 	"github.com/benchq/benchq/internal/testenv"
 )
 
-var update = flag.Bool("update", false, "rewrite deploy/k8s/nats-server.conf from credentials.NATSConfig")
+var update = flag.Bool("update", false, "rewrite the stacks' nats-server.conf from credentials.NATSConfig")
 
 const root = "../.."
 
-// natsConf is the stacks' one nats-server.conf.
-var natsConf = filepath.Join(root, "deploy", "k8s", "nats-server.conf")
+// natsConf is the compose stack's nats-server.conf; Kubernetes' differs
+// in the monitoring address only.
+var natsConf = filepath.Join(root, "deploy", "compose", "nats-server.conf")
 
-// The one nats-server.conf (deploy/k8s; compose mounts it) is what
-// credentials.NATSConfig generates.
+// The stacks' nats-server.conf files are what credentials.NATSConfig
+// generates: compose's monitoring on loopback (its health check runs in
+// the container), Kubernetes' on the pod's address (the kubelet probes it;
+// the Service does not expose it).
 func TestNATSConfigIsGenerated(t *testing.T) {
-	want, err := credentials.NATSConfig()
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, path := range []string{natsConf} {
+	for path, monitor := range map[string]string{natsConf: "127.0.0.1:8222", filepath.Join(root, "deploy", "k8s", "nats-server.conf"): "0.0.0.0:8222"} {
+		want, err := credentials.NATSConfig(monitor)
+		if err != nil {
+			t.Fatal(err)
+		}
 		if *update {
 			if err := os.WriteFile(path, []byte(want), 0o644); err != nil {
 				t.Fatal(err)
@@ -106,7 +110,7 @@ func TestNATSConfigAdmitsTheRoles(t *testing.T) {
 	}
 	for _, r := range natsauth.Roles {
 		t.Setenv(natsauth.SeedValueEnv, env[natsauth.SeedValueEnvOf(r)])
-		b, err := bus.Dial(url, "compose-test", nil)
+		b, err := bus.Dial(url, r, "compose-test", nil)
 		if err != nil {
 			t.Errorf("%s: %v", r, err)
 			continue
@@ -116,7 +120,7 @@ func TestNATSConfigAdmitsTheRoles(t *testing.T) {
 	// The agent's key cannot end a phase (the scheduler's subject).
 	t.Setenv(natsauth.SeedValueEnv, env[natsauth.SeedValueEnvOf(natsauth.Agent)])
 	denied := make(chan error, 1)
-	b, err := bus.Dial(url, "compose-test", nil)
+	b, err := bus.Dial(url, natsauth.Agent, "compose-test", nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -158,6 +162,7 @@ func load(t *testing.T, envFile string) (*types.Project, error) {
 // Which role's seed each service connects with.
 var roleOf = map[string]natsauth.Role{
 	"scheduler": natsauth.Scheduler, "collector": natsauth.Collector, "deployer": natsauth.Deployer, "driver-agent": natsauth.Agent,
+	"declare": natsauth.Admin,
 }
 
 func TestComposeFile(t *testing.T) {
@@ -169,7 +174,7 @@ func TestComposeFile(t *testing.T) {
 	if err != nil {
 		t.Fatalf("compose.yaml: %v", err)
 	}
-	want := []string{"collector", "deployer", "driver-agent", "grafana", "nats", "prometheus", "reporter", "results-db", "scheduler"}
+	want := []string{"collector", "declare", "deployer", "driver-agent", "grafana", "nats", "prometheus", "reporter", "results-db", "scheduler"}
 	if got := p.ServiceNames(); !slices.Equal(got, want) {
 		t.Fatalf("services %v, want %v", got, want)
 	}
@@ -183,12 +188,17 @@ func TestComposeFile(t *testing.T) {
 			if s.Image != "benchq/"+name+":dev" {
 				t.Errorf("%s: image %q, want benchq/%s:dev (deploy/k8s names the same)", name, s.Image, name)
 			}
+		} else if strings.HasPrefix(s.Image, "benchq/") {
+			if !slices.ContainsFunc(slices.Collect(maps.Values(p.Services)), func(o types.ServiceConfig) bool { return o.Build != nil && o.Image == s.Image }) {
+				t.Errorf("%s: image %q, which no service builds", name, s.Image)
+			}
 		} else if !pinned.MatchString(s.Image) {
 			t.Errorf("%s: image %q is not pinned to a version", name, s.Image)
 		}
 		// Healthchecks: every long-running service but the agents, which
 		// serve no port here (their heartbeats are their health).
-		daemon := len(s.Profiles) == 0 && name != "driver-agent"
+		// The one-shot declare step is no daemon either.
+		daemon := len(s.Profiles) == 0 && name != "driver-agent" && name != "declare"
 		if daemon && (s.HealthCheck == nil || len(s.HealthCheck.Test) < 2) {
 			t.Errorf("%s: no healthcheck", name)
 		}
@@ -208,6 +218,15 @@ func TestComposeFile(t *testing.T) {
 			default:
 				t.Errorf("%s depends on %s with condition %q", name, dep, d.Condition)
 			}
+		}
+		// Hardening: no process gains privileges; every container but the
+		// results database (whose entrypoint steps down from root) drops
+		// every capability.
+		if !slices.Contains(s.SecurityOpt, "no-new-privileges:true") {
+			t.Errorf("%s: no no-new-privileges", name)
+		}
+		if name != "results-db" && !slices.Equal(s.CapDrop, []string{"ALL"}) {
+			t.Errorf("%s: cap_drop %v, want [ALL]", name, s.CapDrop)
 		}
 		// Ports: published on the host's loopback only.
 		for _, port := range s.Ports {
@@ -249,6 +268,12 @@ func TestComposeFile(t *testing.T) {
 				t.Errorf("%s: no %s seed in %s", name, r, natsauth.SeedValueEnv)
 			}
 		}
+	}
+	// The streams are declared by the scheduler's image run once with the
+	// admin key; the scheduler waits for that.
+	if d := p.Services["declare"]; d.Image != p.Services["scheduler"].Image || !slices.Equal(d.Command, types.ShellCommand{"-declare"}) ||
+		p.Services["scheduler"].DependsOn["declare"].Condition != types.ServiceConditionCompletedSuccessfully {
+		t.Errorf("declare: image %s, command %v; want the scheduler's image with -declare, which the scheduler waits to complete", d.Image, d.Command)
 	}
 	for _, r := range natsauth.Roles {
 		if v := p.Services["nats"].Environment[natsauth.PubEnv(r)]; v == nil || *v != env[natsauth.PubEnv(r)] {

@@ -33,10 +33,10 @@ type Bus struct {
 
 // Connect dials url and retries until ctx ends, so services may start before
 // nats-server is up.
-func Connect(ctx context.Context, url, name string, log *slog.Logger) (*Bus, error) {
+func Connect(ctx context.Context, url string, role natsauth.Role, name string, log *slog.Logger) (*Bus, error) {
 	var lastErr error
 	for {
-		b, err := Dial(url, name, log)
+		b, err := Dial(url, role, name, log)
 		if err == nil {
 			return b, nil
 		}
@@ -53,17 +53,19 @@ func Connect(ctx context.Context, url, name string, log *slog.Logger) (*Bus, err
 // nats-server is not reachable rather than wait for it. The process
 // authenticates with the NKey seed file named by BENCHQ_NATS_NKEY, or the
 // seed in BENCHQ_NATS_SEED (see internal/natsauth), or connects anonymously
-// when neither is set.
-func Dial(url, name string, log *slog.Logger) (*Bus, error) {
+// when neither is set. role is the role the seed is of: its replies come
+// to the role's own inbox prefix (natsauth.InboxPrefix), the only one it
+// may read.
+func Dial(url string, role natsauth.Role, name string, log *slog.Logger) (*Bus, error) {
 	seed, err := natsauth.SeedFromEnv(os.Getenv)
 	if err != nil {
 		return nil, err
 	}
-	return dialSeed(url, name, seed, log)
+	return dialSeed(url, role, name, seed, log)
 }
 
 // DialAs is Dial with the seed file given ("": anonymous).
-func DialAs(url, name, seedFile string, log *slog.Logger) (*Bus, error) {
+func DialAs(url string, role natsauth.Role, name, seedFile string, log *slog.Logger) (*Bus, error) {
 	var seed []byte
 	if seedFile != "" {
 		var err error
@@ -71,11 +73,14 @@ func DialAs(url, name, seedFile string, log *slog.Logger) (*Bus, error) {
 			return nil, err
 		}
 	}
-	return dialSeed(url, name, seed, log)
+	return dialSeed(url, role, name, seed, log)
 }
 
-func dialSeed(url, name string, seed []byte, log *slog.Logger) (*Bus, error) {
+func dialSeed(url string, role natsauth.Role, name string, seed []byte, log *slog.Logger) (*Bus, error) {
 	opts := []nats.Option{nats.Name(name), nats.Timeout(3 * time.Second), nats.MaxReconnects(-1), nats.ReconnectWait(250 * time.Millisecond)}
+	if prefix := natsauth.InboxPrefix(role); prefix != "" {
+		opts = append(opts, nats.CustomInboxPrefix(prefix))
+	}
 	if seed != nil {
 		opt, err := nkeyOption(seed)
 		if err != nil {
@@ -115,14 +120,15 @@ func nkeyOption(seed []byte) (nats.Option, error) {
 	return nats.Nkey(pub, func(nonce []byte) ([]byte, error) { return kp.Sign(nonce) }), nil
 }
 
-// Open connects (see Connect) and declares the streams and buckets (Setup):
-// how every service starts.
-func Open(ctx context.Context, url, name string, log *slog.Logger) (*Bus, error) {
-	b, err := Connect(ctx, url, name, log)
+// Open connects (see Connect) and waits until the streams and buckets are
+// declared (WaitDeclared): how every service starts. No service declares
+// them: only the admin role may (benchq up, scheduler -declare).
+func Open(ctx context.Context, url string, role natsauth.Role, name string, log *slog.Logger) (*Bus, error) {
+	b, err := Connect(ctx, url, role, name, log)
 	if err != nil {
 		return nil, err
 	}
-	if err := b.Setup(ctx); err != nil {
+	if err := b.WaitDeclared(ctx); err != nil {
 		b.Close()
 		return nil, err
 	}
@@ -136,8 +142,10 @@ func (b *Bus) Close() {
 	}
 }
 
-// Setup declares every stream and KV bucket; it is idempotent and every
-// service calls it at start, so any one of them can come up first.
+// Setup declares every stream and KV bucket, and brings an older
+// declaration up to date; it is idempotent. Only the admin role may
+// (internal/natsauth): benchq up runs it before it starts the services,
+// compose and Kubernetes run `scheduler -declare`.
 func (b *Bus) Setup(ctx context.Context) error {
 	streams := []jetstream.StreamConfig{
 		{Name: contracts.StreamRequests, Subjects: contracts.StreamRequestsSubjects, Retention: jetstream.LimitsPolicy, Duplicates: DupWindow, Storage: jetstream.FileStorage},
@@ -163,8 +171,8 @@ func (b *Bus) Setup(ctx context.Context) error {
 	return nil
 }
 
-// WaitDeclared waits until every stream and KV bucket exists: how a driver
-// agent starts, which may not declare them (internal/natsauth).
+// WaitDeclared waits until every stream and KV bucket exists: how every
+// service starts, none of which may declare them (internal/natsauth).
 func (b *Bus) WaitDeclared(ctx context.Context) error {
 	names := []string{contracts.StreamRequests, contracts.StreamEvents, contracts.StreamJobs, contracts.StreamResults}
 	for _, kv := range []string{contracts.KVExperiments, contracts.KVVolumes, contracts.KVAgents} {
@@ -181,12 +189,14 @@ func (b *Bus) WaitDeclared(ctx context.Context) error {
 				return fmt.Errorf("stream %s: %w", name, err)
 			}
 			if !said {
-				b.Log.Info("waiting for a service to declare the streams", "missing", name)
+				if b.Log != nil {
+					b.Log.Info("waiting for the streams to be declared (benchq up, or scheduler -declare with the admin key)", "missing", name)
+				}
 				said = true
 			}
 			select {
 			case <-ctx.Done():
-				return fmt.Errorf("stream %s was never declared (is the scheduler running?): %w", name, ctx.Err())
+				return fmt.Errorf("stream %s was never declared (benchq up declares it; in compose and on Kubernetes `scheduler -declare` with the admin key): %w", name, ctx.Err())
 			case <-time.After(250 * time.Millisecond):
 			}
 		}

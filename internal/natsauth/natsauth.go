@@ -1,8 +1,16 @@
 // Package natsauth is who may do what on benchq's NATS: one user per role
-// (scheduler, deployer, collector, agent, client), each authenticated by an
-// NKey and allowed to publish and subscribe exactly the subjects of its part
-// of the protocol (contracts), plus the JetStream API calls on the streams,
-// consumers and buckets it uses. nats-server refuses every other connection.
+// (scheduler, deployer, collector, agent, client, and admin), each
+// authenticated by an NKey and allowed to publish and subscribe exactly the
+// subjects of its part of the protocol (contracts), plus the JetStream API
+// calls on the streams, consumers and buckets it uses. nats-server refuses
+// every other connection.
+//
+// Only admin declares, changes or removes streams and buckets: `benchq up`
+// (and compose's and Kubernetes' one-shot `scheduler -declare`) uses it, no
+// service holds it. Each role reads its replies on its own inbox prefix
+// (InboxPrefix), creates consumers only in the form that names them in the
+// subject (never under another role's durable name), and gets single
+// messages only from the streams and buckets it reads.
 //
 // What each role may publish of benchq's own subjects:
 //
@@ -43,10 +51,21 @@ const (
 	Collector Role = "collector"
 	Agent     Role = "agent"
 	Client    Role = "client"
+	Admin     Role = "admin"
 )
 
 // Roles are every role, in the order the server configuration lists them.
-var Roles = []Role{Scheduler, Deployer, Collector, Agent, Client}
+var Roles = []Role{Scheduler, Deployer, Collector, Agent, Client, Admin}
+
+// InboxPrefix is where role's replies come (JetStream's acks and API
+// answers, fetched messages): only role may subscribe under it, so no
+// other role reads them. "" (anonymous) keeps nats.go's default.
+func InboxPrefix(role Role) string {
+	if role == "" {
+		return ""
+	}
+	return "_INBOX_" + string(role)
+}
 
 // SeedEnv names the seed file a benchq process connects with;
 // AgentSeedEnv the one the deployer gives the driver agents it starts.
@@ -82,34 +101,37 @@ func For(role Role) Permissions {
 			p.Publish = append(p.Publish, t.All())
 		}
 	}
-	// Every role: replies (JetStream's acks of a publish, API answers,
-	// fetched messages) come to its inbox; read-only JetStream API calls.
-	p.Subscribe = append(p.Subscribe, "_INBOX.>")
+	// Every role: its replies on its own inbox; read-only JetStream API
+	// calls that name no message (account, stream and consumer info).
+	p.Subscribe = append(p.Subscribe, InboxPrefix(role)+".>")
 	p.Publish = append(p.Publish, "$JS.API.INFO", "$JS.API.STREAM.INFO.*", "$JS.API.CONSUMER.INFO.*.*",
-		"$JS.API.STREAM.NAMES", "$JS.API.CONSUMER.NAMES.*", "$JS.API.DIRECT.GET.>", "$JS.API.STREAM.MSG.GET.*")
+		"$JS.API.STREAM.NAMES", "$JS.API.CONSUMER.NAMES.*")
 	switch role {
+	case Admin:
+		// Declares and migrates the streams and buckets (bus.Setup); it
+		// publishes and reads no benchq message.
+		p.Publish = append(p.Publish, "$JS.API.>")
+		return p
 	case Scheduler:
 		all(contracts.TopicRejected, contracts.TopicPlanned, contracts.TopicDeploy, contracts.TopicTeardown,
 			contracts.TopicShard, contracts.TopicDrivers, contracts.TopicBarrierGo,
 			contracts.TopicPhaseStarted, contracts.TopicPhaseDone, contracts.TopicPhaseFailed, contracts.TopicPhaseSkipped,
 			contracts.TopicExperimentDone, contracts.TopicExperimentFailed, contracts.TopicExperimentCancelled,
 			contracts.TopicRequest, contracts.TopicStop) // what its HTTP intake accepted (intake.go)
-		p.declare()
 		p.writeKV(contracts.KVExperiments)
 		p.readKV(contracts.KVAgents)
 		p.ephemeral(contracts.StreamEvents) // a GO published before a restart (run.go, publishedGo)
 	case Deployer:
 		all(contracts.TopicSUTReady, contracts.TopicSUTFailed, contracts.TopicSUTRemoved, contracts.TopicDriverEnded)
-		p.declare()
 		p.writeKV(contracts.KVVolumes)
 		p.readKV(contracts.KVAgents)
 	case Collector:
-		p.declare()
 	case Agent:
 		all(contracts.TopicBarrierReady, contracts.TopicInterval, contracts.TopicFinal,
 			contracts.TopicShard) // a shard job of another phase is handed back (driver-agent/phase.go)
 		p.Subscribe = append(p.Subscribe, contracts.TopicBarrierGo.All(), contracts.TopicPhaseFailed.All())
 		p.writeKV(contracts.KVAgents)
+		p.readKV(contracts.KVExperiments) // is a shard still awaited (bus.ShardAwaited)
 	case Client:
 		all(contracts.TopicRequest, contracts.TopicStop)
 		// Its live view: the events, and the intervals and finals as they come.
@@ -128,8 +150,10 @@ func For(role Role) Permissions {
 		p.Publish = append(p.Publish, consumerAPI(d.stream, d.name)...)
 		p.Publish = append(p.Publish, "$JS.ACK."+d.stream+"."+d.name+".>")
 	}
-	// No role may take over another's durable consumer, whatever its
-	// wildcards on that stream allow.
+	// Whatever its wildcards allow: no role may take over another's
+	// durable consumer, create a consumer in a form whose subject does not
+	// name it (the server would not check the name against the deny list),
+	// or change a stream.
 	for other, ds := range durables {
 		if other == role {
 			continue
@@ -138,6 +162,9 @@ func For(role Role) Permissions {
 			p.PublishDeny = append(p.PublishDeny, consumerAPI(d.stream, d.name)...)
 		}
 	}
+	p.PublishDeny = append(p.PublishDeny, "$JS.API.CONSUMER.CREATE.*", "$JS.API.CONSUMER.DURABLE.CREATE.>",
+		"$JS.API.STREAM.CREATE.>", "$JS.API.STREAM.UPDATE.>", "$JS.API.STREAM.DELETE.>", "$JS.API.STREAM.PURGE.>",
+		"$JS.API.STREAM.MSG.DELETE.>", "$JS.API.STREAM.RESTORE.>", "$JS.API.STREAM.SNAPSHOT.>")
 	slices.Sort(p.PublishDeny)
 	return p
 }
@@ -150,35 +177,25 @@ func consumerAPI(stream, name string) []string {
 		"$JS.API.CONSUMER.DURABLE.CREATE." + s, "$JS.API.CONSUMER.DELETE." + s, "$JS.API.CONSUMER.MSG.NEXT." + s}
 }
 
-// declare: create and update benchq's streams and buckets (bus.Setup,
-// which every service runs at start); never delete or purge them.
-func (p *Permissions) declare() {
-	for _, s := range streams() {
-		p.Publish = append(p.Publish, "$JS.API.STREAM.CREATE."+s, "$JS.API.STREAM.UPDATE."+s)
-	}
-}
-
-// ephemeral: ordered consumers of one's own on stream (they read it all).
+// ephemeral: ordered consumers of one's own on stream (they read it all),
+// created in the form that names them (CONSUMER.CREATE.<stream>.<name>[.<filter>]).
 func (p *Permissions) ephemeral(stream string) {
-	p.Publish = append(p.Publish, "$JS.API.CONSUMER.CREATE."+stream, "$JS.API.CONSUMER.CREATE."+stream+".>",
+	p.Publish = append(p.Publish, "$JS.API.CONSUMER.CREATE."+stream+".>",
 		"$JS.API.CONSUMER.MSG.NEXT."+stream+".*", "$JS.API.CONSUMER.DELETE."+stream+".*", "$JS.FC."+stream+".>")
 }
 
-// readKV: get keys and list or watch the bucket (an ordered consumer).
-func (p *Permissions) readKV(bucket string) { p.ephemeral("KV_" + bucket) }
+// readKV: get keys (direct or stored get) and list or watch the bucket
+// (an ordered consumer).
+func (p *Permissions) readKV(bucket string) {
+	s := "KV_" + bucket
+	p.ephemeral(s)
+	p.Publish = append(p.Publish, "$JS.API.DIRECT.GET."+s, "$JS.API.DIRECT.GET."+s+".>", "$JS.API.STREAM.MSG.GET."+s)
+}
 
 // writeKV: readKV, and put, update and delete its keys.
 func (p *Permissions) writeKV(bucket string) {
 	p.readKV(bucket)
 	p.Publish = append(p.Publish, "$KV."+bucket+".>")
-}
-
-func streams() []string {
-	s := []string{contracts.StreamRequests, contracts.StreamEvents, contracts.StreamJobs, contracts.StreamResults}
-	for _, b := range []string{contracts.KVExperiments, contracts.KVVolumes, contracts.KVAgents} {
-		s = append(s, "KV_"+b)
-	}
-	return s
 }
 
 // SeedFile is where role's seed lives in dir.

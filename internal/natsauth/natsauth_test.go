@@ -14,6 +14,7 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/benchq/benchq/contracts"
+	"github.com/benchq/benchq/internal/attacks"
 	"github.com/benchq/benchq/internal/bus"
 	"github.com/benchq/benchq/internal/natsauth"
 	"github.com/benchq/benchq/internal/testenv"
@@ -53,7 +54,7 @@ type conn struct {
 func as(t *testing.T, url, keys string, role natsauth.Role) *conn {
 	t.Helper()
 	c := &conn{}
-	b, err := bus.DialAs(url, "test-"+string(role), natsauth.SeedFile(keys, role), testenv.Logger(t, string(role)))
+	b, err := bus.DialAs(url, role, "test-"+string(role), natsauth.SeedFile(keys, role), testenv.Logger(t, string(role)))
 	if err != nil {
 		t.Fatalf("connect as %s: %v", role, err)
 	}
@@ -98,20 +99,16 @@ func TestEachRoleDoesItsPartAndNoMore(t *testing.T) {
 	if _, err := natsauth.Generate(other); err != nil {
 		t.Fatal(err)
 	}
-	if b, err := bus.DialAs(url, "stranger", natsauth.SeedFile(other, natsauth.Scheduler), nil); err == nil {
+	if b, err := bus.DialAs(url, natsauth.Scheduler, "stranger", natsauth.SeedFile(other, natsauth.Scheduler), nil); err == nil {
 		b.Close()
 		t.Error("a key the server does not know was accepted")
 	}
 
+	// Only admin declares the streams and buckets.
+	if err := as(t, url, keys, natsauth.Admin).b.Setup(ctx); err != nil {
+		t.Fatalf("admin cannot declare the streams and buckets: %v", err)
+	}
 	sched := as(t, url, keys, natsauth.Scheduler)
-	if err := sched.b.Setup(ctx); err != nil {
-		t.Fatalf("the scheduler cannot declare the streams and buckets: %v", err)
-	}
-	for _, r := range []natsauth.Role{natsauth.Deployer, natsauth.Collector} {
-		if err := as(t, url, keys, r).b.Setup(ctx); err != nil {
-			t.Errorf("%s cannot run Setup: %v", r, err)
-		}
-	}
 	agent := as(t, url, keys, natsauth.Agent)
 	client := as(t, url, keys, natsauth.Client)
 
@@ -205,9 +202,29 @@ func TestEachRoleDoesItsPartAndNoMore(t *testing.T) {
 	if _, err := client.b.JS.Stream(ctx, contracts.StreamEvents); err != nil {
 		t.Errorf("the events stream: %v", err)
 	}
-	if err := agent.b.Setup(short); err == nil {
-		t.Error("the agent may declare streams")
+	for _, r := range attacks.Roles {
+		short, cancel := context.WithTimeout(ctx, time.Second)
+		if err := as(t, url, keys, r).b.Setup(short); err == nil {
+			t.Errorf("%s may declare streams", r)
+		}
+		cancel()
 	}
+}
+
+// TestAttacksAreRefused: every attack of internal/attacks is refused on
+// the permissions the stack generates, and every one succeeds on a server
+// that admits the same roles without permissions (so the check can fail).
+// The e2e security test runs the same attacks on the real stack.
+func TestAttacksAreRefused(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	attacks.Control(t, ctx, func(conf string) string { _, url := testenv.NATSFromConfig(t, conf); return url })
+
+	url, keys := authServer(t)
+	if err := attacks.Prepare(ctx, as(t, url, keys, natsauth.Admin).b); err != nil {
+		t.Fatal(err)
+	}
+	attacks.Expect(t, ctx, url, func(r natsauth.Role) string { return natsauth.SeedFile(keys, r) }, nil, false)
 }
 
 func TestSeedFilesAreTheOwnersOnly(t *testing.T) {

@@ -152,7 +152,30 @@ var ErrNotUp = errors.New("the stack is not running (start it with: benchq up)")
 func (s *Stack) Dial() (*bus.Bus, error) {
 	// Only errors, on stderr: a refused publish or subscription says so.
 	log := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelError}))
-	return bus.DialAs(s.NATSURL, "benchq", s.seed(natsauth.Client), log)
+	return bus.DialAs(s.NATSURL, natsauth.Client, "benchq", s.seed(natsauth.Client), log)
+}
+
+// declare declares (or brings up to date) the streams and buckets as the
+// admin role, the only one that may: before any service starts, each of
+// which waits for them (bus.Open).
+func (s *Stack) declare(ctx context.Context) error {
+	ctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+	defer cancel()
+	for {
+		b, err := bus.DialAs(s.NATSURL, natsauth.Admin, "benchq-admin", s.seed(natsauth.Admin), nil)
+		if err == nil {
+			defer b.Close()
+			if err := b.Setup(ctx); err != nil {
+				return fmt.Errorf("declare the streams and buckets: %w", err)
+			}
+			return nil
+		}
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("nats-server at %s never answered: %w", s.NATSURL, err)
+		case <-time.After(100 * time.Millisecond):
+		}
+	}
 }
 
 // seed is role's seed file ("" on a stack without access control).
@@ -298,6 +321,9 @@ func Start(ctx context.Context, st *State) (*Stack, error) {
 		return s, err
 	}
 	if err := start(NATSProc, filepath.Join(bin, "nats-server"), []string{"-c", conf, "-a", "127.0.0.1", "-p", strconv.Itoa(natsPort), "-js", "-sd", filepath.Join(home, "nats")}, nil); err != nil {
+		return s, err
+	}
+	if err := s.declare(ctx); err != nil {
 		return s, err
 	}
 	pass, err := newDBPassword(st)

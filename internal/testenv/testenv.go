@@ -196,7 +196,7 @@ func Go(t testing.TB, f func(ctx context.Context) error) (stop func()) {
 // buckets declared, closed when t ends.
 func Bus(t testing.TB, ctx context.Context, url string) *bus.Bus {
 	t.Helper()
-	b, err := bus.Connect(ctx, url, "test", Logger(t, "test"))
+	b, err := bus.Connect(ctx, url, "", "test", Logger(t, "test"))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -44,7 +44,7 @@ func newEnv(t *testing.T) *env {
 	t.Cleanup(cancel)
 	e := &env{t: t, ctx: ctx, db: testenv.Postgres(t), nats: testenv.NATS(t)}
 	var err error
-	if e.pub, err = bus.Connect(ctx, e.nats, "collector-test", testenv.Logger(t, "publisher")); err != nil {
+	if e.pub, err = bus.Connect(ctx, e.nats, "", "collector-test", testenv.Logger(t, "publisher")); err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(e.pub.Close)

@@ -361,6 +361,7 @@ func killMidPull(t *testing.T, ctx context.Context, db *pgxpool.Pool, promURL, c
 		}
 	}()
 	natsURL := testenv.NATS(t)
+	testenv.Bus(t, ctx, natsURL) // declares the streams, which the collector waits for
 	start := func() *exec.Cmd {
 		cmd := exec.Command(bin, "-nats", natsURL, "-db", db.Config().ConnString())
 		cmd.Env = append(os.Environ(), "BENCHQ_PROMETHEUS_URL="+proxy.URL, "BENCHQ_SCRAPE_INTERVAL=1s", "BENCHQ_METRICS_ADDR=")

@@ -17,6 +17,7 @@ import (
 
 	"github.com/benchq/benchq/contracts"
 	"github.com/benchq/benchq/internal/bus"
+	"github.com/benchq/benchq/internal/natsauth"
 	"github.com/benchq/benchq/internal/obs"
 )
 
@@ -47,7 +48,7 @@ func Run(ctx context.Context, cfg Config, log *slog.Logger) error {
 	if err := migrate(ctx, db); err != nil {
 		return err
 	}
-	b, err := bus.Open(ctx, cfg.NATSURL, "benchq-collector", log)
+	b, err := bus.Open(ctx, cfg.NATSURL, natsauth.Collector, "benchq-collector", log)
 	if err != nil {
 		return err
 	}

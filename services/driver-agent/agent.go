@@ -15,6 +15,7 @@ import (
 	"github.com/benchq/benchq/contracts"
 	"github.com/benchq/benchq/internal/benchbase"
 	"github.com/benchq/benchq/internal/bus"
+	"github.com/benchq/benchq/internal/natsauth"
 	"github.com/benchq/benchq/internal/obs"
 )
 
@@ -56,7 +57,7 @@ const ackWait = 30 * time.Second
 // Run serves jobs until ctx ends. A job in flight when ctx ends is not acked:
 // JetStream redelivers it.
 func Run(ctx context.Context, cfg Config, log *slog.Logger) error {
-	b, err := bus.Connect(ctx, cfg.NATSURL, "benchq-agent-"+cfg.Name, log)
+	b, err := bus.Connect(ctx, cfg.NATSURL, natsauth.Agent, "benchq-agent-"+cfg.Name, log)
 	if err != nil {
 		return err
 	}

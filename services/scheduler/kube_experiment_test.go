@@ -193,7 +193,7 @@ func TestKubeExperiment(t *testing.T) {
 	startDeployer(t, cp, natsURL, ns)
 	jobs := watchJobs(ctx, cp.Client, ns)
 
-	b, err := bus.Connect(ctx, natsURL, "kube-experiment-test", testenv.Logger(t, "test"))
+	b, err := bus.Connect(ctx, natsURL, "", "kube-experiment-test", testenv.Logger(t, "test"))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -99,7 +99,7 @@ func TestKubeScale(t *testing.T) {
 	deployPid, deployLog := startDeployer(t, cp, natsURL, ns)
 	jobs := watchJobNames(ctx, t, cp, ns)
 
-	b, err := bus.Connect(ctx, natsURL, "kube-scale-test", testenv.Logger(t, "test"))
+	b, err := bus.Connect(ctx, natsURL, "", "kube-scale-test", testenv.Logger(t, "test"))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -6,8 +6,11 @@ package main
 
 import (
 	"context"
+	"fmt"
 	"os"
 
+	"github.com/benchq/benchq/internal/bus"
+	"github.com/benchq/benchq/internal/natsauth"
 	"github.com/benchq/benchq/internal/startup"
 )
 
@@ -16,8 +19,21 @@ func main() {
 	var cfg Config
 	svc.Flags.StringVar(&cfg.HTTPAddr, "http", startup.Env("BENCHQ_HTTP_ADDR", ""), "address of the HTTP intake, e.g. 127.0.0.1:8080 (env BENCHQ_HTTP_ADDR; empty: none)")
 	svc.Flags.StringVar(&cfg.HTTPTokenFile, "http-token-file", startup.Env("BENCHQ_HTTP_TOKEN_FILE", ""), "the HTTP intake's bearer token, in a file of mode 0600 (env BENCHQ_HTTP_TOKEN_FILE)")
+	declare := svc.Flags.Bool("declare", false, "declare (or bring up to date) benchq's streams and buckets and exit: run with the admin role's key, before the services (compose's and Kubernetes' one-shot step; benchq up does it itself)")
 	cfg.HTTPToken = os.Getenv("BENCHQ_HTTP_TOKEN") // not a flag: a flag's value is in every process listing
 	svc.Main(func(ctx context.Context, rt startup.Runtime) error {
+		if *declare {
+			b, err := bus.Connect(ctx, rt.NATSURL, natsauth.Admin, "benchq-declare", rt.Log)
+			if err != nil {
+				return err
+			}
+			defer b.Close()
+			if err := b.Setup(ctx); err != nil {
+				return fmt.Errorf("%w (is BENCHQ_NATS_SEED the admin role's key?)", err)
+			}
+			rt.Log.Info("streams and buckets declared")
+			return nil
+		}
 		cfg.NATSURL, cfg.Metrics = rt.NATSURL, rt.Metrics
 		return Run(ctx, cfg, rt.Log)
 	})

@@ -15,6 +15,7 @@ import (
 
 	"github.com/benchq/benchq/contracts"
 	"github.com/benchq/benchq/internal/bus"
+	"github.com/benchq/benchq/internal/natsauth"
 	"github.com/benchq/benchq/internal/obs"
 	"github.com/benchq/benchq/internal/plan"
 )
@@ -50,7 +51,7 @@ type Scheduler struct {
 
 // Run serves until ctx ends.
 func Run(ctx context.Context, cfg Config, log *slog.Logger) error {
-	b, err := bus.Open(ctx, cfg.NATSURL, "benchq-scheduler", log)
+	b, err := bus.Open(ctx, cfg.NATSURL, natsauth.Scheduler, "benchq-scheduler", log)
 	if err != nil {
 		return err
 	}

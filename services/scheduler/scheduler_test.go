@@ -85,7 +85,7 @@ func newWorld(t *testing.T) *world {
 	t.Cleanup(cancel)
 	w := &world{t: t, ctx: ctx, url: testenv.NATS(t)}
 	var err error
-	if w.b, err = bus.Connect(ctx, w.url, "scheduler-test", testenv.Logger(t, "world")); err != nil {
+	if w.b, err = bus.Connect(ctx, w.url, "", "scheduler-test", testenv.Logger(t, "world")); err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(w.b.Close)

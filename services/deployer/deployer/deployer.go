@@ -15,6 +15,7 @@ import (
 	"github.com/benchq/benchq/catalog"
 	"github.com/benchq/benchq/contracts"
 	"github.com/benchq/benchq/internal/bus"
+	"github.com/benchq/benchq/internal/natsauth"
 	"github.com/benchq/benchq/internal/obs"
 	"github.com/benchq/benchq/internal/plan"
 	"github.com/benchq/benchq/services/deployer/backend"
@@ -78,7 +79,7 @@ func (m *deployerMetrics) set(key string, alive bool) {
 
 // Run serves jobs until ctx ends.
 func Run(ctx context.Context, cfg Config, be backend.Backend, log *slog.Logger) error {
-	b, err := bus.Open(ctx, cfg.NATSURL, "benchq-deployer", log)
+	b, err := bus.Open(ctx, cfg.NATSURL, natsauth.Deployer, "benchq-deployer", log)
 	if err != nil {
 		return err
 	}

@@ -475,7 +475,7 @@ func testDeployerService(t *testing.T, cp *k8stest.ControlPlane) {
 		return deployer.Run(ctx, deployer.Config{NATSURL: natsURL}, &Kube{Client: cp.Client, Namespace: ns, Log: log, Poll: 100 * time.Millisecond}, log)
 	})
 	ctx := itCtx(t, 2*time.Minute)
-	b, err := bus.Connect(ctx, natsURL, "test", log)
+	b, err := bus.Connect(ctx, natsURL, "", "test", log)
 	if err != nil {
 		t.Fatal(err)
 	}
