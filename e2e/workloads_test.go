@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"math"
 	"slices"
@@ -275,8 +276,12 @@ func (s *stack) checkNoGo(t *testing.T, code, loadPhase string) {
 		return
 	}
 	m, err := stream.GetLastMsgForSubject(ctx, contracts.Subject(contracts.SubjBarrierGo, code, "", ""))
-	if err != nil {
+	if errors.Is(err, jetstream.ErrMsgNotFound) {
 		return // no GO at all yet
+	}
+	if err != nil {
+		t.Errorf("the last GO of %s: %v", code, err)
+		return
 	}
 	var g contracts.BarrierGo
 	_ = json.Unmarshal(m.Data, &g)

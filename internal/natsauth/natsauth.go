@@ -177,20 +177,17 @@ func consumerAPI(stream, name string) []string {
 		"$JS.API.CONSUMER.DURABLE.CREATE." + s, "$JS.API.CONSUMER.DELETE." + s, "$JS.API.CONSUMER.MSG.NEXT." + s}
 }
 
-// ephemeral: ordered consumers of one's own on stream (they read it all),
-// created in the form that names them (CONSUMER.CREATE.<stream>.<name>[.<filter>]).
+// ephemeral: read stream — ordered consumers of one's own (created in the
+// form that names them, CONSUMER.CREATE.<stream>.<name>[.<filter>]) and
+// single messages (stored or direct get).
 func (p *Permissions) ephemeral(stream string) {
 	p.Publish = append(p.Publish, "$JS.API.CONSUMER.CREATE."+stream+".>",
-		"$JS.API.CONSUMER.MSG.NEXT."+stream+".*", "$JS.API.CONSUMER.DELETE."+stream+".*", "$JS.FC."+stream+".>")
+		"$JS.API.CONSUMER.MSG.NEXT."+stream+".*", "$JS.API.CONSUMER.DELETE."+stream+".*", "$JS.FC."+stream+".>",
+		"$JS.API.STREAM.MSG.GET."+stream, "$JS.API.DIRECT.GET."+stream, "$JS.API.DIRECT.GET."+stream+".>")
 }
 
-// readKV: get keys (direct or stored get) and list or watch the bucket
-// (an ordered consumer).
-func (p *Permissions) readKV(bucket string) {
-	s := "KV_" + bucket
-	p.ephemeral(s)
-	p.Publish = append(p.Publish, "$JS.API.DIRECT.GET."+s, "$JS.API.DIRECT.GET."+s+".>", "$JS.API.STREAM.MSG.GET."+s)
-}
+// readKV: get keys and list or watch the bucket.
+func (p *Permissions) readKV(bucket string) { p.ephemeral("KV_" + bucket) }
 
 // writeKV: readKV, and put, update and delete its keys.
 func (p *Permissions) writeKV(bucket string) {
