@@ -253,24 +253,28 @@ func TestEmbeddedStack(t *testing.T) {
 			t.Errorf("an agent's key may publish %s", spoof)
 		}
 
-		u, err := url.Parse(s.info.DBURL)
-		if err != nil {
-			t.Fatal(err)
+		// The owner, the collector's role and the readers' role each log in
+		// with a password file of their own, and not without it.
+		secrets := map[string]string{}
+		for _, dbURL := range []string{s.info.DBOwnerURL, s.info.CollectorURL, s.info.DBURL} {
+			u, err := url.Parse(dbURL)
+			if err != nil {
+				t.Fatal(err)
+			}
+			q := u.Query()
+			passFile := q.Get("passfile")
+			q.Del("passfile")
+			u.RawQuery = q.Encode()
+			if conn, err := pgx.Connect(ctx, u.String()); err == nil {
+				conn.Close(ctx)
+				t.Errorf("the results database let %s in without a password", u)
+			}
+			pass, err := os.ReadFile(passFile)
+			if err != nil {
+				t.Fatal(err)
+			}
+			secrets["the results database's password of "+u.User.Username()] = strings.TrimSpace(string(pass[strings.LastIndex(string(pass), ":")+1:]))
 		}
-		q := u.Query()
-		passFile := q.Get("passfile")
-		q.Del("passfile")
-		u.RawQuery = q.Encode()
-		if conn, err := pgx.Connect(ctx, u.String()); err == nil {
-			conn.Close(ctx)
-			t.Errorf("the results database let %s in without a password", u)
-		}
-
-		pass, err := os.ReadFile(passFile)
-		if err != nil {
-			t.Fatal(err)
-		}
-		secrets := map[string]string{"the results database's password": strings.TrimSpace(string(pass[strings.LastIndex(string(pass), ":")+1:]))}
 		for _, r := range natsauth.Roles {
 			seed, err := os.ReadFile(natsauth.SeedFile(s.info.NATSKeys, r))
 			if err != nil {
@@ -318,6 +322,7 @@ func TestEmbeddedStack(t *testing.T) {
 		}
 	})
 	t.Run("attacks on NATS", s.security)
+	t.Run("attacks on the results database", s.databaseRoles)
 }
 
 // runExperiment runs `benchq ycsb ... run` (the default flags, then extra)

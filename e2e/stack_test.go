@@ -31,6 +31,8 @@ type stack struct {
 		NATSURL       string `json:"nats_url"`
 		NATSKeys      string `json:"nats_keys"`
 		DBURL         string `json:"db_url"`
+		CollectorURL  string `json:"collector_db_url"`
+		DBOwnerURL    string `json:"db_owner_url"`
 		PrometheusURL string `json:"prometheus_url"`
 		IntakeURL     string `json:"intake_url"`
 		IntakeToken   string `json:"intake_token"`

@@ -31,6 +31,7 @@ import (
 	"github.com/benchq/benchq/internal/bus"
 	"github.com/benchq/benchq/internal/credentials"
 	"github.com/benchq/benchq/internal/natsauth"
+	"github.com/benchq/benchq/internal/resultsdb"
 	"github.com/benchq/benchq/internal/testenv"
 )
 
@@ -174,7 +175,7 @@ func TestComposeFile(t *testing.T) {
 	if err != nil {
 		t.Fatalf("compose.yaml: %v", err)
 	}
-	want := []string{"collector", "declare", "deployer", "driver-agent", "grafana", "nats", "prometheus", "reporter", "results-db", "scheduler"}
+	want := []string{"collector", "declare", "deployer", "driver-agent", "grafana", "migrate", "nats", "prometheus", "reporter", "results-db", "scheduler"}
 	if got := p.ServiceNames(); !slices.Equal(got, want) {
 		t.Fatalf("services %v, want %v", got, want)
 	}
@@ -197,8 +198,8 @@ func TestComposeFile(t *testing.T) {
 		}
 		// Healthchecks: every long-running service but the agents, which
 		// serve no port here (their heartbeats are their health).
-		// The one-shot declare step is no daemon either.
-		daemon := len(s.Profiles) == 0 && name != "driver-agent" && name != "declare"
+		// The one-shot steps (declare, migrate) are no daemons either.
+		daemon := len(s.Profiles) == 0 && name != "driver-agent" && name != "declare" && name != "migrate"
 		if daemon && (s.HealthCheck == nil || len(s.HealthCheck.Test) < 2) {
 			t.Errorf("%s: no healthcheck", name)
 		}
@@ -280,14 +281,29 @@ func TestComposeFile(t *testing.T) {
 			t.Errorf("nats: %s not from .env", natsauth.PubEnv(r))
 		}
 	}
-	for _, name := range []string{"collector", "reporter"} {
+	// The results database: the owner's password for the migrations only,
+	// the collector's role and the readers' role (the reporter, Grafana)
+	// each their own; no URL holds a password.
+	for name, want := range map[string]struct{ user, password string }{
+		"migrate":   {"postgres", "BENCHQ_DB_PASSWORD"},
+		"collector": {resultsdb.CollectorRole, "BENCHQ_DB_COLLECTOR_PASSWORD"},
+		"reporter":  {resultsdb.ReaderRole, "BENCHQ_DB_READER_PASSWORD"},
+	} {
 		s := p.Services[name]
-		if v := s.Environment["PGPASSWORD"]; v == nil || *v != env["BENCHQ_DB_PASSWORD"] {
-			t.Errorf("%s: PGPASSWORD is not the results database's password", name)
+		if v := s.Environment["PGPASSWORD"]; v == nil || *v != env[want.password] {
+			t.Errorf("%s: PGPASSWORD is not %s", name, want.password)
 		}
-		if u := s.Environment["BENCHQ_DB_URL"]; u == nil || strings.Contains(*u, env["BENCHQ_DB_PASSWORD"]) {
-			t.Errorf("%s: the database URL is missing or holds the password", name)
+		if u := s.Environment["BENCHQ_DB_URL"]; u == nil || strings.Contains(*u, env[want.password]) || !strings.HasPrefix(*u, "postgresql://"+want.user+"@") {
+			t.Errorf("%s: the database URL is missing, holds the password or is not %s's", name, want.user)
 		}
+	}
+	if g := p.Services["grafana"].Environment; g["BENCHQ_RESULTS_DB_USER"] == nil || *g["BENCHQ_RESULTS_DB_USER"] != resultsdb.ReaderRole ||
+		g["BENCHQ_RESULTS_DB_PASSWORD"] == nil || *g["BENCHQ_RESULTS_DB_PASSWORD"] != env["BENCHQ_DB_READER_PASSWORD"] {
+		t.Errorf("grafana does not read the results as %s", resultsdb.ReaderRole)
+	}
+	if m := p.Services["migrate"]; !slices.Equal(m.Command, types.ShellCommand{"-migrate"}) || m.Image != p.Services["collector"].Image ||
+		p.Services["collector"].DependsOn["migrate"].Condition != types.ServiceConditionCompletedSuccessfully {
+		t.Errorf("migrate: image %s, command %v; want the collector's image with -migrate, which the collector waits to complete", m.Image, m.Command)
 	}
 	if v := p.Services["scheduler"].Environment["BENCHQ_HTTP_TOKEN"]; v == nil || *v != env["BENCHQ_HTTP_TOKEN"] {
 		t.Error("scheduler: BENCHQ_HTTP_TOKEN is not the .env's token")

@@ -15,8 +15,11 @@ import (
 	"github.com/benchq/benchq/internal/natsauth"
 )
 
-// Secrets are the .env variables that are not NATS keys.
-var Secrets = []string{"BENCHQ_DB_PASSWORD", "BENCHQ_HTTP_TOKEN", "BENCHQ_GRAFANA_PASSWORD"}
+// Secrets are the .env variables that are not NATS keys: the results
+// database's owner's password and those of its two roles
+// (internal/resultsdb: the collector's, the readers'), the intake's token,
+// Grafana's admin password.
+var Secrets = []string{"BENCHQ_DB_PASSWORD", "BENCHQ_DB_COLLECTOR_PASSWORD", "BENCHQ_DB_READER_PASSWORD", "BENCHQ_HTTP_TOKEN", "BENCHQ_GRAFANA_PASSWORD"}
 
 // Env is a fresh .env: each role's NKey (natsauth.PubEnv for nats-server,
 // natsauth.SeedValueEnvOf for the service of that role) and a random

@@ -1,4 +1,10 @@
-package main
+// Package resultsdb is the results database's schema and roles: the
+// migrations (applied by its owner only: benchq up, or `collector -migrate`
+// in compose and on Kubernetes), and the two roles the stack's processes log
+// in as — the collector's, which may read and write benchq's tables and
+// nothing else, and the readers' (the reporter, the CLI, Grafana), which
+// may only read them.
+package resultsdb
 
 import (
 	"context"
@@ -14,11 +20,11 @@ import (
 //go:embed migrations/*.sql
 var migrations embed.FS
 
-// migrate applies the migrations not yet recorded in schema_migrations, in
+// Migrate applies the migrations not yet recorded in schema_migrations, in
 // file-name order, each in its own transaction. A session advisory lock
 // serialises collectors starting at once (CREATE TABLE IF NOT EXISTS alone
 // races on the catalog).
-func migrate(ctx context.Context, pool *pgxpool.Pool) error {
+func Migrate(ctx context.Context, pool *pgxpool.Pool) error {
 	db, err := pool.Acquire(ctx)
 	if err != nil {
 		return fmt.Errorf("migrate: %w", err)

@@ -21,12 +21,15 @@ import (
 	"strconv"
 	"time"
 
+	"github.com/jackc/pgx/v5/pgxpool"
+
 	"github.com/benchq/benchq/contracts"
 	"github.com/benchq/benchq/internal/atomicfile"
 	"github.com/benchq/benchq/internal/bus"
 	"github.com/benchq/benchq/internal/localdb"
 	"github.com/benchq/benchq/internal/natsauth"
 	"github.com/benchq/benchq/internal/procs"
+	"github.com/benchq/benchq/internal/resultsdb"
 )
 
 // Stack is what `benchq up` started, kept in <home>/stack.json so that
@@ -37,7 +40,13 @@ type Stack struct {
 	// (internal/natsauth); empty for a stack started before access control,
 	// whose NATS lets anyone in.
 	NATSKeys string `json:"nats_keys,omitempty"`
-	DBURL    string `json:"db_url"`
+	// DBURL is the results database as its readers (the reporter, the
+	// CLI, you) log in: the role benchq_reader, read-only. The collector
+	// logs in as benchq_collector (CollectorDBURL), migrations as the
+	// owner (DBOwnerURL). Each URL names a pgpass file, never a password.
+	DBURL          string `json:"db_url"`
+	CollectorDBURL string `json:"collector_db_url,omitempty"`
+	DBOwnerURL     string `json:"db_owner_url,omitempty"`
 	// IntakeURL is the scheduler's HTTP intake (docs/openapi.yaml), its
 	// bearer token in IntakeToken (a file, mode 0600).
 	IntakeURL   string `json:"intake_url,omitempty"`
@@ -116,7 +125,7 @@ func (s *Stack) restartNATS(ctx context.Context, st *State, p Proc) error {
 // leaves backends that hold its shared memory until they notice, within a
 // second or so, and a new postmaster refuses to start until then: retried.
 func (s *Stack) restartResultsDB(ctx context.Context, st *State, p *Proc) error {
-	port, err := urlPort("results database URL", s.DBURL)
+	port, err := urlPort("results database URL", s.ownerURL())
 	if err != nil {
 		return err
 	}
@@ -247,26 +256,77 @@ func (s *Stack) intake(st *State) ([]string, error) {
 	return []string{fmt.Sprintf("BENCHQ_HTTP_ADDR=127.0.0.1:%d", p), "BENCHQ_HTTP_TOKEN_FILE=" + s.IntakeToken}, nil
 }
 
-// newDBPassword writes a fresh password for the results database's
-// superuser into a pgpass file of the stack (mode 0600) and returns its
-// path: the database URL names the file, never the password.
-func newDBPassword(st *State) (string, error) {
+// newDBPassword writes a fresh password for user of the results database
+// (its owner, postgres, or one of its roles) into a pgpass file of the
+// stack (mode 0600), one file per user, and returns its path and the
+// password: a database URL names the file, never the password.
+func newDBPassword(st *State, user string) (path, password string, err error) {
 	b := make([]byte, 24)
 	if _, err := rand.Read(b); err != nil {
-		return "", err
+		return "", "", err
 	}
-	path := filepath.Join(st.Home(), "auth", "results-db.pgpass")
+	name := "results-db.pgpass"
+	if user != "postgres" {
+		name = "results-db-" + user + ".pgpass"
+	}
+	path = filepath.Join(st.Home(), "auth", name)
 	if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
-		return "", err
+		return "", "", err
 	}
-	line := "*:*:*:postgres:" + base64.RawURLEncoding.EncodeToString(b) + "\n"
-	return path, atomicfile.Write(path, []byte(line), 0o600)
+	password = base64.RawURLEncoding.EncodeToString(b)
+	return path, password, atomicfile.Write(path, []byte("*:*:*:"+user+":"+password+"\n"), 0o600)
 }
 
-// dbPassFile is the password file the database URL names ("" when it
-// names none: a stack started before passwords).
+// migrate applies the results database's migrations as its owner and
+// gives the collector's and the readers' roles fresh passwords (files of
+// their own, mode 0600): CollectorDBURL and DBURL name them.
+func (s *Stack) migrate(ctx context.Context, st *State) error {
+	owner, err := pgxpool.New(ctx, s.DBOwnerURL)
+	if err != nil {
+		return fmt.Errorf("results database: %w", err)
+	}
+	defer owner.Close()
+	if err := resultsdb.Migrate(ctx, owner); err != nil {
+		return fmt.Errorf("results database: %w", err)
+	}
+	for _, role := range []string{resultsdb.CollectorRole, resultsdb.ReaderRole} {
+		file, password, err := newDBPassword(st, role)
+		if err != nil {
+			return err
+		}
+		if err := resultsdb.SetPassword(ctx, owner, role, password); err != nil {
+			return err
+		}
+		u, err := url.Parse(s.DBOwnerURL)
+		if err != nil {
+			return err
+		}
+		u.User = url.User(role)
+		q := u.Query()
+		q.Set("passfile", file)
+		u.RawQuery = q.Encode()
+		if role == resultsdb.ReaderRole {
+			s.DBURL = u.String()
+		} else {
+			s.CollectorDBURL = u.String()
+		}
+	}
+	return nil
+}
+
+// ownerURL is the results database's owner's URL: DBOwnerURL, or DBURL
+// on a stack started before the database had roles (it was the owner's).
+func (s *Stack) ownerURL() string {
+	if s.DBOwnerURL != "" {
+		return s.DBOwnerURL
+	}
+	return s.DBURL
+}
+
+// dbPassFile is the owner's password file ("" when the URL names none: a
+// stack started before passwords).
 func (s *Stack) dbPassFile() string {
-	u, err := url.Parse(s.DBURL)
+	u, err := url.Parse(s.ownerURL())
 	if err != nil {
 		return ""
 	}
@@ -326,7 +386,7 @@ func Start(ctx context.Context, st *State) (*Stack, error) {
 	if err := s.declare(ctx); err != nil {
 		return s, err
 	}
-	pass, err := newDBPassword(st)
+	pass, _, err := newDBPassword(st, "postgres")
 	if err != nil {
 		return s, err
 	}
@@ -334,8 +394,14 @@ func Start(ctx context.Context, st *State) (*Stack, error) {
 	if err != nil {
 		return s, fmt.Errorf("results database: %w", err)
 	}
-	s.DBURL = pg.URL()
+	s.DBOwnerURL = pg.URL()
 	s.Procs = append(s.Procs, Proc{Name: DBProc, Pid: pg.Pid, Log: filepath.Join(home, DBProc, "postgres.log")})
+	if err := s.save(st); err != nil {
+		return s, err
+	}
+	if err := s.migrate(ctx, st); err != nil {
+		return s, err
+	}
 	if err := s.save(st); err != nil {
 		return s, err
 	}
@@ -351,7 +417,7 @@ func Start(ctx context.Context, st *State) (*Stack, error) {
 			return s, err
 		}
 	}
-	env := append([]string{"BENCHQ_NATS_URL=" + s.NATSURL, "BENCHQ_DB_URL=" + s.DBURL, "BENCHQ_HOME=" + home}, s.monitorEnv(st, every)...)
+	env := append([]string{"BENCHQ_NATS_URL=" + s.NATSURL, "BENCHQ_HOME=" + home}, s.monitorEnv(st, every)...)
 	// Each process connects as its role; the deployer hands the agents'
 	// key to the phase agents it starts.
 	service := func(name, path string, role natsauth.Role, args []string, extra ...string) error {
@@ -367,7 +433,7 @@ func Start(ctx context.Context, st *State) (*Stack, error) {
 		role  natsauth.Role
 		extra []string
 	}{
-		{"collector", natsauth.Collector, nil},
+		{"collector", natsauth.Collector, []string{"BENCHQ_DB_URL=" + s.CollectorDBURL}},
 		{"scheduler", natsauth.Scheduler, intake},
 		{"deployer", natsauth.Deployer, []string{natsauth.AgentSeedEnv + "=" + s.seed(natsauth.Agent)}},
 	} {

@@ -17,6 +17,7 @@ import (
 	"github.com/benchq/benchq/internal/obs"
 	"github.com/benchq/benchq/internal/obs/obstest"
 	"github.com/benchq/benchq/internal/plan"
+	"github.com/benchq/benchq/internal/resultsdb"
 	"github.com/benchq/benchq/internal/testenv"
 	"github.com/benchq/benchq/internal/ycsb"
 )
@@ -55,6 +56,9 @@ func newEnv(t *testing.T) *env {
 		t.Fatal(err)
 	}
 	t.Cleanup(e.pool.Close)
+	if err := resultsdb.Migrate(ctx, e.pool); err != nil {
+		t.Fatal(err)
+	}
 	return e
 }
 
@@ -514,7 +518,7 @@ func TestMigrateIsIdempotent(t *testing.T) {
 	}
 	defer db.Close()
 	for i := range 2 {
-		if err := migrate(ctx, db); err != nil {
+		if err := resultsdb.Migrate(ctx, db); err != nil {
 			t.Fatalf("migrate #%d: %v", i+1, err)
 		}
 	}
@@ -528,7 +532,7 @@ func TestMigrateIsIdempotent(t *testing.T) {
 	if err := rows.Err(); err != nil {
 		t.Fatal(err)
 	}
-	if fmt.Sprint(versions) != "[0001_init 0002_histograms 0003_metrics 0004_metric_summaries 0005_views 0006_saturation]" {
+	if fmt.Sprint(versions) != "[0001_init 0002_histograms 0003_metrics 0004_metric_summaries 0005_views 0006_saturation 0007_roles]" {
 		t.Errorf("schema_migrations = %v", versions)
 	}
 	var tables int
@@ -571,7 +575,7 @@ func TestMigrateConcurrently(t *testing.T) {
 					return
 				}
 				defer db.Close()
-				if err := migrate(ctx, db); err != nil {
+				if err := resultsdb.Migrate(ctx, db); err != nil {
 					errs <- err
 				}
 			}()

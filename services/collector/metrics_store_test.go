@@ -5,6 +5,8 @@ import (
 	"math"
 	"testing"
 	"time"
+
+	"github.com/benchq/benchq/internal/resultsdb"
 )
 
 func TestStoreMetricsOnceAcrossDays(t *testing.T) {
@@ -88,7 +90,7 @@ func TestStoreMetricsOnceAcrossDays(t *testing.T) {
 	if _, err := pool.Exec(ctx, `DELETE FROM schema_migrations WHERE version = '0003_metrics'`); err != nil {
 		t.Fatal(err)
 	}
-	if err := migrate(ctx, pool); err != nil {
+	if err := resultsdb.Migrate(ctx, pool); err != nil {
 		t.Errorf("0003 applied again: %v", err)
 	}
 }

@@ -27,6 +27,7 @@ import (
 	"github.com/benchq/benchq/internal/procmetrics"
 	"github.com/benchq/benchq/internal/procs"
 	"github.com/benchq/benchq/internal/prom"
+	"github.com/benchq/benchq/internal/resultsdb"
 	"github.com/benchq/benchq/internal/testenv"
 )
 
@@ -53,7 +54,7 @@ func resultsDB(t testing.TB, ctx context.Context) *pgxpool.Pool {
 		t.Fatal(err)
 	}
 	t.Cleanup(db.Close)
-	if err := migrate(ctx, db); err != nil {
+	if err := resultsdb.Migrate(ctx, db); err != nil {
 		t.Fatal(err)
 	}
 	return db

@@ -19,6 +19,7 @@ import (
 	"github.com/benchq/benchq/internal/bus"
 	"github.com/benchq/benchq/internal/natsauth"
 	"github.com/benchq/benchq/internal/obs"
+	"github.com/benchq/benchq/internal/resultsdb"
 )
 
 // Config is the collector's configuration.
@@ -45,7 +46,7 @@ func Run(ctx context.Context, cfg Config, log *slog.Logger) error {
 		return err
 	}
 	defer db.Close()
-	if err := migrate(ctx, db); err != nil {
+	if err := resultsdb.WaitMigrated(ctx, db, log); err != nil {
 		return err
 	}
 	b, err := bus.Open(ctx, cfg.NATSURL, natsauth.Collector, "benchq-collector", log)

@@ -16,7 +16,7 @@ from rows import load_tables
 
 TESTS = Path(__file__).parent
 GOLDEN = TESTS / "golden"
-MIGRATIONS = TESTS.parents[2] / "services" / "collector" / "migrations"
+MIGRATIONS = TESTS.parents[2] / "internal" / "resultsdb" / "migrations"
 PG_BIN = Path(os.environ.get("BENCHQ_PG_BIN", "/usr/lib/postgresql/15/bin"))
 
 

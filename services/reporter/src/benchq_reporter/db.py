@@ -1,4 +1,4 @@
-"""Read the results database (schema: services/collector/migrations). I/O only.
+"""Read the results database (schema: internal/resultsdb/migrations). I/O only.
 
 Every query takes the connection as an argument: the caller owns it, so a
 test can hand in a connection to a throw-away server and nothing lingers in

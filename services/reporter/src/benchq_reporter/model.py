@@ -20,7 +20,7 @@ from .plan import read as read_plan
 
 TS = "timestamp"
 
-# Columns the reporter reads, per table of services/collector/migrations.
+# Columns the reporter reads, per table of internal/resultsdb/migrations.
 # The experiment code is left out of the child tables: everything here
 # belongs to one experiment. configurations.endpoint is left out on purpose:
 # it may hold the SUT's password and no section needs it.
