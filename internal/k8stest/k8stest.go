@@ -399,11 +399,21 @@ func (cp *ControlPlane) waitUsable(ctx context.Context) error {
 }
 
 // Namespace creates a namespace for t, named prefix plus a suffix, and
-// returns its name. It is left to die with the control plane.
+// returns its name. It is left to die with the control plane. Its pods are
+// admitted under the Pod Security Standards' baseline level, as in
+// deploy/k8s' namespace.
 func (cp *ControlPlane) Namespace(t testing.TB, prefix string) string {
 	t.Helper()
+	return cp.NamespaceAt(t, prefix, "baseline")
+}
+
+// NamespaceAt is Namespace with the Pod Security level it enforces
+// (privileged, baseline or restricted).
+func (cp *ControlPlane) NamespaceAt(t testing.TB, prefix, level string) string {
+	t.Helper()
 	ns, err := cp.Client.CoreV1().Namespaces().Create(context.Background(),
-		&corev1.Namespace{ObjectMeta: metav1.ObjectMeta{GenerateName: prefix + "-"}}, metav1.CreateOptions{})
+		&corev1.Namespace{ObjectMeta: metav1.ObjectMeta{GenerateName: prefix + "-",
+			Labels: map[string]string{"pod-security.kubernetes.io/enforce": level}}}, metav1.CreateOptions{})
 	if err != nil {
 		t.Fatalf("create namespace: %v", err)
 	}

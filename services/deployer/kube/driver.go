@@ -55,9 +55,11 @@ func DriverJob(d backend.DriverSpec, namespace string) (*batchv1.Job, error) {
 		RestartPolicy:                corev1.RestartPolicyNever,
 		AutomountServiceAccountToken: ptr.To(false),
 		EnableServiceLinks:           ptr.To(false),
+		SecurityContext:              podSecurity(),
 		Containers: []corev1.Container{{
-			Name:  "driver-agent",
-			Image: d.Image,
+			Name:            "driver-agent",
+			Image:           d.Image,
+			SecurityContext: nonRootSecurity(benchqUID),
 			Env: []corev1.EnvVar{
 				{Name: "BENCHQ_POD_NAME", ValueFrom: &corev1.EnvVarSource{FieldRef: &corev1.ObjectFieldSelector{APIVersion: "v1", FieldPath: "metadata.name"}}},
 				{Name: "BENCHQ_AGENT_NAME", Value: "$(BENCHQ_POD_NAME)"},

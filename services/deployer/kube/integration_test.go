@@ -22,6 +22,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -67,6 +68,32 @@ func TestKubeAgainstAPIServer(t *testing.T) {
 	t.Run("deployer service over NATS", func(t *testing.T) { testDeployerService(t, cp) })
 	t.Run("deploy/k8s applies and its Role suffices", func(t *testing.T) { testDeployK8s(t, cp) })
 	t.Run("deploy/k8s Prometheus labels the deployer's pods", func(t *testing.T) { testPrometheusConfig(t, cp) })
+}
+
+// admittedUnder creates spec as a Pod, dry run, in a fresh namespace that
+// enforces Pod Security level: nil when the API server admits it.
+func admittedUnder(ctx context.Context, t *testing.T, cp *k8stest.ControlPlane, level string, spec corev1.PodSpec) error {
+	t.Helper()
+	ns := cp.NamespaceAt(t, "psa-"+level, level)
+	// Where it runs, as which account and on which claims are not Pod
+	// Security's business (the accounts live in the pod's own namespace; a
+	// StatefulSet's claims come from its templates): an emptyDir stands in.
+	spec.NodeSelector, spec.ServiceAccountName, spec.DeprecatedServiceAccount = nil, "", ""
+	have := map[string]bool{}
+	for _, v := range spec.Volumes {
+		have[v.Name] = true
+	}
+	for _, c := range append(slices.Clone(spec.Containers), spec.InitContainers...) {
+		for _, m := range c.VolumeMounts {
+			if !have[m.Name] {
+				have[m.Name] = true
+				spec.Volumes = append(spec.Volumes, corev1.Volume{Name: m.Name, VolumeSource: corev1.VolumeSource{EmptyDir: &corev1.EmptyDirVolumeSource{}}})
+			}
+		}
+	}
+	_, err := cp.Client.CoreV1().Pods(ns).Create(ctx, &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "dry"}, Spec: spec},
+		metav1.CreateOptions{DryRun: []string{metav1.DryRunAll}})
+	return err
 }
 
 func createPVs(t *testing.T, c kubernetes.Interface, class string, n int) {
@@ -456,6 +483,11 @@ func testDriverJob(t *testing.T, cp *k8stest.ControlPlane) {
 	if err != nil || len(pods.Items) != 3 {
 		t.Fatalf("%d agent pods, %v", len(pods.Items), err)
 	}
+	// The driver pods pass the restricted level too (their namespace
+	// enforces baseline, for the SUTs' sake).
+	if err := admittedUnder(ctx, t, cp, "restricted", j.Spec.Template.Spec); err != nil {
+		t.Errorf("a driver pod under Pod Security restricted: %v", err)
+	}
 	if err := k.Teardown(ctx, d.Code, d.Configuration); err != nil {
 		t.Fatal(err)
 	}
@@ -561,6 +593,33 @@ func testDeployK8s(t *testing.T, cp *k8stest.ControlPlane) {
 		t.Errorf("deploy/k8s made %d Deployments and %d StatefulSets labelled app=benchq, want 5 (scheduler, deployer, collector, reporter, prometheus) and 2 (NATS, results database)", len(deps.Items), len(sets.Items))
 	}
 	eventually(t, "benchq's pods", func(ctx context.Context) error { return podsSettled(ctx, cp.Client, ns, "app=benchq", want) })
+	// Pod Security: the namespace enforces baseline (its pods ran above);
+	// every pod of benchq's own passes restricted, the results database
+	// (whose image starts as root and steps down) baseline only.
+	if got, err := cp.Client.CoreV1().Namespaces().Get(ctx, ns, metav1.GetOptions{}); err != nil || got.Labels["pod-security.kubernetes.io/enforce"] != "baseline" {
+		t.Errorf("namespace %s does not enforce Pod Security baseline (%v)", ns, err)
+	}
+	templates := map[string]corev1.PodSpec{}
+	for _, d := range deps.Items {
+		templates[d.Name] = d.Spec.Template.Spec
+	}
+	for _, s := range sets.Items {
+		templates[s.Name] = s.Spec.Template.Spec
+	}
+	for name, spec := range templates {
+		level := "restricted"
+		if name == "results-db" {
+			level = "baseline"
+		}
+		if err := admittedUnder(ctx, t, cp, level, spec); err != nil {
+			t.Errorf("%s under Pod Security %s: %v", name, level, err)
+		}
+	}
+	// The NetworkPolicies (TestNetworkPolicies reads what they allow) are applied.
+	nps, err := cp.Client.NetworkingV1().NetworkPolicies(ns).List(ctx, metav1.ListOptions{})
+	if err != nil || len(nps.Items) != len(networkPolicies(t)) {
+		t.Errorf("%d NetworkPolicies in %s (%v), want deploy/k8s/networkpolicies.yaml's %d", len(nps.Items), ns, err, len(networkPolicies(t)))
+	}
 
 	tok, err := cp.Client.CoreV1().ServiceAccounts(ns).CreateToken(ctx, "benchq-deployer", &authTokenRequest, metav1.CreateOptions{})
 	if err != nil {
@@ -703,7 +762,12 @@ func checkCredentials(ctx context.Context, t *testing.T, c kubernetes.Interface,
 	refs := map[string]map[string]string{} // workload -> env name -> Secret key
 	add := func(name string, pod corev1.PodSpec) {
 		refs[name] = map[string]string{}
-		for _, ctr := range pod.Containers {
+		for i, ctr := range append(slices.Clone(pod.Containers), pod.InitContainers...) {
+			who := name // an init container is a workload of its own here
+			if i >= len(pod.Containers) {
+				who = name + "/" + ctr.Name
+				refs[who] = map[string]string{}
+			}
 			for _, e := range ctr.Env {
 				for _, v := range env {
 					if e.Value != "" && strings.Contains(e.Value, v) {
@@ -714,7 +778,7 @@ func checkCredentials(ctx context.Context, t *testing.T, c kubernetes.Interface,
 					if e.ValueFrom.SecretKeyRef.Name != "benchq-credentials" {
 						t.Errorf("%s: %s from Secret %q", name, e.Name, e.ValueFrom.SecretKeyRef.Name)
 					}
-					refs[name][e.Name] = e.ValueFrom.SecretKeyRef.Key
+					refs[who][e.Name] = e.ValueFrom.SecretKeyRef.Key
 				}
 			}
 		}
@@ -734,10 +798,15 @@ func checkCredentials(ctx context.Context, t *testing.T, c kubernetes.Interface,
 		add(s.Name, s.Spec.Template.Spec)
 	}
 	want := map[string]map[string]string{
-		"scheduler":  {"BENCHQ_NATS_SEED": "BENCHQ_NATS_SEED_SCHEDULER", "BENCHQ_HTTP_TOKEN": "BENCHQ_HTTP_TOKEN"},
-		"deployer":   {"BENCHQ_NATS_SEED": "BENCHQ_NATS_SEED_DEPLOYER"},
-		"collector":  {"BENCHQ_NATS_SEED": "BENCHQ_NATS_SEED_COLLECTOR", "PGPASSWORD": "BENCHQ_DB_PASSWORD"},
-		"reporter":   {"PGPASSWORD": "BENCHQ_DB_PASSWORD"},
+		"scheduler": {"BENCHQ_NATS_SEED": "BENCHQ_NATS_SEED_SCHEDULER", "BENCHQ_HTTP_TOKEN": "BENCHQ_HTTP_TOKEN"},
+		"deployer":  {"BENCHQ_NATS_SEED": "BENCHQ_NATS_SEED_DEPLOYER"},
+		// The admin key and the database owner's password go to the
+		// one-shot init containers only.
+		"scheduler/declare": {"BENCHQ_NATS_SEED": "BENCHQ_NATS_SEED_ADMIN"},
+		"collector/migrate": {"PGPASSWORD": "BENCHQ_DB_PASSWORD",
+			"BENCHQ_DB_COLLECTOR_PASSWORD": "BENCHQ_DB_COLLECTOR_PASSWORD", "BENCHQ_DB_READER_PASSWORD": "BENCHQ_DB_READER_PASSWORD"},
+		"collector":  {"BENCHQ_NATS_SEED": "BENCHQ_NATS_SEED_COLLECTOR", "PGPASSWORD": "BENCHQ_DB_COLLECTOR_PASSWORD"},
+		"reporter":   {"PGPASSWORD": "BENCHQ_DB_READER_PASSWORD"},
 		"results-db": {"POSTGRES_PASSWORD": "BENCHQ_DB_PASSWORD"},
 		"prometheus": {},
 		"nats":       {},

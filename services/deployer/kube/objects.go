@@ -280,8 +280,9 @@ func (b *builder) serverPod(e catalog.Entry, r *strings.Replacer, component stri
 		Env: append([]corev1.EnvVar{{Name: "BENCHQ_POD_NAME", ValueFrom: &corev1.EnvVarSource{
 			FieldRef: &corev1.ObjectFieldSelector{APIVersion: "v1", FieldPath: "metadata.name"}}}},
 			envList(r, k.Env)...),
-		Ports:          containerPorts(e),
-		ReadinessProbe: readiness(r, k.Readiness),
+		Ports:           containerPorts(e),
+		ReadinessProbe:  readiness(r, k.Readiness),
+		SecurityContext: dbmsSecurity(),
 	}
 	res, err := b.resources(e, component)
 	if err != nil {
@@ -325,6 +326,7 @@ func (b *builder) serverPod(e catalog.Entry, r *strings.Replacer, component stri
 			Volumes:                      volumes,
 			AutomountServiceAccountToken: ptr.To(false),
 			EnableServiceLinks:           ptr.To(false),
+			SecurityContext:              podSecurity(),
 		},
 	}
 	if b.sut.Node != "" {
@@ -336,7 +338,8 @@ func (b *builder) serverPod(e catalog.Entry, r *strings.Replacer, component stri
 			port = x.Port
 			pod.Spec.Containers = append(pod.Spec.Containers, corev1.Container{
 				Name: "exporter", Image: x.Image, Args: replaceAll(r, x.Args), Env: envList(r, x.Env),
-				Ports: []corev1.ContainerPort{{Name: "metrics", ContainerPort: int32(x.Port), Protocol: corev1.ProtocolTCP}},
+				Ports:           []corev1.ContainerPort{{Name: "metrics", ContainerPort: int32(x.Port), Protocol: corev1.ProtocolTCP}},
+				SecurityContext: nonRootSecurity(nobodyUID),
 			})
 		}
 		if port != 0 {
@@ -589,6 +592,7 @@ func (b *builder) schemaJob(e catalog.Entry, host string) []*batchv1.Job {
 }
 
 func (b *builder) job(name, component string, c corev1.Container) *batchv1.Job {
+	c.SecurityContext = toolSecurity()
 	labels := labelsFor(b.spec, b.entry.Name, component)
 	return &batchv1.Job{
 		TypeMeta:   metav1.TypeMeta{APIVersion: "batch/v1", Kind: "Job"},
@@ -602,6 +606,7 @@ func (b *builder) job(name, component string, c corev1.Container) *batchv1.Job {
 					RestartPolicy:                corev1.RestartPolicyOnFailure,
 					AutomountServiceAccountToken: ptr.To(false),
 					EnableServiceLinks:           ptr.To(false),
+					SecurityContext:              podSecurity(),
 				},
 			},
 		},
