@@ -32,6 +32,26 @@ const phaseAgentPrefix = "drv-"
 
 const driversDir = "drivers"
 
+// agentVars are the variables a driver agent reads its configuration from
+// (services/driver-agent and the packages it uses), which a phase agent
+// gets with the deployer's values.
+var agentVars = []string{"BENCHQ_NATS_URL", "BENCHQ_LOG_LEVEL", "BENCHQ_YCSB_LIB", "BENCHQ_YCSB_WORKLOADS",
+	"BENCHQ_JAVA", "BENCHQ_CACHE", "BENCHQ_BENCHBASE_HOME"}
+
+// agentEnv is a phase agent's environment besides procs.ChildEnv's: its
+// configuration (agentVars), its metrics address and the agents' key the
+// deployer was handed (natsauth.AgentEnv) — none of the deployer's own
+// keys or other secrets.
+func agentEnv(getenv func(string) string, metricsAddr string) []string {
+	env := []string{"BENCHQ_METRICS_ADDR=" + metricsAddr}
+	for _, k := range agentVars {
+		if v := getenv(k); v != "" {
+			env = append(env, k+"="+v)
+		}
+	}
+	return append(env, natsauth.AgentEnv(getenv)...)
+}
+
 // PoolAgents counts the pool's live agents (contracts.AgentLiveness): not
 // those started for a phase.
 func (l *Local) PoolAgents(beats map[string]contracts.Heartbeat, now time.Time) int {
@@ -83,12 +103,9 @@ func (l *Local) StartPhaseAgents(ctx context.Context, d backend.DriverSpec, n in
 		addr := fmt.Sprintf("127.0.0.1:%d", port)
 		if _, err := procs.Start(procs.Spec{
 			Name: name, Path: bin,
-			Args: []string{"-name", name, "-experiment", d.Code, "-phase", d.Phase, "-max-shards", "1"},
-			Env:  append([]string{"BENCHQ_METRICS_ADDR=" + addr}, natsauth.AgentEnv(os.Getenv)...),
-			// A driver agent is one of benchq's services: it reads its
-			// configuration from the environment.
-			InheritEnv: true,
-			LogFile:    filepath.Join(drivers, name+".log"), PidFile: pidFile,
+			Args:    []string{"-name", name, "-experiment", d.Code, "-phase", d.Phase, "-max-shards", "1"},
+			Env:     agentEnv(os.Getenv, addr),
+			LogFile: filepath.Join(drivers, name+".log"), PidFile: pidFile,
 		}); err != nil {
 			return names, err
 		}

@@ -7,11 +7,13 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/benchq/benchq/contracts"
+	"github.com/benchq/benchq/internal/natsauth"
 	"github.com/benchq/benchq/internal/procs"
 	"github.com/benchq/benchq/internal/testenv"
 	"github.com/benchq/benchq/services/deployer/deployer"
@@ -49,6 +51,12 @@ func TestLocalDeployerStartsTheAgentsAPhaseLacks(t *testing.T) {
 	if err := os.WriteFile(bin, []byte(script), 0o755); err != nil {
 		t.Fatal(err)
 	}
+	// The deployer's environment: an agent's configuration, the agents'
+	// key it hands on, and secrets that are not the agents'.
+	t.Setenv("BENCHQ_LOG_LEVEL", "debug")
+	t.Setenv(natsauth.AgentSeedValueEnv, "agents-seed")
+	t.Setenv("BENCHQ_HTTP_TOKEN", "not-for-agents")
+	t.Setenv("BENCHQ_DB_URL", "postgresql://not-for-agents")
 	local := &Local{Root: t.TempDir(), AgentBin: bin, Log: testenv.Logger(t, "local")}
 	testenv.Go(t, func(ctx context.Context) error {
 		return deployer.Run(ctx, deployer.Config{NATSURL: url}, local, testenv.Logger(t, "deployer"))
@@ -111,6 +119,26 @@ func TestLocalDeployerStartsTheAgentsAPhaseLacks(t *testing.T) {
 	})
 	if len(alive) != 2 {
 		t.Fatalf("%d live phase agents (pid files %v), want 2", len(alive), pids)
+	}
+	// A phase agent gets its configuration and the agents' key, and
+	// nothing else of the deployer's environment.
+	for _, pid := range alive {
+		raw, err := os.ReadFile(filepath.Join("/proc", strconv.Itoa(pid), "environ"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		env := strings.Split(string(raw), "\x00")
+		for _, want := range []string{"BENCHQ_LOG_LEVEL=debug", natsauth.SeedValueEnv + "=agents-seed"} {
+			if !slices.Contains(env, want) {
+				t.Errorf("phase agent %d lacks %s", pid, want)
+			}
+		}
+		for _, kv := range env {
+			name, _, _ := strings.Cut(kv, "=")
+			if name == natsauth.AgentSeedValueEnv || name == "BENCHQ_HTTP_TOKEN" || name == "BENCHQ_DB_URL" {
+				t.Errorf("phase agent %d has the deployer's %s", pid, name)
+			}
+		}
 	}
 	if err := local.Teardown(ctx, "l1", "c-1"); err != nil {
 		t.Fatal(err)
