@@ -29,6 +29,12 @@ if [ ${#need[@]} -gt 0 ]; then
   $SUDO apt-get update -qq
   DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq --no-install-recommends "${need[@]}" >/dev/null
 fi
+# Run as root, the local backend runs the SUTs and their exporters as
+# benchq-sut, an account that owns nothing of the stack (docs/security.md).
+if [ "$(id -u)" -eq 0 ] && ! id benchq-sut >/dev/null 2>&1; then
+  step "useradd benchq-sut (the SUTs' OS account)"
+  useradd --system --no-create-home --home-dir /nonexistent --shell /usr/sbin/nologin benchq-sut
+fi
 
 # 2. Go binaries: our services and CLI, and nats-server from its pinned module.
 # The version (tag or commit, scripts/version.sh) is stamped into the

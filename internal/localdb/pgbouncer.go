@@ -21,6 +21,9 @@ import (
 
 // PgBouncerOptions tune StartPgBouncer.
 type PgBouncerOptions struct {
+	// OSUser is the OS account pgbouncer runs as when we are root
+	// (default postgres; the local backend's pools: SUTUser).
+	OSUser string
 	// BackendPort is the PostgreSQL server on 127.0.0.1 the pool forwards
 	// to; every database name is passed through to it.
 	BackendPort int
@@ -85,7 +88,7 @@ func startPgBouncer(ctx context.Context, dir, bin string, port int, opts PgBounc
 		return nil, errors.New("no backend port")
 	}
 	// pgbouncer refuses to run as root, like postgres: the same OS user.
-	osUser, err := pgRunAs("pgbouncer")
+	osUser, err := runAs("pgbouncer", opts.OSUser, pgOSUser)
 	if err != nil {
 		return nil, err
 	}

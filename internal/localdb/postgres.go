@@ -1,9 +1,11 @@
 package localdb
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
+	"io/fs"
 	"maps"
 	"net/url"
 	"os"
@@ -46,6 +48,9 @@ type PGOptions struct {
 	// socket in the data directory, which only its owner reaches, stays
 	// trusted: that is how each start sets the password of the file.
 	PassFile string
+	// OSUser is the OS account the server runs as when we are root
+	// (default postgres; the local backend's SUTs: SUTUser).
+	OSUser string
 }
 
 // Postgres is a running PostgreSQL server.
@@ -74,7 +79,7 @@ func StartPostgres(ctx context.Context, dir string, port int, opts PGOptions) (*
 }
 
 func startPostgres(ctx context.Context, dir, bin string, port int, opts PGOptions) (*Postgres, error) {
-	osUser, err := pgRunAs("postgres")
+	osUser, err := runAs("postgres", opts.OSUser, pgOSUser)
 	if err != nil {
 		return nil, err
 	}
@@ -114,24 +119,46 @@ func startPostgres(ctx context.Context, dir, bin string, port int, opts PGOption
 	return p, nil
 }
 
-// pgRunAs is the OS user to run program (initdb and postgres, pgbouncer)
-// as: postgres when we are root, which they refuse to run as, else
-// ourselves ("").
-func pgRunAs(program string) (string, error) {
+// SUTUser is the OS account the local backend runs the systems under test
+// and their exporters as when benchq runs as root: one that owns nothing
+// of the stack — not the results database's data or socket (postgres'),
+// not its keys, logs or state (root's) — so a SUT superuser's
+// COPY ... TO PROGRAM, which runs as the server's OS user, reaches none of
+// it. make bootstrap creates it (useradd --system benchq-sut).
+const SUTUser = "benchq-sut"
+
+// runAs is the OS user to run program as when we are root: user, or def
+// when user is ""; "" (ourselves) when we are not root. postgres, initdb
+// and pgbouncer refuse to run as root.
+func runAs(program, user, def string) (string, error) {
 	if os.Geteuid() != 0 {
 		return "", nil
 	}
-	if _, err := procs.LookupUser(pgOSUser); err != nil {
-		return "", fmt.Errorf("%s refuses to run as root and there is no %q user to run it as: %w", program, pgOSUser, err)
+	user = cmp.Or(user, def)
+	if user == "" {
+		return "", nil
 	}
-	return pgOSUser, nil
+	if _, err := procs.LookupUser(user); err != nil {
+		fix := ""
+		if user == SUTUser {
+			fix = " (make bootstrap creates it: useradd --system " + SUTUser + ")"
+		}
+		return "", fmt.Errorf("%s runs as the OS user %q, which does not exist%s: %w", program, user, fix, err)
+	}
+	return user, nil
 }
 
 // preparePGDir creates dir (mode 0700, owned by osUser) and checks that
 // osUser can reach it: initdb's own error for an unreachable parent is
-// obscure.
+// obscure. A dir that belongs to another user (data kept from a run as
+// another OS user) is handed over whole.
 func preparePGDir(dir, osUser string) error {
-	if err := os.MkdirAll(dir, 0o700); err != nil {
+	// Parents it makes are 0755: the account that runs the server must
+	// pass through them (checked below).
+	if err := os.MkdirAll(filepath.Dir(dir), 0o755); err != nil {
+		return fmt.Errorf("create data dir: %w", err)
+	}
+	if err := os.Mkdir(dir, 0o700); err != nil && !errors.Is(err, os.ErrExist) {
 		return fmt.Errorf("create data dir: %w", err)
 	}
 	if osUser == "" {
@@ -141,7 +168,7 @@ func preparePGDir(dir, osUser string) error {
 	if err != nil {
 		return err
 	}
-	if err := os.Chown(dir, int(u.UID), int(u.GID)); err != nil {
+	if err := chownTree(dir, u.UID, u.GID); err != nil {
 		return fmt.Errorf("chown data dir to %s: %w", osUser, err)
 	}
 	if err := os.Chmod(dir, 0o700); err != nil {
@@ -162,6 +189,27 @@ func preparePGDir(dir, osUser string) error {
 			return nil
 		}
 	}
+}
+
+// chownTree makes dir uid's; when dir belonged to someone else, everything
+// in it too (without following links).
+func chownTree(dir string, uid, gid uint32) error {
+	if resolved, err := filepath.EvalSymlinks(dir); err == nil {
+		dir = resolved // a link to the data's real place (a persistent volume)
+	}
+	st, err := os.Lstat(dir)
+	if err != nil {
+		return err
+	}
+	if st.Sys().(*syscall.Stat_t).Uid == uid {
+		return os.Chown(dir, int(uid), int(gid))
+	}
+	return filepath.WalkDir(dir, func(path string, _ fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		return os.Lchown(path, int(uid), int(gid))
+	})
 }
 
 // livePostmaster reads dir/postmaster.pid and reports a live postmaster's pid

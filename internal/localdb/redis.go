@@ -17,6 +17,9 @@ import (
 
 // RedisOptions tune StartRedis.
 type RedisOptions struct {
+	// OSUser is the OS account redis-server runs as when we are root
+	// (default: ourselves; the local backend's SUTs: SUTUser).
+	OSUser string
 	// Settings are extra redis.conf directives (name → value).
 	Settings map[string]string
 	// Timeout bounds the wait for the first PONG (default 30s).
@@ -49,8 +52,12 @@ func StartRedis(ctx context.Context, dir string, port int, opts RedisOptions) (*
 }
 
 func startRedis(ctx context.Context, dir, bin string, port int, opts RedisOptions) (*Redis, error) {
-	if err := os.MkdirAll(dir, 0o755); err != nil {
-		return nil, fmt.Errorf("create dir: %w", err)
+	osUser, err := runAs("redis-server", opts.OSUser, "")
+	if err != nil {
+		return nil, err
+	}
+	if err := preparePGDir(dir, osUser); err != nil {
+		return nil, err
 	}
 	r := &Redis{Dir: dir}
 	if pid, ok := r.daemon().live(); ok {
@@ -63,7 +70,7 @@ func startRedis(ctx context.Context, dir, bin string, port int, opts RedisOption
 	}
 	// A cluster node's bus port is picked too when opts.BusPort is 0.
 	picked := port == 0 || (opts.Cluster && opts.BusPort == 0)
-	err := listen(port, picked, func(port int) (err error) {
+	err = listen(port, picked, func(port int) (err error) {
 		r.Port = port
 		settings := opts.Settings
 		if opts.Cluster {
@@ -71,7 +78,7 @@ func startRedis(ctx context.Context, dir, bin string, port int, opts RedisOption
 				return err
 			}
 		}
-		return r.daemon().launch(ctx, bin, "", r.confFile(), redisConf(dir, r.Port, settings), func(pid int) error {
+		return r.daemon().launch(ctx, bin, osUser, r.confFile(), redisConf(dir, r.Port, settings), func(pid int) error {
 			r.Pid = pid
 			return r.waitReady(ctx, opts.Timeout)
 		})

@@ -28,6 +28,8 @@ type RedisClusterOptions struct {
 	// Timeout bounds the wait for cluster_state:ok on every node (default
 	// 60s); each node's start has its own (RedisOptions.Timeout's default).
 	Timeout time.Duration
+	// OSUser is the OS account the nodes run as (RedisOptions.OSUser).
+	OSUser string
 }
 
 // RedisCluster is a running Redis Cluster of local redis-server processes.
@@ -125,7 +127,7 @@ func StartRedisCluster(ctx context.Context, dir string, opts RedisClusterOptions
 func (c *RedisCluster) start(ctx context.Context, opts RedisClusterOptions) error {
 	n := opts.Masters * (1 + opts.Replicas)
 	for i := range n {
-		node, err := startClusterNode(ctx, filepath.Join(c.Dir, fmt.Sprintf("node-%d", i)), opts.Settings)
+		node, err := startClusterNode(ctx, filepath.Join(c.Dir, fmt.Sprintf("node-%d", i)), opts.Settings, opts.OSUser)
 		if err != nil {
 			return err
 		}
@@ -142,11 +144,11 @@ func (c *RedisCluster) start(ctx context.Context, opts RedisClusterOptions) erro
 
 // startClusterNode starts (or finds) one node, on the ports of its previous
 // run if its directory has a redis.conf and they are free.
-func startClusterNode(ctx context.Context, dir string, settings map[string]string) (*Redis, error) {
+func startClusterNode(ctx context.Context, dir string, settings map[string]string, osUser string) (*Redis, error) {
 	conf := filepath.Join(dir, "redis.conf")
 	port, _ := readRedisPortDirective(conf, "port")
 	bus, _ := readRedisPortDirective(conf, "cluster-port")
-	opts := RedisOptions{Settings: settings, Cluster: true, BusPort: bus}
+	opts := RedisOptions{Settings: settings, Cluster: true, BusPort: bus, OSUser: osUser}
 	r, err := StartRedis(ctx, dir, port, opts)
 	if errors.Is(err, ErrAddrInUse) && (port != 0 || bus != 0) {
 		opts.BusPort = 0

@@ -172,7 +172,7 @@ func (l *Local) startRedis(ctx context.Context, dir string, port int, entry cata
 		return localState{}, "", err
 	}
 	data := filepath.Join(dir, "data")
-	opts := localdb.RedisOptions{Settings: entry.Settings}
+	opts := localdb.RedisOptions{Settings: entry.Settings, OSUser: localdb.SUTUser}
 	r, err := onPreviousPort(l.log(), "sut", dir, port, func(port int) (*localdb.Redis, error) {
 		return localdb.StartRedis(ctx, data, port, opts)
 	})
@@ -188,7 +188,7 @@ func (l *Local) startPostgres(ctx context.Context, dir string, port int, entry c
 		return localState{}, "", err
 	}
 	data := filepath.Join(dir, "data")
-	opts := localdb.PGOptions{Database: entry.Database, Settings: entry.Settings}
+	opts := localdb.PGOptions{Database: entry.Database, Settings: entry.Settings, OSUser: localdb.SUTUser}
 	p, err := onPreviousPort(l.log(), "sut", dir, port, func(port int) (*localdb.Postgres, error) {
 		return localdb.StartPostgres(ctx, data, port, opts)
 	})

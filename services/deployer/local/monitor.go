@@ -17,6 +17,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/benchq/benchq/catalog"
+	"github.com/benchq/benchq/internal/localdb"
 	"github.com/benchq/benchq/internal/pgbexporter"
 	"github.com/benchq/benchq/internal/procmetrics"
 	"github.com/benchq/benchq/internal/procs"
@@ -264,6 +265,7 @@ func startExporter(dir string, e wanted, prevAddr string) (string, error) {
 	addr := fmt.Sprintf("127.0.0.1:%d", port)
 	pid, err := procs.Start(procs.Spec{
 		Name: e.Name + " exporter", Path: e.Path, Args: append(e.Args, "--web.listen-address="+addr), Env: e.Env,
+		User:    localdb.SUTUser, // as root: the SUTs' account, which owns nothing of the stack
 		LogFile: filepath.Join(dir, exporterPrefix+e.Name+".log"), PidFile: pidFile,
 	})
 	if err != nil {
