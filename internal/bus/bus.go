@@ -34,9 +34,18 @@ type Bus struct {
 // Connect dials url and retries until ctx ends, so services may start before
 // nats-server is up.
 func Connect(ctx context.Context, url string, role natsauth.Role, name string, log *slog.Logger) (*Bus, error) {
+	return retry(ctx, url, func() (*Bus, error) { return Dial(url, role, name, log) })
+}
+
+// ConnectAs is Connect with the seed file given (DialAs).
+func ConnectAs(ctx context.Context, url string, role natsauth.Role, name, seedFile string, log *slog.Logger) (*Bus, error) {
+	return retry(ctx, url, func() (*Bus, error) { return DialAs(url, role, name, seedFile, log) })
+}
+
+func retry(ctx context.Context, url string, dial func() (*Bus, error)) (*Bus, error) {
 	var lastErr error
 	for {
-		b, err := Dial(url, role, name, log)
+		b, err := dial()
 		if err == nil {
 			return b, nil
 		}

@@ -94,7 +94,7 @@ func startPgBouncer(ctx context.Context, dir, bin string, port int, opts PgBounc
 	}
 	// Private to its user, like a PostgreSQL data dir; the parents must be
 	// reachable by it.
-	if err := preparePGDir(dir, osUser); err != nil {
+	if err := prepareDataDir(dir, osUser); err != nil {
 		return nil, err
 	}
 	b := &PgBouncer{Dir: dir}

@@ -83,7 +83,7 @@ func startPostgres(ctx context.Context, dir, bin string, port int, opts PGOption
 	if err != nil {
 		return nil, err
 	}
-	if err := preparePGDir(dir, osUser); err != nil {
+	if err := prepareDataDir(dir, osUser); err != nil {
 		return nil, err
 	}
 	p := &Postgres{Dir: dir, User: pgOSUser, Database: opts.Database, PassFile: opts.PassFile}
@@ -148,11 +148,11 @@ func runAs(program, user, def string) (string, error) {
 	return user, nil
 }
 
-// preparePGDir creates dir (mode 0700, owned by osUser) and checks that
+// prepareDataDir creates dir (mode 0700, owned by osUser) and checks that
 // osUser can reach it: initdb's own error for an unreachable parent is
 // obscure. A dir that belongs to another user (data kept from a run as
 // another OS user) is handed over whole.
-func preparePGDir(dir, osUser string) error {
+func prepareDataDir(dir, osUser string) error {
 	// Parents it makes are 0755: the account that runs the server must
 	// pass through them (checked below).
 	if err := os.MkdirAll(filepath.Dir(dir), 0o755); err != nil {
@@ -262,7 +262,7 @@ func initdb(ctx context.Context, bin, dir, osUser string) error {
 	if err := os.RemoveAll(tmp); err != nil {
 		return fmt.Errorf("initdb: %w", err)
 	}
-	if err := preparePGDir(tmp, osUser); err != nil {
+	if err := prepareDataDir(tmp, osUser); err != nil {
 		return fmt.Errorf("initdb: %w", err)
 	}
 	if _, err := procs.Run(ctx, procs.Spec{

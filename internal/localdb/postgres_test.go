@@ -150,7 +150,7 @@ func TestPreparePGDirUnreachable(t *testing.T) {
 	if err := os.Chmod(filepath.Dir(private), 0o700); err != nil {
 		t.Fatal(err)
 	}
-	err := preparePGDir(filepath.Join(private, "pg"), pgOSUser)
+	err := prepareDataDir(filepath.Join(private, "pg"), pgOSUser)
 	if err == nil || !strings.Contains(err.Error(), "cannot reach the data dir") {
 		t.Fatalf("err = %v", err)
 	}

@@ -56,7 +56,7 @@ func startRedis(ctx context.Context, dir, bin string, port int, opts RedisOption
 	if err != nil {
 		return nil, err
 	}
-	if err := preparePGDir(dir, osUser); err != nil {
+	if err := prepareDataDir(dir, osUser); err != nil {
 		return nil, err
 	}
 	r := &Redis{Dir: dir}

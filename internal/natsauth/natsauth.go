@@ -120,7 +120,7 @@ func For(role Role) Permissions {
 			contracts.TopicRequest, contracts.TopicStop) // what its HTTP intake accepted (intake.go)
 		p.writeKV(contracts.KVExperiments)
 		p.readKV(contracts.KVAgents)
-		p.ephemeral(contracts.StreamEvents) // a GO published before a restart (run.go, publishedGo)
+		p.readStream(contracts.StreamEvents) // a GO published before a restart (run.go, publishedGo)
 	case Deployer:
 		all(contracts.TopicSUTReady, contracts.TopicSUTFailed, contracts.TopicSUTRemoved, contracts.TopicDriverEnded)
 		p.writeKV(contracts.KVVolumes)
@@ -140,8 +140,8 @@ func For(role Role) Permissions {
 		// Follow an experiment (ordered consumers on the events and the
 		// results), read the state, the agents and the volumes; remove a
 		// volume (benchq volumes rm).
-		p.ephemeral(contracts.StreamEvents)
-		p.ephemeral(contracts.StreamResults)
+		p.readStream(contracts.StreamEvents)
+		p.readStream(contracts.StreamResults)
 		p.readKV(contracts.KVExperiments)
 		p.readKV(contracts.KVAgents)
 		p.writeKV(contracts.KVVolumes)
@@ -177,17 +177,17 @@ func consumerAPI(stream, name string) []string {
 		"$JS.API.CONSUMER.DURABLE.CREATE." + s, "$JS.API.CONSUMER.DELETE." + s, "$JS.API.CONSUMER.MSG.NEXT." + s}
 }
 
-// ephemeral: read stream — ordered consumers of one's own (created in the
+// readStream: read stream — ordered consumers of one's own (created in the
 // form that names them, CONSUMER.CREATE.<stream>.<name>[.<filter>]) and
 // single messages (stored or direct get).
-func (p *Permissions) ephemeral(stream string) {
+func (p *Permissions) readStream(stream string) {
 	p.Publish = append(p.Publish, "$JS.API.CONSUMER.CREATE."+stream+".>",
 		"$JS.API.CONSUMER.MSG.NEXT."+stream+".*", "$JS.API.CONSUMER.DELETE."+stream+".*", "$JS.FC."+stream+".>",
 		"$JS.API.STREAM.MSG.GET."+stream, "$JS.API.DIRECT.GET."+stream, "$JS.API.DIRECT.GET."+stream+".>")
 }
 
 // readKV: get keys and list or watch the bucket.
-func (p *Permissions) readKV(bucket string) { p.ephemeral("KV_" + bucket) }
+func (p *Permissions) readKV(bucket string) { p.readStream("KV_" + bucket) }
 
 // writeKV: readKV, and put, update and delete its keys.
 func (p *Permissions) writeKV(bucket string) {

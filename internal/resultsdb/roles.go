@@ -43,6 +43,25 @@ func SetPassword(ctx context.Context, owner *pgxpool.Pool, role, password string
 	return nil
 }
 
+// Prepare is what the owner does to a results database: apply the
+// migrations, then give each role of passwords (CollectorRole, ReaderRole)
+// its password; a role without one ("") keeps its login off. benchq up and
+// `collector -migrate` call it.
+func Prepare(ctx context.Context, owner *pgxpool.Pool, passwords map[string]string) error {
+	if err := Migrate(ctx, owner); err != nil {
+		return err
+	}
+	for role, password := range passwords {
+		if password == "" {
+			continue
+		}
+		if err := SetPassword(ctx, owner, role, password); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
 // WaitMigrated waits until every migration this build knows is applied:
 // how the collector starts, which may not apply them (its role may not
 // create tables).

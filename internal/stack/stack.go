@@ -170,21 +170,15 @@ func (s *Stack) Dial() (*bus.Bus, error) {
 func (s *Stack) declare(ctx context.Context) error {
 	ctx, cancel := context.WithTimeout(ctx, 30*time.Second)
 	defer cancel()
-	for {
-		b, err := bus.DialAs(s.NATSURL, natsauth.Admin, "benchq-admin", s.seed(natsauth.Admin), nil)
-		if err == nil {
-			defer b.Close()
-			if err := b.Setup(ctx); err != nil {
-				return fmt.Errorf("declare the streams and buckets: %w", err)
-			}
-			return nil
-		}
-		select {
-		case <-ctx.Done():
-			return fmt.Errorf("nats-server at %s never answered: %w", s.NATSURL, err)
-		case <-time.After(100 * time.Millisecond):
-		}
+	b, err := bus.ConnectAs(ctx, s.NATSURL, natsauth.Admin, "benchq-admin", s.seed(natsauth.Admin), nil)
+	if err != nil {
+		return err
 	}
+	defer b.Close()
+	if err := b.Setup(ctx); err != nil {
+		return fmt.Errorf("declare the streams and buckets: %w", err)
+	}
+	return nil
 }
 
 // seed is role's seed file ("" on a stack without access control).
@@ -281,22 +275,13 @@ func newDBPassword(st *State, user string) (path, password string, err error) {
 // gives the collector's and the readers' roles fresh passwords (files of
 // their own, mode 0600): CollectorDBURL and DBURL name them.
 func (s *Stack) migrate(ctx context.Context, st *State) error {
-	owner, err := pgxpool.New(ctx, s.DBOwnerURL)
-	if err != nil {
-		return fmt.Errorf("results database: %w", err)
-	}
-	defer owner.Close()
-	if err := resultsdb.Migrate(ctx, owner); err != nil {
-		return fmt.Errorf("results database: %w", err)
-	}
+	passwords := map[string]string{}
 	for _, role := range []string{resultsdb.CollectorRole, resultsdb.ReaderRole} {
 		file, password, err := newDBPassword(st, role)
 		if err != nil {
 			return err
 		}
-		if err := resultsdb.SetPassword(ctx, owner, role, password); err != nil {
-			return err
-		}
+		passwords[role] = password
 		u, err := url.Parse(s.DBOwnerURL)
 		if err != nil {
 			return err
@@ -310,6 +295,14 @@ func (s *Stack) migrate(ctx context.Context, st *State) error {
 		} else {
 			s.CollectorDBURL = u.String()
 		}
+	}
+	owner, err := pgxpool.New(ctx, s.DBOwnerURL)
+	if err != nil {
+		return fmt.Errorf("results database: %w", err)
+	}
+	defer owner.Close()
+	if err := resultsdb.Prepare(ctx, owner, passwords); err != nil {
+		return fmt.Errorf("results database: %w", err)
 	}
 	return nil
 }

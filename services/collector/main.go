@@ -35,16 +35,5 @@ func migrateAsOwner(ctx context.Context, url string, passwords map[string]string
 		return err
 	}
 	defer db.Close()
-	if err := resultsdb.Migrate(ctx, db); err != nil {
-		return err
-	}
-	for role, password := range passwords {
-		if password == "" {
-			continue
-		}
-		if err := resultsdb.SetPassword(ctx, db, role, password); err != nil {
-			return err
-		}
-	}
-	return nil
+	return resultsdb.Prepare(ctx, db, passwords)
 }
