@@ -1,6 +1,7 @@
 package catalog
 
 import (
+	"slices"
 	"strconv"
 	"strings"
 
@@ -44,6 +45,23 @@ func (e Entry) YCSBProperties(ep contracts.Endpoint, kind string) map[string]str
 	if kind == contracts.KindLoad {
 		add(e.YCSB.LoadProperties)
 	}
+	return out
+}
+
+// SecretYCSBProperties are the YCSB properties of the catalog that carry
+// the SUT's password ({password}): a driver hands them to YCSB in a file
+// of its own, never on the JVM's command line, which every local user may
+// read.
+func (e Entry) SecretYCSBProperties() []string {
+	var out []string
+	for _, m := range []map[string]string{e.YCSB.Properties, e.YCSB.LoadProperties} {
+		for k, v := range m {
+			if strings.Contains(v, "{password}") && !slices.Contains(out, k) {
+				out = append(out, k)
+			}
+		}
+	}
+	slices.Sort(out)
 	return out
 }
 

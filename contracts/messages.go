@@ -266,7 +266,10 @@ type Endpoint struct {
 	Port     int    `json:"port"`
 	Database string `json:"database,omitempty"`
 	User     string `json:"user,omitempty"`
-	Password string `json:"password,omitempty"`
+	// Password never travels in a message (the schema refuses one): a
+	// driver agent fills it in from its own environment
+	// (startup.SUTPassword) before it connects.
+	Password string `json:"-"`
 	JDBCURL  string `json:"jdbc_url,omitempty"`
 }
 

@@ -81,10 +81,15 @@ func TestEmbeddedStack(t *testing.T) {
 				// the SUT, started the same way; redis-server rewrites its
 				// environment's memory with its process title, so its
 				// /proc/<pid>/environ cannot tell).
-				checkNoSecrets(t, "the SUT's exporter", "prometheus-redis-exporter", fmt.Sprintf(":%d", ep.Port))
+				s.checkNoSecrets(t, "the SUT's exporter", "REDIS_PASSWORD", "prometheus-redis-exporter", fmt.Sprintf(":%d", ep.Port))
 			case strings.HasSuffix(subject, ".phase.done") && pe.Kind == contracts.KindLoad:
+				// The SUT takes no client without the stack's password.
+				addr := fmt.Sprintf("%s:%d", ep.Host, ep.Port)
+				if _, err := localdb.RedisCommand(context.Background(), addr, "DBSIZE"); err == nil || !strings.Contains(err.Error(), "NOAUTH") {
+					t.Errorf("DBSIZE without the SUTs' password: %v, want NOAUTH", err)
+				}
 				// Every key once: DBSIZE counts the data keys plus our binding's scan index.
-				n, err := localdb.RedisCommand(context.Background(), fmt.Sprintf("%s:%d", ep.Host, ep.Port), "DBSIZE")
+				n, err := localdb.RedisCommandAs(context.Background(), addr, s.sutPassword(t), "DBSIZE")
 				if err != nil {
 					t.Errorf("DBSIZE: %v", err)
 				}
@@ -93,7 +98,7 @@ func TestEmbeddedStack(t *testing.T) {
 				counted["keys"] = keys - 1
 			case strings.HasSuffix(subject, ".phase.started") && pe.Kind == contracts.KindRun:
 				// The benchmarker's JVM holds none of the agent's secrets.
-				checkNoSecrets(t, "the YCSB JVM", "io.benchq.ycsb.Launcher", fmt.Sprintf("redis.port=%d", ep.Port))
+				s.checkNoSecrets(t, "the YCSB JVM", "", "io.benchq.ycsb.Launcher", fmt.Sprintf("redis.port=%d", ep.Port))
 				// SIGKILL the collector during the benchmark phase, then start it again.
 				if err := syscall.Kill(s.pid("collector"), syscall.SIGKILL); err != nil {
 					t.Errorf("kill collector: %v", err)
@@ -158,7 +163,12 @@ func TestEmbeddedStack(t *testing.T) {
 			_ = json.Unmarshal(data, &pe)
 			if strings.HasSuffix(subject, ".phase.done") && pe.Kind == contracts.KindLoad {
 				ctx := context.Background()
-				conn, err := pgx.Connect(ctx, fmt.Sprintf("postgresql://%s@%s:%d/%s?sslmode=disable", ep.User, ep.Host, ep.Port, ep.Database))
+				// The SUT takes no login without the stack's password.
+				if conn, err := pgx.Connect(ctx, fmt.Sprintf("postgresql://%s@%s:%d/%s?sslmode=disable", ep.User, ep.Host, ep.Port, ep.Database)); err == nil {
+					conn.Close(ctx)
+					t.Error("the PostgreSQL SUT let a client in without the SUTs' password")
+				}
+				conn, err := pgx.Connect(ctx, s.sutURL(t, fmt.Sprintf("%s:%d", ep.Host, ep.Port), ep.User, ep.Database))
 				if err != nil {
 					t.Errorf("connect SUT: %v", err)
 					return
@@ -568,8 +578,14 @@ func redisCPUSeconds(t *testing.T, port int) float64 {
 // holds every string of match (at least one) have none of the stack's
 // secrets in their environment (/proc/<pid>/environ): no BENCHQ_* variable
 // and nothing named like a key, seed, token or password.
-func checkNoSecrets(t *testing.T, what string, match ...string) {
+// checkNoSecrets finds the processes whose command line holds every
+// string of match and fails if one has a secret of the stack in its
+// environment, or the SUTs' password anywhere in its command line. allow
+// names a variable the process is meant to hold (an exporter's
+// REDIS_PASSWORD: the SUT's own password, which its account knows).
+func (s *stack) checkNoSecrets(t *testing.T, what string, allow string, match ...string) {
 	t.Helper()
+	password := s.sutPassword(t)
 	found := 0
 	cmdlines, _ := filepath.Glob("/proc/[0-9]*/cmdline")
 	for _, f := range cmdlines {
@@ -578,6 +594,9 @@ func checkNoSecrets(t *testing.T, what string, match ...string) {
 			continue
 		}
 		cmd := strings.ReplaceAll(string(data), "\x00", " ")
+		if strings.Contains(cmd, password) {
+			t.Errorf("%s (%s) has the SUTs' password on its command line", what, filepath.Dir(f))
+		}
 		all := true
 		for _, m := range match {
 			all = all && strings.Contains(cmd, m)
@@ -594,6 +613,9 @@ func checkNoSecrets(t *testing.T, what string, match ...string) {
 		for _, kv := range strings.Split(string(environ), "\x00") {
 			name, _, _ := strings.Cut(kv, "=")
 			upper := strings.ToUpper(name)
+			if name == allow {
+				continue
+			}
 			if strings.HasPrefix(name, "BENCHQ_") || strings.Contains(upper, "NKEY") || strings.Contains(upper, "SEED") ||
 				strings.Contains(upper, "TOKEN") || strings.Contains(upper, "PASSWORD") {
 				t.Errorf("%s (%s) has %s in its environment", what, filepath.Dir(f), name)

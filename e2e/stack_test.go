@@ -7,6 +7,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"net/url"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -192,4 +193,22 @@ func keepSummary(t *testing.T, out string) {
 	if _, err := f.WriteString(out + "\n"); err != nil {
 		t.Errorf("keep summary: %v", err)
 	}
+}
+
+// sutPassword is the password the stack's SUTs require (benchq up writes it
+// once into the home's auth/sut.password).
+func (s *stack) sutPassword(t *testing.T) string {
+	t.Helper()
+	b, err := os.ReadFile(filepath.Join(s.home, "auth", "sut.password"))
+	if err != nil {
+		t.Fatalf("the SUTs' password: %v", err)
+	}
+	return strings.TrimSpace(string(b))
+}
+
+// sutURL is a pgx URL for user on the PostgreSQL or PgBouncer SUT at addr,
+// with the SUTs' password.
+func (s *stack) sutURL(t *testing.T, addr, user, database string) string {
+	u := url.URL{Scheme: "postgresql", User: url.UserPassword(user, s.sutPassword(t)), Host: addr, Path: "/" + database, RawQuery: "sslmode=disable"}
+	return u.String()
 }

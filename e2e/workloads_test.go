@@ -246,7 +246,7 @@ func (s *stack) runWorkload(t *testing.T, dbms, wl string, extra ...string) work
 		case strings.HasSuffix(subj, ".phase.done") && pe.Kind == contracts.KindRun:
 			res.after, res.nodeRows = s.sutRows(t, res.ready)
 			if dbms == "PgBouncer" {
-				res.poolServers = poolServers(t, res.ready)
+				res.poolServers = s.poolServers(t, res.ready)
 			}
 			resume("deployer")
 		case strings.HasSuffix(subj, ".phase.failed") || isEnd(subj):
@@ -307,7 +307,7 @@ func (s *stack) sutRows(t *testing.T, ready contracts.SUTReady) (int64, map[stri
 	switch ready.DBMS {
 	case "Redis", "RedisCluster":
 		masters := []string{addr}
-		if nodes, err := localdb.RedisCommand(ctx, addr, "CLUSTER", "NODES"); err == nil {
+		if nodes, err := localdb.RedisCommandAs(ctx, addr, s.sutPassword(t), "CLUSTER", "NODES"); err == nil {
 			masters = clusterMasters(nodes)
 		} else if ready.DBMS == "RedisCluster" {
 			t.Errorf("CLUSTER NODES: %v", err)
@@ -316,14 +316,14 @@ func (s *stack) sutRows(t *testing.T, ready contracts.SUTReady) (int64, map[stri
 		var total int64
 		per := map[string]int64{}
 		for _, m := range masters {
-			size, err := localdb.RedisCommand(ctx, m, "DBSIZE")
+			size, err := localdb.RedisCommandAs(ctx, m, s.sutPassword(t), "DBSIZE")
 			if err != nil {
 				t.Errorf("DBSIZE: %v", err)
 				return -1, nil
 			}
 			var keys int64
 			fmt.Sscan(size, &keys)
-			index, err := localdb.RedisCommand(ctx, m, "KEYS", "_indices*")
+			index, err := localdb.RedisCommandAs(ctx, m, s.sutPassword(t), "KEYS", "_indices*")
 			if err != nil {
 				t.Errorf("KEYS: %v", err)
 				return -1, nil
@@ -336,7 +336,7 @@ func (s *stack) sutRows(t *testing.T, ready contracts.SUTReady) (int64, map[stri
 		}
 		return total, per
 	default:
-		conn, err := pgx.Connect(ctx, fmt.Sprintf("postgresql://%s@%s/%s?sslmode=disable&default_query_exec_mode=simple_protocol", ep.User, addr, ep.Database))
+		conn, err := pgx.Connect(ctx, s.sutURL(t, addr, ep.User, ep.Database)+"&default_query_exec_mode=simple_protocol")
 		if err != nil {
 			t.Errorf("connect SUT: %v", err)
 			return -1, nil
@@ -372,7 +372,7 @@ func clusterMasters(nodes string) []string {
 // a pgbouncer opens them only for clients that came to it, and keeps them
 // (server_idle_timeout) after they left. (SHOW STATS would be exacter, but
 // PgBouncer refreshes its totals only every stats_period, 60 s.)
-func poolServers(t *testing.T, ready contracts.SUTReady) map[string]int64 {
+func (s *stack) poolServers(t *testing.T, ready contracts.SUTReady) map[string]int64 {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
@@ -382,7 +382,12 @@ func poolServers(t *testing.T, ready contracts.SUTReady) map[string]int64 {
 		if addr == "" {
 			continue
 		}
-		conn, err := pgx.Connect(ctx, fmt.Sprintf("postgresql://%s@%s/pgbouncer?sslmode=disable&default_query_exec_mode=simple_protocol", ready.Endpoint.User, addr))
+		// The pool takes no client without the stack's password.
+		if conn, err := pgx.Connect(ctx, fmt.Sprintf("postgresql://%s@%s/pgbouncer?sslmode=disable&default_query_exec_mode=simple_protocol", ready.Endpoint.User, addr)); err == nil {
+			conn.Close(ctx)
+			t.Errorf("pgbouncer %s let a client in without the SUTs' password", addr)
+		}
+		conn, err := pgx.Connect(ctx, s.sutURL(t, addr, ready.Endpoint.User, "pgbouncer")+"&default_query_exec_mode=simple_protocol")
 		if err != nil {
 			t.Errorf("pgbouncer admin console %s: %v", addr, err)
 			continue

@@ -32,6 +32,7 @@ import (
 	"github.com/benchq/benchq/internal/credentials"
 	"github.com/benchq/benchq/internal/natsauth"
 	"github.com/benchq/benchq/internal/resultsdb"
+	"github.com/benchq/benchq/internal/startup"
 	"github.com/benchq/benchq/internal/testenv"
 )
 
@@ -304,6 +305,15 @@ func TestComposeFile(t *testing.T) {
 	if m := p.Services["migrate"]; !slices.Equal(m.Command, types.ShellCommand{"-migrate"}) || m.Image != p.Services["collector"].Image ||
 		p.Services["collector"].DependsOn["migrate"].Condition != types.ServiceConditionCompletedSuccessfully {
 		t.Errorf("migrate: image %s, command %v; want the collector's image with -migrate, which the collector waits to complete", m.Image, m.Command)
+	}
+	// The SUTs' password: the deployer (its SUTs, exporters and phase
+	// agents) and the driver agents, no one else.
+	for name, s := range p.Services {
+		v := s.Environment[startup.SUTPasswordEnv]
+		want := name == "deployer" || name == "driver-agent"
+		if got := v != nil && *v == env[startup.SUTPasswordEnv] && *v != ""; got != want {
+			t.Errorf("%s: holds the SUTs' password %v, want %v", name, got, want)
+		}
 	}
 	if v := p.Services["scheduler"].Environment["BENCHQ_HTTP_TOKEN"]; v == nil || *v != env["BENCHQ_HTTP_TOKEN"] {
 		t.Error("scheduler: BENCHQ_HTTP_TOKEN is not the .env's token")

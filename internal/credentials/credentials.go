@@ -13,13 +13,15 @@ import (
 	"github.com/nats-io/nkeys"
 
 	"github.com/benchq/benchq/internal/natsauth"
+	"github.com/benchq/benchq/internal/startup"
 )
 
 // Secrets are the .env variables that are not NATS keys: the results
 // database's owner's password and those of its two roles
 // (internal/resultsdb: the collector's, the readers'), the intake's token,
-// Grafana's admin password.
-var Secrets = []string{"BENCHQ_DB_PASSWORD", "BENCHQ_DB_COLLECTOR_PASSWORD", "BENCHQ_DB_READER_PASSWORD", "BENCHQ_HTTP_TOKEN", "BENCHQ_GRAFANA_PASSWORD"}
+// Grafana's admin password, the SUTs' password (startup.SUTPasswordEnv:
+// the deployer's and the driver agents').
+var Secrets = []string{"BENCHQ_DB_PASSWORD", "BENCHQ_DB_COLLECTOR_PASSWORD", "BENCHQ_DB_READER_PASSWORD", "BENCHQ_HTTP_TOKEN", "BENCHQ_GRAFANA_PASSWORD", startup.SUTPasswordEnv}
 
 // Env is a fresh .env: each role's NKey (natsauth.PubEnv for nats-server,
 // natsauth.SeedValueEnvOf for the service of that role) and a random

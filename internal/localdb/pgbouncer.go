@@ -27,10 +27,15 @@ type PgBouncerOptions struct {
 	// BackendPort is the PostgreSQL server on 127.0.0.1 the pool forwards
 	// to; every database name is passed through to it.
 	BackendPort int
-	// User is the backend user every client is logged in as (the pool
-	// authenticates nobody: auth_type any, as the local PostgreSQL trusts
-	// loopback). Default "postgres".
+	// User is the backend user every client is logged in as. Default
+	// "postgres".
 	User string
+	// Password, when set, is User's: the pool checks it of every client
+	// (auth_type scram-sha-256) and logs in to the backend with it, from
+	// an auth_file in the pool's own directory (mode 0700). Without one
+	// the pool authenticates nobody (auth_type any), for a backend that
+	// trusts loopback.
+	Password string
 	// Database is the one the readiness probe queries through the pool
 	// (default "postgres").
 	Database string
@@ -47,10 +52,13 @@ type PgBouncerOptions struct {
 
 // PgBouncer is a running pgbouncer in transaction pooling mode.
 type PgBouncer struct {
-	Dir  string // holds pgbouncer.ini, pgbouncer.pid, pgbouncer.log
+	Dir  string // holds pgbouncer.ini, userlist.txt, pgbouncer.pid, pgbouncer.log
 	Port int
 	Pid  int
 }
+
+// userlistFile is the pool's auth_file (PgBouncerOptions.Password).
+const userlistFile = "userlist.txt"
 
 // PgBouncerBinary locates pgbouncer: $BENCHQ_PGBOUNCER, else PATH, else
 // /usr/sbin (Debian's place, off a normal user's PATH).
@@ -98,13 +106,17 @@ func startPgBouncer(ctx context.Context, dir, bin string, port int, opts PgBounc
 		return nil, err
 	}
 	b := &PgBouncer{Dir: dir}
+	users, err := b.writeUserlist(opts)
+	if err != nil {
+		return nil, err
+	}
 	if pid, ok := b.daemon().live(); ok {
 		livePort, err := readINIPort(b.iniFile())
 		if err != nil {
 			return nil, err
 		}
-		want := pgbouncerINI(livePort, opts)
-		if have, _ := os.ReadFile(b.iniFile()); string(have) == want {
+		want := pgbouncerINI(dir, livePort, opts)
+		if have, _ := os.ReadFile(b.iniFile()); string(have) == want && !users {
 			b.Pid, b.Port = pid, livePort
 			return b, b.waitReady(ctx, opts)
 		}
@@ -116,7 +128,7 @@ func startPgBouncer(ctx context.Context, dir, bin string, port int, opts PgBounc
 	}
 	err = listen(port, port == 0, func(port int) error {
 		b.Port = port
-		return b.daemon().launch(ctx, bin, osUser, b.iniFile(), pgbouncerINI(b.Port, opts), func(pid int) error {
+		return b.daemon().launch(ctx, bin, osUser, b.iniFile(), pgbouncerINI(dir, b.Port, opts), func(pid int) error {
 			b.Pid = pid
 			return b.waitReady(ctx, opts)
 		})
@@ -125,6 +137,32 @@ func startPgBouncer(ctx context.Context, dir, bin string, port int, opts PgBounc
 		return nil, err
 	}
 	return b, nil
+}
+
+// writeUserlist writes the auth_file of opts.Password (removes it without
+// one) and reports whether it changed: a live pool then restarts to read
+// it.
+func (b *PgBouncer) writeUserlist(opts PgBouncerOptions) (changed bool, err error) {
+	path := filepath.Join(b.Dir, userlistFile)
+	have, readErr := os.ReadFile(path)
+	if opts.Password == "" {
+		if err := os.Remove(path); err != nil && !errors.Is(err, os.ErrNotExist) {
+			return false, fmt.Errorf("pgbouncer auth_file: %w", err)
+		}
+		return readErr == nil, nil
+	}
+	// One line: "user" "password", a double quote doubled.
+	quote := func(v string) string { return `"` + strings.ReplaceAll(v, `"`, `""`) + `"` }
+	want := quote(cmp.Or(opts.User, pgOSUser)) + " " + quote(opts.Password) + "\n"
+	if readErr == nil && string(have) == want {
+		return false, nil
+	}
+	// The directory is the pool's own (0700): the server's OS user reads
+	// the file through it.
+	if err := os.WriteFile(path, []byte(want), 0o644); err != nil {
+		return false, fmt.Errorf("pgbouncer auth_file: %w", err)
+	}
+	return true, nil
 }
 
 func (b *PgBouncer) daemon() daemon  { return daemon{name: "pgbouncer", dir: b.Dir, file: "pgbouncer"} }
@@ -138,13 +176,13 @@ func (b *PgBouncer) Addr() string { return fmt.Sprintf("127.0.0.1:%d", b.Port) }
 // deep directory would exceed its path limit), transaction pooling, every
 // database passed through to the backend as opts.User, logs on stderr
 // (which procs appends to pgbouncer.log).
-func pgbouncerINI(port int, opts PgBouncerOptions) string {
+func pgbouncerINI(dir string, port int, opts PgBouncerOptions) string {
 	user := cmp.Or(opts.User, pgOSUser)
 	settings := map[string]string{
 		"listen_addr":     "127.0.0.1",
 		"listen_port":     strconv.Itoa(port),
 		"unix_socket_dir": "",
-		// No passwords: the backend trusts loopback, so the pool logs
+		// No password: the backend trusts loopback, so the pool logs
 		// every client in as user (the catalog's user) without checking.
 		"auth_type": "any",
 		"pool_mode": "transaction",
@@ -153,6 +191,12 @@ func pgbouncerINI(port int, opts PgBouncerOptions) string {
 		"ignore_startup_parameters": "extra_float_digits",
 		"admin_users":               user,
 		"stats_users":               user,
+	}
+	if opts.Password != "" {
+		// The password of userlist.txt: checked of every client, and the
+		// one the pool logs in to the backend with.
+		settings["auth_type"] = "scram-sha-256"
+		settings["auth_file"] = filepath.Join(dir, userlistFile)
 	}
 	if opts.MaxClientConn > 0 {
 		settings["max_client_conn"] = strconv.Itoa(opts.MaxClientConn)
@@ -202,9 +246,13 @@ func PgBouncerPort(dir string) (int, error) {
 // waitReady polls SELECT 1 through the pool (simple protocol: no prepared
 // statement may outlive a transaction behind transaction pooling).
 func (b *PgBouncer) waitReady(ctx context.Context, opts PgBouncerOptions) error {
+	user := url.User(cmp.Or(opts.User, pgOSUser))
+	if opts.Password != "" {
+		user = url.UserPassword(user.Username(), opts.Password)
+	}
 	u := url.URL{
 		Scheme:   "postgresql",
-		User:     url.User(cmp.Or(opts.User, pgOSUser)),
+		User:     user,
 		Host:     b.Addr(),
 		Path:     "/" + cmp.Or(opts.Database, "postgres"),
 		RawQuery: "sslmode=disable&default_query_exec_mode=simple_protocol",

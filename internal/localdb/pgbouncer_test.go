@@ -160,7 +160,7 @@ func TestPgBouncerPortTaken(t *testing.T) {
 
 func TestPgBouncerINI(t *testing.T) {
 	t.Parallel()
-	got := pgbouncerINI(6432, PgBouncerOptions{BackendPort: 5433, MaxClientConn: 32, PoolSize: 8, Settings: map[string]string{"server_lifetime": "60"}})
+	got := pgbouncerINI("/data/pool-0", 6432, PgBouncerOptions{BackendPort: 5433, MaxClientConn: 32, PoolSize: 8, Settings: map[string]string{"server_lifetime": "60"}})
 	want := `;; written by benchq (internal/localdb); rewritten on every start
 [databases]
 * = host=127.0.0.1 port=5433 user=postgres

@@ -87,8 +87,11 @@ func startPostgres(ctx context.Context, dir, bin string, port int, opts PGOption
 		return nil, err
 	}
 	p := &Postgres{Dir: dir, User: pgOSUser, Database: opts.Database, PassFile: opts.PassFile}
-	if p.PassFile != "" && socketTooLong(dir) {
-		return nil, fmt.Errorf("%s is too deep for the unix socket that sets the password (%d bytes at most): put the data higher up", dir, maxSocketDir)
+	password := ""
+	if p.PassFile != "" {
+		if password, err = pgpassPassword(p.PassFile); err != nil {
+			return nil, err
+		}
 	}
 	if pid, livePort, ok := livePostmaster(dir); ok {
 		p.Pid, p.Port = pid, livePort
@@ -100,7 +103,7 @@ func startPostgres(ctx context.Context, dir, bin string, port int, opts PGOption
 		}
 		return p, nil
 	}
-	if err := initdb(ctx, bin, dir, osUser); err != nil {
+	if err := initdb(ctx, bin, dir, osUser, password); err != nil {
 		return nil, err
 	}
 	if p.PassFile != "" {
@@ -249,7 +252,7 @@ func parsePostmasterPid(b []byte) (pid, port int, err error) {
 // initdb creates the cluster in a sibling directory and renames it into
 // place, so that an interrupted initdb (a cancelled deploy) never leaves a
 // half-made cluster that looks initialised.
-func initdb(ctx context.Context, bin, dir, osUser string) error {
+func initdb(ctx context.Context, bin, dir, osUser, password string) error {
 	if _, err := os.Stat(filepath.Join(dir, "PG_VERSION")); err == nil {
 		return nil
 	}
@@ -265,10 +268,22 @@ func initdb(ctx context.Context, bin, dir, osUser string) error {
 	if err := prepareDataDir(tmp, osUser); err != nil {
 		return fmt.Errorf("initdb: %w", err)
 	}
+	args := []string{"-D", tmp, "-U", pgOSUser, "--auth=trust", "--encoding=UTF8", "--locale=C", "--no-sync", "--no-instructions"}
+	if password != "" {
+		// The superuser's password from the start, so that a server whose
+		// unix socket cannot be made (too deep a directory) has it too.
+		pwfile, err := writePWFile(filepath.Dir(tmp), password, osUser)
+		if err != nil {
+			_ = os.RemoveAll(tmp)
+			return fmt.Errorf("initdb: %w", err)
+		}
+		defer os.Remove(pwfile) //nolint:errcheck // best effort: it lies in a directory of ours
+		args = append(args, "--pwfile="+pwfile)
+	}
 	if _, err := procs.Run(ctx, procs.Spec{
 		Name: "initdb",
 		Path: filepath.Join(bin, "initdb"),
-		Args: []string{"-D", tmp, "-U", pgOSUser, "--auth=trust", "--encoding=UTF8", "--locale=C", "--no-sync", "--no-instructions"},
+		Args: args,
 		Dir:  tmp, // the caller's cwd may be unreadable for the postgres user
 		User: osUser,
 	}); err != nil {
@@ -286,6 +301,28 @@ func initdb(ctx context.Context, bin, dir, osUser string) error {
 		return fmt.Errorf("initdb: %w", err)
 	}
 	return nil
+}
+
+// writePWFile writes password into a new file of dir that only osUser
+// ("": we) may read, for initdb --pwfile.
+func writePWFile(dir, password, osUser string) (string, error) {
+	f, err := os.CreateTemp(dir, ".pwfile-*")
+	if err != nil {
+		return "", err
+	}
+	_, err = f.WriteString(password + "\n")
+	err = errors.Join(err, f.Close())
+	if err == nil && osUser != "" {
+		var u procs.User
+		if u, err = procs.LookupUser(osUser); err == nil {
+			err = os.Chown(f.Name(), int(u.UID), int(u.GID))
+		}
+	}
+	if err != nil {
+		_ = os.Remove(f.Name())
+		return "", err
+	}
+	return f.Name(), nil
 }
 
 func (p *Postgres) logFile() string { return filepath.Join(p.Dir, "postgres.log") }
@@ -360,10 +397,22 @@ func (p *Postgres) waitReady(ctx context.Context, timeout time.Duration) error {
 
 // waitReadyWithPassword waits for the server on its unix socket, sets the
 // superuser's password to the one of PassFile, and checks a TCP login.
+// Without a socket (too deep a directory) it waits for that login alone:
+// initdb set the password, and a cluster made with another one is refused
+// at once, naming the file.
 func (p *Postgres) waitReadyWithPassword(ctx context.Context, timeout time.Duration) error {
 	password, err := pgpassPassword(p.PassFile)
 	if err != nil {
 		return err
+	}
+	if socketTooLong(p.Dir) {
+		return waitReady(ctx, "postgres", p.Pid, p.logFile(), fmt.Sprintf("postgres SELECT 1 on 127.0.0.1:%d", p.Port), orDefault(timeout, 60*time.Second), 100*time.Millisecond, func(ctx context.Context) error {
+			err := selectOne(ctx, p.url("postgres"))
+			if pgErr := (*pgconn.PgError)(nil); errors.As(err, &pgErr) && pgErr.Code == "28P01" { // invalid_password
+				return procs.Permanent(fmt.Errorf("the password of %s does not open the cluster in %s (made with another one, and too deep a directory for the unix socket that would set it): %w", p.PassFile, p.Dir, err))
+			}
+			return err
+		})
 	}
 	socket := fmt.Sprintf("postgresql:///postgres?host=%s&port=%d&user=%s&sslmode=disable", url.QueryEscape(p.Dir), p.Port, p.User)
 	err = waitReady(ctx, "postgres", p.Pid, p.logFile(), "postgres SELECT 1 on its unix socket in "+p.Dir, orDefault(timeout, 60*time.Second), 100*time.Millisecond, func(ctx context.Context) error {
@@ -411,7 +460,23 @@ func pgpassPassword(path string) (string, error) {
 		return "", err
 	}
 	line, _, _ := strings.Cut(string(b), "\n")
-	fields := strings.SplitN(line, ":", 5)
+	// Fields are separated by colons; a backslash escapes the next
+	// character (a colon or a backslash), as libpq reads the file.
+	var fields []string
+	var field strings.Builder
+	for i := 0; i < len(line); i++ {
+		switch c := line[i]; {
+		case c == '\\' && i+1 < len(line):
+			i++
+			field.WriteByte(line[i])
+		case c == ':' && len(fields) < 4:
+			fields = append(fields, field.String())
+			field.Reset()
+		default:
+			field.WriteByte(c)
+		}
+	}
+	fields = append(fields, field.String())
 	if len(fields) != 5 || fields[4] == "" {
 		return "", fmt.Errorf("password file %s: want host:port:database:user:password", path)
 	}

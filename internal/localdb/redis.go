@@ -29,13 +29,25 @@ type RedisOptions struct {
 	// port). StartRedisCluster forms the cluster.
 	Cluster bool
 	BusPort int
+	// Password, when set, is required of every client (requirepass) and
+	// given by replicas to their masters (masterauth). It is written into
+	// redis.conf, which lies in the server's own directory (mode 0700),
+	// never on a command line.
+	Password string
 }
 
 // Redis is a running redis-server.
 type Redis struct {
-	Dir  string // holds redis.conf, redis.pid, redis.log
-	Port int
-	Pid  int
+	Dir      string // holds redis.conf, redis.pid, redis.log
+	Port     int
+	Pid      int
+	Password string // RedisOptions.Password
+}
+
+// Command sends one command to the server (RedisCommandAs, with its
+// password).
+func (r *Redis) Command(ctx context.Context, args ...string) (string, error) {
+	return RedisCommandAs(ctx, r.Addr(), r.Password, args...)
 }
 
 // Addr is host:port of the server.
@@ -59,7 +71,7 @@ func startRedis(ctx context.Context, dir, bin string, port int, opts RedisOption
 	if err := prepareDataDir(dir, osUser); err != nil {
 		return nil, err
 	}
-	r := &Redis{Dir: dir}
+	r := &Redis{Dir: dir, Password: opts.Password}
 	if pid, ok := r.daemon().live(); ok {
 		var err error
 		if r.Port, err = readRedisPort(r.confFile()); err != nil {
@@ -77,6 +89,14 @@ func startRedis(ctx context.Context, dir, bin string, port int, opts RedisOption
 			if settings, err = clusterSettings(r.Port, opts); err != nil {
 				return err
 			}
+		}
+		if opts.Password != "" {
+			settings = maps.Clone(settings)
+			if settings == nil {
+				settings = map[string]string{}
+			}
+			settings["requirepass"] = opts.Password
+			settings["masterauth"] = opts.Password
 		}
 		return r.daemon().launch(ctx, bin, osUser, r.confFile(), redisConf(dir, r.Port, settings), func(pid int) error {
 			r.Pid = pid
@@ -190,7 +210,7 @@ func (r *Redis) waitReady(ctx context.Context, timeout time.Duration) error {
 		// Bound each PING: whatever holds the port may accept and never answer.
 		ctx, cancel := context.WithTimeout(ctx, 2*time.Second)
 		defer cancel()
-		reply, err := RedisCommand(ctx, r.Addr(), "PING")
+		reply, err := r.Command(ctx, "PING")
 		if err != nil {
 			return err
 		}

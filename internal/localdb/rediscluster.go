@@ -30,6 +30,9 @@ type RedisClusterOptions struct {
 	Timeout time.Duration
 	// OSUser is the OS account the nodes run as (RedisOptions.OSUser).
 	OSUser string
+	// Password is every node's (RedisOptions.Password): clients and
+	// replicas authenticate with it.
+	Password string
 }
 
 // RedisCluster is a running Redis Cluster of local redis-server processes.
@@ -40,6 +43,7 @@ type RedisCluster struct {
 	// formed; a failover may swap roles later).
 	Nodes             []*Redis
 	Masters, Replicas int
+	Password          string // RedisClusterOptions.Password
 }
 
 // Addr is host:port of the first master: the endpoint clients bootstrap
@@ -111,7 +115,7 @@ func StartRedisCluster(ctx context.Context, dir string, opts RedisClusterOptions
 	if opts.Masters < 1 || opts.Replicas < 0 {
 		return nil, fmt.Errorf("start redis cluster: %d masters with %d replicas each: want at least 1 master and no negative replicas", opts.Masters, opts.Replicas)
 	}
-	c := &RedisCluster{Dir: dir, Masters: opts.Masters, Replicas: opts.Replicas}
+	c := &RedisCluster{Dir: dir, Masters: opts.Masters, Replicas: opts.Replicas, Password: opts.Password}
 	if err := c.start(ctx, opts); err != nil {
 		err = fmt.Errorf("start redis cluster in %s: %w", dir, err)
 		if ctx.Err() != nil {
@@ -127,7 +131,7 @@ func StartRedisCluster(ctx context.Context, dir string, opts RedisClusterOptions
 func (c *RedisCluster) start(ctx context.Context, opts RedisClusterOptions) error {
 	n := opts.Masters * (1 + opts.Replicas)
 	for i := range n {
-		node, err := startClusterNode(ctx, filepath.Join(c.Dir, fmt.Sprintf("node-%d", i)), opts.Settings, opts.OSUser)
+		node, err := startClusterNode(ctx, filepath.Join(c.Dir, fmt.Sprintf("node-%d", i)), opts)
 		if err != nil {
 			return err
 		}
@@ -144,11 +148,11 @@ func (c *RedisCluster) start(ctx context.Context, opts RedisClusterOptions) erro
 
 // startClusterNode starts (or finds) one node, on the ports of its previous
 // run if its directory has a redis.conf and they are free.
-func startClusterNode(ctx context.Context, dir string, settings map[string]string, osUser string) (*Redis, error) {
+func startClusterNode(ctx context.Context, dir string, cluster RedisClusterOptions) (*Redis, error) {
 	conf := filepath.Join(dir, "redis.conf")
 	port, _ := readRedisPortDirective(conf, "port")
 	bus, _ := readRedisPortDirective(conf, "cluster-port")
-	opts := RedisOptions{Settings: settings, Cluster: true, BusPort: bus, OSUser: osUser}
+	opts := RedisOptions{Settings: cluster.Settings, Cluster: true, BusPort: bus, OSUser: cluster.OSUser, Password: cluster.Password}
 	r, err := StartRedis(ctx, dir, port, opts)
 	if errors.Is(err, ErrAddrInUse) && (port != 0 || bus != 0) {
 		opts.BusPort = 0
@@ -162,7 +166,7 @@ func startClusterNode(ctx context.Context, dir string, settings map[string]strin
 func (c *RedisCluster) form(ctx context.Context) error {
 	views := make([]clusterView, len(c.Nodes))
 	for i, node := range c.Nodes {
-		v, err := viewOf(ctx, node.Addr())
+		v, err := viewOf(ctx, node.Addr(), c.Password)
 		if err != nil {
 			return err
 		}
@@ -177,21 +181,20 @@ func (c *RedisCluster) form(ctx context.Context) error {
 			continue
 		}
 		lo, hi := slotRange(i, c.Masters)
-		if _, err := RedisCommand(ctx, c.Nodes[i].Addr(), "CLUSTER", "ADDSLOTSRANGE", strconv.Itoa(lo), strconv.Itoa(hi)); err != nil {
+		if _, err := c.Nodes[i].Command(ctx, "CLUSTER", "ADDSLOTSRANGE", strconv.Itoa(lo), strconv.Itoa(hi)); err != nil {
 			return fmt.Errorf("master %d: %w", i, err)
 		}
-		if _, err := RedisCommand(ctx, c.Nodes[i].Addr(), "CLUSTER", "SET-CONFIG-EPOCH", strconv.Itoa(i+1)); err != nil {
+		if _, err := c.Nodes[i].Command(ctx, "CLUSTER", "SET-CONFIG-EPOCH", strconv.Itoa(i+1)); err != nil {
 			return fmt.Errorf("master %d: %w", i, err)
 		}
 	}
 	// MEET is harmless between nodes that know each other already.
-	first := c.Nodes[0].Addr()
 	for _, node := range c.Nodes[1:] {
 		bus, err := readRedisPortDirective(node.confFile(), "cluster-port")
 		if err != nil {
 			return err
 		}
-		if _, err := RedisCommand(ctx, first, "CLUSTER", "MEET", "127.0.0.1", strconv.Itoa(node.Port), strconv.Itoa(bus)); err != nil {
+		if _, err := c.Nodes[0].Command(ctx, "CLUSTER", "MEET", "127.0.0.1", strconv.Itoa(node.Port), strconv.Itoa(bus)); err != nil {
 			return err
 		}
 	}
@@ -210,7 +213,7 @@ func (c *RedisCluster) form(ctx context.Context) error {
 	}
 	ids := make([]string, c.Masters)
 	for i := range c.Masters {
-		v, err := viewOf(ctx, c.Nodes[i].Addr())
+		v, err := viewOf(ctx, c.Nodes[i].Addr(), c.Password)
 		if err != nil {
 			return err
 		}
@@ -218,7 +221,7 @@ func (c *RedisCluster) form(ctx context.Context) error {
 	}
 	for k := range c.Masters * c.Replicas {
 		addr, master := c.Nodes[c.Masters+k].Addr(), ids[k%c.Masters]
-		v, err := viewOf(ctx, addr)
+		v, err := viewOf(ctx, addr, c.Password)
 		if err != nil {
 			return err
 		}
@@ -227,12 +230,12 @@ func (c *RedisCluster) form(ctx context.Context) error {
 		if me := v.myself(); me.has("slave") || len(me.slots) > 0 {
 			continue
 		}
-		if _, err := RedisCommand(ctx, addr, "CLUSTER", "REPLICATE", master); err != nil {
+		if _, err := c.Nodes[c.Masters+k].Command(ctx, "CLUSTER", "REPLICATE", master); err != nil {
 			return fmt.Errorf("replica %d: %w", k, err)
 		}
 	}
 	return c.waitAll(ctx, "cluster_state:ok on every node", func(ctx context.Context, i int, _ clusterView) error {
-		info, err := RedisCommand(ctx, c.Nodes[i].Addr(), "CLUSTER", "INFO")
+		info, err := c.Nodes[i].Command(ctx, "CLUSTER", "INFO")
 		if err != nil {
 			return err
 		}
@@ -240,7 +243,7 @@ func (c *RedisCluster) form(ctx context.Context) error {
 		if f["cluster_state"] != "ok" || f["cluster_slots_assigned"] != strconv.Itoa(clusterSlots) || f["cluster_size"] != strconv.Itoa(c.Masters) {
 			return fmt.Errorf("node %d: cluster_state:%s, cluster_slots_assigned:%s, cluster_size:%s", i, f["cluster_state"], f["cluster_slots_assigned"], f["cluster_size"])
 		}
-		repl, err := RedisCommand(ctx, c.Nodes[i].Addr(), "INFO", "replication")
+		repl, err := c.Nodes[i].Command(ctx, "INFO", "replication")
 		if err != nil {
 			return err
 		}
@@ -259,7 +262,7 @@ func (c *RedisCluster) waitAll(ctx context.Context, what string, check func(cont
 			if !procs.Alive(node.Pid) {
 				return procs.Permanent(exited("redis-server", node.Pid, node.logFile()))
 			}
-			v, err := viewOf(ctx, node.Addr())
+			v, err := viewOf(ctx, node.Addr(), c.Password)
 			if err != nil {
 				return err
 			}
@@ -295,9 +298,10 @@ func (c *RedisCluster) Stop(ctx context.Context) error {
 }
 
 // MasterAddrs asks the node at addr for the cluster's masters (host:port,
-// sorted); for counting keys, which live on the masters.
-func MasterAddrs(ctx context.Context, addr string) ([]string, error) {
-	v, err := viewOf(ctx, addr)
+// sorted); for counting keys, which live on the masters. password is the
+// cluster's ("": none).
+func MasterAddrs(ctx context.Context, addr, password string) ([]string, error) {
+	v, err := viewOf(ctx, addr, password)
 	if err != nil {
 		return nil, err
 	}
@@ -338,8 +342,8 @@ func (v clusterView) myself() clusterNode {
 	return clusterNode{}
 }
 
-func viewOf(ctx context.Context, addr string) (clusterView, error) {
-	out, err := RedisCommand(ctx, addr, "CLUSTER", "NODES")
+func viewOf(ctx context.Context, addr, password string) (clusterView, error) {
+	out, err := RedisCommandAs(ctx, addr, password, "CLUSTER", "NODES")
 	if err != nil {
 		return clusterView{}, err
 	}

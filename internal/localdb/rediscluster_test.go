@@ -46,7 +46,7 @@ func TestRedisClusterStartStop(t *testing.T) {
 			t.Errorf("node %d CLUSTER INFO = %q, %v", i, info, err)
 		}
 	}
-	masters, err := MasterAddrs(ctx, c.Addr())
+	masters, err := MasterAddrs(ctx, c.Addr(), c.Password)
 	want := slices.Sorted(slices.Values(c.Addrs()[:3]))
 	if err != nil || !slices.Equal(masters, want) {
 		t.Errorf("MasterAddrs = %v, %v; want %v", masters, err, want)
@@ -54,7 +54,7 @@ func TestRedisClusterStartStop(t *testing.T) {
 	// Every master owns its third of the slots, and every replica follows
 	// its master.
 	for i := range 3 {
-		v, err := viewOf(ctx, c.Nodes[i].Addr())
+		v, err := viewOf(ctx, c.Nodes[i].Addr(), c.Password)
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -22,17 +22,23 @@ var ErrRedisReply = errors.New("redis error reply")
 // ErrRedisReply. It is meant for probes and tests (PING, DBSIZE, INFO), not
 // for traffic.
 func RedisCommand(ctx context.Context, addr string, args ...string) (string, error) {
+	return RedisCommandAs(ctx, addr, "", args...)
+}
+
+// RedisCommandAs is RedisCommand on a server that wants a password
+// (requirepass): the connection sends AUTH first ("": none).
+func RedisCommandAs(ctx context.Context, addr, password string, args ...string) (string, error) {
 	if len(args) == 0 {
 		return "", errors.New("redis: empty command")
 	}
-	reply, err := redisCommand(ctx, addr, args)
+	reply, err := redisCommand(ctx, addr, password, args)
 	if err != nil {
 		return "", fmt.Errorf("redis %s %s: %w", addr, args[0], err)
 	}
 	return reply, nil
 }
 
-func redisCommand(ctx context.Context, addr string, args []string) (string, error) {
+func redisCommand(ctx context.Context, addr, password string, args []string) (string, error) {
 	var d net.Dialer
 	conn, err := d.DialContext(ctx, "tcp", addr)
 	if err != nil {
@@ -46,10 +52,19 @@ func redisCommand(ctx context.Context, addr string, args []string) (string, erro
 	if err := conn.SetDeadline(deadline); err != nil {
 		return "", err
 	}
+	r := bufio.NewReader(conn)
+	if password != "" {
+		if _, err := conn.Write(encodeRESP([]string{"AUTH", password})); err != nil {
+			return "", err
+		}
+		if _, err := readRESP(r); err != nil {
+			return "", fmt.Errorf("AUTH: %w", err)
+		}
+	}
 	if _, err := conn.Write(encodeRESP(args)); err != nil {
 		return "", err
 	}
-	return readRESP(bufio.NewReader(conn))
+	return readRESP(r)
 }
 
 func encodeRESP(args []string) []byte {

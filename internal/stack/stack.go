@@ -30,6 +30,7 @@ import (
 	"github.com/benchq/benchq/internal/natsauth"
 	"github.com/benchq/benchq/internal/procs"
 	"github.com/benchq/benchq/internal/resultsdb"
+	"github.com/benchq/benchq/internal/startup"
 )
 
 // Stack is what `benchq up` started, kept in <home>/stack.json so that
@@ -271,6 +272,32 @@ func newDBPassword(st *State, user string) (path, password string, err error) {
 	return path, password, atomicfile.Write(path, []byte("*:*:*:"+user+":"+password+"\n"), 0o600)
 }
 
+// sutPasswordFile is the SUTs' password file of the stack
+// (startup.SUTPasswordFileEnv; mode 0600): made once and kept, since a SUT
+// kept on a persistent volume was made with it. The deployer and the
+// driver agents are handed its path.
+func sutPasswordFile(st *State) (string, error) {
+	path := filepath.Join(st.Home(), "auth", "sut.password")
+	if _, err := startup.SUTPassword(func(k string) string {
+		if k == startup.SUTPasswordFileEnv {
+			return path
+		}
+		return ""
+	}); err == nil {
+		return path, nil
+	} else if !errors.Is(err, os.ErrNotExist) {
+		return "", err
+	}
+	b := make([]byte, 24)
+	if _, err := rand.Read(b); err != nil {
+		return "", err
+	}
+	if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
+		return "", err
+	}
+	return path, atomicfile.Write(path, []byte(base64.RawURLEncoding.EncodeToString(b)+"\n"), 0o600)
+}
+
 // migrate applies the results database's migrations as its owner and
 // gives the collector's and the readers' roles fresh passwords (files of
 // their own, mode 0600): CollectorDBURL and DBURL name them.
@@ -421,6 +448,11 @@ func Start(ctx context.Context, st *State) (*Stack, error) {
 	if err != nil {
 		return s, err
 	}
+	sutPassword, err := sutPasswordFile(st)
+	if err != nil {
+		return s, err
+	}
+	sutEnv := startup.SUTPasswordFileEnv + "=" + sutPassword
 	for _, svc := range []struct {
 		name  string
 		role  natsauth.Role
@@ -428,7 +460,7 @@ func Start(ctx context.Context, st *State) (*Stack, error) {
 	}{
 		{"collector", natsauth.Collector, []string{"BENCHQ_DB_URL=" + s.CollectorDBURL}},
 		{"scheduler", natsauth.Scheduler, intake},
-		{"deployer", natsauth.Deployer, []string{natsauth.AgentSeedEnv + "=" + s.seed(natsauth.Agent)}},
+		{"deployer", natsauth.Deployer, []string{natsauth.AgentSeedEnv + "=" + s.seed(natsauth.Agent), sutEnv}},
 	} {
 		if err := service(svc.name, filepath.Join(bin, svc.name), svc.role, nil, svc.extra...); err != nil {
 			return s, err
@@ -437,7 +469,7 @@ func Start(ctx context.Context, st *State) (*Stack, error) {
 	agents, _ := strconv.Atoi(st.Var("BENCHQ_AGENTS", "2"))
 	for i := 1; i <= agents; i++ {
 		name := fmt.Sprintf("driver-agent-%d", i)
-		if err := service(name, filepath.Join(bin, "driver-agent"), natsauth.Agent, []string{"-name", name}); err != nil {
+		if err := service(name, filepath.Join(bin, "driver-agent"), natsauth.Agent, []string{"-name", name}, sutEnv); err != nil {
 			return s, err
 		}
 	}

@@ -27,6 +27,12 @@ type BackendConfig struct {
 	// Kubernetes: the Secret whose key BENCHQ_NATS_SEED_AGENT the driver
 	// pods connect with ("" = anonymously; deploy/k8s names benchq-credentials).
 	DriverSeedSecret string
+	// Kubernetes: the Secret whose key BENCHQ_SUT_PASSWORD the SUTs, their
+	// exporters and the driver pods use (required there).
+	SUTSecret string
+	// Local: the password every SUT requires of its clients
+	// (startup.SUTPassword; "" = none).
+	SUTPassword string
 	// Kubernetes: requests a second to the API server (burst twice that);
 	// 0 = DefaultKubeQPS.
 	KubeQPS float64
@@ -39,7 +45,7 @@ const DefaultDriverImage = "benchq/driver-agent:dev"
 func NewBackend(cfg BackendConfig, log *slog.Logger) (backend.Backend, error) {
 	switch cfg.Kind {
 	case local.BackendLocal, "":
-		return &local.Local{Root: cfg.Root, Log: log}, nil
+		return &local.Local{Root: cfg.Root, Log: log, SUTPassword: cfg.SUTPassword}, nil
 	case kube.BackendKubernetes:
 		rules := clientcmd.NewDefaultClientConfigLoadingRules()
 		rules.ExplicitPath = cfg.Kubeconfig
@@ -65,7 +71,7 @@ func NewBackend(cfg BackendConfig, log *slog.Logger) (backend.Backend, error) {
 			image = DefaultDriverImage
 		}
 		log.Info("kubernetes backend", "driver_image", image, "driver_nats", cfg.DriverNATSURL)
-		return &kube.Kube{Client: client, Namespace: ns, Log: log, DriverImage: image, DriverNATSURL: cfg.DriverNATSURL, DriverSeedSecret: cfg.DriverSeedSecret}, nil
+		return &kube.Kube{Client: client, Namespace: ns, Log: log, DriverImage: image, DriverNATSURL: cfg.DriverNATSURL, DriverSeedSecret: cfg.DriverSeedSecret, SUTSecret: cfg.SUTSecret}, nil
 	}
 	return nil, fmt.Errorf("unknown backend %q: use %s or %s", cfg.Kind, local.BackendLocal, kube.BackendKubernetes)
 }

@@ -30,6 +30,10 @@ type Config struct {
 	// the embedded engine (benchbase.go).
 	Benchbase *benchbase.Install
 
+	// SUTPassword is the one the SUTs require of their clients
+	// (startup.SUTPassword; "": none).
+	SUTPassword string
+
 	// Limits bind the agent to one phase (driver Jobs, phase.go).
 	Limits PhaseLimits
 
@@ -93,6 +97,8 @@ func (a *Agent) handle(ctx context.Context, m jetstream.Msg) error {
 	if err := bus.Decode(contracts.SchemaShardJob, m.Data(), &job); err != nil {
 		return err
 	}
+	// A message never carries the password: it is the agent's own.
+	job.Endpoint.Password = a.cfg.SUTPassword
 	if other, err := a.otherPhase(ctx, m, job); other {
 		return err
 	}
@@ -119,7 +125,12 @@ func (a *Agent) handle(ctx context.Context, m jetstream.Msg) error {
 		return fmt.Errorf("histogram dir: %w", err) // transient: redelivered
 	}
 	defer os.RemoveAll(hdrDir)
-	args := ycsbCommand(a.cfg.Java, a.cfg.YCSBLib, a.cfg.Workloads, hdrDir, job, entry.YCSB.DB, entry.YCSBProperties(job.Endpoint, job.Kind))
+	props := entry.YCSBProperties(job.Endpoint, job.Kind)
+	secretFile, err := writeSecretProperties(hdrDir, props, entry.SecretYCSBProperties())
+	if err != nil {
+		return fmt.Errorf("shard's secret properties: %w", err) // transient: redelivered
+	}
+	args := ycsbCommand(a.cfg.Java, a.cfg.YCSBLib, a.cfg.Workloads, hdrDir, job, entry.YCSB.DB, props, secretFile)
 	log.Info("shard starting", "cmd", args)
 	r := &shardRun{a: a, job: job, args: args, hdrDir: hdrDir}
 	return a.runShard(ctx, m, job, log, r.run)

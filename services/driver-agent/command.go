@@ -5,8 +5,10 @@ import (
 	"path/filepath"
 	"sort"
 	"strconv"
+	"strings"
 
 	"github.com/benchq/benchq/contracts"
+	"github.com/benchq/benchq/internal/atomicfile"
 )
 
 // shardedWorkload is our CoreWorkload for shards that share a key space
@@ -21,8 +23,10 @@ const percentiles = "50,95,99,99.9"
 // prepares, reports READY and waits for GO on stdin) around YCSB's Client.
 // binding is the site.ycsb.DB class and props the catalog's properties filled
 // with the SUT endpoint; YCSB writes one HdrHistogram log per operation into
-// hdrDir. Pure, so tests pin the exact command.
-func ycsbCommand(java, lib, workloads, hdrDir string, job contracts.ShardJob, binding string, props map[string]string) []string {
+// hdrDir. secretFile, when set, is a properties file (mode 0600) with what
+// must not be on a command line — the SUT's password — loaded after the
+// workload. Pure, so tests pin the exact command.
+func ycsbCommand(java, lib, workloads, hdrDir string, job contracts.ShardJob, binding string, props map[string]string, secretFile string) []string {
 	y := job.YCSB
 	mode := "-t"
 	if job.Kind == contracts.KindLoad {
@@ -31,9 +35,11 @@ func ycsbCommand(java, lib, workloads, hdrDir string, job contracts.ShardJob, bi
 	args := []string{java, "-cp", filepath.Join(lib, "*"), "io.benchq.ycsb.Launcher", mode,
 		"-db", binding,
 		"-P", filepath.Join(workloads, "workload"+y.Workload),
-		"-threads", strconv.Itoa(y.Threads),
-		"-s",
 	}
+	if secretFile != "" {
+		args = append(args, "-P", secretFile)
+	}
+	args = append(args, "-threads", strconv.Itoa(y.Threads), "-s")
 	if y.Target > 0 {
 		args = append(args, "-target", strconv.Itoa(y.Target))
 	}
@@ -80,4 +86,53 @@ func ycsbCommand(java, lib, workloads, hdrDir string, job contracts.ShardJob, bi
 		args = append(args, "-p", fmt.Sprintf("%s=%s", k, all[k]))
 	}
 	return args
+}
+
+// writeSecretProperties moves the properties named by secret out of props
+// into a properties file in dir (mode 0600; dir is the shard's private
+// temporary directory) and returns its path; "" when none has a value.
+func writeSecretProperties(dir string, props map[string]string, secret []string) (string, error) {
+	var b strings.Builder
+	for _, k := range secret {
+		v, ok := props[k]
+		if !ok {
+			continue
+		}
+		delete(props, k)
+		// java.util.Properties reads backslash escapes: escape the value.
+		fmt.Fprintf(&b, "%s=%s\n", k, escapeProperty(v))
+	}
+	if b.Len() == 0 {
+		return "", nil
+	}
+	path := filepath.Join(dir, "sut.properties")
+	if err := atomicfile.Write(path, []byte(b.String()), 0o600); err != nil {
+		return "", err
+	}
+	return path, nil
+}
+
+// escapeProperty writes v so that java.util.Properties.load reads it back
+// as it is.
+func escapeProperty(v string) string {
+	var b strings.Builder
+	for i, r := range v {
+		switch {
+		case r == '\\' || r == '=' || r == ':' || r == '#' || r == '!':
+			b.WriteString(`\` + string(r))
+		case r == ' ' && i == 0:
+			b.WriteString(`\ `)
+		case r == '\n':
+			b.WriteString(`\n`)
+		case r == '\r':
+			b.WriteString(`\r`)
+		case r == '\t':
+			b.WriteString(`\t`)
+		case r > 0x7e || r < 0x20:
+			fmt.Fprintf(&b, `\u%04x`, r)
+		default:
+			b.WriteRune(r)
+		}
+	}
+	return b.String()
 }

@@ -3,6 +3,7 @@ package main
 import (
 	"flag"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -12,6 +13,7 @@ import (
 	"github.com/benchq/benchq/catalog"
 	"github.com/benchq/benchq/contracts"
 	"github.com/benchq/benchq/internal/plan"
+	"github.com/benchq/benchq/internal/testenv"
 )
 
 var update = flag.Bool("update", false, "rewrite the golden files in testdata/")
@@ -49,7 +51,7 @@ func command(t *testing.T, job contracts.ShardJob) []string {
 	if err != nil {
 		t.Fatal(err)
 	}
-	return ycsbCommand(java, lib, workloads, hdrDir, job, e.YCSB.DB, e.YCSBProperties(job.Endpoint, job.Kind))
+	return ycsbCommand(java, lib, workloads, hdrDir, job, e.YCSB.DB, e.YCSBProperties(job.Endpoint, job.Kind), "")
 }
 
 func pgEndpoint(t *testing.T) contracts.Endpoint {
@@ -215,5 +217,45 @@ func TestYCSBCommandShardsAndMeasurement(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// The SUT's password reaches YCSB in a file of the shard's own (mode
+// 0600), never on the JVM's command line, and Java reads it back as it is:
+// the characters a properties file escapes, a leading space, non-ASCII.
+func TestSecretPropertiesReachYCSBAsTheyAre(t *testing.T) {
+	javaBin, err := exec.LookPath("java")
+	if err != nil {
+		testenv.SkipUnlessRequired(t, "BENCHQ_YCSB_REQUIRED", "java: %v", err)
+	}
+	const password = ` p@ss:w'o"rd\ #=!x é€` + "\t"
+	e, err := catalog.Lookup("PostgreSQL")
+	if err != nil {
+		t.Fatal(err)
+	}
+	job := contracts.ShardJob{Kind: contracts.KindRun, Shard: 1, Shards: 1,
+		Endpoint: contracts.Endpoint{Host: "127.0.0.1", Port: 5432, Password: password}, YCSB: &contracts.YCSBShard{Workload: "a", Threads: 1}}
+	props := e.YCSBProperties(job.Endpoint, job.Kind)
+	if props["db.passwd"] != password || !slices.Equal(e.SecretYCSBProperties(), []string{"db.passwd"}) {
+		t.Fatalf("properties %v, secret %v", props, e.SecretYCSBProperties())
+	}
+	dir := t.TempDir()
+	file, err := writeSecretProperties(dir, props, e.SecretYCSBProperties())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if st, err := os.Stat(file); err != nil || st.Mode().Perm() != 0o600 {
+		t.Fatalf("secret properties file: %v, %v", st, err)
+	}
+	args := ycsbCommand(java, lib, workloads, dir, job, e.YCSB.DB, props, file)
+	if cmd := strings.Join(args, " "); strings.Contains(cmd, "p@ss") || !strings.Contains(cmd, "-P "+file) {
+		t.Errorf("command line %q: want the file, not the password", cmd)
+	}
+	out, err := exec.Command(javaBin, filepath.Join("testdata", "ReadProperty.java"), file, "db.passwd").CombinedOutput()
+	if err != nil || string(out) != password {
+		t.Errorf("Java reads %q (%v), want %q", out, err, password)
+	}
+	if none, err := writeSecretProperties(dir, map[string]string{"db.url": "x"}, e.SecretYCSBProperties()); none != "" || err != nil {
+		t.Errorf("no password: file %q, %v", none, err)
 	}
 }

@@ -48,6 +48,10 @@ func main() {
 		fmt.Fprintf(os.Stderr, "-benchbase: %v\n", err)
 		os.Exit(2)
 	}
+	if cfg.SUTPassword, err = startup.SUTPassword(os.Getenv); err != nil {
+		fmt.Fprintf(os.Stderr, "%v\n", err)
+		os.Exit(2)
+	}
 	log := startup.Logger("driver-agent").With("agent", cfg.Name)
 	logTPCCEngine(log, cfg.Benchbase)
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)

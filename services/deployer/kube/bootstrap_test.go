@@ -16,11 +16,16 @@ import (
 	"github.com/benchq/benchq/internal/localdb"
 )
 
+// bootstrapPassword is the SUTs' password of the bootstrap tests.
+const bootstrapPassword = "p@ss w\"rd"
+
 // TestRedisClusterBootstrapScript runs RedisCluster's bootstrap command from
 // the catalog, as the bootstrap Job would, against six real redis-server
 // processes in cluster mode on loopback (-nw 3 -nwr 1): kwok runs no
-// container, so this is where the script itself is tested. A second run
-// finds the cluster formed and changes nothing.
+// container, so this is where the script itself is tested. The nodes take
+// the SUTs' password, as the catalog's args give it them; the script gets
+// it in BENCHQ_SUT_PASSWORD, as the Job does. A second run finds the cluster
+// formed and changes nothing.
 func TestRedisClusterBootstrapScript(t *testing.T) {
 	t.Parallel()
 	if _, err := localdb.RedisBinary(); errors.Is(err, localdb.ErrNotInstalled) {
@@ -40,7 +45,7 @@ func TestRedisClusterBootstrapScript(t *testing.T) {
 		dir := filepath.Join(t.TempDir(), fmt.Sprint(i))
 		r, err := localdb.StartRedis(ctx, dir, 0, localdb.RedisOptions{Settings: map[string]string{
 			"cluster-enabled": "yes", "cluster-config-file": "nodes.conf", "cluster-node-timeout": "5000",
-		}})
+		}, Password: bootstrapPassword})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -50,7 +55,8 @@ func TestRedisClusterBootstrapScript(t *testing.T) {
 	run := func() string {
 		t.Helper()
 		cmd := exec.CommandContext(ctx, e.Kubernetes.Cluster.Bootstrap.Command[0], e.Kubernetes.Cluster.Bootstrap.Command[1:]...)
-		cmd.Env = append(cmd.Environ(), "BENCHQ_NODES="+strings.Join(nodes, " "), "BENCHQ_MASTERS=3", "BENCHQ_REPLICAS=1", "BENCHQ_PORT=6379")
+		cmd.Env = append(cmd.Environ(), "BENCHQ_NODES="+strings.Join(nodes, " "), "BENCHQ_MASTERS=3", "BENCHQ_REPLICAS=1", "BENCHQ_PORT=6379",
+			"BENCHQ_SUT_PASSWORD="+bootstrapPassword)
 		out, err := cmd.CombinedOutput()
 		if err != nil {
 			t.Fatalf("bootstrap: %v\n%s", err, out)
@@ -61,7 +67,9 @@ func TestRedisClusterBootstrapScript(t *testing.T) {
 		t.Fatalf("bootstrap output:\n%s", out)
 	}
 	first := strings.Split(nodes[0], ":")
-	info, err := exec.CommandContext(ctx, "redis-cli", "-h", first[0], "-p", first[1], "cluster", "info").Output()
+	cli := exec.CommandContext(ctx, "redis-cli", "-h", first[0], "-p", first[1], "cluster", "info")
+	cli.Env = append(cli.Environ(), "REDISCLI_AUTH="+bootstrapPassword)
+	info, err := cli.Output()
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -89,7 +97,9 @@ func TestDragonflyClusterBootstrapScript(t *testing.T) {
 	dir := t.TempDir()
 	log := filepath.Join(dir, "calls")
 	stub := `#!/bin/sh
-# redis-cli stand-in: records its calls, answers like Dragonfly.
+# redis-cli stand-in: records its calls, answers like Dragonfly, and
+# refuses a caller without the password (requirepass).
+[ "$REDISCLI_AUTH" = '` + bootstrapPassword + `' ] || { echo "NOAUTH Authentication required." >&2; exit 1; }
 echo "$*" >> "` + log + `"
 while [ "$1" = -h ] || [ "$1" = -p ]; do
   if [ "$1" = -h ]; then host=$2; fi
@@ -105,9 +115,13 @@ esac
 		t.Fatal(err)
 	}
 	script := strings.ReplaceAll(e.Kubernetes.Cluster.Bootstrap.Command[2], "{port_admin}", "9999")
-	cmd := exec.CommandContext(t.Context(), "sh", "-c", script)
+	// A script that cannot log in waits for its nodes for ever: bounded.
+	ctx, cancel := context.WithTimeout(t.Context(), 30*time.Second)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, "sh", "-c", script)
 	cmd.Env = append(cmd.Environ(), "PATH="+dir+":"+os.Getenv("PATH"),
-		"BENCHQ_NODES=n0:6379 n1:6379 n2:6379 n3:6379", "BENCHQ_MASTERS=2", "BENCHQ_REPLICAS=1", "BENCHQ_PORT=6379")
+		"BENCHQ_NODES=n0:6379 n1:6379 n2:6379 n3:6379", "BENCHQ_MASTERS=2", "BENCHQ_REPLICAS=1", "BENCHQ_PORT=6379",
+		"BENCHQ_SUT_PASSWORD="+bootstrapPassword)
 	out, err := cmd.CombinedOutput()
 	if err != nil {
 		t.Fatalf("bootstrap: %v\n%s", err, out)

@@ -15,6 +15,7 @@ import (
 
 	"github.com/benchq/benchq/contracts"
 	"github.com/benchq/benchq/internal/natsauth"
+	"github.com/benchq/benchq/internal/startup"
 	"github.com/benchq/benchq/services/deployer/backend"
 )
 
@@ -75,6 +76,10 @@ func DriverJob(d backend.DriverSpec, namespace string) (*batchv1.Job, error) {
 		pod.Containers[0].Env = append(pod.Containers[0].Env, corev1.EnvVar{Name: natsauth.SeedValueEnv, ValueFrom: &corev1.EnvVarSource{
 			SecretKeyRef: &corev1.SecretKeySelector{LocalObjectReference: corev1.LocalObjectReference{Name: d.SeedSecret}, Key: natsauth.SeedValueEnvOf(natsauth.Agent)}}})
 	}
+	if d.SUTSecret != "" {
+		pod.Containers[0].Env = append(pod.Containers[0].Env, corev1.EnvVar{Name: startup.SUTPasswordEnv, ValueFrom: &corev1.EnvVarSource{
+			SecretKeyRef: &corev1.SecretKeySelector{LocalObjectReference: corev1.LocalObjectReference{Name: d.SUTSecret}, Key: startup.SUTPasswordEnv}}})
+	}
 	if d.Node != "" {
 		pod.NodeSelector = map[string]string{corev1.LabelHostname: d.Node}
 	}
@@ -107,6 +112,9 @@ func (k *Kube) StartDrivers(ctx context.Context, d backend.DriverSpec) (string, 
 	}
 	if d.SeedSecret == "" {
 		d.SeedSecret = k.DriverSeedSecret
+	}
+	if d.SUTSecret == "" {
+		d.SUTSecret = k.SUTSecret
 	}
 	j, err := DriverJob(d, k.Namespace)
 	if err == nil {

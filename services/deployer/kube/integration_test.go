@@ -303,7 +303,7 @@ func leftovers(ctx context.Context, c kubernetes.Interface, ns, code string) ([]
 // makes another) is reported dead within seconds; a torn-down SUT is not.
 func testDeadSUT(t *testing.T, cp *k8stest.ControlPlane) {
 	ns := cp.Namespace(t, "deadsut")
-	k := &Kube{Client: cp.Client, Namespace: ns, Log: testenv.Logger(t, "kube"), Poll: 100 * time.Millisecond}
+	k := &Kube{Client: cp.Client, Namespace: ns, Log: testenv.Logger(t, "kube"), Poll: 100 * time.Millisecond, SUTSecret: testSUTSecret}
 	ctx := itCtx(t, 3*time.Minute)
 	for _, code := range []string{"dead1", "dead2"} {
 		if _, err := k.Deploy(ctx, backend.Spec{Code: code, Configuration: "Redis-1", DBMS: "Redis", Benchmark: "ycsb"}); err != nil {
@@ -347,7 +347,7 @@ func testDeadSUT(t *testing.T, cp *k8stest.ControlPlane) {
 
 func testDeployTeardown(t *testing.T, cp *k8stest.ControlPlane) {
 	ns := cp.Namespace(t, "deploy")
-	k := &Kube{Client: cp.Client, Namespace: ns, Log: testenv.Logger(t, "kube"), Poll: 100 * time.Millisecond}
+	k := &Kube{Client: cp.Client, Namespace: ns, Log: testenv.Logger(t, "kube"), Poll: 100 * time.Millisecond, SUTSecret: testSUTSecret}
 	for i, tc := range goldenCases() {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
@@ -402,7 +402,7 @@ func testDeployTeardown(t *testing.T, cp *k8stest.ControlPlane) {
 // mark (loading can be skipped), and -rsr replaces it by an empty one.
 func testVolumes(t *testing.T, cp *k8stest.ControlPlane) {
 	ns := cp.Namespace(t, "volumes")
-	k := &Kube{Client: cp.Client, Namespace: ns, Log: testenv.Logger(t, "kube"), Poll: 100 * time.Millisecond}
+	k := &Kube{Client: cp.Client, Namespace: ns, Log: testenv.Logger(t, "kube"), Poll: 100 * time.Millisecond, SUTSecret: testSUTSecret}
 	ctx := itCtx(t, 3*time.Minute)
 	spec := func(code string, remove bool) backend.Spec {
 		return backend.Spec{Code: code, Configuration: "PostgreSQL-64-8-196608-1", DBMS: "PostgreSQL", Benchmark: "ycsb",
@@ -464,7 +464,7 @@ func testVolumes(t *testing.T, cp *k8stest.ControlPlane) {
 
 func testDriverJob(t *testing.T, cp *k8stest.ControlPlane) {
 	ns := cp.Namespace(t, "drivers")
-	k := &Kube{Client: cp.Client, Namespace: ns, Log: testenv.Logger(t, "kube"), Poll: 100 * time.Millisecond}
+	k := &Kube{Client: cp.Client, Namespace: ns, Log: testenv.Logger(t, "kube"), Poll: 100 * time.Millisecond, SUTSecret: testSUTSecret}
 	ctx := itCtx(t, 2*time.Minute)
 	d := backend.DriverSpec{Code: "drv1", Configuration: "Redis-8-2-16384-1", DBMS: "Redis", Phase: "Redis-8-2-16384-1-1",
 		Kind: contracts.KindRun, Shards: 3, Node: k8stest.NodeName, Image: "benchq/driver-agent:dev", NATSURL: "nats://nats:4222"}
@@ -504,7 +504,7 @@ func testDeployerService(t *testing.T, cp *k8stest.ControlPlane) {
 	natsURL := testenv.NATS(t)
 	log := testenv.Logger(t, "deployer")
 	testenv.Go(t, func(ctx context.Context) error {
-		return deployer.Run(ctx, deployer.Config{NATSURL: natsURL}, &Kube{Client: cp.Client, Namespace: ns, Log: log, Poll: 100 * time.Millisecond}, log)
+		return deployer.Run(ctx, deployer.Config{NATSURL: natsURL}, &Kube{Client: cp.Client, Namespace: ns, Log: log, Poll: 100 * time.Millisecond, SUTSecret: testSUTSecret}, log)
 	})
 	ctx := itCtx(t, 2*time.Minute)
 	b, err := bus.Connect(ctx, natsURL, "", "test", log)
@@ -633,7 +633,7 @@ func testDeployK8s(t *testing.T, cp *k8stest.ControlPlane) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	k := &Kube{Client: sa, Namespace: ns, Log: testenv.Logger(t, "kube"), Poll: 100 * time.Millisecond}
+	k := &Kube{Client: sa, Namespace: ns, Log: testenv.Logger(t, "kube"), Poll: 100 * time.Millisecond, SUTSecret: testSUTSecret}
 	for _, s := range []backend.Spec{
 		{Code: "rbac1", Configuration: "PgBouncer-1", DBMS: "PgBouncer", Benchmark: "ycsb",
 			SUT: &contracts.SUTSpec{Pool: &contracts.Pool{Pods: 2, Inbound: 64, Outbound: 32}, Storage: &contracts.Storage{Class: "shared", Size: "1Gi"}, UseCase: "ycsb-rbac"}},
@@ -650,7 +650,7 @@ func testDeployK8s(t *testing.T, cp *k8stest.ControlPlane) {
 		t.Errorf("as benchq-deployer: %v", err)
 	}
 	d := backend.DriverSpec{Code: "rbac1", Configuration: "PgBouncer-1", DBMS: "PgBouncer", Phase: "PgBouncer-1-0", Kind: contracts.KindLoad,
-		Shards: 2, Image: "benchq/driver-agent:dev", NATSURL: "nats://nats:4222", SeedSecret: "benchq-credentials"}
+		Shards: 2, Image: "benchq/driver-agent:dev", NATSURL: "nats://nats:4222", SeedSecret: "benchq-credentials", SUTSecret: testSUTSecret}
 	name, err := k.StartDrivers(ctx, d)
 	if err != nil {
 		t.Fatalf("as benchq-deployer: %v", err)

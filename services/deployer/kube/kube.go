@@ -42,6 +42,10 @@ type Kube struct {
 	// DriverSeedSecret names the Secret with the agents' NATS seed
 	// (BackendConfig.DriverSeedSecret).
 	DriverSeedSecret string
+	// SUTSecret names the Secret whose key BENCHQ_SUT_PASSWORD every SUT
+	// requires of its clients, their exporters and the driver pods log in
+	// with (BackendConfig.SUTSecret). Required: no SUT is deployed open.
+	SUTSecret string
 
 	watch kubeWatch // DeadSUTs (watch.go)
 }
@@ -61,7 +65,7 @@ func (k *Kube) Deploy(ctx context.Context, s backend.Spec) (backend.Deployed, er
 }
 
 func (k *Kube) deploy(ctx context.Context, s backend.Spec, entry catalog.Entry) (backend.Deployed, error) {
-	objs, err := buildObjects(entry, s, k.Namespace)
+	objs, err := buildObjects(entry, s, k.Namespace, k.SUTSecret)
 	if err != nil {
 		return backend.Deployed{}, err
 	}

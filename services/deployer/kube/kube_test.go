@@ -56,7 +56,7 @@ func newFake(t *testing.T, objects ...runtime.Object) (*fakeCluster, *Kube) {
 		return false, nil, nil
 	})
 	f.ClearActions()
-	return f, &Kube{Client: f, Namespace: "ns", Poll: time.Millisecond}
+	return f, &Kube{Client: f, Namespace: "ns", Poll: time.Millisecond, SUTSecret: testSUTSecret}
 }
 
 // actions renders the client's actions as "verb resource[ name]".

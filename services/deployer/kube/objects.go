@@ -19,6 +19,7 @@ import (
 
 	"github.com/benchq/benchq/catalog"
 	"github.com/benchq/benchq/contracts"
+	"github.com/benchq/benchq/internal/startup"
 	"github.com/benchq/benchq/services/deployer/backend"
 )
 
@@ -58,19 +59,25 @@ type builder struct {
 	names     kubeNames
 	namespace string
 	server    *corev1.Container // the first DBMS server container built
+	// sutSecret is the Secret whose key BENCHQ_SUT_PASSWORD every SUT
+	// requires of its clients (Kube.SUTSecret).
+	sutSecret string
 }
 
 // buildObjects returns the exact objects of configuration s of DBMS entry
 // in namespace.
-func buildObjects(entry catalog.Entry, s backend.Spec, namespace string) (*kubeObjects, error) {
+func buildObjects(entry catalog.Entry, s backend.Spec, namespace, sutSecret string) (*kubeObjects, error) {
 	if entry.Kubernetes == nil {
 		return nil, fmt.Errorf("%w: DBMS %s has no kubernetes section in its catalog file", backend.ErrBadSpec, entry.Name)
+	}
+	if sutSecret == "" {
+		return nil, fmt.Errorf("the kubernetes backend deploys no SUT without a password: set -sut-secret (env BENCHQ_SUT_SECRET) to a Secret with the key %s (deploy/k8s: benchq-credentials, made by benchq credentials)", startup.SUTPasswordEnv)
 	}
 	names, err := namesFor(s.Code, s.Configuration)
 	if err != nil {
 		return nil, err
 	}
-	b := &builder{entry: entry, spec: s, names: names, namespace: namespace}
+	b := &builder{entry: entry, spec: s, names: names, namespace: namespace, sutSecret: sutSecret}
 	if s.SUT != nil {
 		b.sut = *s.SUT
 	}
@@ -170,6 +177,7 @@ func (b *builder) cluster(o *kubeObjects) error {
 		{Name: "BENCHQ_MASTERS", Value: strconv.Itoa(masters)},
 		{Name: "BENCHQ_REPLICAS", Value: strconv.Itoa(b.sut.WorkerReplicas)},
 		{Name: "BENCHQ_PORT", Value: strconv.Itoa(port)},
+		b.passwordEnv(),
 	}
 	if c.Master != nil {
 		env = append(env, corev1.EnvVar{Name: "BENCHQ_MASTER", Value: fmt.Sprintf("%s:%d", b.host(b.names.Base), port)})
@@ -234,9 +242,19 @@ func (b *builder) pool(o *kubeObjects) error {
 // host is the cluster DNS name of Service name.
 func (b *builder) host(name string) string { return name + "." + b.namespace + ".svc" }
 
+// passwordEnv is the SUTs' password from b's Secret (the kubelet reads
+// it; the deployer never does). It comes first in a container's env, so
+// that the catalog's {password}, written $(BENCHQ_SUT_PASSWORD), expands
+// in the variables after it and in the args.
+func (b *builder) passwordEnv() corev1.EnvVar {
+	return corev1.EnvVar{Name: startup.SUTPasswordEnv, ValueFrom: &corev1.EnvVarSource{SecretKeyRef: &corev1.SecretKeySelector{
+		LocalObjectReference: corev1.LocalObjectReference{Name: b.sutSecret}, Key: startup.SUTPasswordEnv}}}
+}
+
 // replacer fills the catalog's placeholders for entry e.
 func (b *builder) replacer(e catalog.Entry, extra map[string]string) *strings.Replacer {
 	vars := map[string]string{
+		"{password}":        "$(" + startup.SUTPasswordEnv + ")",
 		"{port}":            strconv.Itoa(e.Ports["client"]),
 		"{workers_service}": b.names.Workers,
 		"{namespace}":       b.namespace,
@@ -278,7 +296,7 @@ func (b *builder) serverPod(e catalog.Entry, r *strings.Replacer, component stri
 		Command: replaceAll(r, k.Command),
 		Args:    append(append(replaceAll(r, k.Args), replaceAll(r, extraArgs)...), b.onVolume(e, volume).SettingArgsList()...),
 		Env: append([]corev1.EnvVar{{Name: "BENCHQ_POD_NAME", ValueFrom: &corev1.EnvVarSource{
-			FieldRef: &corev1.ObjectFieldSelector{APIVersion: "v1", FieldPath: "metadata.name"}}}},
+			FieldRef: &corev1.ObjectFieldSelector{APIVersion: "v1", FieldPath: "metadata.name"}}}, b.passwordEnv()},
 			envList(r, k.Env)...),
 		Ports:           containerPorts(e),
 		ReadinessProbe:  readiness(r, k.Readiness),
@@ -337,7 +355,7 @@ func (b *builder) serverPod(e catalog.Entry, r *strings.Replacer, component stri
 		if x := k.Exporter; x != nil {
 			port = x.Port
 			pod.Spec.Containers = append(pod.Spec.Containers, corev1.Container{
-				Name: "exporter", Image: x.Image, Args: replaceAll(r, x.Args), Env: envList(r, x.Env),
+				Name: "exporter", Image: x.Image, Args: replaceAll(r, x.Args), Env: append([]corev1.EnvVar{b.passwordEnv()}, envList(r, x.Env)...),
 				Ports:           []corev1.ContainerPort{{Name: "metrics", ContainerPort: int32(x.Port), Protocol: corev1.ProtocolTCP}},
 				SecurityContext: nonRootSecurity(nobodyUID),
 			})
@@ -587,6 +605,7 @@ func (b *builder) schemaJob(e catalog.Entry, host string) []*batchv1.Job {
 			{Name: "BENCHQ_HOST", Value: host},
 			{Name: "BENCHQ_PORT", Value: strconv.Itoa(e.Ports["client"])},
 			{Name: "BENCHQ_SCHEMA", Value: strings.Join(stmts, ";\n")},
+			b.passwordEnv(),
 		},
 	})}
 }

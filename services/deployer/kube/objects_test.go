@@ -7,15 +7,18 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
+	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"sigs.k8s.io/yaml"
 
 	"github.com/benchq/benchq/catalog"
 	"github.com/benchq/benchq/contracts"
 	"github.com/benchq/benchq/internal/natsauth"
+	"github.com/benchq/benchq/internal/startup"
 	"github.com/benchq/benchq/services/deployer/backend"
 )
 
@@ -24,6 +27,8 @@ var update = flag.Bool("update", false, "rewrite the golden files under testdata
 const (
 	goldenCode      = "1700000000"
 	goldenNamespace = "benchq"
+	// testSUTSecret holds the SUTs' password, as deploy/k8s' Secret does.
+	testSUTSecret = "benchq-credentials"
 )
 
 // goldenCase is one configuration whose objects are kept in
@@ -96,7 +101,7 @@ func buildCase(t *testing.T, tc goldenCase, namespace string) *kubeObjects {
 	if tc.entry != nil {
 		e = tc.entry(e)
 	}
-	o, err := buildObjects(e, tc.spec, namespace)
+	o, err := buildObjects(e, tc.spec, namespace, testSUTSecret)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -198,17 +203,20 @@ func TestGoldenDriverJob(t *testing.T) {
 	j, err := DriverJob(backend.DriverSpec{
 		Code: goldenCode, Configuration: "Redis-64-8-196608-1", DBMS: "Redis", Phase: "Redis-64-8-196608-1-0",
 		Kind: contracts.KindLoad, Shards: 8, Node: "worker-3", Image: "benchq/driver-agent:dev", NATSURL: "nats://nats.benchq.svc:4222",
-		SeedSecret: "benchq-credentials",
+		SeedSecret: "benchq-credentials", SUTSecret: testSUTSecret,
 	}, goldenNamespace)
 	if err != nil {
 		t.Fatal(err)
 	}
-	// The agents' seed comes from the Secret, by reference: never a value.
+	// The agents' seed and the SUTs' password come from the Secret, by
+	// reference: never a value.
 	env := j.Spec.Template.Spec.Containers[0].Env
-	seed := env[len(env)-1]
-	if seed.Name != natsauth.SeedValueEnv || seed.Value != "" || seed.ValueFrom == nil || seed.ValueFrom.SecretKeyRef == nil ||
-		seed.ValueFrom.SecretKeyRef.Name != "benchq-credentials" || seed.ValueFrom.SecretKeyRef.Key != "BENCHQ_NATS_SEED_AGENT" {
-		t.Errorf("the driver pods' NATS seed: %+v", seed)
+	for i, want := range map[int][2]string{2: {natsauth.SeedValueEnv, "BENCHQ_NATS_SEED_AGENT"}, 1: {startup.SUTPasswordEnv, startup.SUTPasswordEnv}} {
+		got := env[len(env)-i]
+		if got.Name != want[0] || got.Value != "" || got.ValueFrom == nil || got.ValueFrom.SecretKeyRef == nil ||
+			got.ValueFrom.SecretKeyRef.Name != "benchq-credentials" || got.ValueFrom.SecretKeyRef.Key != want[1] {
+			t.Errorf("the driver pods' %s: %+v", want[0], got)
+		}
 	}
 	b, err := yaml.Marshal(j)
 	if err != nil {
@@ -226,7 +234,7 @@ func TestObjectShapes(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		o, err := buildObjects(e, backend.Spec{Code: "42", Configuration: dbms + "-1", DBMS: dbms, Benchmark: "ycsb", SUT: sut}, "ns")
+		o, err := buildObjects(e, backend.Spec{Code: "42", Configuration: dbms + "-1", DBMS: dbms, Benchmark: "ycsb", SUT: sut}, "ns", testSUTSecret)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -331,10 +339,70 @@ func TestBuildObjectsRefuses(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			_, err = buildObjects(e, tc.spec, "ns")
+			_, err = buildObjects(e, tc.spec, "ns", testSUTSecret)
 			if !errors.Is(err, tc.is) || !strings.Contains(err.Error(), tc.want) {
 				t.Errorf("err = %v, want %v containing %q", err, tc.is, tc.want)
 			}
 		})
+	}
+}
+
+// Every SUT of the catalog requires the SUTs' password, and no object holds
+// it: each container that logs in or serves (servers, pools, exporters,
+// bootstrap and schema Jobs) gets it from the Secret by reference, first in
+// its env so that $(BENCHQ_SUT_PASSWORD) expands after it; no variable
+// holds a password as a value; PostgreSQL trusts nobody; Redis and
+// Dragonfly are started with requirepass. A deploy without a Secret is
+// refused, naming the flag.
+func TestEverySUTRequiresThePasswordByReference(t *testing.T) {
+	for _, tc := range goldenCases() {
+		o := buildCase(t, tc, goldenNamespace)
+		var pods []corev1.PodSpec
+		for _, d := range o.Deployments {
+			pods = append(pods, d.Spec.Template.Spec)
+		}
+		for _, s := range o.StatefulSets {
+			pods = append(pods, s.Spec.Template.Spec)
+		}
+		for _, j := range o.Jobs {
+			pods = append(pods, j.Spec.Template.Spec)
+		}
+		required := false
+		for _, p := range pods {
+			for _, c := range p.Containers {
+				at := slices.IndexFunc(c.Env, func(v corev1.EnvVar) bool { return v.Name == startup.SUTPasswordEnv })
+				if at < 0 || c.Env[at].ValueFrom == nil || c.Env[at].ValueFrom.SecretKeyRef == nil ||
+					c.Env[at].ValueFrom.SecretKeyRef.Name != testSUTSecret || c.Env[at].ValueFrom.SecretKeyRef.Key != startup.SUTPasswordEnv {
+					t.Errorf("%s: container %s lacks %s from the Secret", tc.name, c.Name, startup.SUTPasswordEnv)
+					continue
+				}
+				for _, v := range c.Env[:at] {
+					if strings.Contains(v.Value, "$(") {
+						t.Errorf("%s: container %s: %s comes before the password it may use", tc.name, c.Name, v.Name)
+					}
+				}
+				for _, v := range c.Env {
+					if strings.Contains(strings.ToUpper(v.Name), "PASS") && v.Value != "" && v.Value != "$("+startup.SUTPasswordEnv+")" {
+						t.Errorf("%s: container %s: %s=%q holds a value", tc.name, c.Name, v.Name, v.Value)
+					}
+					if v.Name == "POSTGRES_HOST_AUTH_METHOD" {
+						t.Errorf("%s: container %s sets %s=%s", tc.name, c.Name, v.Name, v.Value)
+					}
+					required = required || v.Name == "POSTGRES_PASSWORD" || v.Name == "DB_PASSWORD"
+				}
+				args := strings.Join(c.Args, " ")
+				required = required || strings.Contains(args, "--requirepass $(") || strings.Contains(args, "--requirepass=$(")
+			}
+		}
+		if !required {
+			t.Errorf("%s: no server of it requires the password", tc.name)
+		}
+	}
+	e, err := catalog.Lookup("Redis")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := buildObjects(e, backend.Spec{Code: "42", Configuration: "Redis-1", DBMS: "Redis", Benchmark: "ycsb"}, "ns", ""); err == nil || !strings.Contains(err.Error(), "-sut-secret") {
+		t.Errorf("no Secret: %v, want a refusal naming -sut-secret", err)
 	}
 }

@@ -30,7 +30,7 @@ func (l *Local) startRedisCluster(ctx context.Context, dir string, entry catalog
 		return localState{}, "", err
 	}
 	c, err := localdb.StartRedisCluster(ctx, filepath.Join(dir, clusterDir), localdb.RedisClusterOptions{
-		Masters: masters, Replicas: replicas, Settings: entry.Settings, OSUser: localdb.SUTUser,
+		Masters: masters, Replicas: replicas, Settings: entry.Settings, OSUser: localdb.SUTUser, Password: l.SUTPassword,
 	})
 	if err != nil {
 		return localState{}, "", err

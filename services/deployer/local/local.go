@@ -43,6 +43,14 @@ type Local struct {
 	// default: volumes/ beside Root.
 	VolumesDir string
 
+	// SUTPassword is the password every SUT requires of its clients
+	// (startup.SUTPassword; "": none, the SUTs trust loopback): the
+	// superuser's of PostgreSQL (kept in the configuration's sut.pgpass
+	// for the deployer's own logins), PgBouncer's auth_file, Redis'
+	// requirepass. The exporters log in with it; driver agents read it
+	// from their own environment, never from a message.
+	SUTPassword string
+
 	mu    sync.Mutex
 	locks map[string]*sync.Mutex // per configuration directory
 	volMu sync.Mutex             // claims and records of volumes
@@ -172,7 +180,7 @@ func (l *Local) startRedis(ctx context.Context, dir string, port int, entry cata
 		return localState{}, "", err
 	}
 	data := filepath.Join(dir, "data")
-	opts := localdb.RedisOptions{Settings: entry.Settings, OSUser: localdb.SUTUser}
+	opts := localdb.RedisOptions{Settings: entry.Settings, OSUser: localdb.SUTUser, Password: l.SUTPassword}
 	r, err := onPreviousPort(l.log(), "sut", dir, port, func(port int) (*localdb.Redis, error) {
 		return localdb.StartRedis(ctx, data, port, opts)
 	})
@@ -189,6 +197,11 @@ func (l *Local) startPostgres(ctx context.Context, dir string, port int, entry c
 	}
 	data := filepath.Join(dir, "data")
 	opts := localdb.PGOptions{Database: entry.Database, Settings: entry.Settings, OSUser: localdb.SUTUser}
+	if l.SUTPassword != "" {
+		if opts.PassFile, err = writePGPass(dir, l.SUTPassword); err != nil {
+			return localState{}, "", err
+		}
+	}
 	p, err := onPreviousPort(l.log(), "sut", dir, port, func(port int) (*localdb.Postgres, error) {
 		return localdb.StartPostgres(ctx, data, port, opts)
 	})
@@ -199,6 +212,22 @@ func (l *Local) startPostgres(ctx context.Context, dir string, port int, entry c
 		return localState{}, "", err
 	}
 	return localState{DBMS: entry.Name, Kind: entry.Kind, Endpoint: entry.Endpoint("127.0.0.1", p.Port), Pid: p.Pid}, filepath.Join(bin, "postgres"), nil
+}
+
+// pgpassFile is a configuration's pgpass file (Local.SUTPassword): the
+// deployer's own logins to its PostgreSQL name it (passfile=).
+const pgpassFile = "sut.pgpass"
+
+// writePGPass writes the SUTs' password into dir's pgpass file (mode 0600,
+// ours) and returns its path.
+func writePGPass(dir, password string) (string, error) {
+	path := filepath.Join(dir, pgpassFile)
+	// pgpass escapes a colon or a backslash with a backslash.
+	escaped := strings.NewReplacer(`\`, `\\`, `:`, `\:`).Replace(password)
+	if err := atomicfile.Write(path, []byte("*:*:*:*:"+escaped+"\n"), 0o600); err != nil {
+		return "", fmt.Errorf("sut password file: %w", err)
+	}
+	return path, nil
 }
 
 // onPreviousPort runs start on port, where a redelivered deploy or a

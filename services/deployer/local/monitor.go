@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"net"
 	"net/http"
+	"net/url"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -143,7 +144,7 @@ func (l *Local) monitorSUT(dir string, s backend.Spec, entry catalog.Entry, st *
 	for _, e := range prev.Exporters {
 		previous[e.Name] = e.Addr
 	}
-	for _, e := range wantedExporters(entry, *st) {
+	for _, e := range wantedExporters(entry, *st, l.SUTPassword) {
 		var err error
 		if e.Console != "" {
 			e.Addr, err = l.servePgbExporter(dir, e.exporter, previous[e.Name])
@@ -211,13 +212,23 @@ const (
 	postgresExporterBin = "/usr/bin/prometheus-postgres-exporter"
 )
 
-func wantedExporters(entry catalog.Entry, st localState) []wanted {
+// wantedExporters are the exporters of a SUT whose clients log in with
+// password ("": none); it reaches an exporter process in its environment
+// (readable by its own account and root only), never in its arguments.
+func wantedExporters(entry catalog.Entry, st localState, password string) []wanted {
 	redis := func(name, addr string) wanted {
-		return wanted{exporter: exporter{Name: name, Component: "sut"}, Path: redisExporterBin, Args: []string{"-redis.addr", "redis://" + addr}}
+		w := wanted{exporter: exporter{Name: name, Component: "sut"}, Path: redisExporterBin, Args: []string{"-redis.addr", "redis://" + addr}}
+		if password != "" {
+			w.Env = []string{"REDIS_PASSWORD=" + password}
+		}
+		return w
 	}
 	postgres := func(port int, user, database string) wanted {
-		dsn := fmt.Sprintf("postgresql://%s@127.0.0.1:%d/%s?sslmode=disable", orPostgres(user), port, orPostgres(database))
-		return wanted{exporter: exporter{Name: "postgres", Component: "sut"}, Path: postgresExporterBin, Env: []string{"DATA_SOURCE_NAME=" + dsn}}
+		dsn := url.URL{Scheme: "postgresql", User: url.User(orPostgres(user)), Host: fmt.Sprintf("127.0.0.1:%d", port), Path: "/" + orPostgres(database), RawQuery: "sslmode=disable"}
+		if password != "" {
+			dsn.User = url.UserPassword(orPostgres(user), password)
+		}
+		return wanted{exporter: exporter{Name: "postgres", Component: "sut"}, Path: postgresExporterBin, Env: []string{"DATA_SOURCE_NAME=" + dsn.String()}}
 	}
 	switch entry.Kind {
 	case catalog.KindRedis:
@@ -309,7 +320,17 @@ func (l *Local) servePgbExporter(dir string, e exporter, prevAddr string) (strin
 	if srv, ok := m.pgb[key]; ok {
 		return srv.Addr, nil
 	}
-	h, err := pgbexporter.Handler(e.Console, 0, l.log().With("exporter", e.Name))
+	console := e.Console
+	if l.SUTPassword != "" {
+		// The state keeps the console's URL without the password.
+		u, err := url.Parse(console)
+		if err != nil {
+			return "", fmt.Errorf("pgbouncer console: %w", err)
+		}
+		u.User = url.UserPassword(u.User.Username(), l.SUTPassword)
+		console = u.String()
+	}
+	h, err := pgbexporter.Handler(console, 0, l.log().With("exporter", e.Name))
 	if err != nil {
 		return "", err
 	}

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"net/url"
 	"os"
 	"path/filepath"
 	"strings"
@@ -58,12 +59,20 @@ func TestLocalMonitoring(t *testing.T) {
 			ctx := localTestCtx(t)
 			l := newLocal(t)
 			l.TargetsDir = t.TempDir()
+			// As the stack runs them: every SUT requires the password, and
+			// each exporter logs in with it (its DBMS's up series is 1).
+			l.SUTPassword = testPassword
 			code := "1700000100"
 			d, err := l.Deploy(ctx, backend.Spec{Code: code, Configuration: c.conf, DBMS: c.dbms, Benchmark: "ycsb", SUT: c.sut})
 			if err != nil {
 				t.Fatal(err)
 			}
 			teardownAtEnd(t, l, code, c.conf)
+			d.Endpoint.Password = ""
+			if err := c.load(ctx, d); err == nil {
+				t.Errorf("%s let a client in without the password", c.dbms)
+			}
+			d.Endpoint.Password = testPassword
 			if err := c.load(ctx, d); err != nil {
 				t.Fatal(err)
 			}
@@ -92,7 +101,7 @@ func TestLocalMonitoring(t *testing.T) {
 				_ = srv.Close()
 			}
 			l.mon.mu.Unlock()
-			restarted := &Local{Root: l.Root, TargetsDir: l.TargetsDir}
+			restarted := &Local{Root: l.Root, TargetsDir: l.TargetsDir, SUTPassword: l.SUTPassword}
 			checkTrees(t, restarted, code, c.conf, c.dbms, c.components)
 			if st, err = readState(dir); err != nil {
 				t.Fatal(err)
@@ -125,7 +134,7 @@ func TestLocalMonitoring(t *testing.T) {
 func loadRedis(ctx context.Context, d backend.Deployed) error {
 	ep := d.Endpoint
 	addr := fmt.Sprintf("%s:%d", ep.Host, ep.Port)
-	_, err := localdb.RedisCommand(ctx, addr, "EVAL", "for i=1,300000 do redis.call('SET','k'..i,i) end return 1", "0")
+	_, err := localdb.RedisCommandAs(ctx, addr, ep.Password, "EVAL", "for i=1,300000 do redis.call('SET','k'..i,i) end return 1", "0")
 	return err
 }
 
@@ -145,8 +154,9 @@ func loadPools(ctx context.Context, d backend.Deployed) error {
 }
 
 func query(ctx context.Context, ep contracts.Endpoint, addr string, roundTrips int) error {
-	url := fmt.Sprintf("postgresql://%s@%s/%s?sslmode=disable&default_query_exec_mode=simple_protocol", ep.User, addr, ep.Database)
-	conn, err := pgx.Connect(ctx, url)
+	u := url.URL{Scheme: "postgresql", User: url.UserPassword(ep.User, ep.Password), Host: addr, Path: "/" + ep.Database,
+		RawQuery: "sslmode=disable&default_query_exec_mode=simple_protocol"}
+	conn, err := pgx.Connect(ctx, u.String())
 	if err != nil {
 		return err
 	}
@@ -161,6 +171,11 @@ func query(ctx context.Context, ep contracts.Endpoint, addr string, roundTrips i
 	}
 	return nil
 }
+
+// testPassword is the SUTs' password of the tests that set one: the
+// characters that need quoting in redis.conf, pgbouncer's auth_file, a
+// URL and a Java properties file.
+const testPassword = `p@ss:w'o"rd\ #=x`
 
 // tree is one exported component's figures.
 type tree struct {

@@ -68,7 +68,7 @@ func (l *Local) startPgBouncer(ctx context.Context, dir string, entry catalog.En
 	opts := localdb.PgBouncerOptions{
 		BackendPort: db.Endpoint.Port, User: entry.User, Database: entry.Database,
 		MaxClientConn: perPod(size.Inbound), PoolSize: perPod(size.Outbound),
-		Settings: entry.Settings, OSUser: localdb.SUTUser,
+		Settings: entry.Settings, OSUser: localdb.SUTUser, Password: l.SUTPassword,
 	}
 	var (
 		pools []*localdb.PgBouncer

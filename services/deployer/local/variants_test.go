@@ -80,7 +80,7 @@ func checkTornDown(t *testing.T, ctx context.Context, l *Local, code, conf strin
 // index buckets, which must agree.
 func redisClusterRows(t *testing.T, ctx context.Context, addr string) (keys, indexed int) {
 	t.Helper()
-	masters, err := localdb.MasterAddrs(ctx, addr)
+	masters, err := localdb.MasterAddrs(ctx, addr, "")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -132,7 +132,7 @@ func TestLocalRedisCluster(t *testing.T) {
 	if info, err := localdb.RedisCommand(ctx, addr, "CLUSTER", "INFO"); err != nil || !strings.Contains(info, "cluster_state:ok") || !strings.Contains(info, "cluster_size:3") {
 		t.Fatalf("CLUSTER INFO = %q, %v", info, err)
 	}
-	masters, err := localdb.MasterAddrs(ctx, addr)
+	masters, err := localdb.MasterAddrs(ctx, addr, "")
 	if err != nil || len(masters) != 3 || !slices.Contains(masters, addr) {
 		t.Errorf("masters = %v, %v; want 3 with the endpoint among them", masters, err)
 	}
@@ -157,6 +157,8 @@ func TestLocalRedisClusterWithReplicas(t *testing.T) {
 	requireServer(t, catalog.KindRedis)
 	ctx := localTestCtx(t)
 	l := newLocal(t)
+	// With the stack's password: clients and replicas (masterauth) need it.
+	l.SUTPassword = testPassword
 	const code, conf = "1700000012", "RedisCluster-1"
 	teardownAtEnd(t, l, code, conf)
 	d, err := l.Deploy(ctx, backend.Spec{Code: code, Configuration: conf, DBMS: "RedisCluster", Benchmark: "ycsb", SUT: &contracts.SUTSpec{Workers: 3, WorkerReplicas: 1}})
@@ -176,9 +178,21 @@ func TestLocalRedisClusterWithReplicas(t *testing.T) {
 	if w, _ := json.Marshal(d.Info["worker_nodes"]); strings.Count(string(w), `"role":"replica"`) != 3 {
 		t.Errorf("worker_nodes = %s, want 3 masters and 3 replicas", w)
 	}
-	info, err := localdb.RedisCommand(ctx, fmt.Sprintf("127.0.0.1:%d", d.Endpoint.Port), "CLUSTER", "INFO")
+	addr := fmt.Sprintf("127.0.0.1:%d", d.Endpoint.Port)
+	info, err := localdb.RedisCommandAs(ctx, addr, testPassword, "CLUSTER", "INFO")
 	if err != nil || !strings.Contains(info, "cluster_known_nodes:6") || !strings.Contains(info, "cluster_size:3") {
 		t.Errorf("CLUSTER INFO = %q, %v", info, err)
+	}
+	// Every node refuses a client without the password; every replica's
+	// link to its master (which took masterauth) is up.
+	for _, w := range d.Info["worker_nodes"].([]localdb.ClusterWorker) {
+		if _, err := localdb.RedisCommand(ctx, w.Addr, "PING"); err == nil || !strings.Contains(err.Error(), "NOAUTH") {
+			t.Errorf("PING %s without the password: %v, want NOAUTH", w.Addr, err)
+		}
+		repl, err := localdb.RedisCommandAs(ctx, w.Addr, testPassword, "INFO", "replication")
+		if err != nil || (w.Role == "replica" && !strings.Contains(repl, "master_link_status:up")) {
+			t.Errorf("INFO replication of %s %s: %q, %v", w.Role, w.Addr, repl, err)
+		}
 	}
 	checkTornDown(t, ctx, l, code, conf, statePids(t, l, code, conf))
 }

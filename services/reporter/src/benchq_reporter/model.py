@@ -22,8 +22,8 @@ TS = "timestamp"
 
 # Columns the reporter reads, per table of internal/resultsdb/migrations.
 # The experiment code is left out of the child tables: everything here
-# belongs to one experiment. configurations.endpoint is left out on purpose:
-# it may hold the SUT's password and no section needs it.
+# belongs to one experiment. configurations.endpoint is left out: no section
+# needs it (it never holds a password: the schema refuses one).
 COLUMNS: dict[str, dict[str, Any]] = {
     "experiments": {
         "code": object,
