@@ -35,6 +35,27 @@ func DeployID(code, configuration string) string { return code + "." + configura
 // TeardownID asks to remove configuration's SUT.
 func TeardownID(code, configuration string) string { return code + "." + configuration + ".teardown" }
 
+// DeployIDAt and TeardownIDAt are DeployID and TeardownID of the SUT's
+// generation: 0 is its first deployment (the ids above), n its n-th
+// deployment after that, for a loading phase run again on a new SUT
+// (ConfigState.Generation). Each generation's messages are new to
+// JetStream's de-duplication and to the collector.
+func DeployIDAt(code, configuration string, generation int) string {
+	return withGeneration(DeployID(code, configuration), generation)
+}
+
+// TeardownIDAt: see DeployIDAt.
+func TeardownIDAt(code, configuration string, generation int) string {
+	return withGeneration(TeardownID(code, configuration), generation)
+}
+
+func withGeneration(id string, generation int) string {
+	if generation == 0 {
+		return id
+	}
+	return fmt.Sprintf("%s.g%d", id, generation+1)
+}
+
 // SUTReadyID answers deploy job deployID.
 func SUTReadyID(deployID string) string { return deployID + ".ready" }
 

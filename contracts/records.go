@@ -14,6 +14,10 @@ type Heartbeat struct {
 	At       time.Time `json:"at"`
 	Busy     string    `json:"busy,omitempty"`     // the shard job id it runs, if any
 	Instance string    `json:"instance,omitempty"` // the agent's run (BarrierReady.Instance)
+	// Host and Pid name the agent's process: a scheduler on the same host
+	// asks the kernel whether a late agent still runs and works.
+	Host string `json:"host,omitempty"`
+	Pid  int    `json:"pid,omitempty"`
 }
 
 // Live reports whether the agent beat within AgentLiveness of now.

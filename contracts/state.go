@@ -59,6 +59,13 @@ type ConfigState struct {
 	// contracts.BackendLocal means the shards run on the stack's pool of
 	// driver agents.
 	Backend string `json:"backend,omitempty"`
+	// Generation counts the SUT's deployments after its first: a loading
+	// phase that lost a shard's agent runs again on a new SUT (a fresh,
+	// empty one: exactly the records loaded once), whose deploy and
+	// teardown ids carry it (DeployIDAt). ReloadAttempt is the loading
+	// attempt the SUT being replaced is for (0: none pending).
+	Generation    int `json:"generation,omitempty"`
+	ReloadAttempt int `json:"reload_attempt,omitempty"`
 }
 
 // PhaseState tracks the running phase of a configuration.

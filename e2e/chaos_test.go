@@ -7,8 +7,9 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"os"
+	"os/exec"
 	"path/filepath"
-	"regexp"
+	"runtime"
 	"slices"
 	"strconv"
 	"strings"
@@ -27,8 +28,8 @@ import (
 //
 //   - the experiment ends within 4 minutes: done, or failed with a reason;
 //     killing a component of benchq must not fail it — only a dead SUT may,
-//     or an agent killed during the loading phase (not re-run: the SUT
-//     holds part of the data), each with a reason that says so;
+//     with a reason that says so (an agent killed during loading costs a
+//     new SUT and a second load, not the experiment);
 //   - done means true: its result tests pass (workflow as planned, no
 //     failed operations);
 //   - every shard result is stored exactly once: each one the shards
@@ -68,6 +69,12 @@ func TestChaos(t *testing.T) {
 		if len(order) == 0 {
 			order = slices.Clone(chaosVictims)
 			rng.Shuffle(len(order), func(a, b int) { order[a], order[b] = order[b], order[a] })
+			if i == 1 {
+				// The first cycle starts with the CPU hog, so that make
+				// test's three rounds always check that a machine busy on
+				// every core calls no agent lost.
+				order = append([]string{cpuHog}, slices.DeleteFunc(order, func(v string) bool { return v == cpuHog })...)
+			}
 		}
 		victim := order[0]
 		order = order[1:]
@@ -85,7 +92,12 @@ func TestChaos(t *testing.T) {
 
 // chaosVictims are the components a round may kill: the stack's stores,
 // its services, an agent, Prometheus and the experiment's SUT.
-var chaosVictims = []string{"nats-server", "results-db", "collector", "scheduler", "deployer", "driver-agent-1", "driver-agent-2", "prometheus", "sut"}
+// cpu-hog kills nothing: it starts a busy loop on every core, at normal
+// priority, for the rest of the round.
+var chaosVictims = []string{"nats-server", "results-db", "collector", "scheduler", "deployer", "driver-agent-1", "driver-agent-2", "prometheus", "sut", cpuHog}
+
+// cpuHog is the victim that loads every core instead of killing.
+const cpuHog = "cpu-hog"
 
 // chaosFlags is the experiment of each round: about 11 s here.
 var chaosFlags = []string{"-dbms", "Redis", "-sf", "0.05", "-xop", "0.1", "-nlt", "4", "-nbp", "2", "-nbt", "4", "-tr"}
@@ -112,7 +124,13 @@ func (s *stack) chaosRound(t *testing.T, round int, victim string, at time.Durat
 	submitted := time.Now()
 	if victim != "" {
 		time.Sleep(at)
-		r.killed = s.chaosKill(t, code, victim)
+		if victim == cpuHog {
+			var stop func()
+			r.killed, stop = startCPUHog(t)
+			defer stop()
+		} else {
+			r.killed = s.chaosKill(t, code, victim)
+		}
 	}
 	r.outcome, r.reason = s.waitEnded(t, code, submitted.Add(4*time.Minute))
 	r.duration = time.Since(submitted)
@@ -153,6 +171,26 @@ func (s *stack) chaosKill(t *testing.T, code, victim string) string {
 		t.Fatalf("benchq restart %s: %v\n%s", victim, err, out)
 	}
 	return fmt.Sprintf("pid %d, restarted", pid)
+}
+
+// startCPUHog starts a busy loop per core (sh, at normal priority) and
+// returns what it started and how to stop it.
+func startCPUHog(t *testing.T) (string, func()) {
+	t.Helper()
+	var pids []int
+	for range runtime.NumCPU() {
+		cmd := exec.Command("sh", "-c", "while :; do :; done")
+		if err := cmd.Start(); err != nil {
+			t.Fatalf("cpu hog: %v", err)
+		}
+		pids = append(pids, cmd.Process.Pid)
+		go func() { _ = cmd.Wait() }()
+	}
+	return fmt.Sprintf("%d busy loops", len(pids)), func() {
+		for _, pid := range pids {
+			_ = syscall.Kill(pid, syscall.SIGKILL)
+		}
+	}
 }
 
 // noSUT says a round's SUT victim was not alive at the drawn moment
@@ -200,9 +238,6 @@ func (s *stack) waitEnded(t *testing.T, code string, deadline time.Time) (status
 	return "HUNG", ""
 }
 
-// loadLost is the reason of an experiment whose loading phase lost its agent.
-var loadLost = regexp.MustCompile(`phase \S+-0 failed: lost shard \d+ \(agent driver-agent-\d+ (restarted|silent)`)
-
 // checkAftermath checks an ended round (see TestChaos) and returns what
 // failed.
 func (s *stack) checkAftermath(t *testing.T, code, victim string, r *chaosRow) (problems []string) {
@@ -213,9 +248,8 @@ func (s *stack) checkAftermath(t *testing.T, code, victim string, r *chaosRow) (
 	case r.outcome == "HUNG":
 	case r.reason == "":
 		bad("ended %s without a reason", r.outcome)
-	case strings.HasPrefix(victim, "driver-agent-") && loadLost.MatchString(r.reason):
-		// A loading phase is not re-run (the SUT holds part of the data):
-		// losing its agent fails the configuration, named (docs/chaos.md).
+	case victim == cpuHog:
+		bad("a busy machine made the experiment end %s: %s", r.outcome, r.reason)
 	case victim != "sut":
 		bad("killing %s made the experiment end %s: %s", victim, r.outcome, r.reason)
 	case !strings.Contains(r.reason, "died"):
@@ -273,6 +307,17 @@ func (s *stack) checkAftermath(t *testing.T, code, victim string, r *chaosRow) (
 			}
 		}
 		rows.Close()
+	}
+	// A busy machine is no reason to call an agent lost: no phase attempt
+	// failed, none was re-run.
+	if victim == cpuHog {
+		var failed string
+		if err := conn.QueryRow(ctx, `SELECT coalesce(string_agg(phase || ' attempt ' || attempt || ': ' || coalesce(reason, ''), '; '), '')
+			FROM phases WHERE code = $1 AND (status <> 'done' OR attempt > 1)`, code).Scan(&failed); err != nil {
+			bad("phases: %v", err)
+		} else if failed != "" {
+			bad("under a CPU hog, phases failed or were re-run: %s", failed)
+		}
 	}
 	// Nothing left behind (teardown follows the end by a moment).
 	var left []string
@@ -384,6 +429,25 @@ func chaosReport(rows []chaosRow, seed int) string {
 		fmt.Fprintf(&b, " (and %d SUT round(s) with no SUT alive at the moment: nothing killed)", missed)
 	}
 	b.WriteString("\n")
+	// What a kill costs a user: the round's duration less the calm round's,
+	// per component (mean and worst over the rounds that ended).
+	costs := map[string][]float64{}
+	for _, r := range rows[1:] {
+		if r.outcome != "HUNG" && r.killed != noSUT {
+			costs[r.victim] = append(costs[r.victim], (r.duration - rows[0].duration).Seconds())
+		}
+	}
+	var cost []string
+	for _, v := range chaosVictims {
+		if c := costs[v]; len(c) > 0 {
+			sum := 0.0
+			for _, x := range c {
+				sum += x
+			}
+			cost = append(cost, fmt.Sprintf("%s %+.1f (worst %+.1f)", v, sum/float64(len(c)), slices.Max(c)))
+		}
+	}
+	fmt.Fprintf(&b, "seconds each kill cost against the calm round's %.1f s, mean (worst): %s\n", rows[0].duration.Seconds(), strings.Join(cost, ", "))
 	return b.String()
 }
 

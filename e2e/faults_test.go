@@ -11,6 +11,7 @@ import (
 	"path/filepath"
 	"regexp"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"syscall"
@@ -185,12 +186,40 @@ func TestExperimentsAsBexhomaUsersKnowThem(t *testing.T) {
 		}
 	})
 
-	t.Run("agent killed mid-shard and restarted: the phase is re-run", func(t *testing.T) {
+	t.Run("agents killed before READY, mid-load and mid-shard: the job is taken over, the loading runs again on a new SUT, the phase is re-run", func(t *testing.T) {
 		code := fmt.Sprintf("e2e-agent-%d", time.Now().Unix())
 		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 		defer cancel()
 		ev := s.events(ctx, code)
 		s.cli(t, time.Minute, "ycsb", "-e", code, "-dbms", "Redis", "-sf", "0.05", "-xop", "0.5", "-nlt", "8", "-nbt", "8", "-tr", "--detach", "run")
+		// First the loading shard's agent dies before its READY, when the
+		// scheduler cannot know who holds the job: JetStream hands the job
+		// to another agent once its ack wait (5 s) passes untouched.
+		loader, killed := s.killAgentBeforeReady(t)
+		time.Sleep(500 * time.Millisecond)
+		if out, err := s.benchq(context.Background(), "restart", loader); err != nil {
+			t.Errorf("restart %s: %v\n%s", loader, err, out)
+		}
+		took := s.waitReadyOf(t, ev, contracts.KindLoad)
+		t.Logf("%s killed before the loading shard's READY; the shard was READY again %.1f s later, on %s", loader, took.at.Sub(killed).Seconds(), took.agent)
+		// Then the agent that took it dies mid-load, after its READY: the
+		// SUT holds part of the data, so the loading runs again on a new
+		// SUT, which ends up with exactly the records loaded once.
+		s.waitPhase(t, ev, contracts.PhaseStarted, contracts.KindLoad)
+		if err := syscall.Kill(s.pid(took.agent), syscall.SIGKILL); err != nil {
+			t.Fatal(err)
+		}
+		time.Sleep(500 * time.Millisecond)
+		if out, err := s.benchq(context.Background(), "restart", took.agent); err != nil {
+			t.Errorf("restart %s: %v\n%s", took.agent, err, out)
+		}
+		second := s.waitSUTReady(t, ev)
+		if loaded := s.waitPhase(t, ev, contracts.PhaseDone, contracts.KindLoad); loaded.Attempt != 2 {
+			t.Errorf("loading done in attempt %d, want 2", loaded.Attempt)
+		}
+		if rows, _ := s.sutRows(t, second); rows != 50000 {
+			t.Errorf("the new SUT holds %d records after loading again, want the 50,000 of -sf 0.05 exactly once", rows)
+		}
 		agent := s.waitReadyAgent(t, ev, contracts.KindRun)
 		s.waitPhase(t, ev, contracts.PhaseStarted, contracts.KindRun)
 		if err := syscall.Kill(s.pid(agent), syscall.SIGKILL); err != nil {
@@ -210,7 +239,8 @@ func TestExperimentsAsBexhomaUsersKnowThem(t *testing.T) {
 		}
 		out := s.cli(t, time.Minute, "summary", "-e", code)
 		keepSummary(t, out)
-		if !strings.Contains(out, "TEST passed: Workflow as planned") || !strings.Contains(out, "was re-run: its results are from attempt 2") ||
+		// Both re-runs: the loading (on a new SUT) and the benchmark.
+		if !strings.Contains(out, "TEST passed: Workflow as planned") || strings.Count(out, "was re-run: its results are from attempt 2") != 2 ||
 			!strings.Contains(out, "agent "+agent+" restarted since it took the shard") {
 			t.Errorf("summary does not show the re-run and why:\n%s", out)
 		}
@@ -311,25 +341,36 @@ func (s *stack) kill(t *testing.T, name string) {
 
 func (s *stack) waitPhase(t *testing.T, ev jetstream.Consumer, status, kind string) contracts.PhaseEvent {
 	t.Helper()
+	var pe contracts.PhaseEvent
+	s.waitEvent(t, ev, "phase "+kind+" "+status, func(m jetstream.Msg) bool {
+		if !strings.Contains(m.Subject(), ".phase.") {
+			return false
+		}
+		_ = json.Unmarshal(m.Data(), &pe)
+		return pe.Status == status && pe.Kind == kind
+	})
+	return pe
+}
+
+// waitEvent reads ev until match accepts a message (within 3 minutes), and
+// fails the test when the experiment ends first.
+func (s *stack) waitEvent(t *testing.T, ev jetstream.Consumer, what string, match func(jetstream.Msg) bool) jetstream.Msg {
+	t.Helper()
 	deadline := time.Now().Add(3 * time.Minute)
 	for time.Now().Before(deadline) {
 		m, err := ev.Next(jetstream.FetchMaxWait(time.Second))
 		if err != nil {
 			continue
 		}
-		if strings.Contains(m.Subject(), ".phase.") {
-			var pe contracts.PhaseEvent
-			_ = json.Unmarshal(m.Data(), &pe)
-			if pe.Status == status && pe.Kind == kind {
-				return pe
-			}
+		if match(m) {
+			return m
 		}
 		if isEnd(m.Subject()) {
-			t.Fatalf("experiment ended before phase %s %s: %s", kind, status, m.Data())
+			t.Fatalf("experiment ended before %s: %s", what, m.Data())
 		}
 	}
-	t.Fatalf("no phase %s %s within 3 minutes", kind, status)
-	return contracts.PhaseEvent{}
+	t.Fatalf("no %s within 3 minutes", what)
+	return nil
 }
 
 // waitReadyAgent returns the agent that reported READY for a shard of the
@@ -359,6 +400,78 @@ func (s *stack) waitReadyAgent(t *testing.T, ev jetstream.Consumer, kind string)
 	}
 	t.Fatalf("no READY of a %s phase", kind)
 	return ""
+}
+
+// killAgentBeforeReady SIGKILLs the pool agent whose child is a loading
+// YCSB JVM as soon as that JVM appears (it starts, connects and preloads
+// before its READY), and returns the agent and when it was killed.
+func (s *stack) killAgentBeforeReady(t *testing.T) (string, time.Time) {
+	t.Helper()
+	agents := map[int]string{}
+	for _, name := range []string{"driver-agent-1", "driver-agent-2"} {
+		agents[s.pid(name)] = name
+	}
+	deadline := time.Now().Add(time.Minute)
+	for time.Now().Before(deadline) {
+		dirs, _ := filepath.Glob("/proc/[0-9]*")
+		for _, d := range dirs {
+			cmd, err := os.ReadFile(filepath.Join(d, "cmdline"))
+			if err != nil || !strings.Contains(string(cmd), "io.benchq.ycsb.Launcher\x00-load") {
+				continue
+			}
+			stat, err := os.ReadFile(filepath.Join(d, "stat"))
+			if err != nil {
+				continue
+			}
+			// pid (comm) state ppid ...: comm may hold spaces; ppid follows ") X ".
+			f := strings.Fields(string(stat[strings.LastIndexByte(string(stat), ')')+1:]))
+			ppid, _ := strconv.Atoi(f[1])
+			if name, ok := agents[ppid]; ok {
+				if err := syscall.Kill(ppid, syscall.SIGKILL); err != nil {
+					t.Fatal(err)
+				}
+				return name, time.Now()
+			}
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	t.Fatal("no loading JVM of a pool agent appeared within a minute")
+	return "", time.Time{}
+}
+
+// waitSUTReady waits for the next sut.ready.
+func (s *stack) waitSUTReady(t *testing.T, ev jetstream.Consumer) contracts.SUTReady {
+	t.Helper()
+	var r contracts.SUTReady
+	m := s.waitEvent(t, ev, "a sut.ready", func(m jetstream.Msg) bool { return strings.HasSuffix(m.Subject(), ".sut.ready") })
+	if err := json.Unmarshal(m.Data(), &r); err != nil {
+		t.Fatal(err)
+	}
+	return r
+}
+
+// readyOf is a shard's READY as the events show it.
+type readyOf struct {
+	agent string
+	at    time.Time // when JetStream stored it
+}
+
+// waitReadyOf waits for the READY of a phase of kind.
+func (s *stack) waitReadyOf(t *testing.T, ev jetstream.Consumer, kind string) readyOf {
+	t.Helper()
+	var r contracts.BarrierReady
+	m := s.waitEvent(t, ev, "a READY of a "+kind+" phase", func(m jetstream.Msg) bool {
+		if !strings.HasSuffix(m.Subject(), ".barrier.ready") {
+			return false
+		}
+		_ = json.Unmarshal(m.Data(), &r)
+		return phaseKind(r.Phase) == kind
+	})
+	meta, err := m.Metadata()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return readyOf{agent: r.Agent, at: meta.Timestamp}
 }
 
 func (s *stack) waitEnd(t *testing.T, ev jetstream.Consumer) contracts.ExperimentEnd {

@@ -116,15 +116,18 @@ func TestSaturationFindsTheKneeOfAThrottledRedis(t *testing.T) {
 	t.Logf("capacity of Redis under a 5 %% CPU quota: %.0f ops/s before the search, %.0f after", before, after)
 
 	// The capacity itself drifts while the search runs (2,015 ops/s before
-	// and 1,796 after on one run, 11 %: a throttled process's share
-	// depends on what else the machine does), so the knee is held to 10 %
-	// of the range the two measurements span, not of their mean.
+	// and 1,796 after on one run, 11 %; 1,729 and 1,981 on another, 15 %: a
+	// throttled process's share depends on what else the machine does), and
+	// the open-loop knee lands on either side of the closed-loop capacity
+	// (−9.3 … +14.7 % in the runs of docs/saturation.md), so the knee is
+	// held to 20 % of the range the two measurements span: a search that
+	// stops early or overshoots still fails.
 	k := s.knee(t, code)
 	goodput, offered, firstBad, steps := k.goodput, k.offered, k.firstBad, k.steps
 	low, high := math.Min(before, after), math.Max(before, after)
 	t.Logf("knee %.0f ops/s (offered %d, first failing %d) after %d steps; capacity %.0f–%.0f ops/s", goodput, offered, firstBad, steps, low, high)
-	if goodput < 0.90*low || goodput > 1.10*high {
-		t.Errorf("knee %.0f ops/s is not within 10 %% of the throttled Redis's capacity (%.0f before the search, %.0f after)", goodput, before, after)
+	if goodput < 0.80*low || goodput > 1.20*high {
+		t.Errorf("knee %.0f ops/s is not within 20 %% of the throttled Redis's capacity (%.0f before the search, %.0f after)", goodput, before, after)
 	}
 	if firstBad == 0 || float64(firstBad-offered) > 0.02*float64(offered)+1 {
 		t.Errorf("the knee is bracketed by %d (passed) and %d (failed): not within the 2 %% asked", offered, firstBad)

@@ -23,14 +23,11 @@ func (b *Bus) Unsettled(ctx context.Context, stream, durable string) (pending, u
 	return info.NumPending, uint64(info.NumAckPending), nil
 }
 
-// touchEvery is how often KeepAlive touches a message: several times within
-// the shortest AckWait (the default, 30 s).
-const touchEvery = 5 * time.Second
-
-// KeepAlive tells JetStream that m is still being worked on (InProgress)
-// until stop is called, so that work longer than the consumer's AckWait is
-// not redelivered to another service meanwhile.
-func KeepAlive(m jetstream.Msg) (stop func()) {
+// KeepAlive tells JetStream that m is still being worked on (InProgress,
+// every touchEvery: a few times within the consumer's AckWait) until stop
+// is called, so that work longer than the AckWait is not redelivered to
+// another service meanwhile.
+func KeepAlive(m jetstream.Msg, touchEvery time.Duration) (stop func()) {
 	done := make(chan struct{})
 	go func() {
 		t := time.NewTicker(touchEvery)

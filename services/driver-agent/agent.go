@@ -55,8 +55,16 @@ type Agent struct {
 }
 
 // ackWait: a job not acked or touched (InProgress) within this time goes to
-// another agent. Running shards keep it alive (runShard).
-const ackWait = 30 * time.Second
+// another agent. An agent touches its job every touchEvery from the moment
+// it gets it (handle) until it is settled, so a job whose agent died —
+// before its READY too, when the scheduler cannot know who holds it — is
+// taken by another agent within ackWait; a live agent would have to stall
+// for ackWait to lose its job (and a second copy of it is then dropped as
+// stale or stored once: the final's id is deterministic).
+const (
+	ackWait    = 5 * time.Second
+	touchEvery = time.Second
+)
 
 // Run serves jobs until ctx ends. A job in flight when ctx ends is not acked:
 // JetStream redelivers it.
@@ -93,6 +101,7 @@ func Run(ctx context.Context, cfg Config, log *slog.Logger) error {
 }
 
 func (a *Agent) handle(ctx context.Context, m jetstream.Msg) error {
+	defer bus.KeepAlive(m, touchEvery)()
 	var job contracts.ShardJob
 	if err := bus.Decode(contracts.SchemaShardJob, m.Data(), &job); err != nil {
 		return err
@@ -136,15 +145,13 @@ func (a *Agent) handle(ctx context.Context, m jetstream.Msg) error {
 	return a.runShard(ctx, m, job, log, r.run)
 }
 
-// runShard runs a shard job with run and publishes its final. It keeps the
-// job alive meanwhile: a shard may wait at its barrier and run for longer
-// than ackWait.
+// runShard runs a shard job with run and publishes its final (handle keeps
+// the job alive meanwhile: a shard may wait at its barrier and run for
+// longer than ackWait).
 func (a *Agent) runShard(ctx context.Context, m jetstream.Msg, job contracts.ShardJob, log *slog.Logger, run func(context.Context) (*contracts.Final, error)) error {
 	a.busy.Store(job.ID)
 	defer a.busy.Store("")
-	stopKeepAlive := bus.KeepAlive(m)
 	final, err := run(ctx)
-	stopKeepAlive()
 	if err != nil {
 		return err // stopping: not acked, redelivered
 	}
@@ -209,11 +216,17 @@ func failedFinal(job contracts.ShardJob, agent, reason string) *contracts.Final 
 func (a *Agent) heartbeat(ctx context.Context) {
 	t := time.NewTicker(contracts.HeartbeatEvery)
 	defer t.Stop()
+	host, _ := os.Hostname()
 	for {
 		busy, _ := a.busy.Load().(string)
-		hb := contracts.Heartbeat{Name: a.cfg.Name, At: time.Now().UTC(), Busy: busy, Instance: a.instance}
-		if err := a.bus.PutHeartbeat(ctx, hb); err != nil && ctx.Err() == nil {
-			a.log.Warn("heartbeat failed", "err", err)
+		hb := contracts.Heartbeat{Name: a.cfg.Name, At: time.Now().UTC(), Busy: busy, Instance: a.instance, Host: host, Pid: os.Getpid()}
+		err := a.bus.PutHeartbeat(ctx, hb)
+		switch took := time.Since(hb.At); {
+		case err != nil && ctx.Err() == nil:
+			a.log.Warn("heartbeat failed", "err", err, "took", took)
+		case took > contracts.HeartbeatEvery/2:
+			// Slow enough to eat into the scheduler's patience (AgentLiveness).
+			a.log.Warn("heartbeat slow", "took", took)
 		}
 		select {
 		case <-ctx.Done():

@@ -45,16 +45,9 @@ func (s *State) advance(now time.Time) []Out {
 		if active >= limit || (own > 0 && mine >= own) {
 			break
 		}
-		pc := s.Plan.Configurations[i]
-		dl := now.Add(secs(s.Plan.Timeouts.SUTReadyS)).UTC()
-		s.Configs[i].Status, s.Configs[i].Deadline = cfgDeploying, &dl
 		active++
 		mine++
-		sut := pc.SUT
-		out = append(out, Out{Subject: contracts.SubjDeploy, Msg: &contracts.Deploy{
-			Envelope: env(s.Code, contracts.DeployID(s.Code, pc.Name), now), Configuration: pc.Name, DBMS: pc.DBMS,
-			Benchmark: s.Plan.Settings.Benchmark, TimeoutS: s.Plan.Timeouts.SUTReadyS, SUT: &sut,
-		}})
+		out = append(out, s.deploy(i, now))
 	}
 	for _, c := range s.Configs {
 		if c.Status != cfgRemoved {
@@ -105,9 +98,23 @@ func (s *State) onStop(m *contracts.Stop, now time.Time) []Out {
 	return out
 }
 
+// deploy asks for configuration i's SUT (of its generation) and waits for
+// it.
+func (s *State) deploy(i int, now time.Time) Out {
+	pc := s.Plan.Configurations[i]
+	c := &s.Configs[i]
+	dl := now.Add(secs(s.Plan.Timeouts.SUTReadyS)).UTC()
+	c.Status, c.Deadline = cfgDeploying, &dl
+	sut := pc.SUT
+	return Out{Subject: contracts.SubjDeploy, Msg: &contracts.Deploy{
+		Envelope: env(s.Code, contracts.DeployIDAt(s.Code, pc.Name, c.Generation), now), Configuration: pc.Name, DBMS: pc.DBMS,
+		Benchmark: s.Plan.Settings.Benchmark, TimeoutS: s.Plan.Timeouts.SUTReadyS, SUT: &sut,
+	}}
+}
+
 func (s *State) onSUTReady(m *contracts.SUTReady, now time.Time) []Out {
 	i, ok := s.config(m.Configuration)
-	if !ok || s.Configs[i].Status != cfgDeploying {
+	if !ok || s.Configs[i].Status != cfgDeploying || !s.ofGeneration(i, m.ID, contracts.SUTReadyID) {
 		return nil // stale or duplicate
 	}
 	ep := m.Endpoint
@@ -136,11 +143,28 @@ func (s *State) onSUTReady(m *contracts.SUTReady, now time.Time) []Out {
 		}}}
 		return append(out, s.startPhase(i, 1, now)...)
 	}
+	if a := s.Configs[i].ReloadAttempt; a > 0 {
+		// A new SUT for a loading phase that lost an agent: its next attempt.
+		s.Configs[i].ReloadAttempt = 0
+		return s.startAttempt(i, 0, a, now)
+	}
 	return s.startPhase(i, 0, now)
+}
+
+// ofGeneration reports whether the answer id (answer: SUTReadyID or
+// SUTFailedID) is to the deploy of configuration i's current generation.
+// Answers to the first deploy are taken whatever their id (older
+// deployers, tests); once a SUT was replaced, only the new one's count.
+func (s *State) ofGeneration(i int, id string, answer func(string) string) bool {
+	g := s.Configs[i].Generation
+	return g == 0 || id == answer(contracts.DeployIDAt(s.Code, s.Plan.Configurations[i].Name, g))
 }
 
 func (s *State) onSUTFailed(m *contracts.SUTFailed, now time.Time) []Out {
 	i, ok := s.config(m.Configuration)
+	if ok && !m.Running && !s.ofGeneration(i, m.ID, contracts.SUTFailedID) {
+		return nil // an earlier generation's deploy
+	}
 	if ok && m.Running && s.Configs[i].Status == cfgRunning {
 		return s.onSUTDied(i, m, now)
 	}
@@ -180,6 +204,15 @@ func (s *State) onSUTRemoved(m *contracts.SUTRemoved, now time.Time) []Out {
 		return nil
 	}
 	c := &s.Configs[i]
+	if (c.Generation > 0 || c.ReloadAttempt > 0) && m.ID != contracts.SUTRemovedID(contracts.TeardownIDAt(s.Code, m.Configuration, c.Generation)) {
+		return nil // not this generation's SUT (an earlier one's, redelivered)
+	}
+	if c.ReloadAttempt > 0 && m.Died == "" && s.Cancelled == "" {
+		// The SUT whose loading lost an agent is gone: a new one.
+		c.Generation++
+		return []Out{s.deploy(i, now)}
+	}
+	c.ReloadAttempt = 0
 	c.Status, c.Deadline = cfgRemoved, nil
 	if m.Died != "" && !strings.HasPrefix(c.Failed, "died: ") {
 		// The watch had not seen it yet: a phase failed on the symptoms
@@ -202,7 +235,7 @@ func (s *State) teardown(i int, reason string, now time.Time) []Out {
 	}
 	s.Configs[i].Status, s.Configs[i].Deadline, s.Configs[i].Current = cfgTearing, &dl, nil
 	td := &contracts.Teardown{
-		Envelope: env(s.Code, contracts.TeardownID(s.Code, pc.Name), now), Configuration: pc.Name, DBMS: pc.DBMS, Reason: reason,
+		Envelope: env(s.Code, contracts.TeardownIDAt(s.Code, pc.Name, s.Configs[i].Generation), now), Configuration: pc.Name, DBMS: pc.DBMS, Reason: reason,
 	}
 	if c := s.Configs[i]; c.Volume != "" && c.LoadingTimeS > 0 {
 		td.Loaded = &contracts.VolumeLoaded{Volume: c.Volume, LoadingTimeS: c.LoadingTimeS, At: now.UTC(), By: s.Code}

@@ -74,8 +74,14 @@ type Event struct {
 	// not at a new one the agents never heard of.
 	PublishedGo *time.Time
 	// Heartbeats of the driver agents (name → last heartbeat), read for a tick;
-	// nil when unknown, which disables the lost-agent check.
+	// nil when unknown, which disables the lost-agent check. BeatsAt is
+	// when the read began: an agent's silence is judged at that instant,
+	// not at the step's, which may come seconds later on a busy machine.
 	Heartbeats map[string]contracts.Heartbeat
+	BeatsAt    time.Time
+	// Vouched are the late agents whose process is seen working (the
+	// scheduler's voucher, vouch.go): not lost.
+	Vouched map[string]bool
 	// storedAt is when JetStream stored the event (zero for a tick or a
 	// stop): the start of a phase switch, for metrics only.
 	storedAt time.Time
@@ -126,7 +132,11 @@ func (s *State) Step(ev Event, now time.Time) []Out {
 		out = s.onDriverEnded(m, now)
 	case nil:
 		if ev.Tick {
-			out = s.onTick(now, ev.Heartbeats)
+			beatsAt := ev.BeatsAt
+			if beatsAt.IsZero() || beatsAt.After(now) {
+				beatsAt = now
+			}
+			out = s.onTick(now, ev.Heartbeats, beatsAt, ev.Vouched)
 		}
 	}
 	return append(out, s.advance(now)...)
@@ -168,11 +178,18 @@ func (s *State) Early(ev Event) bool {
 		}
 		return false
 	}
+	// The next generation's SUT (a loading run again) answers a deploy
+	// the stored state has not asked for yet.
+	nextGeneration := func(name, id string, answer func(string) string) bool {
+		i, ok := s.config(name)
+		return ok && s.Configs[i].Status == cfgTearing && s.Configs[i].ReloadAttempt > 0 &&
+			id == answer(contracts.DeployIDAt(s.Code, name, s.Configs[i].Generation+1))
+	}
 	switch m := ev.Msg.(type) {
 	case *contracts.SUTReady:
-		return cfgStatus(m.Configuration) == cfgPending
+		return cfgStatus(m.Configuration) == cfgPending || nextGeneration(m.Configuration, m.ID, contracts.SUTReadyID)
 	case *contracts.SUTFailed:
-		return cfgStatus(m.Configuration) == cfgPending
+		return cfgStatus(m.Configuration) == cfgPending || nextGeneration(m.Configuration, m.ID, contracts.SUTFailedID)
 	case *contracts.SUTRemoved:
 		st := cfgStatus(m.Configuration)
 		return st == cfgPending || st == cfgDeploying || st == cfgRunning

@@ -354,6 +354,38 @@ func TestLostAgentReRunsThePhaseOnce(t *testing.T) {
 	}
 }
 
+// An agent's silence is judged at the instant its heartbeat was read, not
+// at the step's: on a busy machine the step may come seconds after the
+// read, and those seconds are not the agent's silence (a live agent was
+// called lost under a CPU load). A late agent the scheduler sees working
+// is not lost.
+func TestSilenceIsJudgedWhenTheBeatsWereRead(t *testing.T) {
+	p := defaultPlan(t, func(r *contracts.Request) { r.BenchmarkingPods = []int{2} })
+	s, _, _ := Start(p, []byte(`{}`), t0, 0)
+	out := runPhase(t, s, jobs(ready(s, 0)), contracts.StatusOK)
+	for k, j := range jobs(out) {
+		s.Step(Event{Msg: &contracts.BarrierReady{Phase: j.Phase, Shard: j.Shard, Attempt: 1, Agent: fmt.Sprintf("a%d", k+1)}}, t0)
+	}
+	// Read 12 s after the last beats; the step runs 8 s later still.
+	beats := map[string]contracts.Heartbeat{"a1": {At: t0}, "a2": {At: t0}}
+	if out := s.Step(Event{Tick: true, Heartbeats: beats, BeatsAt: t0.Add(12 * time.Second)}, t0.Add(20*time.Second)); len(out) != 0 {
+		t.Fatalf("agents live when read: %v", subjects(out))
+	}
+	// Read 16 s after them, but the scheduler sees both processes work
+	// (vouch.go): not lost.
+	if out := s.Step(Event{Tick: true, Heartbeats: beats, BeatsAt: t0.Add(16 * time.Second), Vouched: map[string]bool{"a1": true, "a2": true}}, t0.Add(16*time.Second)); len(out) != 0 {
+		t.Fatalf("late agents seen working: %v", subjects(out))
+	}
+	// Read 16 s after them, a2 not seen working: lost.
+	out = s.Step(Event{Tick: true, Heartbeats: beats, BeatsAt: t0.Add(16 * time.Second), Vouched: map[string]bool{"a1": true}}, t0.Add(16*time.Second))
+	if got := strings.Join(subjects(out), " "); !strings.HasPrefix(got, "benchq.exp.17.phase.failed") {
+		t.Fatalf("agents silent when read: %s", got)
+	}
+	if r := out[0].Msg.(*contracts.PhaseEvent).Reason; !strings.Contains(r, "shard 2 (agent a2 silent for 16.0s") || strings.Contains(r, "agent a1") {
+		t.Errorf("reason %q, want shard 2's agent a2 alone", r)
+	}
+}
+
 // An agent killed and started again at once beats again under its name, but
 // its new run does not know the shard the old one took: the heartbeat's
 // instance differs from READY's, the shard is lost at the next tick and the
@@ -728,5 +760,85 @@ func TestReplayedReadyKeepsThePublishedGo(t *testing.T) {
 	}
 	if goAt == nil || !goAt.Equal(published) || startedAt == nil || !startedAt.Equal(published) || !s.Configs[0].Current.GoAt.Equal(published) {
 		t.Errorf("GO %v, phase.started %v, state %v; want all %v", goAt, startedAt, s.Configs[0].Current.GoAt, published)
+	}
+}
+
+// A loading phase that loses a shard's agent runs again on a new SUT: its
+// attempt fails (the other shards stop), the SUT that holds part of the data
+// is torn down, a second generation is deployed under ids of its own, the
+// loading runs there as attempt 2 and the experiment goes on; a SUT removal
+// or readiness of the first generation, redelivered, changes nothing.
+// Losing attempt 2 too fails the configuration.
+func TestLostLoadingAgentLoadsAgainOnANewSUT(t *testing.T) {
+	p := defaultPlan(t, nil) // loading on 2 pods
+	s, _, _ := Start(p, []byte(`{}`), t0, 0)
+	name := s.Plan.Configurations[0].Name
+	load := jobs(ready(s, 0))
+	for k, j := range load {
+		s.Step(Event{Msg: &contracts.BarrierReady{Phase: j.Phase, Shard: j.Shard, Attempt: 1, Agent: fmt.Sprintf("a%d", k+1)}}, t0)
+	}
+	beats := map[string]contracts.Heartbeat{"a1": {At: t0.Add(20 * time.Second)}} // a2 gone
+	out := s.Step(Event{Tick: true, Heartbeats: beats, BeatsAt: t0.Add(20 * time.Second)}, t0.Add(20*time.Second))
+	if got := strings.Join(subjects(out), " "); got != "benchq.exp.17.phase.failed benchq.jobs.teardown" {
+		t.Fatalf("lost loading agent: %s", got)
+	}
+	if r := out[0].Msg.(*contracts.PhaseEvent).Reason; !strings.Contains(r, "agent a2") || !strings.Contains(r, "loading again on a new SUT") {
+		t.Errorf("reason %q", r)
+	}
+	td := out[1].Msg.(*contracts.Teardown)
+	if td.ID != contracts.TeardownID("17", name) || td.Loaded != nil {
+		t.Errorf("teardown %+v: want the first generation's, the volume not marked loaded", td)
+	}
+	// The old SUT is gone: a new one, under the second generation's ids.
+	out = s.Step(Event{Msg: &contracts.SUTRemoved{Envelope: contracts.Envelope{ID: contracts.SUTRemovedID(td.ID)}, Configuration: name}}, t0.Add(21*time.Second))
+	if len(out) != 1 || out[0].Msg.(*contracts.Deploy).ID != "17."+name+".deploy.g2" {
+		t.Fatalf("after the removal: %v", subjects(out))
+	}
+	// The first generation's answers, redelivered, are not the new SUT.
+	stale := &contracts.SUTReady{Envelope: contracts.Envelope{ID: contracts.SUTReadyID(contracts.DeployID("17", name))}, Configuration: name, Endpoint: contracts.Endpoint{Host: "old", Port: 1}}
+	if out := s.Step(Event{Msg: stale}, t0.Add(22*time.Second)); len(out) != 0 {
+		t.Fatalf("first generation's sut.ready: %v", subjects(out))
+	}
+	fresh := &contracts.SUTReady{Envelope: contracts.Envelope{ID: contracts.SUTReadyID(contracts.DeployIDAt("17", name, 1))}, Configuration: name, Endpoint: contracts.Endpoint{Host: "new", Port: 2}}
+	again := jobs(s.Step(Event{Msg: fresh}, t0.Add(23*time.Second)))
+	if len(again) != 2 || again[0].Attempt != 2 || again[0].Phase != load[0].Phase || again[0].Endpoint.Host != "new" {
+		t.Fatalf("loading again: %+v", again)
+	}
+	if len(s.Configs[0].Reruns) != 1 || s.Configs[0].Generation != 1 {
+		t.Errorf("reruns %v, generation %d", s.Configs[0].Reruns, s.Configs[0].Generation)
+	}
+	out = runPhase(t, s, again, contracts.StatusOK)
+	out = runPhase(t, s, jobs(out), contracts.StatusOK)
+	if got := strings.Join(subjects(out), " "); got != "benchq.exp.17.phase.done benchq.jobs.teardown" {
+		t.Fatalf("end of the phases: %s", got)
+	}
+	if id := out[1].Msg.(*contracts.Teardown).ID; id != "17."+name+".teardown.g2" {
+		t.Errorf("last teardown %s, want the second generation's", id)
+	}
+	out = s.Step(Event{Msg: &contracts.SUTRemoved{Envelope: contracts.Envelope{ID: contracts.SUTRemovedID(contracts.TeardownIDAt("17", name, 1))}, Configuration: name}}, t0.Add(60*time.Second))
+	if s.Status != contracts.ExperimentDone {
+		t.Fatalf("status %s %v: %v", s.Status, s.Failures, subjects(out))
+	}
+
+	// Attempt 2 loses an agent too: the configuration fails.
+	s2, _, _ := Start(p, []byte(`{}`), t0, 0)
+	for attempt := 1; attempt <= 2; attempt++ {
+		var js []*contracts.ShardJob
+		if attempt == 1 {
+			js = jobs(ready(s2, 0))
+		} else {
+			s2.Step(Event{Msg: &contracts.SUTRemoved{Envelope: contracts.Envelope{ID: contracts.SUTRemovedID(contracts.TeardownID("17", name))}, Configuration: name}}, t0)
+			js = jobs(s2.Step(Event{Msg: &contracts.SUTReady{Envelope: contracts.Envelope{ID: contracts.SUTReadyID(contracts.DeployIDAt("17", name, 1))}, Configuration: name}}, t0))
+		}
+		for _, j := range js {
+			s2.Step(Event{Msg: &contracts.BarrierReady{Phase: j.Phase, Shard: j.Shard, Attempt: attempt, Agent: "gone"}}, t0)
+		}
+		out = s2.Step(Event{Tick: true, Heartbeats: map[string]contracts.Heartbeat{}, BeatsAt: t0.Add(time.Minute)}, t0.Add(time.Minute))
+	}
+	if got := strings.Join(subjects(out), " "); got != "benchq.exp.17.phase.failed benchq.jobs.teardown" || s2.Configs[0].ReloadAttempt != 0 {
+		t.Fatalf("second loss: %s (reload pending %d)", got, s2.Configs[0].ReloadAttempt)
+	}
+	if r := out[0].Msg.(*contracts.PhaseEvent).Reason; strings.Contains(r, "again") {
+		t.Errorf("second loss reason %q: no third attempt", r)
 	}
 }

@@ -170,6 +170,23 @@ func (s *State) retryPhase(i int, reason string, now time.Time) []Out {
 	return append(out, s.startAttempt(i, s.Configs[i].Phase, cur.Attempt+1, now)...)
 }
 
+// reloadPhase abandons a loading attempt that lost a shard's agent and
+// runs the next one on a new SUT: the one that holds part of the data is
+// torn down (its volume, if any, is not marked loaded, so it is emptied
+// before the next load), a new generation is deployed (onSUTRemoved), and
+// the loading starts again there as the next attempt (onSUTReady). A fresh
+// SUT holds exactly the records loaded once; truncating the old one would
+// leave it in another state than a first load (server caches, files,
+// statistics).
+func (s *State) reloadPhase(i int, reason string, now time.Time) []Out {
+	c := &s.Configs[i]
+	ph := s.Plan.Configurations[i].Phases[c.Phase]
+	out := []Out{s.phaseEvent(i, contracts.PhaseFailed, c.Current.GoAt, nil, reason+"; loading again on a new SUT", now)}
+	c.Reruns = append(c.Reruns, fmt.Sprintf("%s attempt %d: %s", ph.Name, c.Current.Attempt, reason))
+	c.ReloadAttempt = c.Current.Attempt + 1
+	return append(out, s.teardown(i, "loading again on a new SUT", now)...)
+}
+
 // closePhase publishes the phase's done or failed event with its window
 // (earliest shard start … latest shard end) and clears the current phase.
 func (s *State) closePhase(i int, reason, note string, now time.Time) Out {

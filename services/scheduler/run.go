@@ -47,6 +47,8 @@ type Scheduler struct {
 	states *states
 
 	metrics *metrics
+	// voucher tells late agents that still work from lost ones (vouch.go).
+	voucher *voucher
 }
 
 // Run serves until ctx ends.
@@ -61,7 +63,7 @@ func Run(ctx context.Context, cfg Config, log *slog.Logger) error {
 		return fmt.Errorf("kv %s: %w", contracts.KVExperiments, err)
 	}
 	reg := obs.Or(cfg.Metrics)
-	s := &Scheduler{bus: b, kv: kv, log: log, now: time.Now, states: newStates(), metrics: newMetrics(reg)}
+	s := &Scheduler{bus: b, kv: kv, log: log, now: time.Now, states: newStates(), metrics: newMetrics(reg), voucher: newVoucher()}
 	if cfg.TickEvery == 0 {
 		cfg.TickEvery = time.Second
 	}

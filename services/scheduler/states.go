@@ -196,7 +196,18 @@ func (s *Scheduler) recoverStates(ctx context.Context) error {
 // phase to check, and those waiting for a SUT slot while one is free (see
 // states.due), oldest first. With no slot free, the queue costs nothing.
 func (s *Scheduler) tick(ctx context.Context) error {
+	beatsAt := s.now()
 	beats := s.heartbeats(ctx)
+	var vouched map[string]bool
+	if beats != nil {
+		vouched = s.voucher.vouch(beats, beatsAt)
+		for name := range vouched {
+			if !beats[name].Live(beatsAt) {
+				s.log.Info("agent late, but its process still works: not lost", "agent", name,
+					"silent_s", beatsAt.Sub(beats[name].At).Seconds(), "pid", beats[name].Pid)
+			}
+		}
+	}
 	s.mu.Lock()
 	var codes []string
 	if s.states.slotFree() {
@@ -210,7 +221,7 @@ func (s *Scheduler) tick(ctx context.Context) error {
 	for _, code := range codes {
 		s.mu.Lock()
 		if s.states.due(code) {
-			if err := s.step(ctx, code, Event{Tick: true, Heartbeats: beats}); err != nil {
+			if err := s.step(ctx, code, Event{Tick: true, Heartbeats: beats, BeatsAt: beatsAt, Vouched: vouched}); err != nil {
 				s.log.Warn("tick step failed", "code", code, "err", err)
 			}
 		}

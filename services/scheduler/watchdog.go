@@ -19,7 +19,7 @@ const MaxAttempts = 2
 // as lost.
 const AgentLost = contracts.AgentLiveness
 
-func (s *State) onTick(now time.Time, beats map[string]contracts.Heartbeat) []Out {
+func (s *State) onTick(now time.Time, beats map[string]contracts.Heartbeat, beatsAt time.Time, vouched map[string]bool) []Out {
 	var out []Out
 	for i := range s.Configs {
 		c := &s.Configs[i]
@@ -41,14 +41,19 @@ func (s *State) onTick(now time.Time, beats map[string]contracts.Heartbeat) []Ou
 				out = append(out, s.endPhase(i, fmt.Sprintf("shards %s did not finish within %ds", missing(nil, c.Current.Done), s.Plan.Timeouts.ShardS), now)...)
 			}
 		case c.Status == cfgRunning && c.Current != nil && beats != nil:
-			if short := s.tooFewAgents(i, beats, now); short != "" {
+			if short := s.tooFewAgents(i, beats, beatsAt); short != "" {
 				out = append(out, s.endPhase(i, short, now)...)
-			} else if lost := lostShards(c.Current, beats, now); lost != "" {
+			} else if lost := lostShards(c.Current, beats, beatsAt, vouched); lost != "" {
 				reason := "lost " + lost
 				ph := s.Plan.Configurations[i].Phases[c.Phase]
-				if ph.Kind == contracts.KindRun && c.Current.Attempt < MaxAttempts {
+				switch {
+				case c.Current.Attempt >= MaxAttempts:
+					out = append(out, s.endPhase(i, reason, now)...)
+				case ph.Kind == contracts.KindRun:
 					out = append(out, s.retryPhase(i, reason, now)...)
-				} else {
+				case ph.Kind == contracts.KindLoad && !s.searching(i):
+					out = append(out, s.reloadPhase(i, reason, now)...)
+				default:
 					out = append(out, s.endPhase(i, reason, now)...)
 				}
 			}
@@ -96,8 +101,9 @@ func (s *State) tooFewAgents(i int, beats map[string]contracts.Heartbeat, now ti
 
 // lostShards names the unfinished shards whose agent stopped beating, or
 // beats again after a restart: a new run of the agent under the same name
-// (another instance) does not know the shard the old one took.
-func lostShards(cur *PhaseState, beats map[string]contracts.Heartbeat, now time.Time) string {
+// (another instance) does not know the shard the old one took. now is when
+// beats were read; a vouched agent is late but seen working (vouch.go).
+func lostShards(cur *PhaseState, beats map[string]contracts.Heartbeat, now time.Time, vouched map[string]bool) string {
 	var lost []string
 	for k, agent := range cur.Agents {
 		if agent == "" || cur.Done[k] != nil {
@@ -105,8 +111,10 @@ func lostShards(cur *PhaseState, beats map[string]contracts.Heartbeat, now time.
 		}
 		hb, ok := beats[agent]
 		switch {
-		case !ok || !hb.Live(now):
+		case !ok:
 			lost = append(lost, fmt.Sprintf("shard %d (agent %s silent for more than %s)", k+1, agent, AgentLost))
+		case !hb.Live(now) && !vouched[agent]:
+			lost = append(lost, fmt.Sprintf("shard %d (agent %s silent for %.1fs, more than %s)", k+1, agent, now.Sub(hb.At).Seconds(), AgentLost))
 		case k < len(cur.Instances) && cur.Instances[k] != "" && hb.Instance != "" && hb.Instance != cur.Instances[k]:
 			lost = append(lost, fmt.Sprintf("shard %d (agent %s restarted since it took the shard)", k+1, agent))
 		}

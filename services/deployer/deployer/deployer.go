@@ -134,7 +134,7 @@ func Run(ctx context.Context, cfg Config, be backend.Backend, log *slog.Logger) 
 	}, func(ctx context.Context, msgs []jetstream.Msg) []error {
 		errs := make([]error, len(msgs))
 		for i, m := range msgs {
-			stop := bus.KeepAlive(m)
+			stop := bus.KeepAlive(m, 5*time.Second) // AckWait 30 s
 			errs[i] = d.handle(ctx, m)
 			stop()
 		}
