@@ -97,3 +97,31 @@ func ReadPidFileOf(path string) (int, error) {
 	}
 	return pid, nil
 }
+
+// IsDriverAgent reports whether pid is a live driver agent named name: its
+// command is driver-agent and its arguments say -name name (or -name=name;
+// an agent named by its environment passes on its command alone). The
+// scheduler asks it before calling a late agent lost, an agent before
+// running a job that another agent on this host may still run.
+func IsDriverAgent(pid int, name string) bool {
+	if !Alive(pid) {
+		return false
+	}
+	if comm, err := Comm(pid); err != nil || !strings.HasPrefix(comm, "driver-agent") {
+		return false
+	}
+	raw, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/cmdline")
+	if err != nil {
+		return false
+	}
+	args := strings.Split(strings.TrimRight(string(raw), "\x00"), "\x00")
+	for i, a := range args {
+		switch {
+		case a == "-name" && i+1 < len(args):
+			return args[i+1] == name
+		case strings.HasPrefix(a, "-name="):
+			return strings.TrimPrefix(a, "-name=") == name
+		}
+	}
+	return true
+}

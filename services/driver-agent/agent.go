@@ -17,6 +17,7 @@ import (
 	"github.com/benchq/benchq/internal/bus"
 	"github.com/benchq/benchq/internal/natsauth"
 	"github.com/benchq/benchq/internal/obs"
+	"github.com/benchq/benchq/internal/procs"
 )
 
 // Config is the agent's configuration.
@@ -48,9 +49,10 @@ type Agent struct {
 	cfg      Config
 	bus      *bus.Bus
 	log      *slog.Logger
-	busy     atomic.Value // string: the id of the shard job in flight, for heartbeats
-	instance string       // this run of the agent, in READY and heartbeats
-	lim      phaseState   // shards ended, for Limits.MaxShards (phase.go)
+	busy     atomic.Value  // string: the id of the shard job in flight, for heartbeats
+	beatNow  chan struct{} // a heartbeat at once (the job in flight changed)
+	instance string        // this run of the agent, in READY and heartbeats
+	lim      phaseState    // shards ended, for Limits.MaxShards (phase.go)
 	metrics  *agentMetrics
 }
 
@@ -80,7 +82,7 @@ func Run(ctx context.Context, cfg Config, log *slog.Logger) error {
 	// The run's start instant names this run of the agent (contracts
 	// BarrierReady.Instance): the scheduler tells a restarted agent from
 	// the one that took a shard by it.
-	a := &Agent{cfg: cfg, bus: b, log: log, instance: time.Now().UTC().Format(time.RFC3339Nano)}
+	a := &Agent{cfg: cfg, bus: b, log: log, instance: time.Now().UTC().Format(time.RFC3339Nano), beatNow: make(chan struct{}, 1)}
 	if a.metrics, err = newAgentMetrics(obs.Or(cfg.Metrics)); err != nil {
 		return err
 	}
@@ -116,6 +118,13 @@ func (a *Agent) handle(ctx context.Context, m jetstream.Msg) error {
 	if err != nil {
 		return a.publishFinal(ctx, failedFinal(job, a.cfg.Name, err.Error()))
 	}
+	if holder := a.heldElsewhere(ctx, m, job.ID); holder != "" {
+		// Its agent still runs it (it only missed its touches): running
+		// it here too would run the shard twice. Handed back; the holder
+		// acks it when done.
+		log.Warn("shard job redelivered while its agent still runs it: handed back", "holder", holder)
+		return fmt.Errorf("shard job %s is still run by %s on this host", job.ID, holder)
+	}
 	if stale, why := a.stale(ctx, m, job); stale {
 		// A redelivery after its first agent died, for a phase attempt the
 		// scheduler no longer waits for (it started without it, re-ran it,
@@ -149,14 +158,42 @@ func (a *Agent) handle(ctx context.Context, m jetstream.Msg) error {
 // the job alive meanwhile: a shard may wait at its barrier and run for
 // longer than ackWait).
 func (a *Agent) runShard(ctx context.Context, m jetstream.Msg, job contracts.ShardJob, log *slog.Logger, run func(context.Context) (*contracts.Final, error)) error {
-	a.busy.Store(job.ID)
-	defer a.busy.Store("")
+	a.setBusy(job.ID)
+	defer a.setBusy("")
 	final, err := run(ctx)
 	if err != nil {
 		return err // stopping: not acked, redelivered
 	}
 	log.Info("shard finished", "status", final.Status, "throughput", final.Throughput, "error", final.Error)
 	return a.publishFinal(ctx, final)
+}
+
+// heldElsewhere names the agent that still runs a redelivered job: its
+// heartbeat says it runs the job, and it is a live driver agent of that
+// name on this host (procs.IsDriverAgent). A job whose agent died, or runs
+// on another host, is not held: it is run here.
+func (a *Agent) heldElsewhere(ctx context.Context, m jetstream.Msg, jobID string) string {
+	meta, err := m.Metadata()
+	if err != nil || meta.NumDelivered < 2 {
+		return ""
+	}
+	return a.holderOf(ctx, jobID)
+}
+
+// holderOf names another live driver agent of this host whose heartbeat
+// says it runs jobID ("" when none).
+func (a *Agent) holderOf(ctx context.Context, jobID string) string {
+	beats, err := bus.Heartbeats(ctx, a.bus.JS)
+	if err != nil {
+		return ""
+	}
+	host, _ := os.Hostname()
+	for name, hb := range beats {
+		if name != a.cfg.Name && hb.Busy == jobID && hb.Host == host && hb.Pid > 0 && procs.IsDriverAgent(hb.Pid, name) {
+			return name
+		}
+	}
+	return ""
 }
 
 // stale reports whether a shard job is out of date: past its attempt's
@@ -232,6 +269,18 @@ func (a *Agent) heartbeat(ctx context.Context) {
 		case <-ctx.Done():
 			return
 		case <-t.C:
+		case <-a.beatNow:
 		}
+	}
+}
+
+// setBusy records the shard job in flight ("" when none) and says so in a
+// heartbeat at once: another agent that gets the job redelivered asks the
+// heartbeats whether it still runs here (heldElsewhere).
+func (a *Agent) setBusy(jobID string) {
+	a.busy.Store(jobID)
+	select {
+	case a.beatNow <- struct{}{}:
+	default: // one is due already
 	}
 }

@@ -6,6 +6,7 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+	"unicode/utf16"
 
 	"github.com/benchq/benchq/contracts"
 	"github.com/benchq/benchq/internal/atomicfile"
@@ -128,6 +129,10 @@ func escapeProperty(v string) string {
 			b.WriteString(`\r`)
 		case r == '\t':
 			b.WriteString(`\t`)
+		case r > 0xffff:
+			// \u takes four hex digits: a UTF-16 surrogate pair.
+			hi, lo := utf16.EncodeRune(r)
+			fmt.Fprintf(&b, `\u%04x\u%04x`, hi, lo)
 		case r > 0x7e || r < 0x20:
 			fmt.Fprintf(&b, `\u%04x`, r)
 		default:

@@ -228,7 +228,7 @@ func TestSecretPropertiesReachYCSBAsTheyAre(t *testing.T) {
 	if err != nil {
 		testenv.SkipUnlessRequired(t, "BENCHQ_YCSB_REQUIRED", "java: %v", err)
 	}
-	const password = ` p@ss:w'o"rd\ #=!x é€` + "\t"
+	const password = ` p@ss:w'o"rd\ #=!x é€😀` + "\t"
 	e, err := catalog.Lookup("PostgreSQL")
 	if err != nil {
 		t.Fatal(err)

@@ -118,7 +118,8 @@ func (s *State) onSUTReady(m *contracts.SUTReady, now time.Time) []Out {
 		return nil // stale or duplicate
 	}
 	ep := m.Endpoint
-	s.Configs[i].Status, s.Configs[i].Endpoint, s.Configs[i].Deadline = cfgRunning, &ep, nil
+	reload := s.Configs[i].ReloadAttempt
+	s.Configs[i].Status, s.Configs[i].Endpoint, s.Configs[i].Deadline, s.Configs[i].ReloadAttempt = cfgRunning, &ep, nil, 0
 	s.Configs[i].Backend = m.Backend
 	vol := m.Volume
 	if vol != nil {
@@ -143,10 +144,9 @@ func (s *State) onSUTReady(m *contracts.SUTReady, now time.Time) []Out {
 		}}}
 		return append(out, s.startPhase(i, 1, now)...)
 	}
-	if a := s.Configs[i].ReloadAttempt; a > 0 {
+	if reload > 0 {
 		// A new SUT for a loading phase that lost an agent: its next attempt.
-		s.Configs[i].ReloadAttempt = 0
-		return s.startAttempt(i, 0, a, now)
+		return s.startAttempt(i, 0, reload, now)
 	}
 	return s.startPhase(i, 0, now)
 }
@@ -233,7 +233,10 @@ func (s *State) teardown(i int, reason string, now time.Time) []Out {
 	if c := s.Configs[i]; c.Current != nil && c.Phase < len(pc.Phases) {
 		delete(s.Drivers, pc.Phases[c.Phase].Name)
 	}
-	s.Configs[i].Status, s.Configs[i].Deadline, s.Configs[i].Current = cfgTearing, &dl, nil
+	// A teardown ends the SUT for good unless reloadPhase asks for another
+	// after it: a failed new deploy, a timeout or the last phase's end never
+	// bring one back.
+	s.Configs[i].Status, s.Configs[i].Deadline, s.Configs[i].Current, s.Configs[i].ReloadAttempt = cfgTearing, &dl, nil, 0
 	td := &contracts.Teardown{
 		Envelope: env(s.Code, contracts.TeardownIDAt(s.Code, pc.Name, s.Configs[i].Generation), now), Configuration: pc.Name, DBMS: pc.DBMS, Reason: reason,
 	}

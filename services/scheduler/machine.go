@@ -192,6 +192,10 @@ func (s *State) Early(ev Event) bool {
 		return cfgStatus(m.Configuration) == cfgPending || nextGeneration(m.Configuration, m.ID, contracts.SUTFailedID)
 	case *contracts.SUTRemoved:
 		st := cfgStatus(m.Configuration)
+		if i, ok := s.config(m.Configuration); ok && s.Configs[i].Generation > 0 &&
+			m.ID != contracts.SUTRemovedID(contracts.TeardownIDAt(s.Code, m.Configuration, s.Configs[i].Generation)) {
+			return false // an earlier generation's: stale, not early
+		}
 		return st == cfgPending || st == cfgDeploying || st == cfgRunning
 	case *contracts.BarrierReady:
 		return phaseAhead(m.Phase, m.Attempt)

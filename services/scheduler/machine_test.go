@@ -841,4 +841,20 @@ func TestLostLoadingAgentLoadsAgainOnANewSUT(t *testing.T) {
 	if r := out[0].Msg.(*contracts.PhaseEvent).Reason; strings.Contains(r, "again") {
 		t.Errorf("second loss reason %q: no third attempt", r)
 	}
+
+	// The new SUT fails to deploy: the configuration ends, no third SUT.
+	s3, _, _ := Start(p, []byte(`{}`), t0, 0)
+	for _, j := range jobs(ready(s3, 0)) {
+		s3.Step(Event{Msg: &contracts.BarrierReady{Phase: j.Phase, Shard: j.Shard, Attempt: 1, Agent: "gone"}}, t0)
+	}
+	s3.Step(Event{Tick: true, Heartbeats: map[string]contracts.Heartbeat{}, BeatsAt: t0.Add(time.Minute)}, t0.Add(time.Minute))
+	s3.Step(Event{Msg: &contracts.SUTRemoved{Envelope: contracts.Envelope{ID: contracts.SUTRemovedID(contracts.TeardownID("17", name))}, Configuration: name}}, t0)
+	out = s3.Step(Event{Msg: &contracts.SUTFailed{Envelope: contracts.Envelope{ID: contracts.SUTFailedID(contracts.DeployIDAt("17", name, 1))}, Configuration: name, Reason: "no PING"}}, t0)
+	if got := strings.Join(subjects(out), " "); got != "benchq.jobs.teardown" {
+		t.Fatalf("new SUT failed: %s", got)
+	}
+	out = s3.Step(Event{Msg: &contracts.SUTRemoved{Envelope: contracts.Envelope{ID: contracts.SUTRemovedID(contracts.TeardownIDAt("17", name, 1))}, Configuration: name}}, t0)
+	if s3.Status != contracts.ExperimentFailed || count(out, contracts.SubjDeploy) != 0 {
+		t.Fatalf("after the new SUT's failure: %s, %v", s3.Status, subjects(out))
+	}
 }

@@ -183,8 +183,10 @@ func (s *State) reloadPhase(i int, reason string, now time.Time) []Out {
 	ph := s.Plan.Configurations[i].Phases[c.Phase]
 	out := []Out{s.phaseEvent(i, contracts.PhaseFailed, c.Current.GoAt, nil, reason+"; loading again on a new SUT", now)}
 	c.Reruns = append(c.Reruns, fmt.Sprintf("%s attempt %d: %s", ph.Name, c.Current.Attempt, reason))
-	c.ReloadAttempt = c.Current.Attempt + 1
-	return append(out, s.teardown(i, "loading again on a new SUT", now)...)
+	next := c.Current.Attempt + 1
+	out = append(out, s.teardown(i, "loading again on a new SUT", now)...)
+	c.ReloadAttempt = next // after teardown, which clears it
+	return out
 }
 
 // closePhase publishes the phase's done or failed event with its window

@@ -2,8 +2,6 @@ package main
 
 import (
 	"os"
-	"slices"
-	"strings"
 	"time"
 
 	"github.com/benchq/benchq/contracts"
@@ -73,16 +71,9 @@ func (v *voucher) vouch(beats map[string]contracts.Heartbeat, at time.Time) map[
 }
 
 // agentProcessCPU is the CPU time of pid and its live children, if pid is
-// a live driver agent named name (its command line says -name name).
+// a live driver agent named name (procs.IsDriverAgent).
 func agentProcessCPU(pid int, name string) (time.Duration, bool) {
-	if !procs.Alive(pid) {
-		return 0, false
-	}
-	if comm, err := procs.Comm(pid); err != nil || !strings.HasPrefix(comm, "driver-agent") {
-		return 0, false
-	}
-	args, err := procmetrics.Cmdline(pid)
-	if err != nil || !namedIn(args, name) {
+	if !procs.IsDriverAgent(pid, name) {
 		return 0, false
 	}
 	own, err := procmetrics.ReadCPU(pid)
@@ -97,19 +88,4 @@ func agentProcessCPU(pid int, name string) (time.Duration, bool) {
 		}
 	}
 	return total, true
-}
-
-// namedIn reports whether a driver agent's arguments name it name (-name
-// name, -name=name); an agent named by its environment is not checked
-// further than its command.
-func namedIn(args []string, name string) bool {
-	if i := slices.Index(args, "-name"); i >= 0 && i+1 < len(args) {
-		return args[i+1] == name
-	}
-	for _, a := range args {
-		if v, ok := strings.CutPrefix(a, "-name="); ok {
-			return v == name
-		}
-	}
-	return true
 }

@@ -2,6 +2,7 @@ package main
 
 import (
 	"fmt"
+	"slices"
 	"strings"
 	"time"
 
@@ -41,7 +42,7 @@ func (s *State) onTick(now time.Time, beats map[string]contracts.Heartbeat, beat
 				out = append(out, s.endPhase(i, fmt.Sprintf("shards %s did not finish within %ds", missing(nil, c.Current.Done), s.Plan.Timeouts.ShardS), now)...)
 			}
 		case c.Status == cfgRunning && c.Current != nil && beats != nil:
-			if short := s.tooFewAgents(i, beats, beatsAt); short != "" {
+			if short := s.tooFewAgents(i, beats, beatsAt, vouched); short != "" {
 				out = append(out, s.endPhase(i, short, now)...)
 			} else if lost := lostShards(c.Current, beats, beatsAt, vouched); lost != "" {
 				reason := "lost " + lost
@@ -74,7 +75,7 @@ const AgentsGrace = 10 * time.Second
 // the phase would wait for the barrier timeout and fail saying only which
 // shards were not READY. On Kubernetes the deployer starts one agent per
 // shard (driver Jobs), so the check does not apply.
-func (s *State) tooFewAgents(i int, beats map[string]contracts.Heartbeat, now time.Time) string {
+func (s *State) tooFewAgents(i int, beats map[string]contracts.Heartbeat, now time.Time, vouched map[string]bool) string {
 	c := &s.Configs[i]
 	cur := c.Current
 	if c.Backend != contracts.BackendLocal || cur.Status != phPreparing {
@@ -85,6 +86,12 @@ func (s *State) tooFewAgents(i int, beats map[string]contracts.Heartbeat, now ti
 		return ""
 	}
 	alive := contracts.LiveAgents(beats, now)
+	for name := range vouched {
+		if !slices.Contains(alive, name) {
+			alive = append(alive, name) // late, but seen working (vouch.go)
+		}
+	}
+	slices.Sort(alive)
 	need := len(cur.Ready)
 	if len(alive) >= need {
 		return ""

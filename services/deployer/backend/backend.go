@@ -23,6 +23,10 @@ type Spec struct {
 	// SUT is the configuration's shape (workers, pool, resources, storage,
 	// node); nil means the catalog's defaults.
 	SUT *contracts.SUTSpec
+	// DeployID is the deploy job's id: a redelivered deploy has the same,
+	// the configuration's SUT deployed again (a loading run again on a new
+	// SUT, contracts.DeployIDAt) another ("": unknown).
+	DeployID string
 }
 
 // Deployed is a provisioned, probed SUT.

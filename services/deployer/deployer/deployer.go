@@ -180,7 +180,7 @@ func (d *Deployer) deploy(ctx context.Context, job contracts.Deploy) error {
 	dctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
 	start := time.Now()
-	dep, err := d.backend.Deploy(dctx, backend.Spec{Code: job.Code, Configuration: job.Configuration, DBMS: job.DBMS, Benchmark: job.Benchmark, SUT: job.SUT})
+	dep, err := d.backend.Deploy(dctx, backend.Spec{Code: job.Code, Configuration: job.Configuration, DBMS: job.DBMS, Benchmark: job.Benchmark, SUT: job.SUT, DeployID: job.ID})
 	if err != nil {
 		if ctx.Err() != nil {
 			return ctx.Err() // stopping: redeliver

@@ -297,6 +297,31 @@ func TestKubeVolumeNeverLoadedIsMadeAgain(t *testing.T) {
 	}
 }
 
+// The same configuration deployed again because its loading lost an agent
+// (the next generation's deploy) finds the volume its first SUT began to
+// load: not loaded to the end, so it is made again, not loaded into twice;
+// the first deploy, redelivered, keeps it.
+func TestKubeVolumeOfAnEarlierGenerationIsMadeAgain(t *testing.T) {
+	old := &corev1.PersistentVolumeClaim{
+		ObjectMeta: metav1.ObjectMeta{Name: "bq-postgresql-ycsb-1", Namespace: "ns", UID: "old",
+			Annotations: map[string]string{annotationCreatedBy: contracts.DeployID("7", "PostgreSQL-1")}},
+		Spec: corev1.PersistentVolumeClaimSpec{StorageClassName: ptr.To("shared"),
+			Resources: corev1.VolumeResourceRequirements{Requests: corev1.ResourceList{corev1.ResourceStorage: resource.MustParse("50Gi")}}},
+	}
+	for _, tc := range []struct {
+		deploy  string
+		deleted bool
+	}{{contracts.DeployID("7", "PostgreSQL-1"), false}, {contracts.DeployIDAt("7", "PostgreSQL-1", 1), true}} {
+		f, k := newFake(t, old.DeepCopy())
+		if _, err := k.Deploy(kubeCtx(t), backend.Spec{Code: "7", Configuration: "PostgreSQL-1", DBMS: "PostgreSQL", Benchmark: "ycsb", SUT: pgStorage(false), DeployID: tc.deploy}); err != nil {
+			t.Fatal(err)
+		}
+		if deleted := slices.Contains(f.actions(), "delete persistentvolumeclaims bq-postgresql-ycsb-1"); deleted != tc.deleted {
+			t.Errorf("deploy %s: volume deleted %v, want %v (actions %v)", tc.deploy, deleted, tc.deleted, f.actions())
+		}
+	}
+}
+
 // A loaded volume of another class is kept and refused (one never loaded
 // would be made again, TestKubeVolumeNeverLoadedIsMadeAgain).
 func TestKubeVolumeOfAnotherClassIsRefused(t *testing.T) {

@@ -18,9 +18,9 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 )
 
-// annotationCreatedBy names the configuration that created a volume
-// (<code>/<configuration>): a redelivered deploy with -rsr must not delete
-// the volume its first delivery made.
+// annotationCreatedBy names the deploy that created a volume (its job id;
+// <code>/<configuration> when unknown): a redelivered deploy with -rsr must
+// not delete the volume its first delivery made.
 const annotationCreatedBy = "benchq.io/created-by"
 
 // Volume is a PVC that holds a DBMS's data for a use case, reused across
@@ -78,7 +78,13 @@ func (v Volume) state() *contracts.VolumeState {
 // created it, i.e. the deploy is redelivered.
 func (k *Kube) ensureVolume(ctx context.Context, want *corev1.PersistentVolumeClaim, s backend.Spec) (Volume, error) {
 	pvcs := k.Client.CoreV1().PersistentVolumeClaims(k.Namespace)
+	// The deploy that created it: a redelivered deploy keeps a volume it
+	// began to load; the configuration's next generation (its loading run
+	// again) is another deploy and gets it emptied.
 	owner := s.Code + "/" + s.Configuration
+	if s.DeployID != "" {
+		owner = s.DeployID
+	}
 	var cur *corev1.PersistentVolumeClaim
 	err := k.retry(ctx, func(ctx context.Context) error {
 		var err error
