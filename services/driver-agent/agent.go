@@ -151,13 +151,13 @@ func (a *Agent) handle(ctx context.Context, m jetstream.Msg) error {
 	args := ycsbCommand(a.cfg.Java, a.cfg.YCSBLib, a.cfg.Workloads, hdrDir, job, entry.YCSB.DB, props, secretFile)
 	log.Info("shard starting", "cmd", args)
 	r := &shardRun{a: a, job: job, args: args, hdrDir: hdrDir}
-	return a.runShard(ctx, m, job, log, r.run)
+	return a.runShard(ctx, job, log, r.run)
 }
 
 // runShard runs a shard job with run and publishes its final (handle keeps
 // the job alive meanwhile: a shard may wait at its barrier and run for
 // longer than ackWait).
-func (a *Agent) runShard(ctx context.Context, m jetstream.Msg, job contracts.ShardJob, log *slog.Logger, run func(context.Context) (*contracts.Final, error)) error {
+func (a *Agent) runShard(ctx context.Context, job contracts.ShardJob, log *slog.Logger, run func(context.Context) (*contracts.Final, error)) error {
 	a.setBusy(job.ID)
 	defer a.setBusy("")
 	final, err := run(ctx)

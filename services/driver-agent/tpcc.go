@@ -105,5 +105,5 @@ func (a *Agent) handleTPCC(ctx context.Context, m jetstream.Msg, job contracts.S
 	if a.cfg.Benchbase != nil {
 		run = a.runBenchbaseJar
 	}
-	return a.runShard(ctx, m, job, log, func(ctx context.Context) (*contracts.Final, error) { return run(ctx, job) })
+	return a.runShard(ctx, job, log, func(ctx context.Context) (*contracts.Final, error) { return run(ctx, job) })
 }
