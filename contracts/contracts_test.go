@@ -103,8 +103,10 @@ func TestGoMessagesValidate(t *testing.T) {
 		SchemaFinal + "-simulated": &Final{Envelope: env, Configuration: "c-1", Phase: "c-1-0", Kind: KindLoad, Shard: 2, Attempt: 1, Agent: "bq-1-c-1-0",
 			Status: StatusSimulated, Error: "simulated on kwok", StartedAt: now, EndedAt: now},
 		SchemaDrivers: &Drivers{Envelope: env, Configuration: "c-1", DBMS: "Redis", Phase: "c-1-1", Kind: KindRun, Attempt: 1, Shards: 2, Node: "n1"},
-		SchemaDriverEnded: &DriverEnded{Envelope: env, Configuration: "c-1", Phase: "c-1-1", Kind: KindRun, Attempt: 1, Job: "bq-1-c-1-1",
+		SchemaDriverEnded: &DriverEnded{Envelope: env, DriverJob: DriverJob{Configuration: "c-1", Phase: "c-1-1", Kind: KindRun, Attempt: 1, Job: "bq-1-c-1-1"},
 			Shards: 2, Succeeded: 2, Simulated: true, Nodes: []string{"kwok-node-0"}, StartedAt: &now, EndedAt: &now, Reason: "Complete"},
+		SchemaDriverLost: &DriverLost{Envelope: env, DriverJob: DriverJob{Configuration: "c-1", Phase: "c-1-1", Kind: KindRun, Attempt: 1, Job: "bq-1-c-1-1"},
+			Pod: "bq-1-c-1-1-x7k2p", Node: "n1", Reason: "deleted"},
 	}
 	for name, m := range msgs {
 		schema, _, _ := strings.Cut(name, "-")
@@ -133,7 +135,7 @@ func TestNamesMatchJSON(t *testing.T) {
 		"sut_ready": SubjSUTReady, "sut_failed": SubjSUTFailed, "sut_removed": SubjSUTRemoved, "shard": SubjShard, "drivers": SubjDrivers,
 		"barrier_ready": SubjBarrierReady, "barrier_go": SubjBarrierGo, "interval": SubjInterval, "final": SubjFinal,
 		"phase_started": SubjPhaseStarted, "phase_done": SubjPhaseDone, "phase_failed": SubjPhaseFailed, "phase_skipped": SubjPhaseSkipped,
-		"driver_ended":    SubjDriverEnded,
+		"driver_ended": SubjDriverEnded, "driver_lost": SubjDriverLost,
 		"experiment_done": SubjExperimentDone, "experiment_failed": SubjExperimentFailed, "experiment_cancelled": SubjExperimentCancelled,
 	}
 	if !reflect.DeepEqual(n.Subjects, want) {

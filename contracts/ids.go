@@ -84,6 +84,12 @@ func DriverEndedID(code, phase string, attempt int) string {
 	return fmt.Sprintf("%s.%s.a%d.driver.ended", code, phase, attempt)
 }
 
+// DriverLostID reports that pod, a driver pod of phase's attempt, was
+// deleted or failed before it completed.
+func DriverLostID(code, phase string, attempt int, pod string) string {
+	return fmt.Sprintf("%s.%s.a%d.%s.lost", code, phase, attempt, pod)
+}
+
 // ReadyID is shard shard's READY at phase's barrier.
 func ReadyID(code, phase string, shard, attempt int) string {
 	return fmt.Sprintf("%s.%s.%d.a%d.ready", code, phase, shard, attempt)

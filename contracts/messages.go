@@ -502,25 +502,31 @@ type Drivers struct {
 	Node          string `json:"node,omitempty"` // pin the agents (-rnl, -rnb)
 }
 
+// DriverJob names a phase attempt's driver Job (Kubernetes backend): what
+// driver.ended and driver.lost report on.
+type DriverJob struct {
+	Configuration string `json:"configuration"`
+	Phase         string `json:"phase"`
+	Kind          string `json:"kind"`
+	Attempt       int    `json:"attempt"`
+	Job           string `json:"job"`
+}
+
 // DriverEnded reports that the driver agents' Job of a phase attempt ended
 // (complete or failed). Simulated is true when its pods ran on simulated
 // nodes (kwok) where no container runs: the shards never reported and never
 // will.
 type DriverEnded struct {
 	Envelope
-	Configuration string     `json:"configuration"`
-	Phase         string     `json:"phase"`
-	Kind          string     `json:"kind"`
-	Attempt       int        `json:"attempt"`
-	Job           string     `json:"job"`
-	Shards        int        `json:"shards"`
-	Succeeded     int        `json:"succeeded"`
-	Failed        int        `json:"failed"`
-	Simulated     bool       `json:"simulated"`
-	Nodes         []string   `json:"nodes,omitempty"`
-	StartedAt     *time.Time `json:"started_at,omitempty"`
-	EndedAt       *time.Time `json:"ended_at,omitempty"`
-	Reason        string     `json:"reason"`
+	DriverJob
+	Shards    int        `json:"shards"`
+	Succeeded int        `json:"succeeded"`
+	Failed    int        `json:"failed"`
+	Simulated bool       `json:"simulated"`
+	Nodes     []string   `json:"nodes,omitempty"`
+	StartedAt *time.Time `json:"started_at,omitempty"`
+	EndedAt   *time.Time `json:"ended_at,omitempty"`
+	Reason    string     `json:"reason"`
 }
 
 // Stamp gives a driver.ended its envelope, from its code, phase and attempt:
@@ -528,6 +534,40 @@ type DriverEnded struct {
 // JetStream drop the repeat.
 func (d *DriverEnded) Stamp(now time.Time) {
 	d.Envelope = NewEnvelope(d.Code, DriverEndedID(d.Code, d.Phase, d.Attempt), now)
+}
+
+// DriverLost reports that a driver pod of a phase attempt was deleted or
+// failed before it completed (Kubernetes backend). Its agent is named after
+// the pod, so the scheduler loses that agent's shard at once instead of
+// waiting for its heartbeats to stop; on a simulated node (kwok), where no
+// agent runs, the pod stands for a shard of its own.
+type DriverLost struct {
+	Envelope
+	DriverJob
+	Pod       string `json:"pod"`
+	Node      string `json:"node,omitempty"`
+	Simulated bool   `json:"simulated"`
+	// Reason says how: "deleted", or "failed: <the pod's reason>".
+	Reason string `json:"reason"`
+}
+
+// Stamp gives a driver.lost its envelope (DriverLostID): a pod seen lost
+// twice, by a deployer that restarted, is one event.
+func (d *DriverLost) Stamp(now time.Time) {
+	d.Envelope = NewEnvelope(d.Code, DriverLostID(d.Code, d.Phase, d.Attempt, d.Pod), now)
+}
+
+// PodsQuery asks the deployer which of the named driver pods are Running
+// (Kubernetes backend), as a core NATS request on SubjDriverPods, stored in
+// no stream: the scheduler does not call an agent lost whose heartbeats
+// are late while its pod still runs. PodsAnswer is the reply.
+type PodsQuery struct {
+	Pods []string `json:"pods"`
+}
+
+// PodsAnswer names the pods of a PodsQuery that are Running.
+type PodsAnswer struct {
+	Running []string `json:"running"`
 }
 
 // Phase statuses.

@@ -21,6 +21,7 @@ func TestNamesSectionsMatchJSON(t *testing.T) {
 		Actions  map[string]string `json:"actions"`
 		Backends map[string]string `json:"backends"`
 		Durables map[string]string `json:"durables"`
+		Requests map[string]string `json:"requests"`
 	}
 	if err := json.Unmarshal(Names(), &n); err != nil {
 		t.Fatal(err)
@@ -39,6 +40,9 @@ func TestNamesSectionsMatchJSON(t *testing.T) {
 			"deployer": DurableDeployer, "deployer_drivers": DurableDeployerDrivers,
 			"collector_events": DurableCollectorEvents, "collector_results": DurableCollectorResults, "agents": DurableAgents,
 		},
+	}
+	if want := map[string]string{"comment": n.Requests["comment"], "driver_pods": SubjDriverPods}; !reflect.DeepEqual(n.Requests, want) {
+		t.Errorf("requests differ:\njson %v\ngo   %v", n.Requests, want)
 	}
 	statuses := map[string]map[string]string{"result": n.Statuses.Result, "phase": n.Statuses.Phase, "experiment": n.Statuses.Experiment}
 	got := map[string]any{"statuses": statuses, "kinds": n.Kinds, "actions": n.Actions, "backends": n.Backends, "durables": n.Durables}

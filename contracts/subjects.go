@@ -32,6 +32,7 @@ const (
 	TopicPhaseFailed         Topic = "phase_failed"
 	TopicPhaseSkipped        Topic = "phase_skipped"
 	TopicDriverEnded         Topic = "driver_ended"
+	TopicDriverLost          Topic = "driver_lost"
 	TopicExperimentDone      Topic = "experiment_done"
 	TopicExperimentFailed    Topic = "experiment_failed"
 	TopicExperimentCancelled Topic = "experiment_cancelled"
@@ -67,6 +68,7 @@ var topics = map[Topic]*topic{
 	TopicPhaseFailed:         {tmpl: SubjPhaseFailed, schema: SchemaPhase, msg: func() Message { return &PhaseEvent{} }},
 	TopicPhaseSkipped:        {tmpl: SubjPhaseSkipped, schema: SchemaPhase, msg: func() Message { return &PhaseEvent{} }},
 	TopicDriverEnded:         {tmpl: SubjDriverEnded, schema: SchemaDriverEnded, msg: func() Message { return &DriverEnded{} }},
+	TopicDriverLost:          {tmpl: SubjDriverLost, schema: SchemaDriverLost, msg: func() Message { return &DriverLost{} }},
 	TopicExperimentDone:      {tmpl: SubjExperimentDone, schema: SchemaExperimentEnd, msg: func() Message { return &ExperimentEnd{} }},
 	TopicExperimentFailed:    {tmpl: SubjExperimentFailed, schema: SchemaExperimentEnd, msg: func() Message { return &ExperimentEnd{} }},
 	TopicExperimentCancelled: {tmpl: SubjExperimentCancelled, schema: SchemaExperimentEnd, msg: func() Message { return &ExperimentEnd{} }},

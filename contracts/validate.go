@@ -45,6 +45,7 @@ const (
 	SchemaStop          = "stop"
 	SchemaDrivers       = "drivers"
 	SchemaDriverEnded   = "driver_ended"
+	SchemaDriverLost    = "driver_lost"
 )
 
 // ErrInvalid is wrapped by every validation failure.

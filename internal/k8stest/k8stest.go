@@ -75,6 +75,10 @@ type Options struct {
 	// Nodes is how many kwok nodes to make (default 1: NodeName); the
 	// others are kwok-node-1, kwok-node-2, ...
 	Nodes int
+	// JobPodsRunFor is how long a Job's pod stays Running before kwok
+	// completes it (default: at once), so that a test can act on a pod
+	// mid-phase.
+	JobPodsRunFor time.Duration
 }
 
 type process struct {
@@ -102,8 +106,27 @@ var kwokStages = []string{
 	"node/fast/node-initialize.yaml",
 	"node/heartbeat/node-heartbeat.yaml",
 	"pod/fast/pod-ready.yaml",
-	"pod/fast/pod-complete.yaml",
+	podCompleteStage,
 	"pod/fast/pod-delete.yaml",
+}
+
+// podCompleteStage completes a Job's Running pod.
+const podCompleteStage = "pod/fast/pod-complete.yaml"
+
+// delayedStage writes a copy of the stage file at path that waits d before
+// it applies (kwok's spec.delay), and returns the copy's path.
+func (cp *ControlPlane) delayedStage(path string, d time.Duration) (string, error) {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return "", err
+	}
+	text := string(b)
+	if !strings.Contains(text, "\nspec:\n") || strings.Contains(text, "\n  delay:") {
+		return "", fmt.Errorf("kwok stage %s: no spec to add a delay to, or one already there", path)
+	}
+	text = strings.Replace(text, "\nspec:\n", fmt.Sprintf("\nspec:\n  delay:\n    durationMilliseconds: %d\n", d.Milliseconds()), 1)
+	out := filepath.Join(cp.Dir, "pod-complete-delayed.yaml")
+	return out, os.WriteFile(out, []byte(text), 0o600)
 }
 
 // Start starts a control plane for t (see the package comment).
@@ -237,7 +260,14 @@ func (cp *ControlPlane) start(ctx context.Context, bin, stages string) error {
 		"--manage-nodes-with-annotation-selector=kwok.x-k8s.io/node=fake",
 		"--cidr=10.0.1.0/24", "--node-ip=127.0.0.1"}
 	for _, s := range kwokStages {
-		kwokArgs = append(kwokArgs, "--config="+filepath.Join(stages, s))
+		path := filepath.Join(stages, s)
+		if s == podCompleteStage && cp.opts.JobPodsRunFor > 0 {
+			var err error
+			if path, err = cp.delayedStage(path, cp.opts.JobPodsRunFor); err != nil {
+				return err
+			}
+		}
+		kwokArgs = append(kwokArgs, "--config="+path)
 	}
 	if err := cp.run(bin, "kwok", kwokArgs...); err != nil {
 		return err

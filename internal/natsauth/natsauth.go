@@ -81,6 +81,10 @@ const (
 // Permissions are a role's allow and deny lists, as nats-server takes them.
 type Permissions struct {
 	Publish, PublishDeny, Subscribe []string
+	// AllowResponses lets the role answer the requests it receives (one
+	// reply each, to the request's reply subject only), never publish on
+	// another role's inbox otherwise.
+	AllowResponses bool
 }
 
 // durable is a durable consumer and the stream it reads.
@@ -120,11 +124,14 @@ func For(role Role) Permissions {
 			contracts.TopicRequest, contracts.TopicStop) // what its HTTP intake accepted (intake.go)
 		p.writeKV(contracts.KVExperiments)
 		p.readKV(contracts.KVAgents)
-		p.readStream(contracts.StreamEvents) // a GO published before a restart (run.go, publishedGo)
+		p.readStream(contracts.StreamEvents)                    // a GO published before a restart (run.go, publishedGo)
+		p.Publish = append(p.Publish, contracts.SubjDriverPods) // is a late agent's pod Running (vouch.go)
 	case Deployer:
-		all(contracts.TopicSUTReady, contracts.TopicSUTFailed, contracts.TopicSUTRemoved, contracts.TopicDriverEnded)
+		all(contracts.TopicSUTReady, contracts.TopicSUTFailed, contracts.TopicSUTRemoved, contracts.TopicDriverEnded, contracts.TopicDriverLost)
 		p.writeKV(contracts.KVVolumes)
 		p.readKV(contracts.KVAgents)
+		p.Subscribe = append(p.Subscribe, contracts.SubjDriverPods) // which driver pods run: answered
+		p.AllowResponses = true
 	case Collector:
 	case Agent:
 		all(contracts.TopicBarrierReady, contracts.TopicInterval, contracts.TopicFinal,
@@ -267,7 +274,11 @@ func authorization(nkey func(Role) (string, error)) (string, error) {
 		if len(p.PublishDeny) > 0 {
 			fmt.Fprintf(&b, ", deny: %s", list(p.PublishDeny))
 		}
-		fmt.Fprintf(&b, " }\n        subscribe: { allow: %s }\n      }\n    }\n", list(p.Subscribe))
+		fmt.Fprintf(&b, " }\n        subscribe: { allow: %s }\n", list(p.Subscribe))
+		if p.AllowResponses {
+			b.WriteString("        allow_responses: true\n")
+		}
+		b.WriteString("      }\n    }\n")
 	}
 	b.WriteString("  ]\n}\n")
 	return b.String(), nil

@@ -186,6 +186,28 @@ func TestEachRoleDoesItsPartAndNoMore(t *testing.T) {
 		t.Errorf("the client reads heartbeats %v, %v; want the agent's one", beats, err)
 	}
 
+	// The scheduler asks the deployer which driver pods run (a core NATS
+	// request); the deployer answers it, and may not otherwise publish on
+	// the scheduler's inbox; the agents may not ask.
+	dep := as(t, url, keys, natsauth.Deployer)
+	sub, err := dep.b.NC.Subscribe(contracts.SubjDriverPods, func(m *nats.Msg) { _ = m.Respond([]byte(`{"running": ["p1"]}`)) })
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = sub.Unsubscribe() }()
+	if m, err := sched.b.NC.Request(contracts.SubjDriverPods, []byte(`{"pods": ["p1"]}`), 2*time.Second); err != nil || string(m.Data) != `{"running": ["p1"]}` {
+		t.Errorf("the scheduler asked the deployer which pods run: %v", err)
+	}
+	spoof := natsauth.InboxPrefix(natsauth.Scheduler) + ".spoof"
+	_ = dep.b.NC.Publish(spoof, []byte("{}"))
+	if !dep.denied(t, spoof) {
+		t.Error("the deployer may publish on the scheduler's inbox unasked")
+	}
+	_ = agent.b.NC.Publish(contracts.SubjDriverPods, []byte("{}"))
+	if !agent.denied(t, contracts.SubjDriverPods) {
+		t.Errorf("the agent may ask %s", contracts.SubjDriverPods)
+	}
+
 	// Nobody but its owner may take over a durable consumer, and only the
 	// services may touch the streams' configuration; nobody may delete one.
 	short, cancelShort := context.WithTimeout(ctx, 3*time.Second)

@@ -2,6 +2,7 @@ package main
 
 import (
 	"fmt"
+	"slices"
 	"sort"
 	"strings"
 	"time"
@@ -53,6 +54,34 @@ func (s *State) onDriverEnded(m *contracts.DriverEnded, now time.Time) []Out {
 		s.Drivers = map[string]*DriverEnd{}
 	}
 	s.Drivers[m.Phase] = &DriverEnd{DriverEnded: *m, ReceivedAt: now.UTC()}
+	return nil
+}
+
+// onDriverLost: a driver pod of the current attempt was deleted or failed
+// before it completed. Its agent (named after the pod) loses its
+// unfinished shard at once, as if its heartbeats had stopped: the phase
+// runs again (loseShards). On a simulated node no agent runs and takes a
+// shard, so the pod stands for one. A pod whose agent held no shard (it
+// died before taking one, or its shard is done) costs nothing: the Job
+// replaces the pod, and the shard's job goes to another agent after the
+// ack wait.
+func (s *State) onDriverLost(m *contracts.DriverLost, now time.Time) []Out {
+	i, cur, ok := s.current(m.Phase, m.Attempt)
+	if !ok {
+		return nil
+	}
+	how := fmt.Sprintf("driver pod %s of Job %s %s", m.Pod, m.Job, m.Reason)
+	if m.Node != "" {
+		how += " on node " + m.Node
+	}
+	for k, agent := range cur.Agents {
+		if agent == m.Pod && cur.Done[k] == nil {
+			return s.loseShards(i, fmt.Sprintf("lost shard %d (%s)", k+1, how), now)
+		}
+	}
+	if m.Simulated && slices.Contains(cur.Done, nil) {
+		return s.loseShards(i, fmt.Sprintf("lost %s (simulated: the pod stands for a shard)", how), now)
+	}
 	return nil
 }
 

@@ -27,8 +27,10 @@ import (
 
 	"github.com/nats-io/nats.go/jetstream"
 	batchv1 "k8s.io/api/batch/v1"
+	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
+	"k8s.io/utils/ptr"
 
 	"github.com/benchq/benchq/contracts"
 	"github.com/benchq/benchq/internal/bus"
@@ -182,7 +184,8 @@ func labelled(ctx context.Context, c kubernetes.Interface, ns, code string) ([]s
 // -rnl kwok-node-0 run, driven by the scheduler through the deployer on
 // the kubernetes backend, to its end.
 func TestKubeExperiment(t *testing.T) {
-	cp := k8stest.Start(t)
+	// Job pods run 1.5 s, so that one can be deleted mid-phase (below).
+	cp := k8stest.StartWith(t, k8stest.Options{JobPodsRunFor: 1500 * time.Millisecond})
 	ns := cp.Namespace(t, "experiment")
 	natsURL := testenv.NATS(t)
 	ctx, cancel := context.WithTimeout(t.Context(), 5*time.Minute)
@@ -356,6 +359,133 @@ func TestKubeExperiment(t *testing.T) {
 	}
 
 	// Nothing labelled with the experiment is left.
+	if left, err := labelled(ctx, cp.Client, ns, code); err != nil || len(left) > 0 {
+		t.Errorf("left after the experiment: %v %v", left, err)
+	}
+
+	t.Run("a driver pod deleted mid-phase", func(t *testing.T) { testDriverPodDeleted(ctx, t, cp, ns, b) })
+}
+
+// testDriverPodDeleted: benchq ycsb -dbms Redis -nlp 1 -nbp 2 run, and one
+// of the benchmarking phase's two driver pods deleted while it runs. The
+// deployer reports it (driver.lost), the scheduler re-runs the phase once
+// (a Job -a2), and the experiment ends done.
+func testDriverPodDeleted(ctx context.Context, t *testing.T, cp *k8stest.ControlPlane, ns string, b *bus.Bus) {
+	const code = "kexp2"
+	events, err := b.JS.OrderedConsumer(ctx, contracts.StreamEvents, jetstream.OrderedConsumerConfig{FilterSubjects: []string{"benchq.exp." + code + ".>"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The deleter: the first benchmarking pod seen Running, deleted once
+	// the deployer says it runs (what the scheduler asks of a late agent).
+	type deletion struct {
+		pod     string
+		at      time.Time
+		running []string // the deployer's answer for it and a pod that never was
+	}
+	ask := func(pods ...string) []string {
+		q, _ := json.Marshal(contracts.PodsQuery{Pods: pods})
+		m, err := b.NC.Request(contracts.SubjDriverPods, q, time.Second)
+		if err != nil {
+			return []string{"no answer: " + err.Error()}
+		}
+		var a contracts.PodsAnswer
+		_ = json.Unmarshal(m.Data, &a)
+		return a.Running
+	}
+	deleted := make(chan deletion, 1)
+	dctx, stop := context.WithCancel(ctx)
+	defer stop()
+	go func() {
+		for dctx.Err() == nil {
+			l, err := cp.Client.CoreV1().Pods(ns).List(dctx, metav1.ListOptions{LabelSelector: "experiment=" + code + ",component=benchmarker"})
+			if err == nil {
+				for _, p := range l.Items {
+					if p.Status.Phase == corev1.PodRunning && p.DeletionTimestamp == nil {
+						running := ask(p.Name, "bq-never-was")
+						for try := 0; try < 20 && len(running) == 0; try++ { // its watch may be a moment behind
+							time.Sleep(20 * time.Millisecond)
+							running = ask(p.Name, "bq-never-was")
+						}
+						at := time.Now()
+						if err := cp.Client.CoreV1().Pods(ns).Delete(dctx, p.Name, metav1.DeleteOptions{GracePeriodSeconds: ptr.To(int64(0))}); err == nil {
+							deleted <- deletion{p.Name, at, running}
+							return
+						}
+					}
+				}
+			}
+			select {
+			case <-dctx.Done():
+			case <-time.After(50 * time.Millisecond):
+			}
+		}
+	}()
+	request := `{"schema_version": 1, "id": "kexp2-request", "code": "kexp2", "dbms": ["Redis"], "sf": 0.01,
+		"loading_pods": [1], "benchmarking_pods": [2]}`
+	if err := b.PublishRaw(ctx, contracts.SubjRequest, "kexp2-request", []byte(request)); err != nil {
+		t.Fatal(err)
+	}
+	var lost []contracts.DriverLost
+	var lostAt time.Time
+	var phases []contracts.PhaseEvent
+	var end contracts.ExperimentEnd
+	for end.Status == "" {
+		m, err := events.Next(jetstream.FetchMaxWait(3 * time.Minute))
+		if err != nil {
+			t.Fatalf("after %d phase events: %v", len(phases), err)
+		}
+		msg, err := bus.DecodeSubject(m.Subject(), m.Data())
+		if err != nil {
+			t.Fatalf("%s: %v", m.Subject(), err)
+		}
+		switch e := msg.(type) {
+		case *contracts.DriverLost:
+			lost, lostAt = append(lost, *e), time.Now()
+		case *contracts.PhaseEvent:
+			phases = append(phases, *e)
+		case *contracts.ExperimentEnd:
+			end = *e
+		}
+	}
+	var d deletion
+	select {
+	case d = <-deleted:
+	default:
+		t.Fatal("no benchmarking pod was seen Running")
+	}
+	if len(lost) != 1 {
+		t.Fatalf("driver.lost %+v, want one for %s", lost, d.pod)
+	}
+	if len(d.running) != 1 || d.running[0] != d.pod {
+		t.Errorf("the deployer says %v of Running pods %s and bq-never-was, want %s", d.running, d.pod, d.pod)
+	}
+	if running := ask(d.pod); len(running) != 0 {
+		t.Errorf("the deployer says %v still runs after its deletion", running)
+	}
+	l := lost[0]
+	t.Logf("pod %s deleted; driver.lost %.2fs later: %+v", d.pod, lostAt.Sub(d.at).Seconds(), l)
+	if l.Pod != d.pod || l.Attempt != 1 || l.Kind != contracts.KindRun || l.Reason != "deleted" || !l.Simulated ||
+		l.Node != k8stest.NodeName || !strings.HasPrefix(l.Job, "bq-kexp2-") || l.ID != contracts.DriverLostID(code, l.Phase, 1, d.pod) {
+		t.Errorf("driver.lost %+v", l)
+	}
+	var seq []string
+	for _, p := range phases {
+		seq = append(seq, fmt.Sprintf("%s %s a%d", p.Status, p.Phase, p.Attempt))
+	}
+	load, run := l.Configuration+"-0", l.Phase
+	want := []string{"started " + load + " a1", "done " + load + " a1", "failed " + run + " a1", "started " + run + " a2", "done " + run + " a2"}
+	if strings.Join(seq, ", ") != strings.Join(want, ", ") {
+		t.Errorf("phases:\n  got  %s\n  want %s", strings.Join(seq, ", "), strings.Join(want, ", "))
+	}
+	for _, p := range phases {
+		if p.Status == contracts.PhaseFailed && p.Reason != fmt.Sprintf("lost driver pod %s of Job %s deleted on node %s (simulated: the pod stands for a shard); re-running the phase", d.pod, l.Job, k8stest.NodeName) {
+			t.Errorf("phase.failed reason %q", p.Reason)
+		}
+	}
+	if end.Status != contracts.ExperimentDone {
+		t.Errorf("experiment %s: %s", end.Status, end.Reason)
+	}
 	if left, err := labelled(ctx, cp.Client, ns, code); err != nil || len(left) > 0 {
 		t.Errorf("left after the experiment: %v %v", left, err)
 	}

@@ -64,8 +64,9 @@ type Out struct {
 // Event is anything the machine reacts to. Exactly one field is set.
 type Event struct {
 	// Msg is the message that happened: *contracts.SUTReady, SUTFailed,
-	// SUTRemoved, BarrierReady, Final, Stop or DriverEnded (a phase's
-	// driver Job ended, Kubernetes backend); nil for a tick.
+	// SUTRemoved, BarrierReady, Final, Stop, DriverEnded or DriverLost (a
+	// phase's driver Job ended or lost a pod, Kubernetes backend); nil for
+	// a tick.
 	Msg  contracts.Message
 	Tick bool
 	// PublishedGo is the start instant of the GO this READY completes, when
@@ -130,6 +131,8 @@ func (s *State) Step(ev Event, now time.Time) []Out {
 		out = s.onStop(m, now)
 	case *contracts.DriverEnded:
 		out = s.onDriverEnded(m, now)
+	case *contracts.DriverLost:
+		out = s.onDriverLost(m, now)
 	case nil:
 		if ev.Tick {
 			beatsAt := ev.BeatsAt
@@ -202,6 +205,8 @@ func (s *State) Early(ev Event) bool {
 	case *contracts.Final:
 		return phaseAhead(m.Phase, m.Attempt)
 	case *contracts.DriverEnded:
+		return phaseAhead(m.Phase, m.Attempt)
+	case *contracts.DriverLost:
 		return phaseAhead(m.Phase, m.Attempt)
 	}
 	return false

@@ -562,10 +562,14 @@ func drivers(t *testing.T, out []Out) *contracts.Drivers {
 	return nil
 }
 
+// driverJob is the Job the deployer would start for d.
+func driverJob(d *contracts.Drivers) contracts.DriverJob {
+	return contracts.DriverJob{Configuration: d.Configuration, Phase: d.Phase, Kind: d.Kind, Attempt: d.Attempt, Job: "bq-17-" + strings.ToLower(d.Phase)}
+}
+
 func driverEnded(d *contracts.Drivers, succeeded, failed int, simulated bool) Event {
 	start, end := t0.Add(time.Second), t0.Add(2*time.Second)
-	return Event{Msg: &contracts.DriverEnded{Configuration: d.Configuration, Phase: d.Phase, Kind: d.Kind, Attempt: d.Attempt,
-		Job: "bq-17-" + strings.ToLower(d.Phase), Shards: d.Shards, Succeeded: succeeded, Failed: failed, Simulated: simulated,
+	return Event{Msg: &contracts.DriverEnded{DriverJob: driverJob(d), Shards: d.Shards, Succeeded: succeeded, Failed: failed, Simulated: simulated,
 		Nodes: []string{"kwok-node-0"}, StartedAt: &start, EndedAt: &end, Reason: "Complete"}}
 }
 
@@ -711,7 +715,7 @@ func TestDriversThatEndWithoutResultsFailThePhase(t *testing.T) {
 func TestDriverEndedAfterTheFinalsChangesNothing(t *testing.T) {
 	p := defaultPlan(t, nil)
 	s, _, _ := Start(p, []byte(`{}`), t0, 0)
-	if !s.Early(Event{Msg: &contracts.DriverEnded{Phase: "Redis-8-2-16384-1-0", Attempt: 1}}) {
+	if !s.Early(Event{Msg: &contracts.DriverEnded{DriverJob: contracts.DriverJob{Phase: "Redis-8-2-16384-1-0", Attempt: 1}}}) {
 		t.Error("driver.ended of a phase not started yet is not early")
 	}
 	out := ready(s, 0)
@@ -856,5 +860,61 @@ func TestLostLoadingAgentLoadsAgainOnANewSUT(t *testing.T) {
 	out = s3.Step(Event{Msg: &contracts.SUTRemoved{Envelope: contracts.Envelope{ID: contracts.SUTRemovedID(contracts.TeardownIDAt("17", name, 1))}, Configuration: name}}, t0)
 	if s3.Status != contracts.ExperimentFailed || count(out, contracts.SubjDeploy) != 0 {
 		t.Fatalf("after the new SUT's failure: %s, %v", s3.Status, subjects(out))
+	}
+}
+
+func driverLost(d *contracts.Drivers, pod string, simulated bool) Event {
+	return Event{Msg: &contracts.DriverLost{DriverJob: driverJob(d), Pod: pod, Node: "n1", Simulated: simulated, Reason: "deleted"}}
+}
+
+// Kubernetes: a driver pod deleted or failed mid-phase loses its agent's
+// shard at once, not after its heartbeats' silence: the phase runs again
+// (a loading phase on a new SUT). A pod whose agent held no shard, or held
+// a finished one, costs nothing; on kwok, where no agent runs, the pod
+// stands for a shard.
+func TestLostDriverPodReRunsThePhase(t *testing.T) {
+	p := defaultPlan(t, func(r *contracts.Request) { r.BenchmarkingPods = []int{2} })
+	s, _, _ := Start(p, []byte(`{}`), t0, 0)
+	out := runPhase(t, s, jobs(ready(s, 0)), contracts.StatusOK)
+	d := drivers(t, out)
+	run := jobs(out)
+	for k, j := range run {
+		s.Step(Event{Msg: &contracts.BarrierReady{Phase: j.Phase, Shard: j.Shard, Attempt: 1, Agent: fmt.Sprintf("pod-%d", k+1)}}, t0)
+	}
+	s.Step(final(run[0], contracts.StatusOK), t0)
+	for _, ev := range []Event{driverLost(d, "pod-9", false), driverLost(d, "pod-1", false)} {
+		if out := s.Step(ev, t0); len(out) != 0 {
+			t.Fatalf("lost %s: %v", ev.Msg.(*contracts.DriverLost).Pod, subjects(out))
+		}
+	}
+	stale := driverLost(d, "pod-2", false)
+	stale.Msg.(*contracts.DriverLost).Attempt = 2
+	if out := s.Step(stale, t0); len(out) != 0 {
+		t.Fatalf("another attempt's pod: %v", subjects(out))
+	}
+	out = s.Step(driverLost(d, "pod-2", false), t0)
+	if got := strings.Join(subjects(out), " "); got != "benchq.exp.17.phase.failed benchq.jobs.shard benchq.jobs.shard benchq.jobs.drivers" {
+		t.Fatalf("lost pod: %s", got)
+	}
+	want := "lost shard 2 (driver pod pod-2 of Job bq-17-" + strings.ToLower(d.Phase) + " deleted on node n1); re-running the phase"
+	if r := out[0].Msg.(*contracts.PhaseEvent).Reason; r != want {
+		t.Errorf("reason %q, want %q", r, want)
+	}
+	if d2 := drivers(t, out); d2.Attempt != 2 || len(s.Configs[0].Reruns) != 1 {
+		t.Errorf("drivers %+v, reruns %v", d2, s.Configs[0].Reruns)
+	}
+
+	// kwok: a loading pod lost loads again on a new SUT.
+	s2, _, _ := Start(p, []byte(`{}`), t0, 0)
+	d = drivers(t, ready(s2, 0))
+	if out := s2.Step(driverLost(d, "pod-1", false), t0); len(out) != 0 {
+		t.Fatalf("no agent took a shard: %v", subjects(out))
+	}
+	out = s2.Step(driverLost(d, "pod-1", true), t0)
+	if got := strings.Join(subjects(out), " "); got != "benchq.exp.17.phase.failed benchq.jobs.teardown" || s2.Configs[0].ReloadAttempt != 2 {
+		t.Fatalf("simulated pod lost while loading: %s (reload %d)", got, s2.Configs[0].ReloadAttempt)
+	}
+	if r := out[0].Msg.(*contracts.PhaseEvent).Reason; !strings.Contains(r, "simulated: the pod stands for a shard") || !strings.Contains(r, "loading again on a new SUT") {
+		t.Errorf("reason %q", r)
 	}
 }

@@ -64,6 +64,7 @@ func Run(ctx context.Context, cfg Config, log *slog.Logger) error {
 	}
 	reg := obs.Or(cfg.Metrics)
 	s := &Scheduler{bus: b, kv: kv, log: log, now: time.Now, states: newStates(), metrics: newMetrics(reg), voucher: newVoucher()}
+	s.voucher.podsRunning = askDeployer(b.NC)
 	if cfg.TickEvery == 0 {
 		cfg.TickEvery = time.Second
 	}
@@ -94,6 +95,7 @@ func Run(ctx context.Context, cfg Config, log *slog.Logger) error {
 		contracts.TopicSUTRemoved.All(),
 		contracts.TopicBarrierReady.All(),
 		contracts.TopicDriverEnded.All(),
+		contracts.TopicDriverLost.All(),
 	}}, s.each(s.handleEvent))
 	consume(bus.ConsumerSpec{Stream: contracts.StreamResults, Durable: contracts.DurableSchedulerResults, MaxDeliver: maxEarly, Filters: []string{
 		contracts.TopicFinal.All(),
@@ -257,7 +259,7 @@ func decodeEvent(subject string, data []byte) (Event, string, error) {
 		return Event{}, "", err
 	}
 	switch msg.(type) {
-	case *contracts.SUTReady, *contracts.SUTFailed, *contracts.SUTRemoved, *contracts.BarrierReady, *contracts.Final, *contracts.DriverEnded:
+	case *contracts.SUTReady, *contracts.SUTFailed, *contracts.SUTRemoved, *contracts.BarrierReady, *contracts.Final, *contracts.DriverEnded, *contracts.DriverLost:
 		return Event{Msg: msg}, msg.Head().Code, nil
 	}
 	return Event{}, "", bus.Permanent(fmt.Errorf("the scheduler does not consume %s", subject))

@@ -200,11 +200,11 @@ func (s *Scheduler) tick(ctx context.Context) error {
 	beats := s.heartbeats(ctx)
 	var vouched map[string]bool
 	if beats != nil {
-		vouched = s.voucher.vouch(beats, beatsAt)
+		vouched = s.voucher.vouch(ctx, beats, beatsAt)
 		for name := range vouched {
 			if !beats[name].Live(beatsAt) {
-				s.log.Info("agent late, but its process still works: not lost", "agent", name,
-					"silent_s", beatsAt.Sub(beats[name].At).Seconds(), "pid", beats[name].Pid)
+				s.log.Info("agent late, but its process or pod still runs: not lost", "agent", name,
+					"silent_s", beatsAt.Sub(beats[name].At).Seconds(), "host", beats[name].Host, "pid", beats[name].Pid)
 			}
 		}
 	}

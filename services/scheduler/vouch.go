@@ -1,8 +1,14 @@
 package main
 
 import (
+	"context"
+	"encoding/json"
+	"fmt"
 	"os"
+	"slices"
 	"time"
+
+	"github.com/nats-io/nats.go"
 
 	"github.com/benchq/benchq/contracts"
 	"github.com/benchq/benchq/internal/procmetrics"
@@ -14,15 +20,22 @@ import (
 // scheduler can see — its heartbeat names this host and a process that is a
 // driver agent of that name — is vouched for while the process and its
 // children (the YCSB or Benchbase JVM) keep using CPU: the state machine
-// does not call it lost. One that stopped using CPU, died, or runs
-// elsewhere is judged by its heartbeats alone; the entry's TTL
-// (contracts.AgentsTTL) bounds how long any silence is excused.
+// does not call it lost. On Kubernetes an agent is named after its pod and
+// runs on a host of that name: a late one is vouched for while the
+// deployer, which watches the driver pods, says its pod is Running
+// (contracts.PodsQuery; a pod lost mid-phase is reported as driver.lost at
+// once instead). Any other late agent is judged by its heartbeats alone;
+// the entry's TTL (contracts.AgentsTTL) bounds how long any silence is
+// excused.
 
 // voucher remembers the CPU time of the late agents' processes from one
 // tick to the next.
 type voucher struct {
 	host string
 	seen map[string]agentCPU // agent → its process's CPU at the last look
+	// podsRunning asks which of the named driver pods are Running (the
+	// deployer's answer); nil: none asked.
+	podsRunning func(ctx context.Context, pods []string) ([]string, error)
 }
 
 type agentCPU struct {
@@ -40,12 +53,20 @@ func newVoucher() *voucher {
 const lateAfter = contracts.AgentLiveness / 2
 
 // vouch returns the agents of beats (read at at) that are late but whose
-// process on this host used CPU since the last call.
-func (v *voucher) vouch(beats map[string]contracts.Heartbeat, at time.Time) map[string]bool {
+// process on this host used CPU since the last call, or whose pod runs.
+func (v *voucher) vouch(ctx context.Context, beats map[string]contracts.Heartbeat, at time.Time) map[string]bool {
 	var out map[string]bool
 	looked := map[string]bool{}
+	var pods []string
 	for name, hb := range beats {
-		if at.Sub(hb.At) < lateAfter || hb.Host == "" || hb.Host != v.host || hb.Pid <= 0 {
+		if at.Sub(hb.At) < lateAfter || hb.Host == "" {
+			continue
+		}
+		if hb.Host == name && hb.Host != v.host {
+			pods = append(pods, name) // an agent in a pod of its name
+			continue
+		}
+		if hb.Host != v.host || hb.Pid <= 0 {
 			continue
 		}
 		cpu, ok := agentProcessCPU(hb.Pid, name)
@@ -67,7 +88,46 @@ func (v *voucher) vouch(beats map[string]contracts.Heartbeat, at time.Time) map[
 			delete(v.seen, name)
 		}
 	}
+	if len(pods) > 0 && v.podsRunning != nil {
+		running, err := v.podsRunning(ctx, pods)
+		if err != nil {
+			return out // no answer (no deployer watches pods): the heartbeats decide
+		}
+		for _, name := range running {
+			if slices.Contains(pods, name) {
+				if out == nil {
+					out = map[string]bool{}
+				}
+				out[name] = true
+			}
+		}
+	}
 	return out
+}
+
+// podsQueryTimeout bounds the wait for the deployer's answer.
+const podsQueryTimeout = 500 * time.Millisecond
+
+// askDeployer asks the deployer which of pods are Running (a core NATS
+// request, contracts.SubjDriverPods).
+func askDeployer(nc *nats.Conn) func(ctx context.Context, pods []string) ([]string, error) {
+	return func(ctx context.Context, pods []string) ([]string, error) {
+		q, err := json.Marshal(contracts.PodsQuery{Pods: pods})
+		if err != nil {
+			return nil, err
+		}
+		ctx, cancel := context.WithTimeout(ctx, podsQueryTimeout)
+		defer cancel()
+		m, err := nc.RequestWithContext(ctx, contracts.SubjDriverPods, q)
+		if err != nil {
+			return nil, err
+		}
+		var a contracts.PodsAnswer
+		if err := json.Unmarshal(m.Data, &a); err != nil {
+			return nil, fmt.Errorf("the deployer's answer on %s: %w", contracts.SubjDriverPods, err)
+		}
+		return a.Running, nil
+	}
 }
 
 // agentProcessCPU is the CPU time of pid and its live children, if pid is

@@ -1,9 +1,14 @@
 package main
 
 import (
+	"encoding/json"
 	"os"
+	"slices"
+	"strings"
 	"testing"
 	"time"
+
+	"github.com/nats-io/nats.go"
 
 	"github.com/benchq/benchq/contracts"
 	"github.com/benchq/benchq/internal/testenv"
@@ -26,17 +31,60 @@ func TestVoucherVouchesForLateAgentsThatWork(t *testing.T) {
 		"misfit": {At: late, Host: v.host, Pid: busy}, // a1's process, not named misfit
 		"fresh":  {At: at, Host: v.host, Pid: busy},
 	}
-	if got := v.vouch(beats, at); len(got) != 0 {
+	if got := v.vouch(t.Context(), beats, at); len(got) != 0 {
 		t.Errorf("first look: %v, want none (nothing to compare yet)", got)
 	}
 	time.Sleep(300 * time.Millisecond)
-	got := v.vouch(beats, at.Add(time.Second))
+	got := v.vouch(t.Context(), beats, at.Add(time.Second))
 	if len(got) != 1 || !got["a1"] {
 		t.Errorf("second look: %v, want only a1", got)
 	}
 	testenv.Reap(busy)
 	time.Sleep(100 * time.Millisecond)
-	if got := v.vouch(beats, at.Add(2*time.Second)); len(got) != 0 {
+	if got := v.vouch(t.Context(), beats, at.Add(2*time.Second)); len(got) != 0 {
 		t.Errorf("after a1 died: %v, want none", got)
+	}
+}
+
+// On Kubernetes an agent is named after its pod and runs on a host of that
+// name: late, it is vouched for while the deployer says its pod is Running.
+// Without an answer (no deployer watching pods) the heartbeats decide.
+func TestVoucherAsksTheDeployerForPods(t *testing.T) {
+	nc, err := nats.Connect(testenv.NATS(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer nc.Close()
+	v := newVoucher()
+	v.podsRunning = askDeployer(nc)
+	at := time.Now()
+	late := at.Add(-contracts.AgentLiveness - time.Second)
+	beats := map[string]contracts.Heartbeat{
+		"bq-x-run-1-abcde": {At: late, Host: "bq-x-run-1-abcde"},
+		"bq-x-run-1-fghij": {At: late, Host: "bq-x-run-1-fghij"},
+		"bq-x-run-1-klmno": {At: at, Host: "bq-x-run-1-klmno"},
+	}
+	if got := v.vouch(t.Context(), beats, at); len(got) != 0 {
+		t.Errorf("no deployer answers: %v, want none", got)
+	}
+	asked := make(chan []string, 4)
+	sub, err := nc.Subscribe(contracts.SubjDriverPods, func(m *nats.Msg) {
+		var q contracts.PodsQuery
+		_ = json.Unmarshal(m.Data, &q)
+		slices.Sort(q.Pods)
+		asked <- q.Pods
+		a, _ := json.Marshal(contracts.PodsAnswer{Running: []string{"bq-x-run-1-abcde", "bq-x-run-1-klmno"}})
+		_ = m.Respond(a)
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = sub.Unsubscribe() }()
+	got := v.vouch(t.Context(), beats, at)
+	if len(got) != 1 || !got["bq-x-run-1-abcde"] {
+		t.Errorf("vouched %v, want only bq-x-run-1-abcde (Running and late)", got)
+	}
+	if q := <-asked; strings.Join(q, " ") != "bq-x-run-1-abcde bq-x-run-1-fghij" {
+		t.Errorf("asked for %v, want the two late ones", q)
 	}
 }

@@ -45,22 +45,30 @@ func (s *State) onTick(now time.Time, beats map[string]contracts.Heartbeat, beat
 			if short := s.tooFewAgents(i, beats, beatsAt, vouched); short != "" {
 				out = append(out, s.endPhase(i, short, now)...)
 			} else if lost := lostShards(c.Current, beats, beatsAt, vouched); lost != "" {
-				reason := "lost " + lost
-				ph := s.Plan.Configurations[i].Phases[c.Phase]
-				switch {
-				case c.Current.Attempt >= MaxAttempts:
-					out = append(out, s.endPhase(i, reason, now)...)
-				case ph.Kind == contracts.KindRun:
-					out = append(out, s.retryPhase(i, reason, now)...)
-				case ph.Kind == contracts.KindLoad && !s.searching(i):
-					out = append(out, s.reloadPhase(i, reason, now)...)
-				default:
-					out = append(out, s.endPhase(i, reason, now)...)
-				}
+				out = append(out, s.loseShards(i, "lost "+lost, now)...)
 			}
 		}
 	}
 	return out
+}
+
+// loseShards ends configuration i's current attempt, which lost a shard's
+// agent: a benchmarking phase runs again on the same SUT, a loading phase
+// on a new one (reloadPhase, not under a saturation search), each at most
+// MaxAttempts times in all; otherwise the phase fails.
+func (s *State) loseShards(i int, reason string, now time.Time) []Out {
+	c := &s.Configs[i]
+	ph := s.Plan.Configurations[i].Phases[c.Phase]
+	switch {
+	case c.Current.Attempt >= MaxAttempts:
+		return s.endPhase(i, reason, now)
+	case ph.Kind == contracts.KindRun:
+		return s.retryPhase(i, reason, now)
+	case ph.Kind == contracts.KindLoad && !s.searching(i):
+		return s.reloadPhase(i, reason, now)
+	default:
+		return s.endPhase(i, reason, now)
+	}
 }
 
 // AgentsGrace is how long a phase on the local backend waits for as many

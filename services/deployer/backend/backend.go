@@ -103,6 +103,17 @@ type DriverBackend interface {
 	EndedDrivers(ctx context.Context, skip map[string]bool) ([]contracts.DriverEnded, error)
 }
 
+// DriverPodWatcher is implemented by backends whose driver agents run in
+// pods (Kubernetes): a pod can be lost mid-phase (deleted, failed), and a
+// Running pod vouches for an agent whose heartbeats are late.
+type DriverPodWatcher interface {
+	// WatchDriverPods calls lost for every driver pod deleted or failed
+	// before it completed, once per pod, until ctx ends.
+	WatchDriverPods(ctx context.Context, lost func(contracts.DriverLost))
+	// RunningDriverPods returns the pods among names that are Running.
+	RunningDriverPods(names []string) []string
+}
+
 // PhaseAgents is implemented by backends that top up the stack's agent
 // pool for a phase (local): a phase's shards run at once, one per agent.
 type PhaseAgents interface {

@@ -9,6 +9,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 	"github.com/prometheus/client_golang/prometheus"
 
@@ -108,6 +109,20 @@ func Run(ctx context.Context, cfg Config, be backend.Backend, log *slog.Logger) 
 	} else {
 		close(watched)
 	}
+	pods := make(chan struct{})
+	if w, ok := be.(backend.DriverPodWatcher); ok {
+		go func() {
+			defer close(pods)
+			w.WatchDriverPods(dctx, func(e contracts.DriverLost) { d.driverLost(dctx, e) })
+		}()
+		sub, err := b.NC.Subscribe(contracts.SubjDriverPods, func(m *nats.Msg) { d.answerPods(w, m) })
+		if err != nil {
+			return fmt.Errorf("answer %s: %w", contracts.SubjDriverPods, err)
+		}
+		defer func() { _ = sub.Unsubscribe() }()
+	} else {
+		close(pods)
+	}
 	suts := make(chan struct{})
 	if w, ok := be.(backend.SUTWatcher); ok {
 		go func() { defer close(suts); d.watchSUTs(dctx, w, time.Second) }()
@@ -143,6 +158,7 @@ func Run(ctx context.Context, cfg Config, be backend.Backend, log *slog.Logger) 
 	stop() // the deploy consumer ended (ctx, or it could not start)
 	<-watched
 	<-suts
+	<-pods
 	if derr := <-drivers; err == nil {
 		err = derr
 	}
@@ -308,8 +324,9 @@ func (d *Deployer) drivers(ctx context.Context, job contracts.Drivers) error {
 	log.Warn("driver job refused", "err", err)
 	now := time.Now().UTC()
 	ended := &contracts.DriverEnded{
-		Envelope: contracts.Envelope{Code: job.Code}, Configuration: job.Configuration, Phase: job.Phase, Kind: job.Kind, Attempt: job.Attempt,
-		Job: "(not created)", Shards: job.Shards, StartedAt: &now, EndedAt: &now,
+		Envelope:  contracts.Envelope{Code: job.Code},
+		DriverJob: contracts.DriverJob{Configuration: job.Configuration, Phase: job.Phase, Kind: job.Kind, Attempt: job.Attempt, Job: "(not created)"},
+		Shards:    job.Shards, StartedAt: &now, EndedAt: &now,
 		Reason: "the driver Job was not created: " + err.Error(),
 	}
 	ended.Stamp(now)
@@ -347,6 +364,46 @@ func (d *Deployer) watchDrivers(ctx context.Context, db backend.DriverBackend, e
 				"succeeded", e.Succeeded, "failed", e.Failed, "simulated", e.Simulated)
 		}}
 	})
+}
+
+// driverLost publishes that a driver pod was lost (../kube/drivers.go),
+// trying again each second while the bus is down: the scheduler needs it
+// to re-run the phase before the agent's silence would tell.
+func (d *Deployer) driverLost(ctx context.Context, e contracts.DriverLost) {
+	e.Stamp(time.Now())
+	d.log.Warn("driver pod lost", "code", e.Code, "phase", e.Phase, "attempt", e.Attempt, "pod", e.Pod, "how", e.Reason, "simulated", e.Simulated)
+	for tries := 1; ; tries++ {
+		err := d.bus.Publish(ctx, contracts.TopicDriverLost.For(e.Code), &e)
+		if err == nil || ctx.Err() != nil {
+			return
+		}
+		if tries == 10 {
+			d.log.Warn("driver.lost not published; the agent's silence will tell", "pod", e.Pod, "err", err)
+			return
+		}
+		select {
+		case <-ctx.Done():
+			return
+		case <-time.After(time.Second):
+		}
+	}
+}
+
+// answerPods answers the scheduler's question which driver pods are Running
+// (contracts.PodsQuery): it does not call an agent lost whose pod runs.
+func (d *Deployer) answerPods(w backend.DriverPodWatcher, m *nats.Msg) {
+	var q contracts.PodsQuery
+	if err := json.Unmarshal(m.Data, &q); err != nil {
+		d.log.Warn("pods query not understood", "err", err)
+		return
+	}
+	a, err := json.Marshal(contracts.PodsAnswer{Running: w.RunningDriverPods(q.Pods)})
+	if err == nil {
+		err = m.Respond(a)
+	}
+	if err != nil {
+		d.log.Warn("pods query not answered", "err", err)
+	}
 }
 
 // finding is one event a watch publishes: key marks it reported, published

@@ -19,7 +19,8 @@ import (
 	"github.com/benchq/benchq/services/deployer/backend"
 )
 
-// annotationAttempt on a driver Job: the phase attempt its agents serve.
+// annotationAttempt on a driver Job and its pods: the phase attempt its
+// agents serve.
 const annotationAttempt = "benchq.io/attempt"
 
 // DriverJob returns the Job of a phase's driver agents, named
@@ -94,8 +95,9 @@ func DriverJob(d backend.DriverSpec, namespace string) (*batchv1.Job, error) {
 			// another agent; the Job replaces its pod once per shard.
 			BackoffLimit: ptr.To(int32(d.Shards)),
 			Template: corev1.PodTemplateSpec{
-				ObjectMeta: metav1.ObjectMeta{Labels: maps.Clone(labels), Annotations: map[string]string{"benchq.io/shards": strconv.Itoa(d.Shards)}},
-				Spec:       pod,
+				ObjectMeta: metav1.ObjectMeta{Labels: maps.Clone(labels), Annotations: map[string]string{
+					"benchq.io/shards": strconv.Itoa(d.Shards), annotationAttempt: strconv.Itoa(d.Attempt)}},
+				Spec: pod,
 			},
 		},
 	}, nil

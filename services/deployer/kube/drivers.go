@@ -55,6 +55,20 @@ func (k *Kube) EndedDrivers(ctx context.Context, skip map[string]bool) ([]contra
 	return out, nil
 }
 
+// driverJobOf reads what a driver Job or its pod says of its phase attempt:
+// the labels, the attempt annotation (1 when absent), the Job's name.
+func driverJobOf(labels, annotations map[string]string, job string) contracts.DriverJob {
+	kind := contracts.KindRun
+	if labels[labelComponent] == componentLoader {
+		kind = contracts.KindLoad
+	}
+	attempt, _ := strconv.Atoi(annotations[annotationAttempt])
+	if attempt < 1 {
+		attempt = 1
+	}
+	return contracts.DriverJob{Configuration: labels[labelConfiguration], Phase: labels[labelPhase], Kind: kind, Attempt: attempt, Job: job}
+}
+
 // jobEnded returns the Job's Complete or Failed condition, nil while it runs.
 func jobEnded(j *batchv1.Job) *batchv1.JobCondition {
 	for i, c := range j.Status.Conditions {
@@ -66,21 +80,12 @@ func jobEnded(j *batchv1.Job) *batchv1.JobCondition {
 }
 
 func (k *Kube) driverEnd(ctx context.Context, j *batchv1.Job, cond *batchv1.JobCondition) (contracts.DriverEnded, error) {
-	kind := contracts.KindRun
-	if j.Labels[labelComponent] == componentLoader {
-		kind = contracts.KindLoad
-	}
-	attempt, _ := strconv.Atoi(j.Annotations[annotationAttempt])
-	if attempt < 1 {
-		attempt = 1
-	}
 	shards := 1
 	if j.Spec.Parallelism != nil && *j.Spec.Parallelism > 0 {
 		shards = int(*j.Spec.Parallelism)
 	}
 	d := contracts.DriverEnded{
-		Envelope: contracts.Envelope{Code: j.Labels[labelExperiment]}, Configuration: j.Labels[labelConfiguration], Phase: j.Labels[labelPhase],
-		Kind: kind, Attempt: attempt, Job: j.Name, Shards: shards,
+		Envelope: contracts.Envelope{Code: j.Labels[labelExperiment]}, DriverJob: driverJobOf(j.Labels, j.Annotations, j.Name), Shards: shards,
 		Succeeded: int(j.Status.Succeeded), Failed: int(j.Status.Failed),
 	}
 	if t := j.Status.StartTime; t != nil {

@@ -12,6 +12,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/watch"
 	k8stesting "k8s.io/client-go/testing"
 
 	"github.com/nats-io/nats.go"
@@ -218,5 +219,31 @@ func TestDeployerReportsDriverJobs(t *testing.T) {
 	}
 	if e := next(); e.Phase != long || e.Succeeded != 0 || e.Simulated || !strings.Contains(e.Reason, "not created") {
 		t.Errorf("refused Job: %+v", e)
+	}
+}
+
+// A driver pod is lost when it is deleted or fails before it succeeded;
+// a pod that succeeded (deleted later with its Job) is not.
+func TestPodLost(t *testing.T) {
+	now := metav1.Now()
+	failed := corev1.PodStatus{Phase: corev1.PodFailed, Reason: "Evicted", ContainerStatuses: []corev1.ContainerStatus{
+		{Name: "driver-agent", State: corev1.ContainerState{Terminated: &corev1.ContainerStateTerminated{ExitCode: 137, Reason: "Error"}}}}}
+	for _, c := range []struct {
+		name   string
+		ev     watch.EventType
+		status corev1.PodStatus
+		del    *metav1.Time
+		want   string
+	}{
+		{"running", watch.Modified, corev1.PodStatus{Phase: corev1.PodRunning}, nil, ""},
+		{"succeeded, then deleted", watch.Deleted, corev1.PodStatus{Phase: corev1.PodSucceeded}, &now, ""},
+		{"deleting", watch.Modified, corev1.PodStatus{Phase: corev1.PodRunning}, &now, "deleted"},
+		{"deleted while pending", watch.Deleted, corev1.PodStatus{Phase: corev1.PodPending}, nil, "deleted"},
+		{"failed", watch.Modified, failed, nil, "failed: Evicted (container driver-agent exited 137: Error)"},
+	} {
+		p := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "p", DeletionTimestamp: c.del}, Status: c.status}
+		if got := podLost(c.ev, p); got != c.want {
+			t.Errorf("%s: %q, want %q", c.name, got, c.want)
+		}
 	}
 }

@@ -651,6 +651,11 @@ func testDeployK8s(t *testing.T, cp *k8stest.ControlPlane) {
 	}
 	d := backend.DriverSpec{Code: "rbac1", Configuration: "PgBouncer-1", DBMS: "PgBouncer", Phase: "PgBouncer-1-0", Kind: contracts.KindLoad,
 		Shards: 2, Image: "benchq/driver-agent:dev", NATSURL: "nats://nats:4222", SeedSecret: "benchq-credentials", SUTSecret: testSUTSecret}
+	// The driver pods' watch runs meanwhile (what it reports is checked
+	// in the scheduler's kube experiment).
+	wctx, stopWatch := context.WithCancel(ctx)
+	watching := make(chan struct{})
+	go func() { defer close(watching); k.WatchDriverPods(wctx, func(contracts.DriverLost) {}) }()
 	name, err := k.StartDrivers(ctx, d)
 	if err != nil {
 		t.Fatalf("as benchq-deployer: %v", err)
@@ -658,6 +663,8 @@ func testDeployK8s(t *testing.T, cp *k8stest.ControlPlane) {
 	if err := k.WaitDrivers(ctx, d, name); err != nil {
 		t.Errorf("as benchq-deployer: %v", err)
 	}
+	stopWatch()
+	<-watching
 	// -rsr on the volume: deleted and made again.
 	rsr := backend.Spec{Code: "rbac2", Configuration: "PgBouncer-1", DBMS: "PgBouncer", Benchmark: "ycsb",
 		SUT: &contracts.SUTSpec{Pool: &contracts.Pool{Pods: 1, Inbound: 64, Outbound: 32}, Storage: &contracts.Storage{Class: "shared", Size: "1Gi", Remove: true}, UseCase: "ycsb-rbac"}}
@@ -689,11 +696,11 @@ func testDeployK8s(t *testing.T, cp *k8stest.ControlPlane) {
 	// Not more than that: no secrets, nothing cluster-wide, no other
 	// namespace, no updates.
 	for what, err := range map[string]error{
-		"list secrets":         errOf(sa.CoreV1().Secrets(ns).List(ctx, metav1.ListOptions{})),
-		"list nodes":           errOf(sa.CoreV1().Nodes().List(ctx, metav1.ListOptions{})),
-		"list pods in default": errOf(sa.CoreV1().Pods("default").List(ctx, metav1.ListOptions{})),
-		"update a deployment":  errOf(sa.AppsV1().Deployments(ns).Update(ctx, &appsv1.Deployment{ObjectMeta: metav1.ObjectMeta{Name: "scheduler"}}, metav1.UpdateOptions{})),
-		"watch pods":           errOf(sa.CoreV1().Pods(ns).Watch(ctx, metav1.ListOptions{})),
+		"list secrets":          errOf(sa.CoreV1().Secrets(ns).List(ctx, metav1.ListOptions{})),
+		"list nodes":            errOf(sa.CoreV1().Nodes().List(ctx, metav1.ListOptions{})),
+		"list pods in default":  errOf(sa.CoreV1().Pods("default").List(ctx, metav1.ListOptions{})),
+		"update a deployment":   errOf(sa.AppsV1().Deployments(ns).Update(ctx, &appsv1.Deployment{ObjectMeta: metav1.ObjectMeta{Name: "scheduler"}}, metav1.UpdateOptions{})),
+		"watch pods in default": errOf(sa.CoreV1().Pods("default").Watch(ctx, metav1.ListOptions{})),
 	} {
 		if !apierrors.IsForbidden(err) {
 			t.Errorf("%s as benchq-deployer: %v, want forbidden", what, err)

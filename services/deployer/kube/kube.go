@@ -47,7 +47,8 @@ type Kube struct {
 	// with (BackendConfig.SUTSecret). Required: no SUT is deployed open.
 	SUTSecret string
 
-	watch kubeWatch // DeadSUTs (watch.go)
+	watch      kubeWatch      // DeadSUTs (watch.go)
+	driverPods runningDrivers // WatchDriverPods (driverpods.go)
 }
 
 var _ backend.Backend = (*Kube)(nil)
