@@ -81,6 +81,21 @@ type PhaseState struct {
 	Instances []string   `json:"instances,omitempty"`
 	GoAt      *time.Time `json:"go_at,omitempty"`
 	Deadline  time.Time  `json:"deadline"`
+	// LostPods are the driver pods reported lost during the phase
+	// (driver.lost, Kubernetes), waiting out the scheduler's LostGrace: a
+	// final the pod's agent sent just before may still be on its way.
+	LostPods []LostPod `json:"lost_pods,omitempty"`
+}
+
+// LostPod is a driver pod reported lost, as the scheduler received it.
+type LostPod struct {
+	Pod        string    `json:"pod"`
+	Job        string    `json:"job"`
+	Node       string    `json:"node,omitempty"`
+	How        string    `json:"how"`
+	Attempt    int       `json:"attempt"`
+	Simulated  bool      `json:"simulated,omitempty"`
+	ReceivedAt time.Time `json:"received_at"`
 }
 
 // ShardDone is what the scheduler keeps of a shard's final result.

@@ -15,8 +15,10 @@
 // What each role may publish of benchq's own subjects:
 //
 //	scheduler  planned, rejected, phase.*, barrier.go, the experiment's end, every job;
-//	           requests and stops its HTTP intake accepted
-//	deployer   sut.ready, sut.failed, sut.removed, driver.ended
+//	           requests and stops its HTTP intake accepted; the question
+//	           which driver pods run (benchq.deployer.pods, a core request)
+//	deployer   sut.ready, sut.failed, sut.removed, driver.ended, driver.lost;
+//	           the answer to a request it received (allow_responses)
 //	collector  nothing (it reads)
 //	agent      barrier.ready, results (interval, final), a shard job it hands back
 //	client     a request, a stop

@@ -57,32 +57,79 @@ func (s *State) onDriverEnded(m *contracts.DriverEnded, now time.Time) []Out {
 	return nil
 }
 
-// onDriverLost: a driver pod of the current attempt was deleted or failed
-// before it completed. Its agent (named after the pod) loses its
-// unfinished shard at once, as if its heartbeats had stopped: the phase
-// runs again (loseShards). On a simulated node no agent runs and takes a
-// shard, so the pod stands for one. A pod whose agent held no shard (it
-// died before taking one, or its shard is done) costs nothing: the Job
-// replaces the pod, and the shard's job goes to another agent after the
-// ack wait.
+// LostGrace is how long a lost driver pod waits to be judged: its agent
+// may have published its final just before the pod went, on another
+// consumer than driver.lost.
+const LostGrace = time.Second
+
+// onDriverLost records a driver pod of the current phase that was deleted
+// or failed before it completed; settleLostPods judges it after LostGrace.
+// The pod's attempt is not matched: a pod the Job made for an earlier
+// attempt (a replacement) may run a shard of this one.
 func (s *State) onDriverLost(m *contracts.DriverLost, now time.Time) []Out {
-	i, cur, ok := s.current(m.Phase, m.Attempt)
-	if !ok {
-		return nil
-	}
-	how := fmt.Sprintf("driver pod %s of Job %s %s", m.Pod, m.Job, m.Reason)
-	if m.Node != "" {
-		how += " on node " + m.Node
-	}
-	for k, agent := range cur.Agents {
-		if agent == m.Pod && cur.Done[k] == nil {
-			return s.loseShards(i, fmt.Sprintf("lost shard %d (%s)", k+1, how), now)
+	for i, c := range s.Configs {
+		if c.Status != cfgRunning || c.Current == nil || s.Plan.Configurations[i].Phases[c.Phase].Name != m.Phase {
+			continue
 		}
-	}
-	if m.Simulated && slices.Contains(cur.Done, nil) {
-		return s.loseShards(i, fmt.Sprintf("lost %s (simulated: the pod stands for a shard)", how), now)
+		c.Current.LostPods = append(c.Current.LostPods, contracts.LostPod{Pod: m.Pod, Job: m.Job, Node: m.Node, How: m.Reason,
+			Attempt: m.Attempt, Simulated: m.Simulated, ReceivedAt: now.UTC()})
 	}
 	return nil
+}
+
+// lostPodsDue reports whether a lost pod of cur waited out LostGrace.
+func lostPodsDue(cur *PhaseState, now time.Time) bool {
+	for _, p := range cur.LostPods {
+		if !now.Before(p.ReceivedAt.Add(LostGrace)) {
+			return true
+		}
+	}
+	return false
+}
+
+// settleLostPods judges configuration i's lost pods that waited out
+// LostGrace. The agent named after a pod loses its unfinished shard at
+// once, as if its heartbeats had stopped: the phase runs again
+// (loseShards). On a simulated node no agent runs and takes a shard, so a
+// pod of the current attempt stands for one. A pod whose agent held no
+// shard (it died before taking one, or its shard is done) costs nothing:
+// the Job replaces the pod, and the shard's job goes to another agent
+// after the ack wait.
+func (s *State) settleLostPods(i int, now time.Time) []Out {
+	cur := s.Configs[i].Current
+	var waiting []contracts.LostPod
+	var lost string
+	for _, p := range cur.LostPods {
+		if now.Before(p.ReceivedAt.Add(LostGrace)) {
+			waiting = append(waiting, p)
+			continue
+		}
+		if lost == "" {
+			lost = lostPod(cur, p)
+		}
+	}
+	cur.LostPods = waiting
+	if lost == "" {
+		return nil
+	}
+	return s.loseShards(i, lost, now)
+}
+
+// lostPod is the reason p costs cur a shard, "" when it costs none.
+func lostPod(cur *PhaseState, p contracts.LostPod) string {
+	how := fmt.Sprintf("driver pod %s of Job %s %s", p.Pod, p.Job, p.How)
+	if p.Node != "" {
+		how += " on node " + p.Node
+	}
+	for k, agent := range cur.Agents {
+		if agent == p.Pod && cur.Done[k] == nil {
+			return fmt.Sprintf("lost shard %d (%s)", k+1, how)
+		}
+	}
+	if p.Simulated && p.Attempt == cur.Attempt && slices.Contains(cur.Done, nil) {
+		return fmt.Sprintf("lost %s (simulated: the pod stands for a shard)", how)
+	}
+	return ""
 }
 
 // driversDue reports whether configuration i's current phase has a driver

@@ -868,10 +868,12 @@ func driverLost(d *contracts.Drivers, pod string, simulated bool) Event {
 }
 
 // Kubernetes: a driver pod deleted or failed mid-phase loses its agent's
-// shard at once, not after its heartbeats' silence: the phase runs again
-// (a loading phase on a new SUT). A pod whose agent held no shard, or held
-// a finished one, costs nothing; on kwok, where no agent runs, the pod
-// stands for a shard.
+// shard once LostGrace is over, not after its heartbeats' silence: the
+// phase runs again (a loading phase on a new SUT). A pod whose agent held
+// no shard, or whose final came within the grace, costs nothing; a pod
+// the Job made for an earlier attempt loses the shard of this attempt its
+// agent took; on kwok, where no agent runs, a pod of this attempt stands
+// for a shard.
 func TestLostDriverPodReRunsThePhase(t *testing.T) {
 	p := defaultPlan(t, func(r *contracts.Request) { r.BenchmarkingPods = []int{2} })
 	s, _, _ := Start(p, []byte(`{}`), t0, 0)
@@ -881,18 +883,22 @@ func TestLostDriverPodReRunsThePhase(t *testing.T) {
 	for k, j := range run {
 		s.Step(Event{Msg: &contracts.BarrierReady{Phase: j.Phase, Shard: j.Shard, Attempt: 1, Agent: fmt.Sprintf("pod-%d", k+1)}}, t0)
 	}
-	s.Step(final(run[0], contracts.StatusOK), t0)
-	for _, ev := range []Event{driverLost(d, "pod-9", false), driverLost(d, "pod-1", false)} {
+	// pod-9 held no shard; pod-1's final arrives within the grace.
+	for _, ev := range []Event{driverLost(d, "pod-9", false), driverLost(d, "pod-1", false), final(run[0], contracts.StatusOK)} {
 		if out := s.Step(ev, t0); len(out) != 0 {
-			t.Fatalf("lost %s: %v", ev.Msg.(*contracts.DriverLost).Pod, subjects(out))
+			t.Fatalf("%T: %v", ev.Msg, subjects(out))
 		}
 	}
-	stale := driverLost(d, "pod-2", false)
-	stale.Msg.(*contracts.DriverLost).Attempt = 2
-	if out := s.Step(stale, t0); len(out) != 0 {
-		t.Fatalf("another attempt's pod: %v", subjects(out))
+	if out := s.Step(Event{Tick: true}, t0.Add(LostGrace)); len(out) != 0 || len(s.Configs[0].Current.LostPods) != 0 {
+		t.Fatalf("pods without an unfinished shard: %v, waiting %v", subjects(out), s.Configs[0].Current.LostPods)
 	}
-	out = s.Step(driverLost(d, "pod-2", false), t0)
+	if out := s.Step(driverLost(d, "pod-2", false), t0.Add(2*time.Second)); len(out) != 0 {
+		t.Fatalf("judged before the grace: %v", subjects(out))
+	}
+	if out := s.Step(Event{Tick: true}, t0.Add(2*time.Second+LostGrace-time.Millisecond)); len(out) != 0 {
+		t.Fatalf("tick within the grace: %v", subjects(out))
+	}
+	out = s.Step(Event{Tick: true}, t0.Add(2*time.Second+LostGrace))
 	if got := strings.Join(subjects(out), " "); got != "benchq.exp.17.phase.failed benchq.jobs.shard benchq.jobs.shard benchq.jobs.drivers" {
 		t.Fatalf("lost pod: %s", got)
 	}
@@ -900,17 +906,33 @@ func TestLostDriverPodReRunsThePhase(t *testing.T) {
 	if r := out[0].Msg.(*contracts.PhaseEvent).Reason; r != want {
 		t.Errorf("reason %q, want %q", r, want)
 	}
-	if d2 := drivers(t, out); d2.Attempt != 2 || len(s.Configs[0].Reruns) != 1 {
+	d2 := drivers(t, out)
+	if d2.Attempt != 2 || len(s.Configs[0].Reruns) != 1 {
 		t.Errorf("drivers %+v, reruns %v", d2, s.Configs[0].Reruns)
 	}
+	// Attempt 2: the first Job's replacement pod took shard 1 and is lost.
+	for _, j := range jobs(out) {
+		s.Step(Event{Msg: &contracts.BarrierReady{Phase: j.Phase, Shard: j.Shard, Attempt: 2, Agent: fmt.Sprintf("pod-%d", j.Shard+2)}}, t0)
+	}
+	s.Step(driverLost(d, "pod-3", false), t0.Add(5*time.Second)) // d: attempt 1's Job
+	out = s.Step(Event{Tick: true}, t0.Add(5*time.Second+LostGrace))
+	if got := strings.Join(subjects(out), " "); got != "benchq.exp.17.phase.failed benchq.jobs.teardown" {
+		t.Fatalf("attempt 1's pod lost in attempt 2: %s", got)
+	}
 
-	// kwok: a loading pod lost loads again on a new SUT.
+	// kwok: a loading pod of this attempt lost loads again on a new SUT;
+	// one of an earlier attempt, or one not simulated, stands for nothing.
 	s2, _, _ := Start(p, []byte(`{}`), t0, 0)
 	d = drivers(t, ready(s2, 0))
-	if out := s2.Step(driverLost(d, "pod-1", false), t0); len(out) != 0 {
+	stale := driverLost(d, "pod-0", true)
+	stale.Msg.(*contracts.DriverLost).Attempt = 0
+	s2.Step(stale, t0)
+	s2.Step(driverLost(d, "pod-1", false), t0)
+	if out := s2.Step(Event{Tick: true}, t0.Add(LostGrace)); len(out) != 0 {
 		t.Fatalf("no agent took a shard: %v", subjects(out))
 	}
-	out = s2.Step(driverLost(d, "pod-1", true), t0)
+	s2.Step(driverLost(d, "pod-1", true), t0)
+	out = s2.Step(Event{Tick: true}, t0.Add(LostGrace))
 	if got := strings.Join(subjects(out), " "); got != "benchq.exp.17.phase.failed benchq.jobs.teardown" || s2.Configs[0].ReloadAttempt != 2 {
 		t.Fatalf("simulated pod lost while loading: %s (reload %d)", got, s2.Configs[0].ReloadAttempt)
 	}

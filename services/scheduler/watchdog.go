@@ -41,6 +41,8 @@ func (s *State) onTick(now time.Time, beats map[string]contracts.Heartbeat, beat
 			} else {
 				out = append(out, s.endPhase(i, fmt.Sprintf("shards %s did not finish within %ds", missing(nil, c.Current.Done), s.Plan.Timeouts.ShardS), now)...)
 			}
+		case c.Status == cfgRunning && c.Current != nil && lostPodsDue(c.Current, now):
+			out = append(out, s.settleLostPods(i, now)...)
 		case c.Status == cfgRunning && c.Current != nil && beats != nil:
 			if short := s.tooFewAgents(i, beats, beatsAt, vouched); short != "" {
 				out = append(out, s.endPhase(i, short, now)...)

@@ -2,7 +2,6 @@ package kube
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"sync"
 	"time"
@@ -13,8 +12,6 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/watch"
-	"k8s.io/client-go/tools/cache"
-	watchtools "k8s.io/client-go/tools/watch"
 
 	"github.com/benchq/benchq/contracts"
 )
@@ -37,6 +34,12 @@ import (
 type runningDrivers struct {
 	mu      sync.Mutex
 	running map[string]bool // pod name → Running, not being deleted
+}
+
+func (p *runningDrivers) reset() {
+	p.mu.Lock()
+	p.running = nil
+	p.mu.Unlock()
 }
 
 func (p *runningDrivers) set(pod *corev1.Pod, gone bool) {
@@ -68,31 +71,28 @@ func (k *Kube) RunningDriverPods(names []string) []string {
 
 // WatchDriverPods calls lost for every driver pod that is deleted or fails
 // before it completed, once per pod and process, until ctx ends. Losses
-// count from when it starts (or resumes after an error); the pods Running
-// then are known at once.
+// count from when it starts; the pods Running then are known at once.
+//
+// A list, then a watch from the list's resource version, resumed from the
+// last version seen when the API server closes it (it does every few
+// minutes). Any error — the API server unreachable, a version too old
+// (410 Gone) — forgets the Running pods (RunningDriverPods vouches for
+// none) until a new list; the losses meanwhile are not reported.
 func (k *Kube) WatchDriverPods(ctx context.Context, lost func(contracts.DriverLost)) {
 	pods := k.Client.CoreV1().Pods(k.Namespace)
-	lw := &cache.ListWatch{WatchFuncWithContext: func(ctx context.Context, o metav1.ListOptions) (watch.Interface, error) {
-		o.LabelSelector = driverSelector
-		return pods.Watch(ctx, o)
-	}}
 	reported := map[types.UID]bool{}
 	for ctx.Err() == nil {
-		// The pods now and the list's resource version, then every change
-		// after it; the retry watcher resumes an interrupted watch where
-		// it stopped, and a version too old (410 Gone) ends it: list again.
 		rv, err := k.listDriverPods(ctx)
-		if err == nil {
-			var w *watchtools.RetryWatcher
-			if w, err = watchtools.NewRetryWatcherWithContext(ctx, rv, lw); err == nil {
-				err = k.lostPods(ctx, w.ResultChan(), reported, lost)
+		for err == nil && ctx.Err() == nil {
+			var w watch.Interface
+			w, err = pods.Watch(ctx, metav1.ListOptions{LabelSelector: driverSelector, ResourceVersion: rv, AllowWatchBookmarks: true})
+			if err == nil {
+				rv, err = k.lostPods(ctx, w.ResultChan(), rv, reported, lost)
 				w.Stop()
 			}
 		}
-		k.driverPods.mu.Lock()
-		k.driverPods.running = nil // stale until listed again
-		k.driverPods.mu.Unlock()
-		if err != nil && ctx.Err() == nil {
+		k.driverPods.reset()
+		if ctx.Err() == nil {
 			k.log().Warn("driver pods not watched; a lost one is noticed by its agent's silence meanwhile", "err", err)
 		}
 		select {
@@ -105,6 +105,7 @@ func (k *Kube) WatchDriverPods(ctx context.Context, lost func(contracts.DriverLo
 // listDriverPods records the Running driver pods, page by page, and
 // returns the list's resource version.
 func (k *Kube) listDriverPods(ctx context.Context) (string, error) {
+	k.driverPods.reset()
 	opts := metav1.ListOptions{LabelSelector: driverSelector, Limit: 500}
 	for {
 		l, err := k.Client.CoreV1().Pods(k.Namespace).List(ctx, opts)
@@ -121,24 +122,30 @@ func (k *Kube) listDriverPods(ctx context.Context) (string, error) {
 	}
 }
 
-// lostPods reads events until the watch ends, reporting each lost pod.
-func (k *Kube) lostPods(ctx context.Context, events <-chan watch.Event, reported map[types.UID]bool, lost func(contracts.DriverLost)) error {
+// lostPods reads a watch's events until it ends, reporting each lost pod;
+// it returns the last resource version seen, and the error that ended the
+// watch (nil when the server closed it).
+func (k *Kube) lostPods(ctx context.Context, events <-chan watch.Event, rv string, reported map[types.UID]bool, lost func(contracts.DriverLost)) (string, error) {
 	for {
 		var ev watch.Event
 		select {
 		case <-ctx.Done():
-			return nil
+			return rv, ctx.Err()
 		case e, ok := <-events:
 			if !ok {
-				return errors.New("watch closed")
+				return rv, nil
 			}
 			ev = e
 		}
 		if ev.Type == watch.Error {
-			return apierrors.FromObject(ev.Object)
+			return rv, apierrors.FromObject(ev.Object)
 		}
 		p, ok := ev.Object.(*corev1.Pod)
 		if !ok {
+			continue
+		}
+		rv = p.ResourceVersion
+		if ev.Type == watch.Bookmark {
 			continue
 		}
 		k.driverPods.set(p, ev.Type == watch.Deleted)

@@ -173,14 +173,16 @@ func (k *Kube) simulated(ctx context.Context, pods []corev1.Pod) (bool, string) 
 	return true, strings.Join(reasons, "; ") + ": no container ran"
 }
 
-// withoutContainerIDs: the pod has container states, none with a container
-// ID — no container runtime ever ran it.
+// withoutContainerIDs: the pod has container states, every one running or
+// terminated without a container ID — no container runtime ran it (a
+// kubelet sets the ID when the container starts). A container still
+// waiting has none anywhere, so it proves nothing.
 func withoutContainerIDs(p corev1.Pod) bool {
 	if len(p.Status.ContainerStatuses) == 0 {
 		return false
 	}
 	for _, cs := range p.Status.ContainerStatuses {
-		if cs.ContainerID != "" {
+		if cs.ContainerID != "" || (cs.State.Running == nil && cs.State.Terminated == nil) {
 			return false
 		}
 	}

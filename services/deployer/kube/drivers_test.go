@@ -247,3 +247,22 @@ func TestPodLost(t *testing.T) {
 		}
 	}
 }
+
+// A pod whose container still waits has no container ID on any node: it is
+// not taken for kwok's when the node cannot be read.
+func TestAWaitingPodIsNotSimulated(t *testing.T) {
+	f, k := newFake(t)
+	f.PrependReactor("get", "nodes", func(a k8stesting.Action) (bool, runtime.Object, error) {
+		return true, nil, apierrors.NewForbidden(schema.GroupResource{Resource: "nodes"}, a.(k8stesting.GetAction).GetName(), nil)
+	})
+	p := corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "p"}, Spec: corev1.PodSpec{NodeName: "n1"},
+		Status: corev1.PodStatus{Phase: corev1.PodPending, ContainerStatuses: []corev1.ContainerStatus{
+			{Name: "driver-agent", State: corev1.ContainerState{Waiting: &corev1.ContainerStateWaiting{Reason: "ContainerCreating"}}}}}}
+	if sim, why := k.simulated(kubeCtx(t), []corev1.Pod{p}); sim {
+		t.Errorf("a waiting pod taken for simulated: %s", why)
+	}
+	p.Status.ContainerStatuses[0].State = corev1.ContainerState{Running: &corev1.ContainerStateRunning{}}
+	if sim, _ := k.simulated(kubeCtx(t), []corev1.Pod{p}); !sim {
+		t.Error("a running container without an ID (kwok) not taken for simulated")
+	}
+}
