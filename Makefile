@@ -87,12 +87,14 @@ bench-fuzz:
 # controller-manager, scheduler v1.34.2 and kwok v0.8.0 on loopback), built
 # once into ~/.cache/benchq/k8s by scripts/k8s/build-control-plane.sh, and
 # Prometheus 2.42 with its kubernetes discovery (scripts/k8s/build-prometheus.sh)
-# for deploy/k8s/prometheus.yaml.
+# for deploy/k8s/prometheus.yaml. The tests that need them carry the k8s
+# build tag and are named TestControlPlane or TestKube…; test-go has run
+# the packages' other tests already.
 .PHONY: test-k8s
 test-k8s:
 	scripts/k8s/build-control-plane.sh
 	scripts/k8s/build-prometheus.sh
-	BENCHQ_K8S_REQUIRED=1 go test -count=1 -tags k8s -timeout 15m ./internal/k8stest/ ./catalog/ ./services/deployer/... ./services/scheduler/
+	BENCHQ_K8S_REQUIRED=1 go test -count=1 -tags k8s -run '^Test(ControlPlane|Kube)' -timeout 15m ./internal/k8stest/ ./services/deployer/kube/ ./services/scheduler/
 
 # The kubernetes backend at scale (docs/kubernetes.md): on the control plane
 # of test-k8s with 100 kwok nodes, 200 experiments of a loading and a

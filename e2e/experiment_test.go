@@ -35,6 +35,7 @@ func defaultFlags(dbms, code string) []string {
 }
 
 func TestEmbeddedStack(t *testing.T) {
+	t.Parallel() // its own stack (see the package comment)
 	s := startStack(t)
 
 	// A bad request is answered with a rejection naming the field; the

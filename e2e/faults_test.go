@@ -28,6 +28,7 @@ import (
 // repetitions, -ms across experiments, benchq stop, and the services
 // killed (SIGKILL) in the middle of phases.
 func TestExperimentsAsBexhomaUsersKnowThem(t *testing.T) {
+	t.Parallel() // its own stack (see the package comment)
 	s := startStack(t)
 
 	t.Run("grid -nlp 2 -nbp 1,2 -nbf 1,2 -nc 2", func(t *testing.T) {

@@ -15,6 +15,7 @@ import (
 // engine), and the summary is bexhoma's Benchbase layout with figures that
 // trace back to the stored shard results.
 func TestTPCCAsBexhomaUsersKnowIt(t *testing.T) {
+	t.Parallel() // its own stack (see the package comment)
 	s := startStack(t)
 	code := fmt.Sprintf("e2e-tpcc-%d", time.Now().Unix())
 	out := s.cli(t, 6*time.Minute, "benchbase", "-e", code, "-dbms", "PostgreSQL", "-sf", "1", "-xsd", "0.25",

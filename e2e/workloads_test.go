@@ -62,6 +62,7 @@ const (
 )
 
 func TestWorkloads(t *testing.T) {
+	t.Parallel() // its own stack (see the package comment)
 	began := time.Now()
 	s := startStack(t)
 	t.Logf("stack up in %s", time.Since(began).Round(time.Millisecond))
