@@ -108,6 +108,7 @@ func (s *State) settleLostPods(i int, now time.Time) []Out {
 			lost = lostPod(cur, p)
 		}
 	}
+	s.dirty = s.dirty || len(waiting) != len(cur.LostPods)
 	cur.LostPods = waiting
 	if lost == "" {
 		return nil

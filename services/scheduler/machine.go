@@ -42,6 +42,10 @@ type State struct {
 	// Busy is the number of SUTs alive in OTHER experiments, set by the
 	// caller before Start/Step: -ms bounds SUTs across all experiments.
 	Busy int `json:"-"`
+	// dirty: a step changed what is stored without publishing anything
+	// (a tick that settled lost pods costing nothing), so it must be saved
+	// all the same.
+	dirty bool
 	// Drivers holds, per phase name, the driver.ended event of the current
 	// attempt's driver Job (Kubernetes backend) until DriverGrace has
 	// passed: then the shards still without a final are settled (drivers.go).

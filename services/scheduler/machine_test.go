@@ -889,8 +889,8 @@ func TestLostDriverPodReRunsThePhase(t *testing.T) {
 			t.Fatalf("%T: %v", ev.Msg, subjects(out))
 		}
 	}
-	if out := s.Step(Event{Tick: true}, t0.Add(LostGrace)); len(out) != 0 || len(s.Configs[0].Current.LostPods) != 0 {
-		t.Fatalf("pods without an unfinished shard: %v, waiting %v", subjects(out), s.Configs[0].Current.LostPods)
+	if out := s.Step(Event{Tick: true}, t0.Add(LostGrace)); len(out) != 0 || len(s.Configs[0].Current.LostPods) != 0 || !s.dirty {
+		t.Fatalf("pods without an unfinished shard: %v, waiting %v, to be saved %v", subjects(out), s.Configs[0].Current.LostPods, s.dirty)
 	}
 	if out := s.Step(driverLost(d, "pod-2", false), t0.Add(2*time.Second)); len(out) != 0 {
 		t.Fatalf("judged before the grace: %v", subjects(out))

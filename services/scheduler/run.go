@@ -310,7 +310,7 @@ func (s *Scheduler) step(ctx context.Context, code string, ev Event) error {
 		ev.PublishedGo = &at
 		out = st.state.Step(ev, s.now())
 	}
-	if len(out) == 0 && !ev.changes() {
+	if len(out) == 0 && !ev.changes() && !st.state.dirty {
 		return nil
 	}
 	if err := s.publish(ctx, out); err != nil {

@@ -84,21 +84,30 @@ func (k *Kube) WatchDriverPods(ctx context.Context, lost func(contracts.DriverLo
 	for ctx.Err() == nil {
 		rv, err := k.listDriverPods(ctx)
 		for err == nil && ctx.Err() == nil {
+			began := time.Now()
 			var w watch.Interface
 			w, err = pods.Watch(ctx, metav1.ListOptions{LabelSelector: driverSelector, ResourceVersion: rv, AllowWatchBookmarks: true})
 			if err == nil {
 				rv, err = k.lostPods(ctx, w.ResultChan(), rv, reported, lost)
 				w.Stop()
 			}
+			if err == nil && time.Since(began) < time.Second {
+				sleepCtx(ctx, time.Second) // closed at once (a proxy, a server stopping): no busy loop
+			}
 		}
 		k.driverPods.reset()
 		if ctx.Err() == nil {
 			k.log().Warn("driver pods not watched; a lost one is noticed by its agent's silence meanwhile", "err", err)
 		}
-		select {
-		case <-ctx.Done():
-		case <-time.After(time.Second):
-		}
+		sleepCtx(ctx, time.Second)
+	}
+}
+
+// sleepCtx waits d, or until ctx ends.
+func sleepCtx(ctx context.Context, d time.Duration) {
+	select {
+	case <-ctx.Done():
+	case <-time.After(d):
 	}
 }
 

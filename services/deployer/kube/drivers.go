@@ -173,16 +173,20 @@ func (k *Kube) simulated(ctx context.Context, pods []corev1.Pod) (bool, string) 
 	return true, strings.Join(reasons, "; ") + ": no container ran"
 }
 
-// withoutContainerIDs: the pod has container states, every one running or
-// terminated without a container ID — no container runtime ran it (a
-// kubelet sets the ID when the container starts). A container still
-// waiting has none anywhere, so it proves nothing.
+// withoutContainerIDs: the pod has container states, every one started
+// (running, or terminated after it started) without a container ID — no
+// container runtime ran it (a kubelet sets the ID when the container
+// starts). A container that never started has none anywhere, so it proves
+// nothing: one still waiting, or one a kubelet ended before it started
+// (an eviction: terminated, ContainerStatusUnknown, no start).
 func withoutContainerIDs(p corev1.Pod) bool {
 	if len(p.Status.ContainerStatuses) == 0 {
 		return false
 	}
 	for _, cs := range p.Status.ContainerStatuses {
-		if cs.ContainerID != "" || (cs.State.Running == nil && cs.State.Terminated == nil) {
+		started := (cs.State.Running != nil && !cs.State.Running.StartedAt.IsZero()) ||
+			(cs.State.Terminated != nil && !cs.State.Terminated.StartedAt.IsZero() && cs.State.Terminated.Reason != "ContainerStatusUnknown")
+		if cs.ContainerID != "" || !started {
 			return false
 		}
 	}

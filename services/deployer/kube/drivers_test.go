@@ -29,7 +29,8 @@ import (
 func driverPods(t *testing.T, f *fakeCluster, job *batchv1.Job, node string, containerIDs bool) {
 	t.Helper()
 	for i := 0; i < int(*job.Spec.Parallelism); i++ {
-		cs := corev1.ContainerStatus{Name: "driver-agent", State: corev1.ContainerState{Terminated: &corev1.ContainerStateTerminated{ExitCode: 0, Reason: "Completed"}}}
+		cs := corev1.ContainerStatus{Name: "driver-agent", State: corev1.ContainerState{Terminated: &corev1.ContainerStateTerminated{
+			ExitCode: 0, Reason: "Completed", StartedAt: metav1.Now()}}}
 		if containerIDs {
 			cs.ContainerID = "containerd://abc"
 		}
@@ -248,8 +249,9 @@ func TestPodLost(t *testing.T) {
 	}
 }
 
-// A pod whose container still waits has no container ID on any node: it is
-// not taken for kwok's when the node cannot be read.
+// A pod whose container never started has no container ID on any node
+// (still waiting, or evicted before it started): it is not taken for
+// kwok's when the node cannot be read.
 func TestAWaitingPodIsNotSimulated(t *testing.T) {
 	f, k := newFake(t)
 	f.PrependReactor("get", "nodes", func(a k8stesting.Action) (bool, runtime.Object, error) {
@@ -261,7 +263,11 @@ func TestAWaitingPodIsNotSimulated(t *testing.T) {
 	if sim, why := k.simulated(kubeCtx(t), []corev1.Pod{p}); sim {
 		t.Errorf("a waiting pod taken for simulated: %s", why)
 	}
-	p.Status.ContainerStatuses[0].State = corev1.ContainerState{Running: &corev1.ContainerStateRunning{}}
+	p.Status.ContainerStatuses[0].State = corev1.ContainerState{Terminated: &corev1.ContainerStateTerminated{ExitCode: 137, Reason: "ContainerStatusUnknown"}}
+	if sim, why := k.simulated(kubeCtx(t), []corev1.Pod{p}); sim {
+		t.Errorf("a pod evicted before its container started taken for simulated: %s", why)
+	}
+	p.Status.ContainerStatuses[0].State = corev1.ContainerState{Running: &corev1.ContainerStateRunning{StartedAt: metav1.Now()}}
 	if sim, _ := k.simulated(kubeCtx(t), []corev1.Pod{p}); !sim {
 		t.Error("a running container without an ID (kwok) not taken for simulated")
 	}
