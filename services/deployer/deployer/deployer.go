@@ -111,15 +111,17 @@ func Run(ctx context.Context, cfg Config, be backend.Backend, log *slog.Logger) 
 	}
 	pods := make(chan struct{})
 	if w, ok := be.(backend.DriverPodWatcher); ok {
+		sub, err := b.NC.Subscribe(contracts.SubjDriverPods, func(m *nats.Msg) { d.answerPods(w, m) })
+		if err != nil {
+			stop()
+			<-watched
+			return fmt.Errorf("answer %s: %w", contracts.SubjDriverPods, err)
+		}
+		defer func() { _ = sub.Unsubscribe() }()
 		go func() {
 			defer close(pods)
 			w.WatchDriverPods(dctx, func(e contracts.DriverLost) { d.driverLost(dctx, e) })
 		}()
-		sub, err := b.NC.Subscribe(contracts.SubjDriverPods, func(m *nats.Msg) { d.answerPods(w, m) })
-		if err != nil {
-			return fmt.Errorf("answer %s: %w", contracts.SubjDriverPods, err)
-		}
-		defer func() { _ = sub.Unsubscribe() }()
 	} else {
 		close(pods)
 	}
