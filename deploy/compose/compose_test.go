@@ -176,7 +176,7 @@ func TestComposeFile(t *testing.T) {
 	if err != nil {
 		t.Fatalf("compose.yaml: %v", err)
 	}
-	want := []string{"collector", "declare", "deployer", "driver-agent", "grafana", "migrate", "nats", "prometheus", "reporter", "results-db", "scheduler"}
+	want := []string{"collector", "declare", "deployer", "driver-agent", "grafana", "migrate", "nats", "nats-data-owner", "prometheus", "reporter", "results-db", "scheduler"}
 	if got := p.ServiceNames(); !slices.Equal(got, want) {
 		t.Fatalf("services %v, want %v", got, want)
 	}
@@ -199,8 +199,10 @@ func TestComposeFile(t *testing.T) {
 		}
 		// Healthchecks: every long-running service but the agents, which
 		// serve no port here (their heartbeats are their health).
-		// The one-shot steps (declare, migrate) are no daemons either.
-		daemon := len(s.Profiles) == 0 && name != "driver-agent" && name != "declare" && name != "migrate"
+		// The one-shot steps (declare, migrate, nats-data-owner) are no
+		// daemons either.
+		oneShot := name == "declare" || name == "migrate" || name == "nats-data-owner"
+		daemon := len(s.Profiles) == 0 && name != "driver-agent" && !oneShot
 		if daemon && (s.HealthCheck == nil || len(s.HealthCheck.Test) < 2) {
 			t.Errorf("%s: no healthcheck", name)
 		}
@@ -229,6 +231,23 @@ func TestComposeFile(t *testing.T) {
 		}
 		if name != "results-db" && !slices.Equal(s.CapDrop, []string{"ALL"}) {
 			t.Errorf("%s: cap_drop %v, want [ALL]", name, s.CapDrop)
+		}
+		// Root only where a step needs it: the results database's
+		// entrypoint steps down; nats-data-owner hands NATS its volume,
+		// with chown's capabilities alone. NATS itself is not root.
+		switch name {
+		case "nats-data-owner":
+			if s.User != "0:0" || !slices.Equal(s.CapAdd, []string{"CHOWN", "DAC_READ_SEARCH"}) {
+				t.Errorf("%s: user %q, cap_add %v", name, s.User, s.CapAdd)
+			}
+		case "nats":
+			if s.User == "" || strings.HasPrefix(s.User, "0") || s.DependsOn["nats-data-owner"].Condition != types.ServiceConditionCompletedSuccessfully {
+				t.Errorf("nats: user %q (want not root), after nats-data-owner: %v", s.User, s.DependsOn["nats-data-owner"])
+			}
+		default:
+			if len(s.CapAdd) > 0 {
+				t.Errorf("%s: cap_add %v", name, s.CapAdd)
+			}
 		}
 		// Ports: published on the host's loopback only.
 		for _, port := range s.Ports {
