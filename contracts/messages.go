@@ -400,11 +400,16 @@ type BarrierReady struct {
 }
 
 // BarrierGo: every shard of the phase is READY; all start at StartAt.
+// Agents and Instances (index: shard - 1) say who holds each shard: the
+// agent run whose READY the scheduler took. Only that run's signed
+// intervals and final count for the shard (contracts/sign.go).
 type BarrierGo struct {
 	Envelope
-	Phase   string    `json:"phase"`
-	Attempt int       `json:"attempt"`
-	StartAt time.Time `json:"start_at"`
+	Phase     string    `json:"phase"`
+	Attempt   int       `json:"attempt"`
+	StartAt   time.Time `json:"start_at"`
+	Agents    []string  `json:"agents,omitempty"`
+	Instances []string  `json:"instances,omitempty"`
 }
 
 // Interval is one streamed status line of a shard.

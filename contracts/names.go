@@ -44,6 +44,10 @@ const (
 	SubjPhaseSkipped = "benchq.exp.{code}.phase.skipped"
 	SubjDriverEnded  = "benchq.exp.{code}.driver.ended"
 	SubjDriverLost   = "benchq.exp.{code}.driver.lost"
+	// SubjShardEnded is a shard's final that the scheduler publishes on the
+	// shard's behalf (its driver never reported): a subject only the
+	// scheduler may publish on, where agents' finals are signed (sign.go).
+	SubjShardEnded = "benchq.exp.{code}.shard.ended"
 	// SubjDriverPods is a core NATS request (in no stream): PodsQuery.
 	SubjDriverPods          = "benchq.deployer.pods"
 	SubjExperimentDone      = "benchq.exp.{code}.done"

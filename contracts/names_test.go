@@ -156,9 +156,19 @@ func TestParseSubject(t *testing.T) {
 
 func TestLiveAgents(t *testing.T) {
 	now := time.Date(2026, 11, 21, 10, 0, 0, 0, time.UTC)
-	beats := map[string]Heartbeat{"b": {At: now.Add(-AgentLiveness)}, "a": {At: now.Add(-time.Second)}, "gone": {At: now.Add(-AgentLiveness - time.Millisecond)}}
+	beats := map[string]Heartbeat{"b": {Name: "b", At: now.Add(-AgentLiveness)}, "a": {Name: "a", At: now.Add(-time.Second)}, "gone": {Name: "gone", At: now.Add(-AgentLiveness - time.Millisecond)}}
 	if got := LiveAgents(beats, now); !reflect.DeepEqual(got, []string{"a", "b"}) {
 		t.Errorf("live %v", got)
+	}
+	// By run: two live runs of one agent name it once; the newest run is
+	// each name's.
+	runs := map[string]Heartbeat{"U1": {Name: "a", Instance: "U1", At: now.Add(-2 * time.Second)}, "U2": {Name: "a", Instance: "U2", At: now.Add(-time.Second)},
+		"U3": {Name: "b", Instance: "U3", At: now.Add(-time.Minute)}}
+	if got := LiveAgents(runs, now); !reflect.DeepEqual(got, []string{"a"}) {
+		t.Errorf("live runs %v", got)
+	}
+	if got := NewestRuns(runs); len(got) != 2 || got["a"].Instance != "U2" || got["b"].Instance != "U3" {
+		t.Errorf("newest runs %v", got)
 	}
 	if !(Heartbeat{At: now}).Live(now.Add(AgentLiveness)) || (Heartbeat{At: now}).Live(now.Add(AgentLiveness+1)) {
 		t.Error("Heartbeat.Live disagrees with AgentLiveness")

@@ -33,6 +33,7 @@ const (
 	TopicPhaseSkipped        Topic = "phase_skipped"
 	TopicDriverEnded         Topic = "driver_ended"
 	TopicDriverLost          Topic = "driver_lost"
+	TopicShardEnded          Topic = "shard_ended"
 	TopicExperimentDone      Topic = "experiment_done"
 	TopicExperimentFailed    Topic = "experiment_failed"
 	TopicExperimentCancelled Topic = "experiment_cancelled"
@@ -69,6 +70,7 @@ var topics = map[Topic]*topic{
 	TopicPhaseSkipped:        {tmpl: SubjPhaseSkipped, schema: SchemaPhase, msg: func() Message { return &PhaseEvent{} }},
 	TopicDriverEnded:         {tmpl: SubjDriverEnded, schema: SchemaDriverEnded, msg: func() Message { return &DriverEnded{} }},
 	TopicDriverLost:          {tmpl: SubjDriverLost, schema: SchemaDriverLost, msg: func() Message { return &DriverLost{} }},
+	TopicShardEnded:          {tmpl: SubjShardEnded, schema: SchemaFinal, msg: func() Message { return &Final{} }},
 	TopicExperimentDone:      {tmpl: SubjExperimentDone, schema: SchemaExperimentEnd, msg: func() Message { return &ExperimentEnd{} }},
 	TopicExperimentFailed:    {tmpl: SubjExperimentFailed, schema: SchemaExperimentEnd, msg: func() Message { return &ExperimentEnd{} }},
 	TopicExperimentCancelled: {tmpl: SubjExperimentCancelled, schema: SchemaExperimentEnd, msg: func() Message { return &ExperimentEnd{} }},

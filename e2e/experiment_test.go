@@ -72,6 +72,10 @@ func TestEmbeddedStack(t *testing.T) {
 		// redis-server's CPU seconds as the kernel counts them, sampled
 		// every 50 ms from the SUT's start to the experiment's end.
 		var cpu *cpuSampler
+		// Another agent forging the benchmarking shard's results and its
+		// agent's heartbeats (forgery_test.go).
+		var loaded string // the configuration, once its loading is done
+		var forged *forger
 		out := s.runExperiment(t, code, "Redis", 0, func(subject string, data []byte, ep *contracts.Endpoint) {
 			var pe contracts.PhaseEvent
 			_ = json.Unmarshal(data, &pe)
@@ -83,7 +87,12 @@ func TestEmbeddedStack(t *testing.T) {
 				// environment's memory with its process title, so its
 				// /proc/<pid>/environ cannot tell).
 				s.checkNoSecrets(t, "the SUT's exporter", "REDIS_PASSWORD", "prometheus-redis-exporter", fmt.Sprintf(":%d", ep.Port))
+			case strings.HasSuffix(subject, ".barrier.go") && loaded != "" && forged == nil:
+				var g contracts.BarrierGo
+				_ = json.Unmarshal(data, &g)
+				forged = s.forge(t, code, loaded, g)
 			case strings.HasSuffix(subject, ".phase.done") && pe.Kind == contracts.KindLoad:
+				loaded = pe.Configuration
 				// The SUT takes no client without the stack's password.
 				addr := fmt.Sprintf("%s:%d", ep.Host, ep.Port)
 				if _, err := localdb.RedisCommand(context.Background(), addr, "DBSIZE"); err == nil || !strings.Contains(err.Error(), "NOAUTH") {
@@ -115,6 +124,11 @@ func TestEmbeddedStack(t *testing.T) {
 		}
 		if counted["killed"] != 1 {
 			t.Error("the collector was not killed during the benchmark phase")
+		}
+		if forged == nil {
+			t.Error("no GO of the benchmarking phase: nothing was forged")
+		} else {
+			forged.check(t, s)
 		}
 		s.checkResults(t, code, out)
 		// The experiment as DataFrames: exported as CSV and parquet, read

@@ -181,7 +181,11 @@ func agentTable(ctx context.Context, js jetstream.JetStream) [][]string {
 	return kvTable(ctx, js, contracts.KVAgents, 3, "(none: start agents with benchq up)", func(k string, v []byte) []string {
 		var hb contracts.Heartbeat
 		_ = json.Unmarshal(v, &hb)
-		return []string{k, fmt.Sprintf("%.0fs ago", time.Since(hb.At).Seconds()), hb.Busy}
+		name := hb.Name
+		if err := contracts.VerifyHeartbeat(k, hb); err != nil {
+			name = k + " (not its run's: " + err.Error() + ")"
+		}
+		return []string{name, fmt.Sprintf("%.0fs ago", time.Since(hb.At).Seconds()), hb.Busy}
 	})
 }
 

@@ -29,6 +29,9 @@ type Bus struct {
 	NC  *nats.Conn
 	JS  jetstream.JetStream
 	Log *slog.Logger
+	// Signer, when set (a driver agent's run), signs every message Publish
+	// sends and every heartbeat (contracts/sign.go).
+	Signer *contracts.Signer
 }
 
 // Connect dials url and retries until ctx ends, so services may start before
@@ -223,12 +226,29 @@ func (b *Bus) Publish(ctx context.Context, subject string, msg contracts.Message
 	return b.PublishRaw(ctx, subject, msg.Head().ID, data)
 }
 
-// PublishRaw publishes already-encoded JSON with an explicit id.
+// PublishRaw publishes already-encoded JSON with an explicit id, signed
+// when the bus has a Signer.
 func (b *Bus) PublishRaw(ctx context.Context, subject, id string, data []byte) error {
-	if _, err := b.JS.Publish(ctx, subject, data, jetstream.WithMsgID(id)); err != nil {
+	msg := &nats.Msg{Subject: subject, Data: data, Header: nats.Header{}}
+	if b.Signer != nil {
+		signer, sig, err := b.Signer.Sign(subject, data)
+		if err != nil {
+			return fmt.Errorf("sign %s (id %s): %w", subject, id, err)
+		}
+		msg.Header.Set(contracts.SignerHeader, signer)
+		msg.Header.Set(contracts.SignatureHeader, sig)
+		id = contracts.SignedMsgID(id, sig)
+	}
+	if _, err := b.JS.PublishMsg(ctx, msg, jetstream.WithMsgID(id)); err != nil {
 		return fmt.Errorf("publish %s (id %s): %w", subject, id, err)
 	}
 	return nil
+}
+
+// VerifyMsg checks a received message's signature (contracts.Verify) and
+// returns its signer.
+func VerifyMsg(subject string, data []byte, header nats.Header) (string, error) {
+	return contracts.Verify(subject, data, header.Get(contracts.SignerHeader), header.Get(contracts.SignatureHeader))
 }
 
 // PublishNew is PublishRaw for a message that must be new: it reports

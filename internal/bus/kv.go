@@ -38,23 +38,41 @@ func Values(ctx context.Context, kv jetstream.KeyValue) (map[string][]byte, erro
 	}
 }
 
-// Heartbeats reads the agents bucket: agent name → its last heartbeat. An
-// entry that is not a heartbeat is left out.
-func Heartbeats(ctx context.Context, js jetstream.JetStream) (map[string]contracts.Heartbeat, error) {
+// AgentRuns reads the agents bucket: instance → the last heartbeat of that
+// agent run. Only heartbeats signed by their instance and stored under its
+// own key count (contracts.VerifyHeartbeat); refused maps the others' keys
+// to why.
+func AgentRuns(ctx context.Context, js jetstream.JetStream) (runs map[string]contracts.Heartbeat, refused map[string]string, err error) {
 	kv, err := js.KeyValue(ctx, contracts.KVAgents)
 	if err != nil {
-		return nil, fmt.Errorf("bucket %s: %w", contracts.KVAgents, err)
+		return nil, nil, fmt.Errorf("bucket %s: %w", contracts.KVAgents, err)
 	}
 	values, err := Values(ctx, kv)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
-	beats := map[string]contracts.Heartbeat{}
+	runs, refused = map[string]contracts.Heartbeat{}, map[string]string{}
 	for k, v := range values {
 		var hb contracts.Heartbeat
-		if json.Unmarshal(v, &hb) == nil {
-			beats[k] = hb
+		if err := json.Unmarshal(v, &hb); err != nil {
+			refused[k] = "not a heartbeat"
+			continue
 		}
+		if err := contracts.VerifyHeartbeat(k, hb); err != nil {
+			refused[k] = err.Error()
+			continue
+		}
+		runs[hb.Instance] = hb
 	}
-	return beats, nil
+	return runs, refused, nil
+}
+
+// Heartbeats reads the agents bucket: agent name → the last heartbeat of
+// its newest run (contracts.NewestRuns); only signed heartbeats count.
+func Heartbeats(ctx context.Context, js jetstream.JetStream) (map[string]contracts.Heartbeat, error) {
+	runs, _, err := AgentRuns(ctx, js)
+	if err != nil {
+		return nil, err
+	}
+	return contracts.NewestRuns(runs), nil
 }

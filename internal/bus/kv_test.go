@@ -23,9 +23,20 @@ func TestHeartbeatsSkipsUndecodableEntries(t *testing.T) {
 		t.Fatal(err)
 	}
 	at := time.Date(2026, 11, 21, 12, 0, 0, 0, time.UTC)
-	good, _ := json.Marshal(contracts.Heartbeat{Name: "driver-agent-1", At: at, Busy: "job-1"})
-	for key, val := range map[string][]byte{"driver-agent-1": good, "garbled": []byte("{")} {
-		if _, err := kv.Put(ctx, key, val); err != nil {
+	run, _ := contracts.NewSigner()
+	other, _ := contracts.NewSigner()
+	hb := contracts.Heartbeat{Name: "driver-agent-1", At: at, Busy: "job-1"}
+	_ = run.SignHeartbeat(&hb)
+	good, _ := json.Marshal(hb)
+	// Another run's heartbeat in driver-agent-1's name, newer, put under
+	// the first run's key; an unsigned one; a run's own under its name only.
+	forged := contracts.Heartbeat{Name: "driver-agent-1", At: at.Add(time.Hour), Busy: "job-9"}
+	_ = other.SignHeartbeat(&forged)
+	forgedData, _ := json.Marshal(forged)
+	unsigned, _ := json.Marshal(contracts.Heartbeat{Name: "driver-agent-2", At: at})
+	key := contracts.HeartbeatKey(hb.Name, hb.Instance)
+	for k, val := range map[string][]byte{key: good, "garbled": []byte("{"), "driver-agent-2": unsigned, "driver-agent-1": forgedData} {
+		if _, err := kv.Put(ctx, k, val); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -35,6 +46,10 @@ func TestHeartbeatsSkipsUndecodableEntries(t *testing.T) {
 	}
 	if len(beats) != 1 || !beats["driver-agent-1"].At.Equal(at) || beats["driver-agent-1"].Busy != "job-1" {
 		t.Errorf("heartbeats = %+v, want only driver-agent-1 at %s busy job-1", beats, at)
+	}
+	runs, refused, err := bus.AgentRuns(ctx, b.JS)
+	if err != nil || len(runs) != 1 || runs[run.Public()].Busy != "job-1" || len(refused) != 3 || refused["garbled"] != "not a heartbeat" {
+		t.Errorf("runs %v, refused %q (%v)", runs, refused, err)
 	}
 }
 

@@ -3,6 +3,7 @@ package bus
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"time"
 
@@ -40,18 +41,25 @@ func (b *Bus) ShardAwaited(ctx context.Context, code, phase string, attempt, sha
 	return st.Waits(phase, attempt, shard), nil
 }
 
-// PutHeartbeat stores an agent's heartbeat in the agents KV bucket, whose
-// TTL forgets agents that stopped beating.
+// PutHeartbeat stores an agent run's heartbeat, signed by the bus's Signer
+// (required), under its own key in the agents KV bucket, whose TTL forgets
+// runs that stopped beating.
 func (b *Bus) PutHeartbeat(ctx context.Context, h contracts.Heartbeat) error {
+	if b.Signer == nil {
+		return errors.New("heartbeat: the bus has no signer")
+	}
 	kv, err := b.JS.KeyValue(ctx, contracts.KVAgents)
 	if err != nil {
 		return fmt.Errorf("kv %s: %w", contracts.KVAgents, err)
+	}
+	if err := b.Signer.SignHeartbeat(&h); err != nil {
+		return err
 	}
 	data, err := json.Marshal(h)
 	if err != nil {
 		return err
 	}
-	_, err = kv.Put(ctx, h.Name, data)
+	_, err = kv.Put(ctx, contracts.HeartbeatKey(h.Name, h.Instance), data)
 	return err
 }
 

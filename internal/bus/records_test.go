@@ -54,19 +54,30 @@ func TestPutHeartbeat(t *testing.T) {
 	t.Parallel()
 	ctx, b := freshBus(t)
 	at := time.Date(2030, 1, 2, 3, 4, 5, 0, time.UTC)
-	if err := b.PutHeartbeat(ctx, contracts.Heartbeat{Name: "agent-1", At: at, Busy: "x.c-load.1.a1.job"}); err != nil {
+	hb := contracts.Heartbeat{Name: "agent-1", At: at, Busy: "x.c-load.1.a1.job"}
+	if err := b.PutHeartbeat(ctx, hb); err == nil {
+		t.Error("a bus without a signer put a heartbeat")
+	}
+	var err error
+	if b.Signer, err = contracts.NewSigner(); err != nil {
+		t.Fatal(err)
+	}
+	if err := b.PutHeartbeat(ctx, hb); err != nil {
 		t.Fatal(err)
 	}
 	kv, err := b.JS.KeyValue(ctx, contracts.KVAgents)
 	if err != nil {
 		t.Fatal(err)
 	}
-	e, err := kv.Get(ctx, "agent-1")
+	// Under the run's own key, signed by it.
+	key := contracts.HeartbeatKey("agent-1", b.Signer.Public())
+	e, err := kv.Get(ctx, key)
 	if err != nil {
 		t.Fatal(err)
 	}
-	var hb contracts.Heartbeat
-	if err := json.Unmarshal(e.Value(), &hb); err != nil || hb.Name != "agent-1" || !hb.At.Equal(at) || hb.Busy != "x.c-load.1.a1.job" {
+	var got contracts.Heartbeat
+	if err := json.Unmarshal(e.Value(), &got); err != nil || got.Name != "agent-1" || !got.At.Equal(at) || got.Busy != "x.c-load.1.a1.job" ||
+		got.Instance != b.Signer.Public() || contracts.VerifyHeartbeat(key, got) != nil {
 		t.Errorf("stored %s (%v)", e.Value(), err)
 	}
 }

@@ -120,7 +120,7 @@ func For(role Role) Permissions {
 		return p
 	case Scheduler:
 		all(contracts.TopicRejected, contracts.TopicPlanned, contracts.TopicDeploy, contracts.TopicTeardown,
-			contracts.TopicShard, contracts.TopicDrivers, contracts.TopicBarrierGo,
+			contracts.TopicShard, contracts.TopicDrivers, contracts.TopicBarrierGo, contracts.TopicShardEnded,
 			contracts.TopicPhaseStarted, contracts.TopicPhaseDone, contracts.TopicPhaseFailed, contracts.TopicPhaseSkipped,
 			contracts.TopicExperimentDone, contracts.TopicExperimentFailed, contracts.TopicExperimentCancelled,
 			contracts.TopicRequest, contracts.TopicStop) // what its HTTP intake accepted (intake.go)

@@ -167,6 +167,11 @@ func TestEachRoleDoesItsPartAndNoMore(t *testing.T) {
 	if client.denied(t, "benchq.results") {
 		t.Error("the client may not subscribe to the results")
 	}
+	signer, err := contracts.NewSigner()
+	if err != nil {
+		t.Fatal(err)
+	}
+	agent.b.Signer = signer
 	if err := agent.b.PutHeartbeat(ctx, contracts.Heartbeat{Name: "a1", At: time.Now()}); err != nil {
 		t.Errorf("the agent cannot beat: %v", err)
 	}

@@ -10,6 +10,8 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5/pgxpool"
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/benchq/benchq/contracts"
@@ -35,8 +37,11 @@ type env struct {
 	nats string
 	db   string
 	pub  *bus.Bus
-	pool *pgxpool.Pool
-	reg  *prometheus.Registry // the collector's metrics; nil: none
+	// agent publishes what a driver agent does (READY, intervals, finals),
+	// signed by its run's key, as an agent's bus does.
+	agent *bus.Bus
+	pool  *pgxpool.Pool
+	reg   *prometheus.Registry // the collector's metrics; nil: none
 }
 
 func newEnv(t *testing.T) *env {
@@ -49,6 +54,11 @@ func newEnv(t *testing.T) *env {
 		t.Fatal(err)
 	}
 	t.Cleanup(e.pub.Close)
+	signer, err := contracts.NewSigner()
+	if err != nil {
+		t.Fatal(err)
+	}
+	e.agent = &bus.Bus{NC: e.pub.NC, JS: e.pub.JS, Log: e.pub.Log, Signer: signer}
 	if err := e.pub.Setup(ctx); err != nil {
 		t.Fatal(err)
 	}
@@ -73,16 +83,25 @@ func (e *env) start() (stop func()) {
 
 func (e *env) publish(subject string, m contracts.Message) {
 	e.t.Helper()
-	if err := e.pub.Publish(e.ctx, subject, m); err != nil {
+	if err := e.publisher(subject).Publish(e.ctx, subject, m); err != nil {
 		e.t.Fatal(err)
 	}
 }
 
 func (e *env) publishRaw(subject, msgID string, data []byte) {
 	e.t.Helper()
-	if err := e.pub.PublishRaw(e.ctx, subject, msgID, data); err != nil {
+	if err := e.publisher(subject).PublishRaw(e.ctx, subject, msgID, data); err != nil {
 		e.t.Fatal(err)
 	}
+}
+
+// publisher is who publishes on subject: the agent (signing) for what
+// driver agents say, else the services' bus.
+func (e *env) publisher(subject string) *bus.Bus {
+	if p, err := contracts.ParseSubject(subject); err == nil && agentTopics[p.Topic] {
+		return e.agent
+	}
+	return e.pub
 }
 
 // settled waits until the collector's consumers have acknowledged (or
@@ -446,12 +465,13 @@ func TestCollectorDropsMalformedMessages(t *testing.T) {
 	e.publishRaw("benchq.results.x.p.1.final", "nonsense-2", []byte(`not even json`))
 	e.publishRaw("benchq.exp.x.whatever", "nonsense-3", []byte(`{}`)) // no schema for the subject
 	e.publish(x.planned(t))
+	e.publish(x.phaseEvent(0, contracts.PhaseStarted))
 	e.publish(x.final(0, 1))
 	e.settled() // the malformed ones are terminated, not pending
 
 	e.expect("experiments", []string{"c3"}, `SELECT code FROM experiments`)
 	e.expect("shard_results", []string{"1"}, `SELECT shard::text FROM shard_results`)
-	e.expect("messages", []string{"c3.planned", "c3." + x.cfg.Phases[0].Name + ".1.a1.final"}, `SELECT id FROM messages ORDER BY id DESC`)
+	e.expect("messages", []string{"c3.planned", "c3." + x.cfg.Phases[0].Name + ".a1.started", "c3." + x.cfg.Phases[0].Name + ".1.a1.final"}, `SELECT id FROM messages ORDER BY id DESC`)
 
 	// Still serving.
 	e.publish(x.sutReady())
@@ -459,15 +479,21 @@ func TestCollectorDropsMalformedMessages(t *testing.T) {
 	e.expect("configurations", []string{"local"}, `SELECT backend FROM configurations`)
 }
 
-// There is no foreign key to experiments: results of an experiment whose
-// planned event is not stored yet are kept.
-func TestCollectorStoresResultsBeforeThePlan(t *testing.T) {
+// The events and the results are read by two consumers, so a shard's
+// results may come before its experiment's events. There is no foreign key
+// to experiments: they are kept, and stored once the phase's events (its
+// GO names who may report for the shard, holders.go) are; the plan may come
+// later still.
+func TestCollectorStoresResultsBeforeTheirEvents(t *testing.T) {
 	t.Parallel()
 	e := newEnv(t)
 	e.start()
 	x := newExperiment(t, "c4")
 	e.publish(x.final(0, 2))
 	e.publish(x.interval(0, 2, 1))
+	time.Sleep(2 * time.Second)
+	e.expect("shard_results before the phase's events", nil, `SELECT code || ' ' || shard FROM shard_results`)
+	e.publish(x.phaseEvent(0, contracts.PhaseStarted))
 	e.settled()
 	e.expect("shard_results", []string{"c4 2"}, `SELECT code || ' ' || shard FROM shard_results`)
 	e.expect("shard_operations", []string{"2"}, `SELECT count(*)::text FROM shard_operations`)
@@ -490,6 +516,7 @@ func TestCollectorPoisonMessageDoesNotBlockItsBatch(t *testing.T) {
 	x := newExperiment(t, "c5")
 	subj, bad := x.final(0, 1)
 	bad.Error, bad.Status = "driver failed: \x00garbage", contracts.StatusFailed
+	e.publish(x.phaseEvent(0, contracts.PhaseStarted))
 	e.publish(subj, bad)
 	e.publish(x.final(0, 2))
 	e.start() // after publishing, so that both arrive in one batch
@@ -532,7 +559,7 @@ func TestMigrateIsIdempotent(t *testing.T) {
 	if err := rows.Err(); err != nil {
 		t.Fatal(err)
 	}
-	if fmt.Sprint(versions) != "[0001_init 0002_histograms 0003_metrics 0004_metric_summaries 0005_views 0006_saturation 0007_roles]" {
+	if fmt.Sprint(versions) != "[0001_init 0002_histograms 0003_metrics 0004_metric_summaries 0005_views 0006_saturation 0007_roles 0008_shard_holders]" {
 		t.Errorf("schema_migrations = %v", versions)
 	}
 	var tables int
@@ -597,8 +624,65 @@ func TestCollectorKeepsTextThatSpellsOutANUL(t *testing.T) {
 	x := newExperiment(t, "c6")
 	subj, f := x.final(0, 1)
 	f.Stdout = `path C:\u0000 and a real NUL: ` + "\x00"
+	e.publish(x.phaseEvent(0, contracts.PhaseStarted))
 	e.publish(subj, f)
 	e.settled()
 	e.expect("stdout", []string{`path C:\u0000 and a real NUL: ` + "\ufffd"}, `SELECT stdout FROM shard_results`)
-	e.expect("raw message", []string{`path C:\u0000 and a real NUL: ` + "\ufffd"}, `SELECT payload->>'stdout' FROM messages`)
+	e.expect("raw message", []string{`path C:\u0000 and a real NUL: ` + "\ufffd"}, `SELECT payload->>'stdout' FROM messages WHERE subject LIKE '%.final'`)
+}
+
+// Only the run the GO names as a shard's holder may report for it: another
+// agent's final or interval — signed by its own key, or carrying the
+// holder's key with a signature that does not match, or unsigned — is
+// refused (terminated, stored nowhere), and the holder's own final, which
+// comes after the forgery under the same message id, is stored.
+func TestCollectorStoresOnlyTheShardHoldersResults(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	e.start()
+	x := newExperiment(t, "c7")
+	load := x.cfg.Phases[0].Name
+	rogue, _ := contracts.NewSigner()
+	rogueBus := &bus.Bus{NC: e.pub.NC, JS: e.pub.JS, Log: e.pub.Log, Signer: rogue}
+	e.publish(x.planned(t))
+	e.publish(contracts.TopicBarrierGo.For("c7"), &contracts.BarrierGo{
+		Envelope: contracts.NewEnvelope("c7", "c7."+load+".a1.go", t0.Add(9*time.Second)), Phase: load, Attempt: 1, StartAt: t0.Add(10 * time.Second),
+		Agents: []string{"agent-1", "agent-2"}, Instances: []string{e.agent.Signer.Public(), e.agent.Signer.Public()},
+	})
+	e.publish(x.phaseEvent(0, contracts.PhaseStarted))
+
+	// Signed by the rogue's own key.
+	subj, forged := x.final(0, 1)
+	forged.Throughput = 999999
+	if err := rogueBus.Publish(e.ctx, subj, forged); err != nil {
+		t.Fatal(err)
+	}
+	isubj, iv := x.interval(0, 1, 1)
+	iv.OpsPerSec = 999999
+	if err := rogueBus.Publish(e.ctx, isubj, iv); err != nil {
+		t.Fatal(err)
+	}
+	// The holder's key, the rogue's signature.
+	data, _ := json.Marshal(forged)
+	_, sig, _ := rogue.Sign(subj, data)
+	m := &nats.Msg{Subject: subj, Data: data, Header: nats.Header{}}
+	m.Header.Set(contracts.SignerHeader, e.agent.Signer.Public())
+	m.Header.Set(contracts.SignatureHeader, sig)
+	if _, err := e.pub.JS.PublishMsg(e.ctx, m, jetstream.WithMsgID("forged-as-holder")); err != nil {
+		t.Fatal(err)
+	}
+	// Unsigned.
+	if err := e.pub.PublishRaw(e.ctx, subj, "unsigned", data); err != nil {
+		t.Fatal(err)
+	}
+	e.settled()
+	e.expect("nothing of the forgeries", nil, `SELECT shard::text FROM shard_results UNION ALL SELECT shard::text FROM intervals UNION ALL SELECT id FROM messages WHERE subject LIKE 'benchq.results.%'`)
+
+	// The holder's own, after them.
+	e.publish(x.final(0, 1))
+	e.publish(x.interval(0, 1, 1))
+	e.settled()
+	e.expect("the holder's final", []string{"agent-1 125.5"}, `SELECT agent || ' ' || throughput FROM shard_results`)
+	e.expect("the holder's interval", []string{"100"}, `SELECT ops_per_sec::text FROM intervals`)
+	e.expect("holders", []string{"1 agent-1", "2 agent-2"}, `SELECT shard || ' ' || agent FROM shard_holders ORDER BY shard`)
 }

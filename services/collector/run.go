@@ -117,9 +117,15 @@ func storeBatch(ctx context.Context, db *pgxpool.Pool, msgs []jetstream.Msg) []e
 	recs := make([]*record, len(msgs))
 	for i, m := range msgs {
 		r, err := decode(m.Subject(), m.Data())
+		if err == nil {
+			r.signer, err = verifyAgent(m.Subject(), m.Data(), m.Headers()) // the bytes as signed
+		}
 		if err != nil {
 			errs[i] = err
 			continue
+		}
+		if meta, err := m.Metadata(); err == nil {
+			r.storedAt = meta.Timestamp
 		}
 		recs[i] = &r
 	}

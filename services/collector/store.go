@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"maps"
+	"time"
 
 	"github.com/jackc/pgx/v5"
 
@@ -20,6 +21,11 @@ type record struct {
 	head    contracts.Envelope
 	raw     []byte
 	msg     any
+	// signer is the driver agent run that signed the message (holders.go);
+	// "" for every other message.
+	signer string
+	// storedAt is when JetStream stored the message.
+	storedAt time.Time
 }
 
 // decode validates a message against the schema its subject implies.
@@ -62,6 +68,19 @@ func replaceNULEscapes(data []byte) []byte {
 // then its projection. A message already stored is skipped entirely, so a
 // redelivery never changes or duplicates a row.
 func write(ctx context.Context, tx pgx.Tx, r record) error {
+	if r.signer != "" {
+		// A shard's interval or final counts only from the run holding it.
+		var err error
+		switch m := r.msg.(type) {
+		case *contracts.Final:
+			err = checkHolder(ctx, tx, r, m.Phase, m.Attempt, m.Shard)
+		case *contracts.Interval:
+			err = checkHolder(ctx, tx, r, m.Phase, m.Attempt, m.Shard)
+		}
+		if err != nil {
+			return err
+		}
+	}
 	tag, err := tx.Exec(ctx, `INSERT INTO messages (id, code, subject, ts, payload) VALUES ($1, $2, $3, $4, $5) ON CONFLICT (id) DO NOTHING`,
 		r.head.ID, r.head.Code, r.subject, r.head.TS, r.raw)
 	if err != nil {
@@ -71,6 +90,8 @@ func write(ctx context.Context, tx pgx.Tx, r record) error {
 		return nil
 	}
 	switch m := r.msg.(type) {
+	case *contracts.BarrierGo:
+		err = writeHolders(ctx, tx, m)
 	case *contracts.Planned:
 		return writePlanned(ctx, tx, m)
 	case *contracts.SUTReady:

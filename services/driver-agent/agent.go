@@ -51,7 +51,7 @@ type Agent struct {
 	log      *slog.Logger
 	busy     atomic.Value  // string: the id of the shard job in flight, for heartbeats
 	beatNow  chan struct{} // a heartbeat at once (the job in flight changed)
-	instance string        // this run of the agent, in READY and heartbeats
+	instance string        // this run of the agent (its public key), in READY and heartbeats
 	lim      phaseState    // shards ended, for Limits.MaxShards (phase.go)
 	metrics  *agentMetrics
 }
@@ -79,10 +79,17 @@ func Run(ctx context.Context, cfg Config, log *slog.Logger) error {
 	if err := b.WaitDeclared(ctx); err != nil {
 		return err
 	}
-	// The run's start instant names this run of the agent (contracts
-	// BarrierReady.Instance): the scheduler tells a restarted agent from
-	// the one that took a shard by it.
-	a := &Agent{cfg: cfg, bus: b, log: log, instance: time.Now().UTC().Format(time.RFC3339Nano), beatNow: make(chan struct{}, 1)}
+	// The run's own key pair signs what it says for a shard, and its public
+	// key names this run of the agent (contracts BarrierReady.Instance):
+	// the scheduler tells a restarted agent from the one that took a shard
+	// by it, and counts a shard's results only when that run signed them
+	// (contracts/sign.go).
+	signer, err := contracts.NewSigner()
+	if err != nil {
+		return err
+	}
+	b.Signer = signer
+	a := &Agent{cfg: cfg, bus: b, log: log, instance: signer.Public(), beatNow: make(chan struct{}, 1)}
 	if a.metrics, err = newAgentMetrics(obs.Or(cfg.Metrics)); err != nil {
 		return err
 	}

@@ -17,6 +17,10 @@ import (
 func TestAJobItsAgentStillRunsIsNotRunTwice(t *testing.T) {
 	ctx := t.Context()
 	b := testenv.Bus(t, ctx, testenv.NATS(t))
+	var err error
+	if b.Signer, err = contracts.NewSigner(); err != nil {
+		t.Fatal(err)
+	}
 	a := &Agent{cfg: Config{Name: "agent-2"}, bus: b}
 	host, _ := os.Hostname()
 

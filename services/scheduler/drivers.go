@@ -175,7 +175,7 @@ func (s *State) settleDrivers(i int, now time.Time) []Out {
 	var out []Out
 	shardFinal := func(shard int, status, text string) {
 		cur.Done[shard-1] = &ShardDone{Status: status, Error: text, StartedAt: start, EndedAt: end}
-		out = append(out, Out{Subject: contracts.FinalSubject(s.Code, ph.Name, shard), Msg: &contracts.Final{
+		out = append(out, Out{Subject: contracts.TopicShardEnded.For(s.Code), Msg: &contracts.Final{
 			Envelope:      env(s.Code, contracts.FinalID(s.Code, ph.Name, shard, cur.Attempt), now),
 			Configuration: pc.Name, Phase: ph.Name, Kind: ph.Kind, Shard: shard, Attempt: cur.Attempt,
 			Agent: d.Job, Status: status, Error: text, StartedAt: start, EndedAt: end,

@@ -239,6 +239,8 @@ func TestKubeExperiment(t *testing.T) {
 		case *contracts.PhaseEvent:
 			phases = append(phases, *e)
 			subj += "(" + e.Phase + ")"
+		case *contracts.Final: // the scheduler's, on the shard's behalf
+			subj += fmt.Sprintf("(%s %d)", e.Phase, e.Shard)
 		case *contracts.ExperimentEnd:
 			end = *e
 		}
@@ -252,12 +254,15 @@ func TestKubeExperiment(t *testing.T) {
 		"planned",
 		"sut.ready",
 		"driver.ended(" + load + ", simulated=true)",
+		"shard.ended(" + load + " 1)", "shard.ended(" + load + " 2)",
 		"phase.started(" + load + ")",
 		"phase.done(" + load + ")",
 		"driver.ended(" + run1 + ", simulated=true)",
+		"shard.ended(" + run1 + " 1)",
 		"phase.started(" + run1 + ")",
 		"phase.done(" + run1 + ")",
 		"driver.ended(" + run2 + ", simulated=true)",
+		"shard.ended(" + run2 + " 1)", "shard.ended(" + run2 + " 2)",
 		"phase.started(" + run2 + ")",
 		"phase.done(" + run2 + ")",
 		"sut.removed",
@@ -316,8 +321,9 @@ func TestKubeExperiment(t *testing.T) {
 	}
 
 	// One final per shard, published by the scheduler on the shards'
-	// behalf: simulated, no measurement.
-	results, err := b.JS.OrderedConsumer(ctx, contracts.StreamResults, jetstream.OrderedConsumerConfig{FilterSubjects: []string{"benchq.results." + code + ".>"}})
+	// behalf (on its own subject: agents sign theirs): simulated, no
+	// measurement.
+	results, err := b.JS.OrderedConsumer(ctx, contracts.StreamEvents, jetstream.OrderedConsumerConfig{FilterSubjects: []string{contracts.TopicShardEnded.For(code)}})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -78,15 +78,22 @@ type Event struct {
 	// between): the replayed step starts the phase at that instant again,
 	// not at a new one the agents never heard of.
 	PublishedGo *time.Time
-	// Heartbeats of the driver agents (name → last heartbeat), read for a tick;
-	// nil when unknown, which disables the lost-agent check. BeatsAt is
-	// when the read began: an agent's silence is judged at that instant,
-	// not at the step's, which may come seconds later on a busy machine.
-	Heartbeats map[string]contracts.Heartbeat
-	BeatsAt    time.Time
-	// Vouched are the late agents whose process is seen working (the
-	// scheduler's voucher, vouch.go): not lost.
+	// Runs are the driver agents' runs (instance → its last signed
+	// heartbeat, bus.AgentRuns), read for a tick; nil when unknown, which
+	// disables the lost-agent check. BeatsAt is when the read began: an
+	// agent's silence is judged at that instant, not at the step's, which
+	// may come seconds later on a busy machine.
+	Runs    map[string]contracts.Heartbeat
+	BeatsAt time.Time
+	// Vouched are the late runs (by instance) whose process or pod is seen
+	// working (the scheduler's voucher, vouch.go): not lost.
 	Vouched map[string]bool
+	// Gone are the runs (by instance) whose process on this host ended
+	// while a newer run beats under their name: restarted (vouch.go).
+	Gone map[string]bool
+	// Signer is the instance that signed Msg (a READY or a shard's final:
+	// contracts/sign.go), checked by the caller; "" for any other message.
+	Signer string
 	// storedAt is when JetStream stored the event (zero for a tick or a
 	// stop): the start of a phase switch, for metrics only.
 	storedAt time.Time
@@ -130,7 +137,7 @@ func (s *State) Step(ev Event, now time.Time) []Out {
 	case *contracts.BarrierReady:
 		out = s.onReady(m, now, ev.PublishedGo)
 	case *contracts.Final:
-		out = s.onFinal(m, now)
+		out = s.onFinal(m, now, ev.Signer)
 	case *contracts.Stop:
 		out = s.onStop(m, now)
 	case *contracts.DriverEnded:
@@ -143,7 +150,7 @@ func (s *State) Step(ev Event, now time.Time) []Out {
 			if beatsAt.IsZero() || beatsAt.After(now) {
 				beatsAt = now
 			}
-			out = s.onTick(now, ev.Heartbeats, beatsAt, ev.Vouched)
+			out = s.onTick(now, ev.Runs, beatsAt, ev.Vouched, ev.Gone)
 		}
 	}
 	return append(out, s.advance(now)...)

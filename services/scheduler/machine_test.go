@@ -47,6 +47,21 @@ func jobs(out []Out) []*contracts.ShardJob {
 	return j
 }
 
+// byRun keys heartbeats given by agent name by their run, as the scheduler
+// reads them (bus.AgentRuns): a heartbeat without an instance is its agent's
+// run "run-<name>".
+func byRun(beats map[string]contracts.Heartbeat) map[string]contracts.Heartbeat {
+	runs := map[string]contracts.Heartbeat{}
+	for name, hb := range beats {
+		hb.Name = name
+		if hb.Instance == "" {
+			hb.Instance = "run-" + name
+		}
+		runs[hb.Instance] = hb
+	}
+	return runs
+}
+
 func final(j *contracts.ShardJob, status string) Event {
 	return Event{Msg: &contracts.Final{Phase: j.Phase, Shard: j.Shard, Attempt: j.Attempt, Status: status,
 		StartedAt: t0.Add(time.Second), EndedAt: t0.Add(time.Duration(2+j.Shard) * time.Second)}}
@@ -318,11 +333,11 @@ func TestLostAgentReRunsThePhaseOnce(t *testing.T) {
 		s.Step(Event{Msg: &contracts.BarrierReady{Phase: j.Phase, Shard: j.Shard, Attempt: 1, Agent: fmt.Sprintf("a%d", k+1)}}, t0)
 	}
 	beats := map[string]contracts.Heartbeat{"a1": {At: t0}, "a2": {At: t0}}
-	if out := s.Step(Event{Tick: true, Heartbeats: beats}, t0.Add(10*time.Second)); len(out) != 0 {
+	if out := s.Step(Event{Tick: true, Runs: byRun(beats)}, t0.Add(10*time.Second)); len(out) != 0 {
 		t.Fatalf("both agents alive: %v", subjects(out))
 	}
 	beats["a1"] = contracts.Heartbeat{At: t0.Add(20 * time.Second)} // a2 silent for 20 s
-	out = s.Step(Event{Tick: true, Heartbeats: beats}, t0.Add(20*time.Second))
+	out = s.Step(Event{Tick: true, Runs: byRun(beats)}, t0.Add(20*time.Second))
 	if got := strings.Join(subjects(out), " "); got != "benchq.exp.17.phase.failed benchq.jobs.shard benchq.jobs.shard benchq.jobs.drivers" {
 		t.Fatalf("lost agent: %s", got)
 	}
@@ -340,7 +355,7 @@ func TestLostAgentReRunsThePhaseOnce(t *testing.T) {
 		s.Step(Event{Msg: &contracts.BarrierReady{Phase: j.Phase, Shard: j.Shard, Attempt: 2, Agent: "a1"}}, t0)
 	}
 	delete(beats, "a1") // the TTL dropped it
-	out = s.Step(Event{Tick: true, Heartbeats: beats}, t0.Add(40*time.Second))
+	out = s.Step(Event{Tick: true, Runs: byRun(beats)}, t0.Add(40*time.Second))
 	if got := strings.Join(subjects(out), " "); got != "benchq.exp.17.phase.failed benchq.jobs.teardown" {
 		t.Fatalf("second loss: %s", got)
 	}
@@ -368,16 +383,16 @@ func TestSilenceIsJudgedWhenTheBeatsWereRead(t *testing.T) {
 	}
 	// Read 12 s after the last beats; the step runs 8 s later still.
 	beats := map[string]contracts.Heartbeat{"a1": {At: t0}, "a2": {At: t0}}
-	if out := s.Step(Event{Tick: true, Heartbeats: beats, BeatsAt: t0.Add(12 * time.Second)}, t0.Add(20*time.Second)); len(out) != 0 {
+	if out := s.Step(Event{Tick: true, Runs: byRun(beats), BeatsAt: t0.Add(12 * time.Second)}, t0.Add(20*time.Second)); len(out) != 0 {
 		t.Fatalf("agents live when read: %v", subjects(out))
 	}
 	// Read 16 s after them, but the scheduler sees both processes work
 	// (vouch.go): not lost.
-	if out := s.Step(Event{Tick: true, Heartbeats: beats, BeatsAt: t0.Add(16 * time.Second), Vouched: map[string]bool{"a1": true, "a2": true}}, t0.Add(16*time.Second)); len(out) != 0 {
+	if out := s.Step(Event{Tick: true, Runs: byRun(beats), BeatsAt: t0.Add(16 * time.Second), Vouched: map[string]bool{"run-a1": true, "run-a2": true}}, t0.Add(16*time.Second)); len(out) != 0 {
 		t.Fatalf("late agents seen working: %v", subjects(out))
 	}
 	// Read 16 s after them, a2 not seen working: lost.
-	out = s.Step(Event{Tick: true, Heartbeats: beats, BeatsAt: t0.Add(16 * time.Second), Vouched: map[string]bool{"a1": true}}, t0.Add(16*time.Second))
+	out = s.Step(Event{Tick: true, Runs: byRun(beats), BeatsAt: t0.Add(16 * time.Second), Vouched: map[string]bool{"run-a1": true}}, t0.Add(16*time.Second))
 	if got := strings.Join(subjects(out), " "); !strings.HasPrefix(got, "benchq.exp.17.phase.failed") {
 		t.Fatalf("agents silent when read: %s", got)
 	}
@@ -398,11 +413,11 @@ func TestRestartedAgentLosesItsShard(t *testing.T) {
 	s.Step(Event{Msg: &contracts.BarrierReady{Phase: run[0].Phase, Shard: 1, Attempt: 1, Agent: "a1", Instance: "run-1"}}, t0)
 	s.Step(Event{Msg: &contracts.BarrierReady{Phase: run[1].Phase, Shard: 2, Attempt: 1, Agent: "a2"}}, t0)
 	beats := map[string]contracts.Heartbeat{"a1": {At: t0, Instance: "run-1"}, "a2": {At: t0, Instance: "run-9"}}
-	if out := s.Step(Event{Tick: true, Heartbeats: beats}, t0.Add(time.Second)); len(out) != 0 {
+	if out := s.Step(Event{Tick: true, Runs: byRun(beats)}, t0.Add(time.Second)); len(out) != 0 {
 		t.Fatalf("same runs beating: %v", subjects(out))
 	}
 	beats["a1"] = contracts.Heartbeat{At: t0.Add(2 * time.Second), Instance: "run-2"}
-	out := s.Step(Event{Tick: true, Heartbeats: beats}, t0.Add(2*time.Second))
+	out := s.Step(Event{Tick: true, Runs: byRun(beats)}, t0.Add(2*time.Second))
 	if got := strings.Join(subjects(out), " "); got != "benchq.exp.17.phase.failed benchq.jobs.shard benchq.jobs.shard benchq.jobs.drivers" {
 		t.Fatalf("restarted agent: %s", got)
 	}
@@ -423,16 +438,16 @@ func TestTooFewAgentsFailsThePhaseNamingTheFix(t *testing.T) {
 			load := jobs(s.Step(Event{Msg: &contracts.SUTReady{Configuration: p.Configurations[0].Name,
 				Endpoint: contracts.Endpoint{Host: "h", Port: 1}, Backend: backend}}, t0))
 			beats := map[string]contracts.Heartbeat{"agent-1": {At: t0}, "agent-2": {At: t0}, "agent-3": {At: t0.Add(-time.Minute)}} // agent-3 is gone
-			if out := s.Step(Event{Tick: true, Heartbeats: beats}, t0.Add(11*time.Second)); len(out) != 0 {
+			if out := s.Step(Event{Tick: true, Runs: byRun(beats)}, t0.Add(11*time.Second)); len(out) != 0 {
 				t.Fatalf("loading with 2 shards and 2 live agents: %v", subjects(out))
 			}
 			if run := jobs(runPhase(t, s, load, contracts.StatusOK)); len(run) != 4 {
 				t.Fatalf("%d benchmarking shards, want 4", len(run))
 			}
-			if out := s.Step(Event{Tick: true, Heartbeats: beats}, t0.Add(5*time.Second)); len(out) != 0 {
+			if out := s.Step(Event{Tick: true, Runs: byRun(beats)}, t0.Add(5*time.Second)); len(out) != 0 {
 				t.Fatalf("within the grace: %v", subjects(out))
 			}
-			out := s.Step(Event{Tick: true, Heartbeats: beats}, t0.Add(11*time.Second))
+			out := s.Step(Event{Tick: true, Runs: byRun(beats)}, t0.Add(11*time.Second))
 			if backend != contracts.BackendLocal {
 				if len(out) != 0 {
 					t.Fatalf("driver Jobs start one agent per shard, yet: %v", subjects(out))
@@ -506,7 +521,7 @@ func TestActionStartHoldsTheSUT(t *testing.T) {
 	if out := ready(s, 0); len(out) != 0 {
 		t.Fatalf("after ready: %v", subjects(out))
 	}
-	if out := s.Step(Event{Tick: true, Heartbeats: map[string]contracts.Heartbeat{}}, t0.Add(time.Hour)); len(out) != 0 || s.Configs[0].Status != cfgRunning {
+	if out := s.Step(Event{Tick: true, Runs: byRun(map[string]contracts.Heartbeat{})}, t0.Add(time.Hour)); len(out) != 0 || s.Configs[0].Status != cfgRunning {
 		t.Fatalf("held SUT: %v %s", subjects(out), s.Configs[0].Status)
 	}
 	if out := s.Step(Event{Msg: &contracts.Stop{}}, t0); strings.Join(subjects(out), " ") != "benchq.jobs.teardown" {
@@ -618,7 +633,7 @@ func TestSimulatedDriversCompleteThePhaseWithoutMeasurements(t *testing.T) {
 				finals++
 				if m.Status != contracts.StatusSimulated || len(m.Operations) != 0 || m.Agent != "bq-17-"+strings.ToLower(d.Phase) ||
 					!strings.Contains(m.Error, SimulatedNote) || !strings.Contains(m.Error, "kwok-node-0") ||
-					m.ID != fmt.Sprintf("17.%s.%d.a1.final", d.Phase, m.Shard) || o.Subject != fmt.Sprintf("benchq.results.17.%s.%d.final", d.Phase, m.Shard) {
+					m.ID != fmt.Sprintf("17.%s.%d.a1.final", d.Phase, m.Shard) || o.Subject != "benchq.exp.17.shard.ended" {
 					t.Errorf("final %s %+v", o.Subject, m)
 				}
 				raw, _ := json.Marshal(m)
@@ -678,7 +693,7 @@ func TestDriversThatEndWithoutResultsFailThePhase(t *testing.T) {
 		t.Fatalf("within the grace: %v", subjects(got))
 	}
 	out = s.Step(Event{Tick: true}, t0.Add(8*time.Second))
-	if got := strings.Join(subjects(out), " "); got != "benchq.results.17.Redis-8-2-16384-1-0.2.final benchq.exp.17.phase.failed benchq.jobs.teardown" {
+	if got := strings.Join(subjects(out), " "); got != "benchq.exp.17.shard.ended benchq.exp.17.phase.failed benchq.jobs.teardown" {
 		t.Fatalf("got %s", got)
 	}
 	want := "driver Job bq-17-redis-8-2-16384-1-0 ended (succeeded 2, failed 0) but shard 2 never reported a result"
@@ -701,7 +716,7 @@ func TestDriversThatEndWithoutResultsFailThePhase(t *testing.T) {
 	ev.Msg.(*contracts.DriverEnded).Reason = "Failed: BackoffLimitExceeded"
 	s.Step(ev, t0)
 	out = s.Step(Event{Tick: true}, t0.Add(DriverGrace))
-	if got := strings.Join(subjects(out), " "); got != "benchq.results.17.Redis-8-2-16384-1-0.1.final benchq.results.17.Redis-8-2-16384-1-0.2.final benchq.exp.17.phase.failed benchq.jobs.teardown" {
+	if got := strings.Join(subjects(out), " "); got != "benchq.exp.17.shard.ended benchq.exp.17.shard.ended benchq.exp.17.phase.failed benchq.jobs.teardown" {
 		t.Fatalf("got %s", got)
 	}
 	if r := out[2].Msg.(*contracts.PhaseEvent).Reason; !strings.Contains(r, "(succeeded 0, failed 3) but shard 1 never reported") || !strings.Contains(r, "BackoffLimitExceeded") {
@@ -782,7 +797,7 @@ func TestLostLoadingAgentLoadsAgainOnANewSUT(t *testing.T) {
 		s.Step(Event{Msg: &contracts.BarrierReady{Phase: j.Phase, Shard: j.Shard, Attempt: 1, Agent: fmt.Sprintf("a%d", k+1)}}, t0)
 	}
 	beats := map[string]contracts.Heartbeat{"a1": {At: t0.Add(20 * time.Second)}} // a2 gone
-	out := s.Step(Event{Tick: true, Heartbeats: beats, BeatsAt: t0.Add(20 * time.Second)}, t0.Add(20*time.Second))
+	out := s.Step(Event{Tick: true, Runs: byRun(beats), BeatsAt: t0.Add(20 * time.Second)}, t0.Add(20*time.Second))
 	if got := strings.Join(subjects(out), " "); got != "benchq.exp.17.phase.failed benchq.jobs.teardown" {
 		t.Fatalf("lost loading agent: %s", got)
 	}
@@ -837,7 +852,7 @@ func TestLostLoadingAgentLoadsAgainOnANewSUT(t *testing.T) {
 		for _, j := range js {
 			s2.Step(Event{Msg: &contracts.BarrierReady{Phase: j.Phase, Shard: j.Shard, Attempt: attempt, Agent: "gone"}}, t0)
 		}
-		out = s2.Step(Event{Tick: true, Heartbeats: map[string]contracts.Heartbeat{}, BeatsAt: t0.Add(time.Minute)}, t0.Add(time.Minute))
+		out = s2.Step(Event{Tick: true, Runs: byRun(map[string]contracts.Heartbeat{}), BeatsAt: t0.Add(time.Minute)}, t0.Add(time.Minute))
 	}
 	if got := strings.Join(subjects(out), " "); got != "benchq.exp.17.phase.failed benchq.jobs.teardown" || s2.Configs[0].ReloadAttempt != 0 {
 		t.Fatalf("second loss: %s (reload pending %d)", got, s2.Configs[0].ReloadAttempt)
@@ -851,7 +866,7 @@ func TestLostLoadingAgentLoadsAgainOnANewSUT(t *testing.T) {
 	for _, j := range jobs(ready(s3, 0)) {
 		s3.Step(Event{Msg: &contracts.BarrierReady{Phase: j.Phase, Shard: j.Shard, Attempt: 1, Agent: "gone"}}, t0)
 	}
-	s3.Step(Event{Tick: true, Heartbeats: map[string]contracts.Heartbeat{}, BeatsAt: t0.Add(time.Minute)}, t0.Add(time.Minute))
+	s3.Step(Event{Tick: true, Runs: byRun(map[string]contracts.Heartbeat{}), BeatsAt: t0.Add(time.Minute)}, t0.Add(time.Minute))
 	s3.Step(Event{Msg: &contracts.SUTRemoved{Envelope: contracts.Envelope{ID: contracts.SUTRemovedID(contracts.TeardownID("17", name))}, Configuration: name}}, t0)
 	out = s3.Step(Event{Msg: &contracts.SUTFailed{Envelope: contracts.Envelope{ID: contracts.SUTFailedID(contracts.DeployIDAt("17", name, 1))}, Configuration: name, Reason: "no PING"}}, t0)
 	if got := strings.Join(subjects(out), " "); got != "benchq.jobs.teardown" {
@@ -938,5 +953,90 @@ func TestLostDriverPodReRunsThePhase(t *testing.T) {
 	}
 	if r := out[0].Msg.(*contracts.PhaseEvent).Reason; !strings.Contains(r, "simulated: the pod stands for a shard") || !strings.Contains(r, "loading again on a new SUT") {
 		t.Errorf("reason %q", r)
+	}
+}
+
+// A shard is bound at READY to the agent run that sent it (its instance):
+// only that run's final counts. Another agent's final for the shard —
+// signed by its own key, as it must be to pass handleEvent — is ignored,
+// and the real one is taken after it.
+func TestOnlyTheRunHoldingAShardEndsIt(t *testing.T) {
+	p := defaultPlan(t, func(r *contracts.Request) { r.BenchmarkingPods = []int{1} })
+	s, _, _ := Start(p, []byte(`{}`), t0, 0)
+	run := jobs(runPhase(t, s, jobs(ready(s, 0)), contracts.StatusOK))
+	j := run[0]
+	s.Step(Event{Msg: &contracts.BarrierReady{Phase: j.Phase, Shard: 1, Attempt: 1, Agent: "a1", Instance: "run-a1"}, Signer: "run-a1"}, t0)
+	cur := s.Configs[0].Current
+	if cur.Status != phRunning || cur.Instances[0] != "run-a1" {
+		t.Fatalf("after READY: %s, bound to %v", cur.Status, cur.Instances)
+	}
+	forged := final(j, contracts.StatusFailed)
+	forged.Signer = "run-rogue"
+	if out := s.Step(forged, t0.Add(time.Second)); len(out) != 0 || cur.Done[0] != nil {
+		t.Fatalf("another run's final counted: %v", subjects(out))
+	}
+	holders := final(j, contracts.StatusOK)
+	holders.Signer = "run-a1"
+	if out := s.Step(holders, t0.Add(2*time.Second)); !strings.Contains(strings.Join(subjects(out), " "), "phase.done") || cur.Done[0] == nil || cur.Done[0].Status != contracts.StatusOK {
+		t.Fatalf("the holder's final: %v, done %+v", subjects(out), cur.Done[0])
+	}
+}
+
+// Another agent writing heartbeats under the name of a shard's agent
+// (signed by its own key, under its own run's key) neither passes for that
+// agent's restart while the run that took the shard beats, nor keeps it
+// alive once that run fell silent. A real restart — the old run's process
+// gone — loses the shard at once; without that sign, once the new run beat
+// restartAfter past the old one's last beat.
+func TestAForgedRunDoesNotPassForTheShardsAgent(t *testing.T) {
+	p := defaultPlan(t, func(r *contracts.Request) { r.BenchmarkingPods = []int{1} })
+	start := func() *State {
+		s, _, _ := Start(p, []byte(`{}`), t0, 0)
+		j := jobs(runPhase(t, s, jobs(ready(s, 0)), contracts.StatusOK))[0]
+		s.Step(Event{Msg: &contracts.BarrierReady{Phase: j.Phase, Shard: 1, Attempt: 1, Agent: "a1", Instance: "run-a1"}, Signer: "run-a1"}, t0)
+		return s
+	}
+	beat := func(instance string, at time.Time) contracts.Heartbeat {
+		return contracts.Heartbeat{Name: "a1", Instance: instance, At: at}
+	}
+	s := start()
+	at := t0.Add(4 * time.Second)
+	runs := map[string]contracts.Heartbeat{"run-a1": beat("run-a1", t0.Add(3*time.Second)), "run-rogue": beat("run-rogue", at)}
+	if out := s.Step(Event{Tick: true, Runs: runs, BeatsAt: at}, at); len(out) != 0 {
+		t.Fatalf("a forged run beside the live one: %v", subjects(out))
+	}
+	// The real run falls silent; the rogue keeps beating under its name:
+	// silent, not kept alive.
+	at = t0.Add(3*time.Second + contracts.AgentLiveness + time.Second)
+	runs["run-rogue"] = beat("run-rogue", at)
+	delete(runs, "run-a1")
+	runs["run-a1"] = beat("run-a1", t0.Add(3*time.Second))
+	out := s.Step(Event{Tick: true, Runs: runs, BeatsAt: at, Vouched: map[string]bool{"run-rogue": true}}, at)
+	if len(out) == 0 || !strings.Contains(out[0].Msg.(*contracts.PhaseEvent).Reason, "restarted since it took the shard") &&
+		!strings.Contains(out[0].Msg.(*contracts.PhaseEvent).Reason, "silent") {
+		t.Fatalf("the shard's run silent, a rogue beating under its name: %v", subjects(out))
+	}
+
+	// A real restart: the old run's process is gone (vouch.go) → at once.
+	s = start()
+	at = t0.Add(4 * time.Second)
+	runs = map[string]contracts.Heartbeat{"run-a1": beat("run-a1", t0.Add(3*time.Second)), "run-a1b": beat("run-a1b", at)}
+	out = s.Step(Event{Tick: true, Runs: runs, BeatsAt: at, Gone: map[string]bool{"run-a1": true}}, at)
+	if len(out) == 0 || !strings.Contains(out[0].Msg.(*contracts.PhaseEvent).Reason, "shard 1 (agent a1 restarted since it took the shard)") {
+		t.Fatalf("restart with the old process gone: %v", subjects(out))
+	}
+	// Without that sign: only once the new run beat restartAfter past the
+	// old one's last beat.
+	s = start()
+	at = t0.Add(3*time.Second + restartAfter)
+	runs = map[string]contracts.Heartbeat{"run-a1": beat("run-a1", t0.Add(3*time.Second)), "run-a1b": beat("run-a1b", at)}
+	if out := s.Step(Event{Tick: true, Runs: runs, BeatsAt: at}, at); len(out) != 0 {
+		t.Fatalf("a new run within restartAfter of the old one's beat: %v", subjects(out))
+	}
+	at = at.Add(time.Millisecond)
+	runs["run-a1b"] = beat("run-a1b", at)
+	out = s.Step(Event{Tick: true, Runs: runs, BeatsAt: at}, at)
+	if len(out) == 0 || !strings.Contains(out[0].Msg.(*contracts.PhaseEvent).Reason, "restarted since it took the shard") {
+		t.Fatalf("a new run past restartAfter: %v", subjects(out))
 	}
 }

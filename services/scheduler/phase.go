@@ -2,6 +2,7 @@ package main
 
 import (
 	"fmt"
+	"slices"
 	"strings"
 	"time"
 
@@ -84,14 +85,21 @@ func (s *State) onReady(m *contracts.BarrierReady, now time.Time, published *tim
 	ph := pc.Phases[s.Configs[i].Phase]
 	return []Out{
 		{Subject: contracts.TopicBarrierGo.For(s.Code), Msg: &contracts.BarrierGo{
-			Envelope: env(s.Code, contracts.GoID(s.Code, ph.Name, cur.Attempt), now), Phase: ph.Name, Attempt: cur.Attempt, StartAt: goAt}},
+			Envelope: env(s.Code, contracts.GoID(s.Code, ph.Name, cur.Attempt), now), Phase: ph.Name, Attempt: cur.Attempt, StartAt: goAt,
+			Agents: slices.Clone(cur.Agents), Instances: slices.Clone(cur.Instances)}},
 		s.phaseEvent(i, contracts.PhaseStarted, &goAt, nil, "", now),
 	}
 }
 
-func (s *State) onFinal(m *contracts.Final, now time.Time) []Out {
+// onFinal takes a shard's final, signed by signer (handleEvent checked the
+// signature). A shard bound to a run at READY counts only that run's final:
+// another agent's is ignored.
+func (s *State) onFinal(m *contracts.Final, now time.Time, signer string) []Out {
 	i, cur, ok := s.current(m.Phase, m.Attempt)
 	if !ok || m.Shard < 1 || m.Shard > len(cur.Done) || cur.Done[m.Shard-1] != nil {
+		return nil
+	}
+	if k := m.Shard - 1; k < len(cur.Instances) && cur.Instances[k] != "" && signer != cur.Instances[k] {
 		return nil
 	}
 	// The phase window is the shards' first to last operation when the

@@ -7,9 +7,11 @@ import (
 	"fmt"
 	"log/slog"
 	"strconv"
+	"strings"
 	"sync"
 	"time"
 
+	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 	"github.com/prometheus/client_golang/prometheus"
 
@@ -49,6 +51,8 @@ type Scheduler struct {
 	metrics *metrics
 	// voucher tells late agents that still work from lost ones (vouch.go).
 	voucher *voucher
+	// lastRuns are the agent runs' signed beats at the last tick (agentRuns).
+	lastRuns map[string]contracts.Heartbeat
 }
 
 // Run serves until ctx ends.
@@ -261,7 +265,37 @@ func (s *Scheduler) handleEvent(ctx context.Context, m jetstream.Msg) error {
 	if meta, err := m.Metadata(); err == nil {
 		ev.storedAt = meta.Timestamp
 	}
+	if ev.Signer, err = agentSigner(m.Subject(), m.Data(), m.Headers(), ev.Msg); err != nil {
+		return err
+	}
 	return s.step(ctx, code, ev)
+}
+
+// agentSigner checks what a driver agent says for a shard — a READY, a
+// final — against its signature (contracts/sign.go) and returns the signer.
+// A READY counts only when signed by the run it names (its Instance); a
+// final is matched against the run that took the shard by the state
+// machine (onFinal). Anything else is refused, for good: another agent may
+// have written it.
+func agentSigner(subject string, data []byte, header nats.Header, msg contracts.Message) (string, error) {
+	switch m := msg.(type) {
+	case *contracts.BarrierReady:
+		signer, err := bus.VerifyMsg(subject, data, header)
+		if err == nil && signer != m.Instance {
+			err = fmt.Errorf("signed by %s, but it names run %s", contracts.ShortKey(signer), contracts.ShortKey(m.Instance))
+		}
+		if err != nil {
+			return "", bus.Permanent(fmt.Errorf("READY of shard %d of %s refused: %w", m.Shard, m.Phase, err))
+		}
+		return signer, nil
+	case *contracts.Final:
+		signer, err := bus.VerifyMsg(subject, data, header)
+		if err != nil {
+			return "", bus.Permanent(fmt.Errorf("final of shard %d of %s refused: %w", m.Shard, m.Phase, err))
+		}
+		return signer, nil
+	}
+	return "", nil
 }
 
 func decodeEvent(subject string, data []byte) (Event, string, error) {
@@ -368,13 +402,27 @@ func (s *Scheduler) publish(ctx context.Context, out []Out) error {
 	return nil
 }
 
-// heartbeats reads the agents' last beats; nil (no lost-agent check) when
-// the bucket cannot be read.
-func (s *Scheduler) heartbeats(ctx context.Context) map[string]contracts.Heartbeat {
-	beats, err := bus.Heartbeats(ctx, s.bus.JS)
+// agentRuns reads the agents' runs and their last signed beats; nil (no
+// lost-agent check) when the bucket cannot be read. A heartbeat not signed
+// by its run is logged and left out: another agent wrote it. When it was
+// written over a run's own entry, the run's last signed beat stands until
+// the run beats again (lastRuns): a forgery neither hides nor replaces it.
+func (s *Scheduler) agentRuns(ctx context.Context) map[string]contracts.Heartbeat {
+	runs, refused, err := bus.AgentRuns(ctx, s.bus.JS)
 	if err != nil {
 		s.log.Warn("agent heartbeats unreadable", "err", err)
 		return nil
 	}
-	return beats
+	for key, why := range refused {
+		s.log.Warn("heartbeat refused", "key", key, "why", why)
+		i := strings.LastIndexByte(key, '.')
+		if i < 0 {
+			continue
+		}
+		if last, ok := s.lastRuns[key[i+1:]]; ok && contracts.HeartbeatKey(last.Name, last.Instance) == key {
+			runs[last.Instance] = last
+		}
+	}
+	s.lastRuns = runs
+	return runs
 }

@@ -40,15 +40,31 @@ type world struct {
 
 	mu     sync.Mutex
 	agents map[string]bool // agent name → silenced (its heartbeats stop)
+	// runs are the fake agents' runs, each with its own key, which signs
+	// the agent's heartbeats, READYs and finals as a real agent's does.
+	runs map[string]*bus.Bus
+}
+
+// run is agent name's bus: the world's connection, signing with the
+// agent's run key (made on first use).
+func (w *world) run(name string) *bus.Bus {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if b, ok := w.runs[name]; ok {
+		return b
+	}
+	signer, err := contracts.NewSigner()
+	if err != nil {
+		w.t.Fatal(err)
+	}
+	b := &bus.Bus{NC: w.b.NC, JS: w.b.JS, Log: w.b.Log, Signer: signer}
+	w.runs[name] = b
+	return b
 }
 
 // heartbeats keeps the fake agents (agent-N, named after their shard)
 // alive in the agents bucket, as real agents do, unless silenced.
 func (w *world) heartbeats(ctx context.Context) {
-	kv, err := w.b.JS.KeyValue(ctx, contracts.KVAgents)
-	if err != nil {
-		return
-	}
 	for {
 		for n := 1; n <= 8; n++ {
 			name := fmt.Sprintf("agent-%d", n)
@@ -56,8 +72,7 @@ func (w *world) heartbeats(ctx context.Context) {
 			silenced := w.agents[name]
 			w.mu.Unlock()
 			if !silenced {
-				data, _ := json.Marshal(contracts.Heartbeat{Name: name, At: time.Now().UTC()})
-				_, _ = kv.Put(ctx, name, data)
+				_ = w.run(name).PutHeartbeat(ctx, contracts.Heartbeat{Name: name, At: time.Now().UTC()})
 			}
 		}
 		select {
@@ -68,15 +83,24 @@ func (w *world) heartbeats(ctx context.Context) {
 	}
 }
 
-// silence stops an agent's heartbeats and removes its entry, as when its
-// process dies and the TTL expires.
+// silence stops an agent's heartbeats and removes its run's entry, as when
+// its process dies and the TTL expires.
 func (w *world) silence(name string) {
+	instance := w.run(name).Signer.Public()
 	w.mu.Lock()
 	w.agents[name] = true
 	w.mu.Unlock()
 	if kv, err := w.b.JS.KeyValue(w.ctx, contracts.KVAgents); err == nil {
-		_ = kv.Delete(w.ctx, name)
+		_ = kv.Delete(w.ctx, contracts.HeartbeatKey(name, instance))
 	}
+}
+
+// restart gives agent name a new run (a new key) that beats again.
+func (w *world) restart(name string) {
+	w.mu.Lock()
+	delete(w.runs, name)
+	w.agents[name] = false
+	w.mu.Unlock()
 }
 
 func newWorld(t *testing.T) *world {
@@ -105,6 +129,7 @@ func newWorld(t *testing.T) *world {
 	w.shards = consumer("test-agents", contracts.SubjShard)
 	w.events = record(t, ctx, w.b.JS, contracts.StreamEvents)
 	w.agents = map[string]bool{}
+	w.runs = map[string]*bus.Bus{}
 	go w.heartbeats(ctx)
 	return w
 }
@@ -361,10 +386,14 @@ func (w *world) shardJobs(code string, n int) []contracts.ShardJob {
 
 func (w *world) ready(j contracts.ShardJob) {
 	w.t.Helper()
-	w.publish(contracts.Subject(contracts.SubjBarrierReady, j.Code, "", ""), &contracts.BarrierReady{
+	agent := fmt.Sprintf("agent-%d", j.Shard)
+	b := w.run(agent)
+	if err := b.Publish(w.ctx, contracts.Subject(contracts.SubjBarrierReady, j.Code, "", ""), &contracts.BarrierReady{
 		Envelope: contracts.NewEnvelope(j.Code, fmt.Sprintf("%s.%s.%d.a%d.ready", j.Code, j.Phase, j.Shard, j.Attempt), time.Now()),
-		Phase:    j.Phase, Shard: j.Shard, Attempt: j.Attempt, Agent: fmt.Sprintf("agent-%d", j.Shard),
-	})
+		Phase:    j.Phase, Shard: j.Shard, Attempt: j.Attempt, Agent: agent, Instance: b.Signer.Public(),
+	}); err != nil {
+		w.t.Fatal(err)
+	}
 }
 
 // started waits for the barrier's GO and phase.started of j's phase.
@@ -382,11 +411,14 @@ func (w *world) started(j contracts.ShardJob) {
 func (w *world) final(j contracts.ShardJob) {
 	w.t.Helper()
 	now := time.Now().UTC()
-	w.publish(contracts.Subject(contracts.SubjFinal, j.Code, j.Phase, fmt.Sprint(j.Shard)), &contracts.Final{
+	agent := fmt.Sprintf("agent-%d", j.Shard)
+	if err := w.run(agent).Publish(w.ctx, contracts.Subject(contracts.SubjFinal, j.Code, j.Phase, fmt.Sprint(j.Shard)), &contracts.Final{
 		Envelope:      contracts.NewEnvelope(j.Code, fmt.Sprintf("%s.%s.%d.a%d.final", j.Code, j.Phase, j.Shard, j.Attempt), now),
 		Configuration: j.Configuration, Phase: j.Phase, Kind: j.Kind, Shard: j.Shard, Attempt: j.Attempt,
-		Agent: fmt.Sprintf("agent-%d", j.Shard), Status: contracts.StatusOK, StartedAt: now.Add(-time.Second), EndedAt: now,
-	})
+		Agent: agent, Status: contracts.StatusOK, StartedAt: now.Add(-time.Second), EndedAt: now,
+	}); err != nil {
+		w.t.Fatal(err)
+	}
 }
 
 func (w *world) phaseDone(j contracts.ShardJob) {
@@ -851,9 +883,7 @@ func TestSchedulerReRunsAPhaseThatLostItsAgent(t *testing.T) {
 	if subj := w.job(w.shards, &retry); subj != contracts.SubjShard || retry.Attempt != 2 || retry.Phase != run[0].Phase {
 		t.Fatalf("retry %s %+v", subj, retry)
 	}
-	w.mu.Lock()
-	w.agents["agent-1"] = false // another agent named agent-1 takes over
-	w.mu.Unlock()
+	w.restart("agent-1") // another agent named agent-1 takes over
 	w.ready(retry)
 	w.final(retry)
 	w.teardown(d)

@@ -197,16 +197,17 @@ func (s *Scheduler) recoverStates(ctx context.Context) error {
 // states.due), oldest first. With no slot free, the queue costs nothing.
 func (s *Scheduler) tick(ctx context.Context) error {
 	beatsAt := s.now()
-	beats := s.heartbeats(ctx)
-	var vouched map[string]bool
-	if beats != nil {
-		vouched = s.voucher.vouch(ctx, beats, beatsAt)
-		for name := range vouched {
-			if !beats[name].Live(beatsAt) {
-				s.log.Info("agent late, but its process or pod still runs: not lost", "agent", name,
-					"silent_s", beatsAt.Sub(beats[name].At).Seconds(), "host", beats[name].Host, "pid", beats[name].Pid)
+	runs := s.agentRuns(ctx)
+	var vouched, gone map[string]bool
+	if runs != nil {
+		vouched = s.voucher.vouch(ctx, runs, beatsAt)
+		for instance := range vouched {
+			if hb := runs[instance]; !hb.Live(beatsAt) {
+				s.log.Info("agent late, but its process or pod still runs: not lost", "agent", hb.Name, "instance", contracts.ShortKey(instance),
+					"silent_s", beatsAt.Sub(hb.At).Seconds(), "host", hb.Host, "pid", hb.Pid)
 			}
 		}
+		gone = s.voucher.gone(runs)
 	}
 	s.mu.Lock()
 	var codes []string
@@ -221,7 +222,7 @@ func (s *Scheduler) tick(ctx context.Context) error {
 	for _, code := range codes {
 		s.mu.Lock()
 		if s.states.due(code) {
-			if err := s.step(ctx, code, Event{Tick: true, Heartbeats: beats, BeatsAt: beatsAt, Vouched: vouched}); err != nil {
+			if err := s.step(ctx, code, Event{Tick: true, Runs: runs, BeatsAt: beatsAt, Vouched: vouched, Gone: gone}); err != nil {
 				s.log.Warn("tick step failed", "code", code, "err", err)
 			}
 		}

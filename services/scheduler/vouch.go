@@ -32,7 +32,7 @@ import (
 // tick to the next.
 type voucher struct {
 	host string
-	seen map[string]agentCPU // agent → its process's CPU at the last look
+	seen map[string]agentCPU // agent run (instance) → its process's CPU at the last look
 	// podsRunning asks which of the named driver pods are Running (the
 	// deployer's answer); nil: none asked.
 	podsRunning func(ctx context.Context, pods []string) ([]string, error)
@@ -52,18 +52,26 @@ func newVoucher() *voucher {
 // could count as lost, so that a first CPU reading is there to compare.
 const lateAfter = contracts.AgentLiveness / 2
 
-// vouch returns the agents of beats (read at at) that are late but whose
-// process on this host used CPU since the last call, or whose pod runs.
-func (v *voucher) vouch(ctx context.Context, beats map[string]contracts.Heartbeat, at time.Time) map[string]bool {
+// vouch returns the runs of runs (instance → last heartbeat, read at at)
+// that are late but whose process on this host used CPU since the last
+// call, or whose pod runs.
+func (v *voucher) vouch(ctx context.Context, runs map[string]contracts.Heartbeat, at time.Time) map[string]bool {
 	var out map[string]bool
 	looked := map[string]bool{}
 	var pods []string
-	for name, hb := range beats {
+	podRun := map[string]string{} // pod → the newest run named after it
+	for instance, hb := range runs {
+		name := hb.Name
 		if at.Sub(hb.At) < lateAfter || hb.Host == "" {
 			continue
 		}
 		if hb.Host == name && hb.Host != v.host {
-			pods = append(pods, name) // an agent in a pod of its name
+			if prev, ok := podRun[name]; !ok || runs[prev].At.Before(hb.At) {
+				if !ok {
+					pods = append(pods, name) // an agent in a pod of its name
+				}
+				podRun[name] = instance
+			}
 			continue
 		}
 		if hb.Host != v.host || hb.Pid <= 0 {
@@ -73,19 +81,19 @@ func (v *voucher) vouch(ctx context.Context, beats map[string]contracts.Heartbea
 		if !ok {
 			continue
 		}
-		looked[name] = true
-		prev, had := v.seen[name]
-		v.seen[name] = agentCPU{pid: hb.Pid, cpu: cpu}
+		looked[instance] = true
+		prev, had := v.seen[instance]
+		v.seen[instance] = agentCPU{pid: hb.Pid, cpu: cpu}
 		if had && prev.pid == hb.Pid && cpu > prev.cpu {
 			if out == nil {
 				out = map[string]bool{}
 			}
-			out[name] = true
+			out[instance] = true
 		}
 	}
-	for name := range v.seen {
-		if !looked[name] {
-			delete(v.seen, name)
+	for instance := range v.seen {
+		if !looked[instance] {
+			delete(v.seen, instance)
 		}
 	}
 	if len(pods) > 0 && v.podsRunning != nil {
@@ -98,9 +106,28 @@ func (v *voucher) vouch(ctx context.Context, beats map[string]contracts.Heartbea
 				if out == nil {
 					out = map[string]bool{}
 				}
-				out[name] = true
+				out[podRun[name]] = true
 			}
 		}
+	}
+	return out
+}
+
+// gone returns the runs of runs on this host whose process no longer runs
+// as a driver agent of their name while a newer run beats under that name:
+// the agent was restarted, and the old run's shard is lost at once rather
+// than after restartAfter (watchdog.go).
+func (v *voucher) gone(runs map[string]contracts.Heartbeat) map[string]bool {
+	newest := contracts.NewestRuns(runs)
+	var out map[string]bool
+	for instance, hb := range runs {
+		if newest[hb.Name].Instance == instance || hb.Host != v.host || hb.Pid <= 0 || procs.IsDriverAgent(hb.Pid, hb.Name) {
+			continue
+		}
+		if out == nil {
+			out = map[string]bool{}
+		}
+		out[instance] = true
 	}
 	return out
 }

@@ -31,17 +31,17 @@ func TestVoucherVouchesForLateAgentsThatWork(t *testing.T) {
 		"misfit": {At: late, Host: v.host, Pid: busy}, // a1's process, not named misfit
 		"fresh":  {At: at, Host: v.host, Pid: busy},
 	}
-	if got := v.vouch(t.Context(), beats, at); len(got) != 0 {
+	if got := v.vouch(t.Context(), byRun(beats), at); len(got) != 0 {
 		t.Errorf("first look: %v, want none (nothing to compare yet)", got)
 	}
 	time.Sleep(300 * time.Millisecond)
-	got := v.vouch(t.Context(), beats, at.Add(time.Second))
-	if len(got) != 1 || !got["a1"] {
+	got := v.vouch(t.Context(), byRun(beats), at.Add(time.Second))
+	if len(got) != 1 || !got["run-a1"] {
 		t.Errorf("second look: %v, want only a1", got)
 	}
 	testenv.Reap(busy)
 	time.Sleep(100 * time.Millisecond)
-	if got := v.vouch(t.Context(), beats, at.Add(2*time.Second)); len(got) != 0 {
+	if got := v.vouch(t.Context(), byRun(beats), at.Add(2*time.Second)); len(got) != 0 {
 		t.Errorf("after a1 died: %v, want none", got)
 	}
 }
@@ -64,7 +64,7 @@ func TestVoucherAsksTheDeployerForPods(t *testing.T) {
 		"bq-x-run-1-fghij": {At: late, Host: "bq-x-run-1-fghij"},
 		"bq-x-run-1-klmno": {At: at, Host: "bq-x-run-1-klmno"},
 	}
-	if got := v.vouch(t.Context(), beats, at); len(got) != 0 {
+	if got := v.vouch(t.Context(), byRun(beats), at); len(got) != 0 {
 		t.Errorf("no deployer answers: %v, want none", got)
 	}
 	asked := make(chan []string, 4)
@@ -80,11 +80,32 @@ func TestVoucherAsksTheDeployerForPods(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer func() { _ = sub.Unsubscribe() }()
-	got := v.vouch(t.Context(), beats, at)
-	if len(got) != 1 || !got["bq-x-run-1-abcde"] {
+	got := v.vouch(t.Context(), byRun(beats), at)
+	if len(got) != 1 || !got["run-bq-x-run-1-abcde"] {
 		t.Errorf("vouched %v, want only bq-x-run-1-abcde (Running and late)", got)
 	}
 	if q := <-asked; strings.Join(q, " ") != "bq-x-run-1-abcde bq-x-run-1-fghij" {
 		t.Errorf("asked for %v, want the two late ones", q)
+	}
+}
+
+// A run whose process on this host is no longer a driver agent of its name,
+// while a newer run beats under that name, is gone: restarted. The newest
+// run, a run whose process still runs, and a run on another host are not.
+func TestVoucherSeesRestartedRunsGone(t *testing.T) {
+	alive := testenv.FakeDriverAgent(t, "a1", "sleep 60")
+	dead := testenv.FakeDriverAgent(t, "a1", "sleep 60")
+	testenv.Reap(dead)
+	v := newVoucher()
+	at := time.Now()
+	runs := map[string]contracts.Heartbeat{
+		"old":       {Name: "a1", Instance: "old", At: at.Add(-2 * time.Second), Host: v.host, Pid: dead},
+		"new":       {Name: "a1", Instance: "new", At: at, Host: v.host, Pid: alive},
+		"beside":    {Name: "a1", Instance: "beside", At: at.Add(-time.Second), Host: v.host, Pid: alive},
+		"elsewhere": {Name: "a1", Instance: "elsewhere", At: at.Add(-time.Second), Host: v.host + "-elsewhere", Pid: dead},
+		"only":      {Name: "a2", Instance: "only", At: at.Add(-time.Minute), Host: v.host, Pid: dead},
+	}
+	if got := v.gone(runs); len(got) != 1 || !got["old"] {
+		t.Errorf("gone %v, want only the old run of a1", got)
 	}
 }

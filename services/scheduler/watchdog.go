@@ -20,7 +20,7 @@ const MaxAttempts = 2
 // as lost.
 const AgentLost = contracts.AgentLiveness
 
-func (s *State) onTick(now time.Time, beats map[string]contracts.Heartbeat, beatsAt time.Time, vouched map[string]bool) []Out {
+func (s *State) onTick(now time.Time, runs map[string]contracts.Heartbeat, beatsAt time.Time, vouched, gone map[string]bool) []Out {
 	var out []Out
 	for i := range s.Configs {
 		c := &s.Configs[i]
@@ -43,10 +43,10 @@ func (s *State) onTick(now time.Time, beats map[string]contracts.Heartbeat, beat
 			}
 		case c.Status == cfgRunning && c.Current != nil && lostPodsDue(c.Current, now):
 			out = append(out, s.settleLostPods(i, now)...)
-		case c.Status == cfgRunning && c.Current != nil && beats != nil:
-			if short := s.tooFewAgents(i, beats, beatsAt, vouched); short != "" {
+		case c.Status == cfgRunning && c.Current != nil && runs != nil:
+			if short := s.tooFewAgents(i, runs, beatsAt, vouched); short != "" {
 				out = append(out, s.endPhase(i, short, now)...)
-			} else if lost := lostShards(c.Current, beats, beatsAt, vouched); lost != "" {
+			} else if lost := lostShards(c.Current, runs, beatsAt, vouched, gone); lost != "" {
 				out = append(out, s.loseShards(i, "lost "+lost, now)...)
 			}
 		}
@@ -85,7 +85,7 @@ const AgentsGrace = 10 * time.Second
 // the phase would wait for the barrier timeout and fail saying only which
 // shards were not READY. On Kubernetes the deployer starts one agent per
 // shard (driver Jobs), so the check does not apply.
-func (s *State) tooFewAgents(i int, beats map[string]contracts.Heartbeat, now time.Time, vouched map[string]bool) string {
+func (s *State) tooFewAgents(i int, runs map[string]contracts.Heartbeat, now time.Time, vouched map[string]bool) string {
 	c := &s.Configs[i]
 	cur := c.Current
 	if c.Backend != contracts.BackendLocal || cur.Status != phPreparing {
@@ -95,9 +95,9 @@ func (s *State) tooFewAgents(i int, beats map[string]contracts.Heartbeat, now ti
 	if now.Sub(dispatched) < AgentsGrace {
 		return ""
 	}
-	alive := contracts.LiveAgents(beats, now)
-	for name := range vouched {
-		if !slices.Contains(alive, name) {
+	alive := contracts.LiveAgents(runs, now)
+	for instance := range vouched {
+		if name := runs[instance].Name; name != "" && !slices.Contains(alive, name) {
 			alive = append(alive, name) // late, but seen working (vouch.go)
 		}
 	}
@@ -116,28 +116,48 @@ func (s *State) tooFewAgents(i int, beats map[string]contracts.Heartbeat, now ti
 		need, len(alive), strings.Join(alive, ", "), need, flag)
 }
 
-// lostShards names the unfinished shards whose agent stopped beating, or
-// beats again after a restart: a new run of the agent under the same name
-// (another instance) does not know the shard the old one took. now is when
-// beats were read; a vouched agent is late but seen working (vouch.go).
-func lostShards(cur *PhaseState, beats map[string]contracts.Heartbeat, now time.Time, vouched map[string]bool) string {
+// lostShards names the unfinished shards whose agent run stopped beating,
+// or was replaced by a new run under the same name (a restart: the new run
+// does not know the shard the old one took). A shard is judged by the
+// heartbeats of the run that took it (its instance, bound at READY), which
+// only that run can sign: a heartbeat another agent writes under its name
+// neither keeps a dead run alive nor passes for its restart. runs were read
+// at now; a vouched run is late but seen working, a gone one's process
+// ended (vouch.go).
+func lostShards(cur *PhaseState, runs map[string]contracts.Heartbeat, now time.Time, vouched, gone map[string]bool) string {
+	newest := contracts.NewestRuns(runs)
 	var lost []string
 	for k, agent := range cur.Agents {
 		if agent == "" || cur.Done[k] != nil {
 			continue
 		}
-		hb, ok := beats[agent]
+		instance := ""
+		if k < len(cur.Instances) {
+			instance = cur.Instances[k]
+		}
+		run, ok := runs[instance]
+		if instance == "" {
+			run, ok = newest[agent] // taken before runs were named: by its name
+		}
+		next, hasNext := newest[agent]
+		replaced := hasNext && instance != "" && next.Instance != instance && (gone[instance] || !ok || next.At.After(run.At.Add(restartAfter)))
 		switch {
+		case replaced:
+			lost = append(lost, fmt.Sprintf("shard %d (agent %s restarted since it took the shard)", k+1, agent))
 		case !ok:
 			lost = append(lost, fmt.Sprintf("shard %d (agent %s silent for more than %s)", k+1, agent, AgentLost))
-		case !hb.Live(now) && !vouched[agent]:
-			lost = append(lost, fmt.Sprintf("shard %d (agent %s silent for %.1fs, more than %s)", k+1, agent, now.Sub(hb.At).Seconds(), AgentLost))
-		case k < len(cur.Instances) && cur.Instances[k] != "" && hb.Instance != "" && hb.Instance != cur.Instances[k]:
-			lost = append(lost, fmt.Sprintf("shard %d (agent %s restarted since it took the shard)", k+1, agent))
+		case !run.Live(now) && !vouched[run.Instance]:
+			lost = append(lost, fmt.Sprintf("shard %d (agent %s silent for %.1fs, more than %s)", k+1, agent, now.Sub(run.At).Seconds(), AgentLost))
 		}
 	}
 	return strings.Join(lost, ", ")
 }
+
+// restartAfter: a new run under a shard's agent's name counts as its
+// restart once it beat this long after the run that took the shard last
+// did. A live run beats every HeartbeatEvery, so a run under the same name
+// beside it (another agent's forgery) never passes for its restart.
+const restartAfter = 2*contracts.HeartbeatEvery + contracts.HeartbeatEvery/2
 
 func missing(ready []bool, done []*ShardDone) string {
 	var m []string

@@ -2,7 +2,6 @@ package local
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"os"
 	"path/filepath"
@@ -62,12 +61,12 @@ func TestLocalDeployerStartsTheAgentsAPhaseLacks(t *testing.T) {
 		return deployer.Run(ctx, deployer.Config{NATSURL: url}, local, testenv.Logger(t, "deployer"))
 	})
 	b := testenv.Bus(t, ctx, url)
-	kv, err := b.JS.KeyValue(ctx, contracts.KVAgents)
-	if err != nil {
+	pool := testenv.Bus(t, ctx, url)
+	var err error
+	if pool.Signer, err = contracts.NewSigner(); err != nil {
 		t.Fatal(err)
 	}
-	hb, _ := json.Marshal(contracts.Heartbeat{Name: "driver-agent-1", At: time.Now()})
-	if _, err := kv.Put(ctx, "driver-agent-1", hb); err != nil { // a pool of one
+	if err := pool.PutHeartbeat(ctx, contracts.Heartbeat{Name: "driver-agent-1", At: time.Now()}); err != nil { // a pool of one
 		t.Fatal(err)
 	}
 	drivers := func(id string, shards int) {
