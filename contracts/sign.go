@@ -23,6 +23,14 @@ import (
 // instance signed them: another agent cannot forge them, nor the READY or
 // the heartbeat of an agent, without its private key (docs/security.md).
 
+// Signed reports whether an agent signs its messages on topic t: what it
+// says for a shard (READY, intervals, final). A shard job it hands back to
+// the queue is not signed: its re-publish after a crash, by this run or
+// another, must keep the id JetStream de-duplicates on.
+func Signed(t Topic) bool {
+	return t == TopicBarrierReady || t == TopicInterval || t == TopicFinal
+}
+
 // The headers of a signed message.
 const (
 	SignerHeader    = "Benchq-Signer"    // the signer's public key: its Instance

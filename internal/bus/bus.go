@@ -227,10 +227,11 @@ func (b *Bus) Publish(ctx context.Context, subject string, msg contracts.Message
 }
 
 // PublishRaw publishes already-encoded JSON with an explicit id, signed
-// when the bus has a Signer.
+// when the bus has a Signer and the subject is one agents sign
+// (contracts.Signed).
 func (b *Bus) PublishRaw(ctx context.Context, subject, id string, data []byte) error {
 	msg := &nats.Msg{Subject: subject, Data: data, Header: nats.Header{}}
-	if b.Signer != nil {
+	if p, err := contracts.ParseSubject(subject); b.Signer != nil && err == nil && contracts.Signed(p.Topic) {
 		signer, sig, err := b.Signer.Sign(subject, data)
 		if err != nil {
 			return fmt.Errorf("sign %s (id %s): %w", subject, id, err)

@@ -5,7 +5,10 @@ import (
 	"testing"
 	"time"
 
+	"github.com/nats-io/nats.go/jetstream"
+
 	"github.com/benchq/benchq/contracts"
+	"github.com/benchq/benchq/internal/bus"
 	"github.com/benchq/benchq/internal/plan"
 )
 
@@ -79,5 +82,51 @@ func TestPutHeartbeat(t *testing.T) {
 	if err := json.Unmarshal(e.Value(), &got); err != nil || got.Name != "agent-1" || !got.At.Equal(at) || got.Busy != "x.c-load.1.a1.job" ||
 		got.Instance != b.Signer.Public() || contracts.VerifyHeartbeat(key, got) != nil {
 		t.Errorf("stored %s (%v)", e.Value(), err)
+	}
+}
+
+// An agent's bus signs what it says for a shard, under a signed id, and
+// nothing else: a shard job it hands back keeps its plain id, so the same
+// hand-back re-published by another run (after a crash) is a duplicate.
+func TestAgentsSignOnlyWhatTheySayForAShard(t *testing.T) {
+	t.Parallel()
+	ctx, b := freshBus(t)
+	run1 := &bus.Bus{NC: b.NC, JS: b.JS}
+	run2 := &bus.Bus{NC: b.NC, JS: b.JS}
+	run1.Signer, _ = contracts.NewSigner()
+	run2.Signer, _ = contracts.NewSigner()
+	job := []byte(`{"requeued":true}`)
+	for _, r := range []*bus.Bus{run1, run2} {
+		if err := r.PublishRaw(ctx, contracts.SubjShard, "x.p.1.a1.job.requeued.7", job); err != nil {
+			t.Fatal(err)
+		}
+	}
+	final := contracts.FinalSubject("x", "p", 1)
+	if err := run1.PublishRaw(ctx, final, "x.p.1.a1.final", []byte(`{}`)); err != nil {
+		t.Fatal(err)
+	}
+	for subject, want := range map[string]struct {
+		n      uint64
+		signer string
+	}{contracts.SubjShard: {1, ""}, final: {1, run1.Signer.Public()}} {
+		stream := contracts.StreamJobs
+		if subject == final {
+			stream = contracts.StreamResults
+		}
+		s, err := b.JS.Stream(ctx, stream)
+		if err != nil {
+			t.Fatal(err)
+		}
+		info, err := s.Info(ctx, jetstream.WithSubjectFilter(subject))
+		if err != nil {
+			t.Fatal(err)
+		}
+		m, err := s.GetLastMsgForSubject(ctx, subject)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if n := info.State.Subjects[subject]; n != want.n || m.Header.Get(contracts.SignerHeader) != want.signer {
+			t.Errorf("%s: %d messages, signer %q; want %d, %q", subject, n, m.Header.Get(contracts.SignerHeader), want.n, want.signer)
+		}
 	}
 }

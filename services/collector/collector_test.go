@@ -98,7 +98,7 @@ func (e *env) publishRaw(subject, msgID string, data []byte) {
 // publisher is who publishes on subject: the agent (signing) for what
 // driver agents say, else the services' bus.
 func (e *env) publisher(subject string) *bus.Bus {
-	if p, err := contracts.ParseSubject(subject); err == nil && agentTopics[p.Topic] {
+	if p, err := contracts.ParseSubject(subject); err == nil && contracts.Signed(p.Topic) {
 		return e.agent
 	}
 	return e.pub
@@ -479,21 +479,16 @@ func TestCollectorDropsMalformedMessages(t *testing.T) {
 	e.expect("configurations", []string{"local"}, `SELECT backend FROM configurations`)
 }
 
-// The events and the results are read by two consumers, so a shard's
-// results may come before its experiment's events. There is no foreign key
-// to experiments: they are kept, and stored once the phase's events (its
-// GO names who may report for the shard, holders.go) are; the plan may come
-// later still.
-func TestCollectorStoresResultsBeforeTheirEvents(t *testing.T) {
+// There is no foreign key to experiments: results of an experiment whose
+// planned event is not stored yet are kept (no GO named the shard's
+// holder: holders.go).
+func TestCollectorStoresResultsBeforeThePlan(t *testing.T) {
 	t.Parallel()
 	e := newEnv(t)
 	e.start()
 	x := newExperiment(t, "c4")
 	e.publish(x.final(0, 2))
 	e.publish(x.interval(0, 2, 1))
-	time.Sleep(2 * time.Second)
-	e.expect("shard_results before the phase's events", nil, `SELECT code || ' ' || shard FROM shard_results`)
-	e.publish(x.phaseEvent(0, contracts.PhaseStarted))
 	e.settled()
 	e.expect("shard_results", []string{"c4 2"}, `SELECT code || ' ' || shard FROM shard_results`)
 	e.expect("shard_operations", []string{"2"}, `SELECT count(*)::text FROM shard_operations`)
@@ -685,4 +680,35 @@ func TestCollectorStoresOnlyTheShardHoldersResults(t *testing.T) {
 	e.expect("the holder's final", []string{"agent-1 125.5"}, `SELECT agent || ' ' || throughput FROM shard_results`)
 	e.expect("the holder's interval", []string{"100"}, `SELECT ops_per_sec::text FROM intervals`)
 	e.expect("holders", []string{"1 agent-1", "2 agent-2"}, `SELECT shard || ' ' || agent FROM shard_holders ORDER BY shard`)
+}
+
+// The events and the results are read by two consumers, so a collector
+// started on a backlog may come to a shard's final before the GO that names
+// its holder: the final waits for it (holders.go). Whatever the order, the
+// holder's final is stored and another run's refused.
+func TestCollectorWaitsForTheGOThatNamesTheHolder(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	x := newExperiment(t, "c8")
+	load := x.cfg.Phases[0].Name
+	rogue, _ := contracts.NewSigner()
+	rogueBus := &bus.Bus{NC: e.pub.NC, JS: e.pub.JS, Log: e.pub.Log, Signer: rogue}
+	e.publish(x.planned(t))
+	// A backlog of events before the GO, so that the results are read first.
+	for i := range 300 {
+		e.publish(contracts.TopicSUTRemoved.For("c8"), &contracts.SUTRemoved{Envelope: contracts.NewEnvelope("c8", fmt.Sprintf("c8.filler.%d", i), t0), Configuration: "none"})
+	}
+	e.publish(contracts.TopicBarrierGo.For("c8"), &contracts.BarrierGo{
+		Envelope: contracts.NewEnvelope("c8", "c8."+load+".a1.go", t0.Add(9*time.Second)), Phase: load, Attempt: 1, StartAt: t0.Add(10 * time.Second),
+		Agents: []string{"agent-1", "agent-2"}, Instances: []string{e.agent.Signer.Public(), e.agent.Signer.Public()},
+	})
+	subj, forged := x.final(0, 1)
+	forged.Throughput = 999999
+	if err := rogueBus.Publish(e.ctx, subj, forged); err != nil {
+		t.Fatal(err)
+	}
+	e.publish(x.final(0, 1))
+	e.start()
+	e.settled()
+	e.expect("the holder's final alone", []string{"agent-1 125.5"}, `SELECT agent || ' ' || throughput FROM shard_results`)
 }

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"time"
 
 	"github.com/jackc/pgx/v5"
 
@@ -21,15 +20,12 @@ import (
 // is refused and kept out of every table. A final for a shard nobody held
 // (it failed before its phase's barrier) counts whoever signed it.
 
-// agentTopics are what the driver agents publish, signed.
-var agentTopics = map[contracts.Topic]bool{contracts.TopicBarrierReady: true, contracts.TopicInterval: true, contracts.TopicFinal: true}
-
 // verifyAgent checks a driver agent's message's signature and returns its
 // signer ("" for any other message). A bad or missing signature is
 // permanent: no redelivery can mend it.
 func verifyAgent(subject string, data []byte, header map[string][]string) (string, error) {
 	p, err := contracts.ParseSubject(subject)
-	if err != nil || !agentTopics[p.Topic] {
+	if err != nil || !contracts.Signed(p.Topic) {
 		return "", nil
 	}
 	signer, err := bus.VerifyMsg(subject, data, header)
@@ -39,15 +35,21 @@ func verifyAgent(subject string, data []byte, header map[string][]string) (strin
 	return signer, nil
 }
 
-// unboundAfter: a shard's message whose phase has no event stored yet waits
-// (is redelivered) for the GO that names the shard's holder — the events
-// and the results are read by two consumers, so the GO may come second —
-// at most this long after it was stored; it is then taken as a message for
-// a shard nobody held (its phase's events were lost), rather than lost.
-const unboundAfter = 2 * time.Minute
-
-// errHolderUnknown: the shard's GO may not be stored yet.
+// errHolderUnknown: the shard's GO may not be stored yet. The events and the
+// results are read by two consumers, so a GO may be stored after the
+// results it names the holder of. A shard's message with no holder stored
+// waits (is redelivered) until the collector's events consumer has stored
+// every event published so far; if no holder is stored then, no GO named
+// one, and the message counts as one for a shard nobody held. A phase that
+// ended before it started (no GO) needs no wait.
 var errHolderUnknown = errors.New("the phase's GO, which names the shard's holder, is not stored yet; redelivering")
+
+// maxHolderWaits bounds the wait (deliveries, about a second apart): an
+// events consumer that cannot store the phase's events for that long is
+// broken, and the message is refused — logged, kept in the stream — rather
+// than counted without knowing who held the shard, or left to fill the
+// results consumer's pending acks.
+const maxHolderWaits = 120
 
 // writeHolders stores who holds each shard of a phase's attempt (its GO).
 func writeHolders(ctx context.Context, tx pgx.Tx, m *contracts.BarrierGo) error {
@@ -64,28 +66,41 @@ func writeHolders(ctx context.Context, tx pgx.Tx, m *contracts.BarrierGo) error 
 	return nil
 }
 
+// holder is a shard's stored holder (agent and instance nil: none), and
+// whether its phase attempt ended without starting (no GO).
+func holder(ctx context.Context, tx pgx.Tx, code, phase string, attempt, shard int) (agent, instance *string, neverStarted bool, err error) {
+	err = tx.QueryRow(ctx, `SELECT h.agent, h.instance,
+			EXISTS (SELECT 1 FROM phases WHERE code = $1 AND phase = $2 AND attempt = $3 AND started_at IS NULL AND status <> $5)
+		FROM (SELECT 1) one
+		LEFT JOIN shard_holders h ON h.code = $1 AND h.phase = $2 AND h.attempt = $3 AND h.shard = $4`,
+		code, phase, attempt, shard, contracts.PhaseStarted).Scan(&agent, &instance, &neverStarted)
+	return agent, instance, neverStarted, err
+}
+
 // checkHolder refuses a shard's interval or final that signer may not
 // report: the shard is held by another run.
 func checkHolder(ctx context.Context, tx pgx.Tx, r record, phase string, attempt, shard int) error {
-	var agent, instance string
-	err := tx.QueryRow(ctx, `SELECT agent, instance FROM shard_holders WHERE code = $1 AND phase = $2 AND attempt = $3 AND shard = $4`,
-		r.head.Code, phase, attempt, shard).Scan(&agent, &instance)
+	agent, instance, neverStarted, err := holder(ctx, tx, r.head.Code, phase, attempt, shard)
+	if err != nil {
+		return err
+	}
+	if instance == nil && !neverStarted && r.eventsCaughtUp != nil {
+		if !r.eventsCaughtUp(ctx) {
+			if r.delivered >= maxHolderWaits {
+				return bus.Permanent(fmt.Errorf("refused %s: no holder of shard %d of %s attempt %d is known after %d tries, and the events are not all stored (the message stays in the stream)",
+					r.subject, shard, phase, attempt, r.delivered))
+			}
+			return errHolderUnknown
+		}
+		// Every event acked so far is committed, its GO too: read again.
+		if agent, instance, _, err = holder(ctx, tx, r.head.Code, phase, attempt, shard); err != nil {
+			return err
+		}
+	}
 	switch {
-	case err == nil && (instance == "" || instance == r.signer):
-		return nil
-	case err == nil:
-		return bus.Permanent(fmt.Errorf("refused %s: signed by run %s, but shard %d of %s attempt %d is held by agent %s (run %s)",
-			r.subject, contracts.ShortKey(r.signer), shard, phase, attempt, agent, contracts.ShortKey(instance)))
-	case !errors.Is(err, pgx.ErrNoRows):
-		return err
+	case instance == nil, *instance == "", *instance == r.signer:
+		return nil // held by nobody (no GO named a holder), or by its signer
 	}
-	var started bool
-	if err := tx.QueryRow(ctx, `SELECT EXISTS (SELECT 1 FROM phases WHERE code = $1 AND phase = $2 AND attempt = $3)`,
-		r.head.Code, phase, attempt).Scan(&started); err != nil {
-		return err
-	}
-	if started || (!r.storedAt.IsZero() && time.Since(r.storedAt) > unboundAfter) {
-		return nil // held by nobody: the phase has events, none of them a GO naming the shard
-	}
-	return errHolderUnknown
+	return bus.Permanent(fmt.Errorf("refused %s: signed by run %s, but shard %d of %s attempt %d is held by agent %s (run %s)",
+		r.subject, contracts.ShortKey(r.signer), shard, phase, attempt, *agent, contracts.ShortKey(*instance)))
 }

@@ -61,6 +61,17 @@ func Run(ctx context.Context, cfg Config, log *slog.Logger) error {
 		{Stream: contracts.StreamEvents, Durable: contracts.DurableCollectorEvents, Batch: cfg.Batch, AckWait: ackWait},
 		{Stream: contracts.StreamResults, Durable: contracts.DurableCollectorResults, Batch: cfg.Batch, AckWait: ackWait},
 	}
+	// Whether the events consumer has stored every event published so far:
+	// then no GO is on its way for a shard's result that names no holder
+	// (holders.go).
+	caughtUp := func(ctx context.Context) bool {
+		c, err := b.JS.Consumer(ctx, contracts.StreamEvents, contracts.DurableCollectorEvents)
+		if err != nil {
+			return false
+		}
+		info, err := c.Info(ctx)
+		return err == nil && info.NumPending == 0 && info.NumAckPending == 0
+	}
 	var wg sync.WaitGroup
 	wg.Add(2)
 	go func() { defer wg.Done(); m.watchLag(ctx, b, specs, time.Second) }()
@@ -68,7 +79,7 @@ func Run(ctx context.Context, cfg Config, log *slog.Logger) error {
 	for _, spec := range specs {
 		h := func(ctx context.Context, msgs []jetstream.Msg) []error {
 			began := time.Now()
-			errs := storeBatch(ctx, db, msgs)
+			errs := storeBatch(ctx, db, msgs, caughtUp)
 			m.stored(spec.Stream, errs, time.Since(began))
 			pull.noticeBatch(msgs)
 			return errs
@@ -112,7 +123,17 @@ func connectDB(ctx context.Context, url string) (*pgxpool.Pool, error) {
 // the data itself (SQLSTATE class 22) is permanent — the message stays in the
 // stream, so nothing is lost — while other errors are redelivered. Writes are
 // idempotent, so retrying what was already stored is harmless.
-func storeBatch(ctx context.Context, db *pgxpool.Pool, msgs []jetstream.Msg) []error {
+func storeBatch(ctx context.Context, db *pgxpool.Pool, msgs []jetstream.Msg, eventsCaughtUp func(context.Context) bool) []error {
+	// Asked at most once a batch, when a message first needs it.
+	var caughtUp func(context.Context) bool
+	if eventsCaughtUp != nil {
+		var once sync.Once
+		var yes bool
+		caughtUp = func(ctx context.Context) bool {
+			once.Do(func() { yes = eventsCaughtUp(ctx) })
+			return yes
+		}
+	}
 	errs := make([]error, len(msgs))
 	recs := make([]*record, len(msgs))
 	for i, m := range msgs {
@@ -124,8 +145,9 @@ func storeBatch(ctx context.Context, db *pgxpool.Pool, msgs []jetstream.Msg) []e
 			errs[i] = err
 			continue
 		}
+		r.eventsCaughtUp = caughtUp
 		if meta, err := m.Metadata(); err == nil {
-			r.storedAt = meta.Timestamp
+			r.delivered = meta.NumDelivered
 		}
 		recs[i] = &r
 	}

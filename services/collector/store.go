@@ -6,7 +6,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"maps"
-	"time"
 
 	"github.com/jackc/pgx/v5"
 
@@ -24,8 +23,11 @@ type record struct {
 	// signer is the driver agent run that signed the message (holders.go);
 	// "" for every other message.
 	signer string
-	// storedAt is when JetStream stored the message.
-	storedAt time.Time
+	// eventsCaughtUp reports whether the collector's events consumer has
+	// stored every event so far (holders.go); nil: it has.
+	eventsCaughtUp func(context.Context) bool
+	// delivered is how often JetStream delivered the message.
+	delivered uint64
 }
 
 // decode validates a message against the schema its subject implies.

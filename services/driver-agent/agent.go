@@ -62,7 +62,8 @@ type Agent struct {
 // before its READY too, when the scheduler cannot know who holds it — is
 // taken by another agent within ackWait; a live agent would have to stall
 // for ackWait to lose its job (and a second copy of it is then dropped as
-// stale or stored once: the final's id is deterministic).
+// stale or counted once: the final's body id is deterministic, and the
+// shard's holder alone is counted).
 const (
 	ackWait    = 5 * time.Second
 	touchEvery = time.Second

@@ -73,11 +73,12 @@ type Event struct {
 	// a tick.
 	Msg  contracts.Message
 	Tick bool
-	// PublishedGo is the start instant of the GO this READY completes, when
-	// a step published it and was not stored (the scheduler stopped in
-	// between): the replayed step starts the phase at that instant again,
-	// not at a new one the agents never heard of.
-	PublishedGo *time.Time
+	// PublishedGo is the GO this READY completes, when a step published it
+	// and was not stored (the scheduler stopped in between): the replayed
+	// step starts the phase at its instant, with its holders, again — not
+	// at an instant the agents never heard of, nor with holders the
+	// collector was never told.
+	PublishedGo *contracts.BarrierGo
 	// Runs are the driver agents' runs (instance → its last signed
 	// heartbeat, bus.AgentRuns), read for a tick; nil when unknown, which
 	// disables the lost-agent check. BeatsAt is when the read began: an

@@ -3,6 +3,7 @@ package main
 import (
 	"encoding/json"
 	"fmt"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -751,8 +752,8 @@ func TestDriverEndedAfterTheFinalsChangesNothing(t *testing.T) {
 }
 
 // A READY replayed after a restart whose GO was published but not stored
-// starts the phase at that GO's instant: the agents got it, and JetStream
-// drops a new GO with the same id.
+// starts the phase at that GO's instant, with that GO's holders: the agents
+// and the collector got it, and JetStream drops a new GO with the same id.
 func TestReplayedReadyKeepsThePublishedGo(t *testing.T) {
 	p := defaultPlan(t, nil)
 	t0 := time.Date(2026, 11, 25, 7, 0, 0, 0, time.UTC)
@@ -763,10 +764,17 @@ func TestReplayedReadyKeepsThePublishedGo(t *testing.T) {
 		t.Fatal("no phase started")
 	}
 	published := t0.Add(-3 * time.Second)
+	prev := &contracts.BarrierGo{StartAt: published, Agents: []string{"a1", "a2"}, Instances: []string{"run-a1", "run-a2"}}
 	var out []Out
 	for k := range cur.Ready {
 		phase := p.Configurations[0].Phases[s.Configs[0].Phase].Name
-		out = s.Step(Event{Msg: &contracts.BarrierReady{Phase: phase, Shard: k + 1, Attempt: cur.Attempt}, PublishedGo: &published}, t0)
+		// Shard 1's READY now comes from another run than the GO named (it
+		// took the job over while the scheduler was down).
+		run := fmt.Sprintf("run-a%d", k+1)
+		if k == 0 {
+			run = "run-c1"
+		}
+		out = s.Step(Event{Msg: &contracts.BarrierReady{Phase: phase, Shard: k + 1, Attempt: cur.Attempt, Agent: "a", Instance: run}, PublishedGo: prev, Signer: run}, t0)
 	}
 	var goAt, startedAt *time.Time
 	for _, o := range out {
@@ -779,6 +787,9 @@ func TestReplayedReadyKeepsThePublishedGo(t *testing.T) {
 	}
 	if goAt == nil || !goAt.Equal(published) || startedAt == nil || !startedAt.Equal(published) || !s.Configs[0].Current.GoAt.Equal(published) {
 		t.Errorf("GO %v, phase.started %v, state %v; want all %v", goAt, startedAt, s.Configs[0].Current.GoAt, published)
+	}
+	if got := s.Configs[0].Current.Instances; !slices.Equal(got, prev.Instances) {
+		t.Errorf("holders %v, want the published GO's %v", got, prev.Instances)
 	}
 }
 
@@ -1035,6 +1046,11 @@ func TestAForgedRunDoesNotPassForTheShardsAgent(t *testing.T) {
 	}
 	at = at.Add(time.Millisecond)
 	runs["run-a1b"] = beat("run-a1b", at)
+	// ... unless the old run is late but seen working (vouched): a late
+	// holder beside another run under its name keeps its shard.
+	if out := s.Step(Event{Tick: true, Runs: runs, BeatsAt: at, Vouched: map[string]bool{"run-a1": true}}, at); len(out) != 0 {
+		t.Fatalf("a vouched holder, a new run past restartAfter: %v", subjects(out))
+	}
 	out = s.Step(Event{Tick: true, Runs: runs, BeatsAt: at}, at)
 	if len(out) == 0 || !strings.Contains(out[0].Msg.(*contracts.PhaseEvent).Reason, "restarted since it took the shard") {
 		t.Fatalf("a new run past restartAfter: %v", subjects(out))

@@ -58,7 +58,7 @@ func (s *State) startAttempt(i, p, attempt int, now time.Time) []Out {
 	return out
 }
 
-func (s *State) onReady(m *contracts.BarrierReady, now time.Time, published *time.Time) []Out {
+func (s *State) onReady(m *contracts.BarrierReady, now time.Time, published *contracts.BarrierGo) []Out {
 	i, cur, ok := s.current(m.Phase, m.Attempt)
 	if !ok || cur.Status != phPreparing || m.Shard < 1 || m.Shard > len(cur.Ready) {
 		return nil
@@ -77,7 +77,10 @@ func (s *State) onReady(m *contracts.BarrierReady, now time.Time, published *tim
 	}
 	goAt := now.Add(GoLead).UTC()
 	if published != nil {
-		goAt = published.UTC()
+		goAt = published.StartAt.UTC()
+		if len(published.Agents) == len(cur.Agents) && len(published.Instances) == len(cur.Instances) {
+			cur.Agents, cur.Instances = slices.Clone(published.Agents), slices.Clone(published.Instances)
+		}
 	}
 	cur.Status, cur.GoAt = phRunning, &goAt
 	cur.Deadline = goAt.Add(secs(s.Plan.Timeouts.ShardS))

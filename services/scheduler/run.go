@@ -6,8 +6,8 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"slices"
 	"strconv"
-	"strings"
 	"sync"
 	"time"
 
@@ -335,13 +335,14 @@ func (s *Scheduler) step(ctx context.Context, code string, ev Event) error {
 	}
 	st.state.Busy = s.busyExcept(code)
 	out := st.state.Step(ev, s.now())
-	if at, ok := s.publishedGo(ctx, out); ok {
-		// Step again from the stored state, starting at that instant.
+	if prev, ok := s.publishedGo(ctx, out); ok {
+		// Step again from the stored state, starting at that instant with
+		// the holders that GO named.
 		if st, _, err = s.load(ctx, code); err != nil {
 			return err
 		}
 		st.state.Busy = s.busyExcept(code)
-		ev.PublishedGo = &at
+		ev.PublishedGo = prev
 		out = st.state.Step(ev, s.now())
 	}
 	if len(out) == 0 && !ev.changes() && !st.state.dirty {
@@ -364,11 +365,11 @@ func (s *Scheduler) step(ctx context.Context, code string, ev Event) error {
 	return nil
 }
 
-// publishedGo finds whether the GO in out was published already by a step
-// that was not stored, and at which start instant: JetStream would drop
-// the new one as a duplicate (same id), so the agents start at the old
-// instant and the phase must say so too.
-func (s *Scheduler) publishedGo(ctx context.Context, out []Out) (time.Time, bool) {
+// publishedGo finds whether the GO in out was published already, otherwise,
+// by a step that was not stored: JetStream would drop the new one as a
+// duplicate (same id), so the agents start at the old instant, the
+// collector keeps the old holders, and the phase must say so too.
+func (s *Scheduler) publishedGo(ctx context.Context, out []Out) (*contracts.BarrierGo, bool) {
 	for _, o := range out {
 		g, ok := o.Msg.(*contracts.BarrierGo)
 		if !ok {
@@ -377,16 +378,17 @@ func (s *Scheduler) publishedGo(ctx context.Context, out []Out) (time.Time, bool
 		data, found, err := s.bus.Published(ctx, contracts.StreamEvents, o.Subject, g.ID)
 		if err != nil {
 			s.log.Warn("could not look for an earlier GO", "id", g.ID, "err", err)
-			return time.Time{}, false
+			return nil, false
 		}
 		var prev contracts.BarrierGo
-		if !found || json.Unmarshal(data, &prev) != nil || prev.StartAt.Equal(g.StartAt) {
-			return time.Time{}, false
+		if !found || json.Unmarshal(data, &prev) != nil ||
+			prev.StartAt.Equal(g.StartAt) && slices.Equal(prev.Agents, g.Agents) && slices.Equal(prev.Instances, g.Instances) {
+			return nil, false
 		}
-		s.log.Info("GO published before a restart: the phase starts at its instant", "id", g.ID, "start_at", prev.StartAt)
-		return prev.StartAt, true
+		s.log.Info("GO published before a restart: the phase starts at its instant, with its holders", "id", g.ID, "start_at", prev.StartAt)
+		return &prev, true
 	}
-	return time.Time{}, false
+	return nil, false
 }
 
 // changes: every event but a tick may change state without output (a READY
@@ -404,9 +406,11 @@ func (s *Scheduler) publish(ctx context.Context, out []Out) error {
 
 // agentRuns reads the agents' runs and their last signed beats; nil (no
 // lost-agent check) when the bucket cannot be read. A heartbeat not signed
-// by its run is logged and left out: another agent wrote it. When it was
-// written over a run's own entry, the run's last signed beat stands until
-// the run beats again (lastRuns): a forgery neither hides nor replaces it.
+// by its run is logged and left out: another agent wrote it. A run whose
+// entry another agent wrote over or deleted keeps its last signed beat
+// (lastRuns) until the bucket's TTL would have removed it: its silence,
+// not a forgery, decides when it is lost. (A scheduler that restarts
+// forgets them: after a restart, a run whose entry is gone is gone.)
 func (s *Scheduler) agentRuns(ctx context.Context) map[string]contracts.Heartbeat {
 	runs, refused, err := bus.AgentRuns(ctx, s.bus.JS)
 	if err != nil {
@@ -415,12 +419,11 @@ func (s *Scheduler) agentRuns(ctx context.Context) map[string]contracts.Heartbea
 	}
 	for key, why := range refused {
 		s.log.Warn("heartbeat refused", "key", key, "why", why)
-		i := strings.LastIndexByte(key, '.')
-		if i < 0 {
-			continue
-		}
-		if last, ok := s.lastRuns[key[i+1:]]; ok && contracts.HeartbeatKey(last.Name, last.Instance) == key {
-			runs[last.Instance] = last
+	}
+	now := s.now()
+	for instance, last := range s.lastRuns {
+		if _, ok := runs[instance]; !ok && now.Sub(last.At) < contracts.AgentsTTL {
+			runs[instance] = last
 		}
 	}
 	s.lastRuns = runs

@@ -69,12 +69,13 @@ func TestAgentMessagesAreRefusedUnlessSigned(t *testing.T) {
 
 // A heartbeat another agent writes over a run's own entry is refused, and
 // the run's last signed beat stands until it beats again: the forgery
-// neither hides the run nor replaces it. A run whose entry is gone (the TTL
-// removed it) is gone.
+// neither hides the run nor replaces it. Nor does deleting its entry: the
+// last signed beat stands until the bucket's TTL would have removed it.
 func TestAForgedHeartbeatDoesNotHideARun(t *testing.T) {
 	ctx := t.Context()
 	b := testenv.Bus(t, ctx, testenv.NATS(t))
-	s := &Scheduler{bus: b, log: testenv.Logger(t, "scheduler")}
+	clock := time.Now()
+	s := &Scheduler{bus: b, log: testenv.Logger(t, "scheduler"), now: func() time.Time { return clock }}
 	if b.Signer, _ = contracts.NewSigner(); b.Signer == nil {
 		t.Fatal("no signer")
 	}
@@ -101,7 +102,11 @@ func TestAForgedHeartbeatDoesNotHideARun(t *testing.T) {
 	if err := kv.Delete(ctx, key); err != nil {
 		t.Fatal(err)
 	}
+	if runs := s.agentRuns(ctx); len(runs) != 1 || !runs[run].At.Equal(at) {
+		t.Errorf("after its entry was deleted: %v, want the run's last signed beat", runs)
+	}
+	clock = at.Add(contracts.AgentsTTL)
 	if runs := s.agentRuns(ctx); len(runs) != 0 {
-		t.Errorf("after its entry was removed: %v", runs)
+		t.Errorf("a TTL after its last beat: %v, want it gone", runs)
 	}
 }

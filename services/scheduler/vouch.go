@@ -59,7 +59,7 @@ func (v *voucher) vouch(ctx context.Context, runs map[string]contracts.Heartbeat
 	var out map[string]bool
 	looked := map[string]bool{}
 	var pods []string
-	podRun := map[string]string{} // pod → the newest run named after it
+	podRun := map[string]string{} // pod → the newest of the late runs named after it
 	for instance, hb := range runs {
 		name := hb.Name
 		if at.Sub(hb.At) < lateAfter || hb.Host == "" {

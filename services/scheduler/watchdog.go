@@ -140,7 +140,10 @@ func lostShards(cur *PhaseState, runs map[string]contracts.Heartbeat, now time.T
 			run, ok = newest[agent] // taken before runs were named: by its name
 		}
 		next, hasNext := newest[agent]
-		replaced := hasNext && instance != "" && next.Instance != instance && (gone[instance] || !ok || next.At.After(run.At.Add(restartAfter)))
+		// Replaced: its process is gone; or its entry is; or a newer run beat
+		// restartAfter past its last beat, while it is not seen working.
+		replaced := hasNext && instance != "" && next.Instance != instance &&
+			(gone[instance] || !ok || !vouched[instance] && next.At.After(run.At.Add(restartAfter)))
 		switch {
 		case replaced:
 			lost = append(lost, fmt.Sprintf("shard %d (agent %s restarted since it took the shard)", k+1, agent))
