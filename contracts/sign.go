@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"strings"
 
 	"github.com/nats-io/nkeys"
 )
@@ -96,7 +95,7 @@ func Verify(subject string, body []byte, signer, signature string) (string, erro
 
 func verify(signer, signature string, data []byte) error {
 	if !nkeys.IsValidPublicUserKey(signer) {
-		return fmt.Errorf("%w: signer %q is not a public key", ErrBadSignature, short(signer))
+		return fmt.Errorf("%w: signer %q is not a public key", ErrBadSignature, ShortKey(signer))
 	}
 	sig, err := base64.RawURLEncoding.DecodeString(signature)
 	if err != nil {
@@ -107,7 +106,7 @@ func verify(signer, signature string, data []byte) error {
 		return fmt.Errorf("%w: %v", ErrBadSignature, err)
 	}
 	if err := kp.Verify(data, sig); err != nil {
-		return fmt.Errorf("%w (signer %s)", ErrBadSignature, short(signer))
+		return fmt.Errorf("%w (signer %s)", ErrBadSignature, ShortKey(signer))
 	}
 	return nil
 }
@@ -125,16 +124,14 @@ func SignedMsgID(id, signature string) string {
 	return id + "~" + signature
 }
 
-// short is a public key's first characters, for messages.
-func short(key string) string {
+// ShortKey is a public key's first characters: an instance in logs and
+// errors.
+func ShortKey(key string) string {
 	if len(key) > 12 {
 		return key[:12] + "…"
 	}
 	return key
 }
-
-// ShortKey names an instance in logs and errors.
-func ShortKey(key string) string { return short(key) }
 
 // HeartbeatKey is an agent run's key in the agents KV bucket: its name and
 // its instance. Each run writes its own key, which no other run can write
@@ -180,9 +177,4 @@ func VerifyHeartbeat(key string, h Heartbeat) error {
 		return err
 	}
 	return verify(h.Instance, h.Signature, data)
-}
-
-// ValidInstance reports whether instance is an agent run's public key.
-func ValidInstance(instance string) bool {
-	return strings.HasPrefix(instance, "U") && nkeys.IsValidPublicUserKey(instance)
 }

@@ -5,6 +5,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/nats-io/nkeys"
 )
 
 func TestSignedMessagesVerifyOnlyAsSigned(t *testing.T) {
@@ -15,7 +17,7 @@ func TestSignedMessagesVerifyOnlyAsSigned(t *testing.T) {
 	b, _ := NewSigner()
 	subject, body := "benchq.results.17.c-1-2.1.final", []byte(`{"id":"17.c-1-2.1.a1.final","status":"ok"}`)
 	signer, sig, err := a.Sign(subject, body)
-	if err != nil || signer != a.Public() || !ValidInstance(signer) {
+	if err != nil || signer != a.Public() || !nkeys.IsValidPublicUserKey(signer) {
 		t.Fatalf("sign: %q %v", signer, err)
 	}
 	if got, err := Verify(subject, body, signer, sig); err != nil || got != a.Public() {

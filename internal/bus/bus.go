@@ -29,8 +29,9 @@ type Bus struct {
 	NC  *nats.Conn
 	JS  jetstream.JetStream
 	Log *slog.Logger
-	// Signer, when set (a driver agent's run), signs every message Publish
-	// sends and every heartbeat (contracts/sign.go).
+	// Signer, when set (a driver agent's run), signs what Publish sends on
+	// the topics agents sign (contracts.Signed) and every heartbeat
+	// (contracts/sign.go).
 	Signer *contracts.Signer
 }
 
