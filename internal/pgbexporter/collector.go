@@ -6,6 +6,7 @@ import (
 	"log/slog"
 	"net/http"
 	"net/url"
+	"sync"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -15,15 +16,27 @@ import (
 
 var upDesc = prometheus.NewDesc("pgbouncer_up", "1 when PgBouncer's admin console answered SHOW STATS and SHOW POOLS at this scrape, else 0.", nil, nil)
 
-// Collector reads PgBouncer's admin console at every scrape, on a connection
-// of its own that is closed afterwards (a console connection is cheap, and
-// none lingers between scrapes to show up in SHOW POOLS).
+// Collector reads PgBouncer's admin console at every scrape, on one
+// connection it keeps between scrapes: a login per scrape (TCP and SCRAM,
+// to a single-threaded PgBouncer busy with the benchmark) is work the
+// scrape need not wait for. A connection that fails is closed, and the
+// scrape tries once more on a new one; one no scrape used for idleClose is
+// closed (the exporter's server was closed). The console connection counts in
+// the "pgbouncer" pool's client connections, as it did while it was open
+// only during the scrape: SHOW POOLS runs on it either way.
 type Collector struct {
 	url     string
 	timeout time.Duration
 	log     *slog.Logger
 	descs   map[string]*prometheus.Desc // metric name → desc
+
+	mu   sync.Mutex
+	conn *pgx.Conn   // nil until the first scrape, or after a failure
+	idle *time.Timer // closes conn idleClose after the last scrape
 }
+
+// idleClose is how long the console connection outlives the last scrape.
+const idleClose = 15 * time.Second
 
 // New makes a Collector for the admin console at connString (a PostgreSQL
 // URL whose database is "pgbouncer", user one of admin_users or
@@ -97,11 +110,50 @@ func (c *Collector) Collect(ch chan<- prometheus.Metric) {
 }
 
 func (c *Collector) read(ctx context.Context) ([]sample, error) {
-	conn, err := pgx.Connect(ctx, c.url)
-	if err != nil {
-		return nil, err
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	reused := c.conn != nil
+	out, err := c.readOnce(ctx)
+	if err != nil && reused && ctx.Err() == nil {
+		out, err = c.readOnce(ctx) // the kept connection had gone stale
 	}
-	defer conn.Close(context.WithoutCancel(ctx))
+	if c.idle == nil {
+		c.idle = time.AfterFunc(idleClose, c.Close)
+	} else {
+		c.idle.Reset(idleClose)
+	}
+	return out, err
+}
+
+// readOnce reads both SHOW commands on the kept connection, made if there
+// is none; on an error it closes the connection.
+func (c *Collector) readOnce(ctx context.Context) ([]sample, error) {
+	if c.conn == nil {
+		conn, err := pgx.Connect(ctx, c.url)
+		if err != nil {
+			return nil, err
+		}
+		c.conn = conn
+	}
+	out, err := showAll(ctx, c.conn)
+	if err != nil {
+		_ = c.conn.Close(context.WithoutCancel(ctx))
+		c.conn = nil
+	}
+	return out, err
+}
+
+// Close closes the kept console connection.
+func (c *Collector) Close() {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.conn != nil {
+		_ = c.conn.Close(context.Background())
+		c.conn = nil
+	}
+}
+
+func showAll(ctx context.Context, conn *pgx.Conn) ([]sample, error) {
 	stats, err := show(ctx, conn, "SHOW STATS", statsColumns, "database")
 	if err != nil {
 		return nil, err

@@ -105,6 +105,10 @@ func TestCollectorAgainstPgBouncer(t *testing.T) {
 			t.Errorf("no %q in\n%s", want, body)
 		}
 	}
+	// The next scrape reads on the kept console connection.
+	if body := get(t, srv.URL); !strings.Contains(body, "pgbouncer_up 1\n") {
+		t.Errorf("second scrape:\n%s", body)
+	}
 	if _, err := conn.Exec(ctx, "COMMIT"); err != nil {
 		t.Fatal(err)
 	}
