@@ -90,6 +90,12 @@ func DriverLostID(code, phase string, attempt int, pod string) string {
 	return fmt.Sprintf("%s.%s.a%d.%s.lost", code, phase, attempt, pod)
 }
 
+// SUTCPUID is the SUT's CPU counters at edge (EdgeStart, EdgeEnd) of
+// phase's attempt.
+func SUTCPUID(code, phase string, attempt int, edge string) string {
+	return fmt.Sprintf("%s.%s.a%d.cpu.%s", code, phase, attempt, edge)
+}
+
 // ReadyID is shard shard's READY at phase's barrier.
 func ReadyID(code, phase string, shard, attempt int) string {
 	return fmt.Sprintf("%s.%s.%d.a%d.ready", code, phase, shard, attempt)

@@ -267,8 +267,8 @@ type Endpoint struct {
 	Database string `json:"database,omitempty"`
 	User     string `json:"user,omitempty"`
 	// Password never travels in a message (the schema refuses one): a
-	// driver agent fills it in from its own environment
-	// (startup.SUTPassword) before it connects.
+	// driver agent fills it in before it connects: the SUT's own,
+	// derived from the stack's key or given to it (startup.SUTAuth).
 	Password string `json:"-"`
 	JDBCURL  string `json:"jdbc_url,omitempty"`
 }
@@ -330,6 +330,37 @@ type SUTRemoved struct {
 	// named with its cause too.
 	Died string `json:"died,omitempty"`
 }
+
+// SUTCPU is a SUT's CPU counters read by the deployer at one edge of a
+// phase (the local backend): the values container_cpu_usage_seconds_total
+// has on the deployer's /metrics at those instants, summed per component
+// as the catalog's query sums them. The collector adds them to the
+// Prometheus series it pulls, so that a phase's CPU seconds are not
+// estimated from the scrapes around its edges (docs/monitoring.md).
+type SUTCPU struct {
+	Envelope
+	Configuration string `json:"configuration"`
+	Phase         string `json:"phase"`
+	Attempt       int    `json:"attempt"`
+	Edge          string `json:"edge"` // EdgeStart or EdgeEnd
+	// Samples are in time order: at the start, one read at the phase's
+	// start instant; at the end, reads just after the end instant (the
+	// collector estimates the value at the end from them).
+	Samples []CPUSample `json:"samples"`
+}
+
+// CPUSample is one read of a SUT's trees: per component (sut, pool), its
+// CPU seconds counter.
+type CPUSample struct {
+	At  time.Time          `json:"at"`
+	CPU map[string]float64 `json:"cpu"`
+}
+
+// A phase's edges (SUTCPU.Edge).
+const (
+	EdgeStart = "start"
+	EdgeEnd   = "end"
+)
 
 // YCSBShard is the per-shard YCSB parameter set, computed by the scheduler.
 type YCSBShard struct {

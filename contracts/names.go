@@ -48,6 +48,9 @@ const (
 	// shard's behalf (its driver never reported): a subject only the
 	// scheduler may publish on, where agents' finals are signed (sign.go).
 	SubjShardEnded = "benchq.exp.{code}.shard.ended"
+	// SubjSUTCPU carries a SUT's CPU counters read at one edge of a phase
+	// (SUTCPU).
+	SubjSUTCPU = "benchq.exp.{code}.sut.cpu"
 	// SubjDriverPods is a core NATS request (in no stream): PodsQuery.
 	SubjDriverPods          = "benchq.deployer.pods"
 	SubjExperimentDone      = "benchq.exp.{code}.done"

@@ -35,6 +35,7 @@ const (
 	SchemaSUTReady      = "sut_ready"
 	SchemaSUTFailed     = "sut_failed"
 	SchemaSUTRemoved    = "sut_removed"
+	SchemaSUTCPU        = "sut_cpu"
 	SchemaShardJob      = "shard_job"
 	SchemaBarrierReady  = "barrier_ready"
 	SchemaBarrierGo     = "barrier_go"

@@ -27,6 +27,7 @@ import (
 
 	"github.com/benchq/benchq/contracts"
 	"github.com/benchq/benchq/internal/natsauth"
+	"github.com/benchq/benchq/internal/startup"
 )
 
 // stack is one embedded stack started for a test, in its own home.
@@ -202,20 +203,27 @@ func keepSummary(t *testing.T, out string) {
 	}
 }
 
-// sutPassword is the password the stack's SUTs require (benchq up writes it
-// once into the home's auth/sut.password).
-func (s *stack) sutPassword(t *testing.T) string {
+// sutKey is the stack's SUT key (benchq up writes it once into the home's
+// auth/sut.key), from which each SUT's password derives.
+func (s *stack) sutKey(t *testing.T) string {
 	t.Helper()
-	b, err := os.ReadFile(filepath.Join(s.home, "auth", "sut.password"))
+	b, err := os.ReadFile(filepath.Join(s.home, "auth", "sut.key"))
 	if err != nil {
-		t.Fatalf("the SUTs' password: %v", err)
+		t.Fatalf("the SUTs' key: %v", err)
 	}
 	return strings.TrimSpace(string(b))
 }
 
-// sutURL is a pgx URL for user on the PostgreSQL or PgBouncer SUT at addr,
-// with the SUTs' password.
-func (s *stack) sutURL(t *testing.T, addr, user, database string) string {
-	u := url.URL{Scheme: "postgresql", User: url.UserPassword(user, s.sutPassword(t)), Host: addr, Path: "/" + database, RawQuery: "sslmode=disable"}
+// sutPassword is the password configuration's SUT of experiment code
+// requires, derived as the deployer and the agents derive it.
+func (s *stack) sutPassword(t *testing.T, code, configuration string) string {
+	t.Helper()
+	return startup.SUTPasswordOf(s.sutKey(t), code, configuration)
+}
+
+// sutURL is a pgx URL for user on the PostgreSQL or PgBouncer SUT at addr
+// (configuration's of experiment code), with its password.
+func (s *stack) sutURL(t *testing.T, code, configuration, addr, user, database string) string {
+	u := url.URL{Scheme: "postgresql", User: url.UserPassword(user, s.sutPassword(t, code, configuration)), Host: addr, Path: "/" + database, RawQuery: "sslmode=disable"}
 	return u.String()
 }

@@ -305,10 +305,11 @@ func (s *stack) sutRows(t *testing.T, ready contracts.SUTReady) (int64, map[stri
 		return -1, nil
 	}
 	addr := fmt.Sprintf("%s:%d", ep.Host, ep.Port)
+	password := s.sutPassword(t, ready.Code, ready.Configuration)
 	switch ready.DBMS {
 	case "Redis", "RedisCluster":
 		masters := []string{addr}
-		if nodes, err := localdb.RedisCommandAs(ctx, addr, s.sutPassword(t), "CLUSTER", "NODES"); err == nil {
+		if nodes, err := localdb.RedisCommandAs(ctx, addr, password, "CLUSTER", "NODES"); err == nil {
 			masters = clusterMasters(nodes)
 		} else if ready.DBMS == "RedisCluster" {
 			t.Errorf("CLUSTER NODES: %v", err)
@@ -317,14 +318,14 @@ func (s *stack) sutRows(t *testing.T, ready contracts.SUTReady) (int64, map[stri
 		var total int64
 		per := map[string]int64{}
 		for _, m := range masters {
-			size, err := localdb.RedisCommandAs(ctx, m, s.sutPassword(t), "DBSIZE")
+			size, err := localdb.RedisCommandAs(ctx, m, password, "DBSIZE")
 			if err != nil {
 				t.Errorf("DBSIZE: %v", err)
 				return -1, nil
 			}
 			var keys int64
 			fmt.Sscan(size, &keys)
-			index, err := localdb.RedisCommandAs(ctx, m, s.sutPassword(t), "KEYS", "_indices*")
+			index, err := localdb.RedisCommandAs(ctx, m, password, "KEYS", "_indices*")
 			if err != nil {
 				t.Errorf("KEYS: %v", err)
 				return -1, nil
@@ -337,7 +338,7 @@ func (s *stack) sutRows(t *testing.T, ready contracts.SUTReady) (int64, map[stri
 		}
 		return total, per
 	default:
-		conn, err := pgx.Connect(ctx, s.sutURL(t, addr, ep.User, ep.Database)+"&default_query_exec_mode=simple_protocol")
+		conn, err := pgx.Connect(ctx, s.sutURL(t, ready.Code, ready.Configuration, addr, ep.User, ep.Database)+"&default_query_exec_mode=simple_protocol")
 		if err != nil {
 			t.Errorf("connect SUT: %v", err)
 			return -1, nil
@@ -383,12 +384,12 @@ func (s *stack) poolServers(t *testing.T, ready contracts.SUTReady) map[string]i
 		if addr == "" {
 			continue
 		}
-		// The pool takes no client without the stack's password.
+		// The pool takes no client without the SUT's password.
 		if conn, err := pgx.Connect(ctx, fmt.Sprintf("postgresql://%s@%s/pgbouncer?sslmode=disable&default_query_exec_mode=simple_protocol", ready.Endpoint.User, addr)); err == nil {
 			conn.Close(ctx)
-			t.Errorf("pgbouncer %s let a client in without the SUTs' password", addr)
+			t.Errorf("pgbouncer %s let a client in without the SUT's password", addr)
 		}
-		conn, err := pgx.Connect(ctx, s.sutURL(t, addr, ready.Endpoint.User, "pgbouncer")+"&default_query_exec_mode=simple_protocol")
+		conn, err := pgx.Connect(ctx, s.sutURL(t, ready.Code, ready.Configuration, addr, ready.Endpoint.User, "pgbouncer")+"&default_query_exec_mode=simple_protocol")
 		if err != nil {
 			t.Errorf("pgbouncer admin console %s: %v", addr, err)
 			continue

@@ -325,13 +325,17 @@ func TestComposeFile(t *testing.T) {
 		p.Services["collector"].DependsOn["migrate"].Condition != types.ServiceConditionCompletedSuccessfully {
 		t.Errorf("migrate: image %s, command %v; want the collector's image with -migrate, which the collector waits to complete", m.Image, m.Command)
 	}
-	// The SUTs' password: the deployer (its SUTs, exporters and phase
-	// agents) and the driver agents, no one else.
+	// The SUTs' key: the deployer (its SUTs, exporters and phase agents)
+	// and the driver agents, no one else; no service is given one SUT's
+	// password for all.
 	for name, s := range p.Services {
-		v := s.Environment[startup.SUTPasswordEnv]
+		v := s.Environment[startup.SUTKeyEnv]
 		want := name == "deployer" || name == "driver-agent"
-		if got := v != nil && *v == env[startup.SUTPasswordEnv] && *v != ""; got != want {
-			t.Errorf("%s: holds the SUTs' password %v, want %v", name, got, want)
+		if got := v != nil && *v == env[startup.SUTKeyEnv] && *v != ""; got != want {
+			t.Errorf("%s: holds the SUTs' key %v, want %v", name, got, want)
+		}
+		if _, ok := s.Environment[startup.SUTPasswordEnv]; ok {
+			t.Errorf("%s: holds %s, one password for every SUT", name, startup.SUTPasswordEnv)
 		}
 	}
 	if v := p.Services["scheduler"].Environment["BENCHQ_HTTP_TOKEN"]; v == nil || *v != env["BENCHQ_HTTP_TOKEN"] {

@@ -19,9 +19,10 @@ import (
 // Secrets are the .env variables that are not NATS keys: the results
 // database's owner's password and those of its two roles
 // (internal/resultsdb: the collector's, the readers'), the intake's token,
-// Grafana's admin password, the SUTs' password (startup.SUTPasswordEnv:
-// the deployer's and the driver agents').
-var Secrets = []string{"BENCHQ_DB_PASSWORD", "BENCHQ_DB_COLLECTOR_PASSWORD", "BENCHQ_DB_READER_PASSWORD", "BENCHQ_HTTP_TOKEN", "BENCHQ_GRAFANA_PASSWORD", startup.SUTPasswordEnv}
+// Grafana's admin password, the SUTs' key (startup.SUTKeyEnv: compose's
+// deployer and driver agents derive each SUT's password from it; on
+// Kubernetes each SUT gets a Secret of its own and no pod reads the key).
+var Secrets = []string{"BENCHQ_DB_PASSWORD", "BENCHQ_DB_COLLECTOR_PASSWORD", "BENCHQ_DB_READER_PASSWORD", "BENCHQ_HTTP_TOKEN", "BENCHQ_GRAFANA_PASSWORD", startup.SUTKeyEnv}
 
 // Env is a fresh .env: each role's NKey (natsauth.PubEnv for nats-server,
 // natsauth.SeedValueEnvOf for the service of that role) and a random

@@ -129,3 +129,33 @@ func (c *Collector) Collect(ch chan<- prometheus.Metric) {
 		ch <- prometheus.MustNewConstMetric(cacheDesc, prometheus.GaugeValue, mem.cache, lv...)
 	}
 }
+
+// CPU reads the CPU counters of components ids now, as a scrape would
+// (the same counters: a read between two scrapes is a sample of the same
+// series), and returns them by id; a component unknown or whose root is
+// gone is left out. It reads /proc once.
+func (c *Collector) CPU(ids ...string) (map[string]float64, error) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	snap, err := readSnapshot(c.fs)
+	if err != nil {
+		return nil, fmt.Errorf("read /proc: %w", err)
+	}
+	out := make(map[string]float64, len(ids))
+	for _, id := range ids {
+		comp, ok := c.components[id]
+		if !ok {
+			continue
+		}
+		pids := descendants(comp.root, snap.ppid)
+		if len(pids) == 0 {
+			continue
+		}
+		tree := make(map[int]procCPU, len(pids))
+		for _, pid := range pids {
+			tree[pid] = snap.cpu[pid]
+		}
+		out[id] = comp.cpu.observe(tree)
+	}
+	return out, nil
+}

@@ -187,6 +187,20 @@ func TestCollectorProcessTree(t *testing.T) {
 		}
 	}
 
+	// A read between scrapes is a sample of the same series: at least the
+	// scrape before it, at most the scrape after it and the tree's /proc
+	// figure; an unknown component is left out.
+	read, err := c.CPU("sut", "absent")
+	if err != nil {
+		t.Fatal(err)
+	}
+	truth, _, _ := groundTruth(t, root)
+	scraped, _, _ := gathered(t, reg, "container_cpu_usage_seconds_total", "sut")
+	if _, ok := read["absent"]; ok || len(read) != 1 || read["sut"] < cpu || read["sut"] > truth+1e-9 || read["sut"] > scraped {
+		t.Errorf("CPU() = %v: want the sut between the scrape before (%.3f), /proc (%.3f) and the scrape after (%.3f)", read, cpu, truth, scraped)
+	}
+	cpu = scraped
+
 	// A new phase: new labels, the counter carries on.
 	labels.Phase = "run"
 	c.Set("sut", root, labels)

@@ -272,14 +272,16 @@ func newDBPassword(st *State, user string) (path, password string, err error) {
 	return path, password, atomicfile.Write(path, []byte("*:*:*:"+user+":"+password+"\n"), 0o600)
 }
 
-// sutPasswordFile is the SUTs' password file of the stack
-// (startup.SUTPasswordFileEnv; mode 0600): made once and kept, since a SUT
-// kept on a persistent volume was made with it. The deployer and the
-// driver agents are handed its path.
-func sutPasswordFile(st *State) (string, error) {
-	path := filepath.Join(st.Home(), "auth", "sut.password")
-	if _, err := startup.SUTPassword(func(k string) string {
-		if k == startup.SUTPasswordFileEnv {
+// sutKeyFile is the stack's SUT key file (startup.SUTKeyFileEnv; mode
+// 0600), from which each SUT's own password derives: made once and kept.
+// The deployer and the driver agents are handed its path.
+func sutKeyFile(st *State) (string, error) {
+	auth := filepath.Join(st.Home(), "auth")
+	// A stack made before each SUT had its own password kept one for all.
+	_ = os.Remove(filepath.Join(auth, "sut.password"))
+	path := filepath.Join(auth, "sut.key")
+	if _, err := startup.SUTAuthFromEnv(func(k string) string {
+		if k == startup.SUTKeyFileEnv {
 			return path
 		}
 		return ""
@@ -288,7 +290,7 @@ func sutPasswordFile(st *State) (string, error) {
 	} else if !errors.Is(err, os.ErrNotExist) {
 		return "", err
 	}
-	b := make([]byte, 24)
+	b := make([]byte, 32)
 	if _, err := rand.Read(b); err != nil {
 		return "", err
 	}
@@ -448,11 +450,11 @@ func Start(ctx context.Context, st *State) (*Stack, error) {
 	if err != nil {
 		return s, err
 	}
-	sutPassword, err := sutPasswordFile(st)
+	sutKey, err := sutKeyFile(st)
 	if err != nil {
 		return s, err
 	}
-	sutEnv := startup.SUTPasswordFileEnv + "=" + sutPassword
+	sutEnv := startup.SUTKeyFileEnv + "=" + sutKey
 	for _, svc := range []struct {
 		name  string
 		role  natsauth.Role

@@ -6,7 +6,6 @@ package startup
 import (
 	"context"
 	"flag"
-	"fmt"
 	"log/slog"
 	"os"
 	"os/signal"
@@ -15,7 +14,6 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 
-	"github.com/benchq/benchq/internal/atomicfile"
 	"github.com/benchq/benchq/internal/obs"
 )
 
@@ -83,36 +81,4 @@ func Serve(log *slog.Logger, name string, run func(ctx context.Context) error) {
 		log.Error(name+" failed", "err", err)
 		os.Exit(1)
 	}
-}
-
-// SUTPasswordEnv and SUTPasswordFileEnv carry the password every system
-// under test requires of its clients: the value (compose's .env,
-// Kubernetes' Secret) or a file of mode 0600 holding it (benchq up writes
-// $BENCHQ_HOME/auth/sut.password). The deployer sets the SUTs' password
-// from it; driver agents and exporters log in with it. It never travels in
-// a message.
-const (
-	SUTPasswordEnv     = "BENCHQ_SUT_PASSWORD"
-	SUTPasswordFileEnv = "BENCHQ_SUT_PASSWORD_FILE"
-)
-
-// SUTPassword reads the SUTs' password from the environment (getenv:
-// os.Getenv), "" when neither variable is set: SUTs then take logins
-// without one, trusting loopback.
-func SUTPassword(getenv func(string) string) (string, error) {
-	file, value := getenv(SUTPasswordFileEnv), strings.TrimSpace(getenv(SUTPasswordEnv))
-	switch {
-	case file != "" && value != "":
-		return "", fmt.Errorf("the SUTs' password is given twice (%s and %s): keep one", SUTPasswordFileEnv, SUTPasswordEnv)
-	case file != "":
-		b, err := atomicfile.ReadSecret(file, "SUT password")
-		if err != nil {
-			return "", err
-		}
-		if len(b) == 0 {
-			return "", fmt.Errorf("SUT password file %s is empty", file)
-		}
-		return string(b), nil
-	}
-	return value, nil
 }

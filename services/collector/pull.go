@@ -208,6 +208,10 @@ func (p *puller) pullPhase(ctx context.Context, ph endedPhase) error {
 	from, to := ph.start.Add(-2*p.step), ph.end.Add(2*p.step)
 	answers := map[string]queryAnswer{} // system metrics share queries
 	var down string                     // set once Prometheus is found unreachable
+	edges, edgesRead, err := p.edgeSamples(ctx, ph)
+	if err != nil {
+		return err
+	}
 	out := make([]summary, 0, len(cols))
 	var stored int64
 	for _, c := range cols {
@@ -230,7 +234,8 @@ func (p *puller) pullPhase(ctx context.Context, ph endedPhase) error {
 			out = append(out, s)
 			continue
 		}
-		n, err := storeMetrics(ctx, p.db, samplesOf(ph, c, a.series))
+		series := withEdges(c, a.series, edges)
+		n, err := storeMetrics(ctx, p.db, samplesOf(ph, c, series))
 		if err != nil {
 			return err
 		}
@@ -238,13 +243,14 @@ func (p *puller) pullPhase(ctx context.Context, ph endedPhase) error {
 		if p.stored != nil {
 			p.stored(n)
 		}
-		s.value, s.samples, s.missing = reduceSeries(c.metric, a.series, ph.start, ph.end)
+		s.value, s.samples, s.missing = reduceSeries(c.metric, series, ph.start, ph.end)
 		out = append(out, s)
 	}
 	if err := p.writeSummaries(ctx, ph, out); err != nil {
 		return err
 	}
-	p.log.Info("metrics pulled", "code", ph.code, "phase", ph.phase, "attempt", ph.attempt, "metrics", len(out), "samples_stored", stored)
+	p.log.Info("metrics pulled", "code", ph.code, "phase", ph.phase, "attempt", ph.attempt, "metrics", len(out), "samples_stored", stored,
+		"cpu_edges_read", edgesRead)
 	return nil
 }
 

@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"io"
 	"log"
@@ -127,8 +128,9 @@ func TestPullPhaseMetrics(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	// Experiments m1 and m3 (for the kill below) watch the same burner.
-	for _, code := range []string{"m1", "m3"} {
+	// Experiments m1, m3 (for the kill below) and m4 (edge reads) watch the
+	// same burner.
+	for _, code := range []string{"m1", "m3", "m4"} {
 		labels := procmetrics.Labels{Namespace: "benchq", Pod: "sut", Container: "redis", Experiment: code, Configuration: "cfg-1", DBMS: "Redis", Component: "sut"}
 		pm.Set(code+"-sut", pid, labels)
 		labels.Component, labels.Phase, labels.Container = "loader", "cfg-1-0", "ycsb"
@@ -257,6 +259,77 @@ func TestPullPhaseMetrics(t *testing.T) {
 	_ = db.QueryRow(ctx, `SELECT sum(samples) FROM metric_summaries WHERE code = 'm3'`).Scan(&reported)
 	if samples != distinct || samples != reported || samples == 0 {
 		t.Errorf("after the kill: %d samples stored, %d distinct, the summaries' answers hold %d", samples, distinct, reported)
+	}
+
+	// A phase of 1.2 s with the deployer's reads of the counter at its edges
+	// (contracts.SUTCPU; at the end, two reads after it): the burner idles
+	// (SIGSTOP) before the phase, burns during it and idles after it until
+	// "the next phase" burns again 0.3 s later — which the scrapes alone
+	// would take for this phase's rate after its end, and take its last
+	// second's work off it. Its CPU seconds are within 5 % of /proc; the
+	// reads are stored with the scrapes.
+	signal := func(sig syscall.Signal) {
+		if err := burner.Process.Signal(sig); err != nil {
+			t.Fatal(err)
+		}
+	}
+	read := func() contracts.CPUSample {
+		v, err := pm.CPU("m4-sut")
+		if err != nil || len(v) != 1 {
+			t.Fatalf("read the burner's CPU: %v %v", v, err)
+		}
+		return contracts.CPUSample{At: time.Now().UTC(), CPU: map[string]float64{"sut": v["m4-sut"]}}
+	}
+	signal(syscall.SIGSTOP)
+	time.Sleep(2200 * time.Millisecond)
+	r0 := read()
+	short0 := cpuSeconds(t, pid)
+	signal(syscall.SIGCONT)
+	time.Sleep(1200 * time.Millisecond)
+	signal(syscall.SIGSTOP)
+	shortEnd := time.Now().UTC()
+	short1 := cpuSeconds(t, pid)
+	r1 := read()
+	time.Sleep(200 * time.Millisecond)
+	r2 := read()
+	time.Sleep(100 * time.Millisecond)
+	signal(syscall.SIGCONT) // the next phase
+	time.Sleep(2500 * time.Millisecond)
+	for edge, samples := range map[string][]contracts.CPUSample{contracts.EdgeStart: {r0}, contracts.EdgeEnd: {r1, r2}} {
+		m := contracts.SUTCPU{Envelope: contracts.NewEnvelope("m4", contracts.SUTCPUID("m4", "cfg-1-0", 1, edge), samples[0].At),
+			Configuration: "cfg-1", Phase: "cfg-1-0", Attempt: 1, Edge: edge, Samples: samples}
+		raw, _ := json.Marshal(m)
+		if err := contracts.Validate(contracts.SchemaSUTCPU, raw); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := db.Exec(ctx, `INSERT INTO messages (id, code, subject, ts, payload) VALUES ($1, 'm4', $2, $3, $4)`,
+			m.ID, contracts.TopicSUTCPU.For("m4"), m.TS, raw); err != nil {
+			t.Fatal(err)
+		}
+	}
+	addPhase(t, ctx, db, "m4", "Redis", `{"sut":true}`, r0.At, shortEnd)
+	testenv.Eventually(t, 30*time.Second, func() error {
+		if err := p.sweep(ctx); err != nil {
+			return err
+		}
+		if len(summaries(t, ctx, db, "m4")) == 0 {
+			return fmt.Errorf("no summaries yet")
+		}
+		return nil
+	})
+	short := summaries(t, ctx, db, "m4")["sut/cpu_seconds"]
+	shortTruth := short1 - short0
+	if short.value == nil {
+		t.Fatalf("m4: cpu_seconds missing: %v", *short.missing)
+	}
+	t.Logf("1.2 s phase with edge reads: CPU seconds %.3f, /proc %.3f", *short.value, shortTruth)
+	if d := *short.value - shortTruth; d > 0.05*shortTruth || d < -0.05*shortTruth {
+		t.Errorf("1.2 s phase with edge reads: CPU seconds %.3f, /proc says %.3f (more than 5 %% apart)", *short.value, shortTruth)
+	}
+	var edgeRows int
+	_ = db.QueryRow(ctx, `SELECT count(*) FROM metrics WHERE code = 'm4' AND metric = 'cpu_seconds' AND time IN ($1, $2, $3)`, r0.At, r1.At, r2.At).Scan(&edgeRows)
+	if edgeRows != 3 {
+		t.Errorf("%d of the 3 edge reads stored with the scrapes", edgeRows)
 	}
 
 	// Prometheus down: every figure missing with the reason, none 0; the

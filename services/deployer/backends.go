@@ -7,6 +7,7 @@ import (
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/clientcmd"
 
+	"github.com/benchq/benchq/internal/startup"
 	"github.com/benchq/benchq/services/deployer/backend"
 	"github.com/benchq/benchq/services/deployer/kube"
 	"github.com/benchq/benchq/services/deployer/local"
@@ -27,12 +28,10 @@ type BackendConfig struct {
 	// Kubernetes: the Secret whose key BENCHQ_NATS_SEED_AGENT the driver
 	// pods connect with ("" = anonymously; deploy/k8s names benchq-credentials).
 	DriverSeedSecret string
-	// Kubernetes: the Secret whose key BENCHQ_SUT_PASSWORD the SUTs, their
-	// exporters and the driver pods use (required there).
-	SUTSecret string
-	// Local: the password every SUT requires of its clients
-	// (startup.SUTPassword; "" = none).
-	SUTPassword string
+	// Local: the stack's SUT key, from which each SUT's own password
+	// derives (startup.SUTAuth; the zero value: none). Kubernetes gives
+	// each SUT a Secret of its own instead and needs none.
+	SUT startup.SUTAuth
 	// Kubernetes: requests a second to the API server (burst twice that);
 	// 0 = DefaultKubeQPS.
 	KubeQPS float64
@@ -45,7 +44,11 @@ const DefaultDriverImage = "benchq/driver-agent:dev"
 func NewBackend(cfg BackendConfig, log *slog.Logger) (backend.Backend, error) {
 	switch cfg.Kind {
 	case local.BackendLocal, "":
-		return &local.Local{Root: cfg.Root, Log: log, SUTPassword: cfg.SUTPassword}, nil
+		if !cfg.SUT.None() && !cfg.SUT.HasKey() {
+			return nil, fmt.Errorf("local backend: %s is one SUT's password, and every SUT needs its own: give the stack's key instead (%s or %s; benchq up and benchq credentials write it)",
+				startup.SUTPasswordEnv, startup.SUTKeyFileEnv, startup.SUTKeyEnv)
+		}
+		return &local.Local{Root: cfg.Root, Log: log, SUT: cfg.SUT}, nil
 	case kube.BackendKubernetes:
 		rules := clientcmd.NewDefaultClientConfigLoadingRules()
 		rules.ExplicitPath = cfg.Kubeconfig
@@ -71,7 +74,7 @@ func NewBackend(cfg BackendConfig, log *slog.Logger) (backend.Backend, error) {
 			image = DefaultDriverImage
 		}
 		log.Info("kubernetes backend", "driver_image", image, "driver_nats", cfg.DriverNATSURL)
-		return &kube.Kube{Client: client, Namespace: ns, Log: log, DriverImage: image, DriverNATSURL: cfg.DriverNATSURL, DriverSeedSecret: cfg.DriverSeedSecret, SUTSecret: cfg.SUTSecret}, nil
+		return &kube.Kube{Client: client, Namespace: ns, Log: log, DriverImage: image, DriverNATSURL: cfg.DriverNATSURL, DriverSeedSecret: cfg.DriverSeedSecret}, nil
 	}
 	return nil, fmt.Errorf("unknown backend %q: use %s or %s", cfg.Kind, local.BackendLocal, kube.BackendKubernetes)
 }

@@ -27,14 +27,13 @@ func main() {
 	fs.StringVar(&bc.DriverImage, "driver-image", startup.Env("BENCHQ_DRIVER_IMAGE", DefaultDriverImage), "kubernetes backend: driver-agent image of the driver Jobs (env BENCHQ_DRIVER_IMAGE)")
 	fs.Float64Var(&bc.KubeQPS, "kube-qps", kubeQPSDefault(), "kubernetes backend: requests a second to the API server, burst twice that (env BENCHQ_KUBE_QPS)")
 	fs.StringVar(&bc.DriverSeedSecret, "driver-seed-secret", startup.Env("BENCHQ_DRIVER_SEED_SECRET", ""), "kubernetes backend: Secret whose key "+natsauth.SeedValueEnvOf(natsauth.Agent)+" the driver pods connect to NATS with (env BENCHQ_DRIVER_SEED_SECRET; empty: anonymously)")
-	fs.StringVar(&bc.SUTSecret, "sut-secret", startup.Env("BENCHQ_SUT_SECRET", ""), "kubernetes backend: Secret whose key "+startup.SUTPasswordEnv+" every SUT requires of its clients, which their exporters and the driver pods log in with (env BENCHQ_SUT_SECRET; required there)")
 	fs.StringVar(&bc.DriverNATSURL, "driver-nats", startup.Env("BENCHQ_DRIVER_NATS_URL", ""), "kubernetes backend: NATS URL as the driver pods see it (env BENCHQ_DRIVER_NATS_URL; default: -nats)")
 	svc.Main(func(ctx context.Context, rt startup.Runtime) error {
 		if bc.DriverNATSURL == "" {
 			bc.DriverNATSURL = rt.NATSURL
 		}
 		var err error
-		if bc.SUTPassword, err = startup.SUTPassword(os.Getenv); err != nil {
+		if bc.SUT, err = startup.SUTAuthFromEnv(os.Getenv); err != nil {
 			return err
 		}
 		be, err := NewBackend(bc, rt.Log)

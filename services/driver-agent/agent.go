@@ -18,6 +18,7 @@ import (
 	"github.com/benchq/benchq/internal/natsauth"
 	"github.com/benchq/benchq/internal/obs"
 	"github.com/benchq/benchq/internal/procs"
+	"github.com/benchq/benchq/internal/startup"
 )
 
 // Config is the agent's configuration.
@@ -31,9 +32,9 @@ type Config struct {
 	// the embedded engine (benchbase.go).
 	Benchbase *benchbase.Install
 
-	// SUTPassword is the one the SUTs require of their clients
-	// (startup.SUTPassword; "": none).
-	SUTPassword string
+	// SUT tells each SUT's password (startup.SUTAuth): from the stack's
+	// key, or the one SUT's a driver pod was given; the zero value: none.
+	SUT startup.SUTAuth
 
 	// Limits bind the agent to one phase (driver Jobs, phase.go).
 	Limits PhaseLimits
@@ -116,8 +117,8 @@ func (a *Agent) handle(ctx context.Context, m jetstream.Msg) error {
 	if err := bus.Decode(contracts.SchemaShardJob, m.Data(), &job); err != nil {
 		return err
 	}
-	// A message never carries the password: it is the agent's own.
-	job.Endpoint.Password = a.cfg.SUTPassword
+	// A message never carries the password: the agent knows it.
+	job.Endpoint.Password = a.cfg.SUT.PasswordOf(job.Code, job.Configuration)
 	if other, err := a.otherPhase(ctx, m, job); other {
 		return err
 	}

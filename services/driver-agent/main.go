@@ -48,7 +48,7 @@ func main() {
 		fmt.Fprintf(os.Stderr, "-benchbase: %v\n", err)
 		os.Exit(2)
 	}
-	if cfg.SUTPassword, err = startup.SUTPassword(os.Getenv); err != nil {
+	if cfg.SUT, err = startup.SUTAuthFromEnv(os.Getenv); err != nil {
 		fmt.Fprintf(os.Stderr, "%v\n", err)
 		os.Exit(2)
 	}

@@ -45,8 +45,7 @@ func startDeployer(t *testing.T, cp *k8stest.ControlPlane, natsURL, ns string) (
 	t.Helper()
 	return startService(t, "deployer", []string{"-kubeconfig", cp.Kubeconfig, "-namespace", ns},
 		"BENCHQ_BACKEND=kubernetes", "BENCHQ_NATS_URL="+natsURL,
-		"BENCHQ_DRIVER_IMAGE=benchq/driver-agent:dev", "BENCHQ_DRIVER_NATS_URL=nats://nats:4222",
-		"BENCHQ_SUT_SECRET=benchq-credentials")
+		"BENCHQ_DRIVER_IMAGE=benchq/driver-agent:dev", "BENCHQ_DRIVER_NATS_URL=nats://nats:4222")
 }
 
 // startService builds services/<name> and runs it with args and env until

@@ -89,6 +89,16 @@ type MetricsCollectors interface {
 	Collectors() []prometheus.Collector
 }
 
+// SUTCPUReader is implemented by backends that read their SUTs' CPU
+// counters themselves (the local backend): the deployer reads them at a
+// phase's edges (contracts.SUTCPU), as samples of the series the backend
+// exports. SUTCPU returns the counters of configuration's trees summed per
+// component (sut, pool), and false when none of its trees is exported
+// (the SUT is not monitored, or not this backend's).
+type SUTCPUReader interface {
+	SUTCPU(code, configuration string) (map[string]float64, bool)
+}
+
 // DriverBackend is implemented by backends that run the driver agents of a
 // phase themselves (Kubernetes: a Job per phase attempt, docs/kubernetes.md).
 // The local backend runs a pool of long-running agents instead and only

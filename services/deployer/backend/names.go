@@ -26,7 +26,6 @@ type DriverSpec struct {
 	Image                     string // the driver-agent image
 	NATSURL                   string // as seen from inside the cluster
 	SeedSecret                string // the Secret with the agents' NATS seed ("" = none)
-	SUTSecret                 string // the Secret with the SUTs' password (BENCHQ_SUT_PASSWORD; "" = none)
 }
 
 // UseCaseOf names the data set of s's volume: the plan's use case (e.g.

@@ -125,6 +125,17 @@ func Run(ctx context.Context, cfg Config, be backend.Backend, log *slog.Logger) 
 	} else {
 		close(pods)
 	}
+	edges := make(chan struct{})
+	if r, ok := be.(backend.SUTCPUReader); ok {
+		go func() {
+			defer close(edges)
+			if err := d.watchEdges(dctx, r); err != nil {
+				log.Warn("phase edges not watched: CPU seconds are estimated from the scrapes", "err", err)
+			}
+		}()
+	} else {
+		close(edges)
+	}
 	suts := make(chan struct{})
 	if w, ok := be.(backend.SUTWatcher); ok {
 		go func() { defer close(suts); d.watchSUTs(dctx, w, time.Second) }()
@@ -161,6 +172,7 @@ func Run(ctx context.Context, cfg Config, be backend.Backend, log *slog.Logger) 
 	<-watched
 	<-suts
 	<-pods
+	<-edges
 	if derr := <-drivers; err == nil {
 		err = derr
 	}

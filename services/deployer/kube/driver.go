@@ -50,6 +50,10 @@ func DriverJob(d backend.DriverSpec, namespace string) (*batchv1.Job, error) {
 	if d.Shards < 1 || d.Image == "" || d.NATSURL == "" {
 		return nil, fmt.Errorf("%w: driver job %s needs shards (got %d), an image and a NATS URL", backend.ErrBadSpec, name, d.Shards)
 	}
+	names, err := namesFor(d.Code, d.Configuration)
+	if err != nil {
+		return nil, err
+	}
 	s := backend.Spec{Code: d.Code, Configuration: d.Configuration}
 	labels := labelsFor(s, d.DBMS, component)
 	labels[labelPhase] = d.Phase
@@ -77,10 +81,10 @@ func DriverJob(d backend.DriverSpec, namespace string) (*batchv1.Job, error) {
 		pod.Containers[0].Env = append(pod.Containers[0].Env, corev1.EnvVar{Name: natsauth.SeedValueEnv, ValueFrom: &corev1.EnvVarSource{
 			SecretKeyRef: &corev1.SecretKeySelector{LocalObjectReference: corev1.LocalObjectReference{Name: d.SeedSecret}, Key: natsauth.SeedValueEnvOf(natsauth.Agent)}}})
 	}
-	if d.SUTSecret != "" {
-		pod.Containers[0].Env = append(pod.Containers[0].Env, corev1.EnvVar{Name: startup.SUTPasswordEnv, ValueFrom: &corev1.EnvVarSource{
-			SecretKeyRef: &corev1.SecretKeySelector{LocalObjectReference: corev1.LocalObjectReference{Name: d.SUTSecret}, Key: startup.SUTPasswordEnv}}})
-	}
+	// The SUT's own password (Kube.ensurePassword): the pod's agent serves
+	// this configuration's shards only.
+	pod.Containers[0].Env = append(pod.Containers[0].Env, corev1.EnvVar{Name: startup.SUTPasswordEnv, ValueFrom: &corev1.EnvVarSource{
+		SecretKeyRef: &corev1.SecretKeySelector{LocalObjectReference: corev1.LocalObjectReference{Name: names.Password}, Key: startup.SUTPasswordEnv}}})
 	if d.Node != "" {
 		pod.NodeSelector = map[string]string{corev1.LabelHostname: d.Node}
 	}
@@ -114,9 +118,6 @@ func (k *Kube) StartDrivers(ctx context.Context, d backend.DriverSpec) (string, 
 	}
 	if d.SeedSecret == "" {
 		d.SeedSecret = k.DriverSeedSecret
-	}
-	if d.SUTSecret == "" {
-		d.SUTSecret = k.SUTSecret
 	}
 	j, err := DriverJob(d, k.Namespace)
 	if err == nil {

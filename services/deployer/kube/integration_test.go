@@ -46,6 +46,7 @@ import (
 	"github.com/benchq/benchq/internal/credentials"
 	"github.com/benchq/benchq/internal/k8stest"
 	"github.com/benchq/benchq/internal/natsauth"
+	"github.com/benchq/benchq/internal/startup"
 	"github.com/benchq/benchq/internal/testenv"
 	"github.com/benchq/benchq/services/deployer/backend"
 	"github.com/benchq/benchq/services/deployer/deployer"
@@ -272,6 +273,7 @@ func leftovers(ctx context.Context, c kubernetes.Interface, ns, code string) ([]
 	for _, f := range []func() error{
 		func() error { l, err := c.CoreV1().Pods(ns).List(ctx, opts); return add("pod", l, err) },
 		func() error { l, err := c.CoreV1().Services(ns).List(ctx, opts); return add("service", l, err) },
+		func() error { l, err := c.CoreV1().Secrets(ns).List(ctx, opts); return add("secret", l, err) },
 		func() error {
 			l, err := c.CoreV1().PersistentVolumeClaims(ns).List(ctx, opts)
 			return add("pvc", l, err)
@@ -303,7 +305,7 @@ func leftovers(ctx context.Context, c kubernetes.Interface, ns, code string) ([]
 // makes another) is reported dead within seconds; a torn-down SUT is not.
 func testDeadSUT(t *testing.T, cp *k8stest.ControlPlane) {
 	ns := cp.Namespace(t, "deadsut")
-	k := &Kube{Client: cp.Client, Namespace: ns, Log: testenv.Logger(t, "kube"), Poll: 100 * time.Millisecond, SUTSecret: testSUTSecret}
+	k := &Kube{Client: cp.Client, Namespace: ns, Log: testenv.Logger(t, "kube"), Poll: 100 * time.Millisecond}
 	ctx := itCtx(t, 3*time.Minute)
 	for _, code := range []string{"dead1", "dead2"} {
 		if _, err := k.Deploy(ctx, backend.Spec{Code: code, Configuration: "Redis-1", DBMS: "Redis", Benchmark: "ycsb"}); err != nil {
@@ -347,7 +349,7 @@ func testDeadSUT(t *testing.T, cp *k8stest.ControlPlane) {
 
 func testDeployTeardown(t *testing.T, cp *k8stest.ControlPlane) {
 	ns := cp.Namespace(t, "deploy")
-	k := &Kube{Client: cp.Client, Namespace: ns, Log: testenv.Logger(t, "kube"), Poll: 100 * time.Millisecond, SUTSecret: testSUTSecret}
+	k := &Kube{Client: cp.Client, Namespace: ns, Log: testenv.Logger(t, "kube"), Poll: 100 * time.Millisecond}
 	for i, tc := range goldenCases() {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
@@ -378,6 +380,11 @@ func testDeployTeardown(t *testing.T, cp *k8stest.ControlPlane) {
 			if err := podsSettled(ctx, cp.Client, ns, sel, 1); err != nil {
 				t.Errorf("after deploy: %v", err)
 			}
+			// The SUT's own password, in the Secret its pods read.
+			names, _ := namesFor(s.Code, s.Configuration)
+			if sec, err := cp.Client.CoreV1().Secrets(ns).Get(ctx, names.Password, metav1.GetOptions{}); err != nil || len(sec.Data[startup.SUTPasswordEnv]) != 43 {
+				t.Errorf("the SUT's password secret %s: %v", names.Password, err)
+			}
 			jobs, err := cp.Client.BatchV1().Jobs(ns).List(ctx, metav1.ListOptions{LabelSelector: sel})
 			if err != nil {
 				t.Fatal(err)
@@ -402,7 +409,7 @@ func testDeployTeardown(t *testing.T, cp *k8stest.ControlPlane) {
 // mark (loading can be skipped), and -rsr replaces it by an empty one.
 func testVolumes(t *testing.T, cp *k8stest.ControlPlane) {
 	ns := cp.Namespace(t, "volumes")
-	k := &Kube{Client: cp.Client, Namespace: ns, Log: testenv.Logger(t, "kube"), Poll: 100 * time.Millisecond, SUTSecret: testSUTSecret}
+	k := &Kube{Client: cp.Client, Namespace: ns, Log: testenv.Logger(t, "kube"), Poll: 100 * time.Millisecond}
 	ctx := itCtx(t, 3*time.Minute)
 	spec := func(code string, remove bool) backend.Spec {
 		return backend.Spec{Code: code, Configuration: "PostgreSQL-64-8-196608-1", DBMS: "PostgreSQL", Benchmark: "ycsb",
@@ -464,7 +471,7 @@ func testVolumes(t *testing.T, cp *k8stest.ControlPlane) {
 
 func testDriverJob(t *testing.T, cp *k8stest.ControlPlane) {
 	ns := cp.Namespace(t, "drivers")
-	k := &Kube{Client: cp.Client, Namespace: ns, Log: testenv.Logger(t, "kube"), Poll: 100 * time.Millisecond, SUTSecret: testSUTSecret}
+	k := &Kube{Client: cp.Client, Namespace: ns, Log: testenv.Logger(t, "kube"), Poll: 100 * time.Millisecond}
 	ctx := itCtx(t, 2*time.Minute)
 	d := backend.DriverSpec{Code: "drv1", Configuration: "Redis-8-2-16384-1", DBMS: "Redis", Phase: "Redis-8-2-16384-1-1",
 		Kind: contracts.KindRun, Shards: 3, Node: k8stest.NodeName, Image: "benchq/driver-agent:dev", NATSURL: "nats://nats:4222"}
@@ -504,7 +511,7 @@ func testDeployerService(t *testing.T, cp *k8stest.ControlPlane) {
 	natsURL := testenv.NATS(t)
 	log := testenv.Logger(t, "deployer")
 	testenv.Go(t, func(ctx context.Context) error {
-		return deployer.Run(ctx, deployer.Config{NATSURL: natsURL}, &Kube{Client: cp.Client, Namespace: ns, Log: log, Poll: 100 * time.Millisecond, SUTSecret: testSUTSecret}, log)
+		return deployer.Run(ctx, deployer.Config{NATSURL: natsURL}, &Kube{Client: cp.Client, Namespace: ns, Log: log, Poll: 100 * time.Millisecond}, log)
 	})
 	ctx := itCtx(t, 2*time.Minute)
 	b, err := bus.Connect(ctx, natsURL, "", "test", log)
@@ -633,7 +640,7 @@ func testDeployK8s(t *testing.T, cp *k8stest.ControlPlane) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	k := &Kube{Client: sa, Namespace: ns, Log: testenv.Logger(t, "kube"), Poll: 100 * time.Millisecond, SUTSecret: testSUTSecret}
+	k := &Kube{Client: sa, Namespace: ns, Log: testenv.Logger(t, "kube"), Poll: 100 * time.Millisecond}
 	for _, s := range []backend.Spec{
 		{Code: "rbac1", Configuration: "PgBouncer-1", DBMS: "PgBouncer", Benchmark: "ycsb",
 			SUT: &contracts.SUTSpec{Pool: &contracts.Pool{Pods: 2, Inbound: 64, Outbound: 32}, Storage: &contracts.Storage{Class: "shared", Size: "1Gi"}, UseCase: "ycsb-rbac"}},
@@ -650,7 +657,7 @@ func testDeployK8s(t *testing.T, cp *k8stest.ControlPlane) {
 		t.Errorf("as benchq-deployer: %v", err)
 	}
 	d := backend.DriverSpec{Code: "rbac1", Configuration: "PgBouncer-1", DBMS: "PgBouncer", Phase: "PgBouncer-1-0", Kind: contracts.KindLoad,
-		Shards: 2, Image: "benchq/driver-agent:dev", NATSURL: "nats://nats:4222", SeedSecret: "benchq-credentials", SUTSecret: testSUTSecret}
+		Shards: 2, Image: "benchq/driver-agent:dev", NATSURL: "nats://nats:4222", SeedSecret: "benchq-credentials"}
 	// The driver pods' watch runs meanwhile (what it reports is checked
 	// in the scheduler's kube experiment).
 	wctx, stopWatch := context.WithCancel(ctx)
@@ -696,11 +703,12 @@ func testDeployK8s(t *testing.T, cp *k8stest.ControlPlane) {
 	// Not more than that: no secrets, nothing cluster-wide, no other
 	// namespace, no updates.
 	for what, err := range map[string]error{
-		"list secrets":          errOf(sa.CoreV1().Secrets(ns).List(ctx, metav1.ListOptions{})),
-		"list nodes":            errOf(sa.CoreV1().Nodes().List(ctx, metav1.ListOptions{})),
-		"list pods in default":  errOf(sa.CoreV1().Pods("default").List(ctx, metav1.ListOptions{})),
-		"update a deployment":   errOf(sa.AppsV1().Deployments(ns).Update(ctx, &appsv1.Deployment{ObjectMeta: metav1.ObjectMeta{Name: "scheduler"}}, metav1.UpdateOptions{})),
-		"watch pods in default": errOf(sa.CoreV1().Pods("default").Watch(ctx, metav1.ListOptions{})),
+		"list secrets":           errOf(sa.CoreV1().Secrets(ns).List(ctx, metav1.ListOptions{})),
+		"get the stack's secret": errOf(sa.CoreV1().Secrets(ns).Get(ctx, "benchq-credentials", metav1.GetOptions{})),
+		"list nodes":             errOf(sa.CoreV1().Nodes().List(ctx, metav1.ListOptions{})),
+		"list pods in default":   errOf(sa.CoreV1().Pods("default").List(ctx, metav1.ListOptions{})),
+		"update a deployment":    errOf(sa.AppsV1().Deployments(ns).Update(ctx, &appsv1.Deployment{ObjectMeta: metav1.ObjectMeta{Name: "scheduler"}}, metav1.UpdateOptions{})),
+		"watch pods in default":  errOf(sa.CoreV1().Pods("default").Watch(ctx, metav1.ListOptions{})),
 	} {
 		if !apierrors.IsForbidden(err) {
 			t.Errorf("%s as benchq-deployer: %v, want forbidden", what, err)

@@ -2,6 +2,8 @@ package kube
 
 import (
 	"context"
+	"crypto/rand"
+	"encoding/base64"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -19,6 +21,7 @@ import (
 
 	"github.com/benchq/benchq/catalog"
 	"github.com/benchq/benchq/contracts"
+	"github.com/benchq/benchq/internal/startup"
 	"github.com/benchq/benchq/services/deployer/backend"
 )
 
@@ -42,10 +45,6 @@ type Kube struct {
 	// DriverSeedSecret names the Secret with the agents' NATS seed
 	// (BackendConfig.DriverSeedSecret).
 	DriverSeedSecret string
-	// SUTSecret names the Secret whose key BENCHQ_SUT_PASSWORD every SUT
-	// requires of its clients, their exporters and the driver pods log in
-	// with (BackendConfig.SUTSecret). Required: no SUT is deployed open.
-	SUTSecret string
 
 	watch      kubeWatch      // DeadSUTs (watch.go)
 	driverPods runningDrivers // WatchDriverPods (driverpods.go)
@@ -66,7 +65,7 @@ func (k *Kube) Deploy(ctx context.Context, s backend.Spec) (backend.Deployed, er
 }
 
 func (k *Kube) deploy(ctx context.Context, s backend.Spec, entry catalog.Entry) (backend.Deployed, error) {
-	objs, err := buildObjects(entry, s, k.Namespace, k.SUTSecret)
+	objs, err := buildObjects(entry, s, k.Namespace)
 	if err != nil {
 		return backend.Deployed{}, err
 	}
@@ -100,6 +99,9 @@ func (k *Kube) deploy(ctx context.Context, s backend.Spec, entry catalog.Entry) 
 		log.Info("volume", "name", v.Name, "new", v.New, "loaded", v.Loaded)
 	}
 
+	if err := k.retry(ctx, func(ctx context.Context) error { return k.ensurePassword(ctx, s, entry.Name, objs.Names.Password) }); err != nil {
+		return backend.Deployed{}, err
+	}
 	ns := k.Namespace
 	for _, o := range objs.Services {
 		if err := k.retry(ctx, func(ctx context.Context) error { return ensure(ctx, k.Client.CoreV1().Services(ns), o, s) }); err != nil {
@@ -139,6 +141,31 @@ func (k *Kube) deploy(ctx context.Context, s backend.Spec, entry catalog.Entry) 
 	}
 	log.Info("sut ready", "endpoint", fmt.Sprintf("%s:%d", objs.Endpoint.Host, objs.Endpoint.Port))
 	return backend.Deployed{Endpoint: objs.Endpoint, Info: info, Backend: BackendKubernetes, Volume: volume}, nil
+}
+
+// ensurePassword gives configuration s its own SUT password: Secret name
+// (key startup.SUTPasswordEnv) of 32 random bytes, which the SUT's pods,
+// its exporters and its driver pods read by reference (buildObjects,
+// DriverJob) and teardown deletes. A redelivered deploy finds it and keeps
+// it without reading it: the deployer may create and delete Secrets, never
+// get or list one (deploy/k8s/rbac.yaml), so it cannot read the stack's.
+func (k *Kube) ensurePassword(ctx context.Context, s backend.Spec, dbms, name string) error {
+	b := make([]byte, 32)
+	if _, err := rand.Read(b); err != nil {
+		return err
+	}
+	secret := &corev1.Secret{
+		TypeMeta:   metav1.TypeMeta{APIVersion: "v1", Kind: "Secret"},
+		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: k.Namespace, Labels: labelsFor(s, dbms, componentPassword)},
+		Type:       corev1.SecretTypeOpaque,
+		StringData: map[string]string{startup.SUTPasswordEnv: base64.RawURLEncoding.EncodeToString(b)},
+	}
+	_, err := k.Client.CoreV1().Secrets(k.Namespace).Create(ctx, secret, metav1.CreateOptions{})
+	if apierrors.IsAlreadyExists(err) {
+		// Its name is the configuration's alone (namesFor).
+		return nil
+	}
+	return wrapIf(err, "create secret %s", name)
 }
 
 // getCreator is the part of a typed client ensure needs.

@@ -56,7 +56,7 @@ func newFake(t *testing.T, objects ...runtime.Object) (*fakeCluster, *Kube) {
 		return false, nil, nil
 	})
 	f.ClearActions()
-	return f, &Kube{Client: f, Namespace: "ns", Poll: time.Millisecond, SUTSecret: testSUTSecret}
+	return f, &Kube{Client: f, Namespace: "ns", Poll: time.Millisecond}
 }
 
 // actions renders the client's actions as "verb resource[ name]".
@@ -111,6 +111,7 @@ func TestKubeDeployRedis(t *testing.T) {
 		t.Fatal(err)
 	}
 	checkActions(t, f, []string{
+		"create secrets bq-7-redis-1-password",
 		"create services bq-7-redis-1",
 		"create deployments bq-7-redis-1",
 		"get deployments bq-7-redis-1",
@@ -130,6 +131,7 @@ func TestKubeDeployRedis(t *testing.T) {
 		t.Fatalf("redeploy: %+v, %v", d2, err)
 	}
 	checkActions(t, f, []string{
+		"create secrets bq-7-redis-1-password",
 		"create services bq-7-redis-1",
 		"get services bq-7-redis-1",
 		"create deployments bq-7-redis-1",
@@ -147,6 +149,7 @@ func TestKubeDeployRedisClusterRunsBootstrap(t *testing.T) {
 		t.Fatal(err)
 	}
 	checkActions(t, f, []string{
+		"create secrets bq-7-rediscluster-1-password",
 		"create services bq-7-rediscluster-1-w",
 		"create services bq-7-rediscluster-1",
 		"create statefulsets bq-7-rediscluster-1-w",
@@ -165,6 +168,7 @@ func TestKubeDeployPgBouncer(t *testing.T) {
 		t.Fatal(err)
 	}
 	checkActions(t, f, []string{
+		"create secrets bq-7-pgbouncer-1-password",
 		"create services bq-7-pgbouncer-1-db",
 		"create services bq-7-pgbouncer-1",
 		"create deployments bq-7-pgbouncer-1-db",
@@ -194,6 +198,7 @@ func TestKubeVolumeCreatedThenReusedLoaded(t *testing.T) {
 	checkActions(t, f, []string{
 		"get persistentvolumeclaims bq-postgresql-ycsb-1",
 		"create persistentvolumeclaims bq-postgresql-ycsb-1",
+		"create secrets bq-7-postgresql-1-password",
 		"create services bq-7-postgresql-1",
 		"create deployments bq-7-postgresql-1",
 		"get deployments bq-7-postgresql-1",
@@ -218,7 +223,7 @@ func TestKubeVolumeCreatedThenReusedLoaded(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if got := f.actions()[:2]; !slices.Equal(got, []string{"get persistentvolumeclaims bq-postgresql-ycsb-1", "create services bq-8-postgresql-1"}) {
+	if got := f.actions()[:3]; !slices.Equal(got, []string{"get persistentvolumeclaims bq-postgresql-ycsb-1", "create secrets bq-8-postgresql-1-password", "create services bq-8-postgresql-1"}) {
 		t.Errorf("reuse: %v", got)
 	}
 	want := contracts.VolumeState{Name: "bq-postgresql-ycsb-1", New: false, Loaded: true,
@@ -244,11 +249,12 @@ func TestKubeVolumeRemovedFirst(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if got := f.actions()[:5]; !slices.Equal(got, []string{
+	if got := f.actions()[:6]; !slices.Equal(got, []string{
 		"get persistentvolumeclaims bq-postgresql-ycsb-1",
 		"delete persistentvolumeclaims bq-postgresql-ycsb-1",
 		"get persistentvolumeclaims bq-postgresql-ycsb-1",
 		"create persistentvolumeclaims bq-postgresql-ycsb-1",
+		"create secrets bq-7-postgresql-1-password",
 		"create services bq-7-postgresql-1",
 	}) {
 		t.Errorf("actions %v", got)
@@ -389,7 +395,7 @@ func TestKubeRetriesTransientErrors(t *testing.T) {
 	if _, err := k.Deploy(kubeCtx(t), backend.Spec{Code: "7", Configuration: "Redis-1", DBMS: "Redis"}); err != nil {
 		t.Fatal(err)
 	}
-	if got := f.actions()[:3]; !slices.Equal(got, []string{"create services bq-7-redis-1", "create services bq-7-redis-1", "create services bq-7-redis-1"}) {
+	if got := f.actions()[:4]; !slices.Equal(got, []string{"create secrets bq-7-redis-1-password", "create services bq-7-redis-1", "create services bq-7-redis-1", "create services bq-7-redis-1"}) {
 		t.Errorf("actions %v", got)
 	}
 	// A forbidden create is not retried.
@@ -400,7 +406,7 @@ func TestKubeRetriesTransientErrors(t *testing.T) {
 	if _, err := k2.Deploy(kubeCtx(t), backend.Spec{Code: "7", Configuration: "Redis-1", DBMS: "Redis"}); !apierrors.IsForbidden(err) {
 		t.Errorf("err = %v, want forbidden", err)
 	}
-	checkActions(t, f2, []string{"create services bq-7-redis-1"})
+	checkActions(t, f2, []string{"create secrets bq-7-redis-1-password", "create services bq-7-redis-1"})
 }
 
 func TestKubeTeardown(t *testing.T) {
@@ -428,6 +434,8 @@ func TestKubeTeardown(t *testing.T) {
 		"list services " + s,
 		"delete services bq-7-postgresql-1",
 		"list persistentvolumeclaims " + s,
+		// the SUT's password, by label, never listed (a list reads them)
+		"delete-collection secrets " + s,
 		// wait until the objects and what controllers made of them are gone
 		"list jobs " + s, "list deployments " + s, "list statefulsets " + s, "list services " + s, "list persistentvolumeclaims " + s,
 		"list replicasets " + s, "list controllerrevisions " + s,
@@ -449,7 +457,7 @@ func TestKubeTeardown(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, a := range f.actions() {
-		if !strings.HasPrefix(a, "list ") || !strings.HasSuffix(a, "app=benchq,experiment=7") {
+		if !(strings.HasPrefix(a, "list ") || strings.HasPrefix(a, "delete-collection ")) || !strings.HasSuffix(a, "app=benchq,experiment=7") {
 			t.Errorf("teardown of nothing: %s", a)
 		}
 	}

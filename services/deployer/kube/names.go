@@ -44,6 +44,7 @@ const (
 	componentPool        = "pool"
 	componentLoader      = "loader"
 	componentBenchmarker = "benchmarker"
+	componentPassword    = "password" // the SUT's Secret (ensurePassword)
 )
 
 // Annotations of a volume (PVC): what it holds.
@@ -62,6 +63,7 @@ const maxStatefulSetName = 52
 // kubeNames are the names of one configuration's objects.
 type kubeNames struct {
 	Base, Workers, Backend, Pool, Bootstrap, Schema string
+	Password                                        string // the SUT's own password (a Secret)
 }
 
 func namesFor(code, configuration string) (kubeNames, error) {
@@ -73,11 +75,11 @@ func namesFor(code, configuration string) (kubeNames, error) {
 	base := namePrefix + strings.ToLower(code) + "-" + strings.ToLower(configuration)
 	n := kubeNames{
 		Base: base, Workers: base + "-w", Backend: base + "-db", Pool: base + "-pool",
-		Bootstrap: base + "-bootstrap", Schema: base + "-schema",
+		Bootstrap: base + "-bootstrap", Schema: base + "-schema", Password: base + "-password",
 	}
 	// Services and the labels Jobs put on their pods must be DNS-1035
 	// labels (63 characters, starting with a letter).
-	for _, name := range []string{n.Base, n.Workers, n.Backend, n.Pool, n.Bootstrap, n.Schema} {
+	for _, name := range []string{n.Base, n.Workers, n.Backend, n.Pool, n.Bootstrap, n.Schema, n.Password} {
 		if errs := validation.IsDNS1035Label(name); len(errs) > 0 {
 			return kubeNames{}, fmt.Errorf("%w: configuration %q of experiment %q gives object name %q: %s (shorten the configuration name)",
 				backend.ErrInvalidName, configuration, code, name, strings.Join(errs, "; "))

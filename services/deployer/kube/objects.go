@@ -59,25 +59,19 @@ type builder struct {
 	names     kubeNames
 	namespace string
 	server    *corev1.Container // the first DBMS server container built
-	// sutSecret is the Secret whose key BENCHQ_SUT_PASSWORD every SUT
-	// requires of its clients (Kube.SUTSecret).
-	sutSecret string
 }
 
 // buildObjects returns the exact objects of configuration s of DBMS entry
 // in namespace.
-func buildObjects(entry catalog.Entry, s backend.Spec, namespace, sutSecret string) (*kubeObjects, error) {
+func buildObjects(entry catalog.Entry, s backend.Spec, namespace string) (*kubeObjects, error) {
 	if entry.Kubernetes == nil {
 		return nil, fmt.Errorf("%w: DBMS %s has no kubernetes section in its catalog file", backend.ErrBadSpec, entry.Name)
-	}
-	if sutSecret == "" {
-		return nil, fmt.Errorf("the kubernetes backend deploys no SUT without a password: set -sut-secret (env BENCHQ_SUT_SECRET) to a Secret with the key %s (deploy/k8s: benchq-credentials, made by benchq credentials)", startup.SUTPasswordEnv)
 	}
 	names, err := namesFor(s.Code, s.Configuration)
 	if err != nil {
 		return nil, err
 	}
-	b := &builder{entry: entry, spec: s, names: names, namespace: namespace, sutSecret: sutSecret}
+	b := &builder{entry: entry, spec: s, names: names, namespace: namespace}
 	if s.SUT != nil {
 		b.sut = *s.SUT
 	}
@@ -242,13 +236,14 @@ func (b *builder) pool(o *kubeObjects) error {
 // host is the cluster DNS name of Service name.
 func (b *builder) host(name string) string { return name + "." + b.namespace + ".svc" }
 
-// passwordEnv is the SUTs' password from b's Secret (the kubelet reads
-// it; the deployer never does). It comes first in a container's env, so
+// passwordEnv is the SUT's own password from its Secret (names.Password,
+// made by Kube.ensurePassword; the kubelet reads it, the deployer never
+// does). It comes first in a container's env, so
 // that the catalog's {password}, written $(BENCHQ_SUT_PASSWORD), expands
 // in the variables after it and in the args.
 func (b *builder) passwordEnv() corev1.EnvVar {
 	return corev1.EnvVar{Name: startup.SUTPasswordEnv, ValueFrom: &corev1.EnvVarSource{SecretKeyRef: &corev1.SecretKeySelector{
-		LocalObjectReference: corev1.LocalObjectReference{Name: b.sutSecret}, Key: startup.SUTPasswordEnv}}}
+		LocalObjectReference: corev1.LocalObjectReference{Name: b.names.Password}, Key: startup.SUTPasswordEnv}}}
 }
 
 // replacer fills the catalog's placeholders for entry e.

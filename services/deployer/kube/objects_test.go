@@ -27,8 +27,6 @@ var update = flag.Bool("update", false, "rewrite the golden files under testdata
 const (
 	goldenCode      = "1700000000"
 	goldenNamespace = "benchq"
-	// testSUTSecret holds the SUTs' password, as deploy/k8s' Secret does.
-	testSUTSecret = "benchq-credentials"
 )
 
 // goldenCase is one configuration whose objects are kept in
@@ -101,7 +99,7 @@ func buildCase(t *testing.T, tc goldenCase, namespace string) *kubeObjects {
 	if tc.entry != nil {
 		e = tc.entry(e)
 	}
-	o, err := buildObjects(e, tc.spec, namespace, testSUTSecret)
+	o, err := buildObjects(e, tc.spec, namespace)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -203,18 +201,21 @@ func TestGoldenDriverJob(t *testing.T) {
 	j, err := DriverJob(backend.DriverSpec{
 		Code: goldenCode, Configuration: "Redis-64-8-196608-1", DBMS: "Redis", Phase: "Redis-64-8-196608-1-0",
 		Kind: contracts.KindLoad, Shards: 8, Node: "worker-3", Image: "benchq/driver-agent:dev", NATSURL: "nats://nats.benchq.svc:4222",
-		SeedSecret: "benchq-credentials", SUTSecret: testSUTSecret,
+		SeedSecret: "benchq-credentials",
 	}, goldenNamespace)
 	if err != nil {
 		t.Fatal(err)
 	}
-	// The agents' seed and the SUTs' password come from the Secret, by
-	// reference: never a value.
+	// The agents' seed comes from the stack's Secret and the SUT's password
+	// from the SUT's own, by reference: never a value.
 	env := j.Spec.Template.Spec.Containers[0].Env
-	for i, want := range map[int][2]string{2: {natsauth.SeedValueEnv, "BENCHQ_NATS_SEED_AGENT"}, 1: {startup.SUTPasswordEnv, startup.SUTPasswordEnv}} {
+	for i, want := range map[int][3]string{
+		2: {natsauth.SeedValueEnv, "benchq-credentials", "BENCHQ_NATS_SEED_AGENT"},
+		1: {startup.SUTPasswordEnv, "bq-1700000000-redis-64-8-196608-1-password", startup.SUTPasswordEnv},
+	} {
 		got := env[len(env)-i]
 		if got.Name != want[0] || got.Value != "" || got.ValueFrom == nil || got.ValueFrom.SecretKeyRef == nil ||
-			got.ValueFrom.SecretKeyRef.Name != "benchq-credentials" || got.ValueFrom.SecretKeyRef.Key != want[1] {
+			got.ValueFrom.SecretKeyRef.Name != want[1] || got.ValueFrom.SecretKeyRef.Key != want[2] {
 			t.Errorf("the driver pods' %s: %+v", want[0], got)
 		}
 	}
@@ -234,7 +235,7 @@ func TestObjectShapes(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		o, err := buildObjects(e, backend.Spec{Code: "42", Configuration: dbms + "-1", DBMS: dbms, Benchmark: "ycsb", SUT: sut}, "ns", testSUTSecret)
+		o, err := buildObjects(e, backend.Spec{Code: "42", Configuration: dbms + "-1", DBMS: dbms, Benchmark: "ycsb", SUT: sut}, "ns")
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -339,7 +340,7 @@ func TestBuildObjectsRefuses(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			_, err = buildObjects(e, tc.spec, "ns", testSUTSecret)
+			_, err = buildObjects(e, tc.spec, "ns")
 			if !errors.Is(err, tc.is) || !strings.Contains(err.Error(), tc.want) {
 				t.Errorf("err = %v, want %v containing %q", err, tc.is, tc.want)
 			}
@@ -347,16 +348,16 @@ func TestBuildObjectsRefuses(t *testing.T) {
 	}
 }
 
-// Every SUT of the catalog requires the SUTs' password, and no object holds
+// Every SUT of the catalog requires its own password, and no object holds
 // it: each container that logs in or serves (servers, pools, exporters,
-// bootstrap and schema Jobs) gets it from the Secret by reference, first in
-// its env so that $(BENCHQ_SUT_PASSWORD) expands after it; no variable
-// holds a password as a value; PostgreSQL trusts nobody; Redis and
-// Dragonfly are started with requirepass. A deploy without a Secret is
-// refused, naming the flag.
+// bootstrap and schema Jobs) gets it from the SUT's own Secret by
+// reference, first in its env so that $(BENCHQ_SUT_PASSWORD) expands after
+// it; no variable holds a password as a value; PostgreSQL trusts nobody;
+// Redis and Dragonfly are started with requirepass.
 func TestEverySUTRequiresThePasswordByReference(t *testing.T) {
 	for _, tc := range goldenCases() {
 		o := buildCase(t, tc, goldenNamespace)
+		secret := "bq-" + strings.ToLower(tc.spec.Code+"-"+tc.spec.Configuration) + "-password"
 		var pods []corev1.PodSpec
 		for _, d := range o.Deployments {
 			pods = append(pods, d.Spec.Template.Spec)
@@ -372,8 +373,8 @@ func TestEverySUTRequiresThePasswordByReference(t *testing.T) {
 			for _, c := range p.Containers {
 				at := slices.IndexFunc(c.Env, func(v corev1.EnvVar) bool { return v.Name == startup.SUTPasswordEnv })
 				if at < 0 || c.Env[at].ValueFrom == nil || c.Env[at].ValueFrom.SecretKeyRef == nil ||
-					c.Env[at].ValueFrom.SecretKeyRef.Name != testSUTSecret || c.Env[at].ValueFrom.SecretKeyRef.Key != startup.SUTPasswordEnv {
-					t.Errorf("%s: container %s lacks %s from the Secret", tc.name, c.Name, startup.SUTPasswordEnv)
+					c.Env[at].ValueFrom.SecretKeyRef.Name != secret || c.Env[at].ValueFrom.SecretKeyRef.Key != startup.SUTPasswordEnv {
+					t.Errorf("%s: container %s lacks %s from Secret %s", tc.name, c.Name, startup.SUTPasswordEnv, secret)
 					continue
 				}
 				for _, v := range c.Env[:at] {
@@ -397,12 +398,5 @@ func TestEverySUTRequiresThePasswordByReference(t *testing.T) {
 		if !required {
 			t.Errorf("%s: no server of it requires the password", tc.name)
 		}
-	}
-	e, err := catalog.Lookup("Redis")
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := buildObjects(e, backend.Spec{Code: "42", Configuration: "Redis-1", DBMS: "Redis", Benchmark: "ycsb"}, "ns", ""); err == nil || !strings.Contains(err.Error(), "-sut-secret") {
-		t.Errorf("no Secret: %v, want a refusal naming -sut-secret", err)
 	}
 }

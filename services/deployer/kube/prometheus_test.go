@@ -59,7 +59,7 @@ func testPrometheusConfig(t *testing.T, cp *k8stest.ControlPlane) {
 	// An experiment's objects: a Redis with its exporter sidecar, a Redis
 	// Cluster of 3 workers with theirs, a loading phase's driver Job.
 	ns := cp.Namespace(t, "prom")
-	k := &Kube{Client: cp.Client, Namespace: ns, Log: testenv.Logger(t, "kube"), Poll: 100 * time.Millisecond, SUTSecret: testSUTSecret}
+	k := &Kube{Client: cp.Client, Namespace: ns, Log: testenv.Logger(t, "kube"), Poll: 100 * time.Millisecond}
 	ctx := itCtx(t, 3*time.Minute)
 	app := &contracts.Monitoring{SUT: true, Application: true}
 	for _, s := range []backend.Spec{

@@ -184,7 +184,8 @@ func checkRBAC(t *testing.T, ctx context.Context, admin kubernetes.Interface, ns
 	}
 	t.Logf("Role %s grants %d calls, the deployer made %d: %v", role, len(granted), len(used), used)
 	for _, c := range []apiCall{
-		{"", "secrets", "get"}, {"", "secrets", "list"}, {"", "pods/exec", "create"}, {"", "pods", "create"},
+		{"", "secrets", "get"}, {"", "secrets", "list"}, {"", "secrets", "update"}, {"", "secrets", "patch"},
+		{"", "pods/exec", "create"}, {"", "pods", "create"},
 		{"apps", "deployments", "update"}, {"apps", "deployments", "patch"}, {"", "configmaps", "create"},
 		{"rbac.authorization.k8s.io", "roles", "create"}, {"", "namespaces", "create"}, {"", "nodes", "list"},
 	} {

@@ -83,6 +83,13 @@ func (k *Kube) teardown(ctx context.Context, code, configuration string) error {
 	if err := k.deleteAll(ctx, sel, k.owned()); err != nil {
 		return err
 	}
+	// The SUTs' passwords (ensurePassword): by label, without listing
+	// (listing a Secret reads it).
+	if err := k.retry(ctx, func(ctx context.Context) error {
+		return wrapIf(k.Client.CoreV1().Secrets(k.Namespace).DeleteCollection(ctx, metav1.DeleteOptions{}, sel), "delete the SUTs' password secrets")
+	}); err != nil {
+		return err
+	}
 	if err := k.waitGone(ctx, spec, sel, append(k.owned(), k.derived()...)); err != nil {
 		return err
 	}

@@ -20,7 +20,7 @@ const clusterDir = "cluster"
 // local redis-server processes and forms them into one cluster. The
 // endpoint is the first master; cluster clients learn the other nodes from
 // it.
-func (l *Local) startRedisCluster(ctx context.Context, dir string, entry catalog.Entry, sut *contracts.SUTSpec) (localState, string, error) {
+func (l *Local) startRedisCluster(ctx context.Context, dir string, entry catalog.Entry, sut *contracts.SUTSpec, password string) (localState, string, error) {
 	bin, err := localdb.RedisBinary()
 	if err != nil {
 		return localState{}, "", err
@@ -30,7 +30,7 @@ func (l *Local) startRedisCluster(ctx context.Context, dir string, entry catalog
 		return localState{}, "", err
 	}
 	c, err := localdb.StartRedisCluster(ctx, filepath.Join(dir, clusterDir), localdb.RedisClusterOptions{
-		Masters: masters, Replicas: replicas, Settings: entry.Settings, OSUser: localdb.SUTUser, Password: l.SUTPassword,
+		Masters: masters, Replicas: replicas, Settings: entry.Settings, OSUser: localdb.SUTUser, Password: password,
 	})
 	if err != nil {
 		return localState{}, "", err

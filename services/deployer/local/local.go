@@ -17,6 +17,7 @@ import (
 	"github.com/benchq/benchq/internal/atomicfile"
 	"github.com/benchq/benchq/internal/localdb"
 	"github.com/benchq/benchq/internal/plan"
+	"github.com/benchq/benchq/internal/startup"
 	"github.com/benchq/benchq/services/deployer/backend"
 )
 
@@ -43,13 +44,13 @@ type Local struct {
 	// default: volumes/ beside Root.
 	VolumesDir string
 
-	// SUTPassword is the password every SUT requires of its clients
-	// (startup.SUTPassword; "": none, the SUTs trust loopback): the
-	// superuser's of PostgreSQL (kept in the configuration's sut.pgpass
-	// for the deployer's own logins), PgBouncer's auth_file, Redis'
-	// requirepass. The exporters log in with it; driver agents read it
-	// from their own environment, never from a message.
-	SUTPassword string
+	// SUT holds the stack's SUT key, from which each SUT's own password
+	// derives (startup.SUTAuth; the zero value: none, the SUTs trust
+	// loopback): the superuser's of PostgreSQL (kept in the
+	// configuration's sut.pgpass for the deployer's own logins),
+	// PgBouncer's auth_file, Redis' requirepass. The exporters log in with
+	// it; driver agents derive it from their own key, never from a message.
+	SUT startup.SUTAuth
 
 	mu    sync.Mutex
 	locks map[string]*sync.Mutex // per configuration directory
@@ -126,23 +127,25 @@ func (l *Local) deploy(ctx context.Context, s backend.Spec, entry catalog.Entry)
 	var (
 		st     localState
 		binary string
+		// The SUT's own password: no two SUTs share one.
+		password = l.SUT.PasswordOf(s.Code, s.Configuration)
 	)
 	switch entry.Kind {
 	case catalog.KindRedis:
-		st, binary, err = l.startRedis(ctx, dir, port, entry)
+		st, binary, err = l.startRedis(ctx, dir, port, entry, password)
 	case catalog.KindPostgreSQL:
-		st, binary, err = l.startPostgres(ctx, dir, port, entry, s.Benchmark)
+		st, binary, err = l.startPostgres(ctx, dir, port, entry, s.Benchmark, password)
 	case catalog.KindRedisCluster:
-		st, binary, err = l.startRedisCluster(ctx, dir, entry, s.SUT)
+		st, binary, err = l.startRedisCluster(ctx, dir, entry, s.SUT, password)
 	case catalog.KindPgBouncer:
-		st, binary, err = l.startPgBouncer(ctx, dir, entry, s)
+		st, binary, err = l.startPgBouncer(ctx, dir, entry, s, password)
 	default:
 		err = fmt.Errorf("the local backend cannot run kind %q of %s", entry.Kind, entry.Name)
 	}
 	if err != nil {
 		return backend.Deployed{}, err
 	}
-	if err := l.monitorSUT(dir, s, entry, &st, prev); err != nil {
+	if err := l.monitorSUT(dir, s, entry, &st, prev, password); err != nil {
 		return backend.Deployed{}, err
 	}
 	if err := writeState(dir, st); err != nil {
@@ -174,13 +177,13 @@ func (l *Local) deploy(ctx context.Context, s backend.Spec, entry catalog.Entry)
 	return backend.Deployed{Endpoint: st.Endpoint, Info: info, Backend: BackendLocal, Volume: vol}, nil
 }
 
-func (l *Local) startRedis(ctx context.Context, dir string, port int, entry catalog.Entry) (localState, string, error) {
+func (l *Local) startRedis(ctx context.Context, dir string, port int, entry catalog.Entry, password string) (localState, string, error) {
 	bin, err := localdb.RedisBinary()
 	if err != nil {
 		return localState{}, "", err
 	}
 	data := filepath.Join(dir, "data")
-	opts := localdb.RedisOptions{Settings: entry.Settings, OSUser: localdb.SUTUser, Password: l.SUTPassword}
+	opts := localdb.RedisOptions{Settings: entry.Settings, OSUser: localdb.SUTUser, Password: password}
 	r, err := onPreviousPort(l.log(), "sut", dir, port, func(port int) (*localdb.Redis, error) {
 		return localdb.StartRedis(ctx, data, port, opts)
 	})
@@ -190,15 +193,15 @@ func (l *Local) startRedis(ctx context.Context, dir string, port int, entry cata
 	return localState{DBMS: entry.Name, Kind: entry.Kind, Endpoint: entry.Endpoint("127.0.0.1", r.Port), Pid: r.Pid}, bin, nil
 }
 
-func (l *Local) startPostgres(ctx context.Context, dir string, port int, entry catalog.Entry, benchmark string) (localState, string, error) {
+func (l *Local) startPostgres(ctx context.Context, dir string, port int, entry catalog.Entry, benchmark, password string) (localState, string, error) {
 	bin, err := localdb.PGBinDir()
 	if err != nil {
 		return localState{}, "", err
 	}
 	data := filepath.Join(dir, "data")
 	opts := localdb.PGOptions{Database: entry.Database, Settings: entry.Settings, OSUser: localdb.SUTUser}
-	if l.SUTPassword != "" {
-		if opts.PassFile, err = writePGPass(dir, l.SUTPassword); err != nil {
+	if password != "" {
+		if opts.PassFile, err = writePGPass(dir, password); err != nil {
 			return localState{}, "", err
 		}
 	}
@@ -214,11 +217,11 @@ func (l *Local) startPostgres(ctx context.Context, dir string, port int, entry c
 	return localState{DBMS: entry.Name, Kind: entry.Kind, Endpoint: entry.Endpoint("127.0.0.1", p.Port), Pid: p.Pid}, filepath.Join(bin, "postgres"), nil
 }
 
-// pgpassFile is a configuration's pgpass file (Local.SUTPassword): the
+// pgpassFile is a configuration's pgpass file (its SUT's password): the
 // deployer's own logins to its PostgreSQL name it (passfile=).
 const pgpassFile = "sut.pgpass"
 
-// writePGPass writes the SUTs' password into dir's pgpass file (mode 0600,
+// writePGPass writes the SUT's password into dir's pgpass file (mode 0600,
 // ours) and returns its path.
 func writePGPass(dir, password string) (string, error) {
 	path := filepath.Join(dir, pgpassFile)

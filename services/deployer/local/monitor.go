@@ -10,6 +10,7 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -63,9 +64,13 @@ type monitor struct {
 	targets *prom.Targets // nil: no targets directory
 
 	mu    sync.Mutex
-	trees map[string][]string     // configuration dir → its component ids in procs
+	trees map[string][]sutTree    // configuration dir → its trees in procs
 	pgb   map[string]*http.Server // dir/exporter name → an in-process pgbouncer exporter
 }
+
+// sutTree is one process tree of a SUT exported by procs: its id there and its
+// component label (sut, pool).
+type sutTree struct{ id, component string }
 
 // Collectors are the backend's collectors for the deployer's /metrics: the
 // SUTs' process trees.
@@ -80,7 +85,7 @@ func (l *Local) monitor() *monitor {
 		if err != nil {
 			panic(err)
 		}
-		m := &monitor{procs: c, trees: map[string][]string{}, pgb: map[string]*http.Server{}}
+		m := &monitor{procs: c, trees: map[string][]sutTree{}, pgb: map[string]*http.Server{}}
 		dir := l.TargetsDir
 		if dir == "" {
 			dir = os.Getenv(prom.EnvTargetsDir)
@@ -116,7 +121,7 @@ func (l *Local) restore() {
 			if e.Console == "" {
 				continue
 			}
-			if addr, err := l.servePgbExporter(dir, e, e.Addr); err != nil {
+			if addr, err := l.servePgbExporter(dir, e, e.Addr, l.SUT.PasswordOf(code, configuration)); err != nil {
 				l.log().Warn("pgbouncer exporter not restored", "dir", dir, "exporter", e.Name, "err", err)
 			} else if addr != e.Addr {
 				st.Exporters[i].Addr = addr
@@ -129,8 +134,9 @@ func (l *Local) restore() {
 }
 
 // monitorSUT records s's monitoring in st, exports its trees and, with -ma,
-// starts (or finds) its exporters. prev is the state of an earlier deploy.
-func (l *Local) monitorSUT(dir string, s backend.Spec, entry catalog.Entry, st *localState, prev localState) error {
+// starts (or finds) its exporters, which log in with the SUT's password.
+// prev is the state of an earlier deploy.
+func (l *Local) monitorSUT(dir string, s backend.Spec, entry catalog.Entry, st *localState, prev localState, password string) error {
 	if s.SUT == nil || s.SUT.Monitoring == nil {
 		return nil
 	}
@@ -144,10 +150,10 @@ func (l *Local) monitorSUT(dir string, s backend.Spec, entry catalog.Entry, st *
 	for _, e := range prev.Exporters {
 		previous[e.Name] = e.Addr
 	}
-	for _, e := range wantedExporters(entry, *st, l.SUTPassword) {
+	for _, e := range wantedExporters(entry, *st, password) {
 		var err error
 		if e.Console != "" {
-			e.Addr, err = l.servePgbExporter(dir, e.exporter, previous[e.Name])
+			e.Addr, err = l.servePgbExporter(dir, e.exporter, previous[e.Name], password)
 		} else {
 			e.Addr, err = startExporter(dir, e, previous[e.Name])
 		}
@@ -310,9 +316,10 @@ func scrape(ctx context.Context, addr string) error {
 	return prom.Probe(ctx, "http://"+addr+"/metrics")
 }
 
-// servePgbExporter serves e's pgbouncer console from this process, on
-// prevAddr when it is free (a restart keeps its target), else on a free port.
-func (l *Local) servePgbExporter(dir string, e exporter, prevAddr string) (string, error) {
+// servePgbExporter serves e's pgbouncer console from this process, logged
+// in with the SUT's password, on prevAddr when it is free (a restart keeps
+// its target), else on a free port.
+func (l *Local) servePgbExporter(dir string, e exporter, prevAddr, password string) (string, error) {
 	m := l.mon
 	key := filepath.Join(dir, e.Name)
 	m.mu.Lock()
@@ -321,13 +328,13 @@ func (l *Local) servePgbExporter(dir string, e exporter, prevAddr string) (strin
 		return srv.Addr, nil
 	}
 	console := e.Console
-	if l.SUTPassword != "" {
+	if password != "" {
 		// The state keeps the console's URL without the password.
 		u, err := url.Parse(console)
 		if err != nil {
 			return "", fmt.Errorf("pgbouncer console: %w", err)
 		}
-		u.User = url.UserPassword(u.User.Username(), l.SUTPassword)
+		u.User = url.UserPassword(u.User.Username(), password)
 		console = u.String()
 	}
 	h, err := pgbexporter.Handler(console, 0, l.log().With("exporter", e.Name))
@@ -356,8 +363,8 @@ func (l *Local) watchTrees(dir, code, configuration string, st localState) {
 	m := l.mon
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	for _, id := range m.trees[dir] {
-		m.procs.Remove(id)
+	for _, t := range m.trees[dir] {
+		m.procs.Remove(t.id)
 	}
 	m.trees[dir] = nil
 	add := func(name, component, container string, pid int) {
@@ -369,7 +376,7 @@ func (l *Local) watchTrees(dir, code, configuration string, st localState) {
 			Namespace: "benchq", Pod: code + "-" + configuration + "-" + name, Container: container,
 			Experiment: code, Configuration: configuration, DBMS: st.DBMS, Component: component,
 		})
-		m.trees[dir] = append(m.trees[dir], id)
+		m.trees[dir] = append(m.trees[dir], sutTree{id, component})
 	}
 	switch st.Kind {
 	case catalog.KindRedis:
@@ -411,14 +418,46 @@ func (l *Local) writeTarget(code, configuration string, st localState, e exporte
 	}
 }
 
+// SUTCPU reads the CPU counters of configuration's trees now, summed per
+// component as the catalog's query sums their series
+// (backend.SUTCPUReader); false when none is exported.
+func (l *Local) SUTCPU(code, configuration string) (map[string]float64, bool) {
+	dir, err := l.dir(code, configuration)
+	if err != nil {
+		return nil, false
+	}
+	m := l.monitor()
+	m.mu.Lock()
+	trees := slices.Clone(m.trees[dir])
+	m.mu.Unlock()
+	if len(trees) == 0 {
+		return nil, false
+	}
+	ids := make([]string, len(trees))
+	for i, t := range trees {
+		ids[i] = t.id
+	}
+	read, err := m.procs.CPU(ids...)
+	if err != nil || len(read) == 0 {
+		return nil, false
+	}
+	out := map[string]float64{}
+	for _, t := range trees {
+		if v, ok := read[t.id]; ok {
+			out[t.component] += v
+		}
+	}
+	return out, true
+}
+
 // unmonitor undoes monitorSUT for the configuration in dir: its trees, its
 // exporters (by their pid files, which a deploy that crashed before writing
 // endpoint.json leaves too) and their targets.
 func (l *Local) unmonitor(ctx context.Context, dir, code, configuration string) error {
 	m := l.monitor()
 	m.mu.Lock()
-	for _, id := range m.trees[dir] {
-		m.procs.Remove(id)
+	for _, t := range m.trees[dir] {
+		m.procs.Remove(t.id)
 	}
 	delete(m.trees, dir)
 	for key, srv := range m.pgb {

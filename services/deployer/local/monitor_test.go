@@ -21,6 +21,7 @@ import (
 	"github.com/benchq/benchq/internal/localdb"
 	"github.com/benchq/benchq/internal/procs"
 	"github.com/benchq/benchq/internal/prom"
+	"github.com/benchq/benchq/internal/startup"
 	"github.com/benchq/benchq/services/deployer/backend"
 )
 
@@ -59,20 +60,25 @@ func TestLocalMonitoring(t *testing.T) {
 			ctx := localTestCtx(t)
 			l := newLocal(t)
 			l.TargetsDir = t.TempDir()
-			// As the stack runs them: every SUT requires the password, and
-			// each exporter logs in with it (its DBMS's up series is 1).
-			l.SUTPassword = testPassword
+			// As the stack runs them: every SUT requires its own password,
+			// and each exporter logs in with it (its DBMS's up series is 1).
+			l.SUT = startup.SUTKey(testKey)
 			code := "1700000100"
 			d, err := l.Deploy(ctx, backend.Spec{Code: code, Configuration: c.conf, DBMS: c.dbms, Benchmark: "ycsb", SUT: c.sut})
 			if err != nil {
 				t.Fatal(err)
 			}
 			teardownAtEnd(t, l, code, c.conf)
-			d.Endpoint.Password = ""
-			if err := c.load(ctx, d); err == nil {
-				t.Errorf("%s let a client in without the password", c.dbms)
+			// Neither no password, nor the key, nor another SUT's password
+			// (the same configuration of another experiment) lets a client in.
+			for what, pw := range map[string]string{"no password": "", "the stack's key": testKey,
+				"another SUT's password": l.SUT.PasswordOf("1700000101", c.conf)} {
+				d.Endpoint.Password = pw
+				if err := c.load(ctx, d); err == nil {
+					t.Errorf("%s let a client in with %s", c.dbms, what)
+				}
 			}
-			d.Endpoint.Password = testPassword
+			d.Endpoint.Password = l.SUT.PasswordOf(code, c.conf)
 			if err := c.load(ctx, d); err != nil {
 				t.Fatal(err)
 			}
@@ -101,7 +107,7 @@ func TestLocalMonitoring(t *testing.T) {
 				_ = srv.Close()
 			}
 			l.mon.mu.Unlock()
-			restarted := &Local{Root: l.Root, TargetsDir: l.TargetsDir, SUTPassword: l.SUTPassword}
+			restarted := &Local{Root: l.Root, TargetsDir: l.TargetsDir, SUT: l.SUT}
 			checkTrees(t, restarted, code, c.conf, c.dbms, c.components)
 			if st, err = readState(dir); err != nil {
 				t.Fatal(err)
@@ -172,10 +178,11 @@ func query(ctx context.Context, ep contracts.Endpoint, addr string, roundTrips i
 	return nil
 }
 
-// testPassword is the SUTs' password of the tests that set one: the
-// characters that need quoting in redis.conf, pgbouncer's auth_file, a
-// URL and a Java properties file.
-const testPassword = `p@ss:w'o"rd\ #=x`
+// testKey is the stack's SUT key of the tests that set one (each SUT's
+// password derives from it): the characters that need quoting in
+// redis.conf, pgbouncer's auth_file, a URL and a Java properties file,
+// which no derived password has.
+const testKey = `p@ss:w'o"rd\ #=x`
 
 // tree is one exported component's figures.
 type tree struct {

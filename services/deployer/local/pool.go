@@ -30,7 +30,7 @@ const poolDirPrefix = "pool-"
 // them all with loadBalanceHosts=true, so that JDBC clients spread their
 // connections over the pool processes as a Kubernetes Service would;
 // clients that use host and port only reach the first.
-func (l *Local) startPgBouncer(ctx context.Context, dir string, entry catalog.Entry, s backend.Spec) (st localState, binary string, err error) {
+func (l *Local) startPgBouncer(ctx context.Context, dir string, entry catalog.Entry, s backend.Spec, password string) (st localState, binary string, err error) {
 	bin, err := localdb.PgBouncerBinary()
 	if err != nil {
 		return localState{}, "", err
@@ -61,14 +61,14 @@ func (l *Local) startPgBouncer(ctx context.Context, dir string, entry catalog.En
 			err = errors.Join(err, stopPools(stopCtx, dir), (&localdb.Postgres{Dir: filepath.Join(dir, "data")}).Stop(stopCtx))
 		}
 	}()
-	db, pgBin, err := l.startPostgres(ctx, dir, prev.BackendPort, server, s.Benchmark)
+	db, pgBin, err := l.startPostgres(ctx, dir, prev.BackendPort, server, s.Benchmark, password)
 	if err != nil {
 		return localState{}, "", err
 	}
 	opts := localdb.PgBouncerOptions{
 		BackendPort: db.Endpoint.Port, User: entry.User, Database: entry.Database,
 		MaxClientConn: perPod(size.Inbound), PoolSize: perPod(size.Outbound),
-		Settings: entry.Settings, OSUser: localdb.SUTUser, Password: l.SUTPassword,
+		Settings: entry.Settings, OSUser: localdb.SUTUser, Password: password,
 	}
 	var (
 		pools []*localdb.PgBouncer

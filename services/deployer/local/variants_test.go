@@ -19,6 +19,7 @@ import (
 	"github.com/benchq/benchq/contracts"
 	"github.com/benchq/benchq/internal/localdb"
 	"github.com/benchq/benchq/internal/procs"
+	"github.com/benchq/benchq/internal/startup"
 	"github.com/benchq/benchq/services/deployer/backend"
 )
 
@@ -157,9 +158,10 @@ func TestLocalRedisClusterWithReplicas(t *testing.T) {
 	requireServer(t, catalog.KindRedis)
 	ctx := localTestCtx(t)
 	l := newLocal(t)
-	// With the stack's password: clients and replicas (masterauth) need it.
-	l.SUTPassword = testPassword
+	// With the SUT's password: clients and replicas (masterauth) need it.
+	l.SUT = startup.SUTKey(testKey)
 	const code, conf = "1700000012", "RedisCluster-1"
+	password := l.SUT.PasswordOf(code, conf)
 	teardownAtEnd(t, l, code, conf)
 	d, err := l.Deploy(ctx, backend.Spec{Code: code, Configuration: conf, DBMS: "RedisCluster", Benchmark: "ycsb", SUT: &contracts.SUTSpec{Workers: 3, WorkerReplicas: 1}})
 	if err != nil {
@@ -179,7 +181,7 @@ func TestLocalRedisClusterWithReplicas(t *testing.T) {
 		t.Errorf("worker_nodes = %s, want 3 masters and 3 replicas", w)
 	}
 	addr := fmt.Sprintf("127.0.0.1:%d", d.Endpoint.Port)
-	info, err := localdb.RedisCommandAs(ctx, addr, testPassword, "CLUSTER", "INFO")
+	info, err := localdb.RedisCommandAs(ctx, addr, password, "CLUSTER", "INFO")
 	if err != nil || !strings.Contains(info, "cluster_known_nodes:6") || !strings.Contains(info, "cluster_size:3") {
 		t.Errorf("CLUSTER INFO = %q, %v", info, err)
 	}
@@ -189,7 +191,7 @@ func TestLocalRedisClusterWithReplicas(t *testing.T) {
 		if _, err := localdb.RedisCommand(ctx, w.Addr, "PING"); err == nil || !strings.Contains(err.Error(), "NOAUTH") {
 			t.Errorf("PING %s without the password: %v, want NOAUTH", w.Addr, err)
 		}
-		repl, err := localdb.RedisCommandAs(ctx, w.Addr, testPassword, "INFO", "replication")
+		repl, err := localdb.RedisCommandAs(ctx, w.Addr, password, "INFO", "replication")
 		if err != nil || (w.Role == "replica" && !strings.Contains(repl, "master_link_status:up")) {
 			t.Errorf("INFO replication of %s %s: %q, %v", w.Role, w.Addr, repl, err)
 		}
