@@ -152,6 +152,15 @@ bench-saturation: bootstrap
 bench-tpcc:
 	@go run ./cmd/bench-tpcc -warehouses $(or $(W),2) -terminals $(or $(TERMINALS),4) -seconds $(or $(SECONDS),30) -shards $(or $(SHARDS),1)
 
+# Between the operations: the default experiment's overhead (experiment
+# minus the phases' operation windows), its SUT's time to ready and the
+# phase switch, without and with -m -mc -ma, and a short phase's CPU
+# seconds against /proc (PgBouncer -xnpp 2 -m), printed against issue 29's
+# goals (docs/bench.md). About 4 minutes. Options: make bench-phases RUNS=3.
+.PHONY: bench-phases
+bench-phases: bootstrap
+	@RUNS=$(or $(RUNS),2) scripts/bench-phases.sh
+
 # Chaos: e2e/chaos_test.go for 50 rounds; `make test`
 # runs 3. Each SIGKILLs one component (or the SUT) at a random moment of an
 # experiment and checks it ends done or failed with a reason, each shard

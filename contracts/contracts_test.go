@@ -135,7 +135,7 @@ func TestNamesMatchJSON(t *testing.T) {
 		"sut_ready": SubjSUTReady, "sut_failed": SubjSUTFailed, "sut_removed": SubjSUTRemoved, "shard": SubjShard, "drivers": SubjDrivers,
 		"barrier_ready": SubjBarrierReady, "barrier_go": SubjBarrierGo, "interval": SubjInterval, "final": SubjFinal,
 		"phase_started": SubjPhaseStarted, "phase_done": SubjPhaseDone, "phase_failed": SubjPhaseFailed, "phase_skipped": SubjPhaseSkipped,
-		"driver_ended": SubjDriverEnded, "driver_lost": SubjDriverLost, "shard_ended": SubjShardEnded, "sut_cpu": SubjSUTCPU,
+		"driver_ended": SubjDriverEnded, "driver_lost": SubjDriverLost, "shard_ended": SubjShardEnded, "sut_edge": SubjSUTEdge,
 		"experiment_done": SubjExperimentDone, "experiment_failed": SubjExperimentFailed, "experiment_cancelled": SubjExperimentCancelled,
 	}
 	if !reflect.DeepEqual(n.Subjects, want) {

@@ -90,10 +90,10 @@ func DriverLostID(code, phase string, attempt int, pod string) string {
 	return fmt.Sprintf("%s.%s.a%d.%s.lost", code, phase, attempt, pod)
 }
 
-// SUTCPUID is the SUT's CPU counters at edge (EdgeStart, EdgeEnd) of
-// phase's attempt.
-func SUTCPUID(code, phase string, attempt int, edge string) string {
-	return fmt.Sprintf("%s.%s.a%d.cpu.%s", code, phase, attempt, edge)
+// SUTEdgeID is the deployer's reads of a SUT at edge (EdgeStart, EdgeEnd)
+// of phase's attempt.
+func SUTEdgeID(code, phase string, attempt int, edge string) string {
+	return fmt.Sprintf("%s.%s.a%d.edge.%s", code, phase, attempt, edge)
 }
 
 // ReadyID is shard shard's READY at phase's barrier.

@@ -331,32 +331,47 @@ type SUTRemoved struct {
 	Died string `json:"died,omitempty"`
 }
 
-// SUTCPU is a SUT's CPU counters read by the deployer at one edge of a
-// phase (the local backend): the values container_cpu_usage_seconds_total
-// has on the deployer's /metrics at those instants, summed per component
-// as the catalog's query sums them. The collector adds them to the
-// Prometheus series it pulls, so that a phase's CPU seconds are not
-// estimated from the scrapes around its edges (docs/monitoring.md).
-type SUTCPU struct {
+// SUTEdge is what the deployer read of a SUT at one edge of a phase (the
+// local backend): the CPU counters of its process trees, the values
+// container_cpu_usage_seconds_total has on the deployer's /metrics, summed
+// per component as the catalog's query sums them; and each exporter's
+// application metrics, evaluated as the catalog's query evaluates them on
+// that exporter's series. The collector adds the reads to the Prometheus
+// series it pulls, so that a phase's figures are not estimated from
+// scrapes around its edges, nor missing when Prometheus had not scraped a
+// new exporter yet (docs/monitoring.md).
+type SUTEdge struct {
 	Envelope
 	Configuration string `json:"configuration"`
 	Phase         string `json:"phase"`
 	Attempt       int    `json:"attempt"`
 	Edge          string `json:"edge"` // EdgeStart or EdgeEnd
-	// Samples are in time order: at the start, one read at the phase's
-	// start instant; at the end, reads just after the end instant (the
-	// collector estimates the value at the end from them).
-	Samples []CPUSample `json:"samples"`
+	// Reads are in time order: at the start, reads just before the
+	// phase's start instant and one just after; at the end, reads just
+	// after the end instant (the collector estimates the value at the end
+	// from them).
+	Reads []EdgeRead `json:"reads"`
 }
 
-// CPUSample is one read of a SUT's trees: per component (sut, pool), its
-// CPU seconds counter.
-type CPUSample struct {
-	At  time.Time          `json:"at"`
-	CPU map[string]float64 `json:"cpu"`
+// EdgeRead is one read of a SUT: CPU, its exporters, or both.
+type EdgeRead struct {
+	At time.Time `json:"at"`
+	// CPU is each component's (sut, pool) CPU seconds counter.
+	CPU       map[string]float64 `json:"cpu,omitempty"`
+	Exporters []ExporterRead     `json:"exporters,omitempty"`
 }
 
-// A phase's edges (SUTCPU.Edge).
+// ExporterRead is one exporter's application metrics at a read.
+type ExporterRead struct {
+	// Instance is the exporter's host:port, as Prometheus labels its target.
+	Instance  string `json:"instance"`
+	Component string `json:"component"` // sut or pool
+	// Values are by catalog metric key: the metric's series narrowed by
+	// its matchers and combined by its aggregate, unscaled.
+	Values map[string]float64 `json:"values"`
+}
+
+// A phase's edges (SUTEdge.Edge).
 const (
 	EdgeStart = "start"
 	EdgeEnd   = "end"

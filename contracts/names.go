@@ -48,9 +48,9 @@ const (
 	// shard's behalf (its driver never reported): a subject only the
 	// scheduler may publish on, where agents' finals are signed (sign.go).
 	SubjShardEnded = "benchq.exp.{code}.shard.ended"
-	// SubjSUTCPU carries a SUT's CPU counters read at one edge of a phase
-	// (SUTCPU).
-	SubjSUTCPU = "benchq.exp.{code}.sut.cpu"
+	// SubjSUTEdge carries what the deployer read of a SUT at one edge of
+	// a phase (SUTEdge).
+	SubjSUTEdge = "benchq.exp.{code}.sut.edge"
 	// SubjDriverPods is a core NATS request (in no stream): PodsQuery.
 	SubjDriverPods          = "benchq.deployer.pods"
 	SubjExperimentDone      = "benchq.exp.{code}.done"

@@ -21,7 +21,7 @@ const (
 	TopicSUTReady            Topic = "sut_ready"
 	TopicSUTFailed           Topic = "sut_failed"
 	TopicSUTRemoved          Topic = "sut_removed"
-	TopicSUTCPU              Topic = "sut_cpu"
+	TopicSUTEdge             Topic = "sut_edge"
 	TopicShard               Topic = "shard"
 	TopicDrivers             Topic = "drivers"
 	TopicBarrierReady        Topic = "barrier_ready"
@@ -59,7 +59,7 @@ var topics = map[Topic]*topic{
 	TopicSUTReady:            {tmpl: SubjSUTReady, schema: SchemaSUTReady, msg: func() Message { return &SUTReady{} }},
 	TopicSUTFailed:           {tmpl: SubjSUTFailed, schema: SchemaSUTFailed, msg: func() Message { return &SUTFailed{} }},
 	TopicSUTRemoved:          {tmpl: SubjSUTRemoved, schema: SchemaSUTRemoved, msg: func() Message { return &SUTRemoved{} }},
-	TopicSUTCPU:              {tmpl: SubjSUTCPU, schema: SchemaSUTCPU, msg: func() Message { return &SUTCPU{} }},
+	TopicSUTEdge:             {tmpl: SubjSUTEdge, schema: SchemaSUTEdge, msg: func() Message { return &SUTEdge{} }},
 	TopicShard:               {tmpl: SubjShard, schema: SchemaShardJob, msg: func() Message { return &ShardJob{} }},
 	TopicDrivers:             {tmpl: SubjDrivers, schema: SchemaDrivers, msg: func() Message { return &Drivers{} }},
 	TopicBarrierReady:        {tmpl: SubjBarrierReady, schema: SchemaBarrierReady, msg: func() Message { return &BarrierReady{} }},

@@ -35,7 +35,7 @@ const (
 	SchemaSUTReady      = "sut_ready"
 	SchemaSUTFailed     = "sut_failed"
 	SchemaSUTRemoved    = "sut_removed"
-	SchemaSUTCPU        = "sut_cpu"
+	SchemaSUTEdge       = "sut_edge"
 	SchemaShardJob      = "shard_job"
 	SchemaBarrierReady  = "barrier_ready"
 	SchemaBarrierGo     = "barrier_go"

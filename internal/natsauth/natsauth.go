@@ -130,11 +130,11 @@ func For(role Role) Permissions {
 		p.Publish = append(p.Publish, contracts.SubjDriverPods) // is a late agent's pod Running (vouch.go)
 	case Deployer:
 		all(contracts.TopicSUTReady, contracts.TopicSUTFailed, contracts.TopicSUTRemoved, contracts.TopicDriverEnded, contracts.TopicDriverLost,
-			contracts.TopicSUTCPU)
+			contracts.TopicSUTEdge)
 		p.writeKV(contracts.KVVolumes)
 		p.readKV(contracts.KVAgents)
 		p.Subscribe = append(p.Subscribe, contracts.SubjDriverPods) // which driver pods run: answered
-		// A phase's edges, at which it reads its SUTs' CPU (edges.go).
+		// A phase's edges, at which it reads its SUTs (edges.go).
 		p.Subscribe = append(p.Subscribe, contracts.TopicPhaseStarted.All(), contracts.TopicPhaseDone.All(), contracts.TopicPhaseFailed.All())
 		p.AllowResponses = true
 	case Collector:

@@ -208,7 +208,7 @@ func (p *puller) pullPhase(ctx context.Context, ph endedPhase) error {
 	from, to := ph.start.Add(-2*p.step), ph.end.Add(2*p.step)
 	answers := map[string]queryAnswer{} // system metrics share queries
 	var down string                     // set once Prometheus is found unreachable
-	edges, edgesRead, err := p.edgeSamples(ctx, ph)
+	edges, err := p.edgeReadsOf(ctx, ph)
 	if err != nil {
 		return err
 	}
@@ -229,12 +229,14 @@ func (p *puller) pullPhase(ctx context.Context, ph endedPhase) error {
 			return ctx.Err()
 		}
 		s := summary{column: c}
-		if a.err != nil {
+		series := withEdges(c, a.series, edges)
+		if a.err != nil && (len(series) == 0 || strings.HasPrefix(a.err.Error(), unreachablePrefix)) {
+			// Prometheus down: missing, and pulled again later with what
+			// it scraped; with no samples, the edge reads alone may do.
 			s.missing = a.err.Error()
 			out = append(out, s)
 			continue
 		}
-		series := withEdges(c, a.series, edges)
 		n, err := storeMetrics(ctx, p.db, samplesOf(ph, c, series))
 		if err != nil {
 			return err
@@ -250,7 +252,7 @@ func (p *puller) pullPhase(ctx context.Context, ph endedPhase) error {
 		return err
 	}
 	p.log.Info("metrics pulled", "code", ph.code, "phase", ph.phase, "attempt", ph.attempt, "metrics", len(out), "samples_stored", stored,
-		"cpu_edges_read", edgesRead)
+		"edges_read", edges.edges)
 	return nil
 }
 

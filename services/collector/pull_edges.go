@@ -1,9 +1,11 @@
 package main
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"fmt"
+	"maps"
 	"slices"
 
 	"github.com/benchq/benchq/catalog"
@@ -13,53 +15,95 @@ import (
 )
 
 // cpuSeries is the counter whose reads the deployer publishes at a phase's
-// edges (contracts.SUTCPU): procmetrics' container_cpu_usage_seconds_total.
+// edges (contracts.SUTEdge): procmetrics' container_cpu_usage_seconds_total.
 const cpuSeries = "container_cpu_usage_seconds_total"
 
-// edgeSamples are the reads of ph's SUT CPU counters the deployer made at
-// the phase's edges, by component (sut, pool), and the edges read (start,
-// end); none when it made none (a Kubernetes SUT, a deployer down at the
-// time: the edges are then estimated from the scrapes).
-func (p *puller) edgeSamples(ctx context.Context, ph endedPhase) (map[string][]reduce.Sample, []string, error) {
+// edgeReads are the deployer's reads of a phase's SUT at its edges
+// (contracts.SUTEdge), by the series they sample.
+type edgeReads struct {
+	cpu   map[string][]reduce.Sample // component (sut, pool) → its CPU counter
+	app   map[appSeries][]reduce.Sample
+	edges []string // the edges read: start, end
+}
+
+// appSeries is one application metric of one exporter.
+type appSeries struct{ component, metric, instance string }
+
+// edgeReadsOf loads ph's edge reads; none when the deployer made none (a
+// Kubernetes SUT, a deployer down at the time): the edges are then
+// estimated from the scrapes.
+func (p *puller) edgeReadsOf(ctx context.Context, ph endedPhase) (edgeReads, error) {
+	out := edgeReads{cpu: map[string][]reduce.Sample{}, app: map[appSeries][]reduce.Sample{}}
 	rows, err := p.db.Query(ctx, `SELECT payload FROM messages WHERE code = $1 AND subject = $2`,
-		ph.code, contracts.TopicSUTCPU.For(ph.code))
+		ph.code, contracts.TopicSUTEdge.For(ph.code))
 	if err != nil {
-		return nil, nil, fmt.Errorf("edge reads of %s: %w", ph.phase, err)
+		return out, fmt.Errorf("edge reads of %s: %w", ph.phase, err)
 	}
 	defer rows.Close()
-	out := map[string][]reduce.Sample{}
-	var read []string
 	for rows.Next() {
 		var raw []byte
 		if err := rows.Scan(&raw); err != nil {
-			return nil, nil, err
+			return out, err
 		}
-		var m contracts.SUTCPU
+		var m contracts.SUTEdge
 		if err := json.Unmarshal(raw, &m); err != nil || m.Phase != ph.phase || m.Attempt != max(ph.attempt, 1) {
 			continue
 		}
-		read = append(read, m.Edge)
-		for _, s := range m.Samples {
-			for component, v := range s.CPU {
-				out[component] = append(out[component], reduce.Sample{T: s.At, V: v})
+		out.edges = append(out.edges, m.Edge)
+		for _, r := range m.Reads {
+			for component, v := range r.CPU {
+				out.cpu[component] = append(out.cpu[component], reduce.Sample{T: r.At, V: v})
+			}
+			for _, e := range r.Exporters {
+				for metric, v := range e.Values {
+					k := appSeries{e.Component, metric, e.Instance}
+					out.app[k] = append(out.app[k], reduce.Sample{T: r.At, V: v})
+				}
 			}
 		}
 	}
-	slices.Sort(read)
-	return out, read, rows.Err()
+	slices.Sort(out.edges)
+	return out, rows.Err()
 }
 
-// withEdges adds the edge reads of c's component to the series Prometheus
-// answered for c, when c is the CPU counter's increase (CPU seconds) and
-// the answer is one series — the deployer's, whose counter the reads
-// sample. The reads and the scrapes then make one series in time order.
-func withEdges(c column, series []prom.Series, edges map[string][]reduce.Sample) []prom.Series {
-	reads := edges[c.component]
-	if len(reads) == 0 || len(series) != 1 || c.metric.Series != cpuSeries || c.metric.Reduction != catalog.ReduceIncrease {
-		return series
+// withEdges adds the edge reads of column c to the series Prometheus
+// answered for it (series; none when it had no samples):
+//   - the CPU counter's increase (CPU seconds) of the sut or the pool,
+//     when the answer is one series, the deployer's, whose counter the
+//     reads sample;
+//   - an application metric, each exporter's reads to the series of its
+//     instance, or as a series of their own when Prometheus had not
+//     scraped that exporter in the window (a short phase on a new SUT).
+//
+// Reads and scrapes then make one series in time order.
+func withEdges(c column, series []prom.Series, e edgeReads) []prom.Series {
+	merge := func(s prom.Series, reads []reduce.Sample) prom.Series {
+		merged := append(slices.Clone(s.Samples), reads...)
+		slices.SortStableFunc(merged, func(a, b reduce.Sample) int { return a.T.Compare(b.T) })
+		merged = slices.CompactFunc(merged, func(a, b reduce.Sample) bool { return a.T.Equal(b.T) })
+		return prom.Series{Labels: s.Labels, Samples: merged}
 	}
-	merged := append(slices.Clone(series[0].Samples), reads...)
-	slices.SortStableFunc(merged, func(a, b reduce.Sample) int { return a.T.Compare(b.T) })
-	merged = slices.CompactFunc(merged, func(a, b reduce.Sample) bool { return a.T.Equal(b.T) })
-	return []prom.Series{{Labels: series[0].Labels, Samples: merged}}
+	switch c.section {
+	case "system":
+		reads := e.cpu[c.component]
+		if len(reads) == 0 || len(series) != 1 || c.metric.Series != cpuSeries || c.metric.Reduction != catalog.ReduceIncrease {
+			return series
+		}
+		return []prom.Series{merge(series[0], reads)}
+	case "application":
+		out := slices.Clone(series)
+		for _, k := range slices.SortedFunc(maps.Keys(e.app), func(a, b appSeries) int { return cmp.Compare(a.instance, b.instance) }) {
+			if k.component != c.component || k.metric != c.metric.Key {
+				continue
+			}
+			at := slices.IndexFunc(out, func(s prom.Series) bool { return s.Labels["instance"] == k.instance })
+			if at < 0 {
+				out = append(out, merge(prom.Series{Labels: map[string]string{"instance": k.instance}}, e.app[k]))
+				continue
+			}
+			out[at] = merge(out[at], e.app[k])
+		}
+		return out
+	}
+	return series
 }

@@ -262,7 +262,7 @@ func TestPullPhaseMetrics(t *testing.T) {
 	}
 
 	// A phase of 1.2 s with the deployer's reads of the counter at its edges
-	// (contracts.SUTCPU; at the end, two reads after it): the burner idles
+	// (contracts.SUTEdge; at the end, two reads after it): the burner idles
 	// (SIGSTOP) before the phase, burns during it and idles after it until
 	// "the next phase" burns again 0.3 s later — which the scrapes alone
 	// would take for this phase's rate after its end, and take its last
@@ -273,12 +273,12 @@ func TestPullPhaseMetrics(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	read := func() contracts.CPUSample {
+	read := func() contracts.EdgeRead {
 		v, err := pm.CPU("m4-sut")
 		if err != nil || len(v) != 1 {
 			t.Fatalf("read the burner's CPU: %v %v", v, err)
 		}
-		return contracts.CPUSample{At: time.Now().UTC(), CPU: map[string]float64{"sut": v["m4-sut"]}}
+		return contracts.EdgeRead{At: time.Now().UTC(), CPU: map[string]float64{"sut": v["m4-sut"]}}
 	}
 	signal(syscall.SIGSTOP)
 	time.Sleep(2200 * time.Millisecond)
@@ -295,15 +295,15 @@ func TestPullPhaseMetrics(t *testing.T) {
 	time.Sleep(100 * time.Millisecond)
 	signal(syscall.SIGCONT) // the next phase
 	time.Sleep(2500 * time.Millisecond)
-	for edge, samples := range map[string][]contracts.CPUSample{contracts.EdgeStart: {r0}, contracts.EdgeEnd: {r1, r2}} {
-		m := contracts.SUTCPU{Envelope: contracts.NewEnvelope("m4", contracts.SUTCPUID("m4", "cfg-1-0", 1, edge), samples[0].At),
-			Configuration: "cfg-1", Phase: "cfg-1-0", Attempt: 1, Edge: edge, Samples: samples}
+	for edge, reads := range map[string][]contracts.EdgeRead{contracts.EdgeStart: {r0}, contracts.EdgeEnd: {r1, r2}} {
+		m := contracts.SUTEdge{Envelope: contracts.NewEnvelope("m4", contracts.SUTEdgeID("m4", "cfg-1-0", 1, edge), reads[0].At),
+			Configuration: "cfg-1", Phase: "cfg-1-0", Attempt: 1, Edge: edge, Reads: reads}
 		raw, _ := json.Marshal(m)
-		if err := contracts.Validate(contracts.SchemaSUTCPU, raw); err != nil {
+		if err := contracts.Validate(contracts.SchemaSUTEdge, raw); err != nil {
 			t.Fatal(err)
 		}
 		if _, err := db.Exec(ctx, `INSERT INTO messages (id, code, subject, ts, payload) VALUES ($1, 'm4', $2, $3, $4)`,
-			m.ID, contracts.TopicSUTCPU.For("m4"), m.TS, raw); err != nil {
+			m.ID, contracts.TopicSUTEdge.For("m4"), m.TS, raw); err != nil {
 			t.Fatal(err)
 		}
 	}

@@ -89,14 +89,16 @@ type MetricsCollectors interface {
 	Collectors() []prometheus.Collector
 }
 
-// SUTCPUReader is implemented by backends that read their SUTs' CPU
-// counters themselves (the local backend): the deployer reads them at a
-// phase's edges (contracts.SUTCPU), as samples of the series the backend
-// exports. SUTCPU returns the counters of configuration's trees summed per
-// component (sut, pool), and false when none of its trees is exported
-// (the SUT is not monitored, or not this backend's).
-type SUTCPUReader interface {
-	SUTCPU(code, configuration string) (map[string]float64, bool)
+// SUTReader is implemented by backends that read their SUTs themselves
+// (the local backend): the deployer reads them at a phase's edges
+// (contracts.SUTEdge), as samples of the series Prometheus scrapes.
+// ReadCPU returns the CPU counters of configuration's trees summed per
+// component (sut, pool); ReadExporters each of its exporters' application
+// metrics (-ma). Either is false when the SUT has none (not monitored, or
+// not this backend's).
+type SUTReader interface {
+	ReadCPU(code, configuration string) (map[string]float64, bool)
+	ReadExporters(ctx context.Context, code, configuration string) ([]contracts.ExporterRead, bool)
 }
 
 // DriverBackend is implemented by backends that run the driver agents of a

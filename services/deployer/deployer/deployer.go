@@ -126,11 +126,11 @@ func Run(ctx context.Context, cfg Config, be backend.Backend, log *slog.Logger) 
 		close(pods)
 	}
 	edges := make(chan struct{})
-	if r, ok := be.(backend.SUTCPUReader); ok {
+	if r, ok := be.(backend.SUTReader); ok {
 		go func() {
 			defer close(edges)
 			if err := d.watchEdges(dctx, r); err != nil {
-				log.Warn("phase edges not watched: CPU seconds are estimated from the scrapes", "err", err)
+				log.Warn("phase edges not watched: their figures are estimated from the scrapes", "err", err)
 			}
 		}()
 	} else {

@@ -12,29 +12,35 @@ import (
 	"github.com/benchq/benchq/services/deployer/backend"
 )
 
-// A phase's CPU seconds are the increase of its SUT's CPU counter between
-// the phase's start and end instants. Prometheus scrapes the counter only
-// every scrape interval (1 s), so the collector would have to estimate its
-// value at each edge from the scrapes around it — on a 2 s phase, a
-// quarter of the figure. The deployer, which owns the counters, reads them
-// at the edges instead and publishes the reads (contracts.SUTCPU); the
-// collector adds them to the series it pulls (services/collector,
-// edgeSamples).
+// A phase's figures come from counters Prometheus scrapes only every
+// scrape interval (1 s): the collector would have to estimate each
+// counter's value at the phase's start and end instants from the scrapes
+// around them — on a 2 s phase, a quarter of the figure each side — and a
+// new exporter's first seconds are not scraped at all (Prometheus reads new
+// target files only every few seconds). The deployer, which owns the CPU
+// counters and the exporters, reads them at the edges instead and
+// publishes the reads (contracts.SUTEdge); the collector adds them to the
+// series it pulls (services/collector, pull_edges.go).
 //
 // At the start the instant is known ahead: phase.started names the GO
-// instant, GoLead before it. The counters are read just before and just
-// after it (the SUT is idle then: the drivers wait for GO). At the end the
-// instant (the phase's last operation) is past when phase.done arrives, so
-// the counters are read at once and again after endSpacing: the rate
-// between the two, the SUT's idle rate, carries the first read back to the
-// end instant (reduce.Increase's estimate from the interval after an edge).
+// instant, GoLead before it, and the SUT is idle until then (the drivers
+// wait for it). The exporters are read twice before it, exporterLead and
+// exporterLead/3 ahead (a read takes tens of milliseconds; two reads give
+// the idle rate that carries the later one to the instant), the CPU
+// counters just before and just after it.
+// At the end the instant (the phase's last operation) is past when
+// phase.done arrives, so everything is read at once and again after
+// endSpacing: the rate between the two, the SUT's idle rate, carries the
+// first read back to the end instant (reduce.Increase's estimate from the
+// interval after an edge).
 const (
+	exporterLead = 300 * time.Millisecond
 	startSpacing = 2 * time.Millisecond
 	endSpacing   = 200 * time.Millisecond
 )
 
-// watchEdges reads r's SUTs' CPU at every phase edge until ctx ends.
-func (d *Deployer) watchEdges(ctx context.Context, r backend.SUTCPUReader) error {
+// watchEdges reads r's SUTs at every phase edge until ctx ends.
+func (d *Deployer) watchEdges(ctx context.Context, r backend.SUTReader) error {
 	events := make(chan *contracts.PhaseEvent, 64)
 	var subs []*nats.Subscription
 	defer func() {
@@ -67,19 +73,15 @@ func (d *Deployer) watchEdges(ctx context.Context, r backend.SUTCPUReader) error
 	}
 }
 
-// readEdge reads the counters of e's SUT at e's edge and publishes them;
-// a SUT the backend does not monitor is skipped.
-func (d *Deployer) readEdge(ctx context.Context, r backend.SUTCPUReader, e *contracts.PhaseEvent) {
+// readEdge reads e's SUT at e's edge and publishes the reads; a SUT the
+// backend does not monitor is skipped.
+func (d *Deployer) readEdge(ctx context.Context, r backend.SUTReader, e *contracts.PhaseEvent) {
 	edge, at := contracts.EdgeEnd, e.EndedAt
 	if e.Status == contracts.PhaseStarted {
 		edge, at = contracts.EdgeStart, e.StartedAt
 	}
 	if at == nil {
 		return
-	}
-	read := func() (contracts.CPUSample, bool) {
-		cpu, ok := r.SUTCPU(e.Code, e.Configuration)
-		return contracts.CPUSample{At: time.Now().UTC(), CPU: cpu}, ok
 	}
 	wait := func(until time.Time) bool {
 		t := time.NewTimer(time.Until(until))
@@ -91,32 +93,54 @@ func (d *Deployer) readEdge(ctx context.Context, r backend.SUTCPUReader, e *cont
 			return true
 		}
 	}
-	var samples []contracts.CPUSample
+	read := func(cpu, exporters bool) (contracts.EdgeRead, bool) {
+		out := contracts.EdgeRead{At: time.Now().UTC()}
+		if cpu {
+			out.CPU, _ = r.ReadCPU(e.Code, e.Configuration)
+		}
+		if exporters {
+			out.Exporters, _ = r.ReadExporters(ctx, e.Code, e.Configuration)
+		}
+		return out, len(out.CPU) > 0 || len(out.Exporters) > 0
+	}
+	var reads []contracts.EdgeRead
+	add := func(cpu, exporters bool) {
+		if rd, ok := read(cpu, exporters); ok {
+			reads = append(reads, rd)
+		}
+	}
 	if edge == contracts.EdgeStart {
+		for _, ahead := range []time.Duration{exporterLead, exporterLead / 3} {
+			if !wait(at.Add(-ahead)) {
+				return
+			}
+			add(false, true)
+		}
 		if !wait(at.Add(-startSpacing)) {
 			return
 		}
+		add(true, false)
+		if !wait(at.Add(startSpacing)) {
+			return
+		}
+		add(true, false)
+	} else {
+		first := time.Now()
+		add(true, true)
+		if !wait(first.Add(endSpacing)) {
+			return
+		}
+		add(true, true)
 	}
-	first, ok := read()
-	if !ok {
-		return
+	if len(reads) == 0 {
+		return // not monitored here
 	}
-	next := first.At.Add(endSpacing)
-	if edge == contracts.EdgeStart {
-		next = at.Add(startSpacing)
+	attempt := max(e.Attempt, 1)
+	msg := &contracts.SUTEdge{
+		Envelope:      contracts.NewEnvelope(e.Code, contracts.SUTEdgeID(e.Code, e.Phase, attempt, edge), reads[0].At),
+		Configuration: e.Configuration, Phase: e.Phase, Attempt: attempt, Edge: edge, Reads: reads,
 	}
-	samples = append(samples, first)
-	if !wait(next) {
-		return
-	}
-	if second, ok := read(); ok {
-		samples = append(samples, second)
-	}
-	msg := &contracts.SUTCPU{
-		Envelope:      contracts.NewEnvelope(e.Code, contracts.SUTCPUID(e.Code, e.Phase, max(e.Attempt, 1), edge), samples[0].At),
-		Configuration: e.Configuration, Phase: e.Phase, Attempt: max(e.Attempt, 1), Edge: edge, Samples: samples,
-	}
-	if err := d.bus.Publish(ctx, contracts.TopicSUTCPU.For(e.Code), msg); err != nil {
-		d.log.Warn("the SUT's CPU at a phase edge not published: the collector estimates it from the scrapes", "code", e.Code, "phase", e.Phase, "edge", edge, "err", err)
+	if err := d.bus.Publish(ctx, contracts.TopicSUTEdge.For(e.Code), msg); err != nil {
+		d.log.Warn("the SUT's reads at a phase edge not published: the collector estimates them from the scrapes", "code", e.Code, "phase", e.Phase, "edge", edge, "err", err)
 	}
 }

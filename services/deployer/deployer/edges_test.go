@@ -16,26 +16,35 @@ import (
 )
 
 // cpuBackend is a backend whose one monitored SUT (configuration "mon")
-// burns a CPU: its counter is the seconds since t0.
+// burns a CPU: its counter is the seconds since t0; its exporter counts
+// milliseconds.
 type cpuBackend struct {
 	volumeBackend
 	t0 time.Time
 }
 
-func (c *cpuBackend) SUTCPU(_, configuration string) (map[string]float64, bool) {
+func (c *cpuBackend) ReadCPU(_, configuration string) (map[string]float64, bool) {
 	if configuration != "mon" {
 		return nil, false
 	}
 	return map[string]float64{"sut": time.Since(c.t0).Seconds()}, true
 }
 
-var _ backend.SUTCPUReader = (*cpuBackend)(nil)
+func (c *cpuBackend) ReadExporters(_ context.Context, _, configuration string) ([]contracts.ExporterRead, bool) {
+	if configuration != "mon" {
+		return nil, false
+	}
+	return []contracts.ExporterRead{{Instance: "127.0.0.1:9121", Component: "sut", Values: map[string]float64{"redis_commands": float64(time.Since(c.t0).Milliseconds())}}}, true
+}
+
+var _ backend.SUTReader = (*cpuBackend)(nil)
 
 var errNotYet = errors.New("no read yet")
 
-// The deployer reads a monitored SUT's CPU at each edge of a phase: just
-// before and after the GO instant phase.started names, and at phase.done
-// and endSpacing later; an unmonitored SUT is not read.
+// The deployer reads a monitored SUT at each edge of a phase: its exporters
+// twice ahead of the GO instant phase.started names and its CPU just
+// before and after it; both at phase.done and endSpacing later. An
+// unmonitored SUT is not read.
 func TestDeployerReadsTheSUTsCPUAtAPhasesEdges(t *testing.T) {
 	t.Parallel()
 	url := testenv.NATS(t)
@@ -47,16 +56,16 @@ func TestDeployerReadsTheSUTsCPUAtAPhasesEdges(t *testing.T) {
 	})
 	b := testenv.Bus(t, ctx, url)
 	var mu sync.Mutex
-	got := map[string]*contracts.SUTCPU{}
-	sub, err := b.NC.Subscribe(contracts.TopicSUTCPU.All(), func(m *nats.Msg) {
+	got := map[string]*contracts.SUTEdge{}
+	sub, err := b.NC.Subscribe(contracts.TopicSUTEdge.All(), func(m *nats.Msg) {
 		msg, err := bus.DecodeSubject(m.Subject, m.Data)
 		if err != nil {
-			t.Errorf("sut.cpu: %v", err)
+			t.Errorf("sut.edge: %v", err)
 			return
 		}
 		mu.Lock()
 		defer mu.Unlock()
-		c := msg.(*contracts.SUTCPU)
+		c := msg.(*contracts.SUTEdge)
 		got[c.Configuration+"/"+c.Edge] = c
 	})
 	if err != nil {
@@ -104,18 +113,23 @@ func TestDeployerReadsTheSUTsCPUAtAPhasesEdges(t *testing.T) {
 	mu.Lock()
 	defer mu.Unlock()
 	start, end := got["mon/start"], got["mon/end"]
-	if len(start.Samples) != 2 || len(end.Samples) != 2 || start.ID != contracts.SUTCPUID("7", "mon-0", 1, contracts.EdgeStart) {
-		t.Fatalf("start %+v, end %+v: want two reads each", start, end)
+	if len(start.Reads) != 4 || len(end.Reads) != 2 || start.ID != contracts.SUTEdgeID("7", "mon-0", 1, contracts.EdgeStart) {
+		t.Fatalf("start %+v, end %+v: want four reads and two", start, end)
 	}
-	// The GO instant is bracketed by reads a few ms apart (a timer may fire
-	// late on a loaded machine: then both are after it).
-	s0, s1 := start.Samples[0], start.Samples[1]
-	if s0.At.After(s1.At) || s1.At.Before(goAt) || s1.At.Sub(s0.At) > 100*time.Millisecond || s0.At.Sub(goAt) > 100*time.Millisecond {
-		t.Errorf("start reads at %v and %v, GO at %v", s0.At, s1.At, goAt)
+	// The exporter before GO (the first two reads), the CPU around it (a
+	// timer may fire late on a loaded machine: then after it).
+	for i, r := range start.Reads {
+		exp, cpu := len(r.Exporters) == 1, len(r.CPU) == 1
+		if i < 2 && (!exp || cpu || !r.At.Before(goAt)) || i >= 2 && (exp || !cpu || r.At.Sub(goAt) > 100*time.Millisecond) {
+			t.Errorf("start read %d at %v (GO at %v): %+v", i, r.At, goAt, r)
+		}
 	}
-	e0, e1 := end.Samples[0], end.Samples[1]
-	if e0.At.Before(done) || e1.At.Sub(e0.At) < endSpacing || e1.CPU["sut"] <= e0.CPU["sut"] {
-		t.Errorf("end reads %+v and %+v: want the first after phase.done (%v), the second %v later and higher", e0, e1, done, endSpacing)
+	if s0, s1 := start.Reads[2], start.Reads[3]; s1.At.Before(goAt) || s0.At.After(s1.At) {
+		t.Errorf("CPU reads at %v and %v, GO at %v", s0.At, s1.At, goAt)
+	}
+	e0, e1 := end.Reads[0], end.Reads[1]
+	if e0.At.Before(done) || e1.At.Sub(e0.At) < endSpacing || e1.CPU["sut"] <= e0.CPU["sut"] || len(e0.Exporters) != 1 || len(e1.Exporters) != 1 {
+		t.Errorf("end reads %+v and %+v: want CPU and the exporter at phase.done (%v) and %v later", e0, e1, done, endSpacing)
 	}
 	for k := range got {
 		if k == "plain/start" || k == "plain/end" {

@@ -135,7 +135,11 @@ func (l *Local) restore() {
 
 // monitorSUT records s's monitoring in st, exports its trees and, with -ma,
 // starts (or finds) its exporters, which log in with the SUT's password.
-// prev is the state of an earlier deploy.
+// prev is the state of an earlier deploy. It does not wait for Prometheus
+// to scrape a new exporter (it reads new target files only every few
+// seconds): the deployer reads the exporters at each phase's edges itself
+// (ReadExporters, contracts.SUTEdge), so a phase's first seconds are not
+// missing.
 func (l *Local) monitorSUT(dir string, s backend.Spec, entry catalog.Entry, st *localState, prev localState, password string) error {
 	if s.SUT == nil || s.SUT.Monitoring == nil {
 		return nil
@@ -163,46 +167,8 @@ func (l *Local) monitorSUT(dir string, s backend.Spec, entry catalog.Entry, st *
 		st.Exporters = append(st.Exporters, e.exporter)
 		l.writeTarget(s.Code, s.Configuration, *st, e.exporter)
 	}
-	l.waitScraped(st.Exporters)
 	return nil
 }
-
-// waitScraped waits (up to exporterScrapeWait) until the stack's Prometheus
-// scrapes every exporter: it reads new target files only every few
-// seconds, and a phase that started before would lack its first seconds
-// of application metrics. Without a Prometheus (BENCHQ_PROMETHEUS_URL) or
-// targets there is nothing to wait for; a timeout is logged, not fatal.
-func (l *Local) waitScraped(exporters []exporter) {
-	url := os.Getenv("BENCHQ_PROMETHEUS_URL")
-	if url == "" || l.mon.targets == nil || len(exporters) == 0 {
-		return
-	}
-	ctx, cancel := context.WithTimeout(context.Background(), exporterScrapeWait)
-	defer cancel()
-	err := procs.WaitFor(ctx, "Prometheus to scrape the exporters", 250*time.Millisecond, func(ctx context.Context) error {
-		targets, err := (&prom.Client{URL: url}).Targets(ctx)
-		if err != nil {
-			return err
-		}
-		for _, e := range exporters {
-			up := false
-			for _, t := range targets {
-				up = up || (t.Health == "up" && strings.Contains(t.ScrapeURL, "//"+e.Addr+"/"))
-			}
-			if !up {
-				return fmt.Errorf("exporter %s (%s) not scraped yet", e.Name, e.Addr)
-			}
-		}
-		return nil
-	})
-	if err != nil {
-		l.log().Warn("exporters not scraped yet: the first seconds of application metrics may be missing", "err", err)
-	}
-}
-
-// exporterScrapeWait bounds waitScraped: Prometheus re-reads target files
-// every few seconds.
-const exporterScrapeWait = 20 * time.Second
 
 // wanted is an exporter to run: a process (Path, Args, Env; the listen
 // address is added) or an in-process pgbouncer exporter (Console).
@@ -418,10 +384,10 @@ func (l *Local) writeTarget(code, configuration string, st localState, e exporte
 	}
 }
 
-// SUTCPU reads the CPU counters of configuration's trees now, summed per
-// component as the catalog's query sums their series
-// (backend.SUTCPUReader); false when none is exported.
-func (l *Local) SUTCPU(code, configuration string) (map[string]float64, bool) {
+// ReadCPU reads the CPU counters of configuration's trees now, summed per
+// component as the catalog's query sums their series (backend.SUTReader);
+// false when none is exported.
+func (l *Local) ReadCPU(code, configuration string) (map[string]float64, bool) {
 	dir, err := l.dir(code, configuration)
 	if err != nil {
 		return nil, false

@@ -9,6 +9,7 @@ import (
 	"net/url"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -90,6 +91,7 @@ func TestLocalMonitoring(t *testing.T) {
 				t.Fatal(err)
 			}
 			checkExporters(t, ctx, l, code, c.conf, c.dbms, st, c.prefixes)
+			checkEdgeReads(t, ctx, l, code, c.conf, c.components, st)
 			var pids []int
 			files, _ := filepath.Glob(filepath.Join(dir, exporterPrefix+"*.pid"))
 			for _, f := range files {
@@ -287,4 +289,45 @@ func get(t *testing.T, ctx context.Context, url string) string {
 	defer resp.Body.Close()
 	b, _ := io.ReadAll(resp.Body)
 	return string(b)
+}
+
+// checkEdgeReads reads the SUT as the deployer does at a phase's edges:
+// each component's CPU counter, and every exporter with a value for each
+// application metric of its component's catalog set (the SUT was loaded,
+// so the counters are above 0 where the set has them).
+func checkEdgeReads(t *testing.T, ctx context.Context, l *Local, code, conf string, components []string, st localState) {
+	t.Helper()
+	cpu, ok := l.ReadCPU(code, conf)
+	for _, c := range components {
+		if !ok || !(cpu[c] > 0) {
+			t.Errorf("ReadCPU: %v (%v), want %s above 0", cpu, ok, c)
+		}
+	}
+	reads, ok := l.ReadExporters(ctx, code, conf)
+	if !ok || len(reads) != len(st.Exporters) {
+		t.Fatalf("ReadExporters: %+v (%v), want one read per exporter %+v", reads, ok, st.Exporters)
+	}
+	entry, err := catalog.Lookup(st.DBMS)
+	if err != nil {
+		t.Fatal(err)
+	}
+	sets, err := entry.ApplicationSets()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, r := range reads {
+		i := slices.IndexFunc(st.Exporters, func(e exporter) bool { return e.Addr == r.Instance })
+		if i < 0 || st.Exporters[i].Component != r.Component {
+			t.Errorf("read of %s (%s): no such exporter", r.Instance, r.Component)
+			continue
+		}
+		for _, m := range sets[r.Component].Metrics {
+			if _, ok := r.Values[m.Key]; !ok {
+				t.Errorf("exporter %s: no %s (%s) in its read %v", st.Exporters[i].Name, m.Key, m.Series, r.Values)
+			}
+		}
+	}
+	if _, ok := l.ReadExporters(ctx, code, "no-such-configuration"); ok {
+		t.Error("ReadExporters read a configuration that has none")
+	}
 }

@@ -1,0 +1,154 @@
+#!/usr/bin/env bash
+# make bench-phases: what an experiment spends outside its operations, and
+# how exact a short phase's CPU seconds are — printed against issue 29's
+# goals, never asserted. On an embedded stack of its own:
+#  1. the default experiment (make run's) RUNS times without monitoring and
+#     RUNS times with -m -mc -ma: its overhead = (experiment − the phases'
+#     operation windows) / experiment, from `experiments` and
+#     `shard_results.first_op_at/last_op_at`; the SUT's time to ready; the
+#     phase switch (scripts/phase-switch.sql: a phase's last operation to
+#     the next one's GO and first operation);
+#  2. PgBouncer -xnpp 2 -m (a loading phase of about 2 s): each phase's SUT
+#     and pool CPU seconds in the summary against the kernel's count of the
+#     same processes in /proc over the same window (a sampler reads them
+#     every 20 ms), and how many of the phase's edges the deployer read.
+# Options (environment): RUNS (default 2).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+RUNS=${RUNS:-2}
+DEFAULT="-dbms Redis -sf 0.1 -xop 0.2 -xwl a -nlp 2 -nlt 8 -nbp 1 -nbt 8 -xtb 16384 -xnlf 1 -xnbf 1 -xli 2 -tr"
+POOL="-dbms PostgreSQL -sf 0.1 -xop 0.2 -xwl a -nlp 2 -nlt 8 -nbp 1 -nbt 8 -xtb 4000 -xnpp 2 -xli 2 -tr -m"
+bin=$(pwd)/.benchq/bin
+py=$(pwd)/.venv/bin/python
+
+echo "== machine: $(nproc) cores, $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | xargs), $(free -g | awk '/Mem:/{print $2}') GiB RAM, load $(cut -d' ' -f1 /proc/loadavg)"
+echo "== versions: $(go version | cut -d' ' -f3), $(redis-server --version | cut -d' ' -f3), PostgreSQL $(ls /usr/lib/postgresql | sort -n | tail -1), $(pgbouncer --version 2>/dev/null | head -1), $(java -version 2>&1 | head -1), commit $(git rev-parse --short HEAD)"
+
+home=$(mktemp -d /tmp/benchq-bench-phases-XXXXXX)
+chmod 755 "$home"
+export BENCHQ_HOME=$home BENCHQ_BIN=$bin BENCHQ_REPORTER=$(pwd)/.venv/bin/reporter
+sampler=""
+trap '[ -n "$sampler" ] && kill "$sampler" 2>/dev/null; "$bin/benchq" down >/dev/null 2>&1 || true; rm -rf "$home"' EXIT
+trap 'exit 130' INT TERM
+"$bin/benchq" up >/dev/null
+db=$(python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["db_url"])' "$home/stack.json")
+
+# overhead CODE: one line of the experiment's figures.
+overhead() {
+  psql -At -F ' ' "$db" -v code="$1" <<'SQL'
+WITH w AS (
+  SELECT phase, attempt, min(first_op_at) AS f, max(last_op_at) AS l FROM shard_results
+  WHERE code = :'code' GROUP BY phase, attempt
+), e AS (
+  SELECT extract(epoch FROM ended_at - planned_at) AS total FROM experiments WHERE code = :'code'
+)
+SELECT round(e.total::numeric, 2), round(sum(extract(epoch FROM l - f))::numeric, 2),
+       round((100 * (e.total - sum(extract(epoch FROM l - f))) / e.total)::numeric, 1),
+       (SELECT round(max(ready_after_ms) / 1000.0, 2) FROM configurations WHERE code = :'code')
+FROM w, e GROUP BY e.total
+SQL
+}
+
+# switches CODE: the phase switch's to-GO and to-first-operation times, ms.
+switches() { psql -At -F ' ' "$db" -v code="$1" -f scripts/phase-switch.sql | grep -v '^(' | grep -v '^ ' | awk 'NF==3 {print $2, $3}'; }
+
+echo "== 1. the default experiment, $RUNS runs each way (goals: overhead <= 3 % with -m -mc -ma, SUT ready <= 0.3 s, switch p99 <= 250 ms)"
+for way in plain monitored; do
+  flags=$DEFAULT; [ "$way" = monitored ] && flags="$DEFAULT -m -mc -ma"
+  rows=()
+  for ((n = 1; n <= RUNS; n++)); do
+    code="bench-ph-${way:0:4}-$n-$(date +%s)"
+    # shellcheck disable=SC2086
+    "$bin/benchq" ycsb -e "$code" $flags run >"$home/$code.out" 2>&1 || { tail -20 "$home/$code.out"; exit 1; }
+    read -r total windows pct ready <<<"$(overhead "$code")"
+    echo "   $way run $n: experiment ${total} s, operation windows ${windows} s: overhead ${pct} %, SUT ready ${ready} s ($code)"
+    switches "$code" >>"$home/switch-$way"
+  done
+  "$py" - "$home/switch-$way" "$way" <<'PY'
+import statistics, sys
+rows = [tuple(map(float, l.split())) for l in open(sys.argv[1]) if l.strip()]
+def pct(xs, q):
+    xs = sorted(xs)
+    return xs[min(len(xs) - 1, int(round(q * (len(xs) - 1))))]
+go, first = [r[0] for r in rows], [r[1] for r in rows]
+print(f"   {sys.argv[2]}: {len(rows)} phase switches: to GO p50 {pct(go, .5):.0f} ms, p99 {pct(go, .99):.0f} ms; "
+      f"to the first operation p50 {pct(first, .5):.0f} ms, p99 {pct(first, .99):.0f} ms (goal p99 <= 250 ms)")
+PY
+done
+
+echo "== 2. a short phase's CPU seconds: PgBouncer -xnpp 2 -m against /proc (goal: within ±5 % for every phase of at least 1 s)"
+code="bench-ph-cpu-$(date +%s)"
+# The sampler: every 20 ms, the CPU seconds (own + reaped children) of every
+# process whose command is postgres or pgbouncer and whose root is a SUT of
+# this stack (its data directory is under $home/suts), summed.
+"$py" - "$home" "$home/cpu-samples" <<'PY' &
+import os, sys, time
+home, out = sys.argv[1], open(sys.argv[2], "w", buffering=1)
+hz = os.sysconf("SC_CLK_TCK")
+def stat(p):
+    f = open(f"/proc/{p}/stat").read().rsplit(")", 1)[1].split()
+    return int(f[1]), sum(int(x) for x in f[11:15]) / hz  # ppid; utime+stime+cutime+cstime
+def tree():
+    # The SUTs' roots (a postgres or pgbouncer whose command line names this
+    # stack's SUT directory) and every process below them.
+    kids, roots = {}, []
+    for p in os.listdir("/proc"):
+        if not p.isdigit():
+            continue
+        try:
+            ppid, _ = stat(p)
+            cmd = open(f"/proc/{p}/cmdline", "rb").read().replace(b"\0", b" ").decode(errors="replace")
+        except (OSError, IndexError, ValueError):
+            continue
+        kids.setdefault(ppid, []).append(int(p))
+        if home + "/suts" in cmd and ("postgres" in cmd or "pgbouncer" in cmd):
+            roots.append(int(p))
+    seen, todo = set(), list(roots)
+    while todo:
+        p = todo.pop()
+        if p not in seen:
+            seen.add(p)
+            todo.extend(kids.get(p, []))
+    return seen
+pids, scanned = set(), 0.0
+while True:
+    now = time.time()
+    if now - scanned > 0.2:
+        pids, scanned = tree(), now
+    total = 0.0
+    for p in pids:
+        try:
+            total += stat(p)[1]
+        except (OSError, IndexError, ValueError):
+            pass
+    out.write(f"{time.time():.4f} {total:.2f}\n")
+    time.sleep(0.02)
+PY
+sampler=$!
+# shellcheck disable=SC2086
+"$bin/benchq" ycsb -e "$code" $POOL run >"$home/$code.out" 2>&1 || { tail -20 "$home/$code.out"; exit 1; }
+sleep 8 # the collector pulls a phase's metrics a few seconds after its end
+kill "$sampler"; sampler=""
+psql -At -F ' ' "$db" -c "SELECT s.kind, extract(epoch FROM s.window_start), extract(epoch FROM s.window_end), sum(s.value),
+    (SELECT count(*) FROM messages m WHERE m.code = s.code AND m.subject LIKE '%.sut.edge' AND m.payload->>'phase' = s.phase)
+  FROM metric_summaries s WHERE s.code = '$code' AND s.metric = 'cpu_seconds' AND s.component IN ('sut', 'pool')
+  GROUP BY s.code, s.phase, s.kind, s.window_start, s.window_end ORDER BY 2" >"$home/cpu-summary"
+"$py" - "$home/cpu-samples" "$home/cpu-summary" "$code" <<'PY'
+import bisect, sys
+ts, vs = [], []
+for l in open(sys.argv[1]):
+    t, v = map(float, l.split())
+    ts.append(t); vs.append(v)
+def at(t):
+    i = bisect.bisect_left(ts, t)
+    if i == 0 or i >= len(ts):
+        return float("nan")
+    f = (t - ts[i - 1]) / (ts[i] - ts[i - 1])
+    return vs[i - 1] + f * (vs[i] - vs[i - 1])
+for l in open(sys.argv[2]):
+    kind, start, end, got, edges = l.split()
+    start, end, got = float(start), float(end), float(got)
+    truth = at(end) - at(start)
+    print(f"   {kind} phase of {end - start:.1f} s: SUT + pool CPU seconds {got:.2f} in the summary, {truth:.2f} in /proc: "
+          f"{100 * (got - truth) / truth:+.1f} % ({edges} of 2 edges read by the deployer) ({sys.argv[3]})")
+PY
