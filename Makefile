@@ -156,10 +156,10 @@ bench-tpcc:
 # minus the phases' operation windows), its SUT's time to ready and the
 # phase switch, without and with -m -mc -ma, and a short phase's CPU
 # seconds against /proc (PgBouncer -xnpp 2 -m), printed against issue 29's
-# goals (docs/bench.md). About 4 minutes. Options: make bench-phases RUNS=3.
+# goals (docs/bench.md). About 4 minutes. Options: make bench-phases RUNS=3 PARTS=2.
 .PHONY: bench-phases
 bench-phases: bootstrap
-	@RUNS=$(or $(RUNS),2) scripts/bench-phases.sh
+	@RUNS=$(or $(RUNS),2) PARTS="$(or $(PARTS),1 2)" scripts/bench-phases.sh
 
 # Chaos: e2e/chaos_test.go for 50 rounds; `make test`
 # runs 3. Each SIGKILLs one component (or the SUT) at a random moment of an

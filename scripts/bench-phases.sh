@@ -8,16 +8,17 @@
 #     `shard_results.first_op_at/last_op_at`; the SUT's time to ready; the
 #     phase switch (scripts/phase-switch.sql: a phase's last operation to
 #     the next one's GO and first operation);
-#  2. PgBouncer -xnpp 2 -m (a loading phase of about 2 s): each phase's SUT
+#  2. PgBouncer -xnpp 2 -m, 20,000 rows unthrottled (a loading phase of about 2 s): each phase's SUT
 #     and pool CPU seconds in the summary against the kernel's count of the
 #     same processes in /proc over the same window (a sampler reads them
 #     every 20 ms), and how many of the phase's edges the deployer read.
-# Options (environment): RUNS (default 2).
+# Options (environment): RUNS (default 2), PARTS (default "1 2").
 set -euo pipefail
 cd "$(dirname "$0")/.."
 RUNS=${RUNS:-2}
+PARTS=${PARTS:-1 2}
 DEFAULT="-dbms Redis -sf 0.1 -xop 0.2 -xwl a -nlp 2 -nlt 8 -nbp 1 -nbt 8 -xtb 16384 -xnlf 1 -xnbf 1 -xli 2 -tr"
-POOL="-dbms PostgreSQL -sf 0.1 -xop 0.2 -xwl a -nlp 2 -nlt 8 -nbp 1 -nbt 8 -xtb 4000 -xnpp 2 -xli 2 -tr -m"
+POOL="-dbms PgBouncer -sf 0.02 -xop 0.2 -xwl a -nlp 2 -nlt 8 -nbp 1 -nbt 8 -xtb 0 -xnpp 2 -xli 1 -tr -m"
 bin=$(pwd)/.benchq/bin
 py=$(pwd)/.venv/bin/python
 
@@ -52,6 +53,7 @@ SQL
 # switches CODE: the phase switch's to-GO and to-first-operation times, ms.
 switches() { psql -At -F ' ' "$db" -v code="$1" -f scripts/phase-switch.sql | grep -v '^(' | grep -v '^ ' | awk 'NF==3 {print $2, $3}'; }
 
+if [[ " $PARTS " == *" 1 "* ]]; then
 echo "== 1. the default experiment, $RUNS runs each way (goals: overhead <= 3 % with -m -mc -ma, SUT ready <= 0.3 s, switch p99 <= 250 ms)"
 for way in plain monitored; do
   flags=$DEFAULT; [ "$way" = monitored ] && flags="$DEFAULT -m -mc -ma"
@@ -76,6 +78,9 @@ print(f"   {sys.argv[2]}: {len(rows)} phase switches: to GO p50 {pct(go, .5):.0f
 PY
 done
 
+fi
+
+if [[ " $PARTS " == *" 2 "* ]]; then
 echo "== 2. a short phase's CPU seconds: PgBouncer -xnpp 2 -m against /proc (goal: within ±5 % for every phase of at least 1 s)"
 code="bench-ph-cpu-$(date +%s)"
 # The sampler: every 20 ms, the CPU seconds (own + reaped children) of every
@@ -152,3 +157,4 @@ for l in open(sys.argv[2]):
     print(f"   {kind} phase of {end - start:.1f} s: SUT + pool CPU seconds {got:.2f} in the summary, {truth:.2f} in /proc: "
           f"{100 * (got - truth) / truth:+.1f} % ({edges} of 2 edges read by the deployer) ({sys.argv[3]})")
 PY
+fi

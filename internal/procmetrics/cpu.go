@@ -1,5 +1,7 @@
 package procmetrics
 
+import "math"
+
 // procCPU is one process's CPU as /proc/<pid>/stat reports it, in seconds.
 type procCPU struct {
 	ppid     int
@@ -42,7 +44,13 @@ func (c *cpuCounter) observe(now map[int]procCPU) float64 {
 	for _, p := range now {
 		sum += p.total()
 	}
-	return sum
+	// Every term is a whole number of clock ticks, but their float sum,
+	// added in map order, differs in the last places from one read to the
+	// next: rounded to the tick, the counter is the same number for the
+	// same ticks and never drops by rounding (which reduce would take for
+	// a reset: the whole counter counted as the phase's CPU).
+	c.offset = math.Round(c.offset*userHZ) / userHZ
+	return math.Round(sum*userHZ) / userHZ
 }
 
 // survivor returns pid or its nearest ancestor (as known in tree) that is in

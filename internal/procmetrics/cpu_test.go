@@ -84,3 +84,21 @@ func TestMemory(t *testing.T) {
 		t.Errorf("status: %+v", got)
 	}
 }
+
+// A tree's counter is the same number for the same ticks, whatever order
+// its processes' times are added in (a map's): a sum that came out a unit
+// in the last place lower than the read before would pass for a reset.
+func TestCPUCounterIsExactInTicks(t *testing.T) {
+	t.Parallel()
+	tree := map[int]procCPU{}
+	for pid := 1; pid <= 60; pid++ {
+		tree[pid] = procCPU{ppid: 1, own: float64(pid*7) / userHZ, children: float64(pid%3) / userHZ}
+	}
+	var c cpuCounter
+	first := c.observe(tree)
+	for range 200 {
+		if v := c.observe(tree); v != first {
+			t.Fatalf("the same tree read %v, then %v", first, v)
+		}
+	}
+}

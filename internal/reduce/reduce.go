@@ -26,7 +26,8 @@ type Sample struct {
 // beyond an edge, the sample nearest to it inside the window stands in,
 // without extrapolation. A drop between two samples is a reset (the process
 // restarted): the counter counted again from 0, so the later value is all
-// increase. ok is false when the window holds less than two usable points.
+// increase — unless it is rounding (isReset). ok is false when the window
+// holds less than two usable points.
 func Increase(s []Sample, start, end time.Time) (inc float64, ok bool) {
 	pts, ok := span(s, start, end)
 	for i := 1; i < len(pts); i++ {
@@ -54,10 +55,23 @@ func span(s []Sample, start, end time.Time) ([]Sample, bool) {
 }
 
 func delta(from, to float64) float64 {
-	if to < from {
+	switch {
+	case isReset(from, to):
 		return to // reset: counted again from 0
+	case to < from:
+		return 0 // rounding
 	}
 	return to - from
+}
+
+// isReset tells a counter's reset from the rounding of a sum: a counter
+// summed over several series (a process tree's CPU over its processes, a
+// query's sum over targets) can come out a few units in the last place
+// lower at one sample than at the one before, as the terms are added in
+// another order — counted as a reset, that made the whole counter, seconds
+// of CPU, an increase. A drop of less than a part in 10^9 is rounding.
+func isReset(from, to float64) bool {
+	return to < from && from-to > 1e-9*math.Max(1, math.Abs(from))
 }
 
 // edge returns the counter's point at t, between the samples a and b either
@@ -81,13 +95,13 @@ func edge(s []Sample, t time.Time, isStart bool) (Sample, bool) {
 		return s[i], true
 	}
 	hasBefore, hasAfter := i > 0, i < len(s)
-	if hasBefore && hasAfter && s[i].V >= s[i-1].V {
+	if hasBefore && hasAfter && !isReset(s[i-1].V, s[i].V) {
 		a, b := s[i-1], s[i]
 		switch {
-		case isStart && i >= 2 && a.V >= s[i-2].V:
+		case isStart && i >= 2 && !isReset(s[i-2].V, a.V):
 			v := a.V + rate(s[i-2], a)*t.Sub(a.T).Seconds()
 			return Sample{T: t, V: math.Min(v, b.V)}, true
-		case !isStart && i+1 < len(s) && s[i+1].V >= b.V:
+		case !isStart && i+1 < len(s) && !isReset(b.V, s[i+1].V):
 			v := b.V - rate(b, s[i+1])*b.T.Sub(t).Seconds()
 			return Sample{T: t, V: math.Max(v, a.V)}, true
 		}
