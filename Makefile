@@ -52,7 +52,7 @@ test-go:
 	BENCHQ_YCSB_REQUIRED=1 go test -count=1 ./contracts/... ./catalog/... ./internal/... ./services/... ./cmd/... ./grafana/... ./deploy/... ./docs/...
 
 test-py:
-	.venv/bin/pytest -q services/reporter/tests
+	.venv/bin/pytest -q -n 2 services/reporter/tests
 
 # The YCSB bindings and launcher against throwaway Redis, Redis Cluster,
 # PostgreSQL and PgBouncer servers started by internal/localdb (the barrier

@@ -321,6 +321,22 @@ func TestEmbeddedStack(t *testing.T) {
 			}
 			secrets["the NATS key of "+string(r)] = strings.TrimSpace(string(seed))
 		}
+		// The SUTs' key, and the password of every SUT this stack ran.
+		secrets["the SUTs' key"] = s.sutKey(t)
+		suts, err := s.results(t).Query(ctx, `SELECT code, name FROM configurations`)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for suts.Next() {
+			var code, name string
+			if err := suts.Scan(&code, &name); err != nil {
+				t.Fatal(err)
+			}
+			secrets["the SUT password of "+code+"/"+name] = s.sutPassword(t, code, name)
+		}
+		if suts.Err() != nil || len(secrets) < 4+len(natsauth.Roles) {
+			t.Fatalf("the SUTs of the stack: %v (%d secrets)", suts.Err(), len(secrets))
+		}
 		files, _ := filepath.Glob(filepath.Join(s.home, "logs", "*"))
 		files = append(files, filepath.Join(s.home, "stack.json"), filepath.Join(s.home, "results-db", "postgres.log"))
 		for _, f := range files {

@@ -19,6 +19,8 @@ RUNS=${RUNS:-2}
 PARTS=${PARTS:-1 2}
 DEFAULT="-dbms Redis -sf 0.1 -xop 0.2 -xwl a -nlp 2 -nlt 8 -nbp 1 -nbt 8 -xtb 16384 -xnlf 1 -xnbf 1 -xli 2 -tr"
 POOL="-dbms PgBouncer -sf 0.02 -xop 0.2 -xwl a -nlp 2 -nlt 8 -nbp 1 -nbt 8 -xtb 0 -xnpp 2 -xli 1 -tr -m"
+# A benchmarking phase's kind, as the contracts name it.
+run_kind=$(python3 -c 'import json; print(json.load(open("contracts/names.json"))["kinds"]["run"])')
 bin=$(pwd)/.benchq/bin
 py=$(pwd)/.venv/bin/python
 
@@ -36,7 +38,7 @@ db=$(python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["db_url"])'
 
 # overhead CODE: one line of the experiment's figures.
 overhead() {
-  psql -At -F ' ' "$db" -v code="$1" <<'SQL'
+  psql -At -F ' ' "$db" -v code="$1" -v kind="$run_kind" <<'SQL'
 WITH w AS (
   SELECT phase, attempt, min(first_op_at) AS f, max(last_op_at) AS l FROM shard_results
   WHERE code = :'code' GROUP BY phase, attempt
@@ -45,7 +47,8 @@ WITH w AS (
 )
 SELECT round(e.total::numeric, 2), round(sum(extract(epoch FROM l - f))::numeric, 2),
        round((100 * (e.total - sum(extract(epoch FROM l - f))) / e.total)::numeric, 1),
-       (SELECT round(max(ready_after_ms) / 1000.0, 2) FROM configurations WHERE code = :'code')
+       (SELECT round(max(ready_after_ms) / 1000.0, 2) FROM configurations WHERE code = :'code'),
+       (SELECT round(sum(throughput)::numeric, 0) FROM shard_results WHERE code = :'code' AND kind = :'kind')
 FROM w, e GROUP BY e.total
 SQL
 }
@@ -62,8 +65,8 @@ for way in plain monitored; do
     code="bench-ph-${way:0:4}-$n-$(date +%s)"
     # shellcheck disable=SC2086
     "$bin/benchq" ycsb -e "$code" $flags run >"$home/$code.out" 2>&1 || { tail -20 "$home/$code.out"; exit 1; }
-    read -r total windows pct ready <<<"$(overhead "$code")"
-    echo "   $way run $n: experiment ${total} s, operation windows ${windows} s: overhead ${pct} %, SUT ready ${ready} s ($code)"
+    read -r total windows pct ready tput <<<"$(overhead "$code")"
+    echo "   $way run $n: experiment ${total} s, operation windows ${windows} s: overhead ${pct} %, SUT ready ${ready} s; benchmarking ${tput} ops/s ($code)"
     switches "$code" >>"$home/switch-$way"
   done
   "$py" - "$home/switch-$way" "$way" <<'PY'

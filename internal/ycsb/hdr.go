@@ -2,6 +2,10 @@ package ycsb
 
 import (
 	"bufio"
+	"bytes"
+	"compress/zlib"
+	"encoding/base64"
+	"encoding/binary"
 	"errors"
 	"fmt"
 	"io"
@@ -84,20 +88,110 @@ func EncodeHistogram(h *hdrhistogram.Histogram) (string, error) {
 // DecodeHistogram decodes a base64 V2 compressed histogram (Java's
 // HistogramLogWriter and EncodeHistogram write it).
 func DecodeHistogram(s string) (h *hdrhistogram.Histogram, err error) {
-	// hdrhistogram-go indexes the payload without checking its length.
-	defer func() {
-		if r := recover(); r != nil {
-			h, err = nil, fmt.Errorf("decode histogram: corrupt encoding (%v)", r)
-		}
-	}()
 	if len(s) < 12 {
 		return nil, errors.New("decode histogram: too short")
 	}
+	h, err = decodeLib(s)
+	if errors.Is(err, errBeyondHeader) {
+		// YCSB's auto-resizing histograms now and then log counts beyond
+		// the highest value their own header names (a histogram recycled
+		// at another size); Java's reader resizes to take them, and so do
+		// we: the counts' layout depends on the lowest value and the
+		// digits only, so a wider histogram reads them as they were meant.
+		return decodeWide(s)
+	}
+	return h, err
+}
+
+// errBeyondHeader: the payload holds counts beyond its header's range.
+var errBeyondHeader = errors.New("counts beyond the header's highest value")
+
+// decodeLib decodes s with hdrhistogram-go, which indexes the payload
+// without checking it against the header's range: its panic is the
+// payload's error.
+func decodeLib(s string) (h *hdrhistogram.Histogram, err error) {
+	defer func() {
+		if r := recover(); r != nil {
+			h, err = nil, fmt.Errorf("decode histogram: %w (%v)", errBeyondHeader, r)
+		}
+	}()
 	h, err = hdrhistogram.Decode([]byte(s))
 	if err != nil {
 		return nil, fmt.Errorf("decode histogram: %w", err)
 	}
 	return h, nil
+}
+
+// decodeWide decodes a V2 compressed histogram (base64; a 40-byte header,
+// then ZigZag LEB128 counts, negative runs of zeros) into a histogram of
+// the header's lowest value and digits that reaches up to histHighest, or
+// fails naming what is wrong — never a panic.
+func decodeWide(s string) (*hdrhistogram.Histogram, error) {
+	fail := func(what string, args ...any) (*hdrhistogram.Histogram, error) {
+		return nil, fmt.Errorf("decode histogram: corrupt encoding: "+what, args...)
+	}
+	raw, err := base64.StdEncoding.DecodeString(s)
+	if err != nil || len(raw) < 8 {
+		return fail("not base64 of a compressed histogram (%v)", err)
+	}
+	n := int(binary.BigEndian.Uint32(raw[4:8]))
+	if n < 0 || 8+n > len(raw) {
+		return fail("compressed length %d beyond its %d bytes", n, len(raw)-8)
+	}
+	z, err := zlib.NewReader(bytes.NewReader(raw[8 : 8+n]))
+	if err != nil {
+		return fail("%v", err)
+	}
+	body, err := io.ReadAll(io.LimitReader(z, 64<<20))
+	if err != nil || len(body) < 40 {
+		return fail("header (%v)", err)
+	}
+	digits := int(int32(binary.BigEndian.Uint32(body[12:16])))
+	lowest := int64(binary.BigEndian.Uint64(body[16:24]))
+	highest := int64(binary.BigEndian.Uint64(body[24:32]))
+	if digits < 1 || digits > 5 || lowest < 1 || highest < 2*lowest || highest > 1<<40 {
+		return fail("header: %d digits, range %d..%d", digits, lowest, highest)
+	}
+	counts := hdrhistogram.New(lowest, max(highest, histHighest), digits).Export().Counts
+	payload, index := body[40:], 0
+	for len(payload) > 0 {
+		v, size := zigZag(payload)
+		if size == 0 {
+			return fail("truncated count at index %d", index)
+		}
+		payload = payload[size:]
+		if v < 0 {
+			index += int(-v)
+			continue
+		}
+		if index >= len(counts) {
+			return fail("count at index %d beyond %d", index, len(counts))
+		}
+		counts[index] = v
+		index++
+	}
+	return hdrhistogram.Import(&hdrhistogram.Snapshot{LowestTrackableValue: lowest, HighestTrackableValue: max(highest, histHighest),
+		SignificantFigures: int64(digits), Counts: counts}), nil
+}
+
+// zigZag reads one ZigZag LEB128-64b9B value (HdrHistogram's: seven bits a
+// byte, the ninth byte all eight); size 0 when b ends first.
+func zigZag(b []byte) (v int64, size int) {
+	var u uint64
+	for i := 0; i < 9; i++ {
+		if i >= len(b) {
+			return 0, 0
+		}
+		if i == 8 {
+			u |= uint64(b[i]) << 56
+			return int64(u>>1) ^ -int64(u&1), 9
+		}
+		u |= uint64(b[i]&0x7f) << (7 * i)
+		if b[i]&0x80 == 0 {
+			return int64(u>>1) ^ -int64(u&1), i + 1
+		}
+	}
+	return 0, 0
 }
 
 // ValueAtPercentile is the value at percentile p (0 < p ≤ 100) as
