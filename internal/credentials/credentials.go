@@ -19,9 +19,9 @@ import (
 // Secrets are the .env variables that are not NATS keys: the results
 // database's owner's password and those of its two roles
 // (internal/resultsdb: the collector's, the readers'), the intake's token,
-// Grafana's admin password, the SUTs' key (startup.SUTKeyEnv: compose's
-// deployer and driver agents derive each SUT's password from it; on
-// Kubernetes each SUT gets a Secret of its own and no pod reads the key).
+// Grafana's admin password, the SUTs' key (startup.SUTKeyEnv: the
+// deployer derives each SUT's password from it, and in compose the driver
+// agents too; on Kubernetes the deployer writes it into a Secret per SUT).
 var Secrets = []string{"BENCHQ_DB_PASSWORD", "BENCHQ_DB_COLLECTOR_PASSWORD", "BENCHQ_DB_READER_PASSWORD", "BENCHQ_HTTP_TOKEN", "BENCHQ_GRAFANA_PASSWORD", startup.SUTKeyEnv}
 
 // Env is a fresh .env: each role's NKey (natsauth.PubEnv for nats-server,

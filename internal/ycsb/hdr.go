@@ -161,6 +161,9 @@ func decodeWide(s string) (*hdrhistogram.Histogram, error) {
 		}
 		payload = payload[size:]
 		if v < 0 {
+			if v == math.MinInt64 || -v > int64(len(counts)-index) {
+				return fail("a run of %d zeros at index %d beyond %d", -v, index, len(counts))
+			}
 			index += int(-v)
 			continue
 		}

@@ -68,10 +68,38 @@ func TestDecodeHistogramBeyondItsHeader(t *testing.T) {
 	if err := Merge(total, h); err != nil || total.TotalCount() != 4 {
 		t.Errorf("merge: %v, %d values", err, total.TotalCount())
 	}
-	// Garbage still fails, naming it, without a panic.
-	for _, s := range []string{bad[:len(bad)/2], strings.Repeat("A", 40)} {
+	// Garbage still fails, naming it, without a panic: a run of
+	// MinInt64 zeros (nine 0xFF bytes) among them.
+	hostile := withPayload(t, enc, bytes.Repeat([]byte{0xff}, 9))
+	for _, s := range []string{bad[:len(bad)/2], strings.Repeat("A", 40), hostile} {
 		if _, err := decodeWide(s); err == nil {
 			t.Errorf("decodeWide(%.20q…) = nil error", s)
 		}
 	}
+}
+
+// withPayload replaces the counts of encoded (a base64 V2 compressed
+// histogram) with payload, the header's length fixed.
+func withPayload(t *testing.T, encoded string, payload []byte) string {
+	t.Helper()
+	raw, err := base64.StdEncoding.DecodeString(encoded)
+	if err != nil {
+		t.Fatal(err)
+	}
+	z, err := zlib.NewReader(bytes.NewReader(raw[8:]))
+	if err != nil {
+		t.Fatal(err)
+	}
+	body, err := io.ReadAll(z)
+	if err != nil {
+		t.Fatal(err)
+	}
+	body = append(body[:40:40], payload...)
+	binary.BigEndian.PutUint32(body[4:8], uint32(len(payload)))
+	var comp bytes.Buffer
+	w := zlib.NewWriter(&comp)
+	_, _ = w.Write(body)
+	_ = w.Close()
+	out := binary.BigEndian.AppendUint32(append([]byte{}, raw[:4]...), uint32(comp.Len()))
+	return base64.StdEncoding.EncodeToString(append(out, comp.Bytes()...))
 }

@@ -7,12 +7,16 @@ import (
 	"fmt"
 	"maps"
 	"slices"
+	"time"
 
 	"github.com/benchq/benchq/catalog"
 	"github.com/benchq/benchq/contracts"
 	"github.com/benchq/benchq/internal/prom"
 	"github.com/benchq/benchq/internal/reduce"
 )
+
+// readScrapeGap: a scrape this close to a read gives way to it (merge).
+const readScrapeGap = 250 * time.Millisecond
 
 // cpuSeries is the counter whose reads the deployer publishes at a phase's
 // edges (contracts.SUTEdge): procmetrics' container_cpu_usage_seconds_total.
@@ -78,7 +82,14 @@ func (p *puller) edgeReadsOf(ctx context.Context, ph endedPhase) (edgeReads, err
 // Reads and scrapes then make one series in time order.
 func withEdges(c column, series []prom.Series, e edgeReads) []prom.Series {
 	merge := func(s prom.Series, reads []reduce.Sample) prom.Series {
-		merged := append(slices.Clone(s.Samples), reads...)
+		// A scrape is dated when it starts and reads the counter a little
+		// later: one dated just before a read may hold a later value, and
+		// in time order that drop would pass for a reset. Near a read, the
+		// read stands (it is dated when it read).
+		merged := slices.DeleteFunc(slices.Clone(s.Samples), func(p reduce.Sample) bool {
+			return slices.ContainsFunc(reads, func(r reduce.Sample) bool { return p.T.Sub(r.T).Abs() < readScrapeGap })
+		})
+		merged = append(merged, reads...)
 		slices.SortStableFunc(merged, func(a, b reduce.Sample) int { return a.T.Compare(b.T) })
 		merged = slices.CompactFunc(merged, func(a, b reduce.Sample) bool { return a.T.Equal(b.T) })
 		return prom.Series{Labels: s.Labels, Samples: merged}
@@ -91,6 +102,9 @@ func withEdges(c column, series []prom.Series, e edgeReads) []prom.Series {
 		}
 		return []prom.Series{merge(series[0], reads)}
 	case "application":
+		if slices.ContainsFunc(series, func(s prom.Series) bool { return s.Labels["instance"] == "" }) {
+			return series // an aggregate over the exporters (the plain grid): reads would count twice
+		}
 		out := slices.Clone(series)
 		for _, k := range slices.SortedFunc(maps.Keys(e.app), func(a, b appSeries) int { return cmp.Compare(a.instance, b.instance) }) {
 			if k.component != c.component || k.metric != c.metric.Key {

@@ -56,6 +56,22 @@ func TestEdgeReadsJoinTheSeriesTheySample(t *testing.T) {
 	if got := withEdges(cpu, two, e); len(got) != 2 || len(got[0].Samples) != 1 {
 		t.Errorf("cpu with two series: %+v", got)
 	}
+	// A scrape dated a millisecond before a read but reading the counter
+	// after it (10.02 against the read's 10.00) gives way to the read: in
+	// time order it would be a drop, a reset, the whole counter counted.
+	racing := []prom.Series{{Labels: map[string]string{"instance": "d"}, Samples: []reduce.Sample{{T: at(-1000), V: 9}, {T: at(-1), V: 10.02}, {T: at(1000), V: 11}}}}
+	if got := withEdges(cpu, racing, e); len(got[0].Samples) != 3 || got[0].Samples[1] != (reduce.Sample{T: at(0), V: 10}) {
+		t.Errorf("a scrape racing a read: %+v", got[0].Samples)
+	}
+	if inc, ok := reduce.Increase(withEdges(cpu, racing, e)[0].Samples, at(-1000), at(1000)); !ok || inc < 1.99 || inc > 2.01 {
+		t.Errorf("increase across the raced read %v, want 2", inc)
+	}
+	// The plain grid's aggregate (no instance label) gets no reads: they
+	// would count twice.
+	aggregate := []prom.Series{{Labels: map[string]string{}, Samples: scraped[0].Samples}}
+	if got := withEdges(app, aggregate, e); len(got) != 1 || len(got[0].Samples) != 2 {
+		t.Errorf("reads added to an aggregate: %+v", got)
+	}
 }
 
 func deref(v *float64) any {

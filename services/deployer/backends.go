@@ -28,9 +28,9 @@ type BackendConfig struct {
 	// Kubernetes: the Secret whose key BENCHQ_NATS_SEED_AGENT the driver
 	// pods connect with ("" = anonymously; deploy/k8s names benchq-credentials).
 	DriverSeedSecret string
-	// Local: the stack's SUT key, from which each SUT's own password
-	// derives (startup.SUTAuth; the zero value: none). Kubernetes gives
-	// each SUT a Secret of its own instead and needs none.
+	// The stack's SUT key, from which each SUT's own password derives
+	// (startup.SUTAuth; the zero value: none). Kubernetes writes it into a
+	// Secret per SUT; there a SUT on a persistent volume needs the key.
 	SUT startup.SUTAuth
 	// Kubernetes: requests a second to the API server (burst twice that);
 	// 0 = DefaultKubeQPS.
@@ -74,7 +74,7 @@ func NewBackend(cfg BackendConfig, log *slog.Logger) (backend.Backend, error) {
 			image = DefaultDriverImage
 		}
 		log.Info("kubernetes backend", "driver_image", image, "driver_nats", cfg.DriverNATSURL)
-		return &kube.Kube{Client: client, Namespace: ns, Log: log, DriverImage: image, DriverNATSURL: cfg.DriverNATSURL, DriverSeedSecret: cfg.DriverSeedSecret}, nil
+		return &kube.Kube{Client: client, Namespace: ns, Log: log, DriverImage: image, DriverNATSURL: cfg.DriverNATSURL, DriverSeedSecret: cfg.DriverSeedSecret, SUT: cfg.SUT}, nil
 	}
 	return nil, fmt.Errorf("unknown backend %q: use %s or %s", cfg.Kind, local.BackendLocal, kube.BackendKubernetes)
 }

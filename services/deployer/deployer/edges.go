@@ -27,7 +27,8 @@ import (
 // wait for it). The exporters are read twice before it, exporterLead and
 // exporterLead/3 ahead (a read takes tens of milliseconds; two reads give
 // the idle rate that carries the later one to the instant), the CPU
-// counters just before and just after it.
+// counters just before and just after it; then the exporters three times
+// more in the phase's first seconds (inPhaseReads).
 // At the end the instant (the phase's last operation) is past when
 // phase.done arrives, so everything is read at once and again after
 // endSpacing: the rate between the two, the SUT's idle rate, carries the
@@ -38,6 +39,11 @@ const (
 	startSpacing = 2 * time.Millisecond
 	endSpacing   = 200 * time.Millisecond
 )
+
+// inPhaseReads are the exporters' reads after GO, published with the
+// start's (before the collector pulls any phase: it waits 5 s after the
+// end).
+var inPhaseReads = []time.Duration{500 * time.Millisecond, 1500 * time.Millisecond, 2500 * time.Millisecond}
 
 // watchEdges reads r's SUTs at every phase edge until ctx ends.
 func (d *Deployer) watchEdges(ctx context.Context, r backend.SUTReader) error {
@@ -124,6 +130,15 @@ func (d *Deployer) readEdge(ctx context.Context, r backend.SUTReader, e *contrac
 			return
 		}
 		add(true, false)
+		// A new exporter is not scraped for the first seconds: reads inside
+		// the phase give its gauges (clients, connections, memory), which
+		// only samples inside the window reduce, a value on a short phase.
+		for _, after := range inPhaseReads {
+			if !wait(at.Add(after)) {
+				return
+			}
+			add(false, true)
+		}
 	} else {
 		first := time.Now()
 		add(true, true)

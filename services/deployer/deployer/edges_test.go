@@ -72,22 +72,35 @@ func TestDeployerReadsTheSUTsCPUAtAPhasesEdges(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer func() { _ = sub.Unsubscribe() }()
-	// The deployer subscribes once it runs: publish until it answers.
-	var goAt time.Time
+	started := func(cfg, phase string, goAt time.Time) error {
+		return b.Publish(ctx, contracts.TopicPhaseStarted.For("7"), &contracts.PhaseEvent{
+			Envelope:      contracts.NewEnvelope("7", contracts.PhaseEventID("7", phase, 1, contracts.PhaseStarted)+time.Now().Format(".150405.000000"), time.Now()),
+			Configuration: cfg, Phase: phase, Kind: contracts.KindLoad, Status: contracts.PhaseStarted, Attempt: 1, StartedAt: &goAt,
+		})
+	}
+	// The deployer subscribes once it runs: a warm-up phase until it answers.
 	testenv.Eventually(t, 20*time.Second, func() error {
-		for _, cfg := range []string{"mon", "plain"} {
-			goAt = time.Now().Add(300 * time.Millisecond).UTC()
-			if err := b.Publish(ctx, contracts.TopicPhaseStarted.For("7"), &contracts.PhaseEvent{
-				Envelope:      contracts.NewEnvelope("7", contracts.PhaseEventID("7", cfg+"-0", 1, contracts.PhaseStarted)+time.Now().Format(".150405.000000"), time.Now()),
-				Configuration: cfg, Phase: cfg + "-0", Kind: contracts.KindLoad, Status: contracts.PhaseStarted, Attempt: 1, StartedAt: &goAt,
-			}); err != nil {
-				return err
-			}
+		if err := started("mon", "warm-0", time.Now().Add(300*time.Millisecond).UTC()); err != nil {
+			return err
 		}
 		time.Sleep(500 * time.Millisecond)
 		mu.Lock()
 		defer mu.Unlock()
 		if got["mon/start"] == nil {
+			return errNotYet
+		}
+		return nil
+	})
+	goAt := time.Now().Add(400 * time.Millisecond).UTC()
+	for _, cfg := range []string{"mon", "plain"} {
+		if err := started(cfg, cfg+"-0", goAt); err != nil {
+			t.Fatal(err)
+		}
+	}
+	testenv.Eventually(t, 10*time.Second, func() error {
+		mu.Lock()
+		defer mu.Unlock()
+		if s := got["mon/start"]; s == nil || s.Phase != "mon-0" {
 			return errNotYet
 		}
 		return nil
@@ -113,14 +126,15 @@ func TestDeployerReadsTheSUTsCPUAtAPhasesEdges(t *testing.T) {
 	mu.Lock()
 	defer mu.Unlock()
 	start, end := got["mon/start"], got["mon/end"]
-	if len(start.Reads) != 4 || len(end.Reads) != 2 || start.ID != contracts.SUTEdgeID("7", "mon-0", 1, contracts.EdgeStart) {
-		t.Fatalf("start %+v, end %+v: want four reads and two", start, end)
+	if len(start.Reads) != 4+len(inPhaseReads) || len(end.Reads) != 2 || start.ID != contracts.SUTEdgeID("7", "mon-0", 1, contracts.EdgeStart) {
+		t.Fatalf("start %+v, end %+v: want %d reads and two", start, end, 4+len(inPhaseReads))
 	}
 	// The exporter before GO (the first two reads), the CPU around it (a
 	// timer may fire late on a loaded machine: then after it).
 	for i, r := range start.Reads {
 		exp, cpu := len(r.Exporters) == 1, len(r.CPU) == 1
-		if i < 2 && (!exp || cpu || !r.At.Before(goAt)) || i >= 2 && (exp || !cpu || r.At.Sub(goAt) > 100*time.Millisecond) {
+		if i < 2 && (!exp || cpu || !r.At.Before(goAt)) || i >= 2 && i < 4 && (exp || !cpu || r.At.Sub(goAt) > 100*time.Millisecond) ||
+			i >= 4 && (!exp || cpu || r.At.Before(goAt.Add(inPhaseReads[i-4]))) {
 			t.Errorf("start read %d at %v (GO at %v): %+v", i, r.At, goAt, r)
 		}
 	}

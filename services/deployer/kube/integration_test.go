@@ -305,7 +305,7 @@ func leftovers(ctx context.Context, c kubernetes.Interface, ns, code string) ([]
 // makes another) is reported dead within seconds; a torn-down SUT is not.
 func testDeadSUT(t *testing.T, cp *k8stest.ControlPlane) {
 	ns := cp.Namespace(t, "deadsut")
-	k := &Kube{Client: cp.Client, Namespace: ns, Log: testenv.Logger(t, "kube"), Poll: 100 * time.Millisecond}
+	k := &Kube{Client: cp.Client, Namespace: ns, Log: testenv.Logger(t, "kube"), Poll: 100 * time.Millisecond, SUT: startup.SUTKey(testSUTKey)}
 	ctx := itCtx(t, 3*time.Minute)
 	for _, code := range []string{"dead1", "dead2"} {
 		if _, err := k.Deploy(ctx, backend.Spec{Code: code, Configuration: "Redis-1", DBMS: "Redis", Benchmark: "ycsb"}); err != nil {
@@ -349,7 +349,7 @@ func testDeadSUT(t *testing.T, cp *k8stest.ControlPlane) {
 
 func testDeployTeardown(t *testing.T, cp *k8stest.ControlPlane) {
 	ns := cp.Namespace(t, "deploy")
-	k := &Kube{Client: cp.Client, Namespace: ns, Log: testenv.Logger(t, "kube"), Poll: 100 * time.Millisecond}
+	k := &Kube{Client: cp.Client, Namespace: ns, Log: testenv.Logger(t, "kube"), Poll: 100 * time.Millisecond, SUT: startup.SUTKey(testSUTKey)}
 	for i, tc := range goldenCases() {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
@@ -409,7 +409,7 @@ func testDeployTeardown(t *testing.T, cp *k8stest.ControlPlane) {
 // mark (loading can be skipped), and -rsr replaces it by an empty one.
 func testVolumes(t *testing.T, cp *k8stest.ControlPlane) {
 	ns := cp.Namespace(t, "volumes")
-	k := &Kube{Client: cp.Client, Namespace: ns, Log: testenv.Logger(t, "kube"), Poll: 100 * time.Millisecond}
+	k := &Kube{Client: cp.Client, Namespace: ns, Log: testenv.Logger(t, "kube"), Poll: 100 * time.Millisecond, SUT: startup.SUTKey(testSUTKey)}
 	ctx := itCtx(t, 3*time.Minute)
 	spec := func(code string, remove bool) backend.Spec {
 		return backend.Spec{Code: code, Configuration: "PostgreSQL-64-8-196608-1", DBMS: "PostgreSQL", Benchmark: "ycsb",
@@ -471,7 +471,7 @@ func testVolumes(t *testing.T, cp *k8stest.ControlPlane) {
 
 func testDriverJob(t *testing.T, cp *k8stest.ControlPlane) {
 	ns := cp.Namespace(t, "drivers")
-	k := &Kube{Client: cp.Client, Namespace: ns, Log: testenv.Logger(t, "kube"), Poll: 100 * time.Millisecond}
+	k := &Kube{Client: cp.Client, Namespace: ns, Log: testenv.Logger(t, "kube"), Poll: 100 * time.Millisecond, SUT: startup.SUTKey(testSUTKey)}
 	ctx := itCtx(t, 2*time.Minute)
 	d := backend.DriverSpec{Code: "drv1", Configuration: "Redis-8-2-16384-1", DBMS: "Redis", Phase: "Redis-8-2-16384-1-1",
 		Kind: contracts.KindRun, Shards: 3, Node: k8stest.NodeName, Image: "benchq/driver-agent:dev", NATSURL: "nats://nats:4222"}
@@ -511,7 +511,7 @@ func testDeployerService(t *testing.T, cp *k8stest.ControlPlane) {
 	natsURL := testenv.NATS(t)
 	log := testenv.Logger(t, "deployer")
 	testenv.Go(t, func(ctx context.Context) error {
-		return deployer.Run(ctx, deployer.Config{NATSURL: natsURL}, &Kube{Client: cp.Client, Namespace: ns, Log: log, Poll: 100 * time.Millisecond}, log)
+		return deployer.Run(ctx, deployer.Config{NATSURL: natsURL}, &Kube{Client: cp.Client, Namespace: ns, Log: log, Poll: 100 * time.Millisecond, SUT: startup.SUTKey(testSUTKey)}, log)
 	})
 	ctx := itCtx(t, 2*time.Minute)
 	b, err := bus.Connect(ctx, natsURL, "", "test", log)
@@ -640,7 +640,7 @@ func testDeployK8s(t *testing.T, cp *k8stest.ControlPlane) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	k := &Kube{Client: sa, Namespace: ns, Log: testenv.Logger(t, "kube"), Poll: 100 * time.Millisecond}
+	k := &Kube{Client: sa, Namespace: ns, Log: testenv.Logger(t, "kube"), Poll: 100 * time.Millisecond, SUT: startup.SUTKey(testSUTKey)}
 	for _, s := range []backend.Spec{
 		{Code: "rbac1", Configuration: "PgBouncer-1", DBMS: "PgBouncer", Benchmark: "ycsb",
 			SUT: &contracts.SUTSpec{Pool: &contracts.Pool{Pods: 2, Inbound: 64, Outbound: 32}, Storage: &contracts.Storage{Class: "shared", Size: "1Gi"}, UseCase: "ycsb-rbac"}},
@@ -814,7 +814,7 @@ func checkCredentials(ctx context.Context, t *testing.T, c kubernetes.Interface,
 	}
 	want := map[string]map[string]string{
 		"scheduler": {"BENCHQ_NATS_SEED": "BENCHQ_NATS_SEED_SCHEDULER", "BENCHQ_HTTP_TOKEN": "BENCHQ_HTTP_TOKEN"},
-		"deployer":  {"BENCHQ_NATS_SEED": "BENCHQ_NATS_SEED_DEPLOYER"},
+		"deployer":  {"BENCHQ_NATS_SEED": "BENCHQ_NATS_SEED_DEPLOYER", "BENCHQ_SUT_KEY": "BENCHQ_SUT_KEY"},
 		// The admin key and the database owner's password go to the
 		// one-shot init containers only.
 		"scheduler/declare": {"BENCHQ_NATS_SEED": "BENCHQ_NATS_SEED_ADMIN"},

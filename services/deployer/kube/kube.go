@@ -45,6 +45,12 @@ type Kube struct {
 	// DriverSeedSecret names the Secret with the agents' NATS seed
 	// (BackendConfig.DriverSeedSecret).
 	DriverSeedSecret string
+	// SUT holds the stack's SUT key (startup.SUTAuth). A SUT on a
+	// persistent volume gets the password derived from it for that volume:
+	// PostgreSQL keeps the password it was made with in its data, so the
+	// next experiment on the volume must log in with the same. Without a
+	// key a SUT's password is random and no SUT is deployed on a volume.
+	SUT startup.SUTAuth
 
 	watch      kubeWatch      // DeadSUTs (watch.go)
 	driverPods runningDrivers // WatchDriverPods (driverpods.go)
@@ -99,7 +105,13 @@ func (k *Kube) deploy(ctx context.Context, s backend.Spec, entry catalog.Entry) 
 		log.Info("volume", "name", v.Name, "new", v.New, "loaded", v.Loaded)
 	}
 
-	if err := k.retry(ctx, func(ctx context.Context) error { return k.ensurePassword(ctx, s, entry.Name, objs.Names.Password) }); err != nil {
+	password, err := k.passwordOf(s, objs)
+	if err != nil {
+		return backend.Deployed{}, err
+	}
+	if err := k.retry(ctx, func(ctx context.Context) error {
+		return k.ensurePassword(ctx, s, entry.Name, objs.Names.Password, password)
+	}); err != nil {
 		return backend.Deployed{}, err
 	}
 	ns := k.Namespace
@@ -143,22 +155,39 @@ func (k *Kube) deploy(ctx context.Context, s backend.Spec, entry catalog.Entry) 
 	return backend.Deployed{Endpoint: objs.Endpoint, Info: info, Backend: BackendKubernetes, Volume: volume}, nil
 }
 
-// ensurePassword gives configuration s its own SUT password: Secret name
-// (key startup.SUTPasswordEnv) of 32 random bytes, which the SUT's pods,
-// its exporters and its driver pods read by reference (buildObjects,
-// DriverJob) and teardown deletes. A redelivered deploy finds it and keeps
-// it without reading it: the deployer may create and delete Secrets, never
-// get or list one (deploy/k8s/rbac.yaml), so it cannot read the stack's.
-func (k *Kube) ensurePassword(ctx context.Context, s backend.Spec, dbms, name string) error {
+// passwordOf is the password of s's SUT: on a persistent volume, the one
+// derived from the stack's key for that volume (the one its data was made
+// with; refused without a key); otherwise the one derived for s, or 32
+// random bytes without a key.
+func (k *Kube) passwordOf(s backend.Spec, objs *kubeObjects) (string, error) {
+	if objs.Volume != nil {
+		if !k.SUT.HasKey() {
+			return "", backend.Refused(fmt.Errorf("the kubernetes backend deploys a SUT on a persistent volume only with the stack's SUT key (%s), from which the volume's password derives, so that the next experiment on it can log in: set it (deploy/k8s: benchq-credentials)", startup.SUTKeyEnv))
+		}
+		return k.SUT.PasswordOf("", "volume/"+objs.Volume.Name), nil // no experiment code is empty
+	}
+	if k.SUT.HasKey() {
+		return k.SUT.PasswordOf(s.Code, s.Configuration), nil
+	}
 	b := make([]byte, 32)
 	if _, err := rand.Read(b); err != nil {
-		return err
+		return "", err
 	}
+	return base64.RawURLEncoding.EncodeToString(b), nil
+}
+
+// ensurePassword gives configuration s its SUT password: Secret name (key
+// startup.SUTPasswordEnv), which the SUT's pods, its exporters and its
+// driver pods read by reference (buildObjects, DriverJob) and teardown
+// deletes. A redelivered deploy finds it and keeps it without reading it:
+// the deployer may create and delete Secrets, never get or list one
+// (deploy/k8s/rbac.yaml), so it cannot read the stack's.
+func (k *Kube) ensurePassword(ctx context.Context, s backend.Spec, dbms, name, password string) error {
 	secret := &corev1.Secret{
 		TypeMeta:   metav1.TypeMeta{APIVersion: "v1", Kind: "Secret"},
 		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: k.Namespace, Labels: labelsFor(s, dbms, componentPassword)},
 		Type:       corev1.SecretTypeOpaque,
-		StringData: map[string]string{startup.SUTPasswordEnv: base64.RawURLEncoding.EncodeToString(b)},
+		StringData: map[string]string{startup.SUTPasswordEnv: password},
 	}
 	_, err := k.Client.CoreV1().Secrets(k.Namespace).Create(ctx, secret, metav1.CreateOptions{})
 	if apierrors.IsAlreadyExists(err) {

@@ -22,6 +22,7 @@ import (
 	"k8s.io/utils/ptr"
 
 	"github.com/benchq/benchq/contracts"
+	"github.com/benchq/benchq/internal/startup"
 	"github.com/benchq/benchq/services/deployer/backend"
 )
 
@@ -56,7 +57,7 @@ func newFake(t *testing.T, objects ...runtime.Object) (*fakeCluster, *Kube) {
 		return false, nil, nil
 	})
 	f.ClearActions()
-	return f, &Kube{Client: f, Namespace: "ns", Poll: time.Millisecond}
+	return f, &Kube{Client: f, Namespace: "ns", Poll: time.Millisecond, SUT: startup.SUTKey(testSUTKey)}
 }
 
 // actions renders the client's actions as "verb resource[ name]".
@@ -460,5 +461,42 @@ func TestKubeTeardown(t *testing.T) {
 		if !(strings.HasPrefix(a, "list ") || strings.HasPrefix(a, "delete-collection ")) || !strings.HasSuffix(a, "app=benchq,experiment=7") {
 			t.Errorf("teardown of nothing: %s", a)
 		}
+	}
+}
+
+// A SUT on a persistent volume gets the password derived for the volume,
+// so that the next experiment on it logs in with the password PostgreSQL
+// kept in its data; other SUTs each their own. Without the stack's key a
+// SUT on a volume is refused, naming the key.
+func TestKubeVolumeSUTKeepsItsPassword(t *testing.T) {
+	f, k := newFake(t)
+	ctx := kubeCtx(t)
+	password := func(code string) string {
+		t.Helper()
+		sec, err := f.CoreV1().Secrets("ns").Get(ctx, "bq-"+code+"-postgresql-1-password", metav1.GetOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return sec.StringData[startup.SUTPasswordEnv]
+	}
+	for _, code := range []string{"7", "8"} {
+		if _, err := k.Deploy(ctx, backend.Spec{Code: code, Configuration: "PostgreSQL-1", DBMS: "PostgreSQL", Benchmark: "ycsb", SUT: pgStorage(false)}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if a, b := password("7"), password("8"); a == "" || a != b {
+		t.Errorf("two experiments on one volume: passwords %q and %q, want the same", a, b)
+	}
+	if _, err := k.Deploy(ctx, backend.Spec{Code: "9", Configuration: "PostgreSQL-1", DBMS: "PostgreSQL", Benchmark: "ycsb"}); err != nil {
+		t.Fatal(err)
+	}
+	if password("9") == password("7") || len(password("9")) != 43 {
+		t.Errorf("a SUT without a volume has the volume's password, or not a derived one: %q", password("9"))
+	}
+	_, keyless := newFake(t)
+	keyless.SUT = startup.SUTAuth{}
+	_, err := keyless.Deploy(ctx, backend.Spec{Code: "7", Configuration: "PostgreSQL-1", DBMS: "PostgreSQL", Benchmark: "ycsb", SUT: pgStorage(false)})
+	if err == nil || !strings.Contains(err.Error(), startup.SUTKeyEnv) {
+		t.Errorf("a volume SUT without the stack's key: %v, want a refusal naming %s", err, startup.SUTKeyEnv)
 	}
 }

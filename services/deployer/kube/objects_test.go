@@ -27,6 +27,9 @@ var update = flag.Bool("update", false, "rewrite the golden files under testdata
 const (
 	goldenCode      = "1700000000"
 	goldenNamespace = "benchq"
+	// testSUTKey is the stack's SUT key of the tests' backends: a SUT on a
+	// volume needs one (Kube.SUT).
+	testSUTKey = "the stack's SUT key"
 )
 
 // goldenCase is one configuration whose objects are kept in

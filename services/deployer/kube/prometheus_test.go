@@ -21,6 +21,7 @@ import (
 	"github.com/benchq/benchq/contracts"
 	"github.com/benchq/benchq/internal/k8stest"
 	"github.com/benchq/benchq/internal/procs"
+	"github.com/benchq/benchq/internal/startup"
 	"github.com/benchq/benchq/internal/testenv"
 	"github.com/benchq/benchq/services/deployer/backend"
 )
@@ -59,7 +60,7 @@ func testPrometheusConfig(t *testing.T, cp *k8stest.ControlPlane) {
 	// An experiment's objects: a Redis with its exporter sidecar, a Redis
 	// Cluster of 3 workers with theirs, a loading phase's driver Job.
 	ns := cp.Namespace(t, "prom")
-	k := &Kube{Client: cp.Client, Namespace: ns, Log: testenv.Logger(t, "kube"), Poll: 100 * time.Millisecond}
+	k := &Kube{Client: cp.Client, Namespace: ns, Log: testenv.Logger(t, "kube"), Poll: 100 * time.Millisecond, SUT: startup.SUTKey(testSUTKey)}
 	ctx := itCtx(t, 3*time.Minute)
 	app := &contracts.Monitoring{SUT: true, Application: true}
 	for _, s := range []backend.Spec{

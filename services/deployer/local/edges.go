@@ -3,6 +3,7 @@ package local
 import (
 	"context"
 	"fmt"
+	"math"
 	"net/http"
 	"sync"
 	"time"
@@ -106,8 +107,8 @@ func evaluate(set catalog.MetricSet, families map[string]*dto.MetricFamily) map[
 				continue
 			}
 			x, ok := sampleValue(s)
-			if !ok {
-				continue
+			if !ok || math.IsNaN(x) || math.IsInf(x, 0) {
+				continue // no number JSON can carry: the metric stays missing here
 			}
 			switch {
 			case !found:
