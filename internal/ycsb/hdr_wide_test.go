@@ -13,10 +13,9 @@ import (
 	"github.com/HdrHistogram/hdrhistogram-go"
 )
 
-// withHeaderHighest rewrites the highest trackable value in the header of
-// encoded (a base64 V2 compressed histogram), as YCSB's recycled
-// auto-resizing histograms now and then log it: below their counts.
-func withHeaderHighest(t *testing.T, encoded string, highest int64) string {
+// rewrite returns encoded (a base64 V2 compressed histogram) with its
+// decompressed body changed by edit, the compressed length fixed.
+func rewrite(t *testing.T, encoded string, edit func(body []byte) []byte) string {
 	t.Helper()
 	raw, err := base64.StdEncoding.DecodeString(encoded)
 	if err != nil {
@@ -30,14 +29,32 @@ func withHeaderHighest(t *testing.T, encoded string, highest int64) string {
 	if err != nil {
 		t.Fatal(err)
 	}
-	binary.BigEndian.PutUint64(body[24:32], uint64(highest))
 	var comp bytes.Buffer
 	w := zlib.NewWriter(&comp)
-	_, _ = w.Write(body)
+	_, _ = w.Write(edit(body))
 	_ = w.Close()
-	out := append([]byte{}, raw[:4]...)
-	out = binary.BigEndian.AppendUint32(out, uint32(comp.Len()))
+	out := binary.BigEndian.AppendUint32(append([]byte{}, raw[:4]...), uint32(comp.Len()))
 	return base64.StdEncoding.EncodeToString(append(out, comp.Bytes()...))
+}
+
+// withHeaderHighest rewrites the highest trackable value in the header of
+// encoded, as YCSB's recycled auto-resizing histograms now and then log
+// it: below their counts.
+func withHeaderHighest(t *testing.T, encoded string, highest int64) string {
+	return rewrite(t, encoded, func(body []byte) []byte {
+		binary.BigEndian.PutUint64(body[24:32], uint64(highest))
+		return body
+	})
+}
+
+// withPayload replaces the counts of encoded with payload, the header's
+// length fixed.
+func withPayload(t *testing.T, encoded string, payload []byte) string {
+	return rewrite(t, encoded, func(body []byte) []byte {
+		body = append(body[:40:40], payload...)
+		binary.BigEndian.PutUint32(body[4:8], uint32(len(payload)))
+		return body
+	})
 }
 
 // A histogram whose counts reach beyond its header's highest value (a SCAN
@@ -76,30 +93,4 @@ func TestDecodeHistogramBeyondItsHeader(t *testing.T) {
 			t.Errorf("decodeWide(%.20q…) = nil error", s)
 		}
 	}
-}
-
-// withPayload replaces the counts of encoded (a base64 V2 compressed
-// histogram) with payload, the header's length fixed.
-func withPayload(t *testing.T, encoded string, payload []byte) string {
-	t.Helper()
-	raw, err := base64.StdEncoding.DecodeString(encoded)
-	if err != nil {
-		t.Fatal(err)
-	}
-	z, err := zlib.NewReader(bytes.NewReader(raw[8:]))
-	if err != nil {
-		t.Fatal(err)
-	}
-	body, err := io.ReadAll(z)
-	if err != nil {
-		t.Fatal(err)
-	}
-	body = append(body[:40:40], payload...)
-	binary.BigEndian.PutUint32(body[4:8], uint32(len(payload)))
-	var comp bytes.Buffer
-	w := zlib.NewWriter(&comp)
-	_, _ = w.Write(body)
-	_ = w.Close()
-	out := binary.BigEndian.AppendUint32(append([]byte{}, raw[:4]...), uint32(comp.Len()))
-	return base64.StdEncoding.EncodeToString(append(out, comp.Bytes()...))
 }
