@@ -177,6 +177,15 @@ func (s MetricSet) validate() error {
 	return errors.Join(errs...)
 }
 
+// ApplicationSetsOf is ApplicationSets of the DBMS named dbms.
+func ApplicationSetsOf(dbms string) (map[string]MetricSet, error) {
+	e, err := Lookup(dbms)
+	if err != nil {
+		return nil, err
+	}
+	return e.ApplicationSets()
+}
+
 // ApplicationSets returns the application metric set per component of a
 // configuration of e (-ma): the DBMS's own set for the sut, and for a pool
 // the backend's set for the sut and the pool's set for the pool.

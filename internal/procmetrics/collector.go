@@ -110,14 +110,12 @@ func (c *Collector) Collect(ch chan<- prometheus.Metric) {
 		return
 	}
 	for _, comp := range c.components {
-		pids := descendants(comp.root, snap.ppid)
-		if len(pids) == 0 {
+		tree := comp.tree(snap)
+		if len(tree) == 0 {
 			continue
 		}
-		tree := make(map[int]procCPU, len(pids))
 		var mem memory
-		for _, pid := range pids {
-			tree[pid] = snap.cpu[pid]
+		for pid := range tree {
 			if m, ok := readMemory(c.fs, pid); ok {
 				mem.workingSet += m.workingSet
 				mem.cache += m.cache
@@ -147,15 +145,20 @@ func (c *Collector) CPU(ids ...string) (map[string]float64, error) {
 		if !ok {
 			continue
 		}
-		pids := descendants(comp.root, snap.ppid)
-		if len(pids) == 0 {
-			continue
+		if tree := comp.tree(snap); len(tree) > 0 {
+			out[id] = comp.cpu.observe(tree)
 		}
-		tree := make(map[int]procCPU, len(pids))
-		for _, pid := range pids {
-			tree[pid] = snap.cpu[pid]
-		}
-		out[id] = comp.cpu.observe(tree)
 	}
 	return out, nil
+}
+
+// tree is the CPU of every process of comp's tree in snap (none when its
+// root is gone).
+func (comp *component) tree(snap snapshot) map[int]procCPU {
+	pids := descendants(comp.root, snap.ppid)
+	tree := make(map[int]procCPU, len(pids))
+	for _, pid := range pids {
+		tree[pid] = snap.cpu[pid]
+	}
+	return tree
 }

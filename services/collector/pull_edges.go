@@ -38,8 +38,8 @@ type appSeries struct{ component, metric, instance string }
 // estimated from the scrapes.
 func (p *puller) edgeReadsOf(ctx context.Context, ph endedPhase) (edgeReads, error) {
 	out := edgeReads{cpu: map[string][]reduce.Sample{}, app: map[appSeries][]reduce.Sample{}}
-	rows, err := p.db.Query(ctx, `SELECT payload FROM messages WHERE code = $1 AND subject = $2`,
-		ph.code, contracts.TopicSUTEdge.For(ph.code))
+	rows, err := p.db.Query(ctx, `SELECT payload FROM messages WHERE code = $1 AND subject = $2 AND payload->>'phase' = $3`,
+		ph.code, contracts.TopicSUTEdge.For(ph.code), ph.phase)
 	if err != nil {
 		return out, fmt.Errorf("edge reads of %s: %w", ph.phase, err)
 	}

@@ -55,11 +55,7 @@ func columns(ph endedPhase) ([]column, error) {
 		}
 	}
 	if ph.monitoring.Application {
-		e, err := catalog.Lookup(ph.dbms)
-		if err != nil {
-			return nil, err
-		}
-		sets, err := e.ApplicationSets()
+		sets, err := catalog.ApplicationSetsOf(ph.dbms)
 		if err != nil {
 			return nil, err
 		}

@@ -34,11 +34,7 @@ func (l *Local) ReadExporters(ctx context.Context, code, configuration string) (
 	if err != nil || len(st.Exporters) == 0 {
 		return nil, false
 	}
-	entry, err := catalog.Lookup(st.DBMS)
-	if err != nil {
-		return nil, false
-	}
-	sets, err := entry.ApplicationSets()
+	sets, err := catalog.ApplicationSetsOf(st.DBMS)
 	if err != nil {
 		return nil, false
 	}

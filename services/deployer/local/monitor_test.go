@@ -307,11 +307,7 @@ func checkEdgeReads(t *testing.T, ctx context.Context, l *Local, code, conf stri
 	if !ok || len(reads) != len(st.Exporters) {
 		t.Fatalf("ReadExporters: %+v (%v), want one read per exporter %+v", reads, ok, st.Exporters)
 	}
-	entry, err := catalog.Lookup(st.DBMS)
-	if err != nil {
-		t.Fatal(err)
-	}
-	sets, err := entry.ApplicationSets()
+	sets, err := catalog.ApplicationSetsOf(st.DBMS)
 	if err != nil {
 		t.Fatal(err)
 	}
