@@ -517,8 +517,13 @@ type Final struct {
 	EndedAt       time.Time `json:"ended_at"`
 	// The driver's measured window: the start of its first operation and
 	// the end of its last one (absent when no operation ran).
-	FirstOpAt  *time.Time `json:"first_op_at,omitempty"`
-	LastOpAt   *time.Time `json:"last_op_at,omitempty"`
+	FirstOpAt *time.Time `json:"first_op_at,omitempty"`
+	LastOpAt  *time.Time `json:"last_op_at,omitempty"`
+	// GoDelayMS is how long GO took to reach the agent: from its envelope's
+	// ts to its arrival, in ms (absent when no GO came). The scheduler sets
+	// the next phases' start instants from it (GoLead); across machines it
+	// includes their clocks' offset.
+	GoDelayMS  *float64   `json:"go_delay_ms,omitempty"`
 	Threads    int        `json:"threads,omitempty"`
 	Target     int        `json:"target,omitempty"`
 	RuntimeMS  float64    `json:"runtime_ms,omitempty"`

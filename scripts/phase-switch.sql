@@ -2,7 +2,7 @@
 -- from the end of a phase (its latest shard's end, in phase.done) to the
 -- next phase of the same configuration starting (its GO instant, in
 -- phase.started) and to its first shard really starting (phase.done's
--- window start). Includes shard jobs, JVM start-up, READY and the 500 ms GO
+-- window start). Includes shard jobs, JVM start-up, READY and the GO
 -- lead. Prints every switch and p50/p99/max.
 WITH ev AS (
   SELECT payload->>'configuration' AS configuration, payload->>'phase' AS phase,

@@ -22,8 +22,9 @@ import (
 )
 
 // goLead is how far ahead of its GO the scheduler puts the common start
-// instant (services/scheduler: GoLead); the bench answers READY the same way.
-const goLead = 500 * time.Millisecond
+// instant of an experiment's first phase (services/scheduler: GoLead); the
+// bench answers READY the same way.
+const goLead = 150 * time.Millisecond
 
 // agentReadyLine is what the agent logs once it serves jobs
 // (services/driver-agent: "agent ready").
@@ -52,6 +53,11 @@ func (s *stack) runAgent(ctx context.Context, cfg Config, job contracts.ShardJob
 	env := append(os.Environ(), "BENCHQ_LOG_LEVEL=info")
 	ag, err := startChild("driver-agent", []string{cfg.agentBin(),
 		"-nats", s.natsURL, "-name", name, "-java", cfg.Java, "-ycsb-lib", cfg.YCSBLib, "-workloads", cfg.Workloads,
+		// The JVM starts with the job, so its command line is the job's,
+		// which (a) repeats; a standby JVM would run the same code, started
+		// before the job, and a new standby after it would add its start to
+		// the agent's CPU.
+		"-no-standby",
 	}, env, logf, ready)
 	if err != nil {
 		return res, err

@@ -116,9 +116,9 @@ func writeSummary(w io.Writer, ms []measurement, limit float64) {
 	fmt.Fprintln(w, "    barrier.ready and waits for barrier.go; reads every stderr line of the JVM (READY, FIRST_OP/LAST_OP, status lines) and")
 	fmt.Fprintln(w, "    publishes one interval per status line; at the end reads and merges YCSB's HdrHistogram logs, one per operation, and")
 	fmt.Fprintln(w, "    publishes them with YCSB's stdout in the final.")
-	fmt.Fprintln(w, "  JVM (io.benchq.ycsb.Launcher around YCSB's Client): a probe (the binding's init() and cleanup(): one extra Redis connection),")
-	fmt.Fprintln(w, "    preloading about 600 YCSB/HdrHistogram/htrace classes before READY, then waiting for GO; the client threads connect and")
-	fmt.Fprintln(w, "    sleep until the common start instant (GO comes 300 ms ahead; sleeping costs no CPU, but YCSB's RunTime counts it).")
+	fmt.Fprintln(w, "  JVM (io.benchq.ycsb.Launcher, which runs YCSB core's client threads): a probe (the binding's init() and cleanup(): one extra")
+	fmt.Fprintln(w, "    Redis connection), preloading about 600 YCSB/HdrHistogram/htrace classes, the workload set up and the client threads")
+	fmt.Fprintln(w, "    connected before READY; after GO they sleep until the common start instant (no CPU; RunTime starts at the instant).")
 	fmt.Fprintln(w, "  Both write the same HdrHistogram logs and status lines (the same command line).")
 }
 

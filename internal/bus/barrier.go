@@ -45,6 +45,7 @@ type Barrier struct {
 
 	mu      sync.Mutex
 	startAt *time.Time    // GO's instant, if GO came before any phase.failed
+	goDelay time.Duration // from GO's publication (its ts) to its arrival here
 	gotGo   chan struct{} // closed when startAt is set
 	aborted chan struct{} // closed on phase.failed, with reason set
 	reason  string
@@ -96,11 +97,13 @@ func (br *Barrier) signal(m *nats.Msg) {
 		return
 	}
 	var head struct {
+		TS      time.Time `json:"ts"`
 		Phase   string    `json:"phase"`
 		Attempt int       `json:"attempt"`
 		StartAt time.Time `json:"start_at"`
 		Reason  string    `json:"reason"`
 	}
+	arrived := time.Now()
 	if json.Unmarshal(m.Data, &head) != nil || head.Phase != br.job.Phase || head.Attempt != br.job.Attempt {
 		return
 	}
@@ -111,7 +114,7 @@ func (br *Barrier) signal(m *nats.Msg) {
 	}
 	switch {
 	case p.Topic == contracts.TopicBarrierGo && br.startAt == nil:
-		br.startAt = &head.StartAt
+		br.startAt, br.goDelay = &head.StartAt, arrived.Sub(head.TS)
 		close(br.gotGo)
 	case p.Topic == contracts.TopicPhaseFailed:
 		br.reason = head.Reason
@@ -152,6 +155,18 @@ func (br *Barrier) Ready(ctx context.Context) (time.Time, error) {
 	case <-ctx.Done():
 		return time.Time{}, ctx.Err()
 	}
+}
+
+// GoDelayMS is how long GO took to reach this shard, in ms, for its final
+// (contracts.Final.GoDelayMS); nil before GO.
+func (br *Barrier) GoDelayMS() *float64 {
+	br.mu.Lock()
+	defer br.mu.Unlock()
+	if br.startAt == nil {
+		return nil
+	}
+	ms := float64(br.goDelay.Microseconds()) / 1000
+	return &ms
 }
 
 // Aborted is closed when the phase attempt fails after GO (see Reason):

@@ -39,6 +39,9 @@ type Config struct {
 	// Limits bind the agent to one phase (driver Jobs, phase.go).
 	Limits PhaseLimits
 
+	// NoStandby: no standby JVM (standby.go); each shard starts its own.
+	NoStandby bool
+
 	// Metrics is the registry served on the agent's /metrics (main.go);
 	// it receives the shard in flight's driver process tree and live
 	// operations (metrics.go). nil: a registry nobody serves.
@@ -54,6 +57,7 @@ type Agent struct {
 	beatNow  chan struct{} // a heartbeat at once (the job in flight changed)
 	instance string        // this run of the agent (its public key), in READY and heartbeats
 	lim      phaseState    // shards ended, for Limits.MaxShards (phase.go)
+	standby  standby       // the JVM ready for the next YCSB shard (standby.go)
 	metrics  *agentMetrics
 }
 
@@ -96,6 +100,11 @@ func Run(ctx context.Context, cfg Config, log *slog.Logger) error {
 		return err
 	}
 	ctx = a.withLimits(ctx)
+	if !cfg.NoStandby && cfg.YCSBLib != "" {
+		a.standby.prefix = launcher(cfg.Java, cfg.YCSBLib)
+		a.standby.fill()
+	}
+	defer a.standby.stop()
 	go a.heartbeat(ctx)
 	log.Info("agent ready", "name", cfg.Name, "instance", a.instance, "ycsb", cfg.YCSBLib)
 	return b.Consume(ctx, bus.ConsumerSpec{
@@ -159,8 +168,18 @@ func (a *Agent) handle(ctx context.Context, m jetstream.Msg) error {
 	}
 	args := ycsbCommand(a.cfg.Java, a.cfg.YCSBLib, a.cfg.Workloads, hdrDir, job, entry.YCSB.DB, props, secretFile)
 	log.Info("shard starting", "cmd", args)
-	r := &shardRun{a: a, job: job, args: args, hdrDir: hdrDir}
+	r := &shardRun{a: a, job: job, args: args, hdrDir: hdrDir, log: log}
+	defer a.afterYCSB()
 	return a.runShard(ctx, job, log, r.run)
+}
+
+// afterYCSB fills the standby JVM again once the agent stays idle, unless
+// the agent is about to exit (it ended as many shards as it may).
+func (a *Agent) afterYCSB() {
+	if n := a.cfg.Limits.MaxShards; n > 0 && a.lim.ended.Load() >= int64(n) {
+		return
+	}
+	a.standby.fillWhenIdle()
 }
 
 // runShard runs a shard job with run and publishes its final (handle keeps

@@ -83,6 +83,7 @@ func (a *Agent) runBenchbaseJar(ctx context.Context, job contracts.ShardJob) (*c
 	if err != nil {
 		return barrierFailed(ctx, final, err)
 	}
+	final.GoDelayMS = br.GoDelayMS()
 	select {
 	case <-time.After(time.Until(startAt)):
 	case <-br.Aborted():

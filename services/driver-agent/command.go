@@ -20,6 +20,12 @@ const shardedWorkload = "io.benchq.ycsb.ShardedWorkload"
 // percentiles YCSB prints per operation; the histograms hold all of them.
 const percentiles = "50,95,99,99.9"
 
+// launcher is the start of every shard's command line: the JVM running our
+// Launcher; a standby JVM runs it too (standby.go).
+func launcher(java, lib string) []string {
+	return []string{java, "-cp", filepath.Join(lib, "*"), "io.benchq.ycsb.Launcher"}
+}
+
 // ycsbCommand builds the java command line of one shard: our Launcher (which
 // prepares, reports READY and waits for GO on stdin) around YCSB's Client.
 // binding is the site.ycsb.DB class and props the catalog's properties filled
@@ -33,10 +39,10 @@ func ycsbCommand(java, lib, workloads, hdrDir string, job contracts.ShardJob, bi
 	if job.Kind == contracts.KindLoad {
 		mode = "-load"
 	}
-	args := []string{java, "-cp", filepath.Join(lib, "*"), "io.benchq.ycsb.Launcher", mode,
+	args := append(launcher(java, lib), mode,
 		"-db", binding,
 		"-P", filepath.Join(workloads, "workload"+y.Workload),
-	}
+	)
 	if secretFile != "" {
 		args = append(args, "-P", secretFile)
 	}

@@ -2,14 +2,15 @@ package main
 
 import (
 	"bufio"
-	"bytes"
+
 	"context"
 	"errors"
 	"fmt"
 	"io"
 	"io/fs"
+	"log/slog"
 	"os"
-	"os/exec"
+
 	"path/filepath"
 	"strings"
 	"sync"
@@ -20,20 +21,13 @@ import (
 
 	"github.com/benchq/benchq/contracts"
 	"github.com/benchq/benchq/internal/bus"
-	"github.com/benchq/benchq/internal/procs"
+
 	"github.com/benchq/benchq/internal/ycsb"
 )
 
 // readyLine is what our Launcher prints on stderr once the JVM is up and
 // the SUT answered; it then waits for "GO" on stdin.
 const readyLine = "BENCHQ READY"
-
-// goAhead is how long before the common start instant the driver gets GO:
-// enough for YCSB to set up and connect its threads (about 100 ms for one JVM
-// on two idle cores, measured), so they start together rather than each when
-// it is ready. Within the scheduler's lead (500 ms). YCSB's RunTime(ms), which
-// begins before its threads connect, includes the wait.
-const goAhead = 300 * time.Millisecond
 
 // The Launcher's window markers on stderr (io.benchq.ycsb.OpWindow), each
 // followed by an ISO-8601 instant: the first operation's start and, at exit,
@@ -49,6 +43,7 @@ type shardRun struct {
 	job    contracts.ShardJob
 	args   []string
 	hdrDir string // where YCSB writes its histogram logs (see ycsbCommand)
+	log    *slog.Logger
 	// Written by readStderr, read after the driver exited.
 	firstOp, lastOp time.Time
 	progress        []contracts.Progress // the status lines, for the final
@@ -71,24 +66,12 @@ func (r *shardRun) run(ctx context.Context) (*contracts.Final, error) {
 	}
 	defer br.Close()
 
-	cmd := exec.Command(r.args[0], r.args[1:]...)
-	cmd.Env = procs.ChildEnv() // none of the agent's keys
-	// The JVM dies with the agent (no orphaned load generators) and gets its
-	// own process group so it can be stopped as a whole.
-	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL, Setpgid: true}
-	stdin, err := cmd.StdinPipe()
+	p, standby, err := r.a.standby.take(r.args)
 	if err != nil {
-		return fail("stdin: %v", err)
+		return fail("%v", err)
 	}
-	var stdout bytes.Buffer
-	cmd.Stdout = &stdout
-	stderr, err := cmd.StderrPipe()
-	if err != nil {
-		return fail("stderr: %v", err)
-	}
-	if err := cmd.Start(); err != nil {
-		return fail("start %s: %v", r.args[0], err)
-	}
+	r.log.Debug("driver started", "standby", standby, "pid", p.cmd.Process.Pid)
+	cmd, stdin, stdout, stderr := p.cmd, p.stdin, p.stdout, p.stderr
 	kill := func() { _ = syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL) }
 	r.live = r.a.track(job, cmd.Process.Pid)
 	defer r.live.end()
@@ -126,13 +109,10 @@ func (r *shardRun) run(ctx context.Context) (*contracts.Final, error) {
 		kill()
 		return barrierFailed(ctx, final, err)
 	}
-	// GO goes to the driver a little ahead of the common start instant, with
-	// the instant: YCSB sets up its threads and they connect, then wait for
-	// it (io.benchq.ycsb.OpWindow), so every shard's first operation starts
-	// then, however long each JVM took to get there.
-	if d := time.Until(startAt.Add(-goAhead)); d > 0 {
-		time.Sleep(d)
-	}
+	// The driver is set up and its threads connected (io.benchq.ycsb.Run):
+	// GO with the instant goes to it at once, and every shard's first
+	// operation starts at that instant.
+	final.GoDelayMS = br.GoDelayMS()
 	final.StartedAt = time.Now().UTC()
 	if _, err := io.WriteString(stdin, "GO "+startAt.UTC().Format(time.RFC3339Nano)+"\n"); err != nil {
 		return fail("send GO: %v", err)

@@ -54,6 +54,7 @@ func (a *Agent) runTPCC(ctx context.Context, job contracts.ShardJob) (*contracts
 	if err != nil {
 		return barrierFailed(ctx, final, err)
 	}
+	final.GoDelayMS = br.GoDelayMS()
 
 	// 3. Run; the phase attempt failing stops the engine.
 	runCtx, stopRun := br.Context(ctx)

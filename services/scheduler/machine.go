@@ -2,6 +2,7 @@ package main
 
 import (
 	"encoding/json"
+	"math"
 	"time"
 
 	"github.com/benchq/benchq/contracts"
@@ -53,11 +54,51 @@ type State struct {
 	// Searches are the configurations' saturation searches (saturation.go),
 	// by configuration; empty unless the experiment runs one.
 	Searches []Search `json:"searches,omitempty"`
+	// GoDelayMS is the slowest GO delivery a shard of this experiment
+	// reported, in ms (nil before any): it sets the GO lead (goLead).
+	GoDelayMS *float64 `json:"go_delay_ms,omitempty"`
 }
 
-// GoLead is how far ahead of "now" the common start time is set, so every
-// agent receives GO before the start instant.
-const GoLead = 500 * time.Millisecond
+// The GO lead: how far ahead of "now" a phase's common start instant is
+// set, so that GO reaches every agent before it. The drivers are set up and
+// connected before READY, so the lead only has to cover GO's delivery.
+// Agents report how long GO took to reach them (contracts.Final.GoDelayMS);
+// a phase's lead is twice the slowest delivery seen in the experiment plus
+// goLeadMargin, within [MinGoLead, MaxGoLead]. The first phase, before any
+// report, takes GoLead. With application metrics (-ma) the lead is at least
+// ExporterGoLead: the deployer reads the SUT's exporters before the instant
+// (services/deployer/deployer, edges.go).
+const (
+	GoLead         = 150 * time.Millisecond
+	MinGoLead      = 50 * time.Millisecond
+	MaxGoLead      = 500 * time.Millisecond
+	ExporterGoLead = 150 * time.Millisecond
+	goLeadMargin   = 20 * time.Millisecond
+)
+
+// goLead is the lead of the next GO (see GoLead).
+func (s *State) goLead() time.Duration {
+	lead := GoLead
+	if s.GoDelayMS != nil {
+		lead = 2*time.Duration(*s.GoDelayMS*float64(time.Millisecond)) + goLeadMargin
+		lead = min(max(lead, MinGoLead), MaxGoLead)
+	}
+	if m := s.Plan.Settings.Monitoring; m != nil && m.Application {
+		lead = max(lead, ExporterGoLead)
+	}
+	return lead
+}
+
+// noteGoDelay keeps the slowest GO delivery an agent reported.
+func (s *State) noteGoDelay(ms *float64) {
+	if ms == nil || *ms < 0 || math.IsNaN(*ms) {
+		return
+	}
+	if s.GoDelayMS == nil || *ms > *s.GoDelayMS {
+		v := *ms
+		s.GoDelayMS = &v
+	}
+}
 
 // Out is a message to publish.
 type Out struct {

@@ -3,6 +3,7 @@ package main
 import (
 	"encoding/json"
 	"fmt"
+	"math"
 	"slices"
 	"strings"
 	"testing"
@@ -1054,5 +1055,36 @@ func TestAForgedRunDoesNotPassForTheShardsAgent(t *testing.T) {
 	out = s.Step(Event{Tick: true, Runs: runs, BeatsAt: at}, at)
 	if len(out) == 0 || !strings.Contains(out[0].Msg.(*contracts.PhaseEvent).Reason, "restarted since it took the shard") {
 		t.Fatalf("a new run past restartAfter: %v", subjects(out))
+	}
+}
+
+// The GO lead follows the slowest delivery agents reported, within its
+// bounds; application metrics keep room for the deployer's exporter reads.
+func TestGoLeadFollowsTheReportedDelivery(t *testing.T) {
+	ms := func(v float64) *float64 { return &v }
+	s := &State{}
+	steps := []struct {
+		report *float64
+		want   time.Duration
+	}{
+		{nil, GoLead},                     // no report yet
+		{ms(3), MinGoLead},                // 2*3+20 ms, raised to the floor
+		{ms(1), MinGoLead},                // a faster one does not lower it
+		{ms(-5), MinGoLead},               // a clock behind: ignored
+		{ms(math.NaN()), MinGoLead},       // ignored
+		{ms(100), 220 * time.Millisecond}, // 2*100+20 ms
+		{ms(10_000), MaxGoLead},           // capped
+	}
+	for i, st := range steps {
+		s.noteGoDelay(st.report)
+		if got := s.goLead(); got != st.want {
+			t.Errorf("step %d: lead %v, want %v", i, got, st.want)
+		}
+	}
+	app := &State{}
+	app.Plan.Settings.Monitoring = &contracts.Monitoring{Application: true}
+	app.noteGoDelay(ms(3))
+	if got := app.goLead(); got != ExporterGoLead {
+		t.Errorf("with -ma: lead %v, want %v", got, ExporterGoLead)
 	}
 }

@@ -75,7 +75,7 @@ func (s *State) onReady(m *contracts.BarrierReady, now time.Time, published *con
 			return nil
 		}
 	}
-	goAt := now.Add(GoLead).UTC()
+	goAt := now.Add(s.goLead()).UTC()
 	if published != nil {
 		goAt = published.StartAt.UTC()
 		if len(published.Agents) == len(cur.Agents) && len(published.Instances) == len(cur.Instances) {
@@ -114,6 +114,7 @@ func (s *State) onFinal(m *contracts.Final, now time.Time, signer string) []Out 
 	}
 	cur.Done[m.Shard-1] = &ShardDone{Status: m.Status, Error: m.Error, StartedAt: start, EndedAt: end}
 	s.keepFinal(i, m)
+	s.noteGoDelay(m.GoDelayMS)
 	if m.Status != contracts.StatusOK && cur.Status == phPreparing {
 		// A shard died before READY: the phase cannot start together.
 		return s.endPhase(i, fmt.Sprintf("shard %d failed before the barrier: %s", m.Shard, m.Error), now)

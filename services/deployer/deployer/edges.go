@@ -23,19 +23,21 @@ import (
 // series it pulls (services/collector, pull_edges.go).
 //
 // At the start the instant is known ahead: phase.started names the GO
-// instant, GoLead before it, and the SUT is idle until then (the drivers
-// wait for it). The exporters are read twice before it, exporterLead and
-// exporterLead/3 ahead (a read takes tens of milliseconds; two reads give
-// the idle rate that carries the later one to the instant), the CPU
-// counters just before and just after it; then the exporters three times
-// more in the phase's first seconds (inPhaseReads).
+// instant, the scheduler's GO lead before it (at least ExporterGoLead with
+// application metrics), and the SUT is idle until then (the drivers wait
+// for it). The exporters are read before it, at once and exporterRead
+// ahead, each only while at least exporterRead is left (a read takes tens
+// of milliseconds and must end before the instant; two reads give the idle
+// rate that carries the later one to the instant); the
+// CPU counters just before and just after it; then the exporters three
+// times more in the phase's first seconds (inPhaseReads).
 // At the end the instant (the phase's last operation) is past when
 // phase.done arrives, so everything is read at once and again after
 // endSpacing: the rate between the two, the SUT's idle rate, carries the
 // first read back to the end instant (reduce.Increase's estimate from the
 // interval after an edge).
 const (
-	exporterLead = 300 * time.Millisecond
+	exporterRead = 50 * time.Millisecond
 	startSpacing = 2 * time.Millisecond
 	endSpacing   = 200 * time.Millisecond
 )
@@ -116,11 +118,18 @@ func (d *Deployer) readEdge(ctx context.Context, r backend.SUTReader, e *contrac
 		}
 	}
 	if edge == contracts.EdgeStart {
-		for _, ahead := range []time.Duration{exporterLead, exporterLead / 3} {
-			if !wait(at.Add(-ahead)) {
+		// Now, and again exporterRead before the instant when that is
+		// later; a read is only started with exporterRead left.
+		if time.Until(*at) >= exporterRead {
+			add(false, true)
+		}
+		if second := at.Add(-exporterRead); time.Until(second) > 0 {
+			if !wait(second) {
 				return
 			}
-			add(false, true)
+			if time.Until(*at) >= exporterRead*9/10 { // not late after the first read
+				add(false, true)
+			}
 		}
 		if !wait(at.Add(-startSpacing)) {
 			return

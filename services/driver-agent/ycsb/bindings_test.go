@@ -5,16 +5,18 @@
 // transaction pooling mode in front of it.
 //
 //   - the barrier protocol: BENCHQ READY on stderr, GO on stdin; exit 3 for
-//     an unreachable SUT or a missing table, 4 when stdin closes without GO;
-//     stdout carries only YCSB's summary;
+//     an unreachable SUT or a missing table, 4 when stdin closes without GO
+//     (or, for a standby JVM, without its arguments); stdout carries only
+//     YCSB's summary;
 //   - 10,000 records loaded by two loaders released together (halves of the
 //     key space) into Redis, PostgreSQL and PostgreSQL batched, the records
 //     counted in the server;
 //   - workloads A, E (scans) and D, with dataintegrity=true: no error, no
 //     value read back that differs from what was written;
 //   - two benchmarking shards of D on PostgreSQL (ShardedWorkload) released
-//     with "GO <instant>": no duplicate key, count(*) = loaded + inserted,
-//     both report their window (BENCHQ FIRST_OP / LAST_OP) and write
+//     with "GO <instant>", the second on a standby JVM (Launcher --standby,
+//     the arguments on stdin, as the agent runs it): no duplicate key,
+//     count(*) = loaded + inserted, both report their window (BENCHQ FIRST_OP / LAST_OP) and write
 //     HdrHistogram logs;
 //   - Redis Cluster: the same load, A, then E with two shards; data keys =
 //     index entries = loaded + inserted, summed over the masters;
@@ -129,6 +131,9 @@ func TestBindingsAgainstRealServers(t *testing.T) {
 		if n := redis(t, s.redis.Addr(), "DBSIZE"); n != "0" {
 			t.Errorf("%s records written without GO", n)
 		}
+		idle := y.launch(t, "proto-standby-idle", "--standby")
+		idle.send(t, "") // the agent stops before giving it a job
+		idle.finish(t, 4)
 		wrong := y.launch(t, "proto-wrong", append(append([]string{"-load"}, redisArgs...), "-P", workload("a"), "-p", "recordcount=10")...)
 		wrong.ready(t)
 		wrong.send(t, "GOO")
@@ -180,7 +185,12 @@ func TestBindingsAgainstRealServers(t *testing.T) {
 				"-p", "operationcount=5000", "-p", "workload=io.benchq.ycsb.ShardedWorkload", "-p", fmt.Sprintf("benchq.shard=%d", k),
 				"-p", "benchq.shards=2", "-p", "hdrhistogram.fileoutput=true",
 				"-p", "hdrhistogram.output.path="+filepath.Join(y.dir, fmt.Sprintf("pg-shard%d-", k)), "-threads", "4", "-s")
-			shards = append(shards, y.launch(t, fmt.Sprintf("pg-shard%d", k), args...))
+			// The second runs on a standby JVM, as an agent's shard does.
+			launch := y.launch
+			if k == 2 {
+				launch = y.launchStandby
+			}
+			shards = append(shards, launch(t, fmt.Sprintf("pg-shard%d", k), args...))
 		}
 		for _, l := range shards {
 			l.ready(t)
@@ -367,6 +377,17 @@ func (y *ycsb) launch(t *testing.T, name string, args ...string) *launcher {
 			<-l.exited
 		}
 	})
+	return l
+}
+
+// launchStandby starts a standby JVM (Launcher --standby) and hands it args
+// as the agent does: one line on stdin, NUL-separated.
+func (y *ycsb) launchStandby(t *testing.T, name string, args ...string) *launcher {
+	t.Helper()
+	l := y.launch(t, name, "--standby")
+	if _, err := io.WriteString(l.stdin, strings.Join(args, "\x00")+"\n"); err != nil {
+		t.Fatalf("%s: hand the arguments over: %v", name, err)
+	}
 	return l
 }
 

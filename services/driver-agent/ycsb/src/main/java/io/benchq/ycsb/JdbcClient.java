@@ -146,7 +146,6 @@ public class JdbcClient extends DB {
       closeQuietly();
       throw new DBException("table " + table + " is not usable: " + e.getMessage(), e);
     }
-    OpWindow.awaitStart();
   }
 
   /**

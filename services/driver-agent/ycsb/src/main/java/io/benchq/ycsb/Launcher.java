@@ -24,18 +24,21 @@ import site.ycsb.DB;
  * Drop-in replacement for {@code site.ycsb.Client} that adds a start barrier, so that several
  * driver processes (possibly on several machines) start measuring at the same moment.
  *
- * <p>Takes exactly YCSB Client's command line. Protocol:
+ * <p>Takes exactly YCSB Client's command line, or {@value #STANDBY} and then that command line
+ * on stdin (see {@link #STANDBY}). Protocol:
  * <ol>
  *   <li>Parse the arguments like Client does, instantiate the {@code -db} class and run
  *       {@code init()} + {@code cleanup()} once. This catches an unreachable or misconfigured
- *       system under test before the barrier. Failure: message on stderr, exit 3 (bad command
+ *       system under test with a clear message. Failure: message on stderr, exit 3 (bad command
  *       line or unknown DB class: exit 2).</li>
+ *   <li>Set the run up as far as it goes before the first operation ({@link Run}): load and
+ *       initialise the workload, start the client threads; each connects and waits at the
+ *       start gate. Failure: exit 3.</li>
  *   <li>Write the single line {@value #READY} to stderr.</li>
  *   <li>Read one line from stdin. {@value #GO}, optionally followed by an ISO-8601 instant (the
- *       phase's common start): run {@code Client.main(args)}, which prints the summary on stdout,
- *       status on stderr, and exits; with an instant, the client threads connect and then wait
- *       for it before their first operation ({@link OpWindow#awaitStart()}). EOF or any other
- *       line: exit 4 without running anything.</li>
+ *       phase's common start): open the gate, so the threads' first operations start at the
+ *       instant (at once without one); print YCSB's summary on stdout, status on stderr, and
+ *       exit. EOF or any other line: exit 4 without running anything.</li>
  * </ol>
  *
  * <p>While the workload runs, stderr also carries {@code BENCHQ FIRST_OP <instant>} when the
@@ -53,7 +56,15 @@ public final class Launcher {
   public static final int EXIT_INIT_FAILED = 3;
   public static final int EXIT_NO_GO = 4;
 
-  /** JVM system property: -Dbenchq.prewarm=false skips {@link #prewarm()} (for comparisons). */
+  /**
+   * The only argument of a standby JVM: it starts and preloads YCSB's classes ahead of any job,
+   * then reads the job's arguments from stdin (one line, NUL-separated) and goes on as if it
+   * had been started with them. The agent keeps one ready, so a phase's JVM start-up is not
+   * between the phase's job and its READY.
+   */
+  static final String STANDBY = "--standby";
+
+  /** JVM system property: -Dbenchq.prewarm=false skips {@link #prewarm(boolean)} (for comparisons). */
   static final String PREWARM_PROPERTY = "benchq.prewarm";
 
   /** Client's options that set one property to their value. */
@@ -67,6 +78,14 @@ public final class Launcher {
   }
 
   public static void main(String[] args) {
+    boolean prewarm = !"false".equals(System.getProperty(PREWARM_PROPERTY));
+    if (args.length == 1 && args[0].equals(STANDBY)) {
+      if (prewarm) {
+        prewarm(true);
+        prewarm = false;
+      }
+      args = awaitArguments();
+    }
     Properties props;
     try {
       props = parseArguments(args);
@@ -76,20 +95,26 @@ public final class Launcher {
     }
     String dbClass = props.getProperty("db", DEFAULT_DB);
     probe(dbClass, props);
-    if (!"false".equals(System.getProperty(PREWARM_PROPERTY))) {
-      prewarm();
+    if (prewarm) {
+      prewarm(false);
+    }
+
+    Run run;
+    try {
+      run = Run.prepare(props);
+      run.awaitConnected();
+    } catch (Run.SetupException e) {
+      fail(EXIT_INIT_FAILED, e.getMessage());
+      return;
+    } catch (InterruptedException e) {
+      fail(EXIT_INIT_FAILED, "interrupted while the client threads connected");
+      return;
     }
 
     System.err.println(READY);
     System.err.flush();
 
-    String line;
-    try {
-      // Client never reads stdin, so a buffered reader cannot steal anything from it.
-      line = new BufferedReader(new InputStreamReader(System.in, StandardCharsets.UTF_8)).readLine();
-    } catch (IOException e) {
-      line = null;
-    }
+    String line = readLine();
     if (line == null) {
       fail(EXIT_NO_GO, "stdin closed before " + GO + "; not running");
       return;
@@ -98,14 +123,15 @@ public final class Launcher {
     if (!go[0].equals(GO) || go.length > 2) {
       fail(EXIT_NO_GO, "expected " + GO + " [instant] on stdin, got '" + line + "'; not running");
     }
+    Instant at = null;
     if (go.length == 2) {
       try {
-        OpWindow.startAt(Instant.parse(go[1]));
+        at = Instant.parse(go[1]);
       } catch (DateTimeParseException e) {
         fail(EXIT_NO_GO, "GO with a start instant that is not ISO-8601: '" + go[1] + "'; not running");
       }
     }
-    // Client.main ends with System.exit: the end of the measured window is printed by a hook.
+    // The end of the measured window is printed at exit, however the JVM ends.
     Runtime.getRuntime().addShutdownHook(new Thread(() -> {
       String last = OpWindow.lastLine();
       if (last != null) {
@@ -113,7 +139,39 @@ public final class Launcher {
         System.err.flush();
       }
     }, "benchq-last-op"));
-    Client.main(args);
+    int code;
+    try {
+      code = run.run(at);
+    } catch (InterruptedException e) {
+      code = 1;
+    }
+    System.out.flush();
+    System.exit(code);
+  }
+
+  /** The one reader of stdin (a second buffered reader could miss what the first read ahead). */
+  private static final BufferedReader STDIN =
+      new BufferedReader(new InputStreamReader(System.in, StandardCharsets.UTF_8));
+
+  /** The next line of stdin, or null at its end or on an error. */
+  private static String readLine() {
+    try {
+      return STDIN.readLine();
+    } catch (IOException e) {
+      return null;
+    }
+  }
+
+  /**
+   * A standby JVM's wait for its job: one line on stdin, the arguments separated by NUL
+   * characters. Exit 4 when stdin closes first (the agent stopped, or replaced the standby).
+   */
+  private static String[] awaitArguments() {
+    String line = readLine();
+    if (line == null) {
+      fail(EXIT_NO_GO, "standby: stdin closed before a job; not running");
+    }
+    return line.split("\0", -1);
   }
 
   /** Instantiates the DB class and runs init() + cleanup() once; exits on failure. */
@@ -142,20 +200,38 @@ public final class Launcher {
   }
 
   /**
-   * Loads, without initialising, the classes YCSB's Client, its measurements and its tracer
-   * need, before READY: after GO, a JVM that still has to read and verify some six hundred
-   * classes takes hundreds of milliseconds longer to its first operation on a busy machine, and
-   * differently in every shard. Nothing runs: no static initialiser, no file, no connection.
+   * Loads the classes YCSB's client, its measurements and its tracer need, before READY: after
+   * GO, a JVM that still has to read and verify some six hundred classes takes hundreds of
+   * milliseconds longer to its first operation on a busy machine, and differently in every
+   * shard.
+   *
+   * <p>A fresh JVM (started with its job) only loads them: nothing runs, no static initialiser,
+   * no file, no connection. A standby JVM, which does this before it has a job, also
+   * initialises them and the bindings' libraries (Jedis, its pool, the PostgreSQL driver): on an
+   * idle machine that takes the job's arguments to READY from about 200 ms to about 45 ms,
+   * most of it the bindings' first connection. A class whose initialiser fails is skipped; the
+   * job initialises it again when it needs it, and fails there if it must.
    */
-  private static void prewarm() {
+  private static void prewarm(boolean initialise) {
     ClassLoader loader = Launcher.class.getClassLoader();
-    preload(loader, Client.class, "site/ycsb/");
-    preload(loader, org.HdrHistogram.Histogram.class, "org/HdrHistogram/");
-    preload(loader, org.apache.htrace.core.Tracer.class, "org/apache/htrace/core/");
+    preload(loader, Client.class, "site/ycsb/", initialise);
+    preload(loader, org.HdrHistogram.Histogram.class, "org/HdrHistogram/", initialise);
+    preload(loader, org.apache.htrace.core.Tracer.class, "org/apache/htrace/core/", initialise);
+    if (initialise) {
+      preload(loader, Launcher.class, "io/benchq/ycsb/", true);
+      preload(loader, redis.clients.jedis.Jedis.class, "redis/clients/jedis/", true);
+      preload(loader, org.apache.commons.pool2.impl.GenericObjectPool.class,
+          "org/apache/commons/pool2/", true);
+      preload(loader, org.postgresql.Driver.class, "org/postgresql/", true);
+    }
   }
 
-  /** Loads the classes under prefix of the jar that holds anchor; failures are skipped. */
-  private static void preload(ClassLoader loader, Class<?> anchor, String prefix) {
+  /**
+   * Loads (and with initialise, initialises) the classes under prefix of the jar that holds
+   * anchor; failures are skipped.
+   */
+  private static void preload(ClassLoader loader, Class<?> anchor, String prefix,
+                              boolean initialise) {
     try {
       File jar = new File(anchor.getProtectionDomain().getCodeSource().getLocation().toURI());
       try (JarFile jf = new JarFile(jar)) {
@@ -163,15 +239,17 @@ public final class Launcher {
           String name = e.getName();
           if (name.startsWith(prefix) && name.endsWith(".class") && !name.contains("-")) {
             try {
-              Class.forName(name.substring(0, name.length() - 6).replace('/', '.'), false, loader);
+              Class.forName(name.substring(0, name.length() - 6).replace('/', '.'), initialise,
+                  loader);
             } catch (ClassNotFoundException | LinkageError ignored) {
-              // an optional dependency of that class is missing: Client does not need it
+              // an optional dependency of that class is missing, or its initialiser failed:
+              // the job does not need it, or meets the failure itself
             }
           }
         }
       }
     } catch (IOException | URISyntaxException | RuntimeException ignored) {
-      // prewarming is an optimisation; Client loads what it needs anyway
+      // prewarming is an optimisation; the job loads what it needs anyway
     }
   }
 

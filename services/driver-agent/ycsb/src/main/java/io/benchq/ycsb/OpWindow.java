@@ -1,6 +1,8 @@
 package io.benchq.ycsb;
 
 import java.time.Instant;
+import java.time.temporal.ChronoUnit;
+import java.util.concurrent.CountDownLatch;
 import java.util.concurrent.atomic.AtomicBoolean;
 import java.util.concurrent.atomic.AtomicReference;
 
@@ -9,16 +11,15 @@ import java.util.concurrent.atomic.AtomicReference;
  * last one ended, reported on stderr so the agent can compute the phase's common window and the
  * start skew of its shards. It also holds the common start instant of the phase's shards.
  *
- * <p>The start: after GO, YCSB's Client still loads the workload, creates its threads and each
- * thread connects (our bindings' {@code init()}) before its first operation; on a busy machine
- * that takes from tens to hundreds of milliseconds, differently in every process. So the agent
- * sends GO a little ahead, with the phase's start instant ({@link #startAt}), and every
- * binding's {@code init()} ends in {@link #awaitStart()}: the threads connect, then wait, and
- * all shards' first operations start at that instant. YCSB's throttle and intended-start
- * clocks begin after {@code init()}, so the wait does not distort them.
+ * <p>The start: loading the workload, creating the client threads and connecting them takes
+ * from tens to hundreds of milliseconds on a busy machine, differently in every process, so
+ * {@code Run} does it all before READY. Each thread's binding {@code init()} connects and then
+ * waits at a gate ({@link #awaitStart()}); the launcher says READY once every thread waits
+ * there, and GO opens the gate with the phase's common start instant: all shards' first
+ * operations start at that instant. YCSB's throttle and intended-start clocks begin after
+ * {@code init()}, so the wait does not distort them.
  *
- * <p>YCSB's own RunTime(ms) starts before the client threads connect, so it says nothing about
- * when work really began. Our bindings call {@link #begin()} at the start of every operation
+ * <p>Our bindings call {@link #begin()} at the start of every operation
  * (after the first call it is a single volatile read) and {@link #end()} in {@code cleanup()},
  * which YCSB calls in each client thread right after that thread's last operation; the latest
  * of those is the end of the window. {@code Launcher} prints the end at JVM exit.
@@ -32,33 +33,75 @@ final class OpWindow {
   private static final AtomicBoolean STARTED = new AtomicBoolean();
   private static volatile boolean started;
   private static final AtomicReference<Instant> LAST = new AtomicReference<>();
-  /** The common start instant; null (the probe, a plain GO) means: do not wait. */
+  /** The common start instant; null (a plain GO) means: do not wait. */
   private static volatile Instant startAt;
+  /** The gate the client threads wait at between connecting and their first operation. */
+  private static volatile boolean armed;
+  private static final CountDownLatch GO = new CountDownLatch(1);
+  private static final Object ARRIVALS = new Object();
+  private static int arrivals;
 
   private OpWindow() {
   }
 
-  /** Sets the instant {@link #awaitStart()} waits for. */
-  static void startAt(Instant at) {
+  /**
+   * Arms the gate: from now on {@link #awaitStart()} counts the thread as arrived and holds it
+   * until {@link #go}. Before (the launcher's probe) it returns at once.
+   */
+  static void arm() {
+    armed = true;
+  }
+
+  /** How many client threads wait at the gate. */
+  static int arrived() {
+    synchronized (ARRIVALS) {
+      return arrivals;
+    }
+  }
+
+  /** Waits up to ms milliseconds for the n-th arrival at the gate. */
+  static void awaitArrivals(int n, long ms) throws InterruptedException {
+    synchronized (ARRIVALS) {
+      if (arrivals < n) {
+        ARRIVALS.wait(ms);
+      }
+    }
+  }
+
+  /** Opens the gate: the threads start their first operation at the instant at (null: now). */
+  static void go(Instant at) {
     startAt = at;
+    GO.countDown();
   }
 
   /**
-   * Waits until the common start instant, if one is set and still ahead. Called at the end of
-   * each binding's {@code init()}, after it connected.
+   * Called at the end of each binding's {@code init()}, after it connected (see
+   * {@code Run.GatedDB}): once the gate is armed, waits for GO and then for its instant.
    */
   static void awaitStart() {
-    Instant at = startAt;
+    if (!armed) {
+      return;
+    }
+    synchronized (ARRIVALS) {
+      arrivals++;
+      ARRIVALS.notifyAll();
+    }
+    try {
+      GO.await();
+      sleepUntil(startAt);
+    } catch (InterruptedException e) {
+      Thread.currentThread().interrupt();
+    }
+  }
+
+  /** Sleeps until the instant at; returns at once when it is null or past. */
+  static void sleepUntil(Instant at) throws InterruptedException {
     if (at == null) {
       return;
     }
-    try {
-      for (long ms = Instant.now().until(at, java.time.temporal.ChronoUnit.MILLIS); ms > 0;
-           ms = Instant.now().until(at, java.time.temporal.ChronoUnit.MILLIS)) {
-        Thread.sleep(ms);
-      }
-    } catch (InterruptedException e) {
-      Thread.currentThread().interrupt();
+    for (long ms = Instant.now().until(at, ChronoUnit.MILLIS); ms > 0;
+         ms = Instant.now().until(at, ChronoUnit.MILLIS)) {
+      Thread.sleep(ms);
     }
   }
 

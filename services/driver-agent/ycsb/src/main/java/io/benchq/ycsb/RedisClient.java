@@ -140,7 +140,6 @@ public class RedisClient extends DB {
         throw new DBException("cannot connect to Redis at " + address + ": " + e.getMessage(), e);
       }
     }
-    OpWindow.awaitStart();
   }
 
   private static ClusterIndex clusterIndex(int buckets) throws DBException {
