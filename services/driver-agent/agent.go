@@ -100,9 +100,9 @@ func Run(ctx context.Context, cfg Config, log *slog.Logger) error {
 		return err
 	}
 	ctx = a.withLimits(ctx)
-	if !cfg.NoStandby && cfg.YCSBLib != "" {
-		a.standby.prefix = launcher(cfg.Java, cfg.YCSBLib)
-		a.standby.fill()
+	if !cfg.NoStandby && cfg.YCSBLib != "" && cfg.Limits.Phase == "" && cfg.Limits.MaxShards == 0 {
+		a.standby.java, a.standby.lib = cfg.Java, cfg.YCSBLib
+		go a.keepStandby(ctx)
 	}
 	defer a.standby.stop()
 	go a.heartbeat(ctx)
@@ -169,17 +169,7 @@ func (a *Agent) handle(ctx context.Context, m jetstream.Msg) error {
 	args := ycsbCommand(a.cfg.Java, a.cfg.YCSBLib, a.cfg.Workloads, hdrDir, job, entry.YCSB.DB, props, secretFile)
 	log.Info("shard starting", "cmd", args)
 	r := &shardRun{a: a, job: job, args: args, hdrDir: hdrDir, log: log}
-	defer a.afterYCSB()
 	return a.runShard(ctx, job, log, r.run)
-}
-
-// afterYCSB fills the standby JVM again once the agent stays idle, unless
-// the agent is about to exit (it ended as many shards as it may).
-func (a *Agent) afterYCSB() {
-	if n := a.cfg.Limits.MaxShards; n > 0 && a.lim.ended.Load() >= int64(n) {
-		return
-	}
-	a.standby.fillWhenIdle()
 }
 
 // runShard runs a shard job with run and publishes its final (handle keeps

@@ -2,6 +2,7 @@ package main
 
 import (
 	"fmt"
+	"os"
 	"path/filepath"
 	"sort"
 	"strconv"
@@ -21,18 +22,35 @@ const shardedWorkload = "io.benchq.ycsb.ShardedWorkload"
 const percentiles = "50,95,99,99.9"
 
 // launcher is the start of every shard's command line: the JVM running our
-// Launcher; a standby JVM runs it too (standby.go).
+// Launcher; a standby JVM runs it too (standby.go). With the class-data-
+// sharing archive scripts/build-ycsb.sh makes in lib, the JVM maps the
+// classes from it instead of loading them from the jars; its logging is off
+// because the JVM would print it on stdout, which holds YCSB's summary.
 func launcher(java, lib string) []string {
-	return []string{java, "-cp", filepath.Join(lib, "*"), "io.benchq.ycsb.Launcher"}
+	args := []string{java}
+	if archive := filepath.Join(lib, classArchive); fileExists(archive) {
+		args = append(args, "-XX:SharedArchiveFile="+archive, "-Xlog:cds*=off")
+	}
+	return append(args, "-cp", filepath.Join(lib, "*"), "io.benchq.ycsb.Launcher")
 }
 
-// ycsbCommand builds the java command line of one shard: our Launcher (which
-// prepares, reports READY and waits for GO on stdin) around YCSB's Client.
+// classArchive is the name of the class-data-sharing archive in the lib dir.
+const classArchive = "classes.jsa"
+
+func fileExists(path string) bool {
+	st, err := os.Stat(path)
+	return err == nil && st.Mode().IsRegular()
+}
+
+// ycsbCommand builds the java command line of one shard: our Launcher, which
+// sets YCSB's client up (its threads connected), reports READY and waits for
+// GO on stdin (io.benchq.ycsb.Run).
 // binding is the site.ycsb.DB class and props the catalog's properties filled
 // with the SUT endpoint; YCSB writes one HdrHistogram log per operation into
 // hdrDir. secretFile, when set, is a properties file (mode 0600) with what
 // must not be on a command line — the SUT's password — loaded after the
-// workload. Pure, so tests pin the exact command.
+// workload. Pure but for launcher's look for the archive, so tests pin the
+// exact command.
 func ycsbCommand(java, lib, workloads, hdrDir string, job contracts.ShardJob, binding string, props map[string]string, secretFile string) []string {
 	y := job.YCSB
 	mode := "-t"

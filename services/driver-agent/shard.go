@@ -25,8 +25,8 @@ import (
 	"github.com/benchq/benchq/internal/ycsb"
 )
 
-// readyLine is what our Launcher prints on stderr once the JVM is up and
-// the SUT answered; it then waits for "GO" on stdin.
+// readyLine is what our Launcher prints on stderr once the SUT answered and
+// YCSB's client threads are connected; it then waits for "GO" on stdin.
 const readyLine = "BENCHQ READY"
 
 // The Launcher's window markers on stderr (io.benchq.ycsb.OpWindow), each

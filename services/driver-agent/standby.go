@@ -2,8 +2,11 @@ package main
 
 import (
 	"bytes"
+	"context"
+	"encoding/json"
 	"fmt"
 	"io"
+	"os"
 	"os/exec"
 	"slices"
 	"strings"
@@ -11,18 +14,25 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/benchq/benchq/contracts"
 	"github.com/benchq/benchq/internal/procs"
 )
 
-// A driver's JVM takes about 0.3 s to start and preload YCSB's classes on
-// two busy cores, and it did so between a phase's shard job and its READY.
-// An idle agent keeps a standby JVM instead (io.benchq.ycsb.Launcher
-// --standby): started and preloaded ahead of any job, it is handed the
-// job's arguments on stdin. The agent starts one when it starts and again
-// once it has been idle for standbyIdle after a shard, never right after
-// one: between two phases the next job comes within a few hundred
-// milliseconds, and a JVM starting then would compete with the other shards
-// still finishing their phase, whose operations are being measured.
+// A driver's JVM takes about 0.3 s to start and load YCSB's classes on two
+// busy cores, and it did so between a phase's shard job and its READY. An
+// agent keeps a standby JVM instead (io.benchq.ycsb.Launcher --standby):
+// started, its classes loaded and initialised ahead of any job, it is handed
+// the job's arguments on stdin (job to READY: about 35 ms instead of 320).
+//
+// It is only started while the stack is quiet: no experiment running and no
+// job on this agent, for standbyIdle (keepStandby). A JVM starting while an
+// experiment runs could overlap the measured operations of one of its
+// phases, on this host or on another agent's; between experiments nothing
+// is measured. So the standby serves the first phase of an experiment, and
+// the later phases start their JVMs with their jobs, as before. Agents bound
+// to one phase (driver Jobs) keep none: their job is waiting when they start.
 const standbyIdle = time.Second
 
 // driverProc is a started driver process and its pipes.
@@ -64,57 +74,48 @@ func (p *driverProc) kill() {
 // standbyArg is the Launcher's option for a standby JVM.
 const standbyArg = "--standby"
 
-// standby holds an agent's standby JVM: at most one, for the command
-// prefix (java, class path, Launcher) of the agent's shards.
+// standby holds an agent's standby JVM: at most one, running the Launcher
+// of the YCSB lib dir lib with java.
 type standby struct {
-	prefix []string // nil: no standby (disabled)
+	java, lib string // "": no standby (disabled)
 
-	mu    sync.Mutex
-	proc  *driverProc
-	timer *time.Timer // the pending fill after a shard
-	done  bool        // stopped: no more fills
+	mu     sync.Mutex
+	proc   *driverProc
+	prefix []string    // proc's command line before standbyArg
+	libID  os.FileInfo // the lib dir proc loads its classes from
+	done   bool        // stopped: no more fills
 }
 
 // fill starts a standby JVM unless one is there.
 func (s *standby) fill() {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if s.prefix == nil || s.proc != nil || s.done {
+	if s.lib == "" || s.proc != nil || s.done {
 		return
 	}
-	if p, err := startDriver(append(slices.Clone(s.prefix), standbyArg)); err == nil {
-		s.proc = p
-	}
-}
-
-// fillWhenIdle fills the standby after standbyIdle unless a shard takes
-// it first (take cancels the fill).
-func (s *standby) fillWhenIdle() {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if s.prefix == nil || s.done {
+	id, err := os.Stat(s.lib)
+	if err != nil {
 		return
 	}
-	if s.timer != nil {
-		s.timer.Stop()
+	prefix := launcher(s.java, s.lib)
+	if p, err := startDriver(append(slices.Clone(prefix), standbyArg)); err == nil {
+		s.proc, s.prefix, s.libID = p, prefix, id
 	}
-	s.timer = time.AfterFunc(standbyIdle, s.fill)
 }
 
 // take returns a driver running args: the standby JVM, handed args on its
 // stdin (one line, NUL-separated), when args run our Launcher with the
-// standby's prefix and it accepts them; else a new process. It says which.
+// standby's prefix, the lib dir is still the one it loaded (a rebuild,
+// scripts/build-ycsb.sh, replaces the dir: the standby would run the old
+// classes) and it accepts them; else a new process. It says which.
 func (s *standby) take(args []string) (*driverProc, bool, error) {
 	s.mu.Lock()
-	if s.timer != nil {
-		s.timer.Stop()
-		s.timer = nil
-	}
-	p := s.proc
+	p, prefix, libID := s.proc, s.prefix, s.libID
 	s.proc = nil
 	s.mu.Unlock()
 	if p != nil {
-		if rest, ok := s.arguments(args); ok {
+		id, err := os.Stat(s.lib)
+		if rest, ok := arguments(prefix, args); ok && err == nil && os.SameFile(id, libID) {
 			if _, err := io.WriteString(p.stdin, rest+"\n"); err == nil {
 				return p, true, nil
 			}
@@ -125,13 +126,13 @@ func (s *standby) take(args []string) (*driverProc, bool, error) {
 	return p, false, err
 }
 
-// arguments encodes what follows the prefix in args for the standby, or
-// says it cannot (another prefix, or an argument with a NUL or a newline).
-func (s *standby) arguments(args []string) (string, bool) {
-	if s.prefix == nil || len(args) <= len(s.prefix) || !slices.Equal(args[:len(s.prefix)], s.prefix) {
+// arguments encodes what follows prefix in args for a standby, or says it
+// cannot (another prefix, or an argument with a NUL or a line break).
+func arguments(prefix, args []string) (string, bool) {
+	if len(args) <= len(prefix) || !slices.Equal(args[:len(prefix)], prefix) {
 		return "", false
 	}
-	rest := args[len(s.prefix):]
+	rest := args[len(prefix):]
 	for _, a := range rest {
 		if strings.ContainsAny(a, "\x00\n\r") {
 			return "", false
@@ -145,11 +146,66 @@ func (s *standby) stop() {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.done = true
-	if s.timer != nil {
-		s.timer.Stop()
-	}
 	if s.proc != nil {
 		s.proc.kill()
 		s.proc = nil
+	}
+}
+
+// keepStandby fills the standby whenever the stack is quiet (see
+// standbyIdle): it watches the experiments KV bucket for running
+// experiments, and this agent's job in flight. It returns when ctx ends or
+// the watch fails (no more standbys then: each job starts its JVM).
+func (a *Agent) keepStandby(ctx context.Context) {
+	kv, err := a.bus.JS.KeyValue(ctx, contracts.KVExperiments)
+	if err == nil {
+		var w jetstream.KeyWatcher
+		if w, err = kv.WatchAll(ctx); err == nil {
+			defer func() { _ = w.Stop() }()
+			a.keepStandbyWith(ctx, w.Updates())
+			return
+		}
+	}
+	a.log.Warn("no standby JVM: cannot watch the experiments", "err", err)
+}
+
+func (a *Agent) keepStandbyWith(ctx context.Context, updates <-chan jetstream.KeyValueEntry) {
+	running := map[string]bool{}
+	synced := false
+	quiet := time.Now() // since when nothing ran
+	tick := time.NewTicker(standbyIdle / 4)
+	defer tick.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case e, ok := <-updates:
+			switch {
+			case !ok:
+				a.log.Warn("no standby JVM any more: the watch of the experiments ended")
+				return
+			case e == nil: // the bucket's current entries are in
+				synced = true
+				continue
+			}
+			var st struct {
+				Status string `json:"status"`
+			}
+			if e.Operation() == jetstream.KeyValuePut && json.Unmarshal(e.Value(), &st) == nil && st.Status == contracts.ExperimentRunning {
+				running[e.Key()] = true
+			} else {
+				delete(running, e.Key())
+			}
+		case <-tick.C:
+		}
+		if busy, _ := a.busy.Load().(string); busy != "" || len(running) > 0 {
+			quiet = time.Now()
+			continue
+		}
+		// Right away once synced at start-up (nothing ran yet), else after
+		// standbyIdle of quiet.
+		if synced && (time.Since(quiet) >= standbyIdle || a.lim.ended.Load() == 0) {
+			a.standby.fill()
+		}
 	}
 }

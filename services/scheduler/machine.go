@@ -80,8 +80,9 @@ const (
 func (s *State) goLead() time.Duration {
 	lead := GoLead
 	if s.GoDelayMS != nil {
-		lead = 2*time.Duration(*s.GoDelayMS*float64(time.Millisecond)) + goLeadMargin
-		lead = min(max(lead, MinGoLead), MaxGoLead)
+		// In float first: an absurd report must not overflow a Duration.
+		ms := min(2**s.GoDelayMS+float64(goLeadMargin/time.Millisecond), float64(MaxGoLead/time.Millisecond))
+		lead = max(time.Duration(ms*float64(time.Millisecond)), MinGoLead)
 	}
 	if m := s.Plan.Settings.Monitoring; m != nil && m.Application {
 		lead = max(lead, ExporterGoLead)
@@ -91,7 +92,7 @@ func (s *State) goLead() time.Duration {
 
 // noteGoDelay keeps the slowest GO delivery an agent reported.
 func (s *State) noteGoDelay(ms *float64) {
-	if ms == nil || *ms < 0 || math.IsNaN(*ms) {
+	if ms == nil || *ms < 0 || math.IsNaN(*ms) || math.IsInf(*ms, 0) {
 		return
 	}
 	if s.GoDelayMS == nil || *ms > *s.GoDelayMS {

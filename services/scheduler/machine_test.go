@@ -1074,6 +1074,8 @@ func TestGoLeadFollowsTheReportedDelivery(t *testing.T) {
 		{ms(math.NaN()), MinGoLead},       // ignored
 		{ms(100), 220 * time.Millisecond}, // 2*100+20 ms
 		{ms(10_000), MaxGoLead},           // capped
+		{ms(1e13), MaxGoLead},             // absurd: capped, not overflowed
+		{ms(math.Inf(1)), MaxGoLead},      // ignored
 	}
 	for i, st := range steps {
 		s.noteGoDelay(st.report)

@@ -119,17 +119,23 @@ func (d *Deployer) readEdge(ctx context.Context, r backend.SUTReader, e *contrac
 	}
 	if edge == contracts.EdgeStart {
 		// Now, and again exporterRead before the instant when that is
-		// later; a read is only started with exporterRead left.
-		if time.Until(*at) >= exporterRead {
-			add(false, true)
+		// later; a read is only started with most of exporterRead left, and
+		// kept only when it ended before the instant (a slow exporter's
+		// values could hold the phase's first operations).
+		before := func() {
+			if time.Until(*at) < exporterRead*9/10 {
+				return
+			}
+			if rd, ok := read(false, true); ok && time.Now().Before(*at) {
+				reads = append(reads, rd)
+			}
 		}
+		before()
 		if second := at.Add(-exporterRead); time.Until(second) > 0 {
 			if !wait(second) {
 				return
 			}
-			if time.Until(*at) >= exporterRead*9/10 { // not late after the first read
-				add(false, true)
-			}
+			before()
 		}
 		if !wait(at.Add(-startSpacing)) {
 			return

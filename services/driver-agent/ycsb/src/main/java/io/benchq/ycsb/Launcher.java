@@ -209,8 +209,8 @@ public final class Launcher {
    * no file, no connection. A standby JVM, which does this before it has a job, also
    * initialises them and the bindings' libraries (Jedis, its pool, the PostgreSQL driver): on an
    * idle machine that takes the job's arguments to READY from about 200 ms to about 45 ms,
-   * most of it the bindings' first connection. A class whose initialiser fails is skipped; the
-   * job initialises it again when it needs it, and fails there if it must.
+   * most of it the bindings' first connection. A class whose initialiser fails is skipped (a
+   * job that needs it then fails with NoClassDefFoundError, as it would have on first use).
    */
   private static void prewarm(boolean initialise) {
     ClassLoader loader = Launcher.class.getClassLoader();

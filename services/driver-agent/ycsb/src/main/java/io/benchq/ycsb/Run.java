@@ -51,7 +51,10 @@ import site.ycsb.measurements.exporter.TextMeasurementsExporter;
  * status lines start at the common instant (YCSB's start at thread creation, before the threads
  * connect); {@code maxexecutiontime} counts from the instant; messages go to stderr only, so
  * stdout holds nothing but the summary; client threads are not wrapped in an HTrace span (the
- * bindings' operations still are, by YCSB's DB wrapper).
+ * bindings' operations still are, by YCSB's DB wrapper); the threads are capped at the number
+ * of operations only when that is set (YCSB 0.17.0 also caps them at 0 operations, i.e. runs
+ * none; later YCSB does as we do). The GC totals count from the JVM's start, as YCSB's do, but
+ * their share ({@code TOTAL_GC_TIME_%}) is of the shorter RunTime.
  */
 final class Run {
 
@@ -60,13 +63,18 @@ final class Run {
   private final List<ClientThread> clients;
   private final List<Thread> threads;
   private final CountDownLatch completeLatch;
+  /** maxexecutiontime (s, 0: none) and status.interval (s), read before the barrier. */
+  private final long maxExecutionS;
+  private final int statusIntervalS;
 
   private Run(Properties props, Workload workload, List<ClientThread> clients,
-              CountDownLatch completeLatch) {
+              CountDownLatch completeLatch) throws SetupException {
     this.props = props;
     this.workload = workload;
     this.clients = clients;
     this.completeLatch = completeLatch;
+    this.maxExecutionS = number(props, Client.MAX_EXECUTION_TIME, "0");
+    this.statusIntervalS = (int) number(props, "status.interval", "10");
     this.threads = new ArrayList<>(clients.size());
     for (int i = 0; i < clients.size(); i++) {
       threads.add(new Thread(clients.get(i), "ClientThread-" + i));
@@ -146,6 +154,16 @@ final class Run {
     return new Run(props, workload, clients, completeLatch);
   }
 
+  /** A whole-number property, read before the barrier so that a bad one fails the setup. */
+  private static long number(Properties props, String name, String dflt) throws SetupException {
+    String v = props.getProperty(name, dflt);
+    try {
+      return Integer.parseInt(v);
+    } catch (NumberFormatException e) {
+      throw new SetupException("property " + name + "=" + v + " is not a whole number");
+    }
+  }
+
   private static Tracer tracer(Properties props, Workload workload) {
     Map<String, String> conf = new HashMap<>();
     for (String key : props.stringPropertyNames()) {
@@ -187,7 +205,6 @@ final class Run {
     OpWindow.sleepUntil(at);
     long st = System.currentTimeMillis();
     TerminatorThread terminator = null;
-    long maxExecutionS = Long.parseLong(props.getProperty(Client.MAX_EXECUTION_TIME, "0"));
     if (maxExecutionS > 0) {
       terminator = new TerminatorThread(maxExecutionS, threads, workload);
       terminator.start();
@@ -196,12 +213,11 @@ final class Run {
     if (Boolean.parseBoolean(props.getProperty(Client.STATUS_PROPERTY, "false"))) {
       boolean standard = "timeseries".equals(
           props.getProperty(Measurements.MEASUREMENT_TYPE_PROPERTY, ""));
-      int intervalS = Integer.parseInt(props.getProperty("status.interval", "10"));
       boolean trackJvm = "true".equals(props.getProperty(
           Measurements.MEASUREMENT_TRACK_JVM_PROPERTY,
           Measurements.MEASUREMENT_TRACK_JVM_PROPERTY_DEFAULT));
       status = new StatusThread(completeLatch, clients, props.getProperty(Client.LABEL_PROPERTY, ""),
-          standard, intervalS, trackJvm);
+          standard, statusIntervalS, trackJvm);
       status.start();
     }
     int opsDone = 0;
