@@ -11,7 +11,6 @@ import (
 	"path/filepath"
 	"regexp"
 	"slices"
-	"strconv"
 	"strings"
 	"sync"
 	"syscall"
@@ -403,40 +402,53 @@ func (s *stack) waitReadyAgent(t *testing.T, ev jetstream.Consumer, kind string)
 	return ""
 }
 
-// killAgentBeforeReady SIGKILLs the pool agent whose child is a loading
-// YCSB JVM as soon as that JVM appears (it starts, connects and preloads
-// before its READY), and returns the agent and when it was killed.
+// killAgentBeforeReady kills the pool agent that starts a loading shard
+// before its READY, and returns the agent and when it was killed. The
+// agent's log says when it starts the shard ("shard starting", with the
+// -load command line); on a standby JVM the shard can be READY some 35 ms
+// later, so the agent is stopped at once (SIGSTOP: it publishes nothing
+// more, its READY included), then killed.
 func (s *stack) killAgentBeforeReady(t *testing.T) (string, time.Time) {
 	t.Helper()
-	agents := map[int]string{}
+	type agentLog struct {
+		name string
+		path string
+		seen int64
+	}
+	var logs []*agentLog
 	for _, name := range []string{"driver-agent-1", "driver-agent-2"} {
-		agents[s.pid(name)] = name
+		l := &agentLog{name: name, path: filepath.Join(s.home, "logs", name+".log")}
+		if st, err := os.Stat(l.path); err == nil {
+			l.seen = st.Size() // only what it logs from now on
+		}
+		logs = append(logs, l)
 	}
 	deadline := time.Now().Add(time.Minute)
 	for time.Now().Before(deadline) {
-		dirs, _ := filepath.Glob("/proc/[0-9]*")
-		for _, d := range dirs {
-			cmd, err := os.ReadFile(filepath.Join(d, "cmdline"))
-			if err != nil || !strings.Contains(string(cmd), "io.benchq.ycsb.Launcher\x00-load") {
+		for _, l := range logs {
+			data, err := os.ReadFile(l.path)
+			end := int64(bytes.LastIndexByte(data, '\n')) + 1 // whole lines only
+			if err != nil || end <= l.seen {
 				continue
 			}
-			stat, err := os.ReadFile(filepath.Join(d, "stat"))
-			if err != nil {
-				continue
-			}
-			// pid (comm) state ppid ...: comm may hold spaces; ppid follows ") X ".
-			f := strings.Fields(string(stat[strings.LastIndexByte(string(stat), ')')+1:]))
-			ppid, _ := strconv.Atoi(f[1])
-			if name, ok := agents[ppid]; ok {
-				if err := syscall.Kill(ppid, syscall.SIGKILL); err != nil {
+			for _, line := range strings.Split(string(data[l.seen:end]), "\n") {
+				if !strings.Contains(line, `msg="shard starting"`) || !strings.Contains(line, " -load ") {
+					continue
+				}
+				pid := s.pid(l.name)
+				if err := syscall.Kill(pid, syscall.SIGSTOP); err != nil {
 					t.Fatal(err)
 				}
-				return name, time.Now()
+				if err := syscall.Kill(pid, syscall.SIGKILL); err != nil {
+					t.Fatal(err)
+				}
+				return l.name, time.Now()
 			}
+			l.seen = end
 		}
-		time.Sleep(10 * time.Millisecond)
+		time.Sleep(5 * time.Millisecond)
 	}
-	t.Fatal("no loading JVM of a pool agent appeared within a minute")
+	t.Fatal("no pool agent started a loading shard within a minute")
 	return "", time.Time{}
 }
 

@@ -55,7 +55,8 @@ func TestIntakeLoad(t *testing.T) {
 	sched := s.pid("scheduler")
 
 	idle := cpuSeconds(t, sched, window)
-	report("scheduler idle (one experiment holding the SUT slot, none queued): %.4f cores over %s", idle, window)
+	idleRSS := statusKiB(sched, "VmRSS:")
+	report("scheduler idle (one experiment holding the SUT slot, none queued): %.4f cores over %s, %d KiB resident", idle, window, idleRSS)
 
 	// k6.
 	start := time.Now()
@@ -89,12 +90,29 @@ func TestIntakeLoad(t *testing.T) {
 		return n, n >= k.Accepted
 	})
 	report("planned: %d of %d accepted, the last %s after k6 ended", planned, k.Accepted, time.Since(k6End).Round(time.Second))
+	// The scheduler's planning rate: from its first plan to its last.
+	var span float64
+	s.withDB(t, func(ctx context.Context, conn *pgx.Conn) {
+		q := `SELECT coalesce(extract(epoch FROM max(planned_at) - min(planned_at)), 0)::float8 FROM experiments WHERE request->>'id' LIKE 'http-%'`
+		if err := conn.QueryRow(ctx, q).Scan(&span); err != nil {
+			t.Fatalf("%s: %v", q, err)
+		}
+	})
+	if span > 0 {
+		rate := float64(planned) / span
+		report("planning rate: %.0f requests/s over %.0f s (goal >= 2,000/s: %s)", rate, span, verdict(rate >= 2000))
+	}
 	queued := s.count(t, `SELECT count(*) FROM experiments WHERE status = $1 AND request->>'id' LIKE 'http-%'`, contracts.ExperimentRunning)
 
 	busy := cpuSeconds(t, sched, window)
 	ratio := busy / idle
 	report("scheduler with %d experiments queued: %.4f cores over %s, %.2fx idle (goal <= 2x: %s)", queued, busy, window, ratio, verdict(ratio <= 2))
-	report("scheduler peak RSS: %s", peakRSS(sched))
+	peak := statusKiB(sched, "VmHWM:")
+	report("scheduler peak RSS: %d KiB", peak)
+	if queued > 0 && peak > 0 && idleRSS > 0 {
+		per := float64(peak-idleRSS) / float64(queued)
+		report("memory per queued experiment: %.2f KiB (peak RSS minus the idle one, over %d queued; goal <= 1 KiB: %s)", per, queued, verdict(per <= 1))
+	}
 
 	// Stop them all, as a client would (benchq stop's message), and wait
 	// until every one has ended.
@@ -154,14 +172,20 @@ func procCPU(t *testing.T, pid int) float64 {
 	return (u + s) / 100
 }
 
-func peakRSS(pid int) string {
+// statusKiB is a "<field> N kB" line of /proc/<pid>/status (VmRSS,
+// VmHWM: the peak), in KiB; 0 when it cannot be read.
+func statusKiB(pid int, field string) int64 {
 	b, _ := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
 	for _, l := range strings.Split(string(b), "\n") {
-		if strings.HasPrefix(l, "VmHWM:") {
-			return strings.TrimSpace(strings.TrimPrefix(l, "VmHWM:"))
+		if rest, ok := strings.CutPrefix(l, field); ok {
+			f := strings.Fields(rest)
+			if len(f) > 0 {
+				n, _ := strconv.ParseInt(f[0], 10, 64)
+				return n
+			}
 		}
 	}
-	return "unknown"
+	return 0
 }
 
 func waitFor(t *testing.T, timeout time.Duration, f func() (int, bool)) int {

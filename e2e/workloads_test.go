@@ -36,9 +36,10 @@ import (
 //
 // The rows are counted in the SUT itself while the stack is held still: the
 // scheduler is paused (SIGSTOP) from the loading phase's end until the rows
-// are counted, so no benchmarker gets its GO before; the deployer is paused
-// from the benchmarking phase's start until the rows are counted after it,
-// so the SUT is not yet torn down. Both are resumed (SIGCONT) at once.
+// are counted, so no benchmarker gets its GO before, and again from the
+// benchmarking phase's GO until both shards' finals are stored and the rows
+// counted, so the SUT is not yet torn down (the deployer, which serves the
+// pool's exporters, is never paused). It is resumed (SIGCONT) at once.
 
 // workloadOps are the operation types YCSB 0.17's CoreWorkload measures for
 // each of our workload files (services/driver-agent/ycsb/workloads):
@@ -123,6 +124,14 @@ func TestWorkloads(t *testing.T) {
 		}
 		// -ma: the pool metrics of each pgbouncer (its own exporter, its own
 		// scrape target, so its own instance label), every query counted.
+		defer func() {
+			if t.Failed() { // what the collector had: the phases' windows and the counter's samples
+				s.logRows(t, `SELECT phase, kind, to_char(min(first_op_at), 'HH24:MI:SS.MS'), to_char(max(last_op_at), 'HH24:MI:SS.MS')
+					FROM shard_results WHERE code = $1 GROUP BY 1, 2 ORDER BY 3`, res.code)
+				s.logRows(t, `SELECT phase, labels->>'instance', to_char(time, 'HH24:MI:SS.MS'), value::text FROM metrics
+					WHERE code = $1 AND component = 'pool' AND metric = 'pgb_queries' ORDER BY 1, 2, 3`, res.code)
+			}
+		}()
 		s.waitCount(t, 2, `SELECT count(*) FROM metric_summaries WHERE code = $1 AND component = 'pool' AND metric = 'pgb_queries' AND value > 0`, res.code)
 		perPool := map[string]float64{}
 		rows, err := s.results(t).Query(context.Background(), `SELECT labels->>'instance', max(value) FROM metrics
@@ -242,16 +251,18 @@ func (s *stack) runWorkload(t *testing.T, dbms, wl string, extra ...string) work
 			res.loaded, _ = s.sutRows(t, res.ready)
 			resume("scheduler")
 		case strings.HasSuffix(subj, ".phase.started") && pe.Kind == contracts.KindRun:
-			// Hold the deployer: the SUT outlives the phase until counted.
-			pause("deployer")
-		case strings.HasSuffix(subj, ".phase.done") && pe.Kind == contracts.KindRun:
+			// Hold the scheduler from GO on: it cannot end the phase nor
+			// tear the SUT down, while the shards run to their end and the
+			// collector stores their finals; the deployer, which serves the
+			// pool's exporters, keeps running. Count, then let it go on.
+			pause("scheduler")
+			s.waitCount(t, 2, `SELECT count(*) FROM shard_results WHERE code = $1 AND phase = $2`, res.code, pe.Phase)
 			res.after, res.nodeRows = s.sutRows(t, res.ready)
 			if dbms == "PgBouncer" {
 				res.poolServers = s.poolServers(t, res.ready)
 			}
-			resume("deployer")
+			resume("scheduler")
 		case strings.HasSuffix(subj, ".phase.failed") || isEnd(subj):
-			resume("deployer")
 			resume("scheduler")
 		}
 	}
@@ -697,4 +708,30 @@ func sortedKeys[V any](m map[string]V) []string {
 	}
 	sort.Strings(keys)
 	return keys
+}
+
+// logRows logs the rows of a diagnostic query, every column as text.
+func (s *stack) logRows(t *testing.T, query string, args ...any) {
+	t.Helper()
+	rows, err := s.results(t).Query(context.Background(), query, args...)
+	if err != nil {
+		t.Logf("%s: %v", query, err)
+		return
+	}
+	defer rows.Close()
+	var b strings.Builder
+	for rows.Next() {
+		vals, err := rows.Values()
+		if err != nil {
+			break
+		}
+		for i, v := range vals {
+			if i > 0 {
+				b.WriteString(" | ")
+			}
+			fmt.Fprint(&b, v)
+		}
+		b.WriteString("\n")
+	}
+	t.Logf("%s:\n%s", query, b.String())
 }

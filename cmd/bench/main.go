@@ -34,7 +34,7 @@ func main() {
 	fs.IntVar(&cfg.Threads, "threads", 8, "YCSB client threads")
 	fs.IntVar(&cfg.StatusInterval, "status-interval", 1, "seconds between YCSB status lines (each becomes an interval message)")
 	fs.IntVar(&cfg.Runs, "runs", 5, "runs each way")
-	fs.Float64Var(&cfg.Limit, "limit", 5, "the agent's allowed overhead, in %")
+	fs.Float64Var(&cfg.Limit, "limit", 2, "the agent's allowed overhead, in %")
 	fs.DurationVar(&cfg.RunTimeout, "run-timeout", 3*time.Minute, "bound on one run")
 	fs.BoolVar(&cfg.Keep, "keep", false, "keep the work directory (Redis, NATS and agent logs, YCSB stderr)")
 	deadline := fs.Duration("deadline", 10*time.Minute, "bound on the whole bench")
