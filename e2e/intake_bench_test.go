@@ -100,7 +100,9 @@ func TestIntakeLoad(t *testing.T) {
 	})
 	if span > 0 {
 		rate := float64(planned) / span
-		report("planning rate: %.0f requests/s over %.0f s (goal >= 2,000/s: %s)", rate, span, verdict(rate >= 2000))
+		// The scheduler plans what k6 offers: at the offered rate it kept
+		// up, and only a RATE above 2,000/s can show the goal met.
+		report("planning rate: %.0f requests/s over %.0f s, against %.0f/s offered (goal >= 2,000/s: %s)", rate, span, k.Rate, verdict(rate >= 2000))
 	}
 	queued := s.count(t, `SELECT count(*) FROM experiments WHERE status = $1 AND request->>'id' LIKE 'http-%'`, contracts.ExperimentRunning)
 
