@@ -5,7 +5,11 @@ import (
 	"fmt"
 	"log/slog"
 	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
 	"sync/atomic"
+	"syscall"
 	"time"
 
 	"github.com/nats-io/nats.go/jetstream"
@@ -100,6 +104,7 @@ func Run(ctx context.Context, cfg Config, log *slog.Logger) error {
 		return err
 	}
 	ctx = a.withLimits(ctx)
+	removeStaleShardDirs(log)
 	if !cfg.NoStandby && cfg.YCSBLib != "" && cfg.Limits.Phase == "" && cfg.Limits.MaxShards == 0 {
 		a.standby.java, a.standby.lib = cfg.Java, cfg.YCSBLib
 		go a.keepStandby(ctx)
@@ -156,7 +161,7 @@ func (a *Agent) handle(ctx context.Context, m jetstream.Msg) error {
 	if job.Engine != "ycsb" || job.YCSB == nil {
 		return a.publishFinal(ctx, failedFinal(job, a.cfg.Name, fmt.Sprintf("engine %q is not available on this agent (it runs ycsb, and benchbase's TPC-C with its embedded engine)", job.Engine)))
 	}
-	hdrDir, err := os.MkdirTemp("", "benchq-shard-")
+	hdrDir, err := os.MkdirTemp("", shardDirPrefix(os.Getpid()))
 	if err != nil {
 		return fmt.Errorf("histogram dir: %w", err) // transient: redelivered
 	}
@@ -170,6 +175,34 @@ func (a *Agent) handle(ctx context.Context, m jetstream.Msg) error {
 	log.Info("shard starting", "cmd", args)
 	r := &shardRun{a: a, job: job, args: args, hdrDir: hdrDir, log: log}
 	return a.runShard(ctx, job, log, r.run)
+}
+
+// shardDirPrefix names the temporary directories of the shards of the agent
+// process pid (their histogram logs, and the SUT's password in a 0600 file):
+// the pid is in it, so that any agent can tell a killed agent's leftovers.
+func shardDirPrefix(pid int) string { return fmt.Sprintf("benchq-shard-%d-", pid) }
+
+// removeStaleShardDirs removes the shard directories that killed agents left
+// behind (their deferred clean-up never ran): those whose agent process is
+// gone. Another stack's live agents on this host keep theirs.
+func removeStaleShardDirs(log *slog.Logger) {
+	dirs, _ := filepath.Glob(filepath.Join(os.TempDir(), "benchq-shard-*-*"))
+	removed := 0
+	for _, d := range dirs {
+		pidText, _, ok := strings.Cut(strings.TrimPrefix(filepath.Base(d), "benchq-shard-"), "-")
+		pid, err := strconv.Atoi(pidText)
+		if !ok || err != nil || pid <= 0 || syscall.Kill(pid, 0) != syscall.ESRCH {
+			continue // not ours to judge, or its agent lives
+		}
+		if err := os.RemoveAll(d); err != nil {
+			log.Warn("a shard directory left by a killed agent not removed", "dir", d, "err", err)
+			continue
+		}
+		removed++
+	}
+	if removed > 0 {
+		log.Info("removed the shard directories killed agents left", "count", removed)
+	}
 }
 
 // runShard runs a shard job with run and publishes its final (handle keeps

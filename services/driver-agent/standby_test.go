@@ -1,7 +1,9 @@
 package main
 
 import (
+	"log/slog"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -87,5 +89,33 @@ func TestStandbyTakesTheJobOrStepsAside(t *testing.T) {
 	s.fill()
 	if s.proc != nil {
 		t.Error("a standby filled after stop")
+	}
+}
+
+// An agent removes what killed agents left in the temporary directory (the
+// SUT's password among it), and nothing of a live agent's.
+func TestStaleShardDirsOfKilledAgentsAreRemoved(t *testing.T) {
+	t.Setenv("TMPDIR", t.TempDir())
+	dead := exec.Command("true")
+	if err := dead.Run(); err != nil {
+		t.Fatal(err)
+	}
+	left, err := os.MkdirTemp("", shardDirPrefix(dead.Process.Pid))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(left, "sut.properties"), []byte("db.passwd=x\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	live, err := os.MkdirTemp("", shardDirPrefix(os.Getpid()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	removeStaleShardDirs(slog.New(slog.DiscardHandler))
+	if _, err := os.Stat(left); !os.IsNotExist(err) {
+		t.Errorf("the killed agent's directory is still there: %v", err)
+	}
+	if _, err := os.Stat(live); err != nil {
+		t.Errorf("a live agent's directory was removed: %v", err)
 	}
 }
