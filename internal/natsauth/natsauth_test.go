@@ -200,6 +200,11 @@ func TestEachRoleDoesItsPartAndNoMore(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer func() { _ = sub.Unsubscribe() }()
+	// The subscription must have reached the server before the request,
+	// or the request finds no responder (it did once in CI).
+	if err := dep.b.NC.Flush(); err != nil {
+		t.Fatal(err)
+	}
 	if m, err := sched.b.NC.Request(contracts.SubjDriverPods, []byte(`{"pods": ["p1"]}`), 2*time.Second); err != nil || string(m.Data) != `{"running": ["p1"]}` {
 		t.Errorf("the scheduler asked the deployer which pods run: %v", err)
 	}
