@@ -22,3 +22,8 @@ if [ "$rc" != 0 ]; then
   grep -E -- '--- FAIL|_test.go:[0-9]+:' /tmp/benchq-bench-intake.log | head -20
   exit "$rc"
 fi
+# The same cost without the garbage of the burst: the live heap of the
+# scheduler's records of a queued experiment, after a collection (a Go
+# benchmark of services/scheduler, 20,000 queued).
+live=$(go test -count=1 -run '^$' -bench BenchmarkQueuedExperimentMemory -benchtime 20000x ./services/scheduler/ 2>&1 | awk '/B\/queued/ { print $(NF-1) }')
+echo "   live heap per queued experiment (20,000 queued, after a collection): ${live:-?} B"

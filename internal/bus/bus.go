@@ -10,6 +10,7 @@ import (
 	"fmt"
 	"log/slog"
 	"os"
+	"sync"
 	"time"
 
 	"github.com/nats-io/nats.go"
@@ -231,20 +232,108 @@ func (b *Bus) Publish(ctx context.Context, subject string, msg contracts.Message
 // when the bus has a Signer and the subject is one agents sign
 // (contracts.Signed).
 func (b *Bus) PublishRaw(ctx context.Context, subject, id string, data []byte) error {
-	msg := &nats.Msg{Subject: subject, Data: data, Header: nats.Header{}}
-	if p, err := contracts.ParseSubject(subject); b.Signer != nil && err == nil && contracts.Signed(p.Topic) {
-		signer, sig, err := b.Signer.Sign(subject, data)
-		if err != nil {
-			return fmt.Errorf("sign %s (id %s): %w", subject, id, err)
-		}
-		msg.Header.Set(contracts.SignerHeader, signer)
-		msg.Header.Set(contracts.SignatureHeader, sig)
-		id = contracts.SignedMsgID(id, sig)
+	msg, id, err := b.message(subject, id, data)
+	if err != nil {
+		return err
 	}
 	if _, err := b.JS.PublishMsg(ctx, msg, jetstream.WithMsgID(id)); err != nil {
 		return fmt.Errorf("publish %s (id %s): %w", subject, id, err)
 	}
 	return nil
+}
+
+// message builds what PublishRaw sends, and the id it is sent with (a
+// signed message's id carries its signature).
+func (b *Bus) message(subject, id string, data []byte) (*nats.Msg, string, error) {
+	msg := &nats.Msg{Subject: subject, Data: data, Header: nats.Header{}}
+	if p, err := contracts.ParseSubject(subject); b.Signer != nil && err == nil && contracts.Signed(p.Topic) {
+		signer, sig, err := b.Signer.Sign(subject, data)
+		if err != nil {
+			return nil, "", fmt.Errorf("sign %s (id %s): %w", subject, id, err)
+		}
+		msg.Header.Set(contracts.SignerHeader, signer)
+		msg.Header.Set(contracts.SignatureHeader, sig)
+		id = contracts.SignedMsgID(id, sig)
+	}
+	return msg, id, nil
+}
+
+// Pub is one message of PublishAll.
+type Pub struct {
+	Subject string
+	Msg     contracts.Message
+}
+
+// PublishAll is Publish for many messages at once: they are sent without
+// waiting (JetStream's asynchronous publish, one connection, so a stream
+// stores them in the order given), then every acknowledgement is awaited:
+// one round trip for all of them instead of one each. errs[i] is pubs[i]'s.
+func (b *Bus) PublishAll(ctx context.Context, pubs []Pub) (errs []error) {
+	msgs := make([]*nats.Msg, len(pubs))
+	opts := make([][]jetstream.PublishOpt, len(pubs))
+	errs = make([]error, len(pubs))
+	for i, p := range pubs {
+		data, err := json.Marshal(p.Msg)
+		if err != nil {
+			errs[i] = fmt.Errorf("marshal %s: %w", p.Subject, err)
+			continue
+		}
+		var id string
+		if msgs[i], id, errs[i] = b.message(p.Subject, p.Msg.Head().ID, data); errs[i] == nil {
+			opts[i] = []jetstream.PublishOpt{jetstream.WithMsgID(id)}
+		}
+	}
+	_, errs = b.publishAsync(ctx, msgs, opts, errs)
+	return errs
+}
+
+// CreateAll is KeyValue.Create for many keys of a bucket at once, as
+// PublishAll is for messages: each write is refused if its key has a
+// revision (JetStream's expected last sequence per subject, as Create
+// sends it). A refusal does not tell a live key from a deleted one, as
+// Create does: a caller tries Create on the keys refused here.
+func (b *Bus) CreateAll(ctx context.Context, bucket string, keys []string, values [][]byte) (revs []uint64, errs []error) {
+	msgs := make([]*nats.Msg, len(keys))
+	opts := make([][]jetstream.PublishOpt, len(keys))
+	for i, key := range keys {
+		msgs[i] = &nats.Msg{Subject: "$KV." + bucket + "." + key, Data: values[i]}
+		opts[i] = []jetstream.PublishOpt{jetstream.WithExpectLastSequencePerSubject(0)}
+	}
+	return b.publishAsync(ctx, msgs, opts, make([]error, len(keys)))
+}
+
+// publishAsync sends msgs[i] (those with no errs[i] yet) and waits for
+// their acknowledgements: seqs[i] is where each was stored.
+func (b *Bus) publishAsync(ctx context.Context, msgs []*nats.Msg, opts [][]jetstream.PublishOpt, errs []error) (seqs []uint64, _ []error) {
+	if _, ok := ctx.Deadline(); !ok {
+		// As long as a synchronous publish waits (nats.go's API timeout).
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeout(ctx, 5*time.Second)
+		defer cancel()
+	}
+	seqs = make([]uint64, len(msgs))
+	futures := make([]jetstream.PubAckFuture, len(msgs))
+	for i, m := range msgs {
+		if errs[i] == nil {
+			if futures[i], errs[i] = b.JS.PublishMsgAsync(m, opts[i]...); errs[i] != nil {
+				errs[i] = fmt.Errorf("publish %s: %w", m.Subject, errs[i])
+			}
+		}
+	}
+	for i, f := range futures {
+		if f == nil {
+			continue
+		}
+		select {
+		case ack := <-f.Ok():
+			seqs[i] = ack.Sequence
+		case err := <-f.Err():
+			errs[i] = fmt.Errorf("publish %s: %w", msgs[i].Subject, err)
+		case <-ctx.Done():
+			errs[i] = fmt.Errorf("publish %s: %w", msgs[i].Subject, ctx.Err())
+		}
+	}
+	return seqs, errs
 }
 
 // VerifyMsg checks a received message's signature (contracts.Verify) and
@@ -315,7 +404,7 @@ func (b *Bus) Consume(ctx context.Context, spec ConsumerSpec, h Handler) error {
 	}
 	log := b.Log.With("consumer", spec.Durable)
 	for ctx.Err() == nil {
-		batch, err := cons.Fetch(spec.Batch, jetstream.FetchMaxWait(time.Second))
+		msgs, err := fetch(cons, spec.Batch)
 		if err != nil {
 			if ctx.Err() != nil {
 				break
@@ -324,24 +413,52 @@ func (b *Bus) Consume(ctx context.Context, spec ConsumerSpec, h Handler) error {
 			sleep(ctx, 500*time.Millisecond)
 			continue
 		}
-		var msgs []jetstream.Msg
-		for m := range batch.Messages() {
-			msgs = append(msgs, m)
-		}
 		if len(msgs) == 0 {
 			continue
 		}
 		errs := h(ctx, msgs)
 		stopping := ctx.Err() != nil
+		var wg sync.WaitGroup
 		for i, m := range msgs {
 			var herr error
 			if i < len(errs) {
 				herr = errs[i]
 			}
-			settle(ctx, log, m, herr, stopping)
+			// Together: an ack waits for the server's word.
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				settle(ctx, log, m, herr, stopping)
+			}()
 		}
+		wg.Wait()
 	}
 	return nil
+}
+
+// fetch waits up to a second for one message, then takes up to batch-1
+// more of those already waiting without waiting for more: a batch never
+// holds back the message that started it.
+func fetch(cons jetstream.Consumer, batch int) ([]jetstream.Msg, error) {
+	var msgs []jetstream.Msg
+	first, err := cons.Fetch(1, jetstream.FetchMaxWait(time.Second))
+	if err != nil {
+		return nil, err
+	}
+	for m := range first.Messages() {
+		msgs = append(msgs, m)
+	}
+	if len(msgs) == 0 || batch <= 1 {
+		return msgs, nil
+	}
+	more, err := cons.FetchNoWait(batch - 1)
+	if err != nil {
+		return msgs, nil // the first is in hand; the rest come next time
+	}
+	for m := range more.Messages() {
+		msgs = append(msgs, m)
+	}
+	return msgs, nil
 }
 
 // settle acks, terminates or hands back one message. Acks use a context of

@@ -28,6 +28,11 @@ func (b *Bus) Unsettled(ctx context.Context, stream, durable string) (pending, u
 // is called, so that work longer than the AckWait is not redelivered to
 // another service meanwhile.
 func KeepAlive(m jetstream.Msg, touchEvery time.Duration) (stop func()) {
+	return KeepAliveAll([]jetstream.Msg{m}, touchEvery)
+}
+
+// KeepAliveAll is KeepAlive for a batch of messages worked on together.
+func KeepAliveAll(msgs []jetstream.Msg, touchEvery time.Duration) (stop func()) {
 	done := make(chan struct{})
 	go func() {
 		t := time.NewTicker(touchEvery)
@@ -37,7 +42,9 @@ func KeepAlive(m jetstream.Msg, touchEvery time.Duration) (stop func()) {
 			case <-done:
 				return
 			case <-t.C:
-				_ = m.InProgress()
+				for _, m := range msgs {
+					_ = m.InProgress()
+				}
 			}
 		}
 	}()

@@ -17,7 +17,7 @@ var t0 = time.Date(2026, 11, 21, 10, 0, 0, 0, time.UTC)
 
 func intp(n int) *int { return &n }
 
-func defaultPlan(t *testing.T, mutate func(*contracts.Request)) plan.Plan {
+func defaultPlan(t testing.TB, mutate func(*contracts.Request)) plan.Plan {
 	t.Helper()
 	r := contracts.Request{SchemaVersion: 1, DBMS: []string{"Redis"}, SF: 0.1, Operations: 0.2,
 		LoadingPods: []int{2}, LoadingThreads: []int{8}, BenchmarkingPods: []int{1}, BenchmarkingThreads: []int{8}}

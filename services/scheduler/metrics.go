@@ -16,7 +16,8 @@ type metrics struct {
 	phaseSwitch prometheus.Histogram
 
 	// Gauges from the experiments' stored states, kept per code so that a
-	// state written again replaces its own counts.
+	// state written again replaces its own counts (phases only while some
+	// are in flight: a queued experiment has none).
 	mu          sync.Mutex
 	status      map[string]string         // code → experiment status
 	phases      map[string]map[string]int // code → phase state → configurations in it
@@ -66,29 +67,39 @@ func (m *metrics) handled(subject string) {
 	m.events.WithLabelValues(topic).Inc()
 }
 
-// track records st's status and phases in flight, then recomputes the
-// gauges (a handful of experiments: recounting is cheaper than bookkeeping).
+// track records st's status and phases in flight and moves the gauges by
+// the difference from what was recorded for it before. Each call costs the
+// same however many experiments there are (recounting all of them on every
+// write made planning a queue of thousands quadratic).
 func (m *metrics) track(st *State) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
+	if old, ok := m.status[st.Code]; ok {
+		m.experiments.WithLabelValues(old).Dec()
+	}
 	m.status[st.Code] = st.Status
-	phases := map[string]int{}
-	if st.Status == contracts.ExperimentRunning {
-		for _, c := range st.Configs {
-			if c.Current != nil {
-				phases[c.Current.Status]++
+	m.experiments.WithLabelValues(st.Status).Inc()
+	for state, n := range m.phases[st.Code] {
+		m.inFlight.WithLabelValues(state).Sub(float64(n))
+	}
+	delete(m.phases, st.Code)
+	if st.Status != contracts.ExperimentRunning {
+		return
+	}
+	var phases map[string]int
+	for _, c := range st.Configs {
+		if c.Current != nil {
+			if phases == nil {
+				phases = map[string]int{}
 			}
+			phases[c.Current.Status]++
 		}
 	}
-	m.phases[st.Code] = phases
-	m.zero()
-	for _, s := range m.status {
-		m.experiments.WithLabelValues(s).Inc()
+	for state, n := range phases {
+		m.inFlight.WithLabelValues(state).Add(float64(n))
 	}
-	for _, ph := range m.phases {
-		for state, n := range ph {
-			m.inFlight.WithLabelValues(state).Add(float64(n))
-		}
+	if phases != nil {
+		m.phases[st.Code] = phases
 	}
 }
 

@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"log/slog"
 	"slices"
-	"strconv"
 	"sync"
 	"time"
 
@@ -19,7 +18,6 @@ import (
 	"github.com/benchq/benchq/internal/bus"
 	"github.com/benchq/benchq/internal/natsauth"
 	"github.com/benchq/benchq/internal/obs"
-	"github.com/benchq/benchq/internal/plan"
 )
 
 // Config is the scheduler's configuration.
@@ -86,12 +84,7 @@ func Run(ctx context.Context, cfg Config, log *slog.Logger) error {
 			}
 		}()
 	}
-	consume(bus.ConsumerSpec{Stream: contracts.StreamRequests, Durable: contracts.DurableSchedulerRequests}, s.each(func(ctx context.Context, m jetstream.Msg) error {
-		if m.Subject() == contracts.SubjStop {
-			return s.handleStop(ctx, m)
-		}
-		return s.handleRequest(ctx, m)
-	}))
+	consume(bus.ConsumerSpec{Stream: contracts.StreamRequests, Durable: contracts.DurableSchedulerRequests, Batch: requestBatch}, s.handleRequests)
 	// Early events are redelivered every second; MaxDeliver bounds that for an
 	// event whose experiment never appears (about five minutes).
 	consume(bus.ConsumerSpec{Stream: contracts.StreamEvents, Durable: contracts.DurableSchedulerEvents, MaxDeliver: maxEarly, Filters: []string{
@@ -159,68 +152,6 @@ const maxEarly = 300
 
 var codePattern = contracts.CodePattern
 
-// handleRequest validates a request and starts the experiment, or rejects it.
-// It never fails permanently: whatever arrives gets an answer.
-func (s *Scheduler) handleRequest(ctx context.Context, m jetstream.Msg) error {
-	meta, err := m.Metadata()
-	if err != nil {
-		return err
-	}
-	var head struct {
-		ID   string `json:"id"`
-		Code string `json:"code"`
-	}
-	_ = json.Unmarshal(m.Data(), &head)
-	if head.ID == "" {
-		head.ID = contracts.RequestIDFallback(meta.Sequence.Stream)
-	}
-	userCode := head.Code != "" && codePattern.MatchString(head.Code)
-	code := head.Code
-	if !userCode {
-		// Derived from the stream's timestamp and sequence, so a redelivered
-		// request gets the same code (bexhoma's codes are unix seconds too).
-		code = contracts.Code(meta.Timestamp, "")
-		prev, ok, err := s.load(ctx, code)
-		if err != nil {
-			return err
-		}
-		if ok && prev.state.RequestID != head.ID {
-			code = contracts.Code(meta.Timestamp, strconv.FormatUint(meta.Sequence.Stream, 10))
-		}
-	}
-	log := s.log.With("code", code, "request", head.ID)
-	prev, ok, err := s.load(ctx, code)
-	if err != nil {
-		return err
-	}
-	if ok {
-		if prev.state.RequestID == head.ID {
-			return nil // already started: a redelivery
-		}
-		return s.reject(ctx, code, head.ID, []contracts.FieldError{{Field: "code", Message: fmt.Sprintf("experiment %s already exists; choose another code or leave it out", code)}}, log)
-	}
-	_, p, errs := plan.FromRequest(m.Data(), code)
-	if len(errs) > 0 {
-		return s.reject(ctx, code, head.ID, errs, log)
-	}
-	state, out, err := Start(p, m.Data(), s.now(), s.busyExcept(code))
-	if err != nil {
-		return err
-	}
-	state.RequestID = head.ID
-	if err := s.publish(ctx, out); err != nil {
-		return err
-	}
-	data, _ := json.Marshal(state)
-	rev, err := s.kv.Create(ctx, code, data)
-	if err != nil {
-		return fmt.Errorf("store state of %s: %w", code, err)
-	}
-	s.track(state, data, rev)
-	log.Info("experiment planned", "configurations", len(p.Configurations))
-	return nil
-}
-
 // handleStop cancels a running experiment (benchq stop). Stopping an
 // experiment that ended or does not exist is a no-op, logged.
 func (s *Scheduler) handleStop(ctx context.Context, m jetstream.Msg) error {
@@ -249,12 +180,6 @@ func (s *Scheduler) track(st *State, data []byte, rev uint64) {
 
 // busyExcept is the number of SUTs alive in experiments other than code.
 func (s *Scheduler) busyExcept(code string) int { return s.states.busyExcept(code) }
-
-func (s *Scheduler) reject(ctx context.Context, code, reqID string, errs []contracts.FieldError, log *slog.Logger) error {
-	msg := &contracts.Rejected{Envelope: contracts.NewEnvelope(code, contracts.RejectedID(reqID), s.now()), RequestID: reqID, Reason: plan.Reason(errs), Errors: errs}
-	log.Info("request rejected", "reason", msg.Reason)
-	return s.bus.Publish(ctx, contracts.TopicRejected.For(code), msg)
-}
 
 // handleEvent feeds a service event or a shard result to its experiment.
 func (s *Scheduler) handleEvent(ctx context.Context, m jetstream.Msg) error {

@@ -23,10 +23,14 @@ import (
 // writer) drops the entry, and the next step reads the bucket.
 
 // cached is one running experiment's stored state and what the tick needs
-// to know of it without decoding it.
+// to know of it without decoding it. A queued experiment (configurations
+// pending, no SUT alive) keeps no data: nothing happens to it until a slot
+// frees, and then one read of the bucket costs less than holding its plan
+// in memory while thousands wait (docs/bench.md, bench-intake).
 type cached struct {
-	data      []byte
+	data      []byte // nil: read the bucket
 	rev       uint64
+	request   string // the request's id (a redelivery is known by it)
 	startedAt time.Time
 	alive     int  // SUTs deploying, running or tearing down
 	pending   bool // configurations waiting to be deployed
@@ -35,9 +39,9 @@ type cached struct {
 
 type states struct {
 	byCode map[string]*cached
-	order  []string // codes, oldest first (may name ended ones: skipped)
-	alive  int      // SUTs alive in all running experiments (sum of cached.alive)
-	ended  map[string]bool
+	order  []string          // codes, oldest first (may name ended ones: skipped)
+	alive  int               // SUTs alive in all running experiments (sum of cached.alive)
+	ended  map[string]string // code → request id of the experiments that ended
 	// active are the experiments with a SUT; waiting counts those queued
 	// for one (pending, none alive) by their -ms: a tick looks at the queue
 	// only when a slot is free for one of them.
@@ -46,7 +50,7 @@ type states struct {
 }
 
 func newStates() *states {
-	return &states{byCode: map[string]*cached{}, ended: map[string]bool{}, active: map[string]bool{}, waiting: map[int]int{}}
+	return &states{byCode: map[string]*cached{}, ended: map[string]string{}, active: map[string]bool{}, waiting: map[int]int{}}
 }
 
 // count adds (sign 1) or removes (-1) c's share of the running sums.
@@ -83,13 +87,16 @@ func (s *states) remember(st *State, data []byte, rev uint64) {
 	}
 	if st.Status != contracts.ExperimentRunning {
 		delete(s.byCode, st.Code)
-		s.ended[st.Code] = true
+		s.ended[st.Code] = st.RequestID
 		s.compact()
 		return
 	}
-	c := &cached{data: data, rev: rev, startedAt: st.StartedAt, alive: st.Alive(), maxSUTs: maxSUTs(st.Plan.Settings)}
+	c := &cached{rev: rev, request: st.RequestID, startedAt: st.StartedAt, alive: st.Alive(), maxSUTs: maxSUTs(st.Plan.Settings)}
 	for _, cfg := range st.Configs {
 		c.pending = c.pending || cfg.Status == cfgPending
+	}
+	if c.alive > 0 || !c.pending {
+		c.data = data
 	}
 	if s.byCode[st.Code] == nil {
 		s.order = append(s.order, st.Code)
@@ -105,6 +112,17 @@ func (s *states) forget(code string) {
 		s.count(code, old, -1)
 		delete(s.byCode, code)
 	}
+}
+
+// requestOf says whether the scheduler knows experiment code (running or
+// ended: it read the whole bucket at start and is its only writer) and the
+// id of the request that made it.
+func (s *states) requestOf(code string) (request string, known bool) {
+	if c := s.byCode[code]; c != nil {
+		return c.request, true
+	}
+	request, known = s.ended[code]
+	return request, known
 }
 
 // busyExcept is the number of SUTs alive in experiments other than code.
@@ -143,7 +161,7 @@ func (s *states) compact() {
 // failure is an error, so the caller's event is redelivered instead of
 // being dropped as "unknown".
 func (s *Scheduler) load(ctx context.Context, code string) (st stored, found bool, err error) {
-	if c := s.states.byCode[code]; c != nil {
+	if c := s.states.byCode[code]; c != nil && c.data != nil {
 		var state State
 		if err := json.Unmarshal(c.data, &state); err != nil {
 			return stored{}, false, fmt.Errorf("state of %s: %w", code, err)

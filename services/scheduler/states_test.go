@@ -2,8 +2,12 @@ package main
 
 import (
 	"encoding/json"
+	"runtime"
+	"strconv"
 	"testing"
 	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/benchq/benchq/contracts"
 )
@@ -16,7 +20,7 @@ func TestStatesTellTheTickWhatToStep(t *testing.T) {
 	t0 := time.Date(2026, 11, 25, 0, 0, 0, 0, time.UTC)
 	s := newStates()
 	put := func(code string, st *State) {
-		st.Code = code
+		st.Code, st.RequestID = code, "r-"+code
 		data, _ := json.Marshal(st)
 		s.remember(st, data, 1)
 	}
@@ -34,6 +38,17 @@ func TestStatesTellTheTickWhatToStep(t *testing.T) {
 	if !s.due("a") || s.due("b") {
 		t.Errorf("due: a %v (has a SUT), b %v (queued, no free slot)", s.due("a"), s.due("b"))
 	}
+	// What the intake asks before it plans a request.
+	if r, known := s.requestOf("b"); !known || r != "r-b" {
+		t.Errorf("b's request: %q, %v", r, known)
+	}
+	if _, known := s.requestOf("c"); known {
+		t.Error("c is known before it was stored")
+	}
+	// A queued experiment keeps no state in memory: it is read when due.
+	if s.byCode["a"].data == nil || s.byCode["b"].data != nil {
+		t.Errorf("data kept: a (running) %d bytes, b (queued) %d bytes", len(s.byCode["a"].data), len(s.byCode["b"].data))
+	}
 
 	// a's SUT is removed: b may take the slot.
 	a.Configs[0].Status = cfgRemoved
@@ -45,8 +60,11 @@ func TestStatesTellTheTickWhatToStep(t *testing.T) {
 	// a ends: forgotten, and its code is never stepped again.
 	a.Status = contracts.ExperimentDone
 	put("a", a)
-	if _, ok := s.byCode["a"]; ok || !s.ended["a"] || s.due("a") {
+	if _, ok := s.byCode["a"]; ok || s.due("a") {
 		t.Errorf("an ended experiment stays: %+v", s.byCode["a"])
+	}
+	if r, known := s.requestOf("a"); !known || r != "r-a" {
+		t.Errorf("an ended experiment's code is free again: %q, %v", r, known)
 	}
 
 	// A refused write forgets b (and its SUTs) until it is read again.
@@ -106,4 +124,36 @@ func TestStatesSlotFree(t *testing.T) {
 	if !s.slotFree() || len(s.active) != 0 {
 		t.Errorf("the holder's SUT went: slotFree %v, active %v", s.slotFree(), s.active)
 	}
+}
+
+// BenchmarkQueuedExperimentMemory measures the live heap one queued
+// experiment costs the scheduler (its states and metrics entries), after a
+// collection: make bench-intake prints it beside the resident-memory figure,
+// which also holds the garbage of a burst of requests.
+func BenchmarkQueuedExperimentMemory(b *testing.B) {
+	p := defaultPlan(b, func(r *contracts.Request) { r.MaxSUTs = intp(1) })
+	s := &Scheduler{states: newStates(), metrics: newMetrics(prometheus.NewRegistry())}
+	hold, _, _ := Start(p, []byte(`{}`), time.Now(), 0)
+	hold.Code = "hold"
+	data, _ := json.Marshal(hold)
+	s.track(hold, data, 1)
+	request := []byte(`{"schema_version":1,"dbms":["Redis"],"sf":0.001,"max_suts":1}`)
+	var before, after runtime.MemStats
+	runtime.GC()
+	runtime.ReadMemStats(&before)
+	for i := 0; i < b.N; i++ {
+		st, _, _ := Start(p, request, time.Now(), 1)
+		st.Code = contracts.Code(time.Now(), strconv.Itoa(i+1))
+		st.RequestID = contracts.RequestIDFallback(uint64(i + 1))
+		data, _ := json.Marshal(st)
+		s.track(st, data, uint64(i+2))
+	}
+	b.StopTimer()
+	runtime.GC()
+	runtime.ReadMemStats(&after)
+	if s.states.waiting[1] != b.N {
+		b.Fatalf("%d queued, want %d", s.states.waiting[1], b.N)
+	}
+	b.ReportMetric(float64(int64(after.HeapAlloc)-int64(before.HeapAlloc))/float64(b.N), "B/queued")
+	runtime.KeepAlive(s)
 }

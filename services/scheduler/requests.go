@@ -1,0 +1,195 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"strconv"
+	"time"
+
+	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/benchq/benchq/contracts"
+	"github.com/benchq/benchq/internal/bus"
+	"github.com/benchq/benchq/internal/plan"
+)
+
+// requestBatch is how many waiting requests the scheduler takes at once.
+// A batch is planned, published and stored together (commit), so a queue
+// of requests costs a few round trips to NATS per batch instead of several
+// per request (docs/bench.md, bench-intake).
+const requestBatch = 256
+
+// intaken is one request of a batch on its way: what it publishes (its
+// planned event and what the plan starts with, or its rejection) and, when
+// accepted, the state to store.
+type intaken struct {
+	msg   int // its index in the batch
+	code  string
+	out   []Out
+	state *State // nil: a rejection
+	data  []byte
+	log   *slog.Logger
+}
+
+// handleRequests handles a batch of the requests stream: experiment
+// requests and stops, in their order. A request whose outputs or state
+// could not be written gets an error (redelivered); the others are acked.
+func (s *Scheduler) handleRequests(ctx context.Context, msgs []jetstream.Msg) []error {
+	stop := bus.KeepAliveAll(msgs, time.Second)
+	defer stop()
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	errs := make([]error, len(msgs))
+	var batch []*intaken
+	for i, m := range msgs {
+		s.metrics.handled(m.Subject())
+		if m.Subject() == contracts.SubjStop {
+			// A stop may name an experiment planned earlier in this
+			// batch: those are stored first.
+			s.commit(ctx, batch, errs)
+			batch = nil
+			errs[i] = s.handleStop(ctx, m)
+			continue
+		}
+		in, err := s.intake(m)
+		if err != nil {
+			errs[i] = err
+			continue
+		}
+		if in != nil {
+			in.msg = i
+			batch = append(batch, in)
+		}
+	}
+	s.commit(ctx, batch, errs)
+	return errs
+}
+
+// intake validates a request and plans its experiment, or rejects it. It
+// never fails permanently: whatever arrives gets an answer. nil: a
+// redelivery of a request already planned. Whether a code is taken is
+// answered from memory (states.requestOf); commit's write to the bucket
+// still refuses a code that exists.
+func (s *Scheduler) intake(m jetstream.Msg) (*intaken, error) {
+	meta, err := m.Metadata()
+	if err != nil {
+		return nil, err
+	}
+	var head struct {
+		ID   string `json:"id"`
+		Code string `json:"code"`
+	}
+	_ = json.Unmarshal(m.Data(), &head)
+	if head.ID == "" {
+		head.ID = contracts.RequestIDFallback(meta.Sequence.Stream)
+	}
+	code := head.Code
+	if head.Code == "" || !codePattern.MatchString(head.Code) {
+		// Derived from the stream's timestamp and sequence, so a redelivered
+		// request gets the same code (bexhoma's codes are unix seconds too).
+		code = contracts.Code(meta.Timestamp, "")
+		if request, known := s.states.requestOf(code); known && request != head.ID {
+			code = contracts.Code(meta.Timestamp, strconv.FormatUint(meta.Sequence.Stream, 10))
+		}
+	}
+	in := &intaken{code: code, log: s.log.With("code", code, "request", head.ID)}
+	if request, known := s.states.requestOf(code); known {
+		if request == head.ID {
+			return nil, nil // already planned: a redelivery
+		}
+		in.out = s.rejection(code, head.ID, []contracts.FieldError{{Field: "code", Message: fmt.Sprintf("experiment %s already exists; choose another code or leave it out", code)}}, in.log)
+		return in, nil
+	}
+	_, p, errs := plan.FromRequest(m.Data(), code)
+	if len(errs) > 0 {
+		in.out = s.rejection(code, head.ID, errs, in.log)
+		return in, nil
+	}
+	state, out, err := Start(p, m.Data(), s.now(), s.busyExcept(code))
+	if err != nil {
+		return nil, err
+	}
+	state.RequestID = head.ID
+	data, err := json.Marshal(state)
+	if err != nil {
+		return nil, err
+	}
+	in.state, in.out, in.data = state, out, data
+	// Known at once, so that the batch's next requests count its SUTs and
+	// do not take its code; commit forgets it if it is not stored.
+	s.states.remember(state, data, 0)
+	return in, nil
+}
+
+func (s *Scheduler) rejection(code, reqID string, errs []contracts.FieldError, log *slog.Logger) []Out {
+	msg := &contracts.Rejected{Envelope: contracts.NewEnvelope(code, contracts.RejectedID(reqID), s.now()), RequestID: reqID, Reason: plan.Reason(errs), Errors: errs}
+	log.Info("request rejected", "reason", msg.Reason)
+	return []Out{{Subject: contracts.TopicRejected.For(code), Msg: msg}}
+}
+
+// commit does for a batch what step does for one event, in its order:
+// publish the outputs, then store the states; the caller acks. Outputs go
+// out in waves (every request's first, then every request's second, ...),
+// so each request's own outputs keep their order, and a batch costs a round
+// trip per wave and one for all its states.
+func (s *Scheduler) commit(ctx context.Context, batch []*intaken, errs []error) {
+	for k := 0; ; k++ {
+		var pubs []bus.Pub
+		var who []*intaken
+		for _, in := range batch {
+			if errs[in.msg] == nil && k < len(in.out) {
+				pubs = append(pubs, bus.Pub{Subject: in.out[k].Subject, Msg: in.out[k].Msg})
+				who = append(who, in)
+			}
+		}
+		if len(pubs) == 0 {
+			break
+		}
+		for i, err := range s.bus.PublishAll(ctx, pubs) {
+			if err != nil {
+				errs[who[i].msg] = err
+			}
+		}
+	}
+	var keys []string
+	var values [][]byte
+	var who []*intaken
+	for _, in := range batch {
+		switch {
+		case in.state == nil:
+		case errs[in.msg] != nil:
+			s.states.forget(in.code)
+		default:
+			keys, values, who = append(keys, in.code), append(values, in.data), append(who, in)
+		}
+	}
+	if len(keys) == 0 {
+		return
+	}
+	revs, cerrs := s.bus.CreateAll(ctx, contracts.KVExperiments, keys, values)
+	for i, in := range who {
+		rev, err := revs[i], cerrs[i]
+		if err != nil {
+			// Create tells a live key from a deleted one, and a write that
+			// was stored from one refused (its acknowledgement lost).
+			rev, err = s.kv.Create(ctx, in.code, in.data)
+		}
+		if err != nil {
+			s.states.forget(in.code)
+			if errors.Is(err, jetstream.ErrKeyExists) {
+				// Someone else's: learnt now, so the redelivery answers it
+				// (as taken by nobody we know when it cannot be read).
+				if _, _, lerr := s.load(ctx, in.code); lerr != nil {
+					s.states.ended[in.code] = ""
+				}
+			}
+			errs[in.msg] = fmt.Errorf("store state of %s: %w", in.code, err)
+			continue
+		}
+		s.track(in.state, in.data, rev)
+		in.log.Info("experiment planned", "configurations", len(in.state.Plan.Configurations))
+	}
+}
