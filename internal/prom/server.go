@@ -31,6 +31,10 @@ type ServerOptions struct {
 	Retention time.Duration
 	// Timeout bounds the wait for /-/ready (default 60s).
 	Timeout time.Duration
+	// RemoteWriteReceiver accepts samples on /api/v1/write
+	// (--web.enable-remote-write-receiver): Prometheus as a time-series
+	// SUT of the metrics-ingest workload (internal/metricsload).
+	RemoteWriteReceiver bool
 }
 
 // Server is a running prometheus.
@@ -110,17 +114,21 @@ func startServer(ctx context.Context, dir string, opts ServerOptions) (*Server, 
 		if err := os.WriteFile(s.file("prometheus.port"), []byte(strconv.Itoa(s.Port)+"\n"), 0o644); err != nil {
 			return nil, err
 		}
+		args := []string{
+			"--config.file=" + s.file("prometheus.yml"),
+			"--storage.tsdb.path=" + s.file("data"),
+			"--storage.tsdb.retention.time=" + promDuration(retention),
+			"--web.listen-address=" + s.Addr(),
+			// No --web.enable-lifecycle: any local user could stop it
+			// over HTTP. A second start reloads with SIGHUP instead.
+		}
+		if opts.RemoteWriteReceiver {
+			args = append(args, "--web.enable-remote-write-receiver")
+		}
 		if s.Pid, err = procs.Start(procs.Spec{
-			Name: "prometheus",
-			Path: bin,
-			Args: []string{
-				"--config.file=" + s.file("prometheus.yml"),
-				"--storage.tsdb.path=" + s.file("data"),
-				"--storage.tsdb.retention.time=" + promDuration(retention),
-				"--web.listen-address=" + s.Addr(),
-				// No --web.enable-lifecycle: any local user could stop it
-				// over HTTP. A second start reloads with SIGHUP instead.
-			},
+			Name:    "prometheus",
+			Path:    bin,
+			Args:    args,
 			Dir:     dir,
 			LogFile: s.file("prometheus.log"),
 			PidFile: s.file("prometheus.pid"),

@@ -1,0 +1,166 @@
+package metricsload_test
+
+import (
+	"bufio"
+	"context"
+	"fmt"
+	"net"
+	"regexp"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/benchq/benchq/internal/metricsload"
+	"github.com/benchq/benchq/internal/procs"
+	"github.com/benchq/benchq/internal/prom"
+)
+
+// sumSeconds is what the per-second figures add up to.
+func sumSeconds(r metricsload.Result) (sent, failed int64) {
+	for _, s := range r.Seconds {
+		sent, failed = sent+s.Sent, failed+s.Failed
+	}
+	return sent, failed
+}
+
+// A real Prometheus with its remote-write receiver stores every point the
+// generator counted as sent: its own count of the samples equals ours.
+func TestRemoteWriteIntoPrometheus(t *testing.T) {
+	if _, err := prom.Binary(); err != nil {
+		t.Skipf("skipping: %v", err)
+	}
+	ctx, cancel := context.WithTimeout(t.Context(), 2*time.Minute)
+	defer cancel()
+	srv, err := prom.StartServer(ctx, t.TempDir(), prom.ServerOptions{Retention: time.Hour, RemoteWriteReceiver: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = srv.Stop(context.Background()) })
+
+	cfg := metricsload.Config{Protocol: metricsload.RemoteWrite, Target: srv.URL() + "/api/v1/write", Agents: 3, Metrics: 40,
+		FlushInterval: 200 * time.Millisecond, Jitter: 100 * time.Millisecond, Prefix: "benchq_rw_test", Duration: 2 * time.Second}
+	res, err := metricsload.Run(ctx, cfg, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Failed != 0 || res.Sent == 0 || res.Sent%40 != 0 {
+		t.Fatalf("sent %d, failed %d (%v)", res.Sent, res.Failed, res.Errors)
+	}
+	if sent, failed := sumSeconds(res); sent != res.Sent || failed != 0 {
+		t.Errorf("the seconds add up to %d sent, %d failed; the run %d", sent, failed, res.Sent)
+	}
+	c := prom.Client{URL: srv.URL()}
+	at := time.Now()
+	for q, want := range map[string]int64{
+		`sum(count_over_time(benchq_rw_test[10m]))`:                          res.Sent,
+		`count(count_over_time(benchq_rw_test[10m]))`:                        3 * 40,
+		`max(max_over_time(benchq_rw_test[10m]))`:                            res.Sent / (3 * 40) * 3, // an upper bound, checked below
+		`count(count_over_time(benchq_rw_test{agent="3",metric="40"}[10m]))`: 1,
+	} {
+		series, err := c.QueryRange(ctx, q, at, at, time.Second)
+		if err != nil || len(series) != 1 || len(series[0].Samples) != 1 {
+			t.Errorf("%s: %v, %+v", q, err, series)
+			continue
+		}
+		got := int64(series[0].Samples[0].V)
+		if strings.HasPrefix(q, "max(") {
+			// Values count an agent's flushes: at most the run's flushes.
+			if got < 1 || got > int64(cfg.Duration/cfg.FlushInterval)+1 {
+				t.Errorf("%s = %d: not a flush count", q, got)
+			}
+			continue
+		}
+		if got != want {
+			t.Errorf("%s = %d, want %d", q, got, want)
+		}
+	}
+}
+
+var carbonLine = regexp.MustCompile(`^carbontest\.agent([0-9]+)\.metric([0-9]+) ([0-9]+) ([0-9]+)$`)
+
+// Carbon's plaintext protocol, checked line by line by a listener of the
+// test (the framing only: the carbon and VictoriaMetrics SUTs that store it
+// are not built yet).
+func TestCarbonPlaintextLines(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	var mu sync.Mutex
+	lines, bad := 0, []string{}
+	paths := map[string]bool{}
+	var conns sync.WaitGroup
+	go func() {
+		for {
+			conn, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			conns.Add(1)
+			go func() {
+				defer conns.Done()
+				defer conn.Close()
+				sc := bufio.NewScanner(conn)
+				for sc.Scan() {
+					m := carbonLine.FindStringSubmatch(sc.Text())
+					mu.Lock()
+					lines++
+					if m == nil || m[4] == "0" {
+						bad = append(bad, sc.Text())
+					} else {
+						paths[fmt.Sprintf("%s.%s", m[1], m[2])] = true
+					}
+					mu.Unlock()
+				}
+			}()
+		}
+	}()
+	cfg := metricsload.Config{Protocol: metricsload.Carbon, Target: ln.Addr().String(), Agents: 4, Metrics: 25,
+		FlushInterval: 100 * time.Millisecond, Jitter: 50 * time.Millisecond, SpawnInterval: 10 * time.Millisecond, Prefix: "carbontest", Duration: 1200 * time.Millisecond}
+	res, err := metricsload.Run(t.Context(), cfg, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ln.Close()
+	conns.Wait() // the agents closed their connections: every line is read
+	mu.Lock()
+	defer mu.Unlock()
+	if res.Failed != 0 || res.Sent == 0 || int64(lines) != res.Sent || len(bad) > 0 || len(paths) != 100 {
+		t.Errorf("sent %d, failed %d; received %d lines, %d paths, malformed: %q", res.Sent, res.Failed, lines, len(paths), bad)
+	}
+}
+
+// A target that is not there: every flush fails, is counted failed, and
+// the error names the target; nothing is counted sent.
+func TestUnreachableTargetIsCountedFailed(t *testing.T) {
+	port, err := procs.FreePort()
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := fmt.Sprintf("127.0.0.1:%d", port)
+	for _, proto := range []string{metricsload.Carbon, metricsload.RemoteWrite} {
+		target := addr
+		if proto == metricsload.RemoteWrite {
+			target = "http://" + addr + "/api/v1/write"
+		}
+		res, err := metricsload.Run(t.Context(), metricsload.Config{Protocol: proto, Target: target, Agents: 2, Metrics: 10,
+			FlushInterval: 100 * time.Millisecond, Prefix: "x", Duration: 350 * time.Millisecond}, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if res.Sent != 0 || res.Failed < 20 || len(res.Errors) == 0 || !strings.Contains(res.Errors[0], addr) {
+			t.Errorf("%s: sent %d, failed %d, errors %q", proto, res.Sent, res.Failed, res.Errors)
+		}
+	}
+}
+
+func TestConfigCheckNamesTheProblem(t *testing.T) {
+	err := metricsload.Config{Protocol: "graphite", Agents: 0, Metrics: 10}.Check()
+	for _, want := range []string{`protocol "graphite"`, "no target", "agents 0", "flush interval", "no prefix"} {
+		if err == nil || !strings.Contains(err.Error(), want) {
+			t.Errorf("%v: does not say %q", err, want)
+		}
+	}
+}
