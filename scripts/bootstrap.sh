@@ -60,6 +60,18 @@ if [ ! -x "$lint_bin/golangci-lint" ]; then
 fi
 ln -sf "$lint_bin/golangci-lint" "$BENCHQ_HOME/bin/golangci-lint"
 
+# VictoriaMetrics, pinned (internal/localdb: VictoriaMetricsVersion, the
+# same): a time-series SUT of the metrics-ingest workload. Built once from
+# its Go module into the cache (about a minute; no cluster version is served).
+VM_VERSION=v1.151.0
+vm_bin=${XDG_CACHE_HOME:-$HOME/.cache}/benchq/victoria-metrics/$VM_VERSION/bin
+if [ ! -x "$vm_bin/victoria-metrics" ]; then
+  step "go install victoria-metrics $VM_VERSION"
+  mkdir -p "$vm_bin"
+  (cd / && GOBIN=$vm_bin go install "github.com/VictoriaMetrics/VictoriaMetrics/app/victoria-metrics@$VM_VERSION")
+fi
+ln -sf "$vm_bin/victoria-metrics" "$BENCHQ_HOME/bin/victoria-metrics"
+
 # 3. YCSB core + our bindings (skips when unchanged).
 scripts/build-ycsb.sh
 

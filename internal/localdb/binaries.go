@@ -60,17 +60,28 @@ func debianPGBin(root string) string {
 
 // RedisBinary locates redis-server: $BENCHQ_REDIS_SERVER, else PATH.
 func RedisBinary() (string, error) {
-	if p := os.Getenv("BENCHQ_REDIS_SERVER"); p != "" {
+	return findBinary("redis", "BENCHQ_REDIS_SERVER", "redis-server", "not on PATH (apt-get install redis-server)")
+}
+
+// findBinary locates a server's command: the executable in $env, else
+// command on PATH, else the first executable of places; missing names what
+// was looked at and how to install it.
+func findBinary(server, env, command, missing string, places ...string) (string, error) {
+	if p := os.Getenv(env); p != "" {
 		if !isExecutable(p) {
-			return "", fmt.Errorf("redis: BENCHQ_REDIS_SERVER=%s is not an executable: %w", p, ErrNotInstalled)
+			return "", fmt.Errorf("%s: %s=%s is not an executable: %w", server, env, p, ErrNotInstalled)
 		}
 		return p, nil
 	}
-	p, err := exec.LookPath("redis-server")
-	if err != nil {
-		return "", fmt.Errorf("redis: no redis-server on PATH (apt-get install redis-server): %w", ErrNotInstalled)
+	if p, err := exec.LookPath(command); err == nil {
+		return p, nil
 	}
-	return p, nil
+	for _, p := range places {
+		if isExecutable(p) {
+			return p, nil
+		}
+	}
+	return "", fmt.Errorf("%s: %s %s: %w", server, command, missing, ErrNotInstalled)
 }
 
 func isExecutable(p string) bool {

@@ -9,7 +9,6 @@ import (
 	"maps"
 	"net/url"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"slices"
 	"strconv"
@@ -63,19 +62,7 @@ const userlistFile = "userlist.txt"
 // PgBouncerBinary locates pgbouncer: $BENCHQ_PGBOUNCER, else PATH, else
 // /usr/sbin (Debian's place, off a normal user's PATH).
 func PgBouncerBinary() (string, error) {
-	if p := os.Getenv("BENCHQ_PGBOUNCER"); p != "" {
-		if !isExecutable(p) {
-			return "", fmt.Errorf("pgbouncer: BENCHQ_PGBOUNCER=%s is not an executable: %w", p, ErrNotInstalled)
-		}
-		return p, nil
-	}
-	if p, err := exec.LookPath("pgbouncer"); err == nil {
-		return p, nil
-	}
-	if p := "/usr/sbin/pgbouncer"; isExecutable(p) {
-		return p, nil
-	}
-	return "", fmt.Errorf("pgbouncer: not on PATH nor in /usr/sbin (apt-get install pgbouncer): %w", ErrNotInstalled)
+	return findBinary("pgbouncer", "BENCHQ_PGBOUNCER", "pgbouncer", "not on PATH nor in /usr/sbin (apt-get install pgbouncer)", "/usr/sbin/pgbouncer")
 }
 
 // StartPgBouncer runs pgbouncer on 127.0.0.1:port (0: a free port) in front

@@ -3,14 +3,18 @@ package metricsload_test
 import (
 	"bufio"
 	"context"
+	"encoding/json"
 	"fmt"
 	"net"
+	"net/url"
 	"regexp"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
 	"time"
 
+	"github.com/benchq/benchq/internal/localdb"
 	"github.com/benchq/benchq/internal/metricsload"
 	"github.com/benchq/benchq/internal/procs"
 	"github.com/benchq/benchq/internal/prom"
@@ -163,4 +167,82 @@ func TestConfigCheckNamesTheProblem(t *testing.T) {
 			t.Errorf("%v: does not say %q", err, want)
 		}
 	}
+}
+
+// Carbon into a real VictoriaMetrics: its own counter of rows inserted
+// over Graphite, and a count of the stored points by query, both equal
+// what the generator counted as sent.
+func TestCarbonIntoVictoriaMetrics(t *testing.T) {
+	if _, err := localdb.VictoriaMetricsBinary(); err != nil {
+		t.Skipf("skipping: %v", err)
+	}
+	ctx, cancel := context.WithTimeout(t.Context(), 2*time.Minute)
+	defer cancel()
+	vm, err := localdb.StartVictoriaMetrics(ctx, t.TempDir(), 0, localdb.VictoriaMetricsOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = vm.Stop(context.Background()) })
+
+	res, err := metricsload.Run(ctx, metricsload.Config{Protocol: metricsload.Carbon, Target: vm.GraphiteAddr(), Agents: 3, Metrics: 30,
+		FlushInterval: 250 * time.Millisecond, Jitter: 100 * time.Millisecond, Prefix: "vmtest", Duration: 1500 * time.Millisecond}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Failed != 0 || res.Sent == 0 {
+		t.Fatalf("sent %d, failed %d (%v)", res.Sent, res.Failed, res.Errors)
+	}
+	// Carbon has no acknowledgement: wait until the counter stops short of
+	// nothing, then make the newest points queryable.
+	var inserted int64
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		body, err := vm.Get(ctx, "/metrics")
+		if err != nil {
+			t.Fatal(err)
+		}
+		inserted = counter(string(body), `vm_rows_inserted_total{type="graphite"}`)
+		if inserted >= res.Sent || time.Now().After(deadline) {
+			break
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	if inserted != res.Sent {
+		t.Errorf("vm_rows_inserted_total{type=\"graphite\"} = %d, sent %d", inserted, res.Sent)
+	}
+	if _, err := vm.Get(ctx, "/internal/force_flush"); err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(1100 * time.Millisecond) // -search.latencyOffset
+	q := url.QueryEscape(`sum(count_over_time({__name__=~"vmtest[.].*"}[10m]))`)
+	body, err := vm.Get(ctx, "/api/v1/query?query="+q)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var answer struct {
+		Data struct {
+			Result []struct {
+				Value [2]any `json:"value"`
+			} `json:"result"`
+		} `json:"data"`
+	}
+	if err := json.Unmarshal(body, &answer); err != nil || len(answer.Data.Result) != 1 {
+		t.Fatalf("%s: %v", body, err)
+	}
+	if stored, _ := answer.Data.Result[0].Value[1].(string); stored != strconv.FormatInt(res.Sent, 10) {
+		t.Errorf("points stored (by query) %s, sent %d", stored, res.Sent)
+	}
+}
+
+// counter is the value of one series line of a /metrics page, or -1.
+func counter(page, series string) int64 {
+	for _, l := range strings.Split(page, "\n") {
+		if rest, ok := strings.CutPrefix(l, series+" "); ok {
+			v, err := strconv.ParseFloat(strings.TrimSpace(rest), 64)
+			if err == nil {
+				return int64(v)
+			}
+		}
+	}
+	return -1
 }
