@@ -184,6 +184,16 @@ func TestCarbonIntoVictoriaMetrics(t *testing.T) {
 	}
 	t.Cleanup(func() { _ = vm.Stop(context.Background()) })
 
+	// The read side runs beside the load: a query of one series a second.
+	probeCtx, stopProbe := context.WithCancel(ctx)
+	var readings []metricsload.Reading
+	probed := make(chan struct{})
+	go func() {
+		defer close(probed)
+		metricsload.Probe{URL: vm.URL(), Query: "vmtest.agent1.metric1", Every: 500 * time.Millisecond}.Run(probeCtx, func(r metricsload.Reading) {
+			readings = append(readings, r)
+		})
+	}()
 	res, err := metricsload.Run(ctx, metricsload.Config{Protocol: metricsload.Carbon, Target: vm.GraphiteAddr(), Agents: 3, Metrics: 30,
 		FlushInterval: 250 * time.Millisecond, Jitter: 100 * time.Millisecond, Prefix: "vmtest", Duration: 1500 * time.Millisecond}, nil)
 	if err != nil {
@@ -231,6 +241,23 @@ func TestCarbonIntoVictoriaMetrics(t *testing.T) {
 	}
 	if stored, _ := answer.Data.Result[0].Value[1].(string); stored != strconv.FormatInt(res.Sent, 10) {
 		t.Errorf("points stored (by query) %s, sent %d", stored, res.Sent)
+	}
+
+	// Every reading answered, each with a latency; the last ones (after
+	// the flush) saw the series.
+	time.Sleep(600 * time.Millisecond)
+	stopProbe()
+	<-probed
+	if len(readings) < 4 {
+		t.Fatalf("%d readings", len(readings))
+	}
+	for _, r := range readings {
+		if r.Err != nil || r.Latency <= 0 {
+			t.Errorf("reading at %s: %v, %s", r.At.Format("15:04:05.000"), r.Err, r.Latency)
+		}
+	}
+	if last := readings[len(readings)-1]; last.Points == 0 {
+		t.Errorf("the last reading found no point of vmtest.agent1.metric1: %+v", last)
 	}
 }
 

@@ -1,0 +1,113 @@
+package metricsload
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"net/url"
+	"strconv"
+	"time"
+)
+
+// Probe is the read side of the workload: every Every it asks a SUT with a
+// Prometheus-style HTTP API (VictoriaMetrics, Prometheus) for the last
+// Window of one series (a range query at one-second steps) and records how
+// long the answer took, so that a report can show whether queries still
+// run while ingest is overloaded.
+type Probe struct {
+	URL    string        // the API's base, e.g. http://127.0.0.1:8428
+	Query  string        // one series, e.g. haggar1.agent1.metric1
+	Window time.Duration // default 1 minute
+	Every  time.Duration // default 1 second
+	// Timeout bounds one query (default Every): a slower answer is a
+	// failed reading, not a stalled probe.
+	Timeout time.Duration
+}
+
+// Reading is one query's outcome.
+type Reading struct {
+	At      time.Time     // when it was sent
+	Latency time.Duration // until the whole answer was read
+	Points  int           // points in the answer
+	Err     error         // nil: answered
+}
+
+// Run queries until ctx ends, calling each with every reading (but one
+// the end cut short).
+func (p Probe) Run(ctx context.Context, each func(Reading)) {
+	window, every := p.Window, p.Every
+	if window <= 0 {
+		window = time.Minute
+	}
+	if every <= 0 {
+		every = time.Second
+	}
+	timeout := p.Timeout
+	if timeout <= 0 {
+		timeout = every
+	}
+	client := &http.Client{Timeout: timeout}
+	t := time.NewTicker(every)
+	defer t.Stop()
+	for {
+		r := p.once(ctx, client, window)
+		if r.Err != nil && ctx.Err() != nil {
+			return // cut short by the end, not by the SUT
+		}
+		each(r)
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+	}
+}
+
+func (p Probe) once(ctx context.Context, client *http.Client, window time.Duration) Reading {
+	at := time.Now()
+	q := url.Values{
+		"query": {p.Query},
+		"start": {strconv.FormatInt(at.Add(-window).Unix(), 10)},
+		"end":   {strconv.FormatInt(at.Unix(), 10)},
+		"step":  {"1s"},
+	}
+	r := Reading{At: at}
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, p.URL+"/api/v1/query_range?"+q.Encode(), nil)
+	if err != nil {
+		r.Err = err
+		return r
+	}
+	resp, err := client.Do(req)
+	if err != nil {
+		r.Err, r.Latency = fmt.Errorf("query %s: %w", p.Query, err), time.Since(at)
+		return r
+	}
+	defer resp.Body.Close()
+	body, err := io.ReadAll(io.LimitReader(resp.Body, 16<<20))
+	r.Latency = time.Since(at)
+	if err != nil {
+		r.Err = fmt.Errorf("query %s: %w", p.Query, err)
+		return r
+	}
+	if resp.StatusCode != http.StatusOK {
+		r.Err = fmt.Errorf("query %s: %s: %.200s", p.Query, resp.Status, body)
+		return r
+	}
+	var answer struct {
+		Data struct {
+			Result []struct {
+				Values [][2]any `json:"values"`
+			} `json:"result"`
+		} `json:"data"`
+	}
+	if err := json.Unmarshal(body, &answer); err != nil {
+		r.Err = fmt.Errorf("query %s: %w", p.Query, err)
+		return r
+	}
+	for _, s := range answer.Data.Result {
+		r.Points += len(s.Values)
+	}
+	return r
+}
