@@ -152,6 +152,14 @@ bench-saturation: bootstrap
 bench-tpcc:
 	@go run ./cmd/bench-tpcc -warehouses $(or $(W),2) -terminals $(or $(TERMINALS),4) -seconds $(or $(SECONDS),30) -shards $(or $(SHARDS),1)
 
+# Metrics ingest (issue 30, its first part): a VictoriaMetrics fed over
+# carbon by our generator in steps of doubling agents until ingest falls
+# behind what is sent; prints per step sent/ingested/backlog, the read
+# probe's latency and the CPU of both sides, and the knee (cmd/bench-tsdb).
+.PHONY: bench-tsdb
+bench-tsdb: bootstrap
+	@go run ./cmd/bench-tsdb -metrics $(or $(METRICS),1000) -agents $(or $(AGENTS),2) -step $(or $(STEP),10s)
+
 # Between the operations: the default experiment's overhead (experiment
 # minus the phases' operation windows), its SUT's time to ready and the
 # phase switch, without and with -m -mc -ma, and a short phase's CPU

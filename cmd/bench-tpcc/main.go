@@ -14,16 +14,14 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"os/signal"
 	"path/filepath"
-	"sort"
 	"sync"
-	"syscall"
 	"time"
 
 	"github.com/benchq/benchq/catalog"
 	"github.com/benchq/benchq/contracts"
 	"github.com/benchq/benchq/internal/benchbase"
+	"github.com/benchq/benchq/internal/benchmain"
 	"github.com/benchq/benchq/internal/localdb"
 	"github.com/benchq/benchq/internal/tpcc"
 	"github.com/benchq/benchq/internal/version"
@@ -35,36 +33,25 @@ type config struct {
 }
 
 func main() {
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-	defer stop()
-	os.Exit(run(ctx, os.Args[1:], os.Stdout, os.Stderr))
-}
-
-func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
-	fs := flag.NewFlagSet("bench-tpcc", flag.ContinueOnError)
-	fs.SetOutput(stderr)
 	var c config
-	fs.IntVar(&c.warehouses, "warehouses", 2, "warehouses to load")
-	fs.IntVar(&c.terminals, "terminals", 4, "terminals (and loader threads), split over the shards")
-	fs.IntVar(&c.seconds, "seconds", 30, "length of the benchmarking run")
-	fs.IntVar(&c.shards, "shards", 1, "shards started together")
-	fs.IntVar(&c.target, "target", 0, "target transactions per second, split over the shards (0: as fast as it goes)")
-	fs.BoolVar(&c.newConnection, "new-connection", false, "a new connection per transaction")
-	if err := fs.Parse(args); err != nil {
-		if errors.Is(err, flag.ErrHelp) {
-			return 0
-		}
-		return 2
-	}
-	if c.warehouses < 1 || c.terminals < 1 || c.seconds < 1 || c.shards < 1 || c.shards > c.terminals || c.target < 0 {
-		fmt.Fprintln(stderr, "bench-tpcc: want -warehouses, -terminals, -seconds, -shards ≥ 1, -shards ≤ -terminals, -target ≥ 0")
-		return 2
-	}
-	if err := measure(ctx, c, stdout); err != nil {
-		fmt.Fprintf(stderr, "bench-tpcc: %v\n", err)
-		return 1
-	}
-	return 0
+	benchmain.Program{
+		Name: "bench-tpcc",
+		Flags: func(fs *flag.FlagSet) {
+			fs.IntVar(&c.warehouses, "warehouses", 2, "warehouses to load")
+			fs.IntVar(&c.terminals, "terminals", 4, "terminals (and loader threads), split over the shards")
+			fs.IntVar(&c.seconds, "seconds", 30, "length of the benchmarking run")
+			fs.IntVar(&c.shards, "shards", 1, "shards started together")
+			fs.IntVar(&c.target, "target", 0, "target transactions per second, split over the shards (0: as fast as it goes)")
+			fs.BoolVar(&c.newConnection, "new-connection", false, "a new connection per transaction")
+		},
+		Check: func() error {
+			if c.warehouses < 1 || c.terminals < 1 || c.seconds < 1 || c.shards < 1 || c.shards > c.terminals || c.target < 0 {
+				return errors.New("want -warehouses, -terminals, -seconds, -shards ≥ 1, -shards ≤ -terminals, -target ≥ 0")
+			}
+			return nil
+		},
+		Measure: func(ctx context.Context, out io.Writer) error { return measure(ctx, c, out) },
+	}.Main()
 }
 
 func measure(ctx context.Context, c config, out io.Writer) error {
@@ -174,17 +161,8 @@ func startPostgres(ctx context.Context) (contracts.Endpoint, string, func(), err
 }
 
 func printMachine(out io.Writer, pgVersion string) {
-	info := localdb.HostInfo()
-	keys := make([]string, 0, len(info))
-	for k := range info {
-		keys = append(keys, k)
-	}
-	sort.Strings(keys)
-	fmt.Fprint(out, "machine:")
-	for _, k := range keys {
-		fmt.Fprintf(out, " %s=%v", k, info[k])
-	}
-	fmt.Fprintf(out, "\nversions: benchq %s, PostgreSQL %s\n", version.String(), pgVersion)
+	fmt.Fprintln(out, localdb.HostLine())
+	fmt.Fprintf(out, "versions: benchq %s, PostgreSQL %s\n", version.String(), pgVersion)
 }
 
 // tpmC is TPC-C's throughput: successful NewOrders per minute.

@@ -2,8 +2,10 @@ package localdb
 
 import (
 	"bufio"
+	"fmt"
 	"os"
 	"runtime"
+	"sort"
 	"strconv"
 	"strings"
 	"syscall"
@@ -94,4 +96,21 @@ func parseCPUList(status string) string {
 		}
 	}
 	return ""
+}
+
+// HostLine is HostInfo as one line, its keys sorted: "machine: cores=2 ..."
+// (what the bench programs print first).
+func HostLine() string {
+	info := HostInfo()
+	keys := make([]string, 0, len(info))
+	for k := range info {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	var b strings.Builder
+	b.WriteString("machine:")
+	for _, k := range keys {
+		fmt.Fprintf(&b, " %s=%v", k, info[k])
+	}
+	return b.String()
 }
