@@ -94,8 +94,9 @@ type Result struct {
 
 // writer is one agent's connection to the target.
 type writer interface {
-	// write delivers one flush: value v for each metric, at t.
-	write(ctx context.Context, t time.Time, v int64) error
+	// write delivers one flush: value v for each metric, at t. It returns
+	// how many points were delivered, also when it fails part way.
+	write(ctx context.Context, t time.Time, v int64) (int, error)
 	close()
 }
 
@@ -196,12 +197,12 @@ func agent(ctx context.Context, cfg Config, id int, startAt time.Time, sent *ato
 		if w != nil {
 			// A flush begun is finished and counted, even past the end:
 			// the SUT may store it, and sent must not fall short of that.
-			if err := w.write(context.WithoutCancel(ctx), time.Now(), flush); err != nil {
-				fail(cfg.Metrics, err)
+			n, err := w.write(context.WithoutCancel(ctx), time.Now(), flush)
+			sent.Add(int64(n))
+			if err != nil {
+				fail(cfg.Metrics-n, err)
 				w.close()
 				w = nil // a new connection at the next flush
-			} else {
-				sent.Add(int64(cfg.Metrics))
 			}
 		}
 		select {

@@ -65,25 +65,25 @@ func (w *remoteWriter) encode(t time.Time, v int64) []byte {
 	return b
 }
 
-func (w *remoteWriter) write(ctx context.Context, t time.Time, v int64) error {
+func (w *remoteWriter) write(ctx context.Context, t time.Time, v int64) (int, error) {
 	req, err := http.NewRequestWithContext(ctx, http.MethodPost, w.url, bytes.NewReader(snappy.Encode(nil, w.encode(t, v))))
 	if err != nil {
-		return err
+		return 0, err
 	}
 	req.Header.Set("Content-Encoding", "snappy")
 	req.Header.Set("Content-Type", "application/x-protobuf")
 	req.Header.Set("X-Prometheus-Remote-Write-Version", "0.1.0")
 	resp, err := w.client.Do(req)
 	if err != nil {
-		return fmt.Errorf("remote write: %w", err)
+		return 0, fmt.Errorf("remote write: %w", err)
 	}
 	defer resp.Body.Close()
 	if resp.StatusCode/100 != 2 {
 		msg, _ := io.ReadAll(io.LimitReader(resp.Body, 512))
-		return fmt.Errorf("remote write: %s: %s", resp.Status, bytes.TrimSpace(msg))
+		return 0, fmt.Errorf("remote write: %s: %s", resp.Status, bytes.TrimSpace(msg))
 	}
 	_, _ = io.Copy(io.Discard, resp.Body)
-	return nil
+	return len(w.labels), nil // a WriteRequest is stored whole or refused
 }
 
 func (w *remoteWriter) close() { w.client.CloseIdleConnections() }
