@@ -54,7 +54,7 @@ func (s *Scheduler) handleRequests(ctx context.Context, msgs []jetstream.Msg) []
 			errs[i] = s.handleStop(ctx, m)
 			continue
 		}
-		in, err := s.intake(m)
+		in, err := s.intake(ctx, m)
 		if err != nil {
 			errs[i] = err
 			continue
@@ -71,9 +71,10 @@ func (s *Scheduler) handleRequests(ctx context.Context, msgs []jetstream.Msg) []
 // intake validates a request and plans its experiment, or rejects it. It
 // never fails permanently: whatever arrives gets an answer. nil: a
 // redelivery of a request already planned. Whether a code is taken is
-// answered from memory (states.requestOf); commit's write to the bucket
-// still refuses a code that exists.
-func (s *Scheduler) intake(m jetstream.Msg) (*intaken, error) {
+// answered from memory (states.requestOf), or from the bucket for a code in
+// doubt (recheck), before anything is published; commit's write to the
+// bucket still refuses a code that exists.
+func (s *Scheduler) intake(ctx context.Context, m jetstream.Msg) (*intaken, error) {
 	meta, err := m.Metadata()
 	if err != nil {
 		return nil, err
@@ -91,9 +92,15 @@ func (s *Scheduler) intake(m jetstream.Msg) (*intaken, error) {
 		// Derived from the stream's timestamp and sequence, so a redelivered
 		// request gets the same code (bexhoma's codes are unix seconds too).
 		code = contracts.Code(meta.Timestamp, "")
+		if err := s.recheck(ctx, code); err != nil {
+			return nil, err
+		}
 		if request, known := s.states.requestOf(code); known && request != head.ID {
 			code = contracts.Code(meta.Timestamp, strconv.FormatUint(meta.Sequence.Stream, 10))
 		}
+	}
+	if err := s.recheck(ctx, code); err != nil {
+		return nil, err
 	}
 	in := &intaken{code: code, log: s.log.With("code", code, "request", head.ID)}
 	if request, known := s.states.requestOf(code); known {
@@ -178,16 +185,20 @@ func (s *Scheduler) commit(ctx context.Context, batch []*intaken, errs []error) 
 			rev, err = s.kv.Create(ctx, in.code, in.data)
 		}
 		if err != nil {
-			s.states.forget(in.code)
-			if errors.Is(err, jetstream.ErrKeyExists) {
-				// Someone else's: learnt now, so the redelivery answers it
-				// (as taken by nobody we know when it cannot be read).
-				if _, _, lerr := s.load(ctx, in.code); lerr != nil {
-					s.states.ended[in.code] = ""
-				}
+			s.states.forget(in.code) // the redelivery asks the bucket (recheck)
+			if !errors.Is(err, jetstream.ErrKeyExists) {
+				errs[in.msg] = fmt.Errorf("store state of %s: %w", in.code, err)
+				continue
 			}
-			errs[in.msg] = fmt.Errorf("store state of %s: %w", in.code, err)
-			continue
+			// Stored already: by this request's first create, whose
+			// acknowledgement came too late, or by someone else.
+			e, gerr := s.kv.Get(ctx, in.code)
+			var theirs State
+			if gerr != nil || json.Unmarshal(e.Value(), &theirs) != nil || theirs.RequestID != in.state.RequestID {
+				errs[in.msg] = fmt.Errorf("store state of %s: %w", in.code, err)
+				continue
+			}
+			in.state, in.data, rev = &theirs, e.Value(), e.Revision()
 		}
 		s.track(in.state, in.data, rev)
 		in.log.Info("experiment planned", "configurations", len(in.state.Plan.Configurations))

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"fmt"
 	"strings"
 	"testing"
 	"time"
@@ -23,6 +24,17 @@ func TestSchedulerPlansABatchOfRequests(t *testing.T) {
 	w.request("r4", noCode)
 	w.request("r5", noCode)
 	w.publish(contracts.SubjStop, &contracts.Stop{Envelope: contracts.NewEnvelope("b2", "b2.stop", time.Now()), Reason: "test"})
+	// A state the scheduler cannot read at start: its code is in doubt, and
+	// a request for it is answered from the bucket before anything is
+	// published (not planned, deployed, then refused by the write).
+	kv, err := w.b.JS.KeyValue(w.ctx, contracts.KVExperiments)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := kv.Put(w.ctx, "y1", []byte(`not a state`)); err != nil {
+		t.Fatal(err)
+	}
+	w.request("r7", experimentRequest("y1", ``))
 	w.start()
 
 	var deploy contracts.Deploy
@@ -41,8 +53,19 @@ func TestSchedulerPlansABatchOfRequests(t *testing.T) {
 			t.Errorf("job on %s: %s, %s (b2 was queued behind b1, -ms 1)", subj, deploy.Code, deploy.Configuration)
 		}
 	}
+	var rejY contracts.Rejected
+	w.events.wait(t, "benchq.exp.y1.rejected", &rejY, nil)
+	if rejY.RequestID != "request-7" || !strings.Contains(rejY.Reason+fmt.Sprint(rejY.Errors), "already exists") {
+		t.Errorf("y1 (unreadable state): %+v", rejY)
+	}
+	if n := w.events.count("benchq.exp.y1.planned")["benchq.exp.y1.planned"]; n != 0 {
+		t.Errorf("y1 planned %d times over a state the scheduler could not read", n)
+	}
 	if _, err := w.tryJob(w.deploys, &deploy, 300*time.Millisecond); err == nil {
 		t.Errorf("one more job: %s, %s", deploy.Code, deploy.Configuration)
+	}
+	if e, err := kv.Get(w.ctx, "y1"); err != nil || string(e.Value()) != "not a state" {
+		t.Errorf("y1's unreadable state was written over: %v", err)
 	}
 	if st := w.state("b1"); st.RequestID != "request-1" {
 		t.Errorf("b1 holds request %s, want request-1", st.RequestID)
@@ -63,10 +86,6 @@ func TestSchedulerPlansABatchOfRequests(t *testing.T) {
 
 	// A code another writer stored after the scheduler read the bucket: the
 	// write of the state is refused, and the redelivered request rejected.
-	kv, err := w.b.JS.KeyValue(w.ctx, contracts.KVExperiments)
-	if err != nil {
-		t.Fatal(err)
-	}
 	rev, err := kv.Create(w.ctx, "x1", []byte(`{"code":"x1","request_id":"elsewhere","status":"running"}`))
 	if err != nil {
 		t.Fatal(err)

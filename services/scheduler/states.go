@@ -40,6 +40,11 @@ type cached struct {
 type states struct {
 	byCode map[string]*cached
 	order  []string          // codes, oldest first (may name ended ones: skipped)
+	listed map[string]bool   // the codes in order, each listed once
+	// doubt are the codes whose stored state the scheduler may not know:
+	// a write of it was refused, or it could not be read at start. Before
+	// such a code is taken for a new experiment, the bucket is asked.
+	doubt map[string]bool
 	alive  int               // SUTs alive in all running experiments (sum of cached.alive)
 	ended  map[string]string // code → request id of the experiments that ended
 	// active are the experiments with a SUT; waiting counts those queued
@@ -50,7 +55,8 @@ type states struct {
 }
 
 func newStates() *states {
-	return &states{byCode: map[string]*cached{}, ended: map[string]string{}, active: map[string]bool{}, waiting: map[int]int{}}
+	return &states{byCode: map[string]*cached{}, listed: map[string]bool{}, doubt: map[string]bool{}, ended: map[string]string{},
+		active: map[string]bool{}, waiting: map[int]int{}}
 }
 
 // count adds (sign 1) or removes (-1) c's share of the running sums.
@@ -85,6 +91,7 @@ func (s *states) remember(st *State, data []byte, rev uint64) {
 	if old := s.byCode[st.Code]; old != nil {
 		s.count(st.Code, old, -1)
 	}
+	delete(s.doubt, st.Code)
 	if st.Status != contracts.ExperimentRunning {
 		delete(s.byCode, st.Code)
 		s.ended[st.Code] = st.RequestID
@@ -98,25 +105,29 @@ func (s *states) remember(st *State, data []byte, rev uint64) {
 	if c.alive > 0 || !c.pending {
 		c.data = data
 	}
-	if s.byCode[st.Code] == nil {
+	if !s.listed[st.Code] {
 		s.order = append(s.order, st.Code)
+		s.listed[st.Code] = true
 	}
 	s.byCode[st.Code] = c
 	s.count(st.Code, c, 1)
 }
 
-// forget drops a running experiment whose stored state may differ from
-// ours (a write refused): the next step reads the bucket.
+// forget drops an experiment whose stored state may differ from ours (a
+// write refused, a state unreadable): the next step reads the bucket, and
+// so does a request that asks for its code (Scheduler.recheck). It stays
+// in order, so it keeps its place in the queue.
 func (s *states) forget(code string) {
 	if old := s.byCode[code]; old != nil {
 		s.count(code, old, -1)
 		delete(s.byCode, code)
 	}
+	s.doubt[code] = true
 }
 
 // requestOf says whether the scheduler knows experiment code (running or
 // ended: it read the whole bucket at start and is its only writer) and the
-// id of the request that made it.
+// id of the request that made it. A code in doubt must be rechecked first.
 func (s *states) requestOf(code string) (request string, known bool) {
 	if c := s.byCode[code]; c != nil {
 		return c.request, true
@@ -149,8 +160,10 @@ func (s *states) compact() {
 	}
 	live := s.order[:0]
 	for _, code := range s.order {
-		if s.byCode[code] != nil {
+		if s.byCode[code] != nil || s.doubt[code] {
 			live = append(live, code)
+		} else {
+			delete(s.listed, code)
 		}
 	}
 	s.order = live
@@ -183,6 +196,33 @@ func (s *Scheduler) load(ctx context.Context, code string) (st stored, found boo
 	return stored{state: &state, rev: e.Revision()}, true, nil
 }
 
+// recheck asks the bucket about a code in doubt (states.forget) before a
+// request may take it: a state found there is tracked, so requestOf knows
+// it; one that cannot be decoded holds its code for an unknown request. An
+// error leaves the code in doubt, and the request is redelivered.
+func (s *Scheduler) recheck(ctx context.Context, code string) error {
+	if !s.states.doubt[code] {
+		return nil
+	}
+	e, err := s.kv.Get(ctx, code)
+	if errors.Is(err, jetstream.ErrKeyNotFound) {
+		delete(s.states.doubt, code) // free: the scheduler is the bucket's only writer
+		return nil
+	}
+	if err != nil {
+		return fmt.Errorf("read state of %s: %w", code, err)
+	}
+	var state State
+	if err := json.Unmarshal(e.Value(), &state); err != nil {
+		s.log.Warn("state unreadable: its code stays taken", "code", code, "err", err)
+		s.states.ended[code] = ""
+		delete(s.states.doubt, code)
+		return nil
+	}
+	s.track(&state, e.Value(), e.Revision())
+	return nil
+}
+
 // recoverStates reads every experiment that has not ended from the bucket,
 // once, at start: the experiments a restarted scheduler carries on.
 func (s *Scheduler) recoverStates(ctx context.Context) error {
@@ -200,6 +240,7 @@ func (s *Scheduler) recoverStates(ctx context.Context) error {
 	for _, code := range codes {
 		if _, _, err := s.load(ctx, code); err != nil {
 			s.log.Warn("state unreadable", "code", code, "err", err)
+			s.states.forget(code) // a request for this code asks the bucket again
 		}
 	}
 	// Oldest first: the oldest waiting experiment gets a freed slot first.

@@ -74,8 +74,19 @@ func TestStatesTellTheTickWhatToStep(t *testing.T) {
 		t.Fatalf("alive %d, want b's 1", s.alive)
 	}
 	s.forget("b")
-	if s.alive != 0 || s.due("b") {
-		t.Errorf("after forget: alive %d, due %v", s.alive, s.due("b"))
+	if s.alive != 0 || s.due("b") || !s.doubt["b"] {
+		t.Errorf("after forget: alive %d, due %v, in doubt %v", s.alive, s.due("b"), s.doubt["b"])
+	}
+	// Read again: b keeps its one place in the queue (a tick steps it once).
+	put("b", b)
+	n := 0
+	for _, code := range s.order {
+		if code == "b" {
+			n++
+		}
+	}
+	if n != 1 || s.doubt["b"] {
+		t.Errorf("b is %d times in order %v after forget and remember; in doubt %v", n, s.order, s.doubt["b"])
 	}
 }
 
