@@ -39,14 +39,14 @@ type cached struct {
 
 type states struct {
 	byCode map[string]*cached
-	order  []string          // codes, oldest first (may name ended ones: skipped)
-	listed map[string]bool   // the codes in order, each listed once
+	order  []string        // codes, oldest first (may name ended ones: skipped)
+	listed map[string]bool // the codes in order, each listed once
 	// doubt are the codes whose stored state the scheduler may not know:
 	// a write of it was refused, or it could not be read at start. Before
 	// such a code is taken for a new experiment, the bucket is asked.
 	doubt map[string]bool
-	alive  int               // SUTs alive in all running experiments (sum of cached.alive)
-	ended  map[string]string // code → request id of the experiments that ended
+	alive int               // SUTs alive in all running experiments (sum of cached.alive)
+	ended map[string]string // code → request id of the experiments that ended
 	// active are the experiments with a SUT; waiting counts those queued
 	// for one (pending, none alive) by their -ms: a tick looks at the queue
 	// only when a slot is free for one of them.
