@@ -30,15 +30,17 @@ const (
 	KindRedisCluster     = "redis-cluster"
 	KindDragonfly        = "dragonfly"
 	KindDragonflyCluster = "dragonfly-cluster"
+	KindVictoriaMetrics  = "victoriametrics" // a time-series database (benchmark tsdb)
 )
 
-var kinds = []string{KindRedis, KindPostgreSQL, KindPgBouncer, KindRedisCluster, KindDragonfly, KindDragonflyCluster}
+var kinds = []string{KindRedis, KindPostgreSQL, KindPgBouncer, KindRedisCluster, KindDragonfly, KindDragonflyCluster, KindVictoriaMetrics}
 
 // LocalKinds are the kinds the local backend can start, from the Debian
-// packages (redis-server, postgresql, pgbouncer). Dragonfly has no Debian
+// packages (redis-server, postgresql, pgbouncer) and what the bootstrap
+// builds (victoria-metrics, from its Go module). Dragonfly has no Debian
 // package and no build on the registries these machines reach: Kubernetes
 // only.
-var LocalKinds = []string{KindRedis, KindPostgreSQL, KindRedisCluster, KindPgBouncer}
+var LocalKinds = []string{KindRedis, KindPostgreSQL, KindRedisCluster, KindPgBouncer, KindVictoriaMetrics}
 
 // RunsLocally reports whether the local backend can start this DBMS.
 func (e Entry) RunsLocally() bool { return slices.Contains(LocalKinds, e.Kind) }
@@ -47,6 +49,7 @@ func (e Entry) RunsLocally() bool { return slices.Contains(LocalKinds, e.Kind) }
 const (
 	ProbeRedisPing  = "redis-ping"
 	ProbeSQLSelect1 = "sql-select-1"
+	ProbeHTTPHealth = "http-health" // GET /health on the client port answers 200
 )
 
 // Entry is one DBMS of the catalog.
@@ -84,7 +87,47 @@ type Entry struct {
 	// ConfigPrefix starts the names of its configurations instead of the
 	// DBMS's name, as bexhoma's: pgb-64-4-128-64 for PgBouncer.
 	ConfigPrefix string `json:"config_prefix,omitempty"`
+	// TSDB says how the metrics workload (benchmark tsdb) reaches a
+	// time-series database; nil for the others.
+	TSDB *TSDB `json:"tsdb,omitempty"`
 }
+
+// TSDB is how the metrics generators write to a time-series database and
+// how benchq reads back what it stored (docs/tsdb.md).
+type TSDB struct {
+	// CarbonPort names the port role of its carbon plaintext listener
+	// (contracts.Endpoint.Ports); "" when it has none.
+	CarbonPort string `json:"carbon_port,omitempty"`
+	// RemoteWritePath is its Prometheus remote-write receiver on the
+	// client port; "" when it has none.
+	RemoteWritePath string `json:"remote_write_path,omitempty"`
+	// QueryPath is its Prometheus-compatible range query on the client
+	// port: the probe's per-second read under load.
+	QueryPath string `json:"query_path"`
+	// Ingested is its own counter of stored points, on the client port's
+	// /metrics; CarbonIngested and RemoteWriteIngested the same counter
+	// narrowed to one protocol (a selector), where it tells them apart.
+	Ingested            string `json:"ingested"`
+	CarbonIngested      string `json:"carbon_ingested,omitempty"`
+	RemoteWriteIngested string `json:"remote_write_ingested,omitempty"`
+}
+
+// Protocols are the metrics protocols the database ingests, in the
+// contracts' names (ProtocolCarbon, ProtocolRemoteWrite).
+func (t TSDB) Protocols() []string {
+	var out []string
+	if t.CarbonPort != "" {
+		out = append(out, "carbon")
+	}
+	if t.RemoteWritePath != "" {
+		out = append(out, "remote-write")
+	}
+	return out
+}
+
+// IsTSDB reports whether the entry is a time-series database (benchmark
+// tsdb), not a store YCSB or Benchbase drive.
+func (e Entry) IsTSDB() bool { return e.TSDB != nil }
 
 // Clustered reports whether the DBMS is itself a cluster of -nw workers.
 func (e Entry) Clustered() bool { return e.Kubernetes != nil && e.Kubernetes.Cluster != nil }
@@ -230,11 +273,19 @@ func (e Entry) validate() error {
 	need(e.Description != "", "description", "required")
 	need(slices.Contains(kinds, e.Kind), "kind", "must be one of "+strings.Join(kinds, ", "))
 	need(e.Ports["client"] > 0 && e.Ports["client"] < 65536, "ports.client", "required, 1-65535")
-	need(e.Probe == ProbeRedisPing || e.Probe == ProbeSQLSelect1, "probe", `must be "redis-ping" or "sql-select-1"`)
+	need(e.Probe == ProbeRedisPing || e.Probe == ProbeSQLSelect1 || e.Probe == ProbeHTTPHealth, "probe", `must be "redis-ping", "sql-select-1" or "http-health"`)
 	need(len(e.VersionCommand) > 0 && e.VersionCommand[0] != "", "version_command", "required")
 	need(e.Image != "", "image", "required")
-	need(e.YCSB.DB != "", "ycsb.db", "required (the site.ycsb.DB class)")
-	need(len(e.YCSB.Properties) > 0, "ycsb.properties", "required")
+	if t := e.TSDB; t != nil {
+		need(len(t.Protocols()) > 0, "tsdb", "carbon_port or remote_write_path required (the protocols it ingests)")
+		need(t.CarbonPort == "" || (e.Kubernetes != nil && e.Kubernetes.Ports[t.CarbonPort] > 0), "tsdb.carbon_port", "must name one of kubernetes.ports")
+		need(strings.HasPrefix(t.QueryPath, "/"), "tsdb.query_path", "required, a path")
+		need(t.Ingested != "", "tsdb.ingested", "required (its own counter of stored points)")
+		need(e.YCSB.DB == "", "ycsb", "a time-series database is driven by benchq tsdb, not YCSB")
+	} else {
+		need(e.YCSB.DB != "", "ycsb.db", "required (the site.ycsb.DB class)")
+		need(len(e.YCSB.Properties) > 0, "ycsb.properties", "required")
+	}
 	if e.Kind == KindPostgreSQL {
 		need(e.JDBCURL != "", "jdbc_url", "required for postgresql")
 		need(e.Database != "", "database", "required for postgresql")

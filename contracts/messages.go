@@ -88,6 +88,9 @@ type Request struct {
 	// and a new connection per transaction (-xconn).
 	DurationS     int  `json:"duration_s,omitempty"`
 	NewConnection bool `json:"new_connection,omitempty"`
+	// TSDB is the metrics workload's settings (benchmark tsdb,
+	// docs/tsdb.md); its duration is DurationS.
+	TSDB *TSDB `json:"tsdb,omitempty"`
 	// Saturation asks for a saturation search instead of the benchmarking
 	// grid (-xsat, docs/saturation.md): starting from the first
 	// benchmarking variant, raise the offered load step by step on the same
@@ -271,6 +274,9 @@ type Endpoint struct {
 	// derived from the stack's key or given to it (startup.SUTAuth).
 	Password string `json:"-"`
 	JDBCURL  string `json:"jdbc_url,omitempty"`
+	// Ports are the SUT's other listeners by role, e.g. a time-series
+	// database's "carbon" (plaintext protocol) beside Port (its HTTP API).
+	Ports map[string]int `json:"ports,omitempty"`
 }
 
 // SUTReady reports a provisioned, probed SUT.
@@ -419,6 +425,41 @@ type ShardJob struct {
 	StartBy *time.Time `json:"start_by,omitempty"`
 	YCSB    *YCSBShard `json:"ycsb,omitempty"` // engine ycsb
 	TPCC    *TPCCShard `json:"tpcc,omitempty"` // engine benchbase (TPC-C)
+	TSDB    *TSDBShard `json:"tsdb,omitempty"` // engine tsdb (metrics ingest)
+}
+
+// Metrics-workload protocols (TSDB.Protocol).
+const (
+	ProtocolCarbon      = "carbon"       // carbon's plaintext protocol over TCP
+	ProtocolRemoteWrite = "remote-write" // Prometheus remote write 1.0 over HTTP
+)
+
+// TSDB is the metrics workload's settings (benchmark tsdb, docs/tsdb.md):
+// haggar's flags. A phase's agents are its threads (-nlt, -nbt), split over
+// its shards (-nlp, -nbp), the generators.
+type TSDB struct {
+	Protocol        string `json:"protocol,omitempty"`          // ProtocolCarbon (default) or ProtocolRemoteWrite
+	Metrics         int    `json:"metrics,omitempty"`           // per agent (haggar -metrics)
+	FlushIntervalMS int    `json:"flush_interval_ms,omitempty"` // haggar -flush-interval
+	JitterMS        *int   `json:"jitter_ms,omitempty"`         // haggar -jitter: each agent's random start delay (nil: the default, 0: none)
+	SpawnIntervalMS *int   `json:"spawn_interval_ms,omitempty"` // haggar -spawn-interval: between agents' starts (nil: the default)
+	Prefix          string `json:"prefix,omitempty"`            // generator g's series are <prefix><g>.agent<i>.metric<j>
+}
+
+// TSDBShard is one generator (a shard of engine tsdb): Agents agents of
+// Metrics series each under Prefix, a point of each series every flush
+// interval for DurationS. A loading shard writes one point of each series
+// (DurationS 0): the series exist before the benchmarking phases.
+type TSDBShard struct {
+	Protocol        string `json:"protocol"`
+	Agents          int    `json:"agents"`
+	Metrics         int    `json:"metrics"`
+	FlushIntervalMS int    `json:"flush_interval_ms"`
+	JitterMS        int    `json:"jitter_ms"`
+	SpawnIntervalMS int    `json:"spawn_interval_ms"`
+	Prefix          string `json:"prefix"`
+	DurationS       int    `json:"duration_s,omitempty"`
+	StatusInterval  int    `json:"status_interval,omitempty"`
 }
 
 // TPCCShard is the per-shard TPC-C parameter set. Loading creates and fills

@@ -15,8 +15,8 @@ type Plan struct {
 	// Settings is the request with every default resolved, so a reader never
 	// needs to know benchq's defaults (docs/events.md, "The plan").
 	Settings       Request             `json:"settings"`
-	RecordCount    int64               `json:"recordcount"`    // YCSB rows; Benchbase warehouses
-	OperationCount int64               `json:"operationcount"` // YCSB operations per benchmarking phase; Benchbase 0
+	RecordCount    int64               `json:"recordcount"`    // YCSB rows; Benchbase warehouses; TSDB metrics per agent
+	OperationCount int64               `json:"operationcount"` // YCSB operations per benchmarking phase; Benchbase and TSDB 0
 	Configurations []PlanConfiguration `json:"configurations"`
 	Timeouts       Timeouts            `json:"timeouts"` // resolved: every field set
 	// EstimatedS is how long the experiment should take, in seconds, from
@@ -51,24 +51,34 @@ type PlanPhase struct {
 }
 
 // PlanShard holds one shard's parameters for the phase's engine: exactly
-// one of YCSB (engine ycsb) and TPCC (engine benchbase) is set.
+// one of YCSB (engine ycsb), TPCC (engine benchbase) and TSDB (engine
+// tsdb) is set.
 type PlanShard struct {
 	YCSB *YCSBShard `json:"ycsb,omitempty"`
 	TPCC *TPCCShard `json:"tpcc,omitempty"`
+	TSDB *TSDBShard `json:"tsdb,omitempty"`
 }
 
-// Threads of the shard, whatever its engine (TPC-C: terminals).
+// Threads of the shard, whatever its engine (TPC-C: terminals; TSDB:
+// agents).
 func (s PlanShard) Threads() int {
-	if s.TPCC != nil {
+	switch {
+	case s.TPCC != nil:
 		return s.TPCC.Terminals
+	case s.TSDB != nil:
+		return s.TSDB.Agents
 	}
 	return s.YCSB.Threads
 }
 
-// Target of the shard in operations (TPC-C: transactions) per second.
+// Target of the shard in operations (TPC-C: transactions) per second; a
+// metrics generator's load is set by its agents and metrics instead (0).
 func (s PlanShard) Target() int {
-	if s.TPCC != nil {
+	switch {
+	case s.TPCC != nil:
 		return s.TPCC.Target
+	case s.TSDB != nil:
+		return 0
 	}
 	return s.YCSB.Target
 }

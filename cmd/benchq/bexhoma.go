@@ -103,7 +103,9 @@ func bindBexhoma(fs *flag.FlagSet, benchmark string) (refused map[string]bexOpti
 			if strings.HasPrefix(n, "--") {
 				long[name] = true
 			}
-			if o.flag == "" || (o.only != "" && o.only != benchmark) {
+			// Another benchmark's option is refused, unless this one has
+			// the flag too (benchq tsdb's -xmet: its duration in seconds).
+			if o.flag == "" || (o.only != "" && o.only != benchmark && fs.Lookup(o.flag) == nil) {
 				refused[name] = o
 				continue
 			}

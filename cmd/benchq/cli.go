@@ -37,6 +37,8 @@ commands:
                           follow it, print its summary), load, start (deploy the
                           SUTs and keep them) or summary (-e CODE)
   benchbase [flags] ACTION  the same for TPC-C (Benchbase's workload)
+  tsdb [flags] ACTION     the same for metrics ingest into a time-series database
+                          (haggar's generators; docs/tsdb.md)
   status                  components, agents, volumes and running experiments
   stop [-e CODE]          cancel one experiment (or every running one)
   summary -e CODE         print the summary of an experiment again
@@ -88,7 +90,7 @@ func Main(ctx context.Context, args []string, st *State) int {
 		fmt.Fprintf(st.Stdout, "benchq %s\n", version.String())
 		return ExitOK
 	}
-	st.Errorf("unknown command %q (commands: up, down, ycsb, benchbase, status, stop, summary, report, compare, export, list, dashboard, restart, volumes, credentials, help, version)", cmd)
+	st.Errorf("unknown command %q (commands: up, down, ycsb, benchbase, tsdb, status, stop, summary, report, compare, export, list, dashboard, restart, volumes, credentials, help, version)", cmd)
 	return ExitUsage
 }
 
@@ -98,6 +100,9 @@ var commands = map[string]func(ctx context.Context, args []string, st *State) in
 	"up":   cmdUp,
 	"down": cmdDown,
 	"ycsb": func(ctx context.Context, args []string, st *State) int { return cmdExperiment(ctx, "ycsb", args, st) },
+	"tsdb": func(ctx context.Context, args []string, st *State) int {
+		return cmdExperiment(ctx, "tsdb", args, st)
+	},
 	"benchbase": func(ctx context.Context, args []string, st *State) int {
 		return cmdExperiment(ctx, "benchbase", args, st)
 	},

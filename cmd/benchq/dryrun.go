@@ -49,11 +49,29 @@ func dryRun(st *State, p plan.Plan) int {
 					c := sh.TPCC
 					fmt.Fprintf(w, "    * shard %d: terminals %d, target %d, warehouses %d, duration %ds\n",
 						i+1, c.Terminals, c.Target, c.Warehouses, c.DurationS)
+				case sh.TSDB != nil:
+					fmt.Fprintf(w, "    * %s\n", describeGenerator(i+1, ph.Kind, *sh.TSDB))
 				}
 			}
 		}
 	}
 	return ExitOK
+}
+
+// describeGenerator is one line of a metrics generator (benchq tsdb): its
+// series and the points per second they make.
+func describeGenerator(shard int, kind string, t contracts.TSDBShard) string {
+	series := t.Agents * t.Metrics
+	what := fmt.Sprintf("generator %d (%s.agent1-%d.metric1-%d): %d agents × %d metrics = %d series over %s", shard, t.Prefix, t.Agents, t.Metrics, t.Agents, t.Metrics, series, t.Protocol)
+	if kind == contracts.KindLoad {
+		return what + ", one point of each"
+	}
+	rate := float64(series) * 1000 / float64(t.FlushIntervalMS)
+	what += fmt.Sprintf(", a point of each every %d ms (%.0f points/s) for %ds", t.FlushIntervalMS, rate, t.DurationS)
+	if t.JitterMS > 0 || t.SpawnIntervalMS > 0 {
+		what += fmt.Sprintf("; agents start within %d ms jitter, %d ms apart", t.JitterMS, t.SpawnIntervalMS)
+	}
+	return what
 }
 
 // plannedWorkflow renders bexhoma's "Workflow — Planned" section: per

@@ -57,6 +57,10 @@ type expFlags struct {
 	long                       map[string]bool      // bexhoma's names spelt with two dashes
 	timeoutSUT, timeoutBarrier int
 	timeoutShard               int
+	// benchq tsdb: the metrics generators, in haggar's flags (docs/tsdb.md).
+	protocol, prefix                    string
+	metrics                             int
+	flushInterval, jitter, spawnInterval time.Duration
 }
 
 // Actions after the flags, as in bexhoma.
@@ -80,13 +84,28 @@ func newExpFlagSet(f *expFlags, benchmark string, out io.Writer) *flag.FlagSet {
 		printRefused(fs.Output(), benchmark)
 	}
 	bb := benchmark == plan.BenchmarkBenchbase
+	ts := benchmark == plan.BenchmarkTSDB
 	xtb, sfHelp := plan.DefaultTargetBase, "scale factor: million rows to load"
-	if bb {
+	switch {
+	case bb:
 		xtb, sfHelp = plan.DefaultBenchbaseTargetBase, "scale factor: TPC-C warehouses"
+	case ts:
+		xtb, sfHelp = 0, "not used by benchq tsdb (the series are -nbt agents × -metrics per generator)"
 	}
 	fs.Var(&f.dbms, "dbms", "DBMS to benchmark, comma separated or repeated (catalog names: "+strings.Join(catalog.Names(), ", ")+")")
 	fs.Float64Var(&f.sf, "sf", 1, sfHelp)
-	if bb {
+	if ts {
+		d := plan.DefaultTSDB
+		fs.Float64Var(&f.xsd, "xsd", 0, "benchmarking duration in minutes (default 5)")
+		fs.IntVar(&f.xmet, "xmet", 0, "benchmarking duration in seconds instead")
+		fs.StringVar(&f.xwl, "xwl", "", "workload: haggar (the default; the only one)")
+		fs.StringVar(&f.protocol, "protocol", d.Protocol, "how the generators write: carbon (plaintext over TCP) or remote-write (Prometheus remote write 1.0)")
+		fs.IntVar(&f.metrics, "metrics", d.Metrics, "series per agent (haggar -metrics); -nbt and -nlt are the agents, -nbp and -nlp the generators")
+		fs.DurationVar(&f.flushInterval, "flush-interval", time.Duration(d.FlushIntervalMS)*time.Millisecond, "a point of every series each interval (haggar -flush-interval)")
+		fs.DurationVar(&f.jitter, "jitter", time.Duration(*d.JitterMS)*time.Millisecond, "each agent's random start delay, at most (haggar -jitter)")
+		fs.DurationVar(&f.spawnInterval, "spawn-interval", time.Duration(*d.SpawnIntervalMS)*time.Millisecond, "between agents' starts (haggar -spawn-interval; its default is 10s)")
+		fs.StringVar(&f.prefix, "prefix", d.Prefix, "generator g writes the series <prefix><g>.agent<i>.metric<j>")
+	} else if bb {
 		fs.Float64Var(&f.xsd, "xsd", 0, "benchmarking duration in minutes (default 5)")
 		fs.StringVar(&f.suite, "b", "tpcc", "Benchbase's benchmark: tpcc (the only one benchq runs)")
 		fs.BoolVar(&f.xconn, "xconn", false, "a new connection per transaction")
@@ -103,9 +122,9 @@ func newExpFlagSet(f *expFlags, benchmark string, out io.Writer) *flag.FlagSet {
 	fs.Var(&f.xnlf, "xnlf", "loading target factors, comma separated (default 1)")
 	fs.Var(&f.xnbf, "xnbf", "benchmarking target factors, comma separated (default 1)")
 	fs.Var(&f.nlp, "nlp", "loader pods (shards), comma separated (default 1)")
-	fs.Var(&f.nlt, "nlt", "loader threads in total, comma separated (default 64; Benchbase 1)")
-	fs.Var(&f.nbp, "nbp", "benchmarker pods (shards), comma separated (default 1)")
-	fs.Var(&f.nbt, "nbt", "benchmarker threads (Benchbase: terminals) in total, comma separated (default 64)")
+	fs.Var(&f.nlt, "nlt", "loader threads in total, comma separated (default 64; Benchbase 1; tsdb: agents, default -nbt's first)")
+	fs.Var(&f.nbp, "nbp", "benchmarker pods (shards; tsdb: generators), comma separated (default 1)")
+	fs.Var(&f.nbt, "nbt", "benchmarker threads (Benchbase: terminals; tsdb: agents) in total, comma separated (default 64; tsdb 100)")
 	fs.Var(&f.ne, "ne", "clients: benchmarking runs as this multiple of the benchmarker pods, comma separated (default 1)")
 	fs.IntVar(&f.nc, "nc", 1, "repetitions, each on a fresh SUT")
 	fs.Var(&f.ms, "ms", "SUTs alive at once, across all running experiments; 0: no limit (default 1)")
@@ -213,6 +232,11 @@ func (f *expFlags) request(code, action string, now time.Time) contracts.Request
 	}
 	if f.xmet > 0 {
 		r.DurationS = f.xmet
+	}
+	if f.benchmark == plan.BenchmarkTSDB {
+		jitter, spawn := int(f.jitter.Milliseconds()), int(f.spawnInterval.Milliseconds())
+		r.TSDB = &contracts.TSDB{Protocol: f.protocol, Metrics: f.metrics, FlushIntervalMS: int(f.flushInterval.Milliseconds()),
+			JitterMS: &jitter, SpawnIntervalMS: &spawn, Prefix: f.prefix}
 	}
 	r.Thresholds, _ = f.parseThresholds() // check refused a bad one
 	if len(r.Thresholds) > 0 {

@@ -4,17 +4,23 @@ import (
 	"context"
 	"fmt"
 	"os/exec"
+	"path/filepath"
 	"regexp"
 	"strings"
 )
 
-// Version runs `binary --version` (redis-server, postgres or pgbouncer) and
-// returns the product and version as bexhoma reports them: "Redis 7.0.15",
-// "PostgreSQL 15.14", "PgBouncer 1.18.0".
+// Version runs `binary --version` (redis-server, postgres, pgbouncer or
+// victoria-metrics) and returns the product and version as bexhoma reports
+// them: "Redis 7.0.15", "PostgreSQL 15.14", "PgBouncer 1.18.0".
 func Version(ctx context.Context, binary string) (string, error) {
 	out, err := exec.CommandContext(ctx, binary, "--version").CombinedOutput()
 	if err != nil {
 		return "", fmt.Errorf("version of %s: %w: %s", binary, err, strings.TrimSpace(string(out)))
+	}
+	if filepath.Base(binary) == "victoria-metrics" && strings.TrimSpace(string(out)) == "" {
+		// Built by `go install` (the bootstrap), it has no version stamped
+		// in: it is the pinned one.
+		return "VictoriaMetrics " + VictoriaMetricsVersion, nil
 	}
 	v, err := parseVersion(string(out))
 	if err != nil {
@@ -27,6 +33,7 @@ var (
 	redisVersionRE = regexp.MustCompile(`^Redis server v=(\S+)`)
 	pgVersionRE    = regexp.MustCompile(`^postgres \(PostgreSQL\) (\S+)`)
 	pgbVersionRE   = regexp.MustCompile(`^PgBouncer (\S+)`)
+	vmVersionRE    = regexp.MustCompile(`^victoria-metrics-\d+-\d+-(v\S+?)(?:-\S+)?$`)
 )
 
 func parseVersion(out string) (string, error) {
@@ -39,6 +46,9 @@ func parseVersion(out string) (string, error) {
 	}
 	if m := pgbVersionRE.FindStringSubmatch(out); m != nil {
 		return "PgBouncer " + m[1], nil
+	}
+	if m := vmVersionRE.FindStringSubmatch(out); m != nil {
+		return "VictoriaMetrics " + m[1], nil
 	}
 	return "", fmt.Errorf("unrecognised --version output %q", out)
 }

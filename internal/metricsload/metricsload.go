@@ -50,6 +50,7 @@ type Config struct {
 	SpawnInterval time.Duration // haggar -spawn-interval: between agents' starts (0: together)
 	Prefix        string        // haggar -prefix
 	Duration      time.Duration // how long to generate (0: until the context ends)
+	Flushes       int           // each agent stops after this many flushes (0: no limit)
 	Seed          uint64        // of the jitter
 }
 
@@ -68,13 +69,22 @@ func (c Config) Check() error {
 	if c.FlushInterval <= 0 {
 		errs = append(errs, fmt.Errorf("flush interval %s: must be positive (haggar's -flush-interval, e.g. 1s)", c.FlushInterval))
 	}
-	if c.Jitter < 0 || c.SpawnInterval < 0 || c.Duration < 0 {
+	if c.Jitter < 0 || c.SpawnInterval < 0 || c.Duration < 0 || c.Flushes < 0 {
 		errs = append(errs, errors.New("jitter, spawn interval and duration may not be negative"))
 	}
 	if c.Prefix == "" {
 		errs = append(errs, errors.New("no prefix (haggar's -prefix, e.g. haggar1)"))
 	}
 	return errors.Join(errs...)
+}
+
+// SeriesName is the PromQL selector of metric j of agent i of a generator
+// with prefix, as the protocol names it (see the package comment).
+func SeriesName(protocol, prefix string, agent, metric int) string {
+	if protocol == RemoteWrite {
+		return fmt.Sprintf(`%s{agent="%d",metric="%d"}`, prefix, agent, metric)
+	}
+	return fmt.Sprintf("%s.agent%d.metric%d", prefix, agent, metric)
 }
 
 // Second is what one second of the run sent.
@@ -204,6 +214,9 @@ func agent(ctx context.Context, cfg Config, id int, startAt time.Time, sent *ato
 				w.close()
 				w = nil // a new connection at the next flush
 			}
+		}
+		if cfg.Flushes > 0 && flush >= int64(cfg.Flushes) {
+			return
 		}
 		select {
 		case <-ctx.Done():

@@ -18,7 +18,8 @@ import (
 // run while ingest is overloaded.
 type Probe struct {
 	URL    string        // the API's base, e.g. http://127.0.0.1:8428
-	Query  string        // one series, e.g. haggar1.agent1.metric1
+	Path   string        // its range query (default /api/v1/query_range)
+	Query  string        // one series, e.g. haggar1.agent1.metric1 (SeriesName)
 	Window time.Duration // default 1 minute
 	Every  time.Duration // default 1 second
 	// Timeout bounds one query (default Every): a slower answer is a
@@ -74,7 +75,11 @@ func (p Probe) once(ctx context.Context, client *http.Client, window time.Durati
 		"step":  {"1s"},
 	}
 	r := Reading{At: at}
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, p.URL+"/api/v1/query_range?"+q.Encode(), nil)
+	path := p.Path
+	if path == "" {
+		path = "/api/v1/query_range"
+	}
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, p.URL+path+"?"+q.Encode(), nil)
 	if err != nil {
 		r.Err = err
 		return r

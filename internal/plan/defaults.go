@@ -29,7 +29,21 @@ var Defaults = contracts.Request{
 const (
 	BenchmarkYCSB      = "ycsb"
 	BenchmarkBenchbase = "benchbase"
+	BenchmarkTSDB      = "tsdb" // metrics ingest into a time-series database (docs/tsdb.md)
 )
+
+// DefaultTSDB are the metrics workload's defaults: the DalmatinerDB
+// benchmark's haggar flags (-metrics=2000 -flush-interval=1s -jitter=1s),
+// its 100 agents per generator (-nbt, -nlt) and carbon. haggar's own
+// -spawn-interval default is 10 s per agent; benchq starts every agent at
+// once (within the jitter), because a phase lasts -xsd, not until stopped.
+var DefaultTSDB = contracts.TSDB{Protocol: contracts.ProtocolCarbon, Metrics: 2000, FlushIntervalMS: 1000, JitterMS: intp(1000), SpawnIntervalMS: intp(0), Prefix: "haggar"}
+
+func intp(v int) *int { return &v }
+
+// DefaultTSDBAgents are a generator's agents when -nbt and -nlt are not
+// given (the seed's -agents=100).
+const DefaultTSDBAgents = 100
 
 // DefaultTargetBase is -xtb's default; Benchbase's targets are
 // transactions/s, so its base is smaller (bexhoma's examples use 1024).
@@ -75,24 +89,47 @@ func WithDefaults(r contracts.Request) contracts.Request {
 		r.Operations = r.SF
 	}
 	bb := r.Benchmark == BenchmarkBenchbase
+	ts := r.Benchmark == BenchmarkTSDB
 	if r.Workload == "" {
 		r.Workload = d.Workload
-		if bb {
+		switch {
+		case bb:
 			r.Workload = "tpcc"
+		case ts:
+			r.Workload = WorkloadHaggar
 		}
 	}
-	if r.InsertOrder == "" && !bb {
+	if r.InsertOrder == "" && !bb && !ts {
 		r.InsertOrder = d.InsertOrder
 	}
 	if r.TargetBase == nil {
 		tb := DefaultTargetBase
-		if bb {
+		switch {
+		case bb:
 			tb = DefaultBenchbaseTargetBase
+		case ts:
+			tb = 0 // a generator's load is its agents × metrics per flush
 		}
 		r.TargetBase = &tb
 	}
-	if bb && r.DurationS == 0 {
+	if (bb || ts) && r.DurationS == 0 {
 		r.DurationS = DefaultBenchbaseDurationS
+	}
+	if ts {
+		r.TSDB = withTSDBDefaults(r.TSDB)
+		if r.StatusInterval == 0 {
+			r.StatusInterval = 1 // evaluated second by second, as the seed does
+		}
+		fillI := func(v *[]int, def []int) {
+			if len(*v) == 0 {
+				*v = def
+			}
+		}
+		fillI(&r.BenchmarkingThreads, []int{DefaultTSDBAgents})
+		fillI(&r.BenchmarkingPods, d.BenchmarkingPods)
+		// Loading writes the series the first benchmarking variant uses.
+		fillI(&r.LoadingThreads, r.BenchmarkingThreads[:1])
+		fillI(&r.LoadingPods, r.BenchmarkingPods[:1])
 	}
 	fillF := func(v *[]float64, def []float64) {
 		if len(*v) == 0 {
@@ -143,6 +180,36 @@ func WithDefaults(r contracts.Request) contracts.Request {
 	return r
 }
 
+// WorkloadHaggar is benchmark tsdb's one workload: haggar's model.
+const WorkloadHaggar = "haggar"
+
+func withTSDBDefaults(t *contracts.TSDB) *contracts.TSDB {
+	d := DefaultTSDB
+	if t == nil {
+		t = &contracts.TSDB{}
+	}
+	out := *t
+	if out.Protocol == "" {
+		out.Protocol = d.Protocol
+	}
+	if out.Metrics == 0 {
+		out.Metrics = d.Metrics
+	}
+	if out.FlushIntervalMS == 0 {
+		out.FlushIntervalMS = d.FlushIntervalMS
+	}
+	if out.Prefix == "" {
+		out.Prefix = d.Prefix
+	}
+	if out.JitterMS == nil {
+		out.JitterMS = intp(*d.JitterMS)
+	}
+	if out.SpawnIntervalMS == nil {
+		out.SpawnIntervalMS = intp(*d.SpawnIntervalMS)
+	}
+	return &out
+}
+
 // timeouts are the request's, else the defaults; a shard's default grows
 // with the longest expected phase (Benchbase's duration, or YCSB operations
 // at the target rate) so a long throttled phase is not cut short:
@@ -156,6 +223,8 @@ func timeouts(r contracts.Request, p Plan) contracts.Timeouts {
 				switch {
 				case sh.TPCC != nil && sh.TPCC.DurationS > 0:
 					expected = max(expected, float64(sh.TPCC.DurationS))
+				case sh.TSDB != nil:
+					expected = max(expected, float64(sh.TSDB.DurationS))
 				case sh.YCSB != nil && sh.YCSB.Target > 0:
 					expected = max(expected, float64(sh.YCSB.OperationCount)/float64(sh.YCSB.Target))
 				}

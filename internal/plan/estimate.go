@@ -116,6 +116,9 @@ func estimatePhase(ph Phase, c Costs) PhaseEstimate {
 			work = max(work, float64(sh.TPCC.Warehouses)*c.TPCCWarehouseS)
 		case sh.TPCC != nil:
 			work = max(work, float64(sh.TPCC.DurationS))
+		case sh.TSDB != nil:
+			// A loading generator's one write per series is taken as free.
+			work = max(work, float64(sh.TSDB.DurationS+sh.TSDB.SpawnIntervalMS*(sh.TSDB.Agents-1)/1000))
 		case sh.YCSB != nil:
 			y := sh.YCSB
 			n := y.OperationCount

@@ -29,8 +29,11 @@ func Expand(code string, req contracts.Request) (Plan, error) {
 	if err := checkSettings(r); err != nil {
 		return Plan{}, err
 	}
-	if r.Benchmark == BenchmarkBenchbase {
+	switch r.Benchmark {
+	case BenchmarkBenchbase:
 		p.RecordCount, p.OperationCount = int64(r.SF), 0 // warehouses; Benchbase runs for a duration
+	case BenchmarkTSDB:
+		p.RecordCount, p.OperationCount = int64(r.TSDB.Metrics), 0 // series per agent; generators run for a duration
 	}
 	if p.RecordCount < 1 {
 		return Plan{}, invalid("sf", "%g million rows is less than one row; use at least 0.000001", r.SF)

@@ -31,8 +31,12 @@ func newPhase(r contracts.Request, p Plan, cfg string, s phaseSpec) Phase {
 	threads := SplitInt(s.threads, s.pods)
 	targets := SplitInt(s.target, s.pods)
 	for i := range s.pods {
-		if r.Benchmark == BenchmarkBenchbase {
+		switch r.Benchmark {
+		case BenchmarkBenchbase:
 			ph.Shards = append(ph.Shards, Shard{TPCC: tpccShard(r, s.kind, p.RecordCount, threads[i], targets[i])})
+			continue
+		case BenchmarkTSDB:
+			ph.Shards = append(ph.Shards, Shard{TSDB: tsdbShard(r, s.kind, i+1, threads[i])})
 			continue
 		}
 		ph.Shards = append(ph.Shards, Shard{YCSB: ycsbShard(r, s.kind, p.RecordCount, threads[i], targets[i], parts[i])})

@@ -381,8 +381,6 @@ func TestEstimate(t *testing.T) {
 	}
 }
 
-func intp(n int) *int { return &n }
-
 // Thresholds in k6's notation, stored in base units; what cannot be judged
 // is refused naming the threshold.
 func TestParseThreshold(t *testing.T) {

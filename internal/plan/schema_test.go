@@ -20,6 +20,8 @@ var schemaRequests = map[string]string{
 	"pool loop":          `{"schema_version":1,"dbms":["PgBouncer","PostgreSQL"],"sf":16,"loading_pods":[16],"loading_threads":[64],"loading_factors":[11],"pool_pods":[4,8],"pool_inbound":[128],"pool_outbound":[64]}`,
 	"action load":        `{"schema_version":1,"action":"load","dbms":["Redis"],"sf":0.1,"storage":{"class":"shared","size":"50Gi","remove":true}}`,
 	"action start":       `{"schema_version":1,"action":"start","dbms":["Redis"],"repetitions":2}`,
+	"tsdb defaults":      `{"schema_version":1,"benchmark":"tsdb","dbms":["VictoriaMetrics"]}`,
+	"tsdb grid":          `{"schema_version":1,"benchmark":"tsdb","dbms":["VictoriaMetrics"],"duration_s":30,"benchmarking_pods":[1,2],"benchmarking_threads":[4],"tsdb":{"protocol":"remote-write","metrics":50,"jitter_ms":0}}`,
 	"placed sut": `{"schema_version":1,"dbms":["Redis"],"sf":0.1,"workers":3,"worker_replicas":1,"test_results":false,"duration_s":90,"batch_size":100,
 		"resources":{"request_cpu":"4","request_memory":"16Gi","limit_memory":"64Gi"},"monitoring":{"sut":true},
 		"nodes":{"sut":"n-sut","loading":"n-load","benchmarking":"n-bench"},"timeouts":{"shard_s":60}}`,

@@ -2,6 +2,7 @@ package plan
 
 import (
 	"fmt"
+	"slices"
 	"strings"
 
 	"github.com/benchq/benchq/catalog"
@@ -35,6 +36,20 @@ func HasPool(dbms string) bool {
 // checkSettings rejects combinations the schema cannot express.
 func checkSettings(r contracts.Request) error {
 	bb := r.Benchmark == BenchmarkBenchbase
+	if r.Benchmark == BenchmarkTSDB {
+		return checkTSDB(r)
+	}
+	if r.TSDB != nil {
+		return invalid("tsdb", "the metrics generators' settings are for benchmark tsdb (`benchq tsdb`), not %s", r.Benchmark)
+	}
+	if r.Workload == WorkloadHaggar {
+		return invalid("workload", "haggar is the metrics workload of benchmark tsdb (`benchq tsdb`); %s runs %s", r.Benchmark, map[bool]string{true: "tpcc", false: "a YCSB workload a-f"}[bb])
+	}
+	for i, d := range r.DBMS {
+		if e, err := catalog.Lookup(d); err == nil && e.IsTSDB() {
+			return invalid(fmt.Sprintf("dbms[%d]", i), "%s is a time-series database: it ingests metrics, run it with `benchq tsdb` (benchmark tsdb), not %s", d, r.Benchmark)
+		}
+	}
 	switch {
 	case bb && r.Workload != "tpcc":
 		return invalid("workload", "benchbase runs tpcc, not %q", r.Workload)
@@ -77,6 +92,49 @@ func checkSettings(r contracts.Request) error {
 	return nil
 }
 
+// checkTSDB: benchmark tsdb writes metrics into time-series databases
+// that ingest its protocol; YCSB's and Benchbase's options do not apply.
+func checkTSDB(r contracts.Request) error {
+	t := r.TSDB
+	switch {
+	case r.Workload != WorkloadHaggar:
+		return invalid("workload", "benchmark tsdb runs the metrics workload haggar, not %q", r.Workload)
+	case r.NewConnection:
+		return invalid("new_connection", "a new connection per transaction (-xconn) is a Benchbase option")
+	case r.Saturation != nil:
+		return invalid("saturation", "the saturation search (-xsat) of benchmark tsdb is not built yet (issue 30); run a grid of -nbp generators and -nbt agents instead")
+	case len(r.Thresholds) > 0:
+		return invalid("thresholds", "thresholds judge YCSB's benchmarking phases so far; benchmark tsdb's figures are not supported yet")
+	case len(r.PoolPods) > 0 || len(r.PoolInbound) > 0 || len(r.PoolOutbound) > 0:
+		return invalid("pool_pods", "-xnpp/-xnpi/-xnpo size a connection pool; a time-series database has none")
+	case r.WorkerReplicas > 0:
+		return invalid("worker_replicas", "replicas (-nwr) are not supported for time-series databases")
+	case r.Storage != nil && r.Storage.Remove && r.Storage.Class == "" && r.Storage.Size == "":
+		return invalid("storage.remove", "removing the volume first (-rsr) needs a volume: give -rst and/or -rss")
+	case t.FlushIntervalMS < 10:
+		return invalid("tsdb.flush_interval_ms", "a flush every %d ms: at least 10", t.FlushIntervalMS)
+	}
+	var tsdbs []string
+	for _, n := range catalog.Names() {
+		if e, err := catalog.Lookup(n); err == nil && e.IsTSDB() {
+			tsdbs = append(tsdbs, n)
+		}
+	}
+	for i, d := range r.DBMS {
+		e, err := catalog.Lookup(d)
+		if err != nil {
+			continue // FromRequest names unknown DBMSs
+		}
+		if !e.IsTSDB() {
+			return invalid(fmt.Sprintf("dbms[%d]", i), "%s is not a time-series database; benchmark tsdb writes metrics into one of: %s", d, strings.Join(tsdbs, ", "))
+		}
+		if !slices.Contains(e.TSDB.Protocols(), t.Protocol) {
+			return invalid("tsdb.protocol", "%s does not ingest %s; it takes %s", d, t.Protocol, strings.Join(e.TSDB.Protocols(), ", "))
+		}
+	}
+	return nil
+}
+
 func sqlDBMS() []string {
 	var out []string
 	for _, n := range catalog.Names() {
@@ -95,6 +153,8 @@ func checkLoaders(r contracts.Request, records int64, threads, pods int) error {
 		return invalid("loading_pods", "%d loader pods for %d rows would leave pods without rows (lower -nlp or raise -sf)", pods, records)
 	case threads < pods:
 		return invalid("loading_threads", "%d threads cannot be split into %d loader pods; every pod needs at least one thread (raise -nlt or lower -nlp)", threads, pods)
+	case r.Benchmark == BenchmarkTSDB:
+		return nil // rows do not apply: each loading generator writes its agents' series once
 	case r.Benchmark == BenchmarkBenchbase && pods != 1:
 		return invalid("loading_pods", "Benchbase loads with one pod (it creates the schema and fills every warehouse); drop -nlp")
 	}
@@ -107,7 +167,7 @@ func checkBenchmarkers(r contracts.Request, operations int64, threads, pods, sha
 	switch {
 	case threads < pods:
 		return invalid("benchmarking_threads", "%d threads cannot be split into %d benchmarker pods; every pod needs at least one thread (raise -nbt or lower -nbp)", threads, pods)
-	case r.Benchmark != BenchmarkBenchbase && int64(shards) > operations:
+	case r.Benchmark == BenchmarkYCSB && int64(shards) > operations:
 		return invalid("operations", "%d operations cannot be split into %d benchmarker pods (raise -xop)", operations, shards)
 	}
 	return nil

@@ -158,8 +158,11 @@ func (a *Agent) handle(ctx context.Context, m jetstream.Msg) error {
 	if job.Engine == "benchbase" && job.TPCC != nil {
 		return a.handleTPCC(ctx, m, job, log)
 	}
+	if job.Engine == "tsdb" && job.TSDB != nil && entry.IsTSDB() {
+		return a.handleTSDB(ctx, job, entry, log)
+	}
 	if job.Engine != "ycsb" || job.YCSB == nil {
-		return a.publishFinal(ctx, failedFinal(job, a.cfg.Name, fmt.Sprintf("engine %q is not available on this agent (it runs ycsb, and benchbase's TPC-C with its embedded engine)", job.Engine)))
+		return a.publishFinal(ctx, failedFinal(job, a.cfg.Name, fmt.Sprintf("engine %q is not available on this agent for %s (it runs ycsb, benchbase's TPC-C with its embedded engine, and tsdb's metrics generators against a time-series database)", job.Engine, job.DBMS)))
 	}
 	hdrDir, err := os.MkdirTemp("", shardDirPrefix(os.Getpid()))
 	if err != nil {

@@ -44,7 +44,7 @@ func (s *State) startAttempt(i, p, attempt int, now time.Time) []Out {
 		out = append(out, Out{Subject: contracts.SubjShard, Msg: &contracts.ShardJob{
 			Envelope:      env(s.Code, contracts.ShardJobID(s.Code, ph.Name, shard, attempt), now),
 			Configuration: pc.Name, Phase: ph.Name, Kind: ph.Kind, Shard: shard, Shards: n, Attempt: attempt,
-			Engine: engine, DBMS: pc.DBMS, Endpoint: ep, YCSB: sh.YCSB, TPCC: sh.TPCC, Node: ph.Node,
+			Engine: engine, DBMS: pc.DBMS, Endpoint: ep, YCSB: sh.YCSB, TPCC: sh.TPCC, TSDB: sh.TSDB, Node: ph.Node,
 			TimeoutS: s.Plan.Timeouts.BarrierS, StartBy: &startBy,
 		}})
 	}

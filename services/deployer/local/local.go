@@ -139,6 +139,8 @@ func (l *Local) deploy(ctx context.Context, s backend.Spec, entry catalog.Entry)
 		st, binary, err = l.startRedisCluster(ctx, dir, entry, s.SUT, password)
 	case catalog.KindPgBouncer:
 		st, binary, err = l.startPgBouncer(ctx, dir, entry, s, password)
+	case catalog.KindVictoriaMetrics:
+		st, binary, err = l.startVictoriaMetrics(ctx, dir, port, entry)
 	default:
 		err = fmt.Errorf("the local backend cannot run kind %q of %s", entry.Kind, entry.Name)
 	}
@@ -191,6 +193,26 @@ func (l *Local) startRedis(ctx context.Context, dir string, port int, entry cata
 		return localState{}, "", err
 	}
 	return localState{DBMS: entry.Name, Kind: entry.Kind, Endpoint: entry.Endpoint("127.0.0.1", r.Port), Pid: r.Pid}, bin, nil
+}
+
+// startVictoriaMetrics runs a single-node VictoriaMetrics: its HTTP API
+// (queries, remote write, /metrics) is the endpoint's port, its carbon
+// plaintext listener the port of the catalog's carbon role. It has no
+// password: it listens on loopback only.
+func (l *Local) startVictoriaMetrics(ctx context.Context, dir string, port int, entry catalog.Entry) (localState, string, error) {
+	bin, err := localdb.VictoriaMetricsBinary()
+	if err != nil {
+		return localState{}, "", err
+	}
+	v, err := onPreviousPort(l.log(), "sut", dir, port, func(port int) (*localdb.VictoriaMetrics, error) {
+		return localdb.StartVictoriaMetrics(ctx, filepath.Join(dir, "data"), port, localdb.VictoriaMetricsOptions{})
+	})
+	if err != nil {
+		return localState{}, "", err
+	}
+	ep := entry.Endpoint("127.0.0.1", v.Port)
+	ep.Ports = map[string]int{entry.TSDB.CarbonPort: v.GraphitePort}
+	return localState{DBMS: entry.Name, Kind: entry.Kind, Endpoint: ep, Pid: v.Pid}, bin, nil
 }
 
 func (l *Local) startPostgres(ctx context.Context, dir string, port int, entry catalog.Entry, benchmark, password string) (localState, string, error) {
@@ -305,6 +327,9 @@ func (l *Local) Teardown(ctx context.Context, code, configuration string) error 
 		return err
 	}
 	if err := (&localdb.RedisCluster{Dir: filepath.Join(dir, clusterDir)}).Stop(ctx); err != nil {
+		return err
+	}
+	if err := (&localdb.VictoriaMetrics{Dir: data}).Stop(ctx); err != nil {
 		return err
 	}
 	if err := os.RemoveAll(dir); err != nil {

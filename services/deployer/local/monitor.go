@@ -156,9 +156,11 @@ func (l *Local) monitorSUT(dir string, s backend.Spec, entry catalog.Entry, st *
 	}
 	for _, e := range wantedExporters(entry, *st, password) {
 		var err error
-		if e.Console != "" {
+		switch {
+		case e.Addr != "": // the SUT's own /metrics
+		case e.Console != "":
 			e.Addr, err = l.servePgbExporter(dir, e.exporter, previous[e.Name], password)
-		} else {
+		default:
 			e.Addr, err = startExporter(dir, e, previous[e.Name])
 		}
 		if err != nil {
@@ -171,7 +173,8 @@ func (l *Local) monitorSUT(dir string, s backend.Spec, entry catalog.Entry, st *
 }
 
 // wanted is an exporter to run: a process (Path, Args, Env; the listen
-// address is added) or an in-process pgbouncer exporter (Console).
+// address is added), an in-process pgbouncer exporter (Console), or the
+// SUT's own /metrics (Addr already set).
 type wanted struct {
 	exporter
 	Path string
@@ -213,6 +216,9 @@ func wantedExporters(entry catalog.Entry, st localState, password string) []want
 		return out
 	case catalog.KindPostgreSQL:
 		return []wanted{postgres(st.Endpoint.Port, st.Endpoint.User, st.Endpoint.Database)}
+	case catalog.KindVictoriaMetrics:
+		// It serves its own /metrics on its HTTP port: no exporter to run.
+		return []wanted{{exporter: exporter{Name: "victoriametrics", Component: "sut", Addr: fmt.Sprintf("127.0.0.1:%d", st.Endpoint.Port)}}}
 	case catalog.KindPgBouncer:
 		out := []wanted{postgres(st.BackendPort, st.Endpoint.User, st.Endpoint.Database)}
 		for i, addr := range strings.Split(fmt.Sprint(st.Info["pool_endpoints"]), ",") {
@@ -349,6 +355,8 @@ func (l *Local) watchTrees(dir, code, configuration string, st localState) {
 		add("sut", "sut", "redis", st.Pid)
 	case catalog.KindPostgreSQL:
 		add("sut", "sut", "postgres", st.Pid)
+	case catalog.KindVictoriaMetrics:
+		add("sut", "sut", "victoria-metrics", st.Pid)
 	case catalog.KindRedisCluster:
 		for i, pid := range st.Pids {
 			add("node-"+strconv.Itoa(i), "sut", "redis", pid)

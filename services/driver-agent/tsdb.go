@@ -1,0 +1,285 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"net"
+	"os"
+	"strconv"
+	"sync"
+	"time"
+
+	"github.com/HdrHistogram/hdrhistogram-go"
+
+	"github.com/benchq/benchq/catalog"
+	"github.com/benchq/benchq/contracts"
+	"github.com/benchq/benchq/internal/metricsload"
+	"github.com/benchq/benchq/internal/ycsb"
+)
+
+// Operations of a metrics generator's final and intervals (engine tsdb,
+// docs/tsdb.md). WRITE counts points: OK those the SUT took (carbon: the
+// socket; remote write: a 2xx answer), ERROR those whose write failed.
+// QUERY is the read the first generator sends every second while it
+// writes: a range query over the last minute of one of its series, its
+// latency in the histogram, ERROR for an error or a timeout.
+const (
+	opWrite = "WRITE"
+	opQuery = "QUERY"
+)
+
+// handleTSDB runs a metrics generator's shard (engine tsdb) and publishes
+// its final.
+func (a *Agent) handleTSDB(ctx context.Context, job contracts.ShardJob, entry catalog.Entry, log *slog.Logger) error {
+	t := job.TSDB
+	log.Info("metrics generator starting", "protocol", t.Protocol, "agents", t.Agents, "metrics", t.Metrics, "prefix", t.Prefix, "duration_s", t.DurationS)
+	return a.runShard(ctx, job, log, func(ctx context.Context) (*contracts.Final, error) { return a.runTSDB(ctx, job, entry) })
+}
+
+// tsdbTarget is where a generator of job writes: carbon's host:port or
+// the remote-write URL, from the catalog and the SUT's endpoint.
+func tsdbTarget(job contracts.ShardJob, entry catalog.Entry) (string, error) {
+	ep := job.Endpoint
+	switch job.TSDB.Protocol {
+	case contracts.ProtocolCarbon:
+		port := ep.Ports[entry.TSDB.CarbonPort]
+		if port == 0 {
+			return "", fmt.Errorf("%s's endpoint has no %q port for carbon's plaintext protocol", job.DBMS, entry.TSDB.CarbonPort)
+		}
+		return net.JoinHostPort(ep.Host, strconv.Itoa(port)), nil
+	case contracts.ProtocolRemoteWrite:
+		if entry.TSDB.RemoteWritePath == "" {
+			return "", fmt.Errorf("%s has no remote-write receiver", job.DBMS)
+		}
+		return "http://" + net.JoinHostPort(ep.Host, strconv.Itoa(ep.Port)) + entry.TSDB.RemoteWritePath, nil
+	}
+	return "", fmt.Errorf("protocol %q: use carbon or remote-write", job.TSDB.Protocol)
+}
+
+// runTSDB runs the generator inside the agent (internal/metricsload). It
+// checks the SUT takes connections before READY, starts at GO, streams a
+// status line per interval and returns the final; an error only when ctx
+// ends (the agent is stopping: the job is redelivered).
+func (a *Agent) runTSDB(ctx context.Context, job contracts.ShardJob, entry catalog.Entry) (*contracts.Final, error) {
+	t := job.TSDB
+	final := newFinal(job, a.cfg.Name, t.Agents, 0)
+	fail := func(format string, args ...any) (*contracts.Final, error) {
+		return failed(final, format, args...), nil
+	}
+	br, err := a.bus.JoinBarrier(job, a.cfg.Name, a.instance)
+	if err != nil {
+		return nil, err
+	}
+	defer br.Close()
+	live := a.track(job, os.Getpid()) // the generator runs inside the agent
+	defer live.end()
+
+	// 1. Prepare: the SUT answers where the generator writes.
+	target, err := tsdbTarget(job, entry)
+	if err != nil {
+		return fail("%v", err)
+	}
+	if err := reachable(ctx, job, br.Timeout); err != nil {
+		if ctx.Err() != nil {
+			return nil, ctx.Err()
+		}
+		return fail("prepare: %v", err)
+	}
+	cfg := metricsload.Config{
+		Protocol: t.Protocol, Target: target, Agents: t.Agents, Metrics: t.Metrics,
+		FlushInterval: time.Duration(t.FlushIntervalMS) * time.Millisecond, Jitter: time.Duration(t.JitterMS) * time.Millisecond,
+		SpawnInterval: time.Duration(t.SpawnIntervalMS) * time.Millisecond, Prefix: t.Prefix,
+		Duration: time.Duration(t.DurationS) * time.Second, Seed: uint64(job.Shard),
+	}
+	if job.Kind == contracts.KindLoad {
+		cfg.Flushes = 1 // a point of each series: they exist before benchmarking
+	}
+	if err := cfg.Check(); err != nil {
+		return fail("%v", err)
+	}
+
+	// 2. Barrier: READY, wait for GO, start at the common instant.
+	startAt, err := br.Ready(ctx)
+	if err != nil {
+		return barrierFailed(ctx, final, err)
+	}
+	final.GoDelayMS = br.GoDelayMS()
+	runCtx, stopRun := br.Context(ctx)
+	defer stopRun()
+	if d := time.Until(startAt); d > 0 {
+		select {
+		case <-time.After(d):
+		case <-runCtx.Done():
+		}
+	}
+
+	// 3. Generate; the first benchmarking generator also reads back.
+	final.StartedAt = time.Now().UTC()
+	first := final.StartedAt
+	final.FirstOpAt = &first
+	status := newTSDBStatus(t.StatusInterval)
+	var probeWG sync.WaitGroup
+	probeCtx, stopProbe := context.WithCancel(runCtx)
+	if job.Kind == contracts.KindRun && job.Shard == 1 && entry.TSDB.QueryPath != "" {
+		probe := metricsload.Probe{URL: "http://" + net.JoinHostPort(job.Endpoint.Host, strconv.Itoa(job.Endpoint.Port)), Path: entry.TSDB.QueryPath,
+			Query: metricsload.SeriesName(t.Protocol, t.Prefix, 1, 1)}
+		probeWG.Add(1)
+		go func() {
+			defer probeWG.Done()
+			probe.Run(probeCtx, status.reading)
+		}()
+	}
+	var res metricsload.Result
+	var runErr error
+	if runErr = runCtx.Err(); runErr == nil {
+		res, runErr = metricsload.Run(runCtx, cfg, func(s metricsload.Second) {
+			if iv, ok := status.second(s); ok {
+				a.publishInterval(ctx, job, live, iv)
+			}
+		})
+	}
+	stopProbe()
+	probeWG.Wait()
+	final.EndedAt = time.Now().UTC()
+	final.TS = final.EndedAt
+	last := final.EndedAt
+	final.LastOpAt = &last
+	final.Operations = status.operations(res)
+	final.Progress = status.progress
+	final.RuntimeMS = float64(final.EndedAt.Sub(final.StartedAt).Milliseconds())
+	if final.RuntimeMS > 0 {
+		final.Throughput = float64(res.Sent) / (final.RuntimeMS / 1000)
+	}
+	final.Stdout = fmt.Sprintf("metrics generator %s: %d agents × %d metrics over %s to %s: %d points sent, %d failed, %d queries",
+		t.Prefix, t.Agents, t.Metrics, t.Protocol, target, res.Sent, res.Failed, status.queries)
+	for _, e := range res.Errors {
+		final.Stdout += "\nerror: " + e
+	}
+	switch {
+	case ctx.Err() != nil:
+		return nil, ctx.Err() // stopping: not acked, redelivered
+	case runCtx.Err() != nil:
+		final.Status, final.Error = contracts.StatusFailed, abortedBecause(context.Cause(runCtx).Error())
+	case runErr != nil:
+		final.Status, final.Error = contracts.StatusFailed, runErr.Error()
+	case res.Sent == 0:
+		final.Status, final.Error = contracts.StatusFailed, fmt.Sprintf("no point was written: %v", res.Errors)
+	default:
+		final.Status = contracts.StatusOK
+	}
+	return final, nil
+}
+
+// reachable checks, within timeout, that the SUT accepts a connection on
+// the generator's port.
+func reachable(ctx context.Context, job contracts.ShardJob, timeout time.Duration) error {
+	ctx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+	var addrs []string
+	for _, p := range job.Endpoint.Ports {
+		addrs = append(addrs, net.JoinHostPort(job.Endpoint.Host, strconv.Itoa(p)))
+	}
+	addrs = append(addrs, net.JoinHostPort(job.Endpoint.Host, strconv.Itoa(job.Endpoint.Port)))
+	var d net.Dialer
+	for _, addr := range addrs {
+		c, err := d.DialContext(ctx, "tcp", addr)
+		if err != nil {
+			return err
+		}
+		_ = c.Close()
+	}
+	return nil
+}
+
+// tsdbStatus folds a generator's seconds and its probe's readings into
+// the shard's status lines (one per status interval) and its operations.
+type tsdbStatus struct {
+	every            int64 // seconds per status line
+	elapsed          int64
+	sent, failed     int64 // since the start
+	lineSent         int64 // in the current line
+	lineFailed       int64
+	progress         []contracts.Progress
+	mu               sync.Mutex // the probe's goroutine writes the rest
+	queries, qErrors int64
+	lineQueries      int64
+	lineLatency      time.Duration
+	lineMax          time.Duration
+	latencies        *hdrhistogram.Histogram // µs
+}
+
+func newTSDBStatus(every int) *tsdbStatus {
+	return &tsdbStatus{every: int64(max(1, every)), latencies: hdrhistogram.New(1, 3_600_000_000, 3)}
+}
+
+// reading records one probe query.
+func (s *tsdbStatus) reading(r metricsload.Reading) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.queries++
+	if r.Err != nil {
+		s.qErrors++
+		return
+	}
+	_ = s.latencies.RecordValue(max(1, r.Latency.Microseconds()))
+	s.lineQueries++
+	s.lineLatency += r.Latency
+	s.lineMax = max(s.lineMax, r.Latency)
+}
+
+// second adds a second of the generator; every status interval it returns
+// the status line.
+func (s *tsdbStatus) second(sec metricsload.Second) (contracts.Interval, bool) {
+	s.elapsed++
+	s.sent += sec.Sent
+	s.failed += sec.Failed
+	s.lineSent += sec.Sent
+	s.lineFailed += sec.Failed
+	if s.elapsed%s.every != 0 {
+		return contracts.Interval{}, false
+	}
+	now := sec.At.Add(time.Second).UTC()
+	iv := contracts.Interval{At: now, ElapsedS: s.elapsed, Operations: s.sent, OpsPerSec: float64(s.lineSent) / float64(s.every),
+		PerOp: map[string]map[string]float64{opWrite: {"Count": float64(s.lineSent), "Failed": float64(s.lineFailed)}}}
+	s.mu.Lock()
+	if s.lineQueries > 0 {
+		iv.PerOp[opQuery] = map[string]float64{"Count": float64(s.lineQueries),
+			"Avg": float64((s.lineLatency / time.Duration(s.lineQueries)).Microseconds()), "Max": float64(s.lineMax.Microseconds())}
+	}
+	s.lineQueries, s.lineLatency, s.lineMax = 0, 0, 0
+	s.mu.Unlock()
+	s.lineSent, s.lineFailed = 0, 0
+	s.progress = append(s.progress, contracts.Progress{At: now, Operations: s.sent})
+	return iv, true
+}
+
+// operations are the final's: the points written, and the queries with
+// their merged latency histogram.
+func (s *tsdbStatus) operations(res metricsload.Result) []contracts.OpResult {
+	w := contracts.OpResult{Name: opWrite, Count: res.Sent + res.Failed, ReturnCodes: map[string]int64{"OK": res.Sent}}
+	if res.Failed > 0 {
+		w.ReturnCodes["ERROR"] = res.Failed
+	}
+	out := []contracts.OpResult{w}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.queries == 0 {
+		return out
+	}
+	h := s.latencies
+	q := contracts.OpResult{Name: opQuery, Count: s.queries, ReturnCodes: map[string]int64{"OK": h.TotalCount()}}
+	if s.qErrors > 0 {
+		q.ReturnCodes["ERROR"] = s.qErrors
+	}
+	if h.TotalCount() > 0 {
+		q.AvgUS, q.MinUS, q.MaxUS = h.Mean(), float64(h.Min()), float64(h.Max())
+		q.P50US, q.P95US, q.P99US, q.P999US = float64(h.ValueAtQuantile(50)), float64(h.ValueAtQuantile(95)), float64(h.ValueAtQuantile(99)), float64(h.ValueAtQuantile(99.9))
+		if s.qErrors == 0 {
+			// The histogram holds the answered queries only: shipped when
+			// it adds up to the operation's count.
+			q.Histogram, _ = ycsb.EncodeHistogram(h)
+		}
+	}
+	return append(out, q)
+}
