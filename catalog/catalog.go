@@ -104,13 +104,26 @@ type TSDB struct {
 	// QueryPath is its Prometheus-compatible range query on the client
 	// port: the probe's per-second read under load.
 	QueryPath string `json:"query_path"`
-	// Ingested is its own counter of stored points, on the client port's
-	// /metrics; CarbonIngested and RemoteWriteIngested the same counter
-	// narrowed to one protocol (a selector), where it tells them apart.
-	Ingested            string `json:"ingested"`
-	CarbonIngested      string `json:"carbon_ingested,omitempty"`
-	RemoteWriteIngested string `json:"remote_write_ingested,omitempty"`
+	// Ingested is its own counter of the points it stored, per protocol,
+	// on the client port's /metrics.
+	Ingested map[string]Counter `json:"ingested"`
 }
+
+// Counter is one counter of a /metrics page: the samples of Series whose
+// labels equal Matchers, summed.
+type Counter struct {
+	Series   string            `json:"series"`
+	Matchers map[string]string `json:"matchers,omitempty"`
+}
+
+// Set is the counter as a metric set of one metric, key, for
+// prom.ReadSet.
+func (c Counter) Set(key string) MetricSet {
+	return MetricSet{Name: key, Metrics: []Metric{{Key: key, Title: key, Aggregate: AggregateSum, Series: c.Series, Matchers: c.Matchers, Reduction: ReduceLast, Scale: 1}}}
+}
+
+// String is the counter as PromQL's selector.
+func (c Counter) String() string { return Metric{Series: c.Series, Matchers: c.Matchers}.selector() }
 
 // Protocols are the metrics protocols the database ingests, in the
 // contracts' names (ProtocolCarbon, ProtocolRemoteWrite).
@@ -280,7 +293,9 @@ func (e Entry) validate() error {
 		need(len(t.Protocols()) > 0, "tsdb", "carbon_port or remote_write_path required (the protocols it ingests)")
 		need(t.CarbonPort == "" || (e.Kubernetes != nil && e.Kubernetes.Ports[t.CarbonPort] > 0), "tsdb.carbon_port", "must name one of kubernetes.ports")
 		need(strings.HasPrefix(t.QueryPath, "/"), "tsdb.query_path", "required, a path")
-		need(t.Ingested != "", "tsdb.ingested", "required (its own counter of stored points)")
+		for _, p := range t.Protocols() {
+			need(t.Ingested[p].Series != "", "tsdb.ingested."+p, "required: its own counter of the points it stored over "+p)
+		}
 		need(e.YCSB.DB == "", "ycsb", "a time-series database is driven by benchq tsdb, not YCSB")
 	} else {
 		need(e.YCSB.DB != "", "ycsb.db", "required (the site.ycsb.DB class)")

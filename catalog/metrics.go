@@ -56,16 +56,33 @@ type Metric struct {
 func (m Metric) PromQL(selector string) string {
 	var b strings.Builder
 	b.WriteString(m.Aggregate + "(" + m.Series + "{" + selector)
+	for _, k := range m.matcherNames() {
+		fmt.Fprintf(&b, ",%s=%q", k, m.Matchers[k])
+	}
+	b.WriteString("})")
+	return b.String()
+}
+
+func (m Metric) matcherNames() []string {
 	names := make([]string, 0, len(m.Matchers))
 	for k := range m.Matchers {
 		names = append(names, k)
 	}
 	slices.Sort(names)
-	for _, k := range names {
-		fmt.Fprintf(&b, ",%s=%q", k, m.Matchers[k])
+	return names
+}
+
+// selector is the series narrowed by its own matchers, in PromQL:
+// vm_rows_inserted_total{type="graphite"}.
+func (m Metric) selector() string {
+	var parts []string
+	for _, k := range m.matcherNames() {
+		parts = append(parts, fmt.Sprintf("%s=%q", k, m.Matchers[k]))
 	}
-	b.WriteString("})")
-	return b.String()
+	if len(parts) == 0 {
+		return m.Series
+	}
+	return m.Series + "{" + strings.Join(parts, ",") + "}"
 }
 
 // promName is what a Prometheus metric or label name may be.

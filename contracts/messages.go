@@ -574,7 +574,30 @@ type Final struct {
 	// each interval (-xli); what a saturation step is judged on, second by
 	// second (internal/saturation).
 	Progress []Progress `json:"progress,omitempty"`
-	Stdout   string     `json:"stdout,omitempty"`
+	// Ingest is what the time-series database said it stored while the
+	// phase ran (engine tsdb; the phase's first generator reads it).
+	Ingest *Ingest `json:"ingest,omitempty"`
+	Stdout string  `json:"stdout,omitempty"`
+}
+
+// Ingest is a time-series database's own count of the points it stored,
+// around one phase of metrics generators (engine tsdb, docs/tsdb.md): its
+// counter (the catalog's tsdb.ingested for the protocol) read from its
+// /metrics by the phase's first generator at GO, every second while the
+// generators ran, and after they ended until the counter stopped growing
+// (the backlog drained) or the drain's limit passed. A reading that failed
+// is absent, never 0.
+type Ingest struct {
+	Counter  string          `json:"counter"` // the selector read, e.g. vm_rows_inserted_total{type="graphite"}
+	Readings []IngestReading `json:"readings"`
+	EndedAt  time.Time       `json:"ended_at"` // the generators stopped: later readings are the drain
+	Drained  bool            `json:"drained"`  // the counter stopped growing within the drain's limit
+}
+
+// IngestReading is one reading of the counter.
+type IngestReading struct {
+	At    time.Time `json:"at"`
+	Total float64   `json:"total"`
 }
 
 // Progress is one status line of a shard: operations done since its start.

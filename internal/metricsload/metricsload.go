@@ -51,6 +51,10 @@ type Config struct {
 	Prefix        string        // haggar -prefix
 	Duration      time.Duration // how long to generate (0: until the context ends)
 	Flushes       int           // each agent stops after this many flushes (0: no limit)
+	// Observe, if set, is called after each flush an agent wrote (or
+	// failed to) with its points and how long the write took; agents call
+	// it concurrently.
+	Observe func(points int, took time.Duration)
 	Seed          uint64        // of the jitter
 }
 
@@ -207,7 +211,11 @@ func agent(ctx context.Context, cfg Config, id int, startAt time.Time, sent *ato
 		if w != nil {
 			// A flush begun is finished and counted, even past the end:
 			// the SUT may store it, and sent must not fall short of that.
-			n, err := w.write(context.WithoutCancel(ctx), time.Now(), flush)
+			began := time.Now()
+			n, err := w.write(context.WithoutCancel(ctx), began, flush)
+			if cfg.Observe != nil {
+				cfg.Observe(cfg.Metrics, time.Since(began))
+			}
 			sent.Add(int64(n))
 			if err != nil {
 				fail(cfg.Metrics-n, err)

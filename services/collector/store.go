@@ -177,7 +177,26 @@ func writeFinal(ctx context.Context, tx pgx.Tx, m *contracts.Final) error {
 			return fmt.Errorf("operation %s of %s shard %d: %w", op.Name, m.Phase, m.Shard, err)
 		}
 	}
-	return nil
+	return writeIngest(ctx, tx, m)
+}
+
+// writeIngest stores a generator's readings of the time-series database's
+// own counter (ingest_readings, ingest_drains).
+func writeIngest(ctx context.Context, tx pgx.Tx, m *contracts.Final) error {
+	in := m.Ingest
+	if in == nil {
+		return nil
+	}
+	for _, r := range in.Readings {
+		if _, err := tx.Exec(ctx, `INSERT INTO ingest_readings (code, phase, attempt, shard, at, total, after_end, counter)
+			VALUES ($1, $2, $3, $4, $5, $6, $7, $8) ON CONFLICT DO NOTHING`,
+			m.Code, m.Phase, m.Attempt, m.Shard, r.At, r.Total, r.At.After(in.EndedAt), in.Counter); err != nil {
+			return fmt.Errorf("ingest of %s shard %d: %w", m.Phase, m.Shard, err)
+		}
+	}
+	_, err := tx.Exec(ctx, `INSERT INTO ingest_drains (code, phase, attempt, ended_at, drained) VALUES ($1, $2, $3, $4, $5) ON CONFLICT DO NOTHING`,
+		m.Code, m.Phase, m.Attempt, in.EndedAt, in.Drained)
+	return err
 }
 
 // connectionFacts are what the summary's Connections section lists: the

@@ -15,6 +15,7 @@ import (
 	"github.com/benchq/benchq/catalog"
 	"github.com/benchq/benchq/contracts"
 	"github.com/benchq/benchq/internal/metricsload"
+	"github.com/benchq/benchq/internal/prom"
 	"github.com/benchq/benchq/internal/ycsb"
 )
 
@@ -95,6 +96,8 @@ func (a *Agent) runTSDB(ctx context.Context, job contracts.ShardJob, entry catal
 	if job.Kind == contracts.KindLoad {
 		cfg.Flushes = 1 // a point of each series: they exist before benchmarking
 	}
+	status := newTSDBStatus(t.StatusInterval)
+	cfg.Observe = status.flushed
 	if err := cfg.Check(); err != nil {
 		return fail("%v", err)
 	}
@@ -114,13 +117,26 @@ func (a *Agent) runTSDB(ctx context.Context, job contracts.ShardJob, entry catal
 		}
 	}
 
-	// 3. Generate; the first benchmarking generator also reads back.
+	// 3. Generate; the first generator also reads the SUT's own count of
+	// stored points, and the first benchmarking one queries it.
+	var ingest *ingestReader
+	if job.Shard == 1 {
+		c := entry.TSDB.Ingested[t.Protocol]
+		ingest = &ingestReader{url: "http://" + net.JoinHostPort(job.Endpoint.Host, strconv.Itoa(job.Endpoint.Port)) + "/metrics", counter: c}
+		ingest.read(runCtx) // at GO: the baseline
+	}
 	final.StartedAt = time.Now().UTC()
 	first := final.StartedAt
 	final.FirstOpAt = &first
-	status := newTSDBStatus(t.StatusInterval)
 	var probeWG sync.WaitGroup
 	probeCtx, stopProbe := context.WithCancel(runCtx)
+	if ingest != nil {
+		probeWG.Add(1)
+		go func() {
+			defer probeWG.Done()
+			ingest.every(probeCtx, time.Second)
+		}()
+	}
 	if job.Kind == contracts.KindRun && job.Shard == 1 && entry.TSDB.QueryPath != "" {
 		probe := metricsload.Probe{URL: "http://" + net.JoinHostPort(job.Endpoint.Host, strconv.Itoa(job.Endpoint.Port)), Path: entry.TSDB.QueryPath,
 			Query: metricsload.SeriesName(t.Protocol, t.Prefix, 1, 1)}
@@ -141,6 +157,9 @@ func (a *Agent) runTSDB(ctx context.Context, job contracts.ShardJob, entry catal
 	}
 	stopProbe()
 	probeWG.Wait()
+	if ingest != nil {
+		final.Ingest = ingest.drain(runCtx)
+	}
 	final.EndedAt = time.Now().UTC()
 	final.TS = final.EndedAt
 	last := final.EndedAt
@@ -169,6 +188,72 @@ func (a *Agent) runTSDB(ctx context.Context, job contracts.ShardJob, entry catal
 		final.Status = contracts.StatusOK
 	}
 	return final, nil
+}
+
+// Draining: after the generators stop, the SUT's counter is read every
+// drainEvery until it has not grown for drainQuiet, or drainLimit passed.
+const (
+	drainEvery = 250 * time.Millisecond
+	drainQuiet = time.Second
+	drainLimit = 30 * time.Second
+)
+
+// ingestReader reads a time-series database's own counter of stored points
+// from its /metrics page (prom.ReadSet).
+type ingestReader struct {
+	url      string
+	counter  catalog.Counter
+	readings []contracts.IngestReading
+}
+
+// every reads each interval until ctx ends (a slow page delays only its
+// own reading, not the generators' seconds).
+func (r *ingestReader) every(ctx context.Context, interval time.Duration) {
+	t := time.NewTicker(interval)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+			r.read(ctx)
+		}
+	}
+}
+
+// read takes one reading; a failed one is left out.
+func (r *ingestReader) read(ctx context.Context) (float64, bool) {
+	at := time.Now().UTC()
+	v, err := prom.ReadSet(ctx, r.url, r.counter.Set("ingested"), 2*time.Second)
+	total, ok := v["ingested"]
+	if err != nil || !ok {
+		return 0, false
+	}
+	r.readings = append(r.readings, contracts.IngestReading{At: at, Total: total})
+	return total, true
+}
+
+// drain reads until the counter stops growing (the SUT's backlog is
+// stored) or drainLimit passes, and returns every reading.
+func (r *ingestReader) drain(ctx context.Context) *contracts.Ingest {
+	in := &contracts.Ingest{Counter: r.counter.String(), EndedAt: time.Now().UTC()}
+	deadline := in.EndedAt.Add(drainLimit)
+	last, lastChange := -1.0, time.Now()
+	for time.Now().Before(deadline) && ctx.Err() == nil {
+		if v, ok := r.read(ctx); ok && v != last {
+			last, lastChange = v, time.Now()
+		}
+		if last >= 0 && time.Since(lastChange) >= drainQuiet {
+			in.Drained = true
+			break
+		}
+		select {
+		case <-ctx.Done():
+		case <-time.After(drainEvery):
+		}
+	}
+	in.Readings = r.readings
+	return in
 }
 
 // reachable checks, within timeout, that the SUT accepts a connection on
@@ -206,11 +291,20 @@ type tsdbStatus struct {
 	lineQueries      int64
 	lineLatency      time.Duration
 	lineMax          time.Duration
-	latencies        *hdrhistogram.Histogram // µs
+	latencies        *hdrhistogram.Histogram // µs, of the queries
+	writes           *hdrhistogram.Histogram // µs, per point: its flush's write
 }
 
 func newTSDBStatus(every int) *tsdbStatus {
-	return &tsdbStatus{every: int64(max(1, every)), latencies: hdrhistogram.New(1, 3_600_000_000, 3)}
+	return &tsdbStatus{every: int64(max(1, every)), latencies: hdrhistogram.New(1, 3_600_000_000, 3), writes: hdrhistogram.New(1, 3_600_000_000, 3)}
+}
+
+// flushed records one agent's flush: each of its points took the write's
+// time to reach the SUT (carbon: the socket; remote write: the answer).
+func (s *tsdbStatus) flushed(points int, took time.Duration) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	_ = s.writes.RecordValues(max(1, took.Microseconds()), int64(points))
 }
 
 // reading records one probe query.
@@ -261,9 +355,13 @@ func (s *tsdbStatus) operations(res metricsload.Result) []contracts.OpResult {
 	if res.Failed > 0 {
 		w.ReturnCodes["ERROR"] = res.Failed
 	}
-	out := []contracts.OpResult{w}
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	latencies(&w, s.writes)
+	if s.writes.TotalCount() == w.Count {
+		w.Histogram, _ = ycsb.EncodeHistogram(s.writes)
+	}
+	out := []contracts.OpResult{w}
 	if s.queries == 0 {
 		return out
 	}
@@ -272,14 +370,20 @@ func (s *tsdbStatus) operations(res metricsload.Result) []contracts.OpResult {
 	if s.qErrors > 0 {
 		q.ReturnCodes["ERROR"] = s.qErrors
 	}
-	if h.TotalCount() > 0 {
-		q.AvgUS, q.MinUS, q.MaxUS = h.Mean(), float64(h.Min()), float64(h.Max())
-		q.P50US, q.P95US, q.P99US, q.P999US = float64(h.ValueAtQuantile(50)), float64(h.ValueAtQuantile(95)), float64(h.ValueAtQuantile(99)), float64(h.ValueAtQuantile(99.9))
-		if s.qErrors == 0 {
-			// The histogram holds the answered queries only: shipped when
-			// it adds up to the operation's count.
-			q.Histogram, _ = ycsb.EncodeHistogram(h)
-		}
+	latencies(&q, h)
+	if s.qErrors == 0 && h.TotalCount() > 0 {
+		// The histogram holds the answered queries only: shipped when it
+		// adds up to the operation's count.
+		q.Histogram, _ = ycsb.EncodeHistogram(h)
 	}
 	return append(out, q)
+}
+
+// latencies fills op's figures from h (µs), as YCSB's summary gives them.
+func latencies(op *contracts.OpResult, h *hdrhistogram.Histogram) {
+	if h.TotalCount() == 0 {
+		return
+	}
+	op.AvgUS, op.MinUS, op.MaxUS = h.Mean(), float64(h.Min()), float64(h.Max())
+	op.P50US, op.P95US, op.P99US, op.P999US = float64(h.ValueAtQuantile(50)), float64(h.ValueAtQuantile(95)), float64(h.ValueAtQuantile(99)), float64(h.ValueAtQuantile(99.9))
 }

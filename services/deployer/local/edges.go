@@ -2,18 +2,12 @@ package local
 
 import (
 	"context"
-	"fmt"
-	"math"
-	"net/http"
 	"sync"
 	"time"
 
-	dto "github.com/prometheus/client_model/go"
-	"github.com/prometheus/common/expfmt"
-	"github.com/prometheus/common/model"
-
 	"github.com/benchq/benchq/catalog"
 	"github.com/benchq/benchq/contracts"
+	"github.com/benchq/benchq/internal/prom"
 )
 
 // exporterReadTimeout bounds one read of an exporter at a phase's edge.
@@ -44,7 +38,7 @@ func (l *Local) ReadExporters(ctx context.Context, code, configuration string) (
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			values, err := readExporter(ctx, e.Addr, sets[e.Component])
+			values, err := prom.ReadSet(ctx, "http://"+e.Addr+"/metrics", sets[e.Component], exporterReadTimeout)
 			if err != nil {
 				l.log().Debug("exporter not read at a phase edge", "exporter", e.Name, "err", err)
 				return
@@ -62,90 +56,3 @@ func (l *Local) ReadExporters(ctx context.Context, code, configuration string) (
 	return out, len(out) > 0
 }
 
-// readExporter evaluates set's metrics on the exporter at addr.
-func readExporter(ctx context.Context, addr string, set catalog.MetricSet) (map[string]float64, error) {
-	ctx, cancel := context.WithTimeout(ctx, exporterReadTimeout)
-	defer cancel()
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, "http://"+addr+"/metrics", nil)
-	if err != nil {
-		return nil, err
-	}
-	req.Header.Set("Accept", "text/plain; version=0.0.4")
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		return nil, err
-	}
-	defer resp.Body.Close()
-	if resp.StatusCode != http.StatusOK {
-		return nil, fmt.Errorf("GET /metrics: %s", resp.Status)
-	}
-	parser := expfmt.NewTextParser(model.LegacyValidation)
-	families, err := parser.TextToMetricFamilies(resp.Body)
-	if err != nil {
-		return nil, fmt.Errorf("parse /metrics: %w", err)
-	}
-	return evaluate(set, families), nil
-}
-
-// evaluate computes each metric of set on families: its series' samples
-// whose labels equal its matchers, combined by its aggregate.
-func evaluate(set catalog.MetricSet, families map[string]*dto.MetricFamily) map[string]float64 {
-	out := map[string]float64{}
-	for _, m := range set.Metrics {
-		f, ok := families[m.Series]
-		if !ok {
-			continue
-		}
-		found := false
-		var v float64
-		for _, s := range f.GetMetric() {
-			if !matches(s, m.Matchers) {
-				continue
-			}
-			x, ok := sampleValue(s)
-			if !ok || math.IsNaN(x) || math.IsInf(x, 0) {
-				continue // no number JSON can carry: the metric stays missing here
-			}
-			switch {
-			case !found:
-				v = x
-			case m.Aggregate == catalog.AggregateMax:
-				v = max(v, x)
-			default:
-				v += x
-			}
-			found = true
-		}
-		if found {
-			out[m.Key] = v
-		}
-	}
-	return out
-}
-
-func matches(s *dto.Metric, matchers map[string]string) bool {
-	for k, want := range matchers {
-		got := ""
-		for _, lp := range s.GetLabel() {
-			if lp.GetName() == k {
-				got = lp.GetValue()
-			}
-		}
-		if got != want {
-			return false
-		}
-	}
-	return true
-}
-
-func sampleValue(s *dto.Metric) (float64, bool) {
-	switch {
-	case s.Counter != nil:
-		return s.Counter.GetValue(), true
-	case s.Gauge != nil:
-		return s.Gauge.GetValue(), true
-	case s.Untyped != nil:
-		return s.Untyped.GetValue(), true
-	}
-	return 0, false
-}

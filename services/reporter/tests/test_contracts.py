@@ -121,8 +121,8 @@ def test_benchmarks_are_the_request_schemas():
     schema = json.loads((contracts.find_dir() / "schemas" / "request.schema.json").read_text())
     enum = schema["properties"]["benchmark"]["enum"]
     assert sorted(vars(contracts.BENCHMARK).values()) == sorted(enum)
-    # The two the summary tells apart.
-    assert {contracts.BENCHMARK.ycsb, contracts.BENCHMARK.benchbase} == set(enum)
+    # The three the summary tells apart.
+    assert {contracts.BENCHMARK.ycsb, contracts.BENCHMARK.benchbase, contracts.BENCHMARK.tsdb} == set(enum)
 
 
 def test_constants_are_read_only_and_unknown_names_fail():

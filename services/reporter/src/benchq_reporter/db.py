@@ -109,6 +109,8 @@ QUERIES = {
     # One SELECT for every monitoring section, however many phases and metrics.
     "metric_summaries": _select("metric_summaries", ("phase", "attempt", "component", "section", "position")),
     "saturation_steps": _select("saturation_steps", ("configuration", "step", "attempt")),
+    "ingest_readings": _select("ingest_readings", ("phase", "attempt", "at")),
+    "ingest_drains": _select("ingest_drains", ("phase", "attempt")),
     # The time series, for the DataFrames (dataframes.py); the summary does not read them.
     "intervals": _select("intervals", ("phase", "shard", "attempt", "elapsed_s")),
     "metrics": _select("metrics", ("configuration", "phase", "component", "metric", "labels", "time")),
@@ -122,9 +124,11 @@ SUMMARY_TABLES = (
     "shard_operations",
     "metric_summaries",
     "saturation_steps",
+    "ingest_readings",
+    "ingest_drains",
 )
-# Tables a results database may predate (migrations 0003, 0004, 0006): read only when they exist.
-OPTIONAL = {"metric_summaries", "metrics", "saturation_steps"}
+# Tables a results database may predate (migrations 0003, 0004, 0006, 0009): read only when they exist.
+OPTIONAL = {"metric_summaries", "metrics", "saturation_steps", "ingest_readings", "ingest_drains"}
 
 
 def fetch_tables(

@@ -135,6 +135,22 @@ COLUMNS: dict[str, dict[str, Any]] = {
         "next": object,
         "knee": object,
     },
+    # Benchmark tsdb: the time-series database's own counter of stored points (migration 0009).
+    "ingest_readings": {
+        "phase": object,
+        "attempt": "Int64",
+        "shard": "Int64",
+        "at": TS,
+        "total": "float64",
+        "after_end": "boolean",
+        "counter": object,
+    },
+    "ingest_drains": {
+        "phase": object,
+        "attempt": "Int64",
+        "ended_at": TS,
+        "drained": "boolean",
+    },
     # Read for the DataFrames (dataframes.py) only, not for the summary.
     "intervals": {
         "phase": object,
@@ -176,6 +192,9 @@ class ExperimentData:
     metrics: pd.DataFrame  # metric_summaries; empty when the experiment was not monitored
     # saturation_steps; empty unless the experiment ran a saturation search.
     saturation: pd.DataFrame = field(default_factory=lambda: frame("saturation_steps", ()))
+    # ingest_readings and ingest_drains; empty unless benchmark tsdb.
+    ingest: pd.DataFrame = field(default_factory=lambda: frame("ingest_readings", ()))
+    ingest_drains: pd.DataFrame = field(default_factory=lambda: frame("ingest_drains", ()))
 
     @property
     def code(self) -> str:
@@ -203,6 +222,8 @@ class ExperimentData:
             operations=frame("shard_operations", tables.get("shard_operations", ())),
             metrics=frame("metric_summaries", tables.get("metric_summaries", ())),
             saturation=frame("saturation_steps", tables.get("saturation_steps", ())),
+            ingest=frame("ingest_readings", tables.get("ingest_readings", ())),
+            ingest_drains=frame("ingest_drains", tables.get("ingest_drains", ())),
         )
 
 

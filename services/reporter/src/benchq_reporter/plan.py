@@ -66,6 +66,7 @@ class Settings:
     pool_outbound: list[int] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)  # what the client did not apply, and why
     thresholds: list[Mapping[str, Any]] = field(default_factory=list)  # contracts.Threshold, as stored
+    tsdb: Mapping[str, Any] = field(default_factory=dict)  # benchmark tsdb: the generators' settings (contracts.TSDB)
 
 
 @dataclass(frozen=True)
@@ -184,6 +185,7 @@ def read(plan: Mapping[str, Any] | None) -> Plan:
             pool_outbound=list(s.get("pool_outbound") or []),
             notes=list(s.get("notes") or []),
             thresholds=[dict(t) for t in s.get("thresholds") or []],
+            tsdb=dict(s.get("tsdb") or {}),
         ),
         estimated_s=_float(plan.get("estimated_s")),
         # Plans record the build's version (internal/version); "dev" stands for a plan without one.

@@ -1,5 +1,8 @@
 """The summary of one experiment: a YCSB summary or a Benchbase (TPC-C) one.
 
+A tsdb experiment (metrics generators) has the YCSB layout, its WRITE and
+QUERY operations in the tables, and its own Ingest section (tsdb.py).
+
 Pure: ExperimentData in, Summary out. No database, no printing; render.py
 turns a Summary into markdown or JSON. Both kinds share the Workload,
 Connections and Workflow sections and the result tests; their figures are
@@ -23,6 +26,7 @@ from .checks import Test
 from .connections import Connection, build_connections
 from .monitoring import Monitoring, build_monitoring
 from .saturation import Saturation, build_saturation
+from .tsdb import Ingest, build_ingest
 from .workflow import Workflow, build_workflow
 from .workload import Workload, build_workload
 
@@ -58,6 +62,8 @@ class YcsbSummary(Summary):
     notes: dict[str, list[str]] = field(default_factory=dict)
     # The saturation search's steps (empty unless -xsat).
     saturation: Saturation = field(default_factory=lambda: Saturation(steps=pd.DataFrame()))
+    # Benchmark tsdb: sent against what the database stored (empty for YCSB).
+    ingest: Ingest = field(default_factory=lambda: Ingest(table=pd.DataFrame()))
     # Each figure's mean, std and 95 % CI across the -nc repetitions (empty for -nc 1).
     repetitions: pd.DataFrame = field(default_factory=lambda: pd.DataFrame(columns=rep.COLUMNS))
 
@@ -136,6 +142,7 @@ def summarize(data: ExperimentData) -> YcsbSummary | BenchbaseSummary:
             "execution_latency": ycsb.latency_notes(execution_lat),
         },
         saturation=build_saturation(data),
+        ingest=build_ingest(data),
         repetitions=pd.concat(
             [rep.across(loading_run, planned, "DBMS"), rep.across(execution_phase, planned, "phase")], ignore_index=True
         )

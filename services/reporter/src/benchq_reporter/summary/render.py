@@ -22,6 +22,7 @@ from .monitoring import CPU_NOTE, Monitoring, Section
 from .repetitions import NOTE as REPETITIONS_NOTE
 from .saturation import NOTE as SATURATION_NOTE
 from .saturation import Saturation
+from .tsdb import Ingest
 from .workload import Workload
 
 NO_DATA = "(no data)"
@@ -254,12 +255,18 @@ def _ycsb_parts(s: YcsbSummary) -> list[list[str]]:
             *_noted_table(s, "execution_latency"),
         ],
         *([saturation_lines(s.saturation)] if s.saturation else []),
+        *([ingest_lines(s.ingest)] if s.ingest else []),
         *(
             [["### Across Repetitions", "", table(s.repetitions), "", f"* {REPETITIONS_NOTE}"]]
             if not s.repetitions.empty
             else []
         ),
     ]
+
+
+def ingest_lines(ingest: Ingest) -> list[str]:
+    """The Ingest section of benchmark tsdb: sent against what the database stored."""
+    return ["### Ingest", "", table(ingest.table), "", *[f"* {n}" for n in ingest.notes]]
 
 
 def saturation_lines(sat: Saturation) -> list[str]:
@@ -357,6 +364,7 @@ def json_document(s: YcsbSummary | BenchbaseSummary) -> str:
         }
         if ycsb is not None and ycsb.saturation
         else {},
+        **({"ingest": {"phases": records(ycsb.ingest.table), "notes": ycsb.ingest.notes}} if ycsb is not None and ycsb.ingest else {}),
         **({"monitoring": monitoring_document(s.monitoring)} if s.monitoring else {}),
         "tests": [t._asdict() for t in s.tests],
         **(

@@ -1,0 +1,156 @@
+"""The Ingest section of benchmark tsdb (docs/tsdb.md): what the generators
+sent against what the time-series database says it stored.
+
+The generators' side is their WRITE operation (points the SUT took: the
+socket for carbon, a 2xx answer for remote write) over their common
+window. The database's side is its own counter of stored points
+(ingest_readings), read by each phase's first generator at GO, every
+second while the generators wrote, and after they stopped until the
+counter stopped growing (the drain). So the section reads as the
+DalmatinerDB benchmark does: per-second ingest from the benchmarked system
+itself, beside what was offered and sent.
+
+A figure that cannot be computed (no reading, a shard without a window)
+is missing, never 0.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+from typing import Any
+
+import pandas as pd
+
+from ..contracts import BENCHMARK, KIND, RESULT
+from ..model import ExperimentData
+from .attempts import phase_attempts, select_attempts
+
+COLUMNS = [
+    "phase",
+    "kind",
+    "generators",
+    "agents",
+    "series",
+    "offered [points/s]",
+    "sent [points/s]",
+    "ingested [points/s]",
+    "stored by the end [%]",
+    "backlog at end [points]",
+    "drained after [s]",
+    "sent [points]",
+    "failed [points]",
+    "stored [points]",
+    "not stored [points]",
+    "ingest CV [%]",
+]
+
+NOTE = (
+    "sent counts the points the database took (carbon: its socket; remote write: a 2xx answer) over the "
+    "generators' common window; failed the points whose write failed. ingested is the database's own counter "
+    "of stored points ({counter}) from GO to the generators' end, per second; stored by the end is its share of "
+    "sent, and the backlog what it still had to store then. After the end the counter is read until it stops "
+    "growing (drained after) or for at most 30 s: stored is its growth over the whole phase, not stored = "
+    "sent − stored. ingest CV is the coefficient of variation of the per-second ingest while the generators "
+    "ran (the seed's 'stable load'). A loading phase writes one point of each series."
+)
+
+
+@dataclass(frozen=True, eq=False)  # DataFrames do not compare to a bool
+class Ingest:
+    """One row per reported phase, and notes."""
+
+    table: pd.DataFrame
+    notes: list[str] = field(default_factory=list)
+
+    def __bool__(self) -> bool:
+        return not self.table.empty
+
+
+def _ok_points(codes: Any, key: str) -> int:
+    return int((codes or {}).get(key, 0))
+
+
+def _cv(rates: list[float]) -> float:
+    if len(rates) < 2:
+        return math.nan
+    s = pd.Series(rates)
+    return float(s.std(ddof=0) / s.mean() * 100) if s.mean() > 0 else math.nan
+
+
+def phase_row(data: ExperimentData, phase: str, attempt: int, shards: pd.DataFrame, notes: list[str]) -> dict[str, Any]:
+    """The figures of one phase from its reported shards and its readings."""
+    t = data.plan.settings.tsdb
+    kind = str(shards["kind"].iloc[0])
+    agents = int(shards["threads"].fillna(0).sum())
+    series = agents * int(t.get("metrics") or 0)
+    flush_ms = float(t.get("flush_interval_ms") or 0)
+    ops = data.operations.merge(shards[["phase", "shard", "attempt"]], on=["phase", "shard", "attempt"])
+    writes = ops[ops["operation"] == "WRITE"]
+    sent = sum(_ok_points(c, "OK") for c in writes["return_codes"])
+    failed = sum(_ok_points(c, "ERROR") for c in writes["return_codes"])
+    start, end = shards["first_op_at"].min(), shards["last_op_at"].max()
+    window = (end - start).total_seconds() if pd.notna(start) and pd.notna(end) else math.nan
+    row: dict[str, Any] = {
+        "phase": phase,
+        "kind": kind,
+        "generators": len(shards),
+        "agents": agents,
+        "series": series,
+        "offered [points/s]": series * 1000 / flush_ms if kind == KIND.run and flush_ms > 0 else math.nan,
+        "sent [points/s]": sent / window if window and window > 0 else math.nan,
+        "sent [points]": sent,
+        "failed [points]": failed,
+    }
+    r = data.ingest[(data.ingest["phase"] == phase) & (data.ingest["attempt"] == attempt)].sort_values("at")
+    drains = data.ingest_drains[(data.ingest_drains["phase"] == phase) & (data.ingest_drains["attempt"] == attempt)]
+    if r.empty or drains.empty:
+        notes.append(f"{phase}: the database's counter was not read (no readings stored): ingest figures are missing")
+        return row
+    ended_at = drains["ended_at"].iloc[0]
+    drained = bool(drains["drained"].iloc[0])
+    base = r.iloc[0]
+    during = r[~r["after_end"].astype(bool)]
+    after = r[r["after_end"].astype(bool)]
+    last_during = during.iloc[-1]
+    span = (last_during["at"] - base["at"]).total_seconds()
+    if span > 0:
+        row["ingested [points/s]"] = (last_during["total"] - base["total"]) / span
+    if not after.empty:
+        at_end = after.iloc[0]["total"] - base["total"]
+        row["backlog at end [points]"] = sent - at_end
+        row["stored by the end [%]"] = at_end / sent * 100 if sent else math.nan
+    final = r.iloc[-1]["total"]
+    row["stored [points]"] = final - base["total"]
+    if drained:
+        settled = r[r["total"] == final].iloc[0]["at"]
+        row["drained after [s]"] = max(0.0, (settled - ended_at).total_seconds())
+        row["not stored [points]"] = sent - row["stored [points]"]
+    else:
+        notes.append(f"{phase}: the database was still storing 30 s after the generators stopped: not stored is missing")
+    deltas = during["total"].diff().iloc[1:]
+    seconds = during["at"].diff().dt.total_seconds().iloc[1:]
+    rates = [float(d / s) for d, s in zip(deltas, seconds, strict=True) if s > 0]
+    row["ingest CV [%]"] = _cv(rates)
+    return row
+
+
+def build_ingest(data: ExperimentData) -> Ingest:
+    """The Ingest section of a tsdb experiment; empty for the others."""
+    if data.plan.settings.benchmark != BENCHMARK.tsdb or data.shards.empty:
+        return Ingest(table=pd.DataFrame(columns=COLUMNS))
+    chosen = select_attempts(data.shards)
+    attempts = phase_attempts(data)
+    order = {p.name: i for i, p in enumerate(data.plan.phases)}
+    notes: list[str] = []
+    rows = []
+    for phase in sorted(attempts.index, key=lambda p: order.get(p, len(order))):
+        shards = chosen[chosen["phase"] == phase]
+        if (shards["status"] != RESULT.ok).any():
+            notes.append(f"{phase}: a generator failed; its figures count what the others sent")
+        rows.append(phase_row(data, phase, int(attempts[phase]), shards, notes))
+    counters = sorted(set(data.ingest["counter"].dropna()))
+    return Ingest(
+        table=pd.DataFrame(rows, columns=COLUMNS),
+        notes=[*notes, NOTE.format(counter=", ".join(counters) or "its ingest counter")],
+    )
