@@ -58,8 +58,8 @@ type expFlags struct {
 	timeoutSUT, timeoutBarrier int
 	timeoutShard               int
 	// benchq tsdb: the metrics generators, in haggar's flags (docs/tsdb.md).
-	protocol, prefix                    string
-	metrics                             int
+	protocol, prefix                     string
+	metrics                              int
 	flushInterval, jitter, spawnInterval time.Duration
 }
 

@@ -55,7 +55,7 @@ type Config struct {
 	// failed to) with its points and how long the write took; agents call
 	// it concurrently.
 	Observe func(points int, took time.Duration)
-	Seed          uint64        // of the jitter
+	Seed    uint64 // of the jitter
 }
 
 // Check names what is wrong with c, or returns nil.

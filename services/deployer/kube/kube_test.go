@@ -118,7 +118,7 @@ func TestKubeDeployRedis(t *testing.T) {
 		"get deployments bq-7-redis-1",
 		"list pods " + sel("Redis-1"),
 	})
-	if d.Backend != BackendKubernetes || d.Endpoint != (contracts.Endpoint{Host: "bq-7-redis-1.ns.svc", Port: 6379}) {
+	if d.Backend != BackendKubernetes || !reflect.DeepEqual(d.Endpoint, contracts.Endpoint{Host: "bq-7-redis-1.ns.svc", Port: 6379}) {
 		t.Errorf("deployed %+v", d)
 	}
 	if d.Info["version"] != "7.0.15" || d.Info["namespace"] != "ns" {
@@ -128,7 +128,7 @@ func TestKubeDeployRedis(t *testing.T) {
 	// A redelivered deploy finds the objects and answers the same.
 	f.ClearActions()
 	d2, err := k.Deploy(kubeCtx(t), backend.Spec{Code: "7", Configuration: "Redis-1", DBMS: "Redis", Benchmark: "ycsb"})
-	if err != nil || d2.Endpoint != d.Endpoint {
+	if err != nil || !reflect.DeepEqual(d2.Endpoint, d.Endpoint) {
 		t.Fatalf("redeploy: %+v, %v", d2, err)
 	}
 	checkActions(t, f, []string{

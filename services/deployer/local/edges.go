@@ -55,4 +55,3 @@ func (l *Local) ReadExporters(ctx context.Context, code, configuration string) (
 	}
 	return out, len(out) > 0
 }
-

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"reflect"
 	"strconv"
 	"strings"
 	"syscall"
@@ -107,7 +108,7 @@ func TestLocalRedis(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if again.Endpoint != d.Endpoint || statePid(t, l, code, conf) != pid {
+	if !reflect.DeepEqual(again.Endpoint, d.Endpoint) || statePid(t, l, code, conf) != pid {
 		t.Errorf("redeploy = %+v (pid %d), want the same endpoint %+v and pid %d", again.Endpoint, statePid(t, l, code, conf), d.Endpoint, pid)
 	}
 
@@ -164,7 +165,7 @@ func TestLocalRedeployRestartsDeadSUTOnSamePort(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if again.Endpoint != d.Endpoint {
+	if !reflect.DeepEqual(again.Endpoint, d.Endpoint) {
 		t.Errorf("endpoint after restart = %+v, want %+v", again.Endpoint, d.Endpoint)
 	}
 	if newPid := statePid(t, l, code, conf); newPid == pid || !procs.Alive(newPid) {
@@ -211,7 +212,7 @@ func TestLocalPostgreSQL(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if again.Endpoint != ep || statePid(t, l, code, conf) != pid {
+	if !reflect.DeepEqual(again.Endpoint, ep) || statePid(t, l, code, conf) != pid {
 		t.Errorf("redeploy = %+v, want the same endpoint %+v and pid", again.Endpoint, ep)
 	}
 

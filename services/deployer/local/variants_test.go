@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"reflect"
 	"slices"
 	"strconv"
 	"strings"
@@ -53,7 +54,7 @@ func checkRedeployKeeps(t *testing.T, ctx context.Context, l *Local, spec backen
 		t.Fatal(err)
 	}
 	now := statePids(t, l, spec.Code, spec.Configuration)
-	if again.Endpoint != ep || !slices.Equal(now, pids) {
+	if !reflect.DeepEqual(again.Endpoint, ep) || !slices.Equal(now, pids) {
 		t.Errorf("redeploy = %+v %v, want the same endpoint %+v and pids %v", again.Endpoint, now, ep, pids)
 	}
 }
@@ -284,7 +285,7 @@ func TestLocalPgBouncer(t *testing.T) {
 		t.Fatal(err)
 	}
 	now := statePids(t, l, code, conf)
-	if again.Endpoint != ep || now[0] != pids[0] || now[1] == pids[1] || !procs.Alive(now[1]) || now[2] != pids[2] {
+	if !reflect.DeepEqual(again.Endpoint, ep) || now[0] != pids[0] || now[1] == pids[1] || !procs.Alive(now[1]) || now[2] != pids[2] {
 		t.Errorf("after the second pool died: endpoint %+v, pids %v (were %v)", again.Endpoint, now, pids)
 	}
 	checkTornDown(t, ctx, l, code, conf, now)
