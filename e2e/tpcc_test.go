@@ -7,6 +7,9 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/benchq/benchq/internal/prom"
+	"github.com/benchq/benchq/internal/testenv"
 )
 
 // TestTPCCAsBexhomaUsersKnowIt runs bexhoma's Benchbase example at a small
@@ -56,6 +59,64 @@ func TestTPCCAsBexhomaUsersKnowIt(t *testing.T) {
 	// Loading: the nine TPC-C tables, one warehouse, counted by the loader.
 	if n := s.count(t, `SELECT count::int FROM shard_operations WHERE code = $1 AND operation = 'warehouse'`, code); n != 1 {
 		t.Errorf("loader counted %d warehouses, want 1", n)
+	}
+
+	// The same stack runs the metrics workload next (it is far from the
+	// e2e run's longest test, so it costs make test nothing).
+	checkTSDB(t, s)
+}
+
+// checkTSDB runs `benchq tsdb` against a local VictoriaMetrics (carbon, 1
+// then 2 generators of 4 agents × 50 metrics) and checks that the stored
+// points reported are the database's own count, read independently: from
+// the stack's Prometheus, which scraped VictoriaMetrics' /metrics (-ma),
+// not from the generators' readings that the summary uses.
+func checkTSDB(t *testing.T, s *stack) {
+	t.Helper()
+	code := fmt.Sprintf("e2e-tsdb-%d", time.Now().Unix())
+	began := time.Now()
+	out := s.cli(t, 4*time.Minute, "tsdb", "-e", code, "-dbms", "VictoriaMetrics", "-nbp", "1,2", "-nbt", "4", "-metrics", "50",
+		"-xmet", "6", "-ma", "-no-report", "run")
+	checkSummary(t, out, "### Ingest", "* DBMS VictoriaMetrics-4-1-0 - Pods [[1, 2]]", `vm_rows_inserted_total{type="graphite"}`)
+	phases := []string{"VictoriaMetrics-4-1-0-1-0", "VictoriaMetrics-4-1-0-1-1", "VictoriaMetrics-4-1-0-1-2"}
+	var stored, sent float64
+	for _, ph := range phases {
+		st, se := cell(t, out, "### Ingest", ph, "stored [points]"), cell(t, out, "### Ingest", ph, "sent [points]")
+		if st != se {
+			t.Errorf("%s: stored %g of %g sent (a load this small is stored whole)", ph, st, se)
+		}
+		stored, sent = stored+st, sent+se
+	}
+	// One point per series to load (200), then 200 points/s for 6 s twice.
+	if sent < 200+2*5*200 || sent > 200+2*7*200 {
+		t.Errorf("%g points sent in all, want about %d", sent, 200+2*6*200)
+	}
+	// The database's own count, as Prometheus scraped it: the highest value
+	// of its counter while the experiment ran.
+	c := prom.Client{URL: s.info.PrometheusURL}
+	var counted float64
+	testenv.Eventually(t, 30*time.Second, func() error {
+		series, err := c.QueryRange(t.Context(), fmt.Sprintf(`sum(vm_rows_inserted_total{type="graphite",experiment=%q})`, code), began, time.Now(), time.Second)
+		if err != nil {
+			return err
+		}
+		for _, se := range series {
+			for _, p := range se.Samples {
+				counted = max(counted, p.V)
+			}
+		}
+		if counted != stored {
+			return fmt.Errorf("VictoriaMetrics counted %g stored points, the summary says %g", counted, stored)
+		}
+		return nil
+	})
+	// Queries under load: the first generator's read every second, stored
+	// with its latency histogram.
+	if n := s.count(t, `SELECT coalesce(sum(count), 0)::int FROM shard_operations WHERE code = $1 AND operation = 'QUERY' AND histogram IS NOT NULL`, code); n < 8 {
+		t.Errorf("%d queries stored with their histograms, want one a second of two 6 s phases", n)
+	}
+	if n := s.count(t, `SELECT count(*)::int FROM ingest_readings WHERE code = $1 AND NOT after_end`, code); n < 12 {
+		t.Errorf("%d per-second readings of the database's counter stored, want one a second", n)
 	}
 }
 

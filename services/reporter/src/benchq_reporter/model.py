@@ -145,12 +145,7 @@ COLUMNS: dict[str, dict[str, Any]] = {
         "after_end": "boolean",
         "counter": object,
     },
-    "ingest_drains": {
-        "phase": object,
-        "attempt": "Int64",
-        "ended_at": TS,
-        "drained": "boolean",
-    },
+    "ingest_drains": {"phase": object, "attempt": "Int64", "ended_at": TS, "drained": "boolean"},
     # Read for the DataFrames (dataframes.py) only, not for the summary.
     "intervals": {
         "phase": object,

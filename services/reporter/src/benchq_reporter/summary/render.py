@@ -364,7 +364,11 @@ def json_document(s: YcsbSummary | BenchbaseSummary) -> str:
         }
         if ycsb is not None and ycsb.saturation
         else {},
-        **({"ingest": {"phases": records(ycsb.ingest.table), "notes": ycsb.ingest.notes}} if ycsb is not None and ycsb.ingest else {}),
+        **(
+            {"ingest": {"phases": records(ycsb.ingest.table), "notes": ycsb.ingest.notes}}
+            if ycsb is not None and ycsb.ingest
+            else {}
+        ),
         **({"monitoring": monitoring_document(s.monitoring)} if s.monitoring else {}),
         "tests": [t._asdict() for t in s.tests],
         **(

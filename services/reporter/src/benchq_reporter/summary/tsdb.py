@@ -127,7 +127,9 @@ def phase_row(data: ExperimentData, phase: str, attempt: int, shards: pd.DataFra
         row["drained after [s]"] = max(0.0, (settled - ended_at).total_seconds())
         row["not stored [points]"] = sent - row["stored [points]"]
     else:
-        notes.append(f"{phase}: the database was still storing 30 s after the generators stopped: not stored is missing")
+        notes.append(
+            f"{phase}: the database was still storing 30 s after the generators stopped: not stored is missing"
+        )
     deltas = during["total"].diff().iloc[1:]
     seconds = during["at"].diff().dt.total_seconds().iloc[1:]
     rates = [float(d / s) for d, s in zip(deltas, seconds, strict=True) if s > 0]

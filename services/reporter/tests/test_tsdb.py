@@ -1,0 +1,113 @@
+"""The Ingest section of benchmark tsdb: sent against the database's own count."""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+import pandas as pd
+
+from benchq_reporter.model import ExperimentData
+from benchq_reporter.summary.tsdb import build_ingest
+
+CFG = "VictoriaMetrics-4-1-0-1"
+RUN = f"{CFG}-1"
+
+
+def tables(
+    readings: list[tuple[str, float, bool]], drained: bool = True, failed: int = 0
+) -> dict[str, list[dict[str, Any]]]:
+    """One benchmarking phase of 2 generators × 2 agents × 50 metrics (200 series, 1 s flush)."""
+    plan = {
+        "code": "t1",
+        "settings": {
+            "benchmark": "tsdb",
+            "dbms": ["VictoriaMetrics"],
+            "workload": "haggar",
+            "tsdb": {"metrics": 50, "flush_interval_ms": 1000},
+        },
+        "configurations": [{"name": CFG, "phases": [{"name": RUN, "kind": "run", "client": 1, "pods": 2}]}],
+    }
+    shard = {
+        "phase": RUN,
+        "attempt": 1,
+        "configuration": CFG,
+        "kind": "run",
+        "agent": "a",
+        "status": "ok",
+        "threads": 2,
+        "started_at": "2026-11-26T10:00:00Z",
+        "ended_at": "2026-11-26T10:00:10Z",
+        "first_op_at": "2026-11-26T10:00:00Z",
+        "last_op_at": "2026-11-26T10:00:10Z",
+    }
+    return {
+        "experiments": [{"code": "t1", "plan": plan, "status": "done", "planned_at": "2026-11-26T09:59:00Z"}],
+        "phases": [{"phase": RUN, "attempt": 1, "configuration": CFG, "kind": "run", "status": "done", "shards": 2}],
+        "shard_results": [{**shard, "shard": 1}, {**shard, "shard": 2}],
+        "shard_operations": [
+            {
+                "phase": RUN,
+                "shard": 1,
+                "attempt": 1,
+                "operation": "WRITE",
+                "count": 1000 + failed,
+                "return_codes": {"OK": 1000, "ERROR": failed},
+            },
+            {"phase": RUN, "shard": 2, "attempt": 1, "operation": "WRITE", "count": 1000, "return_codes": {"OK": 1000}},
+        ],
+        "ingest_readings": [
+            {
+                "phase": RUN,
+                "attempt": 1,
+                "shard": 1,
+                "at": at,
+                "total": total,
+                "after_end": after,
+                "counter": 'vm_rows_inserted_total{type="graphite"}',
+            }
+            for at, total, after in readings
+        ],
+        "ingest_drains": [{"phase": RUN, "attempt": 1, "ended_at": "2026-11-26T10:00:10Z", "drained": drained}],
+    }
+
+
+def t(s: int, ms: int = 0) -> str:
+    return (pd.Timestamp("2026-11-26T10:00:00Z") + pd.Timedelta(seconds=s, milliseconds=ms)).isoformat()
+
+
+def test_ingest_keeps_up():
+    # The counter starts at 200 (the loading phase's points), grows 200 a second, and settles at 2200.
+    r = [(t(s), 200 + 200 * s, False) for s in range(10)] + [
+        (t(10, 50), 2100, True),
+        (t(10, 300), 2200, True),
+        (t(11, 400), 2200, True),
+    ]
+    ing = build_ingest(ExperimentData.from_tables(tables(r)))
+    row = ing.table.iloc[0]
+    assert row["generators"] == 2 and row["agents"] == 4 and row["series"] == 200
+    assert row["offered [points/s]"] == 200
+    assert row["sent [points]"] == 2000 and row["sent [points/s]"] == 200
+    assert row["ingested [points/s]"] == 200  # (2000 - 200) / 9 s
+    assert row["stored [points]"] == 2000 and row["not stored [points]"] == 0
+    assert row["backlog at end [points]"] == 100 and row["stored by the end [%]"] == 95
+    assert math.isclose(row["drained after [s]"], 0.3)
+    assert row["ingest CV [%]"] == 0
+    assert any('vm_rows_inserted_total{type="graphite"}' in n for n in ing.notes)
+
+
+def test_what_was_not_stored_or_not_read_is_missing_not_zero():
+    # Overloaded: half is stored while the generators write, and it never settles.
+    r = [(t(s), 100 * s, False) for s in range(10)] + [(t(10, 50), 1000, True), (t(40), 1900, True)]
+    ing = build_ingest(ExperimentData.from_tables(tables(r, drained=False, failed=7)))
+    row = ing.table.iloc[0]
+    assert row["failed [points]"] == 7
+    assert row["stored [points]"] == 1900
+    assert pd.isna(row["not stored [points]"]) and pd.isna(row["drained after [s]"])
+    assert any("still storing" in n for n in ing.notes)
+    # No reading at all: every ingest figure is missing, the generators' are there.
+    none = build_ingest(ExperimentData.from_tables(tables([]))).table.iloc[0]
+    assert none["sent [points]"] == 2000
+    assert all(
+        pd.isna(none[c]) for c in ["ingested [points/s]", "stored [points]", "backlog at end [points]", "ingest CV [%]"]
+    )
