@@ -38,6 +38,9 @@ type VictoriaMetricsOptions struct {
 	GraphitePort int
 	// Timeout bounds the wait for /health (default 30s).
 	Timeout time.Duration
+	// OSUser is the OS account it runs as when we are root ("": ours),
+	// e.g. SUTUser; dir is handed to it.
+	OSUser string
 }
 
 // VictoriaMetrics is a running single-node victoria-metrics.
@@ -68,7 +71,11 @@ func StartVictoriaMetrics(ctx context.Context, dir string, port int, opts Victor
 }
 
 func startVictoriaMetrics(ctx context.Context, dir, bin string, port int, opts VictoriaMetricsOptions) (*VictoriaMetrics, error) {
-	if err := os.MkdirAll(dir, 0o700); err != nil {
+	osUser, err := runAs("victoria-metrics", opts.OSUser, "")
+	if err != nil {
+		return nil, err
+	}
+	if err := prepareDataDir(dir, osUser); err != nil {
 		return nil, err
 	}
 	v := &VictoriaMetrics{Dir: dir}
@@ -85,7 +92,7 @@ func startVictoriaMetrics(ctx context.Context, dir, bin string, port int, opts V
 		return v, v.waitReady(ctx, opts.Timeout)
 	}
 	picked := port == 0 || opts.GraphitePort == 0
-	err := listen(port, picked, func(port int) error {
+	err = listen(port, picked, func(port int) error {
 		v.Port, v.GraphitePort = port, opts.GraphitePort
 		for v.GraphitePort == 0 || v.GraphitePort == v.Port {
 			var err error
@@ -109,6 +116,7 @@ func startVictoriaMetrics(ctx context.Context, dir, bin string, port int, opts V
 				"-search.latencyOffset=1s",
 			},
 			Dir:     dir,
+			User:    osUser,
 			LogFile: v.daemon().logFile(),
 			PidFile: v.daemon().pidFile(),
 		})

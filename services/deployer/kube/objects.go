@@ -112,6 +112,10 @@ func (b *builder) single(o *kubeObjects) error {
 	o.Services = append(o.Services, b.service(b.entry, b.names.Base, componentSUT, componentSUT, false))
 	o.Jobs = append(o.Jobs, b.schemaJob(b.entry, b.host(b.names.Base))...)
 	o.Endpoint = b.entry.Endpoint(b.host(b.names.Base), b.entry.Ports["client"])
+	if t := b.entry.TSDB; t != nil && t.CarbonPort != "" {
+		// A time-series database's carbon listener, on its Service too.
+		o.Endpoint.Ports = map[string]int{t.CarbonPort: b.entry.Kubernetes.Ports[t.CarbonPort]}
+	}
 	return nil
 }
 
@@ -384,7 +388,7 @@ func containerPorts(e catalog.Entry) []corev1.ContainerPort {
 func (b *builder) servicePorts(e catalog.Entry, headless bool) []corev1.ServicePort {
 	var out []corev1.ServicePort
 	for _, p := range containerPorts(e) {
-		if p.Name == "client" || headless {
+		if p.Name == "client" || headless || (e.TSDB != nil && p.Name == e.TSDB.CarbonPort) {
 			out = append(out, corev1.ServicePort{Name: p.Name, Port: p.ContainerPort, TargetPort: intstr.FromString(p.Name), Protocol: corev1.ProtocolTCP})
 		}
 	}

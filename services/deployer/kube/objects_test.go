@@ -398,6 +398,12 @@ func TestEverySUTRequiresThePasswordByReference(t *testing.T) {
 				required = required || strings.Contains(args, "--requirepass $(") || strings.Contains(args, "--requirepass=$(")
 			}
 		}
+		if e, err := catalog.Lookup(tc.spec.DBMS); err == nil && e.IsTSDB() {
+			// Carbon's plaintext protocol has no authentication at all:
+			// a time-series database is open to its namespace
+			// (docs/security.md, "Not covered yet").
+			continue
+		}
 		if !required {
 			t.Errorf("%s: no server of it requires the password", tc.name)
 		}

@@ -197,15 +197,16 @@ func (l *Local) startRedis(ctx context.Context, dir string, port int, entry cata
 
 // startVictoriaMetrics runs a single-node VictoriaMetrics: its HTTP API
 // (queries, remote write, /metrics) is the endpoint's port, its carbon
-// plaintext listener the port of the catalog's carbon role. It has no
-// password: it listens on loopback only.
+// plaintext listener the port of the catalog's carbon role. It runs as
+// the SUTs' OS account and has no password: carbon's plaintext protocol
+// has none, and it listens on loopback only (docs/security.md).
 func (l *Local) startVictoriaMetrics(ctx context.Context, dir string, port int, entry catalog.Entry) (localState, string, error) {
 	bin, err := localdb.VictoriaMetricsBinary()
 	if err != nil {
 		return localState{}, "", err
 	}
 	v, err := onPreviousPort(l.log(), "sut", dir, port, func(port int) (*localdb.VictoriaMetrics, error) {
-		return localdb.StartVictoriaMetrics(ctx, filepath.Join(dir, "data"), port, localdb.VictoriaMetricsOptions{})
+		return localdb.StartVictoriaMetrics(ctx, filepath.Join(dir, "data"), port, localdb.VictoriaMetricsOptions{OSUser: localdb.SUTUser})
 	})
 	if err != nil {
 		return localState{}, "", err
