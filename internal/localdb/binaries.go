@@ -88,3 +88,56 @@ func isExecutable(p string) bool {
 	st, err := os.Stat(p)
 	return err == nil && !st.IsDir() && st.Mode()&0o111 != 0
 }
+
+// runnableBy returns a path from which osUser can run bin: bin itself when
+// every directory above it lets others through (a binary under /usr), else
+// a hard link to it (a copy across file systems) in dir, which the caller
+// has made reachable for osUser (prepareDataDir). A binary the bootstrap
+// built under root's 0700 home is not runnable by another account.
+func runnableBy(bin, osUser, dir string) (string, error) {
+	if osUser == "" || othersReach(bin) {
+		return bin, nil
+	}
+	to := filepath.Join(dir, filepath.Base(bin))
+	if fi, err := os.Stat(to); err == nil {
+		if src, err := os.Stat(bin); err == nil && os.SameFile(fi, src) {
+			return to, nil // linked by an earlier start
+		}
+	}
+	_ = os.Remove(to)
+	if err := os.Link(bin, to); err != nil {
+		if err := copyExecutable(bin, to); err != nil {
+			return "", fmt.Errorf("make %s runnable by %s: %w", bin, osUser, err)
+		}
+	}
+	return to, nil
+}
+
+// othersReach reports whether every directory above path lets others
+// through and path itself is executable by others.
+func othersReach(path string) bool {
+	abs, err := filepath.Abs(path)
+	if err != nil {
+		return false
+	}
+	if fi, err := os.Stat(abs); err != nil || fi.Mode().Perm()&0o001 == 0 {
+		return false
+	}
+	for d := filepath.Dir(abs); ; d = filepath.Dir(d) {
+		fi, err := os.Stat(d)
+		if err != nil || fi.Mode().Perm()&0o001 == 0 {
+			return false
+		}
+		if d == filepath.Dir(d) {
+			return true
+		}
+	}
+}
+
+func copyExecutable(from, to string) error {
+	b, err := os.ReadFile(from)
+	if err != nil {
+		return err
+	}
+	return os.WriteFile(to, b, 0o755)
+}

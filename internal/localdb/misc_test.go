@@ -3,6 +3,7 @@ package localdb
 import (
 	"bufio"
 	"context"
+	"os"
 	"os/exec"
 	"path/filepath"
 	"regexp"
@@ -87,5 +88,43 @@ func TestHostParsers(t *testing.T) {
 	}
 	if got := parseCPUList("Name:\tx\nCpus_allowed:\t3\nCpus_allowed_list:\t0-1\n"); got != "0-1" {
 		t.Errorf("parseCPUList = %q", got)
+	}
+}
+
+// A binary under a directory others cannot pass (root's 0700 home, where
+// the bootstrap builds victoria-metrics) is linked into a directory they
+// can; one they can reach is used where it is.
+func TestRunnableBy(t *testing.T) {
+	base := t.TempDir()
+	for _, d := range []string{filepath.Dir(base), base} { // t.TempDir's are 0700
+		if err := os.Chmod(d, 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	closed, open := filepath.Join(base, "home"), filepath.Join(base, "sut")
+	for _, d := range []string{closed, open} {
+		if err := os.Mkdir(d, 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	bin := filepath.Join(closed, "server")
+	if err := os.WriteFile(bin, []byte("#!/bin/sh\n"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if got, err := runnableBy(bin, "someone", open); err != nil || got != bin {
+		t.Fatalf("reachable binary: %q, %v; want it where it is", got, err)
+	}
+	if err := os.Chmod(closed, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	got, err := runnableBy(bin, "someone", open)
+	if err != nil || got != filepath.Join(open, "server") || !othersReach(got) {
+		t.Fatalf("unreachable binary: %q, %v; want a link in %s that others reach", got, err, open)
+	}
+	if again, err := runnableBy(bin, "someone", open); err != nil || again != got {
+		t.Errorf("second start: %q, %v", again, err)
+	}
+	if got, err := runnableBy(bin, "", open); err != nil || got != bin {
+		t.Errorf("running as ourselves: %q, %v", got, err)
 	}
 }

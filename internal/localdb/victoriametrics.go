@@ -78,6 +78,9 @@ func startVictoriaMetrics(ctx context.Context, dir, bin string, port int, opts V
 	if err := prepareDataDir(dir, osUser); err != nil {
 		return nil, err
 	}
+	if bin, err = runnableBy(bin, osUser, filepath.Dir(dir)); err != nil {
+		return nil, err
+	}
 	v := &VictoriaMetrics{Dir: dir}
 	portsFile := filepath.Join(dir, "victoria-metrics.ports")
 	if pid, ok := v.daemon().live(); ok {
