@@ -52,9 +52,9 @@ type Config struct {
 	Duration      time.Duration // how long to generate (0: until the context ends)
 	Flushes       int           // each agent stops after this many flushes (0: no limit)
 	// Observe, if set, is called after each flush an agent wrote (or
-	// failed to) with its points and how long the write took; agents call
-	// it concurrently.
-	Observe func(points int, took time.Duration)
+	// failed to) with its points delivered and failed and how long the
+	// write took; agents call it concurrently.
+	Observe func(delivered, failed int, took time.Duration)
 	Seed    uint64 // of the jitter
 }
 
@@ -214,7 +214,7 @@ func agent(ctx context.Context, cfg Config, id int, startAt time.Time, sent *ato
 			began := time.Now()
 			n, err := w.write(context.WithoutCancel(ctx), began, flush)
 			if cfg.Observe != nil {
-				cfg.Observe(cfg.Metrics, time.Since(began))
+				cfg.Observe(n, cfg.Metrics-n, time.Since(began))
 			}
 			sent.Add(int64(n))
 			if err != nil {

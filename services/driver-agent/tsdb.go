@@ -20,14 +20,18 @@ import (
 )
 
 // Operations of a metrics generator's final and intervals (engine tsdb,
-// docs/tsdb.md). WRITE counts points: OK those the SUT took (carbon: the
-// socket; remote write: a 2xx answer), ERROR those whose write failed.
-// QUERY is the read the first generator sends every second while it
-// writes: a range query over the last minute of one of its series, its
-// latency in the histogram, ERROR for an error or a timeout.
+// docs/tsdb.md). WRITE counts the points the SUT took (carbon: the socket;
+// remote write: a 2xx answer), WRITE-FAILED those whose write failed, as
+// YCSB's <OP>-FAILED (so goodput and the error share count them as
+// failures). QUERY is the read the first generator sends every second
+// while it writes: a range query over the last minute of one of its
+// series, its latency in the histogram, ERROR for an error or a timeout;
+// it is not an operation of the phase's throughput (names.json,
+// not_operations).
 const (
-	opWrite = "WRITE"
-	opQuery = "QUERY"
+	opWrite       = "WRITE"
+	opWriteFailed = "WRITE-FAILED"
+	opQuery       = "QUERY"
 )
 
 // handleTSDB runs a metrics generator's shard (engine tsdb) and publishes
@@ -292,19 +296,24 @@ type tsdbStatus struct {
 	lineLatency      time.Duration
 	lineMax          time.Duration
 	latencies        *hdrhistogram.Histogram // µs, of the queries
-	writes           *hdrhistogram.Histogram // µs, per point: its flush's write
+	writes           *hdrhistogram.Histogram // µs, per point delivered: its flush's write
+	failedWrites     *hdrhistogram.Histogram // µs, per point failed
 }
 
 func newTSDBStatus(every int) *tsdbStatus {
-	return &tsdbStatus{every: int64(max(1, every)), latencies: hdrhistogram.New(1, 3_600_000_000, 3), writes: hdrhistogram.New(1, 3_600_000_000, 3)}
+	h := func() *hdrhistogram.Histogram { return hdrhistogram.New(1, 3_600_000_000, 3) }
+	return &tsdbStatus{every: int64(max(1, every)), latencies: h(), writes: h(), failedWrites: h()}
 }
 
 // flushed records one agent's flush: each of its points took the write's
-// time to reach the SUT (carbon: the socket; remote write: the answer).
-func (s *tsdbStatus) flushed(points int, took time.Duration) {
+// time to reach the SUT (carbon: the socket; remote write: the answer), or
+// to fail.
+func (s *tsdbStatus) flushed(delivered, failed int, took time.Duration) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	_ = s.writes.RecordValues(max(1, took.Microseconds()), int64(points))
+	us := max(1, took.Microseconds())
+	_ = s.writes.RecordValues(us, int64(delivered))
+	_ = s.failedWrites.RecordValues(us, int64(failed))
 }
 
 // reading records one probe query.
@@ -351,17 +360,22 @@ func (s *tsdbStatus) second(sec metricsload.Second) (contracts.Interval, bool) {
 // operations are the final's: the points written, and the queries with
 // their merged latency histogram.
 func (s *tsdbStatus) operations(res metricsload.Result) []contracts.OpResult {
-	w := contracts.OpResult{Name: opWrite, Count: res.Sent + res.Failed, ReturnCodes: map[string]int64{"OK": res.Sent}}
-	if res.Failed > 0 {
-		w.ReturnCodes["ERROR"] = res.Failed
-	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	latencies(&w, s.writes)
-	if s.writes.TotalCount() == w.Count {
-		w.Histogram, _ = ycsb.EncodeHistogram(s.writes)
+	op := func(name string, count int64, code string, h *hdrhistogram.Histogram) contracts.OpResult {
+		o := contracts.OpResult{Name: name, Count: count, ReturnCodes: map[string]int64{code: count}}
+		latencies(&o, h)
+		if h.TotalCount() == count && count > 0 {
+			// A dial that failed has no write to time: then the histogram
+			// falls short of the count, and is not shipped.
+			o.Histogram, _ = ycsb.EncodeHistogram(h)
+		}
+		return o
 	}
-	out := []contracts.OpResult{w}
+	out := []contracts.OpResult{op(opWrite, res.Sent, "OK", s.writes)}
+	if res.Failed > 0 {
+		out = append(out, op(opWriteFailed, res.Failed, "ERROR", s.failedWrites))
+	}
 	if s.queries == 0 {
 		return out
 	}

@@ -46,15 +46,17 @@ def tables(
         "phases": [{"phase": RUN, "attempt": 1, "configuration": CFG, "kind": "run", "status": "done", "shards": 2}],
         "shard_results": [{**shard, "shard": 1}, {**shard, "shard": 2}],
         "shard_operations": [
+            {"phase": RUN, "shard": 1, "attempt": 1, "operation": "WRITE", "count": 1000, "return_codes": {"OK": 1000}},
             {
                 "phase": RUN,
                 "shard": 1,
                 "attempt": 1,
-                "operation": "WRITE",
-                "count": 1000 + failed,
-                "return_codes": {"OK": 1000, "ERROR": failed},
+                "operation": "WRITE-FAILED",
+                "count": failed,
+                "return_codes": {"ERROR": failed},
             },
             {"phase": RUN, "shard": 2, "attempt": 1, "operation": "WRITE", "count": 1000, "return_codes": {"OK": 1000}},
+            {"phase": RUN, "shard": 1, "attempt": 1, "operation": "QUERY", "count": 10, "return_codes": {"OK": 10}},
         ],
         "ingest_readings": [
             {

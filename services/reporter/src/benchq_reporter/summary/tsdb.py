@@ -67,10 +67,6 @@ class Ingest:
         return not self.table.empty
 
 
-def _ok_points(codes: Any, key: str) -> int:
-    return int((codes or {}).get(key, 0))
-
-
 def _cv(rates: list[float]) -> float:
     if len(rates) < 2:
         return math.nan
@@ -86,9 +82,8 @@ def phase_row(data: ExperimentData, phase: str, attempt: int, shards: pd.DataFra
     series = agents * int(t.get("metrics") or 0)
     flush_ms = float(t.get("flush_interval_ms") or 0)
     ops = data.operations.merge(shards[["phase", "shard", "attempt"]], on=["phase", "shard", "attempt"])
-    writes = ops[ops["operation"] == "WRITE"]
-    sent = sum(_ok_points(c, "OK") for c in writes["return_codes"])
-    failed = sum(_ok_points(c, "ERROR") for c in writes["return_codes"])
+    sent = int(ops.loc[ops["operation"] == "WRITE", "count"].sum())
+    failed = int(ops.loc[ops["operation"] == "WRITE-FAILED", "count"].sum())
     start, end = shards["first_op_at"].min(), shards["last_op_at"].max()
     window = (end - start).total_seconds() if pd.notna(start) and pd.notna(end) else math.nan
     row: dict[str, Any] = {
