@@ -146,6 +146,9 @@ type Saturation struct {
 	// variation under which the hold is stable.
 	HoldS int     `json:"hold_s,omitempty"`
 	MaxCV float64 `json:"max_cv,omitempty"`
+	// Quantum: the offered load moves in whole multiples of it (benchmark
+	// tsdb: one agent's points per second, set by the plan; 0: 1).
+	Quantum int `json:"quantum,omitempty"`
 }
 
 // Actions of a request.

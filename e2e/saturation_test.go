@@ -24,7 +24,8 @@ type cpuQuota struct{ dir string }
 // the test is skipped (saying why) where no cgroup can be made.
 func newCPUQuota(t *testing.T, percent int) *cpuQuota {
 	t.Helper()
-	name := fmt.Sprintf("benchq-e2e-%d", os.Getpid())
+	// One per test: tests of one process may hold quotas at once.
+	name := fmt.Sprintf("benchq-e2e-%d-%s", os.Getpid(), strings.NewReplacer("/", "-", " ", "-").Replace(t.Name()))
 	v1 := "/sys/fs/cgroup/cpu"
 	q := &cpuQuota{}
 	var err error
@@ -60,11 +61,12 @@ func (q *cpuQuota) add(t *testing.T, pid int) {
 	}
 }
 
-// throttled starts experiment args (detached) and puts its SUT under q as
-// soon as it runs, then waits for the end and returns the summary.
-func (s *stack) throttled(t *testing.T, q *cpuQuota, code string, timeout time.Duration, args ...string) string {
+// throttled starts a benchmark's experiment args (detached) and puts its
+// SUT under q as soon as it runs, then waits for the end and returns the
+// summary.
+func (s *stack) throttled(t *testing.T, q *cpuQuota, benchmark, code string, timeout time.Duration, args ...string) string {
 	t.Helper()
-	s.cli(t, time.Minute, append([]string{"ycsb", "-e", code, "-detach"}, args...)...)
+	s.cli(t, time.Minute, append([]string{benchmark, "-e", code, "-detach"}, args...)...)
 	deadline := time.Now().Add(time.Minute)
 	for {
 		if pid, _ := s.sutPid(code); pid > 0 {
@@ -101,7 +103,7 @@ func TestSaturationFindsTheKneeOfAThrottledRedis(t *testing.T) {
 	// CPU per operation; 16 threads measured 5,185 and 4,978.)
 	capacity := func(n int) float64 {
 		code := fmt.Sprintf("e2e-satcap%d-%d", n, time.Now().Unix())
-		out := s.throttled(t, q, code, 3*time.Minute, append(base, "-nbt", "16", "-xtb", "0", "-xop", "10", "-xsd", "0.25", "run")...)
+		out := s.throttled(t, q, "ycsb", code, 3*time.Minute, append(base, "-nbt", "16", "-xtb", "0", "-xop", "10", "-xsd", "0.25", "run")...)
 		return cell(t, out, "#### Per Phase", "Redis-4-1-0-1-1", "Goodput common window(ops/sec)")
 	}
 	before := capacity(1)
@@ -109,7 +111,7 @@ func TestSaturationFindsTheKneeOfAThrottledRedis(t *testing.T) {
 	// The search: from 500 ops/s, 10 s steps, 2 % precision.
 	code := fmt.Sprintf("e2e-sat-%d", time.Now().Unix())
 	start := time.Now()
-	out := s.throttled(t, q, code, 10*time.Minute, append(base, "-nbt", "16", "-xtb", "500", "-xsat", "-xsats", "10", "-xsatprec", "2", "-tr", "run")...)
+	out := s.throttled(t, q, "ycsb", code, 10*time.Minute, append(base, "-nbt", "16", "-xtb", "500", "-xsat", "-xsats", "10", "-xsatprec", "2", "-tr", "run")...)
 	t.Logf("the search took %s", time.Since(start).Round(time.Second))
 	checkSummary(t, out, "### Saturation", "#### Steps", "maximum sustainable throughput", "* TEST passed: Workflow as planned")
 	after := capacity(2)
@@ -266,7 +268,7 @@ func TestSaturationRepeats(t *testing.T) {
 				"-xtb", c.from, "-xsat", "-xsats", "10", "-xsatprec", fmt.Sprint(precision), "run"}
 			start := time.Now()
 			if c.throttled {
-				s.throttled(t, q, code, 15*time.Minute, args...)
+				s.throttled(t, q, "ycsb", code, 15*time.Minute, args...)
 			} else {
 				s.cli(t, 15*time.Minute, append([]string{"ycsb", "-e", code}, args...)...)
 			}

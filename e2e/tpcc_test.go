@@ -62,8 +62,47 @@ func TestTPCCAsBexhomaUsersKnowIt(t *testing.T) {
 	}
 
 	// The same stack runs the metrics workload next (it is far from the
-	// e2e run's longest test, so it costs make test nothing).
+	// e2e run's longest test, so it costs make test little).
 	checkTSDB(t, s)
+	checkTSDBKnee(t, s)
+}
+
+// checkTSDBKnee: a saturation search of metrics generators (`benchq tsdb
+// -xsat`) against a VictoriaMetrics held to 10 % of a CPU finds a knee
+// within 10 % of what the same database stores when generators run flat
+// out (an offered load far above it: its capacity, measured
+// independently, before and after the search).
+func checkTSDBKnee(t *testing.T, s *stack) {
+	t.Helper()
+	q := newCPUQuota(t, 10)
+	// An agent of 100 series flushed every 100 ms offers 1,000 points/s:
+	// few series, so that the agents a step adds do not make it a test of
+	// series creation.
+	base := []string{"-dbms", "VictoriaMetrics", "-nbp", "1", "-metrics", "100", "-flush-interval", "100ms", "-jitter", "0"}
+	capacity := func(n int) float64 {
+		code := fmt.Sprintf("e2e-tsdbcap%d-%d", n, time.Now().Unix())
+		out := s.throttled(t, q, "tsdb", code, 3*time.Minute, append(base, "-nbt", "60", "-xmet", "12", "-no-report", "run")...)
+		return cell(t, out, "### Ingest", "VictoriaMetrics-60-1-0-1-1", "ingested [points/s]")
+	}
+	before := capacity(1)
+	code := fmt.Sprintf("e2e-tsdbsat-%d", time.Now().Unix())
+	start := time.Now()
+	out := s.throttled(t, q, "tsdb", code, 10*time.Minute, append(base, "-nbt", "16", "-xsat", "-xsats", "10", "-no-report", "run")...)
+	checkSummary(t, out, "### Saturation", "#### Steps", "maximum sustainable throughput")
+	after := capacity(2)
+	k := s.knee(t, code)
+	t.Logf("tsdb knee %.0f points/s stored (offered %d, first failing %d) after %d steps in %s; VictoriaMetrics under a 10 %% CPU quota stores %.0f points/s flat out before the search, %.0f after",
+		k.goodput, k.offered, k.firstBad, k.steps, time.Since(start).Round(time.Second), before, after)
+	low, high := math.Min(before, after), math.Max(before, after)
+	if k.goodput < 0.90*low || k.goodput > 1.10*high {
+		t.Errorf("knee %.0f points/s is not within 10 %% of the capacity measured flat out (%.0f before the search, %.0f after)", k.goodput, before, after)
+	}
+	// Queries under overload: the failing steps stored their per-second
+	// query latencies.
+	if n := s.count(t, `SELECT count(*)::int FROM intervals i JOIN saturation_steps st USING (code, phase, attempt)
+		WHERE i.code = $1 AND st.verdict = 'fail' AND i.per_op ? 'QUERY'`, code); n == 0 {
+		t.Errorf("no per-second query latency stored during an overloaded step")
+	}
 }
 
 // checkTSDB runs `benchq tsdb` against a local VictoriaMetrics (carbon, 1

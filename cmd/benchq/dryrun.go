@@ -9,6 +9,7 @@ import (
 	"github.com/benchq/benchq/catalog"
 	"github.com/benchq/benchq/contracts"
 	"github.com/benchq/benchq/internal/plan"
+	"github.com/benchq/benchq/internal/saturation"
 )
 
 // dryRun prints the plan the scheduler will run (the CLI expanded the
@@ -200,9 +201,15 @@ func printSaturation(w io.Writer, p plan.Plan) {
 	}
 	first := p.Configurations[0].Phases[1]
 	fmt.Fprintln(w, "\n#### Saturation search (-xsat, docs/saturation.md)")
-	fmt.Fprintf(w, "* first step: %d ops/s offered on %d shard(s), %d threads, %d s a step (the first %d s not judged)\n",
-		first.Target, first.Pods, first.Threads, s.StepS, s.WarmupS)
+	unit, shards, threads := "ops/s", "shard(s)", "threads"
 	pass := fmt.Sprintf("its goodput reaches %g %% of the offered load", s.MinAchieved)
+	if p.Settings.Benchmark == plan.BenchmarkTSDB {
+		unit, shards, threads = "points/s", "generator(s)", "agents"
+		pass = fmt.Sprintf("its generators send %g %% of the offered load and the database's own count says it stored %g %% of what they sent (its backlog did not grow); the load moves by whole agents (%d points/s each)",
+			s.MinAchieved, saturation.IngestShare, s.Quantum)
+	}
+	fmt.Fprintf(w, "* first step: %d %s offered on %d %s, %d %s, %d s a step (the first %d s not judged)\n",
+		first.Target, unit, first.Pods, shards, first.Threads, threads, s.StepS, s.WarmupS)
 	if s.MaxP99MS > 0 {
 		pass += fmt.Sprintf(" and its p99 is at most %g ms", s.MaxP99MS)
 	}
@@ -211,7 +218,7 @@ func printSaturation(w io.Writer, p plan.Plan) {
 	for i, load := 0, float64(first.Target); i < min(5, s.MaxSteps); i, load = i+1, load*s.StepFactor {
 		steps = append(steps, fmt.Sprint(int64(math.Round(load))))
 	}
-	fmt.Fprintf(w, "* while steps pass, the offered load × %g: %s ops/s, …\n", s.StepFactor, strings.Join(steps, ", "))
+	fmt.Fprintf(w, "* while steps pass, the offered load × %g: %s %s, …\n", s.StepFactor, strings.Join(steps, ", "), unit)
 	fmt.Fprintf(w, "* after the first failing step: bisect until it is at most %g %% above the last passing load\n", s.Precision)
 	fmt.Fprintf(w, "* at most %d steps, up to %d shards when the drivers (not the SUT) are the limit\n", s.MaxSteps, s.MaxShards)
 	if s.HoldS > 0 {

@@ -117,6 +117,12 @@ func WithDefaults(r contracts.Request) contracts.Request {
 	}
 	if ts {
 		r.TSDB = withTSDBDefaults(r.TSDB)
+		if r.Saturation != nil && r.Saturation.Quantum == 0 {
+			// The search moves by whole agents.
+			s := *r.Saturation
+			s.Quantum = max(1, int(math.Round(float64(r.TSDB.Metrics)*1000/float64(r.TSDB.FlushIntervalMS))))
+			r.Saturation = &s
+		}
 		if r.StatusInterval == 0 {
 			r.StatusInterval = 1 // evaluated second by second, as the seed does
 		}

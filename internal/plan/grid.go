@@ -135,6 +135,9 @@ func phases(r contracts.Request, p Plan, cfg string, loading phaseSpec) ([]Phase
 			return nil, err
 		}
 		offered := target(*r.TargetBase, r.BenchmarkingFactors[0])
+		if r.Benchmark == BenchmarkTSDB {
+			offered = threads * r.Saturation.Quantum // the first variant's agents
+		}
 		return append(out, SaturationPhase(r, p, cfg, 1, offered, pods, max(1, threads/pods), r.Saturation.StepS)), nil
 	}
 	client := 0

@@ -56,11 +56,27 @@ func PhaseName(cfg string, client int) string { return fmt.Sprintf("%s-%d", cfg,
 // threads each, for seconds (YCSB's maxexecutiontime; the shards get twice
 // the operations the offered load needs, so time ends the phase).
 func SaturationPhase(r contracts.Request, p Plan, cfg string, client, offered, shards, threadsPerShard, seconds int) Phase {
+	if r.Benchmark == BenchmarkTSDB {
+		return tsdbSaturationPhase(r, p, cfg, client, offered, shards, seconds)
+	}
 	ph := newPhase(r, p, cfg, phaseSpec{kind: contracts.KindRun, client: client, pods: shards, threads: shards * threadsPerShard,
 		factor: float64(offered) / float64(max(1, *r.TargetBase)), target: offered})
 	work := SplitRange(2*int64(offered)*int64(seconds), shards)
 	for k := range ph.Shards {
 		ph.Shards[k].YCSB.OperationCount, ph.Shards[k].YCSB.MaxExecutionS = work[k].Count, seconds
+	}
+	return ph
+}
+
+// tsdbSaturationPhase is a step of metrics generators: offered points per
+// second as whole agents (the search's quantum is one agent's points per
+// second) over shards generators, for seconds.
+func tsdbSaturationPhase(r contracts.Request, p Plan, cfg string, client, offered, shards, seconds int) Phase {
+	q := max(1, r.Saturation.Quantum)
+	agents := max(shards, offered/q)
+	ph := newPhase(r, p, cfg, phaseSpec{kind: contracts.KindRun, client: client, pods: shards, threads: agents, factor: 1, target: agents * q})
+	for k := range ph.Shards {
+		ph.Shards[k].TSDB.DurationS = seconds
 	}
 	return ph
 }

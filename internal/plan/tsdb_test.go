@@ -60,7 +60,7 @@ func TestExpandTSDBRejects(t *testing.T) {
 		{"ycsb on a tsdb", contracts.Request{DBMS: []string{"VictoriaMetrics"}}, "dbms[0]", "benchq tsdb"},
 		{"tsdb on redis", contracts.Request{Benchmark: BenchmarkTSDB, DBMS: []string{"Redis"}}, "dbms[0]", "VictoriaMetrics"},
 		{"tsdb settings on ycsb", contracts.Request{DBMS: []string{"Redis"}, TSDB: &contracts.TSDB{Metrics: 1}}, "tsdb", "benchmark tsdb"},
-		{"saturation", contracts.Request{Benchmark: BenchmarkTSDB, DBMS: []string{"VictoriaMetrics"}, Saturation: &contracts.Saturation{}}, "saturation", "not built yet"},
+		{"saturation over a grid", contracts.Request{Benchmark: BenchmarkTSDB, DBMS: []string{"VictoriaMetrics"}, BenchmarkingPods: ints(1, 2), Saturation: &contracts.Saturation{}}, "benchmarking_pods", "one benchmarking variant"},
 		{"pool", contracts.Request{Benchmark: BenchmarkTSDB, DBMS: []string{"VictoriaMetrics"}, PoolPods: ints(2)}, "pool_pods", "connection pool"},
 		{"haggar on ycsb", contracts.Request{DBMS: []string{"Redis"}, Workload: WorkloadHaggar}, "workload", "benchq tsdb"},
 		{"fast flush", contracts.Request{Benchmark: BenchmarkTSDB, DBMS: []string{"VictoriaMetrics"}, TSDB: &contracts.TSDB{FlushIntervalMS: 5, JitterMS: &zero}}, "tsdb.flush_interval_ms", "at least 10"},
@@ -72,5 +72,28 @@ func TestExpandTSDBRejects(t *testing.T) {
 				t.Errorf("err %v, want field %s saying %q", err, c.field, c.says)
 			}
 		})
+	}
+}
+
+// `benchq tsdb -xsat -nbp 2 -nbt 4 -metrics 50 -xsats 10`: the search moves
+// by whole agents (50 points/s each at a 1 s flush); its first step offers
+// what the first variant's agents make, on its generators, for a step.
+func TestExpandTSDBSaturation(t *testing.T) {
+	p, err := Expand("1", req(contracts.Request{Benchmark: BenchmarkTSDB, DBMS: []string{"VictoriaMetrics"}, BenchmarkingPods: ints(2),
+		BenchmarkingThreads: ints(4), TSDB: &contracts.TSDB{Metrics: 50}, Saturation: &contracts.Saturation{StepS: 10}}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if q := p.Settings.Saturation.Quantum; q != 50 {
+		t.Errorf("quantum %d points/s, want one agent's 50", q)
+	}
+	first := p.Configurations[0].Phases[1]
+	if first.Target != 200 || first.Threads != 4 || first.Pods != 2 || first.Shards[0].TSDB.DurationS != 10 || first.Shards[1].TSDB.Agents != 2 {
+		t.Errorf("first step %+v, shard %+v", first, *first.Shards[0].TSDB)
+	}
+	// A later step of 1,030 points/s is 20 agents (1,000 points/s): whole agents only.
+	step := SaturationPhase(p.Settings, p, p.Configurations[0].Name, 2, 1030, 2, 2, 10)
+	if step.Target != 1000 || step.Threads != 20 || step.Shards[1].TSDB.Agents != 10 {
+		t.Errorf("step of 1030 points/s: target %d, agents %d", step.Target, step.Threads)
 	}
 }

@@ -101,8 +101,6 @@ func checkTSDB(r contracts.Request) error {
 		return invalid("workload", "benchmark tsdb runs the metrics workload haggar, not %q", r.Workload)
 	case r.NewConnection:
 		return invalid("new_connection", "a new connection per transaction (-xconn) is a Benchbase option")
-	case r.Saturation != nil:
-		return invalid("saturation", "the saturation search (-xsat) of benchmark tsdb is not built yet (issue 30); run a grid of -nbp generators and -nbt agents instead")
 	case len(r.Thresholds) > 0:
 		return invalid("thresholds", "thresholds judge YCSB's benchmarking phases so far; benchmark tsdb's figures are not supported yet")
 	case len(r.PoolPods) > 0 || len(r.PoolInbound) > 0 || len(r.PoolOutbound) > 0:
@@ -113,6 +111,9 @@ func checkTSDB(r contracts.Request) error {
 		return invalid("storage.remove", "removing the volume first (-rsr) needs a volume: give -rst and/or -rss")
 	case t.FlushIntervalMS < 10:
 		return invalid("tsdb.flush_interval_ms", "a flush every %d ms: at least 10", t.FlushIntervalMS)
+	}
+	if err := checkSaturation(r); err != nil {
+		return err
 	}
 	var tsdbs []string
 	for _, n := range catalog.Names() {
@@ -191,7 +192,7 @@ func checkSaturation(r contracts.Request) error {
 		return invalid("saturation", "the saturation search runs YCSB only so far (docs/saturation.md); TPC-C is not supported yet")
 	case r.Action != contracts.ActionRun:
 		return invalid("saturation", "a saturation search benchmarks: action run, not %s", r.Action)
-	case *r.TargetBase < 1:
+	case *r.TargetBase < 1 && r.Benchmark != BenchmarkTSDB: // tsdb's load is its agents × metrics
 		return invalid("target_base", "a saturation search raises an offered load: give -xtb > 0 (the first step offers -xtb × -xnbf ops/s)")
 	case r.StatusInterval != 1:
 		return invalid("status_interval", "a saturation search judges its steps second by second: -xli 1 (got %d)", r.StatusInterval)

@@ -31,6 +31,8 @@ func Next(set contracts.Saturation, steps []contracts.SaturationStep) (*Move, *c
 		}
 	}
 	knee := func(note string) *contracts.Knee { return kneeOf(steps, good, bad, note) }
+	q := max(1, set.Quantum)
+	whole := func(load float64) int { return int(math.Floor(load/float64(q))) * q } // a whole multiple of the quantum, rounded down
 	if last.Role == contracts.RoleHold {
 		if good < 0 || bad < 0 || gap(steps[good].Offered, steps[bad].Offered) > set.Precision {
 			return nil, knee(fmt.Sprintf("a lower bound: the search did not bracket the knee within %g %%", set.Precision))
@@ -61,18 +63,18 @@ func Next(set contracts.Saturation, steps []contracts.SaturationStep) (*Move, *c
 		}
 		return hold(why, why+": the knee is a lower bound")
 	case bad < 0:
-		next := int(math.Round(float64(steps[good].Offered) * set.StepFactor))
+		next := max(whole(float64(steps[good].Offered)*set.StepFactor), steps[good].Offered+q)
 		return &Move{Role: contracts.RoleStep, Offered: next, Shards: shards,
 			Why: fmt.Sprintf("%d ops/s passed: × %g → %d ops/s", steps[good].Offered, set.StepFactor, next)}, nil
 	case good < 0:
-		next := int(math.Round(float64(steps[bad].Offered) / set.StepFactor))
-		if next < 1 || next == steps[bad].Offered {
+		next := whole(float64(steps[bad].Offered) / set.StepFactor)
+		if next < q || next >= steps[bad].Offered {
 			return nil, knee(fmt.Sprintf("no load passed, not even %d ops/s", steps[bad].Offered))
 		}
 		return &Move{Role: contracts.RoleStep, Offered: next, Shards: shards,
 			Why: fmt.Sprintf("%d ops/s failed and none passed yet: ÷ %g → %d ops/s", steps[bad].Offered, set.StepFactor, next)}, nil
 	}
-	next := (steps[good].Offered + steps[bad].Offered) / 2
+	next := whole(float64(steps[good].Offered+steps[bad].Offered) / 2)
 	if next <= steps[good].Offered {
 		return hold(fmt.Sprintf("knee found: %d ops/s passed, %d failed (no whole load between)", steps[good].Offered, steps[bad].Offered), "")
 	}

@@ -159,18 +159,20 @@ func (a *Agent) runTSDB(ctx context.Context, job contracts.ShardJob, entry catal
 			}
 		})
 	}
+	// The generators' window ends here; the drain that follows is the
+	// database's, not theirs (it would dilute the rate sent).
+	generated := time.Now().UTC()
 	stopProbe()
 	probeWG.Wait()
 	if ingest != nil {
-		final.Ingest = ingest.drain(runCtx)
+		final.Ingest = ingest.drain(runCtx, generated)
 	}
 	final.EndedAt = time.Now().UTC()
 	final.TS = final.EndedAt
-	last := final.EndedAt
-	final.LastOpAt = &last
+	final.LastOpAt = &generated
 	final.Operations = status.operations(res)
 	final.Progress = status.progress
-	final.RuntimeMS = float64(final.EndedAt.Sub(final.StartedAt).Milliseconds())
+	final.RuntimeMS = float64(generated.Sub(final.StartedAt).Milliseconds())
 	if final.RuntimeMS > 0 {
 		final.Throughput = float64(res.Sent) / (final.RuntimeMS / 1000)
 	}
@@ -237,10 +239,11 @@ func (r *ingestReader) read(ctx context.Context) (float64, bool) {
 	return total, true
 }
 
-// drain reads until the counter stops growing (the SUT's backlog is
-// stored) or drainLimit passes, and returns every reading.
-func (r *ingestReader) drain(ctx context.Context) *contracts.Ingest {
-	in := &contracts.Ingest{Counter: r.counter.String(), EndedAt: time.Now().UTC()}
+// drain reads, from when the generators ended, until the counter stops
+// growing (the SUT's backlog is stored) or drainLimit passes, and returns
+// every reading.
+func (r *ingestReader) drain(ctx context.Context, ended time.Time) *contracts.Ingest {
+	in := &contracts.Ingest{Counter: r.counter.String(), EndedAt: ended}
 	deadline := in.EndedAt.Add(drainLimit)
 	last, lastChange := -1.0, time.Now()
 	for time.Now().Before(deadline) && ctx.Err() == nil {

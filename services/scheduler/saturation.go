@@ -67,7 +67,11 @@ func (s *State) endStep(i int, reason, note string, now time.Time) []Out {
 			finals = append(finals, f)
 		}
 	}
-	st := saturation.Evaluate(set, *s.Plan.Settings.ErrorShareLimit, role, len(sr.Steps)+1, ph.Target, finals)
+	evaluate := saturation.Evaluate
+	if s.Plan.Settings.Benchmark == plan.BenchmarkTSDB {
+		evaluate = saturation.EvaluateIngest // stored points, by the database's own count
+	}
+	st := evaluate(set, *s.Plan.Settings.ErrorShareLimit, role, len(sr.Steps)+1, ph.Target, finals)
 	var move *saturation.Move
 	if reason != "" {
 		st.Verdict, st.Why = contracts.VerdictFail, reason

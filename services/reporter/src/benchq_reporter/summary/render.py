@@ -271,7 +271,13 @@ def ingest_lines(ingest: Ingest) -> list[str]:
 
 def saturation_lines(sat: Saturation) -> list[str]:
     """The Saturation section: the knee first, then every step, then the hold."""
-    lines = ["### Saturation", "", *[f"* {k}" for k in sat.knees], *[f"* {a}" for a in sat.agreement]]
+    lines = [
+        "### Saturation",
+        "",
+        *[f"* {k}" for k in sat.knees],
+        *[f"* {a}" for a in sat.agreement],
+        *[f"* {n}" for n in sat.notes],
+    ]
     if sat.holds:
         lines += ["", "#### Hold", "", *[f"* {h}" for h in sat.holds]]
     return [*lines, "", "#### Steps", "", table(sat.steps), "", SATURATION_NOTE]

@@ -15,6 +15,7 @@ from typing import Any
 
 import pandas as pd
 
+from ..contracts import BENCHMARK
 from ..model import ExperimentData
 
 # The step table's columns, in order.
@@ -49,6 +50,15 @@ NOTE = (
 )
 
 
+TSDB_NOTE = (
+    "benchmark tsdb (docs/tsdb.md): ops/s are points per second. offered is what the step's agents make, "
+    "achieved what the generators sent, goodput what the database stored by its own count; threads are agents, "
+    "shards generators. A step passes when the generators sent 95 % (min_achieved) of the offered load and the "
+    "database stored 99 % of what they sent over the steady window (its backlog did not grow); the knee's "
+    "throughput is points stored per second."
+)
+
+
 @dataclass(frozen=True, eq=False)  # DataFrames do not compare to a bool
 class Saturation:
     """The steps of every configuration's search, and one line per knee and hold."""
@@ -58,6 +68,8 @@ class Saturation:
     holds: list[str] = field(default_factory=list)
     # Per configuration base with repetitions (-nc): whether their knees agree.
     agreement: list[str] = field(default_factory=list)
+    # What the figures mean for this benchmark, when not YCSB's (tsdb).
+    notes: list[str] = field(default_factory=list)
 
     def __bool__(self) -> bool:
         return not self.steps.empty
@@ -145,11 +157,15 @@ def build_saturation(data: ExperimentData) -> Saturation:
     precision = float(
         ((data.experiment.get("plan") or {}).get("settings") or {}).get("saturation", {}).get("precision") or 5
     )
+    notes = []
+    if data.plan.settings.benchmark == BENCHMARK.tsdb:
+        notes.append(TSDB_NOTE)
     return Saturation(
         steps=steps,
         knees=knees,
         holds=holds,
         agreement=[agreement_line(b, values, precision) for b, values in sustained.items() if len(values) > 1],
+        notes=notes,
     )
 
 

@@ -1,0 +1,146 @@
+package saturation
+
+// Judging a step of metrics generators (benchmark tsdb, docs/tsdb.md), the
+// DalmatinerDB benchmark's way: a load is sustained when the generators
+// delivered it and the database stored what they sent, second by second,
+// by its own count, so that its backlog did not grow.
+
+import (
+	"fmt"
+	"sort"
+	"strings"
+	"time"
+
+	"github.com/benchq/benchq/contracts"
+)
+
+// IngestShare is the share (percent) of the points sent over a step's
+// steady window that the database must have stored (its own counter) in
+// the same window for the step to pass: below it, its backlog grew.
+const IngestShare = 99.0
+
+// EvaluateIngest judges one step (or the hold) of offered points per
+// second from its generators' finals: what they sent over the steady
+// window against the offered load (set.MinAchieved), and what the database
+// stored in that window (the first generator's Ingest readings) against
+// what was sent (IngestShare). Achieved is the points sent per second,
+// Goodput the points stored per second; CV and worst second are of the
+// stored points per second.
+func EvaluateIngest(set contracts.Saturation, errorLimit float64, role string, step, offered int, finals []*contracts.Final) contracts.SaturationStep {
+	st := contracts.SaturationStep{Step: step, Role: role, Offered: offered, Shards: len(finals)}
+	var failedShards []string
+	var ingest *contracts.Ingest
+	for _, f := range finals {
+		st.Threads += f.Threads
+		if f.Status != contracts.StatusOK {
+			failedShards = append(failedShards, fmt.Sprintf("generator %d %s", f.Shard, f.Status))
+		}
+		if f.Ingest != nil {
+			ingest = f.Ingest
+		}
+	}
+	fail := func(why string) contracts.SaturationStep {
+		st.Verdict, st.Why = contracts.VerdictFail, why
+		if role == contracts.RoleHold {
+			st.Verdict = contracts.VerdictUnstable
+		}
+		return st
+	}
+	switch {
+	case len(failedShards) > 0:
+		return fail(strings.Join(failedShards, ", "))
+	case ingest == nil || len(ingest.Readings) < 2:
+		return fail("the database's count of stored points was not read: nothing to judge its ingest by")
+	}
+	from, to, ok := steadyWindow(finals, time.Duration(set.WarmupS)*time.Second)
+	if !ok {
+		return fail("no steady second: the generators' common window is shorter than the warm-up (" + fmt.Sprint(set.WarmupS) + " s) plus 1 s")
+	}
+	st.SteadyFrom, st.SteadyTo = &from, &to
+	readings := ingest.Readings
+	if first, last := readings[0].At, readings[len(readings)-1].At; from.Before(first) || to.After(last) {
+		return fail(fmt.Sprintf("the database's counter was read from %s to %s, not over the whole steady window", first.Format(time.RFC3339), last.Format(time.RFC3339)))
+	}
+	sentPerSecond := perSecond(finals, from, to)
+	var stored []float64
+	for t := from; t.Before(to); t = t.Add(time.Second) {
+		stored = append(stored, counterAt(readings, t.Add(time.Second))-counterAt(readings, t))
+	}
+	st.Seconds = len(sentPerSecond)
+	sent, kept := sum(sentPerSecond), sum(stored)
+	st.Achieved = sent / float64(st.Seconds)
+	st.Goodput = kept / float64(st.Seconds)
+	st.CV, st.WorstSecond = variation(stored)
+	ops, failed := writes(finals)
+	if ops > 0 {
+		st.ErrorShare = 100 * float64(failed) / float64(ops)
+	}
+	var why []string
+	if need := set.MinAchieved / 100 * float64(offered); st.Achieved < need {
+		why = append(why, fmt.Sprintf("the generators sent %.0f points/s < %.0f %% of the offered %d", st.Achieved, set.MinAchieved, offered))
+	}
+	if st.Goodput < IngestShare/100*st.Achieved {
+		why = append(why, fmt.Sprintf("the database stored %.0f points/s < %g %% of the %.0f sent: its backlog grew by %.0f points",
+			st.Goodput, IngestShare, st.Achieved, sent-kept))
+	}
+	if st.ErrorShare > errorLimit {
+		why = append(why, fmt.Sprintf("%.2f %% of the points failed (> %g %%)", st.ErrorShare, errorLimit))
+	}
+	if role == contracts.RoleHold && st.CV > set.MaxCV {
+		why = append(why, fmt.Sprintf("points stored per second vary by %.1f %% (CV > %g %%)", st.CV, set.MaxCV))
+	}
+	switch {
+	case len(why) == 0 && role == contracts.RoleHold:
+		st.Verdict, st.Why = contracts.VerdictStable, fmt.Sprintf("stored %.0f points/s for %d s, CV %.1f %%, worst second %.0f", st.Goodput, st.Seconds, st.CV, st.WorstSecond)
+	case len(why) == 0:
+		st.Verdict, st.Why = contracts.VerdictPass, fmt.Sprintf("sent %.0f points/s ≥ %.0f %% of %d, stored %.0f points/s", st.Achieved, set.MinAchieved, offered, st.Goodput)
+	case role == contracts.RoleHold:
+		st.Verdict, st.Why = contracts.VerdictUnstable, strings.Join(why, "; ")
+	default:
+		st.Verdict, st.Why = contracts.VerdictFail, strings.Join(why, "; ")
+	}
+	return st
+}
+
+// counterAt is the database's counter at t, linear between its readings
+// (readings in time order; t within them).
+func counterAt(readings []contracts.IngestReading, t time.Time) float64 {
+	k := sort.Search(len(readings), func(i int) bool { return !readings[i].At.Before(t) })
+	switch {
+	case k == 0:
+		return readings[0].Total
+	case k == len(readings):
+		return readings[len(readings)-1].Total
+	}
+	a, b := readings[k-1], readings[k]
+	span := b.At.Sub(a.At).Seconds()
+	if span <= 0 {
+		return b.Total
+	}
+	return a.Total + (b.Total-a.Total)*t.Sub(a.At).Seconds()/span
+}
+
+// writes are the generators' points: delivered and failed (WRITE,
+// WRITE-FAILED).
+func writes(finals []*contracts.Final) (ops, failed int64) {
+	for _, f := range finals {
+		for _, o := range f.Operations {
+			switch {
+			case o.Name == "WRITE":
+				ops += o.Count
+			case o.Name == "WRITE-FAILED":
+				ops += o.Count
+				failed += o.Count
+			}
+		}
+	}
+	return ops, failed
+}
+
+func sum(xs []float64) float64 {
+	s := 0.0
+	for _, x := range xs {
+		s += x
+	}
+	return s
+}
