@@ -31,16 +31,17 @@ const (
 	KindDragonfly        = "dragonfly"
 	KindDragonflyCluster = "dragonfly-cluster"
 	KindVictoriaMetrics  = "victoriametrics" // a time-series database (benchmark tsdb)
+	KindPrometheus       = "prometheus"      // its remote-write receiver as a time-series database (benchmark tsdb)
 )
 
-var kinds = []string{KindRedis, KindPostgreSQL, KindPgBouncer, KindRedisCluster, KindDragonfly, KindDragonflyCluster, KindVictoriaMetrics}
+var kinds = []string{KindRedis, KindPostgreSQL, KindPgBouncer, KindRedisCluster, KindDragonfly, KindDragonflyCluster, KindVictoriaMetrics, KindPrometheus}
 
 // LocalKinds are the kinds the local backend can start, from the Debian
-// packages (redis-server, postgresql, pgbouncer) and what the bootstrap
+// packages (redis-server, postgresql, pgbouncer, prometheus) and what the bootstrap
 // builds (victoria-metrics, from its Go module). Dragonfly has no Debian
 // package and no build on the registries these machines reach: Kubernetes
 // only.
-var LocalKinds = []string{KindRedis, KindPostgreSQL, KindRedisCluster, KindPgBouncer, KindVictoriaMetrics}
+var LocalKinds = []string{KindRedis, KindPostgreSQL, KindRedisCluster, KindPgBouncer, KindVictoriaMetrics, KindPrometheus}
 
 // RunsLocally reports whether the local backend can start this DBMS.
 func (e Entry) RunsLocally() bool { return slices.Contains(LocalKinds, e.Kind) }

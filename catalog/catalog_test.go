@@ -32,7 +32,7 @@ func TestEveryCatalogFileParses(t *testing.T) {
 }
 
 func TestNames(t *testing.T) {
-	if got, want := Names(), []string{"Dragonfly", "DragonflyCluster", "PgBouncer", "PostgreSQL", "Redis", "RedisCluster", "VictoriaMetrics"}; !slices.Equal(got, want) {
+	if got, want := Names(), []string{"Dragonfly", "DragonflyCluster", "PgBouncer", "PostgreSQL", "Prometheus", "Redis", "RedisCluster", "VictoriaMetrics"}; !slices.Equal(got, want) {
 		t.Errorf("Names() = %v, want %v", got, want)
 	}
 }
@@ -55,7 +55,7 @@ func TestLookupUnknown(t *testing.T) {
 	if !errors.Is(err, ErrUnknownDBMS) {
 		t.Fatalf("err = %v, want ErrUnknownDBMS", err)
 	}
-	if want := `unknown DBMS "MySQL"; known: Dragonfly, DragonflyCluster, PgBouncer, PostgreSQL, Redis, RedisCluster, VictoriaMetrics`; err.Error() != want {
+	if want := `unknown DBMS "MySQL"; known: Dragonfly, DragonflyCluster, PgBouncer, PostgreSQL, Prometheus, Redis, RedisCluster, VictoriaMetrics`; err.Error() != want {
 		t.Errorf("err = %q, want %q", err, want)
 	}
 }

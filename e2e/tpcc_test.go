@@ -67,6 +67,42 @@ func TestTPCCAsBexhomaUsersKnowIt(t *testing.T) {
 	checkTSDBKnee(t, s)
 }
 
+// checkStoredCount runs a tsdb experiment (args) of one configuration and
+// checks that the points its summary says were stored add up to the
+// database's own count, as the stack's Prometheus scraped it (query, with
+// the experiment's code), and that all it sent was stored.
+func checkStoredCount(t *testing.T, s *stack, name, configuration, query string, args ...string) {
+	t.Helper()
+	code := fmt.Sprintf("e2e-%s-%d", name, time.Now().Unix())
+	began := time.Now()
+	out := s.cli(t, 4*time.Minute, append([]string{"tsdb", "-e", code, "-no-report"}, append(args, "run")...)...)
+	var stored float64
+	for _, ph := range []string{configuration + "-0", configuration + "-1"} {
+		st, se := cell(t, out, "### Ingest", ph, "stored [points]"), cell(t, out, "### Ingest", ph, "sent [points]")
+		if st != se || st == 0 {
+			t.Errorf("%s: stored %g of %g sent", ph, st, se)
+		}
+		stored += st
+	}
+	c := prom.Client{URL: s.info.PrometheusURL}
+	testenv.Eventually(t, 30*time.Second, func() error {
+		series, err := c.QueryRange(t.Context(), fmt.Sprintf(query, code), began, time.Now(), time.Second)
+		if err != nil {
+			return err
+		}
+		counted := 0.0
+		for _, se := range series {
+			for _, p := range se.Samples {
+				counted = max(counted, p.V)
+			}
+		}
+		if counted != stored {
+			return fmt.Errorf("%s counted %g stored points, the summary says %g", configuration, counted, stored)
+		}
+		return nil
+	})
+}
+
 // checkTSDBKnee: a saturation search of metrics generators (`benchq tsdb
 // -xsat`) against a VictoriaMetrics held to 10 % of a CPU finds a knee
 // within 10 % of what the same database stores when generators run flat
@@ -87,7 +123,7 @@ func checkTSDBKnee(t *testing.T, s *stack) {
 	before := capacity(1)
 	code := fmt.Sprintf("e2e-tsdbsat-%d", time.Now().Unix())
 	start := time.Now()
-	out := s.throttled(t, q, "tsdb", code, 10*time.Minute, append(base, "-nbt", "16", "-xsat", "-xsats", "10", "-no-report", "run")...)
+	out := s.throttled(t, q, "tsdb", code, 10*time.Minute, append(base, "-nbt", "16", "-xsat", "-no-report", "run")...)
 	checkSummary(t, out, "### Saturation", "#### Steps", "maximum sustainable throughput")
 	after := capacity(2)
 	k := s.knee(t, code)
@@ -149,6 +185,11 @@ func checkTSDB(t *testing.T, s *stack) {
 		}
 		return nil
 	})
+	// Prometheus' remote-write receiver as the database: the same check
+	// against its own count of appended samples.
+	checkStoredCount(t, s, "tsdb-prom", "Prometheus-4-2-0-1", "sum(prometheus_tsdb_head_samples_appended_total{experiment=%q})",
+		"-dbms", "Prometheus", "-protocol", "remote-write", "-nbp", "2", "-nbt", "4", "-metrics", "50", "-xmet", "5", "-ma")
+
 	// Queries under load: the first generator's read every second, stored
 	// with its latency histogram.
 	if n := s.count(t, `SELECT coalesce(sum(count), 0)::int FROM shard_operations WHERE code = $1 AND operation = 'QUERY' AND histogram IS NOT NULL`, code); n < 8 {

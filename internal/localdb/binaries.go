@@ -89,12 +89,12 @@ func isExecutable(p string) bool {
 	return err == nil && !st.IsDir() && st.Mode()&0o111 != 0
 }
 
-// runnableBy returns a path from which osUser can run bin: bin itself when
+// RunnableBy returns a path from which osUser can run bin: bin itself when
 // every directory above it lets others through (a binary under /usr), else
 // a hard link to it (a copy across file systems) in dir, which the caller
 // has made reachable for osUser (prepareDataDir). A binary the bootstrap
 // built under root's 0700 home is not runnable by another account.
-func runnableBy(bin, osUser, dir string) (string, error) {
+func RunnableBy(bin, osUser, dir string) (string, error) {
 	if osUser == "" || othersReach(bin) {
 		return bin, nil
 	}

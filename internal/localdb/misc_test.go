@@ -23,6 +23,8 @@ func TestParseVersion(t *testing.T) {
 		"Redis server v=7.0.15 sha=00000000:0 malloc=jemalloc-5.3.0 bits=64 build=c4a9a2b1fb2c1a8e\n": "Redis 7.0.15",
 		"postgres (PostgreSQL) 15.14 (Debian 15.14-0+deb12u1)\n":                                      "PostgreSQL 15.14",
 		"postgres (PostgreSQL) 16.4\n":                                                                "PostgreSQL 16.4",
+		"prometheus, version 2.42.0+ds (branch: debian/sid, revision: 2.42.0+ds-5+deb12u1)\n":         "Prometheus 2.42.0+ds",
+		"victoria-metrics-20251114-120306-tags-v1.151.0-0-g1a2b3c4d\n":                                "VictoriaMetrics v1.151.0",
 	} {
 		if got, err := parseVersion(in); err != nil || got != want {
 			t.Errorf("parseVersion(%q) = %q, %v; want %q", in, got, err, want)
@@ -111,20 +113,20 @@ func TestRunnableBy(t *testing.T) {
 	if err := os.WriteFile(bin, []byte("#!/bin/sh\n"), 0o755); err != nil {
 		t.Fatal(err)
 	}
-	if got, err := runnableBy(bin, "someone", open); err != nil || got != bin {
+	if got, err := RunnableBy(bin, "someone", open); err != nil || got != bin {
 		t.Fatalf("reachable binary: %q, %v; want it where it is", got, err)
 	}
 	if err := os.Chmod(closed, 0o700); err != nil {
 		t.Fatal(err)
 	}
-	got, err := runnableBy(bin, "someone", open)
+	got, err := RunnableBy(bin, "someone", open)
 	if err != nil || got != filepath.Join(open, "server") || !othersReach(got) {
 		t.Fatalf("unreachable binary: %q, %v; want a link in %s that others reach", got, err, open)
 	}
-	if again, err := runnableBy(bin, "someone", open); err != nil || again != got {
+	if again, err := RunnableBy(bin, "someone", open); err != nil || again != got {
 		t.Errorf("second start: %q, %v", again, err)
 	}
-	if got, err := runnableBy(bin, "", open); err != nil || got != bin {
+	if got, err := RunnableBy(bin, "", open); err != nil || got != bin {
 		t.Errorf("running as ourselves: %q, %v", got, err)
 	}
 }

@@ -151,6 +151,17 @@ func runAs(program, user, def string) (string, error) {
 	return user, nil
 }
 
+// PrepareDir is the directory of a server that runs as osUser when we are
+// root ("": ours): it checks the account exists, creates dir (0700) for it
+// and returns the account to run program as ("" when not root).
+func PrepareDir(program, dir, osUser string) (string, error) {
+	user, err := runAs(program, osUser, "")
+	if err != nil {
+		return "", err
+	}
+	return user, prepareDataDir(dir, user)
+}
+
 // prepareDataDir creates dir (mode 0700, owned by osUser) and checks that
 // osUser can reach it: initdb's own error for an unreachable parent is
 // obscure. A dir that belongs to another user (data kept from a run as

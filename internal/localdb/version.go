@@ -33,7 +33,8 @@ var (
 	redisVersionRE = regexp.MustCompile(`^Redis server v=(\S+)`)
 	pgVersionRE    = regexp.MustCompile(`^postgres \(PostgreSQL\) (\S+)`)
 	pgbVersionRE   = regexp.MustCompile(`^PgBouncer (\S+)`)
-	vmVersionRE    = regexp.MustCompile(`^victoria-metrics-\d+-\d+-(v\S+?)(?:-\S+)?$`)
+	promVersionRE  = regexp.MustCompile(`^prometheus, version (\S+)`)
+	vmVersionRE    = regexp.MustCompile(`^victoria-metrics-\d+-\d+-(?:tags-)?(v\d+\.\d+\.\d+)`)
 )
 
 func parseVersion(out string) (string, error) {
@@ -49,6 +50,9 @@ func parseVersion(out string) (string, error) {
 	}
 	if m := vmVersionRE.FindStringSubmatch(out); m != nil {
 		return "VictoriaMetrics " + m[1], nil
+	}
+	if m := promVersionRE.FindStringSubmatch(out); m != nil {
+		return "Prometheus " + m[1], nil
 	}
 	return "", fmt.Errorf("unrecognised --version output %q", out)
 }

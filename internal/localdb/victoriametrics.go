@@ -78,7 +78,7 @@ func startVictoriaMetrics(ctx context.Context, dir, bin string, port int, opts V
 	if err := prepareDataDir(dir, osUser); err != nil {
 		return nil, err
 	}
-	if bin, err = runnableBy(bin, osUser, filepath.Dir(dir)); err != nil {
+	if bin, err = RunnableBy(bin, osUser, filepath.Dir(dir)); err != nil {
 		return nil, err
 	}
 	v := &VictoriaMetrics{Dir: dir}

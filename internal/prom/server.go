@@ -35,6 +35,9 @@ type ServerOptions struct {
 	// (--web.enable-remote-write-receiver): Prometheus as a time-series
 	// SUT of the metrics-ingest workload (internal/metricsload).
 	RemoteWriteReceiver bool
+	// User is the OS account it runs as when we are root ("": ours): a
+	// Prometheus SUT runs as the SUTs' account (localdb.SUTUser).
+	User string
 }
 
 // Server is a running prometheus.
@@ -79,6 +82,15 @@ func startServer(ctx context.Context, dir string, opts ServerOptions) (*Server, 
 	bin, err := Binary()
 	if err != nil {
 		return nil, err
+	}
+	user := ""
+	if opts.User != "" {
+		if user, err = localdb.PrepareDir("prometheus", dir, opts.User); err != nil {
+			return nil, err
+		}
+		if bin, err = localdb.RunnableBy(bin, user, dir); err != nil {
+			return nil, err
+		}
 	}
 	if opts.Config.TargetsDir == "" {
 		opts.Config.TargetsDir = filepath.Join(dir, "targets")
@@ -130,6 +142,7 @@ func startServer(ctx context.Context, dir string, opts ServerOptions) (*Server, 
 			Path:    bin,
 			Args:    args,
 			Dir:     dir,
+			User:    user,
 			LogFile: s.file("prometheus.log"),
 			PidFile: s.file("prometheus.pid"),
 		}); err != nil {

@@ -17,6 +17,7 @@ import (
 	"github.com/benchq/benchq/internal/atomicfile"
 	"github.com/benchq/benchq/internal/localdb"
 	"github.com/benchq/benchq/internal/plan"
+	"github.com/benchq/benchq/internal/prom"
 	"github.com/benchq/benchq/internal/startup"
 	"github.com/benchq/benchq/services/deployer/backend"
 )
@@ -141,6 +142,8 @@ func (l *Local) deploy(ctx context.Context, s backend.Spec, entry catalog.Entry)
 		st, binary, err = l.startPgBouncer(ctx, dir, entry, s, password)
 	case catalog.KindVictoriaMetrics:
 		st, binary, err = l.startVictoriaMetrics(ctx, dir, port, entry)
+	case catalog.KindPrometheus:
+		st, binary, err = l.startPrometheus(ctx, dir, port, entry)
 	default:
 		err = fmt.Errorf("the local backend cannot run kind %q of %s", entry.Kind, entry.Name)
 	}
@@ -214,6 +217,24 @@ func (l *Local) startVictoriaMetrics(ctx context.Context, dir string, port int, 
 	ep := entry.Endpoint("127.0.0.1", v.Port)
 	ep.Ports = map[string]int{entry.TSDB.CarbonPort: v.GraphitePort}
 	return localState{DBMS: entry.Name, Kind: entry.Kind, Endpoint: ep, Pid: v.Pid}, bin, nil
+}
+
+// startPrometheus runs Prometheus as a time-series database: its
+// remote-write receiver on, nothing to scrape (its targets directory stays
+// empty), as the SUTs' OS account, on loopback without a password (as
+// VictoriaMetrics, docs/security.md).
+func (l *Local) startPrometheus(ctx context.Context, dir string, port int, entry catalog.Entry) (localState, string, error) {
+	bin, err := prom.Binary()
+	if err != nil {
+		return localState{}, "", err
+	}
+	p, err := onPreviousPort(l.log(), "sut", dir, port, func(port int) (*prom.Server, error) {
+		return prom.StartServer(ctx, filepath.Join(dir, "data"), prom.ServerOptions{Port: port, RemoteWriteReceiver: true, User: localdb.SUTUser})
+	})
+	if err != nil {
+		return localState{}, "", err
+	}
+	return localState{DBMS: entry.Name, Kind: entry.Kind, Endpoint: entry.Endpoint("127.0.0.1", p.Port), Pid: p.Pid}, bin, nil
 }
 
 func (l *Local) startPostgres(ctx context.Context, dir string, port int, entry catalog.Entry, benchmark, password string) (localState, string, error) {
@@ -331,6 +352,9 @@ func (l *Local) Teardown(ctx context.Context, code, configuration string) error 
 		return err
 	}
 	if err := (&localdb.VictoriaMetrics{Dir: data}).Stop(ctx); err != nil {
+		return err
+	}
+	if err := (&prom.Server{Dir: data}).Stop(ctx); err != nil {
 		return err
 	}
 	if err := os.RemoveAll(dir); err != nil {

@@ -216,9 +216,9 @@ func wantedExporters(entry catalog.Entry, st localState, password string) []want
 		return out
 	case catalog.KindPostgreSQL:
 		return []wanted{postgres(st.Endpoint.Port, st.Endpoint.User, st.Endpoint.Database)}
-	case catalog.KindVictoriaMetrics:
+	case catalog.KindVictoriaMetrics, catalog.KindPrometheus:
 		// It serves its own /metrics on its HTTP port: no exporter to run.
-		return []wanted{{exporter: exporter{Name: "victoriametrics", Component: "sut", Addr: fmt.Sprintf("127.0.0.1:%d", st.Endpoint.Port)}}}
+		return []wanted{{exporter: exporter{Name: entry.Kind, Component: "sut", Addr: fmt.Sprintf("127.0.0.1:%d", st.Endpoint.Port)}}}
 	case catalog.KindPgBouncer:
 		out := []wanted{postgres(st.BackendPort, st.Endpoint.User, st.Endpoint.Database)}
 		for i, addr := range strings.Split(fmt.Sprint(st.Info["pool_endpoints"]), ",") {
@@ -357,6 +357,8 @@ func (l *Local) watchTrees(dir, code, configuration string, st localState) {
 		add("sut", "sut", "postgres", st.Pid)
 	case catalog.KindVictoriaMetrics:
 		add("sut", "sut", "victoria-metrics", st.Pid)
+	case catalog.KindPrometheus:
+		add("sut", "sut", "prometheus", st.Pid)
 	case catalog.KindRedisCluster:
 		for i, pid := range st.Pids {
 			add("node-"+strconv.Itoa(i), "sut", "redis", pid)
