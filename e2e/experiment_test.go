@@ -153,6 +153,7 @@ func TestEmbeddedStack(t *testing.T) {
 			"--scrape-interval", "1", "-e", code, "--require-rows",
 			"--may-be-empty", "dragonfly application metrics, live", "--may-be-empty", "pgbouncer application metrics, live",
 			"--may-be-empty", "postgresql application metrics, live",
+			"--may-be-empty", "victoriametrics application metrics, live", "--may-be-empty", "prometheus application metrics, live",
 			// No saturation search here: e2e/saturation_test.go fills these.
 			"--may-be-empty", "Saturation: goodput against the offered load", "--may-be-empty", "Saturation: p99 against goodput",
 			"--may-be-empty", "Saturation steps")

@@ -227,14 +227,16 @@ func (r *ingestReader) every(ctx context.Context, interval time.Duration) {
 	}
 }
 
-// read takes one reading; a failed one is left out.
+// read takes one reading; a failed one is left out. A page that answered
+// without the counter reads 0: a counter with labels has no sample until
+// its first point (Prometheus' samples appended by type).
 func (r *ingestReader) read(ctx context.Context) (float64, bool) {
 	at := time.Now().UTC()
 	v, err := prom.ReadSet(ctx, r.url, r.counter.Set("ingested"), 2*time.Second)
-	total, ok := v["ingested"]
-	if err != nil || !ok {
+	if err != nil {
 		return 0, false
 	}
+	total := v["ingested"]
 	r.readings = append(r.readings, contracts.IngestReading{At: at, Total: total})
 	return total, true
 }

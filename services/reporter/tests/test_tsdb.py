@@ -113,3 +113,11 @@ def test_what_was_not_stored_or_not_read_is_missing_not_zero():
     assert all(
         pd.isna(none[c]) for c in ["ingested [points/s]", "stored [points]", "backlog at end [points]", "ingest CV [%]"]
     )
+
+
+def test_a_phase_read_only_after_its_end_has_no_ingest_rate():
+    # A loading phase shorter than a reading: its counter was read only once the generators had stopped.
+    r = [(t(10, 50), 0, True), (t(10, 300), 2000, True), (t(11, 400), 2000, True)]
+    row = build_ingest(ExperimentData.from_tables(tables(r))).table.iloc[0]
+    assert pd.isna(row["ingested [points/s]"])
+    assert row["stored [points]"] == 2000

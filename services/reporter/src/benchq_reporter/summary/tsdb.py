@@ -107,10 +107,11 @@ def phase_row(data: ExperimentData, phase: str, attempt: int, shards: pd.DataFra
     base = r.iloc[0]
     during = r[~r["after_end"].astype(bool)]
     after = r[r["after_end"].astype(bool)]
-    last_during = during.iloc[-1]
-    span = (last_during["at"] - base["at"]).total_seconds()
-    if span > 0:
-        row["ingested [points/s]"] = (last_during["total"] - base["total"]) / span
+    if not during.empty:
+        last_during = during.iloc[-1]
+        span = (last_during["at"] - base["at"]).total_seconds()
+        if span > 0:
+            row["ingested [points/s]"] = (last_during["total"] - base["total"]) / span
     if not after.empty:
         at_end = after.iloc[0]["total"] - base["total"]
         row["backlog at end [points]"] = sent - at_end
