@@ -160,6 +160,17 @@ bench-tpcc:
 bench-tsdb: bootstrap
 	@go run ./cmd/bench-tsdb -metrics $(or $(METRICS),1000) -agents $(or $(AGENTS),2) -step $(or $(STEP),10s)
 
+# benchq tsdb -xsat against VictoriaMetrics held to 10 % of a CPU (a cgroup;
+# needs root), then its capacity measured flat out twice: the knee, its
+# steps and time, and whether it lies within 10 % of the capacity
+# (e2e/tpcc_test.go, TestTSDBKneeOfAThrottledVictoriaMetrics; ~6 min).
+.PHONY: bench-tsdb-knee
+bench-tsdb-knee: bootstrap
+	@BENCHQ_TSDB_KNEE=1 go test -count=1 -timeout 30m -run '^TestTSDBKneeOfAThrottledVictoriaMetrics$$' -v ./e2e/ > /tmp/benchq-bench-tsdb-knee.log 2>&1 && rc=0 || rc=$$?; \
+	  echo "== machine: $$(nproc) cores, load $$(cut -d' ' -f1 /proc/loadavg); VictoriaMetrics $$(grep -m1 VM_VERSION= scripts/bootstrap.sh | cut -d= -f2), commit $$(git rev-parse --short HEAD)"; \
+	  grep -E '^ +tpcc_test.go:[0-9]+: +(tsdb knee|VictoriaMetrics tsdb)' /tmp/benchq-bench-tsdb-knee.log | sed -E 's/^ +tpcc_test.go:[0-9]+: //'; \
+	  if [ $$rc != 0 ]; then grep -E -- '--- FAIL|_test.go:[0-9]+:' /tmp/benchq-bench-tsdb-knee.log | head -20; echo "log: /tmp/benchq-bench-tsdb-knee.log"; exit $$rc; fi
+
 # Between the operations: the default experiment's overhead (experiment
 # minus the phases' operation windows), its SUT's time to ready and the
 # phase switch, without and with -m -mc -ma, and a short phase's CPU

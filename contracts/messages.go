@@ -586,7 +586,8 @@ type Final struct {
 // Ingest is a time-series database's own count of the points it stored,
 // around one phase of metrics generators (engine tsdb, docs/tsdb.md): its
 // counter (the catalog's tsdb.ingested for the protocol) read from its
-// /metrics by the phase's first generator at GO, every second while the
+// /metrics by the phase's first generator before its READY (no generator
+// writes before GO), every second while the
 // generators ran, and after they ended until the counter stopped growing
 // (the backlog drained) or the drain's limit passed. A reading that failed
 // is absent, never 0.

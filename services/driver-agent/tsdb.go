@@ -106,6 +106,16 @@ func (a *Agent) runTSDB(ctx context.Context, job contracts.ShardJob, entry catal
 		return fail("%v", err)
 	}
 
+	// The database's count before any generator of the phase writes: they
+	// all start at GO, and GO waits for this READY (a baseline read at GO
+	// could already hold another generator's first flush).
+	var ingest *ingestReader
+	if job.Shard == 1 {
+		c := entry.TSDB.Ingested[t.Protocol]
+		ingest = &ingestReader{url: "http://" + net.JoinHostPort(job.Endpoint.Host, strconv.Itoa(job.Endpoint.Port)) + "/metrics", counter: c}
+		ingest.read(ctx)
+	}
+
 	// 2. Barrier: READY, wait for GO, start at the common instant.
 	startAt, err := br.Ready(ctx)
 	if err != nil {
@@ -122,13 +132,8 @@ func (a *Agent) runTSDB(ctx context.Context, job contracts.ShardJob, entry catal
 	}
 
 	// 3. Generate; the first generator also reads the SUT's own count of
-	// stored points, and the first benchmarking one queries it.
-	var ingest *ingestReader
-	if job.Shard == 1 {
-		c := entry.TSDB.Ingested[t.Protocol]
-		ingest = &ingestReader{url: "http://" + net.JoinHostPort(job.Endpoint.Host, strconv.Itoa(job.Endpoint.Port)) + "/metrics", counter: c}
-		ingest.read(runCtx) // at GO: the baseline
-	}
+	// stored points every second, and the first benchmarking one queries
+	// it.
 	final.StartedAt = time.Now().UTC()
 	first := final.StartedAt
 	final.FirstOpAt = &first

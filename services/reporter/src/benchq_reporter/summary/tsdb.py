@@ -4,7 +4,7 @@ sent against what the time-series database says it stored.
 The generators' side is their WRITE operation (points the SUT took: the
 socket for carbon, a 2xx answer for remote write) over their common
 window. The database's side is its own counter of stored points
-(ingest_readings), read by each phase's first generator at GO, every
+(ingest_readings), read by each phase's first generator before GO, every
 second while the generators wrote, and after they stopped until the
 counter stopped growing (the drain). So the section reads as the
 DalmatinerDB benchmark does: per-second ingest from the benchmarked system
@@ -109,7 +109,9 @@ def phase_row(data: ExperimentData, phase: str, attempt: int, shards: pd.DataFra
     after = r[r["after_end"].astype(bool)]
     if not during.empty:
         last_during = during.iloc[-1]
-        span = (last_during["at"] - base["at"]).total_seconds()
+        # The count stands still from the baseline (before READY) to GO.
+        began = max(base["at"], start) if pd.notna(start) else base["at"]
+        span = (last_during["at"] - began).total_seconds()
         if span > 0:
             row["ingested [points/s]"] = (last_during["total"] - base["total"]) / span
     if not after.empty:
