@@ -26,23 +26,10 @@ const busyLimit = 90
 // against the bound, the error share against errorLimit (percent), and for
 // the hold the per-second stability.
 func Evaluate(set contracts.Saturation, errorLimit float64, role string, step, offered int, finals []*contracts.Final) contracts.SaturationStep {
-	st := contracts.SaturationStep{Step: step, Role: role, Offered: offered, Shards: len(finals)}
-	var failedShards []string
-	for _, f := range finals {
-		st.Threads += f.Threads
-		if f.Status != contracts.StatusOK {
-			failedShards = append(failedShards, fmt.Sprintf("shard %d %s", f.Shard, f.Status))
-		}
-	}
-	fail := func(why string) contracts.SaturationStep {
-		st.Verdict, st.Why = contracts.VerdictFail, why
-		if role == contracts.RoleHold {
-			st.Verdict = contracts.VerdictUnstable
-		}
-		return st
-	}
-	if len(failedShards) > 0 {
-		return fail(strings.Join(failedShards, ", "))
+	st, failedShards := begin(role, step, offered, finals, "shard")
+	fail := func(why string) contracts.SaturationStep { return failStep(st, why) }
+	if failedShards != "" {
+		return fail(failedShards)
 	}
 	from, to, ok := steadyWindow(finals, time.Duration(set.WarmupS)*time.Second)
 	if !ok {
@@ -100,6 +87,29 @@ func Evaluate(set contracts.Saturation, errorLimit float64, role string, step, o
 		st.Why = strings.Join(why, "; ") + fmt.Sprintf("; the drivers' threads were busy %.0f %% of the time: more of them may offer more", st.Busy)
 	default:
 		st.Verdict, st.Why = contracts.VerdictFail, strings.Join(why, "; ")
+	}
+	return st
+}
+
+// begin starts the record of a step: its shape, and the shards (noun:
+// shard, generator) that did not end ok ("" when all did).
+func begin(role string, step, offered int, finals []*contracts.Final, noun string) (contracts.SaturationStep, string) {
+	st := contracts.SaturationStep{Step: step, Role: role, Offered: offered, Shards: len(finals)}
+	var failed []string
+	for _, f := range finals {
+		st.Threads += f.Threads
+		if f.Status != contracts.StatusOK {
+			failed = append(failed, fmt.Sprintf("%s %d %s", noun, f.Shard, f.Status))
+		}
+	}
+	return st, strings.Join(failed, ", ")
+}
+
+// failStep judges st failed for why; a hold that fails is unstable.
+func failStep(st contracts.SaturationStep, why string) contracts.SaturationStep {
+	st.Verdict, st.Why = contracts.VerdictFail, why
+	if st.Role == contracts.RoleHold {
+		st.Verdict = contracts.VerdictUnstable
 	}
 	return st
 }

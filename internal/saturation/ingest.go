@@ -33,28 +33,17 @@ const IngestShare = 99.0
 // Goodput the points stored per second; CV and worst second are of the
 // stored points per second.
 func EvaluateIngest(set contracts.Saturation, errorLimit float64, role string, step, offered int, finals []*contracts.Final) contracts.SaturationStep {
-	st := contracts.SaturationStep{Step: step, Role: role, Offered: offered, Shards: len(finals)}
-	var failedShards []string
+	st, failedShards := begin(role, step, offered, finals, "generator")
+	fail := func(why string) contracts.SaturationStep { return failStep(st, why) }
 	var ingest *contracts.Ingest
 	for _, f := range finals {
-		st.Threads += f.Threads
-		if f.Status != contracts.StatusOK {
-			failedShards = append(failedShards, fmt.Sprintf("generator %d %s", f.Shard, f.Status))
-		}
 		if f.Ingest != nil {
 			ingest = f.Ingest
 		}
 	}
-	fail := func(why string) contracts.SaturationStep {
-		st.Verdict, st.Why = contracts.VerdictFail, why
-		if role == contracts.RoleHold {
-			st.Verdict = contracts.VerdictUnstable
-		}
-		return st
-	}
 	switch {
-	case len(failedShards) > 0:
-		return fail(strings.Join(failedShards, ", "))
+	case failedShards != "":
+		return fail(failedShards)
 	case ingest == nil || len(ingest.Readings) < 2:
 		return fail("the database's count of stored points was not read: nothing to judge its ingest by")
 	}

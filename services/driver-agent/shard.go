@@ -245,6 +245,16 @@ func barrierFailed(ctx context.Context, final *contracts.Final, err error) (*con
 	return nil, err
 }
 
+// waitUntil waits for instant t (GO's start), or until ctx ends.
+func waitUntil(ctx context.Context, t time.Time) {
+	if d := time.Until(t); d > 0 {
+		select {
+		case <-time.After(d):
+		case <-ctx.Done():
+		}
+	}
+}
+
 // abortedBecause is the error of a shard stopped by its phase's failure.
 func abortedBecause(reason string) string { return "aborted: the phase failed: " + reason }
 

@@ -62,12 +62,7 @@ func (a *Agent) runTPCC(ctx context.Context, job contracts.ShardJob) (*contracts
 	publish := func(iv contracts.Interval) { a.publishInterval(ctx, job, live, iv) }
 	var runErr error
 	if job.Kind == contracts.KindLoad {
-		if d := time.Until(startAt); d > 0 {
-			select {
-			case <-time.After(d):
-			case <-runCtx.Done():
-			}
-		}
+		waitUntil(runCtx, startAt)
 		final.StartedAt = time.Now().UTC()
 		var load benchbase.Load
 		if runErr = runCtx.Err(); runErr == nil {

@@ -124,12 +124,7 @@ func (a *Agent) runTSDB(ctx context.Context, job contracts.ShardJob, entry catal
 	final.GoDelayMS = br.GoDelayMS()
 	runCtx, stopRun := br.Context(ctx)
 	defer stopRun()
-	if d := time.Until(startAt); d > 0 {
-		select {
-		case <-time.After(d):
-		case <-runCtx.Done():
-		}
-	}
+	waitUntil(runCtx, startAt)
 
 	// 3. Generate; the first generator also reads the SUT's own count of
 	// stored points every second, and the first benchmarking one queries
