@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"math"
 	"os"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"testing"
@@ -173,8 +174,16 @@ func checkTSDB(t *testing.T, s *stack) {
 	code := fmt.Sprintf("e2e-tsdb-%d", time.Now().Unix())
 	began := time.Now()
 	out := s.cli(t, 4*time.Minute, "tsdb", "-e", code, "-dbms", "VictoriaMetrics", "-nbp", "1,2", "-nbt", "4", "-metrics", "50",
-		"-xmet", "6", "-ma", "-no-report", "run")
+		"-xmet", "6", "-ma", "run")
 	checkSummary(t, out, "### Ingest", "* DBMS VictoriaMetrics-4-1-0 - Pods [[1, 2]]", `vm_rows_inserted_total{type="graphite"}`)
+	// Its HTML report plots sent against stored per second, the backlog,
+	// and the queries under load, for each benchmarking phase.
+	page, err := os.ReadFile(filepath.Join(s.home, "reports", code+".html"))
+	for _, id := range []string{"ingest-victoriametrics-4-1-0-1-1", "ingest-victoriametrics-4-1-0-1-2", "queries-victoriametrics-4-1-0-1-2"} {
+		if err != nil || !strings.Contains(string(page), `id="`+id+`"`) {
+			t.Errorf("the HTML report lacks the plot %s (%v)", id, err)
+		}
+	}
 	// Its application panels on the Grafana dashboard have rows.
 	s.python(t, "benchq_reporter.grafana.queries", "--db", s.info.DBURL, "--prometheus", s.info.PrometheusURL,
 		"--scrape-interval", "1", "-e", code, "--rows-in", "victoriametrics application metrics, live")

@@ -62,6 +62,7 @@ def test_every_frame_has_its_columns_dtypes_and_a_unique_key():
         "interval_operations": 12,
         "metrics": 117,
         "metric_summaries": 24,
+        "ingest": 0,  # a YCSB experiment: no time-series database
     }
 
 

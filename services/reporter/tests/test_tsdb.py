@@ -121,3 +121,36 @@ def test_a_phase_read_only_after_its_end_has_no_ingest_rate():
     row = build_ingest(ExperimentData.from_tables(tables(r))).table.iloc[0]
     assert pd.isna(row["ingested [points/s]"])
     assert row["stored [points]"] == 2000
+
+
+def test_the_report_plots_ingest_and_queries_over_time():
+    from benchq_reporter import dataframes
+    from benchq_reporter.outputs import report
+
+    r = [(t(s), 200 + 200 * s, False) for s in range(10)] + [(t(10, 50), 2100, True), (t(11, 400), 2200, True)]
+    rows = tables(r)
+    rows["intervals"] = [
+        {
+            "phase": RUN,
+            "shard": k,
+            "attempt": 1,
+            "elapsed_s": s,
+            "at": t(s),
+            "operations": 100 * s,
+            "ops_per_sec": 100.0,
+            "per_op": {
+                "WRITE": {"Count": 100},
+                **({"QUERY": {"Count": 1, "Avg": 1500, "Max": 2500}} if k == 1 else {}),
+            },
+        }
+        for k in (1, 2)
+        for s in range(1, 11)
+    ]
+    frames = dataframes.build(ExperimentData.from_tables(rows), rows)
+    assert len(frames["ingest"]) == len(r)
+    made, _ = report.plots(frames, None)
+    slugs = {p.slug: p for p in made}
+    assert {"ingest-victoriametrics-4-1-0-1-1", "queries-victoriametrics-4-1-0-1-1"} <= set(slugs), sorted(slugs)
+    for p in made:
+        assert report.unlabelled(p.figure) == [], p.slug
+    report.close(made)

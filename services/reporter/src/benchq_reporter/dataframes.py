@@ -194,6 +194,20 @@ FRAMES: dict[str, Frame] = {
             _c("p9999_us", "float64", "µs", "99.99th percentile latency (YCSB)"),
         ),
     ),
+    "ingest": Frame(
+        "one reading of a time-series database's own count of stored points (benchmark tsdb, docs/tsdb.md)",
+        ("code", "phase", "attempt", "at"),
+        (
+            CODE,
+            PHASE,
+            ATTEMPT,
+            _c("shard", "Int64", "", "the generator that read it (the phase's first)"),
+            _c("at", TS, "", "when it was read"),
+            _c("total", "float64", "points", "the counter's value"),
+            _c("after_end", "boolean", "", "read after the generators stopped (the drain)"),
+            _c("counter", "str", "", 'the selector read, e.g. `vm_rows_inserted_total{type="graphite"}`'),
+        ),
+    ),
     "metrics": Frame(
         "one sample of one monitored series (the collector's pull from Prometheus)",
         ("code", "phase", "component", "metric", "labels", "time"),
@@ -307,6 +321,7 @@ def build(data: ExperimentData, series: Mapping[str, Sequence[Mapping[str, Any]]
         "interval_operations": _interval_operations(intervals),
         "metrics": frame("metrics", series.get("metrics", ())).assign(labels=lambda d: d["labels"].map(_json)),
         "metric_summaries": data.metrics,
+        "ingest": data.ingest,
     }
     return {name: typed(name, raw[name].assign(code=code)) for name in FRAMES}
 

@@ -15,7 +15,10 @@ SVG, so it opens without a network and without scripts:
 - CPU (cores) and memory (GiB) over time per component (the raw samples,
   ``metrics``), and CPU seconds and RAM per component and phase (the
   Monitoring section's figures);
-- for a grid, throughput and p99 per configuration.
+- for a grid, throughput and p99 per configuration;
+- for benchmark tsdb, per phase: points sent and stored per second (the
+  database's own count, ``ingest``), the backlog, and the latency of the
+  read query sent every second under that load.
 
 Every axis says what it holds; ``unlabelled`` finds one that does not (the
 tests use it).
@@ -38,6 +41,7 @@ import matplotlib
 matplotlib.use("Agg")  # files only: no display here, nor anywhere the reporter runs
 
 import matplotlib.pyplot as plt
+import numpy as np
 import pandas as pd
 from matplotlib.axes import Axes
 from matplotlib.figure import Figure
@@ -75,6 +79,7 @@ def plots(frames: Mapping[str, pd.DataFrame], summary: object) -> tuple[list[Plo
         _monitoring,
         _grid,
         _saturation,
+        _ingest_over_time,
     ):
         made, why = make(frames, summary)
         out.extend(made)
@@ -328,6 +333,73 @@ def _saturation(_frames: Mapping[str, pd.DataFrame], summary: object) -> tuple[l
     _steps_by_verdict(ax, p99, "goodput [ops/s]", "p99 [ms]")
     ax.set(xlabel="goodput [ops/s] (steady window)", ylabel="p99 [ms] (merged histograms)", yscale="log")
     return [*made, Plot("saturation-latency", "Saturation: p99 latency against goodput, one point per step", fig)], ""
+
+
+def _ingest_over_time(frames: Mapping[str, pd.DataFrame], _summary: object) -> tuple[list[Plot], str]:
+    """Benchmark tsdb: sent against stored per second, the backlog, and the queries' latency, per phase."""
+    readings = frames.get("ingest", pd.DataFrame())
+    if readings is None or readings.empty:
+        return [], ""
+    iv = frames["intervals"]
+    ops = frames["interval_operations"]
+    shards = frames["shards"]
+    made = []
+    for (phase, attempt), r in readings.sort_values("at").groupby(["phase", "attempt"], sort=False):
+        mine = shards[(shards["phase"] == phase) & (shards["attempt"] == attempt)]
+        t0 = mine["first_op_at"].min()
+        if pd.isna(t0) or len(r) < 2:
+            continue
+        secs = (r["at"] - t0).dt.total_seconds()
+        stored = r["total"].diff() / r["at"].diff().dt.total_seconds()
+        lines = iv[(iv["phase"] == phase) & (iv["attempt"] == attempt)].copy()
+        lines["second"] = ((lines["at"] - t0).dt.total_seconds()).round()
+        sent = lines.groupby("second")["ops_per_sec"].sum().sort_index()
+        # The backlog at each reading: what the generators had sent by then
+        # (each shard's cumulative points, linear between its lines) minus
+        # what the database had counted since its baseline.
+        cum = pd.Series(0.0, index=r.index)
+        for _, sh in lines.groupby("shard"):
+            sh = sh.sort_values("at")
+            x = (sh["at"] - t0).dt.total_seconds().to_numpy()
+            cum += pd.Series(
+                np.interp(
+                    secs.to_numpy(),
+                    np.concatenate(([0.0], x)),
+                    np.concatenate(([0.0], sh["operations"].to_numpy(dtype=float))),
+                ),
+                index=r.index,
+            )
+        backlog = cum - (r["total"] - r["total"].iloc[0])
+        fig, (top, bottom) = plt.subplots(2, 1, figsize=(8, 4.8), sharex=True)
+        top.plot(sent.index, sent.values, linewidth=1.5, marker=_marker(sent), label="sent (generators)")
+        top.plot(secs, stored, linewidth=1, marker=_marker(r), label="stored (the database's count)")
+        top.set(xlabel="seconds since the generators started", ylabel="points/s")
+        top.set_ylim(bottom=0)
+        top.legend(fontsize=8)
+        bottom.plot(secs, backlog, color="tab:red", linewidth=1, marker=_marker(r))
+        ended = r.loc[r["after_end"].astype(bool), "at"]
+        if not ended.empty:
+            bottom.axvline(float((ended.min() - t0).total_seconds()), color="grey", linestyle=":", linewidth=1)
+        bottom.set(xlabel="seconds since the generators started (dotted: they stopped)", ylabel="backlog [points]")
+        made.append(
+            Plot(
+                f"ingest-{_slug(phase)}", f"Ingest over time: {phase}, sent and stored per second, and the backlog", fig
+            )
+        )
+        q = ops[(ops["phase"] == phase) & (ops["attempt"] == attempt) & (ops["operation"] == "QUERY")].dropna(
+            subset=["avg_us"]
+        )
+        if not q.empty:
+            x = (q["at"] - t0).dt.total_seconds()
+            fig, ax = plt.subplots(figsize=(8, 3))
+            ax.plot(x, q["avg_us"] / 1000, marker=_marker(q), linewidth=1, label="mean of the second")
+            ax.plot(x, q["max_us"] / 1000, marker=_marker(q), linewidth=1, label="slowest of the second")
+            ax.set(xlabel="seconds since the generators started", ylabel="query latency [ms], log scale", yscale="log")
+            ax.legend(fontsize=8)
+            made.append(
+                Plot(f"queries-{_slug(phase)}", f"Queries under load: {phase}, a range query every second", fig)
+            )
+    return made, ""
 
 
 # A saturation step's colour by its verdict.
