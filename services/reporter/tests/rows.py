@@ -25,6 +25,7 @@ TABLES = [
     "intervals",
     "metrics",
     "saturation_steps",
+    "ingest_readings",
 ]
 
 

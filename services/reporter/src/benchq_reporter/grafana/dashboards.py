@@ -364,6 +364,7 @@ def experiment_dashboard(sets: dict[str, list[Metric]]) -> dash.Dashboard:
     _experiment_row(b)
     _throughput_row(b)
     _saturation_row(b)
+    _ingest_row(b)
     _latency_row(b)
     _resources_row(b, sets)
     _live_row(b, sets)
@@ -511,6 +512,64 @@ def _throughput_row(b: Board) -> None:
               FROM {INTERVALS}
               GROUP BY 1, 2, 3) per_shard
         GROUP BY 1, 2
+        ORDER BY 1""")
+        ),
+        12,
+        8,
+    )
+
+
+def _ingest_row(b: Board) -> None:
+    """Benchmark tsdb: points sent against what the database stored, second by second, and the queries under load."""
+    b.row("Ingest (benchq tsdb; empty otherwise)")
+    b.add(
+        _series(
+            timeseries.Panel(),
+            "Ingest: sent against stored per second",
+            "none",
+            "points/s per phase: sent is the generators' status lines added up, stored the growth of the database's "
+            "own count of stored points between two readings (ingest_readings)",
+        )
+        .datasource(RESULTS)
+        .with_target(
+            SQL(f"""
+        SELECT $__timeGroup(i.at, '1s') AS time, i.phase || ' sent' AS metric, sum(i.ops_per_sec) AS "points/s"
+        FROM {INTERVALS}
+          AND EXISTS (SELECT 1 FROM ingest_readings r WHERE r.code = i.code AND r.phase = i.phase)
+        GROUP BY 1, 2
+        ORDER BY 1""")
+        )
+        .with_target(
+            SQL(
+                """
+        SELECT time, metric, "points/s" FROM (
+          SELECT r.at AS time, r.phase || ' stored' AS metric,
+                 (r.total - lag(r.total) OVER w) / nullif(extract(epoch FROM r.at - lag(r.at) OVER w), 0) AS "points/s"
+          FROM ingest_readings r JOIN phases p USING (code, phase, attempt)
+          WHERE p.code = '$code' AND p.configuration IN ($configuration) AND p.phase IN ($phase) AND $__timeFilter(r.at)
+          WINDOW w AS (PARTITION BY r.phase, r.attempt ORDER BY r.at)) x
+        WHERE "points/s" IS NOT NULL
+        ORDER BY 1""",
+                ref_id="B",
+            )
+        ),
+        12,
+        8,
+    )
+    b.add(
+        _series(
+            timeseries.Panel(),
+            "Queries under load",
+            "ms",
+            "the read query the first generator sends every second (a range query over the last minute of one "
+            "series): the mean latency of each second",
+        )
+        .datasource(RESULTS)
+        .with_target(
+            SQL(f"""
+        SELECT $__time(i.at), i.phase AS metric, (i.per_op->'QUERY'->>'Avg')::float8 / 1000 AS "ms"
+        FROM {INTERVALS}
+          AND i.per_op ? 'QUERY'
         ORDER BY 1""")
         ),
         12,
