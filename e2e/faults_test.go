@@ -516,7 +516,14 @@ func isEnd(subj string) bool {
 // waitCount polls query until it counts want (30 s at most).
 func (s *stack) waitCount(t *testing.T, want int, query string, args ...any) {
 	t.Helper()
-	deadline := time.Now().Add(30 * time.Second)
+	s.waitCountWithin(t, 30*time.Second, want, query, args...)
+}
+
+// waitCountWithin is waitCount with its own bound, for a count that waits
+// on work whose length depends on the machine's load (shards running).
+func (s *stack) waitCountWithin(t *testing.T, within time.Duration, want int, query string, args ...any) {
+	t.Helper()
+	deadline := time.Now().Add(within)
 	for {
 		n := s.count(t, query, args...)
 		if n == want {
