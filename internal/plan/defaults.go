@@ -126,16 +126,6 @@ func WithDefaults(r contracts.Request) contracts.Request {
 		if r.StatusInterval == 0 {
 			r.StatusInterval = 1 // evaluated second by second, as the seed does
 		}
-		fillI := func(v *[]int, def []int) {
-			if len(*v) == 0 {
-				*v = def
-			}
-		}
-		fillI(&r.BenchmarkingThreads, []int{DefaultTSDBAgents})
-		fillI(&r.BenchmarkingPods, d.BenchmarkingPods)
-		// Loading writes the series the first benchmarking variant uses.
-		fillI(&r.LoadingThreads, r.BenchmarkingThreads[:1])
-		fillI(&r.LoadingPods, r.BenchmarkingPods[:1])
 	}
 	fillF := func(v *[]float64, def []float64) {
 		if len(*v) == 0 {
@@ -146,6 +136,13 @@ func WithDefaults(r contracts.Request) contracts.Request {
 		if len(*v) == 0 {
 			*v = def
 		}
+	}
+	if ts {
+		fillI(&r.BenchmarkingThreads, []int{DefaultTSDBAgents})
+		fillI(&r.BenchmarkingPods, d.BenchmarkingPods)
+		// Loading writes the series the first benchmarking variant uses.
+		fillI(&r.LoadingThreads, r.BenchmarkingThreads[:1])
+		fillI(&r.LoadingPods, r.BenchmarkingPods[:1])
 	}
 	fillF(&r.LoadingFactors, d.LoadingFactors)
 	fillF(&r.BenchmarkingFactors, d.BenchmarkingFactors)

@@ -57,9 +57,15 @@ func tsdbTarget(job contracts.ShardJob, entry catalog.Entry) (string, error) {
 		if entry.TSDB.RemoteWritePath == "" {
 			return "", fmt.Errorf("%s has no remote-write receiver", job.DBMS)
 		}
-		return "http://" + net.JoinHostPort(ep.Host, strconv.Itoa(ep.Port)) + entry.TSDB.RemoteWritePath, nil
+		return apiBase(ep) + entry.TSDB.RemoteWritePath, nil
 	}
 	return "", fmt.Errorf("protocol %q: use carbon or remote-write", job.TSDB.Protocol)
+}
+
+// apiBase is the base URL of a time-series database's HTTP API: its
+// endpoint's port (remote write, queries, /metrics).
+func apiBase(ep contracts.Endpoint) string {
+	return "http://" + net.JoinHostPort(ep.Host, strconv.Itoa(ep.Port))
 }
 
 // runTSDB runs the generator inside the agent (internal/metricsload). It
@@ -112,7 +118,7 @@ func (a *Agent) runTSDB(ctx context.Context, job contracts.ShardJob, entry catal
 	var ingest *ingestReader
 	if job.Shard == 1 {
 		c := entry.TSDB.Ingested[t.Protocol]
-		ingest = &ingestReader{url: "http://" + net.JoinHostPort(job.Endpoint.Host, strconv.Itoa(job.Endpoint.Port)) + "/metrics", counter: c}
+		ingest = &ingestReader{url: apiBase(job.Endpoint) + "/metrics", counter: c}
 		ingest.read(ctx)
 	}
 
@@ -142,7 +148,7 @@ func (a *Agent) runTSDB(ctx context.Context, job contracts.ShardJob, entry catal
 		}()
 	}
 	if job.Kind == contracts.KindRun && job.Shard == 1 && entry.TSDB.QueryPath != "" {
-		probe := metricsload.Probe{URL: "http://" + net.JoinHostPort(job.Endpoint.Host, strconv.Itoa(job.Endpoint.Port)), Path: entry.TSDB.QueryPath,
+		probe := metricsload.Probe{URL: apiBase(job.Endpoint), Path: entry.TSDB.QueryPath,
 			Query: metricsload.SeriesName(t.Protocol, t.Prefix, 1, 1)}
 		probeWG.Add(1)
 		go func() {
