@@ -152,13 +152,15 @@ bench-saturation: bootstrap
 bench-tpcc:
 	@go run ./cmd/bench-tpcc -warehouses $(or $(W),2) -terminals $(or $(TERMINALS),4) -seconds $(or $(SECONDS),30) -shards $(or $(SHARDS),1)
 
-# Metrics ingest (issue 30, its first part): a VictoriaMetrics fed over
-# carbon by our generator in steps of doubling agents until ingest falls
-# behind what is sent; prints per step sent/ingested/backlog, the read
-# probe's latency and the CPU of both sides, and the knee (cmd/bench-tsdb).
+# Metrics ingest (issue 30): VictoriaMetrics, then Graphite's carbon (one
+# carbon-cache; a relay in front of CACHES carbon-caches), fed over carbon by
+# our generator in steps of doubling agents, then bisected, until a step
+# does not keep up; prints per step offered/sent/stored/backlog, the read
+# probe's latency and the CPU of both sides, each knee, and the carbon
+# scaling against linear (cmd/bench-tsdb). ONLY=victoriametrics|graphite.
 .PHONY: bench-tsdb
 bench-tsdb: bootstrap
-	@go run ./cmd/bench-tsdb -metrics $(or $(METRICS),1000) -agents $(or $(AGENTS),2) -step $(or $(STEP),10s)
+	@go run ./cmd/bench-tsdb -metrics $(or $(METRICS),1000) -agents $(or $(AGENTS),2) -step $(or $(STEP),10s) -caches $(or $(CACHES),1,2,3) $(if $(ONLY),-only $(ONLY))
 
 # benchq tsdb -xsat against VictoriaMetrics held to 10 % of a CPU (a cgroup;
 # needs root), then its capacity measured flat out twice: the knee, its

@@ -32,16 +32,19 @@ const (
 	KindDragonflyCluster = "dragonfly-cluster"
 	KindVictoriaMetrics  = "victoriametrics" // a time-series database (benchmark tsdb)
 	KindPrometheus       = "prometheus"      // its remote-write receiver as a time-series database (benchmark tsdb)
+	KindGraphite         = "graphite"        // carbon-cache with whisper, a carbon-relay in front with -nw (benchmark tsdb)
 )
 
-var kinds = []string{KindRedis, KindPostgreSQL, KindPgBouncer, KindRedisCluster, KindDragonfly, KindDragonflyCluster, KindVictoriaMetrics, KindPrometheus}
+var kinds = []string{KindRedis, KindPostgreSQL, KindPgBouncer, KindRedisCluster, KindDragonfly, KindDragonflyCluster, KindVictoriaMetrics, KindPrometheus, KindGraphite}
 
 // LocalKinds are the kinds the local backend can start, from the Debian
-// packages (redis-server, postgresql, pgbouncer, prometheus) and what the bootstrap
-// builds (victoria-metrics, from its Go module). Dragonfly has no Debian
-// package and no build on the registries these machines reach: Kubernetes
-// only.
-var LocalKinds = []string{KindRedis, KindPostgreSQL, KindRedisCluster, KindPgBouncer, KindVictoriaMetrics, KindPrometheus}
+// packages (redis-server, postgresql, pgbouncer, prometheus) and what the
+// bootstrap builds or installs (victoria-metrics from its Go module, carbon
+// from PyPI). Dragonfly has no Debian package and no build on the
+// registries these machines reach: Kubernetes only. Graphite is local only:
+// its count of stored points is read from its whisper files by the local
+// deployer (docs/tsdb.md), and it has no kubernetes section.
+var LocalKinds = []string{KindRedis, KindPostgreSQL, KindRedisCluster, KindPgBouncer, KindVictoriaMetrics, KindPrometheus, KindGraphite}
 
 // RunsLocally reports whether the local backend can start this DBMS.
 func (e Entry) RunsLocally() bool { return slices.Contains(LocalKinds, e.Kind) }
@@ -51,6 +54,7 @@ const (
 	ProbeRedisPing  = "redis-ping"
 	ProbeSQLSelect1 = "sql-select-1"
 	ProbeHTTPHealth = "http-health" // GET /health on the client port answers 200
+	ProbeTCP        = "tcp-connect" // the client port takes a connection
 )
 
 // Entry is one DBMS of the catalog.
@@ -91,6 +95,21 @@ type Entry struct {
 	// TSDB says how the metrics workload (benchmark tsdb) reaches a
 	// time-series database; nil for the others.
 	TSDB *TSDB `json:"tsdb,omitempty"`
+	// Workers, for a DBMS without a kubernetes section that the local
+	// backend runs as a cluster of -nw workers (Graphite: carbon-caches
+	// behind a carbon-relay), are the limits of -nw; the others have them
+	// in kubernetes.cluster.
+	Workers *Workers `json:"workers,omitempty"`
+	// Metrics names the application metric set of a DBMS without a
+	// kubernetes section (the others name it in kubernetes.metrics).
+	Metrics string `json:"metrics,omitempty"`
+}
+
+// Workers are the limits of -nw: the fewest workers, and how many run
+// when the request names none (0: the DBMS runs as a single server).
+type Workers struct {
+	Min     int `json:"min"`
+	Default int `json:"default"`
 }
 
 // TSDB is how the metrics generators write to a time-series database and
@@ -103,11 +122,22 @@ type TSDB struct {
 	// client port; "" when it has none.
 	RemoteWritePath string `json:"remote_write_path,omitempty"`
 	// QueryPath is its Prometheus-compatible range query on the client
-	// port: the probe's per-second read under load.
-	QueryPath string `json:"query_path"`
+	// port: the probe's per-second read under load; "" when it has no
+	// query API benchq speaks (its queries are then missing).
+	QueryPath string `json:"query_path,omitempty"`
 	// Ingested is its own counter of the points it stored, per protocol,
-	// on the client port's /metrics.
+	// on the /metrics of the client port, or of the endpoint's port
+	// MetricsPort names.
 	Ingested map[string]Counter `json:"ingested"`
+	// MetricsPort names the port role (contracts.Endpoint.Ports) serving
+	// the counters when the client port does not: Graphite's are read
+	// from its whisper files by the local deployer, which serves them.
+	MetricsPort string `json:"metrics_port,omitempty"`
+	// DrainQuietS is how long, in seconds, the counter must stay still
+	// after the generators stop before the backlog counts as stored
+	// (default 1): Graphite records its counts once a second, two seconds
+	// behind.
+	DrainQuietS int `json:"drain_quiet_s,omitempty"`
 }
 
 // Counter is one counter of a /metrics page: the samples of Series whose
@@ -144,15 +174,36 @@ func (t TSDB) Protocols() []string {
 func (e Entry) IsTSDB() bool { return e.TSDB != nil }
 
 // Clustered reports whether the DBMS is itself a cluster of -nw workers.
-func (e Entry) Clustered() bool { return e.Kubernetes != nil && e.Kubernetes.Cluster != nil }
+func (e Entry) Clustered() bool {
+	return (e.Kubernetes != nil && e.Kubernetes.Cluster != nil) || e.Workers != nil
+}
 
-// Masters is the number of masters a cluster runs with -nw workers: the
-// catalog's default when none is asked for. Only for a Clustered entry.
+// WorkerLimits are the fewest -nw workers of a Clustered entry, and how
+// many it runs when none are asked for.
+func (e Entry) WorkerLimits() (least, dflt int) {
+	if w := e.Workers; w != nil {
+		return w.Min, w.Default
+	}
+	return e.Kubernetes.Cluster.MinMasters, e.Kubernetes.Cluster.DefaultWorkers
+}
+
+// Masters is the number of masters (servers holding data) a cluster runs
+// with -nw workers: the catalog's default when none is asked for, and at
+// least one. Only for a Clustered entry.
 func (e Entry) Masters(workers int) int {
 	if workers > 0 {
 		return workers
 	}
-	return e.Kubernetes.Cluster.DefaultWorkers
+	_, dflt := e.WorkerLimits()
+	return max(dflt, 1)
+}
+
+// MetricSet names the DBMS's application metric set (-ma).
+func (e Entry) MetricSet() string {
+	if e.Kubernetes != nil {
+		return e.Kubernetes.Metrics
+	}
+	return e.Metrics
 }
 
 // ForWorkers is the catalog DBMS that runs this one with workers (-nw):
@@ -179,7 +230,7 @@ func (e Entry) ForWorkers(workers int) (Entry, error) {
 			return Entry{}, err
 		}
 	}
-	if m := c.Kubernetes.Cluster.MinMasters; workers < m {
+	if m, _ := c.WorkerLimits(); workers < m {
 		return Entry{}, fmt.Errorf("%s needs at least %d workers (-nw), got %d", c.Name, m, workers)
 	}
 	return c, nil
@@ -255,6 +306,9 @@ func parse(fsys fs.FS) (loaded, error) {
 				return loaded{}, fmt.Errorf("catalog %s: cluster_variant %q must be a clustered catalog DBMS (kubernetes.cluster), of a DBMS that is not one", strings.ToLower(e.Name)+".json", v)
 			}
 		}
+		if e.Kubernetes == nil {
+			continue
+		}
 		if p := e.Kubernetes.Pool; p != nil {
 			b, ok := c.byKey[strings.ToLower(p.Backend)]
 			if !ok || b.Kubernetes.Topology == TopologyPool {
@@ -287,13 +341,14 @@ func (e Entry) validate() error {
 	need(e.Description != "", "description", "required")
 	need(slices.Contains(kinds, e.Kind), "kind", "must be one of "+strings.Join(kinds, ", "))
 	need(e.Ports["client"] > 0 && e.Ports["client"] < 65536, "ports.client", "required, 1-65535")
-	need(e.Probe == ProbeRedisPing || e.Probe == ProbeSQLSelect1 || e.Probe == ProbeHTTPHealth, "probe", `must be "redis-ping", "sql-select-1" or "http-health"`)
+	need(slices.Contains([]string{ProbeRedisPing, ProbeSQLSelect1, ProbeHTTPHealth, ProbeTCP}, e.Probe), "probe", `must be "redis-ping", "sql-select-1", "http-health" or "tcp-connect"`)
 	need(len(e.VersionCommand) > 0 && e.VersionCommand[0] != "", "version_command", "required")
-	need(e.Image != "", "image", "required")
+	need(e.Image != "" || e.Kubernetes == nil, "image", "required (the kubernetes backend's)")
 	if t := e.TSDB; t != nil {
 		need(len(t.Protocols()) > 0, "tsdb", "carbon_port or remote_write_path required (the protocols it ingests)")
-		need(t.CarbonPort == "" || (e.Kubernetes != nil && e.Kubernetes.Ports[t.CarbonPort] > 0), "tsdb.carbon_port", "must name one of kubernetes.ports")
-		need(strings.HasPrefix(t.QueryPath, "/"), "tsdb.query_path", "required, a path")
+		need(t.CarbonPort == "" || e.Kubernetes == nil || e.Kubernetes.Ports[t.CarbonPort] > 0, "tsdb.carbon_port", "must name one of kubernetes.ports")
+		need(t.QueryPath == "" || strings.HasPrefix(t.QueryPath, "/"), "tsdb.query_path", "a path")
+		need(t.DrainQuietS >= 0, "tsdb.drain_quiet_s", "not negative")
 		for _, p := range t.Protocols() {
 			need(t.Ingested[p].Series != "", "tsdb.ingested."+p, "required: its own counter of the points it stored over "+p)
 		}
@@ -312,9 +367,19 @@ func (e Entry) validate() error {
 		need(e.Database != "", "database", "required for pgbouncer")
 	}
 	if e.Kubernetes == nil {
-		errs = append(errs, errors.New("kubernetes: required (how the kubernetes backend runs it)"))
-	} else if err := e.Kubernetes.validate(e); err != nil {
-		errs = append(errs, err)
+		// Local only: the kind says so, and what kubernetes would hold
+		// is given here.
+		need(e.Kind == KindGraphite, "kubernetes", "required (how the kubernetes backend runs it); only kind graphite runs on the local backend alone")
+		need(e.Metrics != "", "metrics", "required without a kubernetes section (the application metric set)")
+	} else {
+		need(e.Metrics == "", "metrics", "in kubernetes.metrics when there is a kubernetes section")
+		need(e.Workers == nil, "workers", "in kubernetes.cluster when there is a kubernetes section")
+		if err := e.Kubernetes.validate(e); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	if w := e.Workers; w != nil {
+		need(w.Min >= 1 && w.Default >= 0 && (w.Default == 0 || w.Default >= w.Min), "workers", "min at least 1; default 0 (a single server) or at least min")
 	}
 	return errors.Join(errs...)
 }

@@ -32,7 +32,7 @@ func TestEveryCatalogFileParses(t *testing.T) {
 }
 
 func TestNames(t *testing.T) {
-	if got, want := Names(), []string{"Dragonfly", "DragonflyCluster", "PgBouncer", "PostgreSQL", "Prometheus", "Redis", "RedisCluster", "VictoriaMetrics"}; !slices.Equal(got, want) {
+	if got, want := Names(), []string{"Dragonfly", "DragonflyCluster", "Graphite", "PgBouncer", "PostgreSQL", "Prometheus", "Redis", "RedisCluster", "VictoriaMetrics"}; !slices.Equal(got, want) {
 		t.Errorf("Names() = %v, want %v", got, want)
 	}
 }
@@ -55,7 +55,7 @@ func TestLookupUnknown(t *testing.T) {
 	if !errors.Is(err, ErrUnknownDBMS) {
 		t.Fatalf("err = %v, want ErrUnknownDBMS", err)
 	}
-	if want := `unknown DBMS "MySQL"; known: Dragonfly, DragonflyCluster, PgBouncer, PostgreSQL, Prometheus, Redis, RedisCluster, VictoriaMetrics`; err.Error() != want {
+	if want := `unknown DBMS "MySQL"; known: Dragonfly, DragonflyCluster, Graphite, PgBouncer, PostgreSQL, Prometheus, Redis, RedisCluster, VictoriaMetrics`; err.Error() != want {
 		t.Errorf("err = %q, want %q", err, want)
 	}
 }
@@ -208,5 +208,35 @@ func TestSettingArgsList(t *testing.T) {
 	e := Entry{Settings: map[string]string{"b": "2", "a": "1"}, Kubernetes: &Kubernetes{SettingArgs: []string{"--{name}", "{value}"}}}
 	if got, want := e.SettingArgsList(), []string{"--a", "1", "--b", "2"}; !slices.Equal(got, want) {
 		t.Errorf("redis style: got %q, want %q", got, want)
+	}
+}
+
+// Graphite runs on the local backend alone: -nw is its number of
+// carbon-caches behind a relay, none is a single carbon-cache; its metric
+// set and -nw limits are its own, not a kubernetes section's. Another kind
+// may not leave kubernetes out.
+func TestGraphiteIsALocalCluster(t *testing.T) {
+	g, err := Lookup("graphite")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !g.RunsLocally() || g.Kubernetes != nil || !g.Clustered() || g.MetricSet() != "graphite" {
+		t.Errorf("Graphite: local %v, kubernetes %v, clustered %v, metric set %q", g.RunsLocally(), g.Kubernetes, g.Clustered(), g.MetricSet())
+	}
+	for _, nw := range []int{0, 3} {
+		if c, err := g.ForWorkers(nw); err != nil || c.Name != "Graphite" {
+			t.Errorf("ForWorkers(%d) = %s, %v", nw, c.Name, err)
+		}
+	}
+	if g.Masters(0) != 1 || g.Masters(3) != 3 {
+		t.Errorf("Masters(0) = %d, Masters(3) = %d", g.Masters(0), g.Masters(3))
+	}
+	if g.TSDB.QueryPath != "" || g.TSDB.MetricsPort != "metrics" || g.TSDB.DrainQuietS != 3 {
+		t.Errorf("tsdb %+v", g.TSDB)
+	}
+	_, err = parseEntry([]byte(`{"name":"X","description":"d","kind":"redis","ports":{"client":1},"probe":"redis-ping",
+		"version_command":["x"],"image":"i","ycsb":{"db":"d","properties":{"a":"b"}},"metrics":"redis"}`))
+	if err == nil || !strings.Contains(err.Error(), "only kind graphite runs on the local backend alone") {
+		t.Errorf("a redis without kubernetes: %v", err)
 	}
 }

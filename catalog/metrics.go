@@ -209,8 +209,9 @@ func ApplicationSetsOf(dbms string) (map[string]MetricSet, error) {
 func (e Entry) ApplicationSets() (map[string]MetricSet, error) {
 	out := map[string]MetricSet{}
 	sut := e
-	if p := e.Kubernetes.Pool; p != nil {
-		set, err := MetricSetByName(e.Kubernetes.Metrics)
+	if k := e.Kubernetes; k != nil && k.Pool != nil {
+		p := k.Pool
+		set, err := MetricSetByName(k.Metrics)
 		if err != nil {
 			return nil, err
 		}
@@ -219,7 +220,7 @@ func (e Entry) ApplicationSets() (map[string]MetricSet, error) {
 			return nil, err
 		}
 	}
-	set, err := MetricSetByName(sut.Kubernetes.Metrics)
+	set, err := MetricSetByName(sut.MetricSet())
 	if err != nil {
 		return nil, err
 	}

@@ -33,7 +33,7 @@ func TestMetricSets(t *testing.T) {
 		if len(sets["sut"].Metrics) == 0 {
 			t.Errorf("%s: no application metrics for the sut", name)
 		}
-		if (e.Kubernetes.Pool != nil) != (len(sets["pool"].Metrics) > 0) {
+		if (e.Kubernetes != nil && e.Kubernetes.Pool != nil) != (len(sets["pool"].Metrics) > 0) {
 			t.Errorf("%s: pool set %v", name, sets["pool"])
 		}
 	}

@@ -224,6 +224,12 @@ func checkTSDB(t *testing.T, s *stack) {
 	// against its own count of appended samples.
 	checkStoredCount(t, s, "tsdb-prom", "Prometheus-4-2-0-1", "sum(prometheus_tsdb_head_samples_appended_total{experiment=%q})",
 		"-dbms", "Prometheus", "-protocol", "remote-write", "-nbp", "2", "-nbt", "4", "-metrics", "50", "-xmet", "5", "-ma")
+	// Graphite as a carbon cluster: a carbon-relay in front of two
+	// carbon-caches (-nw 2). Its count is carbon's committedPoints less its
+	// own series' points, summed over the caches (whisper.ReadCarbon, which
+	// internal/localdb's test holds to whisper's own library).
+	checkStoredCount(t, s, "tsdb-graphite", "Graphite-4-2-0-1", "sum(carbon_points_stored_total{experiment=%q})",
+		"-dbms", "Graphite", "-nw", "2", "-nbp", "2", "-nbt", "4", "-metrics", "50", "-xmet", "5", "-ma")
 
 	// The saturation search's mechanics on metrics generators: two short
 	// steps well below what the database takes, judged by its own count,

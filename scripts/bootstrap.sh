@@ -72,6 +72,25 @@ if [ ! -x "$vm_bin/victoria-metrics" ]; then
 fi
 ln -sf "$vm_bin/victoria-metrics" "$BENCHQ_HOME/bin/victoria-metrics"
 
+# Graphite's carbon and whisper, pinned with their dependencies, in a venv
+# of their own (internal/localdb: CarbonHome). As root it goes to
+# /opt/benchq, on the system's Python: the SUTs then run as benchq-sut,
+# who cannot enter /root (where a pyenv Python may live).
+CARBON_VERSION=1.1.10
+carbon_python=python3
+if [ "$(id -u)" = 0 ]; then
+  carbon_home=/opt/benchq/carbon/$CARBON_VERSION
+  [ -x /usr/bin/python3 ] && carbon_python=/usr/bin/python3
+else carbon_home=${XDG_CACHE_HOME:-$HOME/.cache}/benchq/carbon/$CARBON_VERSION; fi
+carbon_want=$(sha256sum scripts/carbon-requirements.txt | cut -d' ' -f1)
+if [ ! -x "$carbon_home/bin/carbon-cache.py" ] || [ "$(cat "$carbon_home/.benchq-requirements" 2>/dev/null)" != "$carbon_want" ]; then
+  step "carbon $CARBON_VERSION venv ($carbon_home)"
+  rm -rf "$carbon_home"
+  "$carbon_python" -m venv "$carbon_home"
+  "$carbon_home/bin/pip" install -q --no-deps -r scripts/carbon-requirements.txt
+  echo "$carbon_want" > "$carbon_home/.benchq-requirements"
+fi
+
 # 3. YCSB core + our bindings (skips when unchanged).
 scripts/build-ycsb.sh
 

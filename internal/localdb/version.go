@@ -13,6 +13,9 @@ import (
 // victoria-metrics) and returns the product and version as bexhoma reports
 // them: "Redis 7.0.15", "PostgreSQL 15.14", "PgBouncer 1.18.0".
 func Version(ctx context.Context, binary string) (string, error) {
+	if filepath.Base(binary) == "carbon-cache.py" {
+		return carbonVersion(binary)
+	}
 	out, err := exec.CommandContext(ctx, binary, "--version").CombinedOutput()
 	if err != nil {
 		return "", fmt.Errorf("version of %s: %w: %s", binary, err, strings.TrimSpace(string(out)))
@@ -55,4 +58,16 @@ func parseVersion(out string) (string, error) {
 		return "Prometheus " + m[1], nil
 	}
 	return "", fmt.Errorf("unrecognised --version output %q", out)
+}
+
+// carbonVersion reads the version of carbon installed beside carbon-cache.py
+// (its venv's package metadata): carbon-cache.py has no --version.
+func carbonVersion(script string) (string, error) {
+	venv := filepath.Dir(filepath.Dir(script))
+	found, _ := filepath.Glob(filepath.Join(venv, "lib", "python3*", "site-packages", "carbon-*.dist-info"))
+	if len(found) != 1 {
+		return "", fmt.Errorf("version of %s: %d carbon-*.dist-info in %s, want 1", script, len(found), venv)
+	}
+	v := strings.TrimSuffix(strings.TrimPrefix(filepath.Base(found[0]), "carbon-"), ".dist-info")
+	return "Graphite carbon " + v, nil
 }

@@ -347,7 +347,7 @@ func TestExpandWorkersDeployTheCluster(t *testing.T) {
 		workers int
 		want    string
 	}{
-		{"PostgreSQL", 2, "PostgreSQL has no cluster in benchq's catalog; workers (-nw) apply to Dragonfly, DragonflyCluster, Redis, RedisCluster"},
+		{"PostgreSQL", 2, "PostgreSQL has no cluster in benchq's catalog; workers (-nw) apply to Dragonfly, DragonflyCluster, Graphite, Redis, RedisCluster"},
 		{"Redis", 2, "RedisCluster needs at least 3 workers (-nw), got 2"},
 	} {
 		_, err := Expand("1", req(contracts.Request{DBMS: []string{bad.dbms}, Workers: bad.workers}))

@@ -117,8 +117,7 @@ func (a *Agent) runTSDB(ctx context.Context, job contracts.ShardJob, entry catal
 	// could already hold another generator's first flush).
 	var ingest *ingestReader
 	if job.Shard == 1 {
-		c := entry.TSDB.Ingested[t.Protocol]
-		ingest = &ingestReader{url: apiBase(job.Endpoint) + "/metrics", counter: c}
+		ingest = newIngestReader(job, entry)
 		ingest.read(ctx)
 	}
 
@@ -203,10 +202,10 @@ func (a *Agent) runTSDB(ctx context.Context, job contracts.ShardJob, entry catal
 }
 
 // Draining: after the generators stop, the SUT's counter is read every
-// drainEvery until it has not grown for drainQuiet, or drainLimit passed.
+// drainEvery until it has not grown for the catalog's drain_quiet_s
+// (default 1 s), or drainLimit passed.
 const (
 	drainEvery = 250 * time.Millisecond
-	drainQuiet = time.Second
 	drainLimit = 30 * time.Second
 )
 
@@ -215,7 +214,20 @@ const (
 type ingestReader struct {
 	url      string
 	counter  catalog.Counter
+	quiet    time.Duration
 	readings []contracts.IngestReading
+}
+
+// newIngestReader reads the catalog's counter of the job's protocol from
+// the /metrics of the SUT's HTTP port, or of the endpoint's port the
+// catalog's metrics_port names (Graphite's, served by the deployer).
+func newIngestReader(job contracts.ShardJob, entry catalog.Entry) *ingestReader {
+	ep := job.Endpoint
+	if role := entry.TSDB.MetricsPort; role != "" {
+		ep.Port = ep.Ports[role] // 0 if missing: every reading fails, and is missing
+	}
+	quiet := time.Duration(max(entry.TSDB.DrainQuietS, 1)) * time.Second
+	return &ingestReader{url: apiBase(ep) + "/metrics", counter: entry.TSDB.Ingested[job.TSDB.Protocol], quiet: quiet}
 }
 
 // every reads each interval until ctx ends (a slow page delays only its
@@ -258,7 +270,7 @@ func (r *ingestReader) drain(ctx context.Context, ended time.Time) *contracts.In
 		if v, ok := r.read(ctx); ok && v != last {
 			last, lastChange = v, time.Now()
 		}
-		if last >= 0 && time.Since(lastChange) >= drainQuiet {
+		if last >= 0 && time.Since(lastChange) >= r.quiet {
 			in.Drained = true
 			break
 		}

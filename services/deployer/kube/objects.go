@@ -65,7 +65,7 @@ type builder struct {
 // in namespace.
 func buildObjects(entry catalog.Entry, s backend.Spec, namespace string) (*kubeObjects, error) {
 	if entry.Kubernetes == nil {
-		return nil, fmt.Errorf("%w: DBMS %s has no kubernetes section in its catalog file", backend.ErrBadSpec, entry.Name)
+		return nil, fmt.Errorf("%w: DBMS %s runs on the local backend only (BENCHQ_BACKEND=local): its catalog file has no kubernetes section", backend.ErrBadSpec, entry.Name)
 	}
 	names, err := namesFor(s.Code, s.Configuration)
 	if err != nil {

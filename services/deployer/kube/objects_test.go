@@ -47,6 +47,9 @@ type goldenCase struct {
 func goldenCases() []goldenCase {
 	var cases []goldenCase
 	for _, n := range catalog.Names() {
+		if e, _ := catalog.Lookup(n); e.Kubernetes == nil {
+			continue // local only (TestLocalOnlyDBMSIsRefused)
+		}
 		cases = append(cases, goldenCase{name: strings.ToLower(n) + "-default", spec: backend.Spec{
 			Code: goldenCode, Configuration: n + "-64-8-196608-1", DBMS: n, Benchmark: "ycsb",
 		}})
@@ -407,5 +410,18 @@ func TestEverySUTRequiresThePasswordByReference(t *testing.T) {
 		if !required {
 			t.Errorf("%s: no server of it requires the password", tc.name)
 		}
+	}
+}
+
+// A DBMS the catalog runs on the local backend alone is refused with the
+// way out.
+func TestLocalOnlyDBMSIsRefused(t *testing.T) {
+	g, err := catalog.Lookup("Graphite")
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, err = buildObjects(g, backend.Spec{Code: goldenCode, Configuration: "Graphite-1", DBMS: "Graphite", Benchmark: "tsdb"}, "benchq")
+	if !errors.Is(err, backend.ErrBadSpec) || !strings.Contains(err.Error(), "local backend only (BENCHQ_BACKEND=local)") {
+		t.Errorf("Graphite on kubernetes: %v", err)
 	}
 }

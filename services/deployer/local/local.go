@@ -144,6 +144,8 @@ func (l *Local) deploy(ctx context.Context, s backend.Spec, entry catalog.Entry)
 		st, binary, err = l.startVictoriaMetrics(ctx, dir, port, entry)
 	case catalog.KindPrometheus:
 		st, binary, err = l.startPrometheus(ctx, dir, port, entry)
+	case catalog.KindGraphite:
+		st, binary, err = l.startGraphite(ctx, dir, entry, s.SUT, prev)
 	default:
 		err = fmt.Errorf("the local backend cannot run kind %q of %s", entry.Kind, entry.Name)
 	}
@@ -355,6 +357,9 @@ func (l *Local) Teardown(ctx context.Context, code, configuration string) error 
 		return err
 	}
 	if err := (&prom.Server{Dir: data}).Stop(ctx); err != nil {
+		return err
+	}
+	if err := stopGraphite(ctx, dir); err != nil {
 		return err
 	}
 	if err := os.RemoveAll(dir); err != nil {

@@ -250,7 +250,7 @@ func TestLocalRefusesKubernetesOnlyDBMS(t *testing.T) {
 	l := newLocal(t)
 	for _, dbms := range []string{"Dragonfly", "DragonflyCluster"} {
 		_, err := l.Deploy(t.Context(), backend.Spec{Code: "1", Configuration: dbms + "-1", DBMS: dbms, Benchmark: "ycsb"})
-		want := "deploy " + dbms + "-1: DBMS " + dbms + " needs the kubernetes backend (BENCHQ_BACKEND=kubernetes); the local backend runs only redis, postgresql, redis-cluster, pgbouncer, victoriametrics, prometheus"
+		want := "deploy " + dbms + "-1: DBMS " + dbms + " needs the kubernetes backend (BENCHQ_BACKEND=kubernetes); the local backend runs only redis, postgresql, redis-cluster, pgbouncer, victoriametrics, prometheus, graphite"
 		if err == nil || err.Error() != want {
 			t.Errorf("Deploy(%s) = %v, want %q", dbms, err, want)
 		}

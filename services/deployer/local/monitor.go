@@ -56,6 +56,9 @@ type exporter struct {
 	// Console is the pgbouncer admin console an in-process exporter reads
 	// ("" for exporter processes).
 	Console string `json:"console,omitempty"`
+	// Whisper are the whisper directories, by cache, an in-process carbon
+	// exporter reads (graphite.go).
+	Whisper map[string]string `json:"whisper,omitempty"`
 }
 
 // monitor is the local backend's monitoring state, made on first use.
@@ -64,8 +67,10 @@ type monitor struct {
 	targets *prom.Targets // nil: no targets directory
 
 	mu    sync.Mutex
-	trees map[string][]sutTree    // configuration dir → its trees in procs
-	pgb   map[string]*http.Server // dir/exporter name → an in-process pgbouncer exporter
+	trees map[string][]sutTree // configuration dir → its trees in procs
+	// served are the in-process exporters (pgbouncer consoles, carbon's
+	// counts) by dir/exporter name.
+	served map[string]*http.Server
 }
 
 // sutTree is one process tree of a SUT exported by procs: its id there and its
@@ -85,7 +90,7 @@ func (l *Local) monitor() *monitor {
 		if err != nil {
 			panic(err)
 		}
-		m := &monitor{procs: c, trees: map[string][]sutTree{}, pgb: map[string]*http.Server{}}
+		m := &monitor{procs: c, trees: map[string][]sutTree{}, served: map[string]*http.Server{}}
 		dir := l.TargetsDir
 		if dir == "" {
 			dir = os.Getenv(prom.EnvTargetsDir)
@@ -112,17 +117,25 @@ func (l *Local) restore() {
 	for _, f := range files {
 		dir := filepath.Dir(f)
 		st, err := readState(dir)
-		if err != nil || st.Monitoring == nil {
+		if err != nil || (st.Monitoring == nil && len(st.Exporters) == 0) {
 			continue
 		}
 		code, configuration := filepath.Base(filepath.Dir(dir)), filepath.Base(dir)
-		l.watchTrees(dir, code, configuration, st)
+		if st.Monitoring != nil {
+			l.watchTrees(dir, code, configuration, st)
+		}
 		for i, e := range st.Exporters {
-			if e.Console == "" {
+			var addr string
+			switch {
+			case e.Console != "":
+				addr, err = l.servePgbExporter(dir, e, e.Addr, l.SUT.PasswordOf(code, configuration))
+			case e.Whisper != nil:
+				addr, err = l.serveCarbonExporter(dir, e, e.Addr)
+			default:
 				continue
 			}
-			if addr, err := l.servePgbExporter(dir, e, e.Addr, l.SUT.PasswordOf(code, configuration)); err != nil {
-				l.log().Warn("pgbouncer exporter not restored", "dir", dir, "exporter", e.Name, "err", err)
+			if err != nil {
+				l.log().Warn("exporter not restored", "dir", dir, "exporter", e.Name, "err", err)
 			} else if addr != e.Addr {
 				st.Exporters[i].Addr = addr
 				_ = writeState(dir, st)
@@ -149,6 +162,9 @@ func (l *Local) monitorSUT(dir string, s backend.Spec, entry catalog.Entry, st *
 	l.watchTrees(dir, s.Code, s.Configuration, *st)
 	if !st.Monitoring.Application {
 		return nil
+	}
+	for _, e := range st.Exporters { // started with the SUT (Graphite's counts)
+		l.writeTarget(s.Code, s.Configuration, *st, e)
 	}
 	previous := map[string]string{}
 	for _, e := range prev.Exporters {
@@ -292,24 +308,34 @@ func scrape(ctx context.Context, addr string) error {
 // in with the SUT's password, on prevAddr when it is free (a restart keeps
 // its target), else on a free port.
 func (l *Local) servePgbExporter(dir string, e exporter, prevAddr, password string) (string, error) {
+	return l.serveInProcess(dir, e.Name, prevAddr, func() (http.Handler, error) {
+		console := e.Console
+		if password != "" {
+			// The state keeps the console's URL without the password.
+			u, err := url.Parse(console)
+			if err != nil {
+				return nil, fmt.Errorf("pgbouncer console: %w", err)
+			}
+			u.User = url.UserPassword(u.User.Username(), password)
+			console = u.String()
+		}
+		return pgbexporter.Handler(console, 0, l.log().With("exporter", e.Name))
+	})
+}
+
+// serveInProcess serves the /metrics handler made by handler as the
+// exporter name of dir (unless it is served already), on prevAddr when it
+// is free, else on a free loopback port, and returns its address.
+// The monitor is made (monitor()) before.
+func (l *Local) serveInProcess(dir, name, prevAddr string, handler func() (http.Handler, error)) (string, error) {
 	m := l.mon
-	key := filepath.Join(dir, e.Name)
+	key := filepath.Join(dir, name)
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	if srv, ok := m.pgb[key]; ok {
+	if srv, ok := m.served[key]; ok {
 		return srv.Addr, nil
 	}
-	console := e.Console
-	if password != "" {
-		// The state keeps the console's URL without the password.
-		u, err := url.Parse(console)
-		if err != nil {
-			return "", fmt.Errorf("pgbouncer console: %w", err)
-		}
-		u.User = url.UserPassword(u.User.Username(), password)
-		console = u.String()
-	}
-	h, err := pgbexporter.Handler(console, 0, l.log().With("exporter", e.Name))
+	h, err := handler()
 	if err != nil {
 		return "", err
 	}
@@ -326,7 +352,7 @@ func (l *Local) servePgbExporter(dir string, e exporter, prevAddr, password stri
 	mux.Handle("/metrics", h)
 	srv := &http.Server{Addr: ln.Addr().String(), Handler: mux, ReadHeaderTimeout: 10 * time.Second}
 	go func() { _ = srv.Serve(ln) }()
-	m.pgb[key] = srv
+	m.served[key] = srv
 	return srv.Addr, nil
 }
 
@@ -362,6 +388,16 @@ func (l *Local) watchTrees(dir, code, configuration string, st localState) {
 	case catalog.KindRedisCluster:
 		for i, pid := range st.Pids {
 			add("node-"+strconv.Itoa(i), "sut", "redis", pid)
+		}
+	case catalog.KindGraphite:
+		// Pids: the relay (if any), then the caches.
+		pids := st.Pids
+		if _, relay := st.Info["relay"]; relay && len(pids) > 0 {
+			add("relay", "sut", "carbon-relay", pids[0])
+			pids = pids[1:]
+		}
+		for i, pid := range pids {
+			add("cache-"+strconv.Itoa(i), "sut", "carbon-cache", pid)
 		}
 	case catalog.KindPgBouncer:
 		// Pids: the pool processes, then the backend.
@@ -436,10 +472,10 @@ func (l *Local) unmonitor(ctx context.Context, dir, code, configuration string) 
 		m.procs.Remove(t.id)
 	}
 	delete(m.trees, dir)
-	for key, srv := range m.pgb {
+	for key, srv := range m.served {
 		if filepath.Dir(key) == dir {
 			_ = srv.Close()
-			delete(m.pgb, key)
+			delete(m.served, key)
 		}
 	}
 	m.mu.Unlock()

@@ -105,7 +105,7 @@ func TestLocalMonitoring(t *testing.T) {
 			// The deployer crashes (its in-process exporters go with it) and
 			// another starts on the same directories.
 			l.mon.mu.Lock()
-			for _, srv := range l.mon.pgb {
+			for _, srv := range l.mon.served {
 				_ = srv.Close()
 			}
 			l.mon.mu.Unlock()

@@ -1,0 +1,83 @@
+// Package carbonexporter serves what Graphite's carbon-caches say of
+// themselves as Prometheus metrics. Carbon has no /metrics: it records its
+// own counters every second as whisper series (carbon.agents.*), which
+// this exporter reads at each scrape (internal/whisper.ReadCarbon). The
+// local deployer serves one per Graphite SUT; benchq tsdb reads the
+// stored points from it (the catalog's tsdb.ingested).
+package carbonexporter
+
+import (
+	"log/slog"
+	"net/http"
+	"sort"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+
+	"github.com/benchq/benchq/internal/whisper"
+)
+
+var (
+	labels = []string{"cache"}
+	stored = prometheus.NewDesc("carbon_points_stored_total",
+		"Points the carbon-cache wrote to whisper, its own series left out (committedPoints less carbon.* points; internal/whisper.ReadCarbon).", labels, nil)
+	committed = prometheus.NewDesc("carbon_points_committed_total",
+		"Points the carbon-cache wrote to whisper, its own series included (the sum of its committedPoints).", labels, nil)
+	received = prometheus.NewDesc("carbon_metrics_received_total",
+		"Points the carbon-cache's listeners took (the sum of its metricsReceived).", labels, nil)
+	errs = prometheus.NewDesc("carbon_errors_total",
+		"The carbon-cache's failed whisper writes (the sum of its errors).", labels, nil)
+	cacheSize = prometheus.NewDesc("carbon_cache_size",
+		"Points the carbon-cache holds, not yet written (its newest cache.size).", labels, nil)
+)
+
+// Collector reads the whisper directories of carbon-caches, by cache name.
+type Collector struct {
+	caches map[string]string
+	log    *slog.Logger
+}
+
+// New makes a Collector of caches (name → whisper directory).
+func New(caches map[string]string, log *slog.Logger) *Collector {
+	return &Collector{caches: caches, log: log}
+}
+
+// Describe sends the descriptors of every metric.
+func (c *Collector) Describe(ch chan<- *prometheus.Desc) {
+	for _, d := range []*prometheus.Desc{stored, committed, received, errs, cacheSize} {
+		ch <- d
+	}
+}
+
+// Collect reads every cache. A cache whose series cannot be read fails
+// the scrape (HTTP 500): a sum without that cache's count would be a wrong
+// count, where none is a missing one.
+func (c *Collector) Collect(ch chan<- prometheus.Metric) {
+	names := make([]string, 0, len(c.caches))
+	for n := range c.caches {
+		names = append(names, n)
+	}
+	sort.Strings(names)
+	for _, name := range names {
+		counts, err := whisper.ReadCarbon(c.caches[name])
+		if err != nil {
+			c.log.Warn("carbon's own series unreadable", "cache", name, "err", err)
+			ch <- prometheus.NewInvalidMetric(stored, err)
+			continue
+		}
+		ch <- prometheus.MustNewConstMetric(stored, prometheus.CounterValue, float64(counts.Stored), name)
+		ch <- prometheus.MustNewConstMetric(committed, prometheus.CounterValue, float64(counts.Committed), name)
+		ch <- prometheus.MustNewConstMetric(received, prometheus.CounterValue, float64(counts.Received), name)
+		ch <- prometheus.MustNewConstMetric(errs, prometheus.CounterValue, float64(counts.Errors), name)
+		if counts.CacheSize >= 0 {
+			ch <- prometheus.MustNewConstMetric(cacheSize, prometheus.GaugeValue, counts.CacheSize, name)
+		}
+	}
+}
+
+// Handler serves the collector's /metrics.
+func Handler(caches map[string]string, log *slog.Logger) http.Handler {
+	reg := prometheus.NewRegistry()
+	reg.MustRegister(New(caches, log))
+	return promhttp.HandlerFor(reg, promhttp.HandlerOpts{})
+}

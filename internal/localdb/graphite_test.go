@@ -1,0 +1,158 @@
+package localdb
+
+import (
+	"context"
+	"fmt"
+	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/benchq/benchq/internal/procs"
+	"github.com/benchq/benchq/internal/whisper"
+)
+
+// The bootstrap installs the version this package looks for.
+func TestBootstrapInstallsThePinnedCarbon(t *testing.T) {
+	for file, want := range map[string]string{
+		"../../scripts/bootstrap.sh":            "\nCARBON_VERSION=" + CarbonVersion + "\n",
+		"../../scripts/carbon-requirements.txt": "\ncarbon==" + CarbonVersion + "\nwhisper==" + CarbonVersion + "\n",
+	} {
+		b, err := os.ReadFile(file)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !strings.Contains(string(b), want) {
+			t.Errorf("%s does not pin %q", file, strings.TrimSpace(want))
+		}
+	}
+}
+
+// A carbon-relay in front of two carbon-caches, run as the SUT's OS user:
+// points written to the relay end up on both caches (consistent hashing),
+// and carbon's own counts, read from its whisper series, say exactly how
+// many were stored. A second start keeps the live daemons; Stop stops them.
+func TestGraphiteClusterStoresWhatTheRelayTook(t *testing.T) {
+	if _, err := CarbonHome(); err != nil {
+		t.Skipf("skipping: %v", err)
+	}
+	ctx := testCtx(t, 2*time.Minute)
+	dir := serverDir(t, "graphite")
+	g, err := StartGraphite(ctx, dir, GraphiteOptions{Caches: 2, OSUser: SUTUser})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = g.Stop(ctx) })
+	if len(g.Caches) != 2 || g.Relay == nil || len(g.Pids()) != 3 {
+		t.Fatalf("started %+v", g)
+	}
+
+	// 3 points of each of 100 series, on distinct seconds: 300 stored.
+	conn, err := net.Dial("tcp", g.Front().Addr())
+	if err != nil {
+		t.Fatal(err)
+	}
+	now := time.Now().Unix()
+	var b strings.Builder
+	for s := range 100 {
+		for k := range 3 {
+			fmt.Fprintf(&b, "bq.test.s%d %d %d\n", s, k, now-10+int64(k))
+		}
+	}
+	if _, err := conn.Write([]byte(b.String())); err != nil {
+		t.Fatal(err)
+	}
+	_ = conn.Close()
+
+	stored := func() (total int64, perCache []int64, err error) {
+		for _, d := range g.WhisperDirs() {
+			c, err := whisper.ReadCarbon(d)
+			if err != nil {
+				return 0, nil, err
+			}
+			total += c.Stored
+			perCache = append(perCache, c.Stored)
+		}
+		return total, perCache, nil
+	}
+	var total int64
+	var perCache []int64
+	err = procs.WaitFor(ctx, "300 points stored", 200*time.Millisecond, func(ctx context.Context) error {
+		if total, perCache, err = stored(); err != nil {
+			return procs.Permanent(err)
+		}
+		if total != 300 {
+			return fmt.Errorf("stored %d (per cache %v)", total, perCache)
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i, n := range perCache {
+		if n == 0 {
+			t.Errorf("cache %d stored nothing: the relay did not spread the series (%v)", i, perCache)
+		}
+	}
+	// The same, counted in the series' own files.
+	var inFiles int
+	for _, d := range g.WhisperDirs() {
+		files, _ := filepath.Glob(filepath.Join(d, "bq", "test", "*.wsp"))
+		for _, f := range files {
+			_, pts, err := whisper.ReadFile(f)
+			if err != nil {
+				t.Fatal(err)
+			}
+			inFiles += len(pts)
+		}
+	}
+	if inFiles != 300 {
+		t.Errorf("the series' files hold %d points, want 300", inFiles)
+	}
+	// And by whisper's own library, in carbon's venv: the same files, and
+	// the committedPoints our reader summed.
+	home, _ := CarbonHome()
+	script := `import glob, sys, whisper
+def points(f):
+    return [v for v in whisper.fetch(f, 0)[1] if v is not None]
+ours = sum(len(points(f)) for d in sys.argv[1:] for f in glob.glob(d + "/bq/test/*.wsp"))
+committed = sum(sum(points(f)) for d in sys.argv[1:] for f in glob.glob(d + "/carbon/agents/*/committedPoints.wsp"))
+print(ours, int(committed))`
+	out, err := exec.CommandContext(ctx, filepath.Join(home, "bin", "python3"), append([]string{"-c", script}, g.WhisperDirs()...)...).CombinedOutput()
+	var theirs, theirCommitted int64
+	if _, serr := fmt.Sscan(string(out), &theirs, &theirCommitted); err != nil || serr != nil {
+		t.Fatalf("whisper.fetch: %v %v: %s", err, serr, out)
+	}
+	var ourCommitted int64
+	for _, d := range g.WhisperDirs() {
+		c, _ := whisper.ReadCarbon(d)
+		ourCommitted += c.Committed
+	}
+	if theirs != 300 || theirCommitted < ourCommitted {
+		t.Errorf("whisper's library reads %d points of the series (want 300) and %d committed (ours %d up to the cut)", theirs, theirCommitted, ourCommitted)
+	}
+	// Stable: carbon keeps writing its own series, not ours.
+	time.Sleep(2500 * time.Millisecond)
+	if again, per, err := stored(); err != nil || again != 300 {
+		t.Errorf("later: stored %d (per cache %v), %v; want 300", again, per, err)
+	}
+
+	again, err := StartGraphite(ctx, dir, GraphiteOptions{Caches: 2, OSUser: SUTUser})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if fmt.Sprint(again.Pids()) != fmt.Sprint(g.Pids()) || again.Front().Line != g.Front().Line {
+		t.Errorf("second start: %v on %d, first %v on %d", again.Pids(), again.Front().Line, g.Pids(), g.Front().Line)
+	}
+	if err := g.Stop(ctx); err != nil {
+		t.Fatal(err)
+	}
+	for _, pid := range g.Pids() {
+		if procs.Alive(pid) {
+			t.Errorf("pid %d alive after Stop", pid)
+		}
+	}
+}
