@@ -61,8 +61,10 @@ test-py:
 test-ycsb:
 	BENCHQ_YCSB_REQUIRED=1 go test -count=1 -v -timeout 20m ./services/driver-agent/ycsb/
 
+# Four of the e2e tests at a time (-parallel; GOMAXPROCS, 2 here, by
+# default): each has its own stack and mostly waits on its timers and I/O.
 test-e2e:
-	go test -count=1 -timeout 25m -v ./e2e/...
+	go test -count=1 -timeout 25m -parallel 4 -v ./e2e/...
 
 # The Grafana dashboards (grafana/dashboards/*.json) from their generator
 # (services/reporter/src/benchq_reporter/grafana/dashboards.py, grafana-foundation-sdk);
@@ -77,7 +79,7 @@ clean: down
 # Each fuzz target for a few seconds beyond its seeds (plain `go test`
 # runs the seeds); make bench-fuzz runs them longer (2 minutes each).
 test-fuzz:
-	scripts/fuzz.sh $(or $(FUZZTIME),8s)
+	scripts/fuzz.sh $(or $(FUZZTIME),5s)
 
 .PHONY: bench-fuzz
 bench-fuzz:
