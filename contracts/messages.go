@@ -80,6 +80,14 @@ type Request struct {
 	Nodes          *Nodes      `json:"nodes,omitempty"`
 	Workers        int         `json:"workers,omitempty"`
 	WorkerReplicas int         `json:"worker_replicas,omitempty"`
+	// WorkersList (-nw 1,2,3) is a loop over workers instead of Workers:
+	// one configuration per number, named with -nw<N>, and the summary's
+	// scaling table compares them (docs/tsdb.md).
+	WorkersList []int `json:"workers_list,omitempty"`
+	// CostPerHour is the price of one SUT node for an hour (-cost-per-hour,
+	// any currency): the scaling table sets each configuration's cost
+	// beside its throughput, as the DalmatinerDB seed priced its machines.
+	CostPerHour float64 `json:"cost_per_hour,omitempty"`
 	// The connection-pool loop (-xnpp, -xnpi, -xnpo), for DBMSs with a pool.
 	PoolPods     []int `json:"pool_pods,omitempty"`
 	PoolInbound  []int `json:"pool_inbound,omitempty"`

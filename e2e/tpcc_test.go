@@ -68,40 +68,44 @@ func TestTPCCAsBexhomaUsersKnowIt(t *testing.T) {
 	checkTSDB(t, s)
 }
 
-// checkStoredCount runs a tsdb experiment (args) of one configuration and
-// checks that the points its summary says were stored add up to the
-// database's own count, as the stack's Prometheus scraped it (query, with
-// the experiment's code), and that all it sent was stored.
-func checkStoredCount(t *testing.T, s *stack, name, configuration, query string, args ...string) {
+// checkStoredCount runs a tsdb experiment (args) and checks, for each of
+// its configurations, that the points its summary says were stored add up
+// to the database's own count, as the stack's Prometheus scraped it (query,
+// with the experiment's code and the configuration), and that all it sent
+// was stored. It returns the summary.
+func checkStoredCount(t *testing.T, s *stack, name, query string, configurations []string, args ...string) string {
 	t.Helper()
 	code := fmt.Sprintf("e2e-%s-%d", name, time.Now().Unix())
 	began := time.Now()
 	out := s.cli(t, 4*time.Minute, append([]string{"tsdb", "-e", code, "-no-report"}, append(args, "run")...)...)
-	var stored float64
-	for _, ph := range []string{configuration + "-0", configuration + "-1"} {
-		st, se := cell(t, out, "### Ingest", ph, "stored [points]"), cell(t, out, "### Ingest", ph, "sent [points]")
-		if st != se || st == 0 {
-			t.Errorf("%s: stored %g of %g sent", ph, st, se)
-		}
-		stored += st
-	}
 	c := prom.Client{URL: s.info.PrometheusURL}
-	testenv.Eventually(t, 30*time.Second, func() error {
-		series, err := c.QueryRange(t.Context(), fmt.Sprintf(query, code), began, time.Now(), time.Second)
-		if err != nil {
-			return err
-		}
-		counted := 0.0
-		for _, se := range series {
-			for _, p := range se.Samples {
-				counted = max(counted, p.V)
+	for _, configuration := range configurations {
+		var stored float64
+		for _, ph := range []string{configuration + "-0", configuration + "-1"} {
+			st, se := cell(t, out, "### Ingest", ph, "stored [points]"), cell(t, out, "### Ingest", ph, "sent [points]")
+			if st != se || st == 0 {
+				t.Errorf("%s: stored %g of %g sent", ph, st, se)
 			}
+			stored += st
 		}
-		if counted != stored {
-			return fmt.Errorf("%s counted %g stored points, the summary says %g", configuration, counted, stored)
-		}
-		return nil
-	})
+		testenv.Eventually(t, 30*time.Second, func() error {
+			series, err := c.QueryRange(t.Context(), fmt.Sprintf(query, code, configuration), began, time.Now(), time.Second)
+			if err != nil {
+				return err
+			}
+			counted := 0.0
+			for _, se := range series {
+				for _, p := range se.Samples {
+					counted = max(counted, p.V)
+				}
+			}
+			if counted != stored {
+				return fmt.Errorf("%s counted %g stored points, the summary says %g", configuration, counted, stored)
+			}
+			return nil
+		})
+	}
+	return out
 }
 
 // TestTSDBKneeOfAThrottledVictoriaMetrics is make bench-tsdb-knee
@@ -222,14 +226,26 @@ func checkTSDB(t *testing.T, s *stack) {
 	})
 	// Prometheus' remote-write receiver as the database: the same check
 	// against its own count of appended samples.
-	checkStoredCount(t, s, "tsdb-prom", "Prometheus-4-2-0-1", "sum(prometheus_tsdb_head_samples_appended_total{experiment=%q})",
-		"-dbms", "Prometheus", "-protocol", "remote-write", "-nbp", "2", "-nbt", "4", "-metrics", "50", "-xmet", "5", "-ma")
-	// Graphite as a carbon cluster: a carbon-relay in front of two
-	// carbon-caches (-nw 2). Its count is carbon's committedPoints less its
-	// own series' points, summed over the caches (whisper.ReadCarbon, which
-	// internal/localdb's test holds to whisper's own library).
-	checkStoredCount(t, s, "tsdb-graphite", "Graphite-4-2-0-1", "sum(carbon_points_stored_total{experiment=%q})",
-		"-dbms", "Graphite", "-nw", "2", "-nbp", "2", "-nbt", "4", "-metrics", "50", "-xmet", "5", "-ma")
+	checkStoredCount(t, s, "tsdb-prom", "sum(prometheus_tsdb_head_samples_appended_total{experiment=%q,configuration=%q})",
+		[]string{"Prometheus-4-2-0-1"}, "-dbms", "Prometheus", "-protocol", "remote-write", "-nbp", "2", "-nbt", "4", "-metrics", "50", "-xmet", "5", "-ma")
+	// Graphite as a carbon cluster: a carbon-relay in front of one, then
+	// two carbon-caches (-nw 1,2), priced (-cost-per-hour). Its count is
+	// carbon's committedPoints less its own series' points, summed over the
+	// caches (whisper.ReadCarbon, which internal/localdb's test holds to
+	// whisper's own library). The summary compares the two sizes.
+	out = checkStoredCount(t, s, "tsdb-graphite", "sum(carbon_points_stored_total{experiment=%q,configuration=%q})",
+		[]string{"Graphite-4-2-0-nw1-1", "Graphite-4-2-0-nw2-1"},
+		"-dbms", "Graphite", "-nw", "1,2", "-cost-per-hour", "0.5", "-nbp", "2", "-nbt", "4", "-metrics", "50", "-xmet", "5", "-ma")
+	checkSummary(t, out, "#### Scaling", "efficiency vs linear", "points per cost unit [M]")
+	for cfg, nodes := range map[string]float64{"Graphite-4-2-0-nw1-1": 1, "Graphite-4-2-0-nw2-1": 2} {
+		if n, cost := cell(t, out, "#### Scaling", cfg, "nodes"), cell(t, out, "#### Scaling", cfg, "cost [per hour]"); n != nodes || cost != 0.5*nodes {
+			t.Errorf("scaling row %s: %g nodes costing %g an hour, want %g and %g", cfg, n, cost, nodes, 0.5*nodes)
+		}
+		// 200 points/s offered (4 agents × 50 metrics), all stored.
+		if v := cell(t, out, "#### Scaling", cfg, "stored [points/s]"); v < 170 || v > 205 {
+			t.Errorf("scaling row %s: %g points/s stored, want about 200", cfg, v)
+		}
+	}
 
 	// The saturation search's mechanics on metrics generators: two short
 	// steps well below what the database takes, judged by its own count,

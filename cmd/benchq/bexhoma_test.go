@@ -60,7 +60,7 @@ func TestEveryFlagActs(t *testing.T) {
 		"m": nil, "mc": nil, "ma": nil, "rc": {"4"}, "rr": {"1Gi"}, "lr": {"2Gi"}, "lc": {"2"},
 		"rst": {"shared"}, "rss": {"1Gi"}, "rnn": {"n1"}, "rnl": {"n2"}, "rnb": {"n3"},
 		"xsd": {"1"}, "xmet": {"30"}, "xconn": nil, "timeout-sut": {"99"}, "timeout-barrier": {"99"}, "timeout-shard": {"99"},
-		"threshold": {"p99<5ms"}, "xsat": nil, "xsatf": {"3"}, "xsats": {"30"}, "xsatp99": {"5"}, "xsatprec": {"10"}, "xsatmax": {"8"}, "xsh": {"1"},
+		"threshold": {"p99<5ms"}, "cost-per-hour": {"0.5"}, "xsat": nil, "xsatf": {"3"}, "xsats": {"30"}, "xsatp99": {"5"}, "xsatprec": {"10"}, "xsatmax": {"8"}, "xsh": {"1"},
 	}
 	// What a flag needs beside the baseline to mean something.
 	context := map[string][]string{
@@ -168,5 +168,24 @@ func TestErrorsNameTheFlag(t *testing.T) {
 		if code != ExitFailed || !strings.Contains(errs, c.want) {
 			t.Errorf("%v: exit %d, %q; want %q", c.args, code, errs, c.want)
 		}
+	}
+}
+
+// -nw with one number is the request's workers; with a list, its
+// workers_list: one configuration per number. A number twice is refused
+// under the flag's name.
+func TestWorkersListFromTheCLI(t *testing.T) {
+	one, _ := planOf(t, plan.BenchmarkTSDB, "-dbms", "Graphite", "-nw", "2", "-nbt", "4", "-metrics", "5")
+	if !strings.Contains(one, `"workers":2`) || strings.Contains(one, "workers_list") {
+		t.Errorf("-nw 2: %s", one)
+	}
+	list, _ := planOf(t, plan.BenchmarkTSDB, "-dbms", "Graphite", "-nw", "1,2", "-cost-per-hour", "0.5", "-nbt", "4", "-metrics", "5")
+	for _, want := range []string{`"workers_list":[1,2]`, `"cost_per_hour":0.5`, `"name":"Graphite-4-1-0-nw1-1"`, `"name":"Graphite-4-1-0-nw2-1"`} {
+		if !strings.Contains(list, want) {
+			t.Errorf("-nw 1,2: no %s in %s", want, list)
+		}
+	}
+	if _, reason := planOf(t, plan.BenchmarkTSDB, "-dbms", "Graphite", "-nw", "2,2", "-nbt", "4", "-metrics", "5"); !strings.Contains(reason, "-nw") || !strings.Contains(reason, "twice") {
+		t.Errorf("-nw 2,2: %q", reason)
 	}
 }

@@ -42,7 +42,9 @@ type expFlags struct {
 	rst, rss                string
 	rsr                     bool
 	rnn, rnl, rnb           string
-	nw, nwr                 int
+	nw                      intList
+	nwr                     int
+	costPerHour             float64
 	xnpp, xnpi, xnpo        intList
 	xconn                   bool
 	// The saturation search (docs/saturation.md): -xsat, its step factor,
@@ -148,7 +150,8 @@ func newExpFlagSet(f *expFlags, benchmark string, out io.Writer) *flag.FlagSet {
 	fs.StringVar(&f.rnn, "rnn", "", "node for the SUT")
 	fs.StringVar(&f.rnl, "rnl", "", "node for the loaders")
 	fs.StringVar(&f.rnb, "rnb", "", "node for the benchmarkers")
-	fs.IntVar(&f.nw, "nw", 0, "workers of a clustered DBMS")
+	fs.Var(&f.nw, "nw", "workers of a clustered DBMS; a comma separated list (1,2,3) runs one configuration per number, compared in the summary's scaling table")
+	fs.Float64Var(&f.costPerHour, "cost-per-hour", 0, "the price of one SUT node for an hour (any currency): cost columns beside the scaling table")
 	fs.IntVar(&f.nwr, "nwr", 0, "replicas per worker of a clustered DBMS")
 	fs.Var(&f.xnpp, "xnpp", "connection pool pods, comma separated (PgBouncer)")
 	fs.Var(&f.xnpi, "xnpi", "pool inbound connections in total, comma separated")
@@ -227,8 +230,15 @@ func (f *expFlags) request(code, action string, now time.Time) contracts.Request
 		TargetBase: &tb, LoadingFactors: f.xnlf, BenchmarkingFactors: f.xnbf,
 		LoadingPods: f.nlp, LoadingThreads: f.nlt, BenchmarkingPods: f.nbp, BenchmarkingThreads: f.nbt,
 		Clients: f.ne, Repetitions: f.nc, MaxSUTs: f.ms.ptr(), MaxSUTsExperiment: f.mse, StatusInterval: f.xli, BatchSize: f.xbs, TestResults: &tr,
-		Workers: f.nw, WorkerReplicas: f.nwr, PoolPods: f.xnpp, PoolInbound: f.xnpi, PoolOutbound: f.xnpo,
+		WorkerReplicas: f.nwr, CostPerHour: f.costPerHour, PoolPods: f.xnpp, PoolInbound: f.xnpi, PoolOutbound: f.xnpo,
 		DurationS: int(math.Round(f.xsd * 60)), NewConnection: f.xconn,
+	}
+	switch len(f.nw) {
+	case 0:
+	case 1:
+		r.Workers = f.nw[0]
+	default:
+		r.WorkersList = f.nw
 	}
 	if f.xmet > 0 {
 		r.DurationS = f.xmet

@@ -21,7 +21,7 @@ var fieldFlags = map[string]string{
 	"resources.limit_memory": "lr", "resources.limit_cpu": "lc",
 	"storage.class": "rst", "storage.size": "rss", "storage.remove": "rsr",
 	"nodes.sut": "rnn", "nodes.loading": "rnl", "nodes.benchmarking": "rnb",
-	"workers": "nw", "worker_replicas": "nwr", "pool_pods": "xnpp", "pool_inbound": "xnpi", "pool_outbound": "xnpo",
+	"workers": "nw", "workers_list": "nw", "cost_per_hour": "cost-per-hour", "worker_replicas": "nwr", "pool_pods": "xnpp", "pool_inbound": "xnpi", "pool_outbound": "xnpo",
 	"duration_s": "xsd", "new_connection": "xconn", "saturation": "xsat",
 	"saturation.step_factor": "xsatf", "saturation.step_s": "xsats", "saturation.max_p99_ms": "xsatp99",
 	"saturation.precision": "xsatprec", "saturation.max_steps": "xsatmax", "saturation.hold_s": "xsh",

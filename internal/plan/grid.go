@@ -50,34 +50,9 @@ func Expand(code string, req contracts.Request) (Plan, error) {
 			for _, lf := range r.LoadingFactors {
 				loading := phaseSpec{kind: contracts.KindLoad, pods: lp, threads: lt, factor: lf, target: target(*r.TargetBase, lf)}
 				for i, dbms := range r.DBMS {
-					entry, err := catalog.Lookup(dbms)
-					if err == nil {
-						entry, err = entry.ForWorkers(r.Workers)
-					}
-					if err != nil {
-						return Plan{}, invalid(fmt.Sprintf("dbms[%d]", i), "%v", err)
-					}
-					dbmsPools := []*contracts.Pool{nil}
-					if HasPool(dbms) {
-						dbmsPools = pools
-					}
-					for _, pool := range dbmsPools {
-						cfgBase := configBase(r, dbms, loading, pool)
-						for run := 1; run <= r.Repetitions; run++ {
-							c := Configuration{
-								Name:          fmt.Sprintf("%s-%d", cfgBase, run),
-								Base:          cfgBase,
-								DBMS:          entry.Name,
-								ExperimentRun: run,
-								SUT:           sutSpec(r, pool),
-							}
-							if c.Phases, err = phases(r, p, c.Name, loading); err != nil {
-								return Plan{}, err
-							}
-							p.Configurations = append(p.Configurations, c)
-							if r.Action == contracts.ActionRun && len(p.Configurations) > MaxConfigurations {
-								return Plan{}, invalid("(grid)", "more than %d configurations; shorten the lists of -nlp, -nlt, -xnlf, -dbms, -xnpp/-xnpi/-xnpo or -nc", MaxConfigurations)
-							}
+					for _, workers := range workerGrid(r) {
+						if err := addConfigurations(&p, r, i, dbms, workers, loading, pools); err != nil {
+							return Plan{}, err
 						}
 					}
 				}
@@ -89,6 +64,55 @@ func Expand(code string, req contracts.Request) (Plan, error) {
 		p.EstimatedS = math.Round(e.TotalS*10) / 10
 	}
 	return p, nil
+}
+
+// workerGrid is the numbers of workers (-nw) the grid loops over: the
+// request's list, or its one number (0: not a cluster).
+func workerGrid(r contracts.Request) []int {
+	if len(r.WorkersList) > 0 {
+		return r.WorkersList
+	}
+	return []int{r.Workers}
+}
+
+// addConfigurations adds to p the configurations of DBMS dbms (the
+// request's i-th) with workers and the loading variant: one per pool
+// variant and repetition.
+func addConfigurations(p *Plan, r contracts.Request, i int, dbms string, workers int, loading phaseSpec, pools []*contracts.Pool) error {
+	entry, err := catalog.Lookup(dbms)
+	if err == nil {
+		entry, err = entry.ForWorkers(workers)
+	}
+	if err != nil {
+		return invalid(fmt.Sprintf("dbms[%d]", i), "%v", err)
+	}
+	dbmsPools := []*contracts.Pool{nil}
+	if HasPool(dbms) {
+		dbmsPools = pools
+	}
+	for _, pool := range dbmsPools {
+		cfgBase := configBase(r, dbms, loading, pool)
+		if len(r.WorkersList) > 0 {
+			cfgBase += fmt.Sprintf("-nw%d", workers)
+		}
+		for run := 1; run <= r.Repetitions; run++ {
+			c := Configuration{
+				Name:          fmt.Sprintf("%s-%d", cfgBase, run),
+				Base:          cfgBase,
+				DBMS:          entry.Name,
+				ExperimentRun: run,
+				SUT:           sutSpec(r, pool, workers),
+			}
+			if c.Phases, err = phases(r, *p, c.Name, loading); err != nil {
+				return err
+			}
+			p.Configurations = append(p.Configurations, c)
+			if r.Action == contracts.ActionRun && len(p.Configurations) > MaxConfigurations {
+				return invalid("(grid)", "more than %d configurations; shorten the lists of -nlp, -nlt, -xnlf, -dbms, -nw, -xnpp/-xnpi/-xnpo or -nc", MaxConfigurations)
+			}
+		}
+	}
+	return nil
 }
 
 // configBase is bexhoma's name of a configuration (ycsb.py's name_format),
@@ -180,10 +204,11 @@ func poolGrid(r contracts.Request) ([]*contracts.Pool, error) {
 	return out, nil
 }
 
-// sutSpec is the SUT shape shared by every configuration of the request.
-func sutSpec(r contracts.Request, pool *contracts.Pool) contracts.SUTSpec {
+// sutSpec is the SUT shape of a configuration of the request with workers
+// (-nw) and pool.
+func sutSpec(r contracts.Request, pool *contracts.Pool, workers int) contracts.SUTSpec {
 	s := contracts.SUTSpec{
-		Workers: r.Workers, WorkerReplicas: r.WorkerReplicas, Pool: pool,
+		Workers: workers, WorkerReplicas: r.WorkerReplicas, Pool: pool,
 		Resources: r.Resources, Storage: r.Storage, Monitoring: r.Monitoring,
 		UseCase: fmt.Sprintf("%s-%s", r.Benchmark, strconv.FormatFloat(r.SF, 'f', -1, 64)),
 	}

@@ -2,8 +2,10 @@ package plan
 
 import (
 	"errors"
+	"fmt"
 	"math"
 	"reflect"
+	"slices"
 	"strings"
 	"testing"
 
@@ -353,6 +355,37 @@ func TestExpandWorkersDeployTheCluster(t *testing.T) {
 		_, err := Expand("1", req(contracts.Request{DBMS: []string{bad.dbms}, Workers: bad.workers}))
 		if err == nil || !strings.Contains(err.Error(), bad.want) {
 			t.Errorf("%s -nw %d: %v, want %q", bad.dbms, bad.workers, err, bad.want)
+		}
+	}
+}
+
+// -nw 3,5 loops over workers: one configuration per number, named with
+// -nw<N>, each deploying its own cluster; a list with a number twice, a
+// zero, or beside workers is refused.
+func TestExpandWorkersListIsALoop(t *testing.T) {
+	p, err := Expand("1", req(contracts.Request{DBMS: []string{"Redis"}, WorkersList: []int{3, 5}, CostPerHour: 0.25}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	for _, c := range p.Configurations {
+		got = append(got, fmt.Sprintf("%s %s %d", c.Name, c.DBMS, c.SUT.Workers))
+	}
+	if want := []string{"Redis-64-1-16384-nw3-1 RedisCluster 3", "Redis-64-1-16384-nw5-1 RedisCluster 5"}; !slices.Equal(got, want) {
+		t.Errorf("configurations %q, want %q", got, want)
+	}
+	for _, bad := range []struct {
+		r    contracts.Request
+		want string
+	}{
+		{contracts.Request{Workers: 3, WorkersList: []int{3, 5}}, "workers_list: give workers (one number) or workers_list"},
+		{contracts.Request{WorkersList: []int{3, 3}}, "workers_list: [3 3] names a number of workers twice"},
+		{contracts.Request{WorkersList: []int{0, 3}}, "workers_list: [0 3]: each number of workers must be at least 1"},
+		{contracts.Request{CostPerHour: -1}, "cost_per_hour: a price cannot be negative"},
+	} {
+		bad.r.DBMS = []string{"Redis"}
+		if _, err := Expand("1", req(bad.r)); err == nil || !strings.Contains(err.Error(), bad.want) {
+			t.Errorf("%+v: %v, want %q", bad.r, err, bad.want)
 		}
 	}
 }

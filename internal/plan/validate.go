@@ -36,6 +36,9 @@ func HasPool(dbms string) bool {
 // checkSettings rejects combinations the schema cannot express.
 func checkSettings(r contracts.Request) error {
 	bb := r.Benchmark == BenchmarkBenchbase
+	if err := checkWorkers(r); err != nil {
+		return err
+	}
 	if r.Benchmark == BenchmarkTSDB {
 		return checkTSDB(r)
 	}
@@ -59,8 +62,6 @@ func checkSettings(r contracts.Request) error {
 		return invalid("new_connection", "a new connection per transaction (-xconn) is a Benchbase option")
 	case bb && r.SF != float64(int64(r.SF)):
 		return invalid("sf", "Benchbase's scale factor is a number of warehouses, a whole number (got %g)", r.SF)
-	case r.WorkerReplicas > 0 && r.Workers == 0:
-		return invalid("worker_replicas", "replicas (-nwr) need workers (-nw)")
 	case r.Storage != nil && r.Storage.Remove && r.Storage.Class == "" && r.Storage.Size == "":
 		return invalid("storage.remove", "removing the volume first (-rsr) needs a volume: give -rst and/or -rss")
 	}
@@ -212,4 +213,33 @@ func checkSaturation(r contracts.Request) error {
 		}
 	}
 	return nil
+}
+
+// checkWorkers checks -nw (workers or workers_list), -nwr and the price of
+// a node, for every benchmark.
+func checkWorkers(r contracts.Request) error {
+	switch {
+	case r.WorkerReplicas > 0 && r.Workers == 0 && len(r.WorkersList) == 0:
+		return invalid("worker_replicas", "replicas (-nwr) need workers (-nw)")
+	case r.Workers > 0 && len(r.WorkersList) > 0:
+		return invalid("workers_list", "give workers (one number) or workers_list (-nw 1,2,3), not both")
+	case slices.ContainsFunc(r.WorkersList, func(n int) bool { return n < 1 }):
+		return invalid("workers_list", "%v: each number of workers must be at least 1", r.WorkersList)
+	case hasDuplicate(r.WorkersList):
+		return invalid("workers_list", "%v names a number of workers twice", r.WorkersList)
+	case r.CostPerHour < 0:
+		return invalid("cost_per_hour", "a price cannot be negative (got %g)", r.CostPerHour)
+	}
+	return nil
+}
+
+func hasDuplicate(xs []int) bool {
+	seen := map[int]bool{}
+	for _, x := range xs {
+		if seen[x] {
+			return true
+		}
+		seen[x] = true
+	}
+	return false
 }

@@ -154,3 +154,47 @@ def test_the_report_plots_ingest_and_queries_over_time():
     for p in made:
         assert report.unlabelled(p.figure) == [], p.slug
     report.close(made)
+
+
+def scaled(cfg: str, workers: int, stored: float) -> dict[str, list[dict[str, Any]]]:
+    """tables() as configuration cfg with -nw workers, its database storing stored of its 2000 points."""
+    run = f"{cfg}-1"
+    r = [
+        (t(0), 0, False),
+        (t(5), stored / 2, False),
+        (t(10), stored, False),
+        (t(11), stored, True),
+        (t(13), stored, True),
+    ]
+    out = tables(r)
+    out["experiments"][0]["plan"]["configurations"][0].update(name=cfg, sut={"workers": workers})
+    out["experiments"][0]["plan"]["configurations"][0]["phases"][0]["name"] = run
+    for key in ("phases", "shard_results", "shard_operations", "ingest_readings", "ingest_drains"):
+        for row in out[key]:
+            row["phase"] = run
+            if "configuration" in row:
+                row["configuration"] = cfg
+    return out
+
+
+def test_the_scaling_table_compares_workers_and_prices_them():
+    one, two = scaled("Graphite-4-2-0-nw1-1", 1, 2000), scaled("Graphite-4-2-0-nw2-1", 2, 1500)
+    merged = {k: one[k] + (two[k] if k != "experiments" else []) for k in one}
+    plan = merged["experiments"][0]["plan"]
+    plan["configurations"] += two["experiments"][0]["plan"]["configurations"]
+    plan["settings"]["cost_per_hour"] = 0.5
+    sc = build_ingest(ExperimentData.from_tables(merged)).scaling
+    assert list(sc["configuration"]) == ["Graphite-4-2-0-nw1-1", "Graphite-4-2-0-nw2-1"]
+    assert list(sc["nodes"]) == [1, 2]
+    # 2000 points sent a phase over 10 s: 200/s; the second stored 3/4 of them.
+    assert list(sc["stored [points/s]"]) == [200.0, 150.0]
+    assert list(sc["from"]) == ["highest phase", "highest phase"]
+    assert list(sc["per node [points/s]"]) == [200.0, 75.0]
+    assert list(sc["efficiency vs linear"]) == [1.0, 0.375]
+    assert list(sc["cost [per hour]"]) == [0.5, 1.0]
+    assert [round(v, 2) for v in sc["points per cost unit [M]"]] == [1.44, 0.54]
+
+
+def test_no_scaling_table_without_a_workers_list():
+    r = [(t(0), 0, False), (t(10), 2000, False), (t(11), 2000, True), (t(13), 2000, True)]
+    assert build_ingest(ExperimentData.from_tables(tables(r))).scaling.empty

@@ -67,6 +67,7 @@ class Settings:
     notes: list[str] = field(default_factory=list)  # what the client did not apply, and why
     thresholds: list[Mapping[str, Any]] = field(default_factory=list)  # contracts.Threshold, as stored
     tsdb: Mapping[str, Any] = field(default_factory=dict)  # benchmark tsdb: the generators' settings (contracts.TSDB)
+    cost_per_hour: float | None = None  # -cost-per-hour: one SUT node's price for an hour
 
 
 @dataclass(frozen=True)
@@ -97,6 +98,7 @@ class Plan:
     configurations: list[str]  # names, in plan order
     phases: list[Phase]  # in plan order: the order bexhoma runs them
     estimated_s: float | None = None  # the expected duration (internal/plan.EstimateOf)
+    workers: Mapping[str, int] = field(default_factory=dict)  # configuration → its -nw (0: not a cluster)
 
     def table(self) -> pd.DataFrame:
         """One row per planned phase (PHASE_COLUMNS), in plan order."""
@@ -186,8 +188,10 @@ def read(plan: Mapping[str, Any] | None) -> Plan:
             notes=list(s.get("notes") or []),
             thresholds=[dict(t) for t in s.get("thresholds") or []],
             tsdb=dict(s.get("tsdb") or {}),
+            cost_per_hour=_float(s.get("cost_per_hour")),
         ),
         estimated_s=_float(plan.get("estimated_s")),
+        workers={c["name"]: int((c.get("sut") or {}).get("workers") or 0) for c in configurations},
         # Plans record the build's version (internal/version); "dev" stands for a plan without one.
         version=str(plan.get("version") or s.get("version") or "dev"),
         recordcount=plan.get("recordcount"),

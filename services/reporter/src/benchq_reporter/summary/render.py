@@ -266,7 +266,10 @@ def _ycsb_parts(s: YcsbSummary) -> list[list[str]]:
 
 def ingest_lines(ingest: Ingest) -> list[str]:
     """The Ingest section of benchmark tsdb: sent against what the database stored."""
-    return ["### Ingest", "", table(ingest.table), "", *[f"* {n}" for n in ingest.notes]]
+    lines = ["### Ingest", "", table(ingest.table), ""]
+    if not ingest.scaling.empty:
+        lines += ["#### Scaling", "", table(ingest.scaling), ""]
+    return [*lines, *[f"* {n}" for n in ingest.notes]]
 
 
 def saturation_lines(sat: Saturation) -> list[str]:

@@ -56,12 +56,33 @@ NOTE = (
 )
 
 
+SCALING_COLUMNS = [
+    "configuration",
+    "nodes",
+    "stored [points/s]",
+    "from",
+    "per node [points/s]",
+    "efficiency vs linear",
+    "cost [per hour]",
+    "points per cost unit [M]",
+]
+
+SCALING_NOTE = (
+    "Scaling (-nw 1,2,3): one row per configuration. stored is its knee (the search's maximum sustainable "
+    "throughput, -xsat) or else its highest benchmarking phase's stored rate (sent/s × stored/sent); nodes are "
+    "its workers (1 for a single server). efficiency vs linear = stored / (nodes / the fewest nodes × the "
+    "stored of the fewest). cost = nodes × -cost-per-hour; points per cost unit = stored × 3600 / cost, in "
+    "millions; both missing without -cost-per-hour."
+)
+
+
 @dataclass(frozen=True, eq=False)  # DataFrames do not compare to a bool
 class Ingest:
-    """One row per reported phase, and notes."""
+    """One row per reported phase, the scaling table (-nw lists), and notes."""
 
     table: pd.DataFrame
     notes: list[str] = field(default_factory=list)
+    scaling: pd.DataFrame = field(default_factory=lambda: pd.DataFrame(columns=SCALING_COLUMNS))
 
     def __bool__(self) -> bool:
         return not self.table.empty
@@ -150,7 +171,62 @@ def build_ingest(data: ExperimentData) -> Ingest:
             notes.append(f"{phase}: a generator failed; its figures count what the others sent")
         rows.append(phase_row(data, phase, int(attempts[phase]), shards, notes))
     counters = sorted(set(data.ingest["counter"].dropna()))
+    table = pd.DataFrame(rows, columns=COLUMNS)
+    scaling = build_scaling(data, table)
     return Ingest(
-        table=pd.DataFrame(rows, columns=COLUMNS),
-        notes=[*notes, NOTE.format(counter=", ".join(counters) or "its ingest counter")],
+        table=table,
+        notes=[*notes, NOTE.format(counter=", ".join(counters) or "its ingest counter")]
+        + ([SCALING_NOTE] if not scaling.empty else []),
+        scaling=scaling,
     )
+
+
+def _capacity(data: ExperimentData, table: pd.DataFrame) -> dict[str, tuple[float, str]]:
+    """Per configuration: its knee when a search ran, else its best benchmarking phase's stored rate."""
+    out: dict[str, tuple[float, str]] = {}
+    sat = data.saturation
+    if not sat.empty:
+        last = sat.sort_values(["configuration", "step", "attempt"]).groupby(["configuration", "phase"]).tail(1)
+        for row in last.itertuples(index=False):
+            if row.knee is not None and row.knee.get("offered"):
+                out[row.configuration] = (float(row.knee.get("sustained", row.knee["goodput"])), "knee")
+    configuration = {p.name: p.configuration for p in data.plan.phases}
+    for row in table[table["kind"] == KIND.run].to_dict("records"):
+        cfg = configuration.get(row["phase"])
+        sent, stored, rate = row["sent [points]"], row["stored [points]"], row["sent [points/s]"]
+        if cfg is None or (cfg in out and out[cfg][1] == "knee") or not sent or pd.isna(stored) or pd.isna(rate):
+            continue
+        value = float(rate) * float(stored) / float(sent)
+        if cfg not in out or value > out[cfg][0]:
+            out[cfg] = (value, "highest phase")
+    return out
+
+
+def build_scaling(data: ExperimentData, table: pd.DataFrame) -> pd.DataFrame:
+    """The scaling table: empty unless the configurations differ in their workers (-nw 1,2,3)."""
+    workers = data.plan.workers
+    if len({workers.get(c, 0) for c in data.plan.configurations}) < 2:
+        return pd.DataFrame(columns=SCALING_COLUMNS)
+    capacity = _capacity(data, table)
+    price = data.plan.settings.cost_per_hour
+    rows = []
+    for cfg in data.plan.configurations:
+        nodes = max(workers.get(cfg, 0), 1)
+        stored, source = capacity.get(cfg, (math.nan, "missing"))
+        cost = nodes * price if price else math.nan
+        rows.append(
+            {
+                "configuration": cfg,
+                "nodes": nodes,
+                "stored [points/s]": stored,
+                "from": source,
+                "per node [points/s]": stored / nodes,
+                "cost [per hour]": cost,
+                "points per cost unit [M]": stored * 3600 / cost / 1e6 if cost == cost and cost > 0 else math.nan,
+            }
+        )
+    df = pd.DataFrame(rows, columns=SCALING_COLUMNS)
+    fewest = df.loc[df["nodes"] == df["nodes"].min(), "stored [points/s]"]
+    first = float(fewest.iloc[0]) if not fewest.empty else math.nan
+    df["efficiency vs linear"] = df["stored [points/s]"] / (df["nodes"] / df["nodes"].min() * first)
+    return df.sort_values(["nodes", "configuration"], kind="stable").reset_index(drop=True)
