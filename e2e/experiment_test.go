@@ -154,6 +154,7 @@ func TestEmbeddedStack(t *testing.T) {
 			"--may-be-empty", "dragonfly application metrics, live", "--may-be-empty", "pgbouncer application metrics, live",
 			"--may-be-empty", "postgresql application metrics, live",
 			"--may-be-empty", "victoriametrics application metrics, live", "--may-be-empty", "prometheus application metrics, live",
+			"--may-be-empty", "graphite application metrics, live",
 			"--may-be-empty", "Ingest: sent against stored per second", "--may-be-empty", "Queries under load", // benchq tsdb's
 			// No saturation search here: e2e/saturation_test.go fills these.
 			"--may-be-empty", "Saturation: goodput against the offered load", "--may-be-empty", "Saturation: p99 against goodput",

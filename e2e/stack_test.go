@@ -4,9 +4,9 @@
 //
 // Each test starts a stack of its own (its own BENCHQ_HOME, ports, NATS,
 // results database, Prometheus), so the tests whose checks do not depend on
-// having the machine to themselves run in parallel (t.Parallel, four at a
-// time: make test-e2e's -parallel 4): the machine is mostly waiting on a
-// stack's timers and I/O. The saturation search and the chaos
+// having the machine to themselves run in parallel (t.Parallel, two at a
+// time: go test's -parallel, GOMAXPROCS by default): the machine is mostly
+// waiting on a stack's timers and I/O. (Four at a time took as long.) The saturation search and the chaos
 // harness (whose cpu-hog round takes every core) run alone, before them.
 package e2e
 

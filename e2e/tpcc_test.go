@@ -72,8 +72,8 @@ func TestTPCCAsBexhomaUsersKnowIt(t *testing.T) {
 // its configurations, that the points its summary says were stored add up
 // to the database's own count, as the stack's Prometheus scraped it (query,
 // with the experiment's code and the configuration), and that all it sent
-// was stored. It returns the summary.
-func checkStoredCount(t *testing.T, s *stack, name, query string, configurations []string, args ...string) string {
+// was stored. It returns the experiment's code and summary.
+func checkStoredCount(t *testing.T, s *stack, name, query string, configurations []string, args ...string) (string, string) {
 	t.Helper()
 	code := fmt.Sprintf("e2e-%s-%d", name, time.Now().Unix())
 	began := time.Now()
@@ -105,7 +105,7 @@ func checkStoredCount(t *testing.T, s *stack, name, query string, configurations
 			return nil
 		})
 	}
-	return out
+	return code, out
 }
 
 // TestTSDBKneeOfAThrottledVictoriaMetrics is make bench-tsdb-knee
@@ -226,17 +226,19 @@ func checkTSDB(t *testing.T, s *stack) {
 	})
 	// Prometheus' remote-write receiver as the database: the same check
 	// against its own count of appended samples.
-	checkStoredCount(t, s, "tsdb-prom", "sum(prometheus_tsdb_head_samples_appended_total{experiment=%q,configuration=%q})",
+	_, _ = checkStoredCount(t, s, "tsdb-prom", "sum(prometheus_tsdb_head_samples_appended_total{experiment=%q,configuration=%q})",
 		[]string{"Prometheus-4-2-0-1"}, "-dbms", "Prometheus", "-protocol", "remote-write", "-nbp", "2", "-nbt", "4", "-metrics", "50", "-xmet", "5", "-ma")
 	// Graphite as a carbon cluster: a carbon-relay in front of one, then
 	// two carbon-caches (-nw 1,2), priced (-cost-per-hour). Its count is
 	// carbon's committedPoints less its own series' points, summed over the
 	// caches (whisper.ReadCarbon, which internal/localdb's test holds to
 	// whisper's own library). The summary compares the two sizes.
-	out = checkStoredCount(t, s, "tsdb-graphite", "sum(carbon_points_stored_total{experiment=%q,configuration=%q})",
+	graphite, out := checkStoredCount(t, s, "tsdb-graphite", "sum(carbon_points_stored_total{experiment=%q,configuration=%q})",
 		[]string{"Graphite-4-2-0-nw1-1", "Graphite-4-2-0-nw2-1"},
 		"-dbms", "Graphite", "-nw", "1,2", "-cost-per-hour", "0.5", "-nbp", "2", "-nbt", "4", "-metrics", "50", "-xmet", "5", "-ma")
 	checkSummary(t, out, "#### Scaling", "efficiency vs linear", "points per cost unit [M]")
+	s.python(t, "benchq_reporter.grafana.queries", "--db", s.info.DBURL, "--prometheus", s.info.PrometheusURL,
+		"--scrape-interval", "1", "-e", graphite, "--rows-in", "graphite application metrics, live")
 	for cfg, nodes := range map[string]float64{"Graphite-4-2-0-nw1-1": 1, "Graphite-4-2-0-nw2-1": 2} {
 		if n, cost := cell(t, out, "#### Scaling", cfg, "nodes"), cell(t, out, "#### Scaling", cfg, "cost [per hour]"); n != nodes || cost != 0.5*nodes {
 			t.Errorf("scaling row %s: %g nodes costing %g an hour, want %g and %g", cfg, n, cost, nodes, 0.5*nodes)

@@ -27,12 +27,7 @@ const CarbonVersion = "1.1.10"
 // ~/.cache/benchq/carbon/<version>. It has bin/carbon-cache.py and
 // bin/carbon-relay.py.
 func CarbonHome() (string, error) {
-	cache := os.Getenv("XDG_CACHE_HOME")
-	if cache == "" {
-		home, _ := os.UserHomeDir()
-		cache = filepath.Join(home, ".cache")
-	}
-	places := []string{filepath.Join("/opt/benchq/carbon", CarbonVersion), filepath.Join(cache, "benchq", "carbon", CarbonVersion)}
+	places := []string{filepath.Join("/opt/benchq/carbon", CarbonVersion), filepath.Join(benchqCache(), "carbon", CarbonVersion)}
 	if env := os.Getenv("BENCHQ_CARBON_HOME"); env != "" {
 		places = []string{env}
 	}

@@ -22,14 +22,9 @@ const VictoriaMetricsVersion = "v1.151.0"
 // else PATH, else where the bootstrap builds it
 // (~/.cache/benchq/victoria-metrics/<version>/bin).
 func VictoriaMetricsBinary() (string, error) {
-	cache := os.Getenv("XDG_CACHE_HOME")
-	if cache == "" {
-		home, _ := os.UserHomeDir()
-		cache = filepath.Join(home, ".cache")
-	}
 	return findBinary("victoria-metrics", "BENCHQ_VICTORIA_METRICS", "victoria-metrics",
 		"not on PATH nor in ~/.cache/benchq/victoria-metrics/"+VictoriaMetricsVersion+" (make bootstrap builds it)",
-		filepath.Join(cache, "benchq", "victoria-metrics", VictoriaMetricsVersion, "bin", "victoria-metrics"))
+		filepath.Join(benchqCache(), "victoria-metrics", VictoriaMetricsVersion, "bin", "victoria-metrics"))
 }
 
 // VictoriaMetricsOptions tune StartVictoriaMetrics.
