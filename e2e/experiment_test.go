@@ -155,7 +155,8 @@ func TestEmbeddedStack(t *testing.T) {
 			"--may-be-empty", "postgresql application metrics, live",
 			"--may-be-empty", "victoriametrics application metrics, live", "--may-be-empty", "prometheus application metrics, live",
 			"--may-be-empty", "graphite application metrics, live",
-			"--may-be-empty", "Ingest: sent against stored per second", "--may-be-empty", "Queries under load", // benchq tsdb's
+			"--may-be-empty", "Ingest: sent against stored per second", "--may-be-empty", "Ingest: backlog",
+			"--may-be-empty", "Queries under load", // benchq tsdb's
 			// No saturation search here: e2e/saturation_test.go fills these.
 			"--may-be-empty", "Saturation: goodput against the offered load", "--may-be-empty", "Saturation: p99 against goodput",
 			"--may-be-empty", "Saturation steps")

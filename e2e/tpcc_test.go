@@ -191,7 +191,7 @@ func checkTSDB(t *testing.T, s *stack) {
 	// Its application panels on the Grafana dashboard have rows.
 	s.python(t, "benchq_reporter.grafana.queries", "--db", s.info.DBURL, "--prometheus", s.info.PrometheusURL,
 		"--scrape-interval", "1", "-e", code, "--rows-in", "victoriametrics application metrics, live",
-		"--rows-in", "Ingest: sent against stored per second", "--rows-in", "Queries under load")
+		"--rows-in", "Ingest: sent against stored per second", "--rows-in", "Ingest: backlog", "--rows-in", "Queries under load")
 	phases := []string{"VictoriaMetrics-4-1-0-1-0", "VictoriaMetrics-4-1-0-1-1", "VictoriaMetrics-4-1-0-1-2"}
 	var stored, sent float64
 	for _, ph := range phases {

@@ -559,6 +559,33 @@ def _ingest_row(b: Board) -> None:
     b.add(
         _series(
             timeseries.Panel(),
+            "Ingest: backlog",
+            "none",
+            "points per phase the database had not stored yet at each reading of its own count: what the generators "
+            "had sent by their last status line before it, less the count's growth since its baseline (the HTML "
+            "report interpolates between status lines)",
+        )
+        .datasource(RESULTS)
+        .with_target(
+            SQL(
+                """
+        SELECT r.at AS time, r.phase || ' backlog' AS metric,
+               (SELECT coalesce(sum(last.operations), 0) FROM (
+                  SELECT DISTINCT ON (i.shard) i.operations FROM intervals i
+                  WHERE i.code = r.code AND i.phase = r.phase AND i.attempt = r.attempt AND i.at <= r.at
+                  ORDER BY i.shard, i.at DESC) last)
+               - (r.total - first_value(r.total) OVER (PARTITION BY r.phase, r.attempt ORDER BY r.at)) AS "points"
+        FROM ingest_readings r JOIN phases p USING (code, phase, attempt)
+        WHERE p.code = '$code' AND p.configuration IN ($configuration) AND p.phase IN ($phase) AND $__timeFilter(r.at)
+        ORDER BY 1"""
+            )
+        ),
+        12,
+        8,
+    )
+    b.add(
+        _series(
+            timeseries.Panel(),
             "Queries under load",
             "ms",
             "the read query the first generator sends every second (a range query over the last minute of one "
