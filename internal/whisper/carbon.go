@@ -34,8 +34,10 @@ type CarbonCounts struct {
 // The cut S is the cache's newest committedPoints point: committedPoints
 // at S counts the points written in the second before S, and the cache's
 // own points stamped before S were recorded a second or more earlier and
-// written by then. So the count at S is exact once carbon keeps up, and
-// stays behind by the points not yet written while it does not. (A relay's
+// written by then, if the cache writes within a second. So the count at S
+// is exact once carbon keeps up, and stays behind by the points not yet
+// written while it does not (ReadCarbon: it may then also miss one second
+// of its own points, and is held at 0 at the least). (A relay's
 // own points would reach the cache over the network at a time nothing
 // records: benchq turns them off.)
 
@@ -107,7 +109,12 @@ func ReadCarbon(whisperDir string) (CarbonCounts, error) {
 			}
 		}
 	}
-	c.Stored = c.Committed - c.Own
+	// Under load the cache may write its own newest points more than a
+	// second after recording them: they are then in Own but not yet in
+	// Committed, and the difference falls short by them (about 16 points)
+	// until it catches up. Fresh from its start that is below zero: no
+	// count of points is.
+	c.Stored = max(0, c.Committed-c.Own)
 	return c, nil
 }
 

@@ -53,3 +53,16 @@ func TestReadCarbonOfAnEmptyCache(t *testing.T) {
 		t.Errorf("ReadCarbon = %+v, %v", c, err)
 	}
 }
+
+// Fresh from its start, under load: the cache recorded its own points at
+// 100 and wrote them after its record at 101 (committedPoints 0 at both):
+// the difference is below zero, and no count of points is.
+func TestReadCarbonIsNeverNegative(t *testing.T) {
+	dir := t.TempDir()
+	write(t, dir, "carbon/agents/h-n0/committedPoints.wsp", Point{100, 0}, Point{101, 0})
+	write(t, dir, "carbon/agents/h-n0/errors.wsp", Point{100, 0}, Point{101, 0})
+	c, err := ReadCarbon(dir)
+	if err != nil || c.Stored != 0 || c.Committed != 0 || c.Own != 2 {
+		t.Errorf("ReadCarbon = %+v, %v; want 0 stored of 0 committed, 2 own", c, err)
+	}
+}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
+	"math"
 	"net"
 	"os"
 	"strconv"
@@ -255,6 +256,11 @@ func (r *ingestReader) read(ctx context.Context) (float64, bool) {
 		return 0, false
 	}
 	total := v["ingested"]
+	if total < 0 || math.IsNaN(total) || math.IsInf(total, 0) {
+		// Not a count (the contract refuses it, and would drop the
+		// whole final): a reading that failed.
+		return 0, false
+	}
 	r.readings = append(r.readings, contracts.IngestReading{At: at, Total: total})
 	return total, true
 }
