@@ -67,11 +67,10 @@ func (l *Local) startGraphite(ctx context.Context, dir string, entry catalog.Ent
 	_, metricsPort, _ := net.SplitHostPort(e.Addr)
 	mp, _ := strconv.Atoi(metricsPort)
 	ep.Ports = map[string]int{entry.TSDB.CarbonPort: front.Line, entry.TSDB.MetricsPort: mp}
-	info := map[string]any{"workers": len(g.Caches), "worker_nodes": nodes, "nodes": strings.Join(nodes, ",")}
+	// workers is -nw: 0 for a single carbon-cache without a relay.
+	info := map[string]any{"workers": caches, "worker_nodes": nodes, "nodes": strings.Join(nodes, ",")}
 	if g.Relay != nil {
 		info["relay"] = g.Relay.Addr()
-	} else {
-		info["workers"] = 0 // a single carbon-cache, no relay
 	}
 	return localState{
 		DBMS: entry.Name, Kind: entry.Kind, Endpoint: ep, Pid: front.Pid, Pids: g.Pids(),

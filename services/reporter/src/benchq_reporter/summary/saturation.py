@@ -79,16 +79,21 @@ def _ms(v: Any) -> str:
     return "missing" if v is None or pd.isna(v) else f"{float(v):.2f} ms"
 
 
+def sustained(knee: dict[str, Any]) -> float:
+    """A knee's maximum sustainable throughput: its sustained rate, or its goodput where it has none."""
+    return float(knee.get("sustained", knee["goodput"]))
+
+
 def knee_line(configuration: str, knee: dict[str, Any]) -> str:
     """The knee as one figure, with what bounds it."""
     if not knee.get("offered"):
         return f"{configuration}: no load passed ({knee.get('note') or 'no step passed'})"
-    sustained = float(knee.get("sustained", knee["goodput"]))
+    value = sustained(knee)
     line = (
-        f"{configuration}: maximum sustainable throughput {sustained:,.0f} ops/s "
+        f"{configuration}: maximum sustainable throughput {value:,.0f} ops/s "
         f"(offered {int(knee['offered']):,} ops/s, step {knee['step']}, p99 {_ms(knee.get('p99_ms'))})"
     )
-    if float(knee["goodput"]) > sustained:
+    if float(knee["goodput"]) > value:
         line += (
             f"; its goodput, {float(knee['goodput']):,.0f} ops/s, was above the offered load: "
             "the drivers caught up on a backlog from the warm-up"
@@ -140,14 +145,14 @@ def build_saturation(data: ExperimentData) -> Saturation:
         columns=STEP_COLUMNS,
     ).reset_index(drop=True)
     knees, holds = [], []
-    sustained: dict[str, list[float]] = {}
+    by_base: dict[str, list[float]] = {}
     base = {p.configuration: p.base for p in data.plan.phases}
     for row in s.itertuples(index=False):
         if row.knee is not None:
             knees.append(knee_line(row.configuration, row.knee))
             if row.knee.get("offered"):
-                value = float(row.knee.get("sustained", row.knee["goodput"]))
-                sustained.setdefault(base.get(row.configuration, row.configuration), []).append(value)
+                value = sustained(row.knee)
+                by_base.setdefault(base.get(row.configuration, row.configuration), []).append(value)
         if row.role == "hold":
             holds.append(
                 f"{row.configuration}: {row.verdict} — {int(row.offered):,} ops/s offered for {int(row.seconds)} s: "
@@ -164,7 +169,7 @@ def build_saturation(data: ExperimentData) -> Saturation:
         steps=steps,
         knees=knees,
         holds=holds,
-        agreement=[agreement_line(b, values, precision) for b, values in sustained.items() if len(values) > 1],
+        agreement=[agreement_line(b, values, precision) for b, values in by_base.items() if len(values) > 1],
         notes=notes,
     )
 

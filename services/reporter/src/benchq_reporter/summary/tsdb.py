@@ -25,6 +25,7 @@ import pandas as pd
 from ..contracts import BENCHMARK, KIND, RESULT
 from ..model import ExperimentData
 from .attempts import phase_attempts, select_attempts
+from .saturation import sustained
 
 COLUMNS = [
     "phase",
@@ -189,7 +190,7 @@ def _capacity(data: ExperimentData, table: pd.DataFrame) -> dict[str, tuple[floa
         last = sat.sort_values(["configuration", "step", "attempt"]).groupby(["configuration", "phase"]).tail(1)
         for row in last.itertuples(index=False):
             if row.knee is not None and row.knee.get("offered"):
-                out[row.configuration] = (float(row.knee.get("sustained", row.knee["goodput"])), "knee")
+                out[row.configuration] = (sustained(row.knee), "knee")
     configuration = {p.name: p.configuration for p in data.plan.phases}
     for row in table[table["kind"] == KIND.run].to_dict("records"):
         cfg = configuration.get(row["phase"])
