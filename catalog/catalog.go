@@ -121,10 +121,16 @@ type TSDB struct {
 	// RemoteWritePath is its Prometheus remote-write receiver on the
 	// client port; "" when it has none.
 	RemoteWritePath string `json:"remote_write_path,omitempty"`
-	// QueryPath is its Prometheus-compatible range query on the client
-	// port: the probe's per-second read under load; "" when it has no
-	// query API benchq speaks (its queries are then missing).
+	// QueryPath is its range query on the client port, or on the port
+	// QueryPort names: the probe's per-second read under load; "" when it
+	// has no query API benchq speaks (its queries are then missing).
 	QueryPath string `json:"query_path,omitempty"`
+	// QueryAPI is QueryPath's language: QueryPrometheus (the default) or
+	// QueryGraphite.
+	QueryAPI string `json:"query_api,omitempty"`
+	// QueryPort names the port role (contracts.Endpoint.Ports) serving
+	// QueryPath when the client port does not: graphite-web's.
+	QueryPort string `json:"query_port,omitempty"`
 	// Ingested is its own counter of the points it stored, per protocol,
 	// on the /metrics of the client port, or of the endpoint's port
 	// MetricsPort names.
@@ -139,6 +145,16 @@ type TSDB struct {
 	// behind.
 	DrainQuietS int `json:"drain_quiet_s,omitempty"`
 }
+
+// The query APIs of TSDB.QueryAPI.
+const (
+	// QueryPrometheus is a Prometheus range query: query, start, end and
+	// step; the answer's data.result[].values.
+	QueryPrometheus = "prometheus"
+	// QueryGraphite is graphite-web's /render: target, from, until and
+	// format=json; the answer's [].datapoints that are not null.
+	QueryGraphite = "graphite"
+)
 
 // Counter is one counter of a /metrics page: the samples of Series whose
 // labels equal Matchers, summed.
@@ -348,6 +364,8 @@ func (e Entry) validate() error {
 		need(len(t.Protocols()) > 0, "tsdb", "carbon_port or remote_write_path required (the protocols it ingests)")
 		need(t.CarbonPort == "" || e.Kubernetes == nil || e.Kubernetes.Ports[t.CarbonPort] > 0, "tsdb.carbon_port", "must name one of kubernetes.ports")
 		need(t.QueryPath == "" || strings.HasPrefix(t.QueryPath, "/"), "tsdb.query_path", "a path")
+		need(slices.Contains([]string{"", QueryPrometheus, QueryGraphite}, t.QueryAPI), "tsdb.query_api", `"prometheus" (the default) or "graphite"`)
+		need((t.QueryAPI == "" && t.QueryPort == "") || t.QueryPath != "", "tsdb.query_api", "and tsdb.query_port need tsdb.query_path")
 		need(t.DrainQuietS >= 0, "tsdb.drain_quiet_s", "not negative")
 		for _, p := range t.Protocols() {
 			need(t.Ingested[p].Series != "", "tsdb.ingested."+p, "required: its own counter of the points it stored over "+p)

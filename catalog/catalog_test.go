@@ -4,6 +4,7 @@ import (
 	"errors"
 	"io/fs"
 	"maps"
+	"os"
 	"slices"
 	"strings"
 	"testing"
@@ -231,12 +232,22 @@ func TestGraphiteIsALocalCluster(t *testing.T) {
 	if g.Masters(0) != 1 || g.Masters(3) != 3 {
 		t.Errorf("Masters(0) = %d, Masters(3) = %d", g.Masters(0), g.Masters(3))
 	}
-	if g.TSDB.QueryPath != "" || g.TSDB.MetricsPort != "metrics" || g.TSDB.DrainQuietS != 3 {
+	if g.TSDB.QueryPath != "/render" || g.TSDB.QueryAPI != QueryGraphite || g.TSDB.QueryPort != "query" || g.TSDB.MetricsPort != "metrics" || g.TSDB.DrainQuietS != 3 {
 		t.Errorf("tsdb %+v", g.TSDB)
 	}
 	_, err = parseEntry([]byte(`{"name":"X","description":"d","kind":"redis","ports":{"client":1},"probe":"redis-ping",
 		"version_command":["x"],"image":"i","ycsb":{"db":"d","properties":{"a":"b"}},"metrics":"redis"}`))
 	if err == nil || !strings.Contains(err.Error(), "only kind graphite runs on the local backend alone") {
 		t.Errorf("a redis without kubernetes: %v", err)
+	}
+	// Its queries are graphite-web's /render; an API benchq does not speak
+	// is refused by name.
+	b, err := os.ReadFile("graphite.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, err = parseEntry([]byte(strings.Replace(string(b), `"query_api": "graphite"`, `"query_api": "influxql"`, 1)))
+	if err == nil || !strings.Contains(err.Error(), `tsdb.query_api: "prometheus" (the default) or "graphite"`) {
+		t.Errorf("query_api influxql: %v", err)
 	}
 }

@@ -247,6 +247,11 @@ func checkTSDB(t *testing.T, s *stack) {
 		if v := cell(t, out, "#### Scaling", cfg, "stored [points/s]"); v < 170 || v > 205 {
 			t.Errorf("scaling row %s: %g points/s stored, want about 200", cfg, v)
 		}
+		// graphite-web answered the query of every second of the
+		// benchmarking phase (5 s), over one cache and over two.
+		if n := s.count(t, `SELECT coalesce(sum(count), 0)::int FROM shard_operations WHERE code = $1 AND starts_with(phase, $2) AND operation = 'QUERY' AND histogram IS NOT NULL`, graphite, cfg); n < 4 {
+			t.Errorf("%s: %d queries answered by graphite-web, want one a second", cfg, n)
+		}
 	}
 
 	// The saturation search's mechanics on metrics generators: two short

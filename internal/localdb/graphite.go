@@ -2,9 +2,12 @@ package localdb
 
 import (
 	"context"
+	"crypto/rand"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"net"
+	"net/http"
 	"os"
 	"path/filepath"
 	"slices"
@@ -24,8 +27,8 @@ const CarbonVersion = "1.1.10"
 // CarbonHome locates the venv holding carbon: $BENCHQ_CARBON_HOME, else
 // /opt/benchq/carbon/<version> (where the bootstrap installs it as root:
 // the SUT's OS user must reach it, and /root is closed to it), else
-// ~/.cache/benchq/carbon/<version>. It has bin/carbon-cache.py and
-// bin/carbon-relay.py.
+// ~/.cache/benchq/carbon/<version>. It has bin/carbon-cache.py,
+// bin/carbon-relay.py and graphite-web's bin/gunicorn.
 func CarbonHome() (string, error) {
 	places := []string{filepath.Join("/opt/benchq/carbon", CarbonVersion), filepath.Join(benchqCache(), "carbon", CarbonVersion)}
 	if env := os.Getenv("BENCHQ_CARBON_HOME"); env != "" {
@@ -55,15 +58,27 @@ type GraphiteOptions struct {
 	OSUser string
 }
 
-// CarbonDaemon is one running carbon-cache or carbon-relay.
+// CarbonDaemon is one running daemon of Graphite: a carbon-cache, a
+// carbon-relay, or graphite-web (the query API, under gunicorn).
 type CarbonDaemon struct {
-	Program  string // carbon-cache or carbon-relay
-	Instance string // its --instance: n0, n1, … for caches, relay
-	Dir      string // carbon.conf, run/, storage/, <program>.{pid,log}
-	Line     int    // the plaintext protocol's port
-	Pickle   int    // the pickle protocol's port (the relay writes to the caches' on it)
-	Query    int    // the cache query port (caches only)
+	Program  string // carbon-cache, carbon-relay or graphite-web
+	Instance string // carbon's --instance: n0, n1, … for caches, relay; web
+	Dir      string // its configuration, run/, storage/, <program>.{pid,log}
+	Line     int    // the plaintext protocol's port (carbon)
+	Pickle   int    // the pickle protocol's port (carbon; the relay writes to the caches' on it)
+	Query    int    // the cache query port (carbon; graphite-web asks the caches there for points not yet written)
+	HTTP     int    // graphite-web's port (/render)
 	Pid      int
+}
+
+const graphiteWeb = "graphite-web"
+
+// ports are the daemon's ports, in the order of its ports file.
+func (d *CarbonDaemon) ports() []*int {
+	if d.Program == graphiteWeb {
+		return []*int{&d.HTTP}
+	}
+	return []*int{&d.Line, &d.Pickle, &d.Query}
 }
 
 // Addr is the plaintext listener's host:port.
@@ -73,16 +88,26 @@ func (d CarbonDaemon) Addr() string { return net.JoinHostPort("127.0.0.1", strco
 // (carbon's own under carbon/).
 func (d CarbonDaemon) WhisperDir() string { return filepath.Join(d.Dir, "storage", "whisper") }
 
+// URL is graphite-web's base URL.
+func (d CarbonDaemon) URL() string {
+	return "http://" + net.JoinHostPort("127.0.0.1", strconv.Itoa(d.HTTP))
+}
+
 func (d CarbonDaemon) daemon() daemon {
+	if d.Program == graphiteWeb {
+		return daemon{name: "gunicorn", dir: d.Dir, file: d.Program}
+	}
 	return daemon{name: d.Program + ".py", dir: d.Dir, file: d.Program}
 }
 
-// Graphite is a running carbon: one carbon-cache, or a carbon-relay in
-// front of carbon-caches.
+// Graphite is a running Graphite: one carbon-cache, or a carbon-relay in
+// front of carbon-caches, and graphite-web answering queries over all of
+// them.
 type Graphite struct {
 	Dir    string
 	Caches []CarbonDaemon
 	Relay  *CarbonDaemon // nil: clients write to Caches[0]
+	Web    CarbonDaemon  // graphite-web
 }
 
 // Front is the daemon clients write to: the relay, or the only cache.
@@ -93,7 +118,8 @@ func (g *Graphite) Front() CarbonDaemon {
 	return g.Caches[0]
 }
 
-// Pids are the daemons' processes, the front one first.
+// Pids are the daemons' processes, the front one first, graphite-web
+// last.
 func (g *Graphite) Pids() []int {
 	var out []int
 	if g.Relay != nil {
@@ -102,7 +128,7 @@ func (g *Graphite) Pids() []int {
 	for _, c := range g.Caches {
 		out = append(out, c.Pid)
 	}
-	return out
+	return append(out, g.Web.Pid)
 }
 
 // WhisperDirs are the caches' series directories.
@@ -114,9 +140,10 @@ func (g *Graphite) WhisperDirs() []string {
 	return out
 }
 
-// StartGraphite runs carbon on 127.0.0.1 in dir: cache-0, cache-1, … and,
-// with opts.Caches > 0, a relay in front of them, and waits until every
-// daemon takes connections. Live daemons of dir are kept; a dead one is
+// StartGraphite runs Graphite on 127.0.0.1 in dir: carbon's cache-0,
+// cache-1, … and, with opts.Caches > 0, a relay in front of them, then
+// graphite-web over the caches, and waits until every daemon takes
+// connections and graphite-web answers a query. Live daemons of dir are kept; a dead one is
 // started again on its previous ports when they are free. If it fails,
 // nothing of dir is left running (unless ctx ended).
 func StartGraphite(ctx context.Context, dir string, opts GraphiteOptions) (*Graphite, error) {
@@ -161,7 +188,8 @@ func (g *Graphite) start(ctx context.Context, home string, opts GraphiteOptions)
 		}
 		g.Relay = &d
 	}
-	return nil
+	g.Web = CarbonDaemon{Program: graphiteWeb, Instance: "web", Dir: filepath.Join(g.Dir, "web")}
+	return g.Web.run(ctx, home, osUser, opts, g.Caches)
 }
 
 // run starts the daemon (or finds it live) on its previous ports if it
@@ -171,15 +199,24 @@ func (d *CarbonDaemon) run(ctx context.Context, home, osUser string, opts Graphi
 		return err
 	}
 	portsFile := filepath.Join(d.Dir, "ports")
-	var prev [3]int
+	fields := d.ports()
+	prev := make([]int, len(fields))
 	if b, err := os.ReadFile(portsFile); err == nil {
-		_, _ = fmt.Sscan(string(b), &prev[0], &prev[1], &prev[2])
+		into := make([]any, len(prev))
+		for i := range prev {
+			into[i] = &prev[i]
+		}
+		_, _ = fmt.Sscan(string(b), into...)
 	}
 	if pid, ok := d.daemon().live(); ok && prev[0] != 0 {
-		d.Line, d.Pickle, d.Query, d.Pid = prev[0], prev[1], prev[2], pid
+		for i, f := range fields {
+			*f = prev[i]
+		}
+		d.Pid = pid
 		return d.waitReady(ctx, opts.Timeout)
 	}
-	attempt := func(ports [3]int) error {
+	attempt := func(ports []int) error {
+		var line []string
 		for i := range ports {
 			for ports[i] == 0 || slices.Contains(ports[:i], ports[i]) {
 				p, err := procs.FreePort()
@@ -188,40 +225,59 @@ func (d *CarbonDaemon) run(ctx context.Context, home, osUser string, opts Graphi
 				}
 				ports[i] = p
 			}
+			*fields[i] = ports[i]
+			line = append(line, strconv.Itoa(ports[i]))
 		}
-		d.Line, d.Pickle, d.Query = ports[0], ports[1], ports[2]
-		if err := os.WriteFile(portsFile, []byte(fmt.Sprintf("%d %d %d\n", d.Line, d.Pickle, d.Query)), 0o644); err != nil {
+		if err := os.WriteFile(portsFile, []byte(strings.Join(line, " ")+"\n"), 0o644); err != nil {
 			return err
 		}
 		return d.launch(ctx, home, osUser, opts, caches)
 	}
 	err := attempt(prev)
 	for i := 0; i < 2 && errors.Is(err, ErrAddrInUse); i++ {
-		err = attempt([3]int{}) // previous or picked ports taken: fresh ones
+		err = attempt(make([]int, len(fields))) // previous or picked ports taken: fresh ones
 	}
 	return err
 }
 
 func (d *CarbonDaemon) launch(ctx context.Context, home, osUser string, opts GraphiteOptions, caches []CarbonDaemon) error {
-	conf := filepath.Join(d.Dir, "carbon.conf")
-	for _, f := range []struct{ name, content string }{
-		{"carbon.conf", d.config(caches)},
-		{"storage-schemas.conf", storageSchemas(opts.Retention)},
-	} {
+	type file struct{ name, content string }
+	var files []file
+	var bin string
+	var args, subdirs []string
+	if d.Program == graphiteWeb {
+		settings, err := webSettings(d.Dir, caches)
+		if err != nil {
+			return err
+		}
+		files = []file{{webSettingsModule + ".py", settings}}
+		// One sync worker: the probe sends one query a second.
+		bin, args = filepath.Join(home, "bin", "gunicorn"), []string{
+			"--bind", net.JoinHostPort("127.0.0.1", strconv.Itoa(d.HTTP)), "--workers", "1",
+			"--pythonpath", d.Dir, "--env", "DJANGO_SETTINGS_MODULE=" + webSettingsModule,
+			"--graceful-timeout", "2", "graphite.wsgi:application"}
+		subdirs = []string{"storage", "storage/log"}
+	} else {
+		conf := filepath.Join(d.Dir, "carbon.conf")
+		files = []file{{"carbon.conf", d.config(caches)}, {"storage-schemas.conf", storageSchemas(opts.Retention)}}
+		// --debug: in the foreground, logging to stdout (our log file).
+		bin, args = filepath.Join(home, "bin", d.Program+".py"), []string{"--config=" + conf, "--instance=" + d.Instance, "--debug", "start"}
+		subdirs = []string{"run", "storage", "storage/whisper", "storage/log", "storage/lists"}
+	}
+	for _, f := range files {
 		if err := os.WriteFile(filepath.Join(d.Dir, f.name), []byte(f.content), 0o644); err != nil {
 			return fmt.Errorf("write %s: %w", f.name, err)
 		}
 	}
-	for _, sub := range []string{"run", "storage", "storage/whisper", "storage/log", "storage/lists"} {
+	for _, sub := range subdirs {
 		if err := prepareDataDir(filepath.Join(d.Dir, sub), osUser); err != nil {
 			return err
 		}
 	}
 	pid, err := procs.Start(procs.Spec{
-		Name: d.Program,
-		Path: filepath.Join(home, "bin", d.Program+".py"),
-		// --debug: in the foreground, logging to stdout (our log file).
-		Args:    []string{"--config=" + conf, "--instance=" + d.Instance, "--debug", "start"},
+		Name:    d.Program,
+		Path:    bin,
+		Args:    args,
 		Dir:     d.Dir,
 		User:    osUser,
 		LogFile: d.daemon().logFile(),
@@ -299,6 +355,42 @@ func (d *CarbonDaemon) config(caches []CarbonDaemon) string {
 	return b.String()
 }
 
+// webSettingsModule is graphite-web's Django settings, written in its
+// directory.
+const webSettingsModule = "benchq_graphite_settings"
+
+// webSettings is graphite-web's settings: graphite's defaults, with the
+// caches' whisper directories to read and their query ports to ask for
+// the points they hold but have not written yet (carbonlink), hashed as
+// the relay spreads the series (consistent hashing on host and instance).
+// Paths are written as Go quotes them, which Python reads alike.
+func webSettings(dir string, caches []CarbonDaemon) (string, error) {
+	key := make([]byte, 24)
+	if _, err := rand.Read(key); err != nil {
+		return "", err
+	}
+	var whisperDirs, links []string
+	for _, c := range caches {
+		whisperDirs = append(whisperDirs, strconv.Quote(c.WhisperDir()))
+		links = append(links, strconv.Quote(fmt.Sprintf("127.0.0.1:%d:%s", c.Query, c.Instance)))
+	}
+	storage := filepath.Join(dir, "storage")
+	var b strings.Builder
+	fmt.Fprintf(&b, "# written by benchq (internal/localdb/graphite.go) for graphite-web\n")
+	fmt.Fprintf(&b, "from graphite.settings import *  # noqa: F401,F403\n")
+	kv := func(k, v string) { fmt.Fprintf(&b, "%s = %s\n", k, v) }
+	kv("SECRET_KEY", strconv.Quote(hex.EncodeToString(key)))
+	kv("ALLOWED_HOSTS", `["127.0.0.1", "localhost"]`)
+	kv("STORAGE_DIR", strconv.Quote(storage))
+	kv("LOG_DIR", strconv.Quote(filepath.Join(storage, "log")))
+	kv("INDEX_FILE", strconv.Quote(filepath.Join(storage, "index")))
+	kv("STANDARD_DIRS", "["+strings.Join(whisperDirs, ", ")+"]")
+	kv("CARBONLINK_HOSTS", "["+strings.Join(links, ", ")+"]")
+	kv("CARBONLINK_HASHING_TYPE", `"carbon_ch"`)
+	kv("DATABASES", fmt.Sprintf(`{"default": {"ENGINE": "django.db.backends.sqlite3", "NAME": %s}}`, strconv.Quote(filepath.Join(storage, "graphite.db"))))
+	return b.String(), nil
+}
+
 // storageSchemas gives every series, carbon's own too, retention (one
 // point per second for a day by default).
 func storageSchemas(retention string) string {
@@ -309,6 +401,27 @@ func storageSchemas(retention string) string {
 }
 
 func (d *CarbonDaemon) waitReady(ctx context.Context, timeout time.Duration) error {
+	if d.Program == graphiteWeb {
+		// Django loads its views at the first request (about a second):
+		// that one is made here, not by the first measured query.
+		client := &http.Client{Timeout: 5 * time.Second}
+		return waitReady(ctx, d.Program, d.Pid, d.daemon().logFile(), "graphite-web answering", orDefault(timeout, 30*time.Second), 100*time.Millisecond,
+			func(ctx context.Context) error {
+				req, err := http.NewRequestWithContext(ctx, http.MethodGet, d.URL()+"/render?target=benchq.ready&format=json&from=-10s", nil)
+				if err != nil {
+					return err
+				}
+				resp, err := client.Do(req)
+				if err != nil {
+					return err
+				}
+				_ = resp.Body.Close()
+				if resp.StatusCode != http.StatusOK {
+					return fmt.Errorf("/render: %s", resp.Status)
+				}
+				return nil
+			})
+	}
 	ports := []int{d.Line, d.Pickle}
 	if d.Program == "carbon-cache" {
 		ports = append(ports, d.Query)
@@ -326,14 +439,17 @@ func (d *CarbonDaemon) waitReady(ctx context.Context, timeout time.Duration) err
 		})
 }
 
-// Stop stops every daemon of dir (by their pid files), the relay first so
-// that it hands on what it holds. Nothing running is not an error.
+// Stop stops every daemon of dir (by their pid files): graphite-web, then
+// the relay, so that it hands on what it holds, then the caches. Nothing running is not an error.
 func (g *Graphite) Stop(ctx context.Context) error {
 	dirs, err := filepath.Glob(filepath.Join(g.Dir, "cache-*"))
 	if err != nil {
 		return fmt.Errorf("stop carbon: %w", err)
 	}
-	errs := []error{CarbonDaemon{Program: "carbon-relay", Dir: filepath.Join(g.Dir, "relay")}.daemon().stop(ctx, 0)}
+	errs := []error{
+		CarbonDaemon{Program: graphiteWeb, Dir: filepath.Join(g.Dir, "web")}.daemon().stop(ctx, 0),
+		CarbonDaemon{Program: "carbon-relay", Dir: filepath.Join(g.Dir, "relay")}.daemon().stop(ctx, 0),
+	}
 	for _, d := range dirs {
 		errs = append(errs, CarbonDaemon{Program: "carbon-cache", Dir: d}.daemon().stop(ctx, 0))
 	}

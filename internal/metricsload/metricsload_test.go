@@ -273,3 +273,49 @@ func counter(page, series string) int64 {
 	}
 	return -1
 }
+
+// The probe speaks graphite-web's /render too: points the generator sent
+// to a real carbon-cache come back from graphite-web, read from whisper or
+// from the cache's memory (carbonlink), and an unknown series is an empty
+// answer, not an error.
+func TestProbeReadsGraphite(t *testing.T) {
+	if _, err := localdb.CarbonHome(); err != nil {
+		t.Skipf("skipping: %v", err)
+	}
+	ctx, cancel := context.WithTimeout(t.Context(), 2*time.Minute)
+	defer cancel()
+	g, err := localdb.StartGraphite(ctx, t.TempDir(), localdb.GraphiteOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = g.Stop(context.Background()) })
+	res, err := metricsload.Run(ctx, metricsload.Config{Protocol: metricsload.Carbon, Target: g.Front().Addr(), Agents: 1, Metrics: 5,
+		FlushInterval: 250 * time.Millisecond, Prefix: "gtest", Duration: 1200 * time.Millisecond}, nil)
+	if err != nil || res.Sent == 0 {
+		t.Fatalf("sent %d: %v", res.Sent, err)
+	}
+	read := func(series string) metricsload.Reading {
+		probeCtx, stop := context.WithCancel(ctx)
+		defer stop()
+		var r metricsload.Reading
+		metricsload.Probe{URL: g.Web.URL(), Path: "/render", Graphite: true, Query: series}.Run(probeCtx, func(got metricsload.Reading) {
+			r = got
+			stop()
+		})
+		return r
+	}
+	var r metricsload.Reading
+	for deadline := time.Now().Add(20 * time.Second); time.Now().Before(deadline); time.Sleep(200 * time.Millisecond) {
+		if r = read(metricsload.SeriesName(metricsload.Carbon, "gtest", 1, 1)); r.Err != nil || r.Points > 0 {
+			break
+		}
+	}
+	// The series got a point a second at most (whisper keeps one per
+	// second) over the 1.2 s the generator ran: 3 seconds at most.
+	if r.Err != nil || r.Points < 1 || r.Points > 3 || r.Latency <= 0 {
+		t.Errorf("graphite-web's answer: %d points in %s, %v", r.Points, r.Latency, r.Err)
+	}
+	if r := read("gtest.nothing"); r.Err != nil || r.Points != 0 {
+		t.Errorf("an unknown series: %d points, %v", r.Points, r.Err)
+	}
+}

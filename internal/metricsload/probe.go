@@ -17,11 +17,14 @@ import (
 // long the answer took, so that a report can show whether queries still
 // run while ingest is overloaded.
 type Probe struct {
-	URL    string        // the API's base, e.g. http://127.0.0.1:8428
-	Path   string        // its range query (default /api/v1/query_range)
-	Query  string        // one series, e.g. haggar1.agent1.metric1 (SeriesName)
-	Window time.Duration // default 1 minute
-	Every  time.Duration // default 1 second
+	URL   string // the API's base, e.g. http://127.0.0.1:8428
+	Path  string // its range query (default /api/v1/query_range)
+	Query string // one series, e.g. haggar1.agent1.metric1 (SeriesName)
+	// Graphite: Path is graphite-web's /render (target, from, until,
+	// format=json), not a Prometheus range query.
+	Graphite bool
+	Window   time.Duration // default 1 minute
+	Every    time.Duration // default 1 second
 	// Timeout bounds one query (default Every): a slower answer is a
 	// failed reading, not a stalled probe.
 	Timeout time.Duration
@@ -68,11 +71,10 @@ func (p Probe) Run(ctx context.Context, each func(Reading)) {
 
 func (p Probe) once(ctx context.Context, client *http.Client, window time.Duration) Reading {
 	at := time.Now()
-	q := url.Values{
-		"query": {p.Query},
-		"start": {strconv.FormatInt(at.Add(-window).Unix(), 10)},
-		"end":   {strconv.FormatInt(at.Unix(), 10)},
-		"step":  {"1s"},
+	from, until := strconv.FormatInt(at.Add(-window).Unix(), 10), strconv.FormatInt(at.Unix(), 10)
+	q := url.Values{"query": {p.Query}, "start": {from}, "end": {until}, "step": {"1s"}}
+	if p.Graphite {
+		q = url.Values{"target": {p.Query}, "from": {from}, "until": {until}, "format": {"json"}}
 	}
 	r := Reading{At: at}
 	path := p.Path
@@ -100,6 +102,33 @@ func (p Probe) once(ctx context.Context, client *http.Client, window time.Durati
 		r.Err = fmt.Errorf("query %s: %s: %.200s", p.Query, resp.Status, body)
 		return r
 	}
+	if r.Points, err = points(body, p.Graphite); err != nil {
+		r.Err = fmt.Errorf("query %s: %w", p.Query, err)
+	}
+	return r
+}
+
+// points counts the points of an answer: a Prometheus range query's
+// values, or the datapoints of graphite-web's JSON that are not null
+// (it answers a point per step of the range, null where none is stored).
+func points(body []byte, graphite bool) (int, error) {
+	n := 0
+	if graphite {
+		var series []struct {
+			Datapoints [][2]*float64 `json:"datapoints"`
+		}
+		if err := json.Unmarshal(body, &series); err != nil {
+			return 0, err
+		}
+		for _, s := range series {
+			for _, p := range s.Datapoints {
+				if p[0] != nil {
+					n++
+				}
+			}
+		}
+		return n, nil
+	}
 	var answer struct {
 		Data struct {
 			Result []struct {
@@ -108,11 +137,10 @@ func (p Probe) once(ctx context.Context, client *http.Client, window time.Durati
 		} `json:"data"`
 	}
 	if err := json.Unmarshal(body, &answer); err != nil {
-		r.Err = fmt.Errorf("query %s: %w", p.Query, err)
-		return r
+		return 0, err
 	}
 	for _, s := range answer.Data.Result {
-		r.Points += len(s.Values)
+		n += len(s.Values)
 	}
-	return r
+	return n, nil
 }

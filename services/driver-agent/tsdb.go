@@ -58,15 +58,22 @@ func tsdbTarget(job contracts.ShardJob, entry catalog.Entry) (string, error) {
 		if entry.TSDB.RemoteWritePath == "" {
 			return "", fmt.Errorf("%s has no remote-write receiver", job.DBMS)
 		}
-		return apiBase(ep) + entry.TSDB.RemoteWritePath, nil
+		return apiBase(ep, "") + entry.TSDB.RemoteWritePath, nil
 	}
 	return "", fmt.Errorf("protocol %q: use carbon or remote-write", job.TSDB.Protocol)
 }
 
 // apiBase is the base URL of a time-series database's HTTP API: its
-// endpoint's port (remote write, queries, /metrics).
-func apiBase(ep contracts.Endpoint) string {
-	return "http://" + net.JoinHostPort(ep.Host, strconv.Itoa(ep.Port))
+// endpoint's port (remote write, queries, /metrics), or the endpoint's port
+// of role when the catalog names one (Graphite's graphite-web and counts).
+// A role the endpoint lacks gives port 0: every request fails, and its
+// reading is missing.
+func apiBase(ep contracts.Endpoint, role string) string {
+	port := ep.Port
+	if role != "" {
+		port = ep.Ports[role]
+	}
+	return "http://" + net.JoinHostPort(ep.Host, strconv.Itoa(port))
 }
 
 // runTSDB runs the generator inside the agent (internal/metricsload). It
@@ -148,8 +155,8 @@ func (a *Agent) runTSDB(ctx context.Context, job contracts.ShardJob, entry catal
 		}()
 	}
 	if job.Kind == contracts.KindRun && job.Shard == 1 && entry.TSDB.QueryPath != "" {
-		probe := metricsload.Probe{URL: apiBase(job.Endpoint), Path: entry.TSDB.QueryPath,
-			Query: metricsload.SeriesName(t.Protocol, t.Prefix, 1, 1)}
+		probe := metricsload.Probe{URL: apiBase(job.Endpoint, entry.TSDB.QueryPort), Path: entry.TSDB.QueryPath,
+			Query: metricsload.SeriesName(t.Protocol, t.Prefix, 1, 1), Graphite: entry.TSDB.QueryAPI == catalog.QueryGraphite}
 		probeWG.Add(1)
 		go func() {
 			defer probeWG.Done()
@@ -223,12 +230,8 @@ type ingestReader struct {
 // the /metrics of the SUT's HTTP port, or of the endpoint's port the
 // catalog's metrics_port names (Graphite's, served by the deployer).
 func newIngestReader(job contracts.ShardJob, entry catalog.Entry) *ingestReader {
-	ep := job.Endpoint
-	if role := entry.TSDB.MetricsPort; role != "" {
-		ep.Port = ep.Ports[role] // 0 if missing: every reading fails, and is missing
-	}
 	quiet := time.Duration(max(entry.TSDB.DrainQuietS, 1)) * time.Second
-	return &ingestReader{url: apiBase(ep) + "/metrics", counter: entry.TSDB.Ingested[job.TSDB.Protocol], quiet: quiet}
+	return &ingestReader{url: apiBase(job.Endpoint, entry.TSDB.MetricsPort) + "/metrics", counter: entry.TSDB.Ingested[job.TSDB.Protocol], quiet: quiet}
 }
 
 // every reads each interval until ctx ends (a slow page delays only its

@@ -23,10 +23,12 @@ const graphiteDir = "graphite"
 // carbonExporter names the in-process exporter of a Graphite SUT's counts.
 const carbonExporter = "carbon"
 
-// startGraphite runs carbon: one carbon-cache, or with -nw N a carbon-relay
-// in front of N carbon-caches, as the SUTs' OS account, on loopback without
-// a password (carbon's plaintext protocol has none, docs/security.md). The
-// endpoint's port is where clients write (the relay, or the cache). Carbon
+// startGraphite runs Graphite: one carbon-cache, or with -nw N a
+// carbon-relay in front of N carbon-caches, and graphite-web over them, as
+// the SUTs' OS account, on loopback without a password (carbon's plaintext
+// protocol and graphite-web's /render have none, docs/security.md). The
+// endpoint's port is where clients write (the relay, or the cache); its
+// "query" port is graphite-web's. Carbon
 // has no /metrics: this deployer serves its counts, read from its whisper
 // files (internal/carbonexporter), on the endpoint's "metrics" port, with
 // or without -ma; benchq tsdb reads the stored points there.
@@ -66,12 +68,13 @@ func (l *Local) startGraphite(ctx context.Context, dir string, entry catalog.Ent
 	ep := entry.Endpoint("127.0.0.1", front.Line)
 	_, metricsPort, _ := net.SplitHostPort(e.Addr)
 	mp, _ := strconv.Atoi(metricsPort)
-	ep.Ports = map[string]int{entry.TSDB.CarbonPort: front.Line, entry.TSDB.MetricsPort: mp}
+	ep.Ports = map[string]int{entry.TSDB.CarbonPort: front.Line, entry.TSDB.MetricsPort: mp, entry.TSDB.QueryPort: g.Web.HTTP}
 	// workers is -nw: 0 for a single carbon-cache without a relay.
 	info := map[string]any{"workers": caches, "worker_nodes": nodes, "nodes": strings.Join(nodes, ",")}
 	if g.Relay != nil {
 		info["relay"] = g.Relay.Addr()
 	}
+	info["query"] = g.Web.URL()
 	return localState{
 		DBMS: entry.Name, Kind: entry.Kind, Endpoint: ep, Pid: front.Pid, Pids: g.Pids(),
 		Info: info, Exporters: []exporter{e},
