@@ -15,35 +15,59 @@ import (
 	"github.com/jackc/pgx/v5"
 )
 
-// cpuQuota is a cgroup (v1 cpu controller, or v2 cpu.max) holding processes
-// to a share of one CPU: a SUT throttled on purpose, whose limit does not
-// depend on the drivers.
+// cpuQuota is a cgroup (v1 cpu controller, or v2) holding processes to a
+// share of one CPU (a SUT throttled on purpose, whose limit does not depend
+// on the drivers), or giving them precedence over the machine's other
+// processes (cpuPriority).
 type cpuQuota struct{ dir string }
 
 // newCPUQuota makes a cgroup of percent % of one CPU, removed when t ends;
-// the test is skipped (saying why) where no cgroup can be made.
+// the test is skipped (saying why) where no cgroup can be made. The group
+// also has the weight of newCPUPriority: its processes get their percent
+// while other tests' stacks keep the cores busy.
 func newCPUQuota(t *testing.T, percent int) *cpuQuota {
+	return newCgroup(t, "quota", percent)
+}
+
+// newCPUPriority makes a cgroup without a limit whose processes take the
+// CPU they want before the processes outside it: ten times the weight of
+// the default group. A test measuring a knee runs its stack in one, beside
+// the tests that keep the two cores busy, and measures what it would
+// alone as long as it needs less than the machine.
+func newCPUPriority(t *testing.T) *cpuQuota {
+	return newCgroup(t, "priority", 0)
+}
+
+func newCgroup(t *testing.T, kind string, percent int) *cpuQuota {
 	t.Helper()
-	// One per test: tests of one process may hold quotas at once.
-	name := fmt.Sprintf("benchq-e2e-%d-%s", os.Getpid(), strings.NewReplacer("/", "-", " ", "-").Replace(t.Name()))
+	// One per test: tests of one process may hold cgroups at once.
+	name := fmt.Sprintf("benchq-e2e-%d-%s-%s", os.Getpid(), kind, strings.NewReplacer("/", "-", " ", "-").Replace(t.Name()))
 	v1 := "/sys/fs/cgroup/cpu"
 	q := &cpuQuota{}
+	write := func(file, value string) error {
+		return os.WriteFile(filepath.Join(q.dir, file), []byte(value), 0o644)
+	}
 	var err error
 	if _, e := os.Stat(filepath.Join(v1, "cpu.cfs_quota_us")); e == nil {
 		q.dir = filepath.Join(v1, name)
 		if err = os.Mkdir(q.dir, 0o755); err == nil {
-			err = errors.Join(os.WriteFile(filepath.Join(q.dir, "cpu.cfs_period_us"), []byte("100000"), 0o644),
-				os.WriteFile(filepath.Join(q.dir, "cpu.cfs_quota_us"), []byte(strconv.Itoa(1000*percent)), 0o644))
+			err = write("cpu.shares", "10240")
+			if percent > 0 {
+				err = errors.Join(err, write("cpu.cfs_period_us", "100000"), write("cpu.cfs_quota_us", strconv.Itoa(1000*percent)))
+			}
 		}
 	} else {
 		q.dir = filepath.Join("/sys/fs/cgroup", name)
 		if err = os.Mkdir(q.dir, 0o755); err == nil {
-			err = os.WriteFile(filepath.Join(q.dir, "cpu.max"), []byte(fmt.Sprintf("%d 100000", 1000*percent)), 0o644)
+			err = write("cpu.weight", "1000")
+			if percent > 0 {
+				err = errors.Join(err, write("cpu.max", fmt.Sprintf("%d 100000", 1000*percent)))
+			}
 		}
 	}
 	if err != nil {
 		_ = os.Remove(q.dir)
-		t.Skipf("no CPU quota can be set here (a cgroup needs root and a writable cpu controller): %v", err)
+		t.Skipf("no cgroup can be made here (it needs root and a writable cpu controller): %v", err)
 	}
 	t.Cleanup(func() {
 		// The cgroup can go once its processes have (the SUTs are torn down).
@@ -91,9 +115,14 @@ func (s *stack) throttled(t *testing.T, q *cpuQuota, benchmark, code string, tim
 // with the search's threads, no target: its capacity, measured
 // independently).
 // Every step's figures trace back to the stored results.
+//
+// It runs beside the other parallel tests, its stack in a cgroup of ten
+// times the others' CPU weight: the search needs about a third of the two
+// cores, and takes it first (alone, it left the rest idle for 3 minutes).
 func TestSaturationFindsTheKneeOfAThrottledRedis(t *testing.T) {
+	t.Parallel() // its own stack, with precedence (see the package comment)
 	q := newCPUQuota(t, 5)
-	s := startStack(t)
+	s := startStackIn(t, newCPUPriority(t))
 	base := []string{"-dbms", "Redis", "-sf", "0.01", "-xwl", "c", "-nlp", "1", "-nlt", "4", "-nbp", "1"}
 
 	// The limit: the search's driver shape (1 shard, 16 threads) without a

@@ -4,10 +4,13 @@
 //
 // Each test starts a stack of its own (its own BENCHQ_HOME, ports, NATS,
 // results database, Prometheus), so the tests whose checks do not depend on
-// having the machine to themselves run in parallel (t.Parallel, two at a
-// time: go test's -parallel, GOMAXPROCS by default): the machine is mostly
-// waiting on a stack's timers and I/O. (Four at a time took as long.) The saturation search and the chaos
-// harness (whose cpu-hog round takes every core) run alone, before them.
+// having the machine to themselves run in parallel, all at once (go test
+// -parallel 5 in the Makefile: with fewer slots go test may start the
+// longest last). The saturation search is one of them, its stack
+// in a cgroup of ten times the CPU weight of the rest (newCPUPriority): it
+// measures a knee, and gets the share of the cores it needs first. The
+// chaos harness (whose cpu-hog round takes every core) runs alone, before
+// them.
 package e2e
 
 import (
@@ -57,6 +60,15 @@ type stack struct {
 
 func startStack(t *testing.T) *stack {
 	t.Helper()
+	return startStackIn(t, nil)
+}
+
+// startStackIn starts the stack with every process of it (services, NATS,
+// results database, Prometheus, the SUTs and drivers they start) in
+// cgroup cg, when not nil: `benchq up` joins it before it starts anything,
+// and children stay in their parent's cgroup.
+func startStackIn(t *testing.T, cg *cpuQuota) *stack {
+	t.Helper()
 	repo, _ := filepath.Abs("..")
 	bin := filepath.Join(repo, ".benchq", "bin")
 	for _, b := range []string{"benchq", "scheduler", "deployer", "driver-agent", "collector", "nats-server"} {
@@ -90,7 +102,12 @@ func startStack(t *testing.T) *stack {
 	})
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
-	if out, err := s.benchq(ctx, "up"); err != nil {
+	up := s.command(ctx, "up")
+	if cg != nil {
+		up.Args = append([]string{"/bin/sh", "-c", `echo $$ > "$0/cgroup.procs" && exec "$@"`, cg.dir}, up.Args...)
+		up.Path = "/bin/sh"
+	}
+	if out, err := up.CombinedOutput(); err != nil {
 		s.dumpLogs()
 		t.Fatalf("benchq up: %v\n%s", err, out)
 	}
