@@ -229,7 +229,14 @@ func agent(ctx context.Context, cfg Config, id int, startAt time.Time, sent *ato
 		select {
 		case <-ctx.Done():
 			return
-		case <-t.C:
+		case tick := <-t.C:
+			// A tick due at or after the end is not a flush, even when
+			// this goroutine wakes to it before it sees the end (select
+			// picks at random among ready cases): a busy machine would
+			// otherwise add a flush to some runs.
+			if deadline, ok := ctx.Deadline(); ok && !tick.Before(deadline) {
+				return
+			}
 		}
 	}
 }
