@@ -68,8 +68,20 @@ func TestEvaluateIngest(t *testing.T) {
 			t.Errorf("bursts storing %g points/s of 1000: %s (%s), want %s", c.stored, st.Verdict, st.Why, c.verdict)
 		}
 	}
+	// A counter that stands still for seconds and jumps by less than was
+	// sent (carbon overloaded) can hide its backlog in the trend's error;
+	// the window's total still falls short by more than a second of
+	// points, and fails.
+	g := generator(1, 1000, 20, 0)
+	for i := range g.Ingest.Readings {
+		g.Ingest.Readings[i].Total = 1000 + 4250*float64((i+2)/5)
+	}
+	st := EvaluateIngest(tsdb, 1, contracts.RoleStep, 1, 1000, []*contracts.Final{g})
+	if st.Verdict != contracts.VerdictFail || !strings.Contains(st.Why, "stored") || st.Goodput >= 800 {
+		t.Errorf("a stalling counter storing 850 points/s of 1000: %s (%s), stored %.0f/s", st.Verdict, st.Why, st.Goodput)
+	}
 	// Without the database's count there is nothing to judge by.
-	st := EvaluateIngest(tsdb, 1, contracts.RoleStep, 1, 1000, []*contracts.Final{generator(1, 500, 10, -1)})
+	st = EvaluateIngest(tsdb, 1, contracts.RoleStep, 1, 1000, []*contracts.Final{generator(1, 500, 10, -1)})
 	if st.Verdict != contracts.VerdictFail || !strings.Contains(st.Why, "not read") {
 		t.Errorf("no readings: %s (%s)", st.Verdict, st.Why)
 	}
