@@ -167,6 +167,14 @@ bench-tpcc:
 bench-tsdb: bootstrap
 	@go run ./cmd/bench-tsdb -metrics $(or $(METRICS),1000) -agents $(or $(AGENTS),2) -step $(or $(STEP),10s) -caches $(or $(CACHES),1,2,3) $(if $(ONLY),-only $(ONLY))
 
+# The carbon scaling through the whole stack: benchq tsdb -dbms Graphite
+# -nw NODES -xsat -cost-per-hour COST, one saturation search per cluster
+# size, and the summary's Scaling table (scripts/bench-tsdb-scaling.sh;
+# about 10 minutes). NODES, METRICS, AGENTS, GENERATORS, STEP, COST.
+.PHONY: bench-tsdb-scaling
+bench-tsdb-scaling: bootstrap
+	@scripts/bench-tsdb-scaling.sh
+
 # benchq tsdb -xsat against VictoriaMetrics held to 10 % of a CPU (a cgroup;
 # needs root), then its capacity measured flat out twice: the knee, its
 # steps and time, and whether it lies within 10 % of the capacity
