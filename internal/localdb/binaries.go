@@ -94,8 +94,21 @@ func isExecutable(p string) bool {
 // a hard link to it (a copy across file systems) in dir, which the caller
 // has made reachable for osUser (prepareDataDir). A binary the bootstrap
 // built under root's 0700 home is not runnable by another account.
+//
+// A symbolic link is followed first: `.benchq/bin/victoria-metrics` on PATH
+// is a link into root's home, and both the check and the hard link are
+// of the file it names (a hard link to a link is only the link).
 func RunnableBy(bin, osUser, dir string) (string, error) {
-	if osUser == "" || othersReach(bin) {
+	if osUser == "" {
+		return bin, nil
+	}
+	if real, err := filepath.EvalSymlinks(bin); err == nil {
+		if othersReach(bin) && othersReach(real) {
+			return bin, nil
+		}
+		bin = real
+	}
+	if othersReach(bin) {
 		return bin, nil
 	}
 	to := filepath.Join(dir, filepath.Base(bin))
@@ -114,7 +127,8 @@ func RunnableBy(bin, osUser, dir string) (string, error) {
 }
 
 // othersReach reports whether every directory above path lets others
-// through and path itself is executable by others.
+// through and path itself is executable by others (path's own directories:
+// RunnableBy follows links).
 func othersReach(path string) bool {
 	abs, err := filepath.Abs(path)
 	if err != nil {

@@ -129,4 +129,21 @@ func TestRunnableBy(t *testing.T) {
 	if got, err := RunnableBy(bin, "", open); err != nil || got != bin {
 		t.Errorf("running as ourselves: %q, %v", got, err)
 	}
+	// A link others reach that names the closed binary (.benchq/bin on
+	// PATH, linking into root's home): the binary it names is linked.
+	onPath := filepath.Join(base, "bin")
+	if err := os.Mkdir(onPath, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink(bin, filepath.Join(onPath, "server")); err != nil {
+		t.Fatal(err)
+	}
+	other := filepath.Join(base, "sut2")
+	if err := os.Mkdir(other, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	got, err = RunnableBy(filepath.Join(onPath, "server"), "someone", other)
+	if fi, lerr := os.Lstat(got); err != nil || got != filepath.Join(other, "server") || lerr != nil || fi.Mode()&os.ModeSymlink != 0 {
+		t.Errorf("a reachable link to an unreachable binary: %q, %v; want a hard link of the binary in %s", got, err, other)
+	}
 }
