@@ -102,11 +102,11 @@ func RunnableBy(bin, osUser, dir string) (string, error) {
 	if osUser == "" {
 		return bin, nil
 	}
-	if real, err := filepath.EvalSymlinks(bin); err == nil {
-		if othersReach(bin) && othersReach(real) {
+	if target, err := filepath.EvalSymlinks(bin); err == nil {
+		if othersReach(bin) && othersReach(target) {
 			return bin, nil
 		}
-		bin = real
+		bin = target
 	}
 	if othersReach(bin) {
 		return bin, nil
