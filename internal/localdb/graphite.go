@@ -7,7 +7,6 @@ import (
 	"errors"
 	"fmt"
 	"net"
-	"net/http"
 	"os"
 	"path/filepath"
 	"slices"
@@ -404,22 +403,10 @@ func (d *CarbonDaemon) waitReady(ctx context.Context, timeout time.Duration) err
 	if d.Program == graphiteWeb {
 		// Django loads its views at the first request (about a second):
 		// that one is made here, not by the first measured query.
-		client := &http.Client{Timeout: 5 * time.Second}
 		return waitReady(ctx, d.Program, d.Pid, d.daemon().logFile(), "graphite-web answering", orDefault(timeout, 30*time.Second), 100*time.Millisecond,
 			func(ctx context.Context) error {
-				req, err := http.NewRequestWithContext(ctx, http.MethodGet, d.URL()+"/render?target=benchq.ready&format=json&from=-10s", nil)
-				if err != nil {
-					return err
-				}
-				resp, err := client.Do(req)
-				if err != nil {
-					return err
-				}
-				_ = resp.Body.Close()
-				if resp.StatusCode != http.StatusOK {
-					return fmt.Errorf("/render: %s", resp.Status)
-				}
-				return nil
+				_, err := httpGet(ctx, "graphite-web /render", d.URL()+"/render?target=benchq.ready&format=json&from=-10s", 5*time.Second)
+				return err
 			})
 	}
 	ports := []int{d.Line, d.Pickle}

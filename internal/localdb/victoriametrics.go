@@ -145,9 +145,16 @@ func (v *VictoriaMetrics) waitReady(ctx context.Context, timeout time.Duration) 
 // Get fetches path from the HTTP API and returns the body; a status other
 // than 200 is an error carrying the body's start.
 func (v *VictoriaMetrics) Get(ctx context.Context, path string) ([]byte, error) {
-	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	return httpGet(ctx, "victoria-metrics "+path, v.URL()+path, 10*time.Second)
+}
+
+// httpGet fetches url within timeout and returns the body; a status other
+// than 200 is an error naming what (e.g. "victoria-metrics /health") and
+// carrying the body's start.
+func httpGet(ctx context.Context, what, url string, timeout time.Duration) ([]byte, error) {
+	ctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, v.URL()+path, nil)
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
 	if err != nil {
 		return nil, err
 	}
@@ -161,7 +168,7 @@ func (v *VictoriaMetrics) Get(ctx context.Context, path string) ([]byte, error) 
 		return nil, err
 	}
 	if resp.StatusCode != http.StatusOK {
-		return nil, fmt.Errorf("victoria-metrics %s: %s: %s", path, resp.Status, strings.TrimSpace(string(body[:min(len(body), 300)])))
+		return nil, fmt.Errorf("%s: %s: %s", what, resp.Status, strings.TrimSpace(string(body[:min(len(body), 300)])))
 	}
 	return body, nil
 }
