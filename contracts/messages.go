@@ -588,7 +588,20 @@ type Final struct {
 	// Ingest is what the time-series database said it stored while the
 	// phase ran (engine tsdb; the phase's first generator reads it).
 	Ingest *Ingest `json:"ingest,omitempty"`
-	Stdout string  `json:"stdout,omitempty"`
+	// DriverCPU is the agent's reads of the shard's driver process tree's
+	// CPU counter (the series it exports, container_cpu_usage_seconds_total)
+	// at the phase's start instant and right after the driver's last
+	// operation: the collector adds them to the scraped series, so that a
+	// loader's or benchmarker's CPU seconds are exact at the edges (the
+	// scrapes come only every second). Absent without metrics.
+	DriverCPU []CPURead `json:"driver_cpu,omitempty"`
+	Stdout    string    `json:"stdout,omitempty"`
+}
+
+// CPURead is one read of a CPU counter: its value (CPU seconds) at At.
+type CPURead struct {
+	At      time.Time `json:"at"`
+	Seconds float64   `json:"seconds"`
 }
 
 // Ingest is a time-series database's own count of the points it stored,

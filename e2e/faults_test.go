@@ -23,24 +23,29 @@ import (
 	"github.com/benchq/benchq/contracts"
 )
 
-// What bexhoma users rely on, on one embedded stack: the bexhoma grid with
-// repetitions, -ms across experiments, benchq stop, and the services
-// killed (SIGKILL) in the middle of phases.
+// The bexhoma grid with repetitions, on a stack of its own: the longest
+// experiment of the e2e (about 5 minutes here), so that it runs beside the
+// other tests rather than after them in one.
+func TestBexhomaGridWithRepetitions(t *testing.T) {
+	t.Parallel() // its own stack (see the package comment)
+	s := startStack(t)
+	code := fmt.Sprintf("e2e-grid-%d", time.Now().Unix())
+	out := s.cli(t, 8*time.Minute, "ycsb", "-e", code, "-dbms", "Redis", "-sf", "0.1", "-nlp", "2", "-nbp", "1,2", "-nbf", "1,2", "-nc", "2", "-tr", "run")
+	checkSummary(t, out, "TEST passed: Workflow as planned")
+	if n := tableRows(out, "### Execution", "#### Per Phase"); n != 8 {
+		t.Errorf("%d execution rows (Per Phase), want 8: 2 repetitions × pods [1, 2] × factors [1, 2]", n)
+	}
+	if !strings.Contains(out, "* DBMS Redis-64-2-16384 - Pods [[1, 2, 1, 2], [1, 2, 1, 2]]") {
+		t.Errorf("planned workflow missing:\n%s", out)
+	}
+}
+
+// What bexhoma users rely on, on one embedded stack: -ms across
+// experiments, benchq stop, and the services killed (SIGKILL) in the
+// middle of phases.
 func TestExperimentsAsBexhomaUsersKnowThem(t *testing.T) {
 	t.Parallel() // its own stack (see the package comment)
 	s := startStack(t)
-
-	t.Run("grid -nlp 2 -nbp 1,2 -nbf 1,2 -nc 2", func(t *testing.T) {
-		code := fmt.Sprintf("e2e-grid-%d", time.Now().Unix())
-		out := s.cli(t, 8*time.Minute, "ycsb", "-e", code, "-dbms", "Redis", "-sf", "0.1", "-nlp", "2", "-nbp", "1,2", "-nbf", "1,2", "-nc", "2", "-tr", "run")
-		checkSummary(t, out, "TEST passed: Workflow as planned")
-		if n := tableRows(out, "### Execution", "#### Per Phase"); n != 8 {
-			t.Errorf("%d execution rows (Per Phase), want 8: 2 repetitions × pods [1, 2] × factors [1, 2]", n)
-		}
-		if !strings.Contains(out, "* DBMS Redis-64-2-16384 - Pods [[1, 2, 1, 2], [1, 2, 1, 2]]") {
-			t.Errorf("planned workflow missing:\n%s", out)
-		}
-	})
 
 	t.Run("-ms 1 bounds SUTs across two experiments", func(t *testing.T) {
 		codes := []string{fmt.Sprintf("e2e-ms-a-%d", time.Now().Unix()), fmt.Sprintf("e2e-ms-b-%d", time.Now().Unix())}
@@ -536,15 +541,28 @@ func (s *stack) waitCountWithin(t *testing.T, within time.Duration, want int, qu
 	}
 }
 
+// count is the one integer query returns.
 func (s *stack) count(t *testing.T, query string, args ...any) int {
 	t.Helper()
-	var n int
+	return queryOne[int](t, s, query, args...)
+}
+
+// text is the one text value query returns.
+func (s *stack) text(t *testing.T, query string, args ...any) string {
+	t.Helper()
+	return queryOne[string](t, s, query, args...)
+}
+
+// queryOne is the one value query returns, in the results database.
+func queryOne[T any](t *testing.T, s *stack, query string, args ...any) T {
+	t.Helper()
+	var v T
 	s.withDB(t, func(ctx context.Context, conn *pgx.Conn) {
-		if err := conn.QueryRow(ctx, query, args...).Scan(&n); err != nil {
+		if err := conn.QueryRow(ctx, query, args...).Scan(&v); err != nil {
 			t.Fatalf("%s: %v", query, err)
 		}
 	})
-	return n
+	return v
 }
 
 // withDB runs f on a connection to the stack's results database.

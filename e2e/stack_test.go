@@ -39,6 +39,7 @@ type stack struct {
 	repo string
 	home string
 	env  []string
+	cg   *cpuQuota // the cgroup every process of the stack runs in (nil: none)
 	info struct {
 		NATSURL       string `json:"nats_url"`
 		NATSKeys      string `json:"nats_keys"`
@@ -84,7 +85,7 @@ func startStackIn(t *testing.T, cg *cpuQuota) *stack {
 	if err := os.Chmod(home, 0o755); err != nil {
 		t.Fatal(err)
 	}
-	s := &stack{t: t, repo: repo, home: home}
+	s := &stack{t: t, repo: repo, home: home, cg: cg}
 	s.env = append(os.Environ(), "BENCHQ_HOME="+home, "BENCHQ_BIN="+bin,
 		"BENCHQ_REPORTER="+filepath.Join(repo, ".venv", "bin", "reporter"))
 	t.Cleanup(func() {
@@ -103,10 +104,6 @@ func startStackIn(t *testing.T, cg *cpuQuota) *stack {
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
 	up := s.command(ctx, "up")
-	if cg != nil {
-		up.Args = append([]string{"/bin/sh", "-c", `echo $$ > "$0/cgroup.procs" && exec "$@"`, cg.dir}, up.Args...)
-		up.Path = "/bin/sh"
-	}
 	if out, err := up.CombinedOutput(); err != nil {
 		s.dumpLogs()
 		t.Fatalf("benchq up: %v\n%s", err, out)
@@ -140,8 +137,14 @@ func (s *stack) readStack() {
 	}
 }
 
+// command is a benchq command on the stack; with a cgroup, it runs in it,
+// as the stack does (a summary starved of CPU by the other stacks took
+// more than a minute).
 func (s *stack) command(ctx context.Context, args ...string) *exec.Cmd {
 	cmd := exec.CommandContext(ctx, filepath.Join(s.repo, ".benchq", "bin", "benchq"), args...)
+	if s.cg != nil {
+		cmd = exec.CommandContext(ctx, "/bin/sh", append([]string{"-c", `echo $$ > "$0/cgroup.procs" && exec "$@"`, s.cg.dir, cmd.Path}, args...)...)
+	}
 	cmd.Dir, cmd.Env = s.repo, s.env
 	return cmd
 }
@@ -154,15 +157,37 @@ func (s *stack) benchq(ctx context.Context, args ...string) (string, error) {
 	return out.String(), err
 }
 
+// dumpLogs keeps a failed stack's service logs (under the system's temp
+// directory, named in the test's output) and prints only their errors,
+// the last few of each log: a test's own failure messages must stay near
+// its FAIL line, where a CI excerpt shows them, not scroll away under
+// pages of logs.
 func (s *stack) dumpLogs() {
+	keep := filepath.Join(os.TempDir(), "benchq-e2e-logs", strings.ReplaceAll(s.t.Name(), "/", "_")+"-"+time.Now().Format("150405"))
+	if err := os.MkdirAll(keep, 0o755); err != nil {
+		keep = ""
+	}
 	logs, _ := filepath.Glob(filepath.Join(s.home, "logs", "*.log"))
+	var errs []string
 	for _, l := range logs {
 		data, _ := os.ReadFile(l)
-		if len(data) > 6000 {
-			data = data[len(data)-6000:]
+		if keep != "" {
+			_ = os.WriteFile(filepath.Join(keep, filepath.Base(l)), data, 0o644)
 		}
-		s.t.Logf("=== %s ===\n%s", filepath.Base(l), data)
+		var bad []string
+		for _, line := range strings.Split(string(data), "\n") {
+			if strings.Contains(line, "level=ERROR") || strings.Contains(line, "panic") || strings.Contains(line, "fatal") {
+				bad = append(bad, line)
+			}
+		}
+		if len(bad) > 3 {
+			bad = bad[len(bad)-3:]
+		}
+		for _, b := range bad {
+			errs = append(errs, filepath.Base(l)+": "+b)
+		}
 	}
+	s.t.Logf("the stack's service logs are kept in %s; their last errors:\n%s", keep, strings.Join(errs, "\n"))
 }
 
 // events follows every event of experiment code from the beginning.

@@ -263,7 +263,8 @@ func checkTSDB(t *testing.T, s *stack) {
 		"-xsat", "-xsats", "6", "-xsatmax", "2", "-no-report", "run")
 	checkSummary(t, out, "### Saturation", "maximum sustainable throughput", "benchmark tsdb (docs/tsdb.md): ops/s are points per second")
 	if n := s.count(t, `SELECT count(*)::int FROM saturation_steps WHERE code = $1 AND verdict = 'pass' AND goodput > 0`, sat); n != 2 {
-		t.Errorf("%d passing steps with a stored goodput, want 2 (100 and 200 points/s)", n)
+		t.Errorf("%d passing steps with a stored goodput, want 2 (100 and 200 points/s); the steps:\n%s", n, s.text(t,
+			`SELECT coalesce(string_agg(format('step %s offered %s: %s (%s)', step, offered, verdict, why), E'\n' ORDER BY step), 'none') FROM saturation_steps WHERE code = $1`, sat))
 	}
 
 	// Queries under load: the first generator's read every second, stored

@@ -9,10 +9,11 @@
 #     phase switch (scripts/phase-switch.sql: a phase's last operation to
 #     the next one's GO and first operation); and the overhead of a grid of
 #     4 PgBouncer configurations (-xnpp 1,2 -xnpo 4,16);
-#  2. PgBouncer -xnpp 2 -m, 20,000 rows unthrottled (a loading phase of about 2 s): each phase's SUT
-#     and pool CPU seconds in the summary against the kernel's count of the
-#     same processes in /proc over the same window (a sampler reads them
-#     every 20 ms), and how many of the phase's edges the deployer read.
+#  2. PgBouncer -xnpp 2 -mc, 20,000 rows unthrottled (a loading phase of about 2 s): each phase's SUT
+#     and pool CPU seconds, and its loaders' or benchmarkers', in the
+#     summary against the kernel's count of the same processes in /proc over
+#     the same window (a sampler reads them every 20 ms), and how many of
+#     the phase's edges the deployer and the agents read.
 # Options (environment): RUNS (default 2), PARTS (default "1 2"), COLD=1
 # (root: drop the page cache before the first experiment; goal for a first
 # run on a fresh machine: overhead <= 5 %).
@@ -22,7 +23,7 @@ RUNS=${RUNS:-2}
 PARTS=${PARTS:-1 2}
 DEFAULT="-dbms Redis -sf 0.1 -xop 0.2 -xwl a -nlp 2 -nlt 8 -nbp 1 -nbt 8 -xtb 16384 -xnlf 1 -xnbf 1 -xli 2 -tr"
 GRID="-dbms PgBouncer -sf 0.02 -xop 0.2 -xwl a -nlp 1 -nlt 8 -nbp 1 -nbt 8 -xtb 8192 -xnpp 1,2 -xnpo 4,16 -ms 1 -xli 1 -tr"
-POOL="-dbms PgBouncer -sf 0.02 -xop 0.2 -xwl a -nlp 2 -nlt 8 -nbp 1 -nbt 8 -xtb 0 -xnpp 2 -xli 1 -tr -m"
+POOL="-dbms PgBouncer -sf 0.02 -xop 0.2 -xwl a -nlp 2 -nlt 8 -nbp 1 -nbt 8 -xtb 0 -xnpp 2 -xli 1 -tr -mc"
 # A benchmarking phase's kind, as the contracts name it.
 run_kind=$(python3 -c 'import json; print(json.load(open("contracts/names.json"))["kinds"]["run"])')
 bin=$(pwd)/.benchq/bin
@@ -105,22 +106,24 @@ echo "   grid of 4 PgBouncer configurations: experiment ${total} s, operation wi
 fi
 
 if [[ " $PARTS " == *" 2 "* ]]; then
-echo "== 2. a short phase's CPU seconds: PgBouncer -xnpp 2 -m against /proc (goal: within ±5 % for every phase of at least 1 s)"
+echo "== 2. a short phase's CPU seconds: PgBouncer -xnpp 2 -mc against /proc (goal: within ±5 % for every phase of at least 1 s)"
 code="bench-ph-cpu-$(date +%s)"
-# The sampler: every 20 ms, the CPU seconds (own + reaped children) of every
-# process whose command is postgres or pgbouncer and whose root is a SUT of
-# this stack (its data directory is under $home/suts), summed.
+# The sampler: every 20 ms, the CPU seconds (own + reaped children) of
+#  - the SUT: every process whose command is postgres or pgbouncer and whose
+#    root is a SUT of this stack (its data directory is under $home/suts);
+#  - the drivers: every child of this stack's agents (stack.json) and what
+#    runs below it; a driver that exited keeps its last reading (20 ms of
+#    its work at most are lost, after its last operation).
 "$py" - "$home" "$home/cpu-samples" <<'PY' &
-import os, sys, time
+import json, os, sys, time
 home, out = sys.argv[1], open(sys.argv[2], "w", buffering=1)
 hz = os.sysconf("SC_CLK_TCK")
+agents = {p["pid"] for p in json.load(open(f"{home}/stack.json"))["procs"] if p["name"].startswith("driver-agent")}
 def stat(p):
     f = open(f"/proc/{p}/stat").read().rsplit(")", 1)[1].split()
     return int(f[1]), sum(int(x) for x in f[11:15]) / hz  # ppid; utime+stime+cutime+cstime
-def tree():
-    # The SUTs' roots (a postgres or pgbouncer whose command line names this
-    # stack's SUT directory) and every process below them.
-    kids, roots = {}, []
+def trees():
+    kids, suts, drivers = {}, [], []
     for p in os.listdir("/proc"):
         if not p.isdigit():
             continue
@@ -131,26 +134,36 @@ def tree():
             continue
         kids.setdefault(ppid, []).append(int(p))
         if home + "/suts" in cmd and ("postgres" in cmd or "pgbouncer" in cmd):
-            roots.append(int(p))
-    seen, todo = set(), list(roots)
-    while todo:
-        p = todo.pop()
-        if p not in seen:
-            seen.add(p)
-            todo.extend(kids.get(p, []))
-    return seen
-pids, scanned = set(), 0.0
+            suts.append(int(p))
+        if ppid in agents:
+            drivers.append(int(p))
+    def below(roots):
+        seen, todo = set(), list(roots)
+        while todo:
+            p = todo.pop()
+            if p not in seen:
+                seen.add(p)
+                todo.extend(kids.get(p, []))
+        return seen
+    return below(suts), below(drivers)
+suts, drivers, scanned, last = set(), set(), 0.0, {}
 while True:
     now = time.time()
-    if now - scanned > 0.2:
-        pids, scanned = tree(), now
-    total = 0.0
-    for p in pids:
+    if now - scanned > 0.1:
+        suts, drivers = trees()
+        scanned = now
+    sut = 0.0
+    for p in suts:
         try:
-            total += stat(p)[1]
+            sut += stat(p)[1]
         except (OSError, IndexError, ValueError):
             pass
-    out.write(f"{time.time():.4f} {total:.2f}\n")
+    for p in drivers:
+        try:
+            last[p] = stat(p)[1]
+        except (OSError, IndexError, ValueError):
+            pass
+    out.write(f"{time.time():.4f} {sut:.2f} {sum(last.values()):.2f}\n")
     time.sleep(0.02)
 PY
 sampler=$!
@@ -158,27 +171,35 @@ sampler=$!
 "$bin/benchq" ycsb -e "$code" $POOL run >"$home/$code.out" 2>&1 || { tail -20 "$home/$code.out"; exit 1; }
 sleep 8 # the collector pulls a phase's metrics a few seconds after its end
 kill "$sampler"; sampler=""
-psql -At -F ' ' "$db" -c "SELECT s.kind, extract(epoch FROM s.window_start), extract(epoch FROM s.window_end), sum(s.value),
-    (SELECT count(*) FROM messages m WHERE m.code = s.code AND m.subject LIKE '%.sut.edge' AND m.payload->>'phase' = s.phase)
-  FROM metric_summaries s WHERE s.code = '$code' AND s.metric = 'cpu_seconds' AND s.component IN ('sut', 'pool')
+psql -At -F ' ' "$db" -c "SELECT s.kind, extract(epoch FROM s.window_start), extract(epoch FROM s.window_end),
+    coalesce(sum(s.value) FILTER (WHERE s.component IN ('sut', 'pool'))::text, 'nan'),
+    coalesce(sum(s.value) FILTER (WHERE s.component IN ('loader', 'benchmarker'))::text, 'nan'),
+    (SELECT count(*) FROM messages m WHERE m.code = s.code AND m.subject LIKE '%.sut.edge' AND m.payload->>'phase' = s.phase),
+    (SELECT count(*) FROM shard_results r JOIN messages m ON m.id = r.message_id
+      WHERE r.code = s.code AND r.phase = s.phase AND jsonb_array_length(coalesce(m.payload->'driver_cpu', '[]')) >= 2),
+    (SELECT count(*) FROM shard_results r WHERE r.code = s.code AND r.phase = s.phase)
+  FROM metric_summaries s WHERE s.code = '$code' AND s.metric = 'cpu_seconds'
   GROUP BY s.code, s.phase, s.kind, s.window_start, s.window_end ORDER BY 2" >"$home/cpu-summary"
 "$py" - "$home/cpu-samples" "$home/cpu-summary" "$code" <<'PY'
 import bisect, sys
-ts, vs = [], []
+ts, sut, drv = [], [], []
 for l in open(sys.argv[1]):
-    t, v = map(float, l.split())
-    ts.append(t); vs.append(v)
-def at(t):
+    t, s, d = map(float, l.split())
+    ts.append(t); sut.append(s); drv.append(d)
+def at(vs, t):
     i = bisect.bisect_left(ts, t)
     if i == 0 or i >= len(ts):
         return float("nan")
     f = (t - ts[i - 1]) / (ts[i] - ts[i - 1])
     return vs[i - 1] + f * (vs[i] - vs[i - 1])
 for l in open(sys.argv[2]):
-    kind, start, end, got, edges = l.split()
-    start, end, got = float(start), float(end), float(got)
-    truth = at(end) - at(start)
-    print(f"   {kind} phase of {end - start:.1f} s: SUT + pool CPU seconds {got:.2f} in the summary, {truth:.2f} in /proc: "
-          f"{100 * (got - truth) / truth:+.1f} % ({edges} of 2 edges read by the deployer) ({sys.argv[3]})")
+    kind, start, end, got_sut, got_drv, edges, read, shards = l.split()
+    start, end = float(start), float(end)
+    for who, got, vs, how in (("SUT + pool", got_sut, sut, f"{edges} of 2 edges read by the deployer"),
+                              ("drivers", got_drv, drv, f"{read} of {shards} shards read at their edges by their agent")):
+        truth = at(vs, end) - at(vs, start)
+        got = float(got)
+        print(f"   {kind} phase of {end - start:.1f} s: {who} CPU seconds {got:.2f} in the summary, {truth:.2f} in /proc: "
+              f"{100 * (got - truth) / truth:+.1f} % ({how}) ({sys.argv[3]})")
 PY
 fi

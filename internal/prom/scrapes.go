@@ -16,20 +16,36 @@ import (
 // just after each target's scrapes instead and date every point back to the
 // scrape it carries, so the samples are the scrapes themselves.
 
+// Scraped is what LastScrapes tells of one scrape target (instance).
+type Scraped struct {
+	Scrape time.Time // one of its scrapes in the range
+	// Pod is the pod label its series share: which driver agent or SUT
+	// pod exported them; "" when they have none or differ.
+	Pod string
+}
+
 // LastScrapes returns, for each instance (scrape target) with series that
 // selector (a vector selector of one metric, `name{matchers}`: timestamp()
 // drops the name, so two metrics' series could collide) matches in
-// [start, end], the time of one of its scrapes there.
-func (c *Client) LastScrapes(ctx context.Context, selector string, start, end time.Time, step time.Duration) (map[string]time.Time, error) {
-	series, err := c.QueryRange(ctx, fmt.Sprintf("max by (instance) (timestamp(%s))", selector), start, end, step)
+// [start, end], the time of one of its scrapes there and the pod its
+// series belong to.
+func (c *Client) LastScrapes(ctx context.Context, selector string, start, end time.Time, step time.Duration) (map[string]Scraped, error) {
+	series, err := c.QueryRange(ctx, fmt.Sprintf("max by (instance, pod) (timestamp(%s))", selector), start, end, step)
 	if err != nil {
 		return nil, err
 	}
-	out := map[string]time.Time{}
+	out := map[string]Scraped{}
 	for _, s := range series {
-		if n := len(s.Samples); n > 0 {
-			out[s.Labels["instance"]] = time.UnixMilli(int64(math.Round(s.Samples[n-1].V * 1000))).UTC()
+		n := len(s.Samples)
+		if n == 0 {
+			continue
 		}
+		instance := s.Labels["instance"]
+		t := Scraped{Scrape: time.UnixMilli(int64(math.Round(s.Samples[n-1].V * 1000))).UTC(), Pod: s.Labels["pod"]}
+		if seen, ok := out[instance]; ok && seen.Pod != t.Pod {
+			t.Pod = "" // two pods behind one target: no one pod
+		}
+		out[instance] = t
 	}
 	return out, nil
 }

@@ -130,14 +130,14 @@ func TestServerScrapesAndQueryRangeInChunks(t *testing.T) {
 	// counter goes up by exactly one from point to point (no scrape seen
 	// twice or skipped), and timestamp() of each point is its date.
 	last, err := client.LastScrapes(ctx, query, start, end, time.Second)
-	if err != nil || len(last) != 1 || last[appAddr].IsZero() {
+	if err != nil || len(last) != 1 || last[appAddr].Scrape.IsZero() {
 		t.Fatalf("LastScrapes = %v, %v; want one scrape time of %s", last, err, appAddr)
 	}
-	on, err := client.QueryScrapes(ctx, query, last[appAddr], start, end, time.Second)
+	on, err := client.QueryScrapes(ctx, query, last[appAddr].Scrape, start, end, time.Second)
 	if err != nil {
 		t.Fatal(err)
 	}
-	stamps, err := client.QueryScrapes(ctx, "timestamp("+query+")", last[appAddr], start, end, time.Second)
+	stamps, err := client.QueryScrapes(ctx, "timestamp("+query+")", last[appAddr].Scrape, start, end, time.Second)
 	if err != nil {
 		t.Fatal(err)
 	}

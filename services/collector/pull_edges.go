@@ -28,6 +28,10 @@ type edgeReads struct {
 	cpu   map[string][]reduce.Sample // component (sut, pool) → its CPU counter
 	app   map[appSeries][]reduce.Sample
 	edges []string // the edges read: start, end
+	// driverCPU is each agent's reads of its shard's driver tree at the
+	// phase's edges (final.driver_cpu), by agent (the pod label of the
+	// series it exports; an agent runs one shard at a time).
+	driverCPU map[string][]reduce.Sample
 }
 
 // appSeries is one application metric of one exporter.
@@ -67,6 +71,36 @@ func (p *puller) edgeReadsOf(ctx context.Context, ph endedPhase) (edgeReads, err
 		}
 	}
 	slices.Sort(out.edges)
+	if err := rows.Err(); err != nil {
+		return out, err
+	}
+	out.driverCPU, err = p.driverReadsOf(ctx, ph)
+	return out, err
+}
+
+// driverReadsOf loads the driver CPU reads of ph's counted finals (the
+// shard's holder's: shard_results names its message).
+func (p *puller) driverReadsOf(ctx context.Context, ph endedPhase) (map[string][]reduce.Sample, error) {
+	rows, err := p.db.Query(ctx, `SELECT m.payload FROM shard_results r JOIN messages m ON m.id = r.message_id
+		WHERE r.code = $1 AND r.phase = $2 AND r.attempt = $3`, ph.code, ph.phase, max(ph.attempt, 1))
+	if err != nil {
+		return nil, fmt.Errorf("driver reads of %s: %w", ph.phase, err)
+	}
+	defer rows.Close()
+	out := map[string][]reduce.Sample{}
+	for rows.Next() {
+		var raw []byte
+		if err := rows.Scan(&raw); err != nil {
+			return nil, err
+		}
+		var f contracts.Final
+		if err := json.Unmarshal(raw, &f); err != nil || len(f.DriverCPU) == 0 {
+			continue
+		}
+		for _, r := range f.DriverCPU {
+			out[f.Agent] = append(out[f.Agent], reduce.Sample{T: r.At, V: r.Seconds})
+		}
+	}
 	return out, rows.Err()
 }
 
@@ -75,6 +109,8 @@ func (p *puller) edgeReadsOf(ctx context.Context, ph endedPhase) (edgeReads, err
 //   - the CPU counter's increase (CPU seconds) of the sut or the pool,
 //     when the answer is one series, the deployer's, whose counter the
 //     reads sample;
+//   - that of the loaders or benchmarkers, each agent's reads
+//     (final.driver_cpu) to the series of its pod;
 //   - an application metric, each exporter's reads to the series of its
 //     instance, or as a series of their own when Prometheus had not
 //     scraped that exporter in the window (a short phase on a new SUT).
@@ -94,14 +130,32 @@ func withEdges(c column, series []prom.Series, e edgeReads) []prom.Series {
 		merged = slices.CompactFunc(merged, func(a, b reduce.Sample) bool { return a.T.Equal(b.T) })
 		return prom.Series{Labels: s.Labels, Samples: merged}
 	}
-	switch c.section {
-	case "system":
+	isCPU := c.metric.Series == cpuSeries && c.metric.Reduction == catalog.ReduceIncrease
+	switch {
+	case c.section == "system" && isCPU && (c.component == "loader" || c.component == "benchmarker"):
+		// Each agent's series (its pod label) with its own reads; an agent
+		// Prometheus did not scrape in the phase, by its reads alone. A
+		// series without its pod could be any agent's: left as it is.
+		if len(e.driverCPU) == 0 || slices.ContainsFunc(series, func(s prom.Series) bool { return s.Labels["pod"] == "" }) {
+			return series
+		}
+		out := slices.Clone(series)
+		for _, agent := range slices.Sorted(maps.Keys(e.driverCPU)) {
+			at := slices.IndexFunc(out, func(s prom.Series) bool { return s.Labels["pod"] == agent })
+			if at < 0 {
+				out = append(out, merge(prom.Series{Labels: map[string]string{"pod": agent}}, e.driverCPU[agent]))
+				continue
+			}
+			out[at] = merge(out[at], e.driverCPU[agent])
+		}
+		return out
+	case c.section == "system":
 		reads := e.cpu[c.component]
-		if len(reads) == 0 || len(series) != 1 || c.metric.Series != cpuSeries || c.metric.Reduction != catalog.ReduceIncrease {
+		if len(reads) == 0 || len(series) != 1 || !isCPU {
 			return series
 		}
 		return []prom.Series{merge(series[0], reads)}
-	case "application":
+	case c.section == "application":
 		if slices.ContainsFunc(series, func(s prom.Series) bool { return s.Labels["instance"] == "" }) {
 			return series // an aggregate over the exporters (the plain grid): reads would count twice
 		}

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"math"
 	"testing"
 	"time"
 
@@ -71,6 +72,43 @@ func TestEdgeReadsJoinTheSeriesTheySample(t *testing.T) {
 	aggregate := []prom.Series{{Labels: map[string]string{}, Samples: scraped[0].Samples}}
 	if got := withEdges(app, aggregate, e); len(got) != 1 || len(got[0].Samples) != 2 {
 		t.Errorf("reads added to an aggregate: %+v", got)
+	}
+}
+
+// A driver's CPU reads (final.driver_cpu) join the series of its agent's
+// pod: the scrapes before the phase saw its JVM start up (a high rate
+// that, carried into the phase, counted work that was not there), and an
+// agent Prometheus did not scrape in a short phase counts by its reads.
+func TestDriverReadsJoinTheirAgentsSeries(t *testing.T) {
+	t0 := time.Date(2026, 11, 27, 12, 0, 0, 0, time.UTC)
+	at := func(ms int) time.Time { return t0.Add(time.Duration(ms) * time.Millisecond) }
+	cpu := catalog.Metric{Key: "cpu_seconds", Series: cpuSeries, Reduction: catalog.ReduceIncrease, Aggregate: catalog.AggregateSum, Scale: 1}
+	loader := column{component: "loader", section: "system", metric: cpu}
+	// Agent a1's JVM burnt 2 CPU s starting up in the second before the
+	// phase (scrapes at -900 and +100 ms), waited idle from -50 ms, and then
+	// used 1 CPU s per second until its last operation at 1,500 ms; a2 was
+	// never scraped and used 0.6 CPU s.
+	scraped := []prom.Series{{Labels: map[string]string{"instance": "i1", "pod": "a1"}, Samples: []reduce.Sample{{T: at(-900), V: 1}, {T: at(100), V: 3.1}, {T: at(1100), V: 4.1}, {T: at(2100), V: 4.6}}}}
+	e := edgeReads{driverCPU: map[string][]reduce.Sample{
+		"a1": {{T: at(0), V: 3}, {T: at(1500), V: 4.5}},
+		"a2": {{T: at(0), V: 0.4}, {T: at(1400), V: 1.0}},
+	}}
+	without, _, _ := reduceSeries(cpu, scraped, t0, at(1500))
+	got := withEdges(loader, scraped, e)
+	if len(got) != 2 || got[1].Labels["pod"] != "a2" {
+		t.Fatalf("series %+v: want a1's scrapes with its reads, and a2's reads", got)
+	}
+	v, _, missing := reduceSeries(cpu, got, t0, at(1500))
+	if v == nil || math.Abs(*v-2.1) > 1e-9 {
+		t.Errorf("loader CPU %v s (%s), want 1.5 + 0.6 (the scrapes alone: %v)", deref(v), missing, deref(without))
+	}
+	if math.Abs(*without-1.5) < 0.01 {
+		t.Errorf("the scrapes alone give a1's 1.5 s: the case does not test the reads")
+	}
+	// A series without its pod could be any agent's: no reads join.
+	anon := []prom.Series{{Labels: map[string]string{"instance": "i1"}, Samples: scraped[0].Samples}}
+	if got := withEdges(loader, anon, e); len(got) != 1 || len(got[0].Samples) != 4 {
+		t.Errorf("reads added beside a series of no pod: %+v", got)
 	}
 }
 

@@ -105,7 +105,7 @@ func (p *puller) query(ctx context.Context, m catalog.Metric, sel string, from, 
 	}
 	qctx, cancel := context.WithTimeout(ctx, p.queryTimeout)
 	defer cancel()
-	var scrapes map[string]time.Time
+	var scrapes map[string]prom.Scraped
 	scrapes, err := p.client.LastScrapes(qctx, m.Series+"{"+sel+"}", from, to, p.step)
 	if err != nil {
 		p.log.Debug("scrape times not found: querying on the plain grid", "metric", m.Series, "err", err)
@@ -121,15 +121,18 @@ func (p *puller) query(ctx context.Context, m catalog.Metric, sel string, from, 
 	sort.Strings(instances)
 	var all []prom.Series
 	for _, instance := range instances {
-		at := scrapes[instance]
+		target := scrapes[instance]
 		q := m.PromQL(fmt.Sprintf(`%s,instance=%q`, sel, instance))
-		series, err := p.client.QueryScrapes(qctx, q, at, from, to, p.step)
+		series, err := p.client.QueryScrapes(qctx, q, target.Scrape, from, to, p.step)
 		if err != nil {
 			return answer(nil, err, p.promURL)
 		}
 		for _, s := range series {
 			if _, ok := s.Labels["instance"]; !ok {
 				s.Labels["instance"] = instance // an aggregation dropped it
+			}
+			if _, ok := s.Labels["pod"]; !ok && target.Pod != "" && len(series) == 1 {
+				s.Labels["pod"] = target.Pod // the one pod of the target: a driver's agent
 			}
 		}
 		all = append(all, series...)

@@ -1,9 +1,12 @@
 package main
 
 import (
+	"context"
 	"fmt"
+	"slices"
 	"strconv"
 	"sync"
+	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 
@@ -55,7 +58,8 @@ type liveShard struct {
 	mu          sync.Mutex
 	ops         map[string]float64 // operation → measured so far
 	lastElapsed int64
-	ended       bool // a driver's last lines may come after end
+	ended       bool                // a driver's last lines may come after end
+	cpu         []contracts.CPURead // the driver tree's CPU at the phase's edges (final.driver_cpu)
 }
 
 // track starts exporting job's shard with its driver's process tree under
@@ -78,6 +82,69 @@ func (a *Agent) track(job contracts.ShardJob, root int) *liveShard {
 		Component: component, Phase: job.Phase,
 	})
 	return s
+}
+
+// cpuBefore reads the driver tree's CPU counter just before instant
+// start, in the background: the driver waits idle for start (the JVM
+// sleeps until it; an engine in the agent has not begun), so the value is
+// the counter's at start, and is dated so when the read ended before it.
+// A read that ended late keeps its own instant.
+func (s *liveShard) cpuBefore(ctx context.Context, start time.Time) {
+	if s == nil {
+		return
+	}
+	go func() {
+		t := time.NewTimer(time.Until(start.Add(-cpuReadLead)))
+		defer t.Stop()
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+		s.readCPU(start)
+	}()
+}
+
+// cpuNow reads the driver tree's CPU counter now: the driver's operations
+// have just ended.
+func (s *liveShard) cpuNow() {
+	if s != nil {
+		s.readCPU(time.Time{})
+	}
+}
+
+// cpuReadLead is how long before the start instant its read begins: a read
+// of /proc takes a few milliseconds, more on a busy machine.
+const cpuReadLead = 20 * time.Millisecond
+
+// readCPU reads the counter and keeps it, dated at notAfter when the read
+// ended by then (the driver was idle until notAfter), else when it ended.
+func (s *liveShard) readCPU(notAfter time.Time) {
+	v, err := s.m.procs.CPU(s.id)
+	now := time.Now().UTC()
+	seconds, ok := v[s.id]
+	if err != nil || !ok {
+		return // no tree (the driver is gone): the edge is estimated from the scrapes
+	}
+	at := now
+	if !notAfter.IsZero() && !now.After(notAfter) {
+		at = notAfter.UTC()
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.cpu = append(s.cpu, contracts.CPURead{At: at, Seconds: seconds})
+}
+
+// cpuReads are the reads made so far, in time order (final.driver_cpu).
+func (s *liveShard) cpuReads() []contracts.CPURead {
+	if s == nil {
+		return nil
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	out := slices.Clone(s.cpu)
+	slices.SortFunc(out, func(a, b contracts.CPURead) int { return a.At.Compare(b.At) })
+	return out
 }
 
 func (s *liveShard) with(op string) prometheus.Labels {

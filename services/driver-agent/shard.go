@@ -114,6 +114,7 @@ func (r *shardRun) run(ctx context.Context) (*contracts.Final, error) {
 	// operation starts at that instant.
 	final.GoDelayMS = br.GoDelayMS()
 	final.StartedAt = time.Now().UTC()
+	r.live.cpuBefore(ctx, startAt)
 	if _, err := io.WriteString(stdin, "GO "+startAt.UTC().Format(time.RFC3339Nano)+"\n"); err != nil {
 		return fail("send GO: %v", err)
 	}
@@ -153,6 +154,7 @@ func (r *shardRun) run(ctx context.Context) (*contracts.Final, error) {
 		final.LastOpAt = &t
 	}
 	final.Progress = r.progress
+	final.DriverCPU = r.live.cpuReads()
 	return final, nil
 }
 
@@ -292,10 +294,12 @@ func (r *shardRun) readStderr(ctx context.Context, stderr io.Reader, ready chan<
 			continue
 		}
 		if m, at, ok := parseMarker(line); ok {
-			if m == firstOpMarker {
+			switch {
+			case m == firstOpMarker:
 				r.firstOp = at
-			} else {
+			case r.lastOp.IsZero():
 				r.lastOp = at
+				r.live.cpuNow() // the operations have just ended
 			}
 			continue
 		}

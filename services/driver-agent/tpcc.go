@@ -59,6 +59,7 @@ func (a *Agent) runTPCC(ctx context.Context, job contracts.ShardJob) (*contracts
 	// 3. Run; the phase attempt failing stops the engine.
 	runCtx, stopRun := br.Context(ctx)
 	defer stopRun()
+	live.cpuBefore(runCtx, startAt)
 	publish := func(iv contracts.Interval) { a.publishInterval(ctx, job, live, iv) }
 	var runErr error
 	if job.Kind == contracts.KindLoad {
@@ -79,6 +80,8 @@ func (a *Agent) runTPCC(ctx context.Context, job contracts.ShardJob) (*contracts
 			final.Stdout += "\nerror: " + m
 		}
 	}
+	live.cpuNow()
+	final.DriverCPU = live.cpuReads()
 	final.EndedAt = time.Now().UTC()
 	final.TS = final.EndedAt
 	switch {

@@ -137,6 +137,7 @@ func (a *Agent) runTSDB(ctx context.Context, job contracts.ShardJob, entry catal
 	final.GoDelayMS = br.GoDelayMS()
 	runCtx, stopRun := br.Context(ctx)
 	defer stopRun()
+	live.cpuBefore(runCtx, startAt)
 	waitUntil(runCtx, startAt)
 
 	// 3. Generate; the first generator also reads the SUT's own count of
@@ -175,6 +176,8 @@ func (a *Agent) runTSDB(ctx context.Context, job contracts.ShardJob, entry catal
 	// The generators' window ends here; the drain that follows is the
 	// database's, not theirs (it would dilute the rate sent).
 	generated := time.Now().UTC()
+	live.cpuNow()
+	final.DriverCPU = live.cpuReads()
 	stopProbe()
 	probeWG.Wait()
 	if ingest != nil {

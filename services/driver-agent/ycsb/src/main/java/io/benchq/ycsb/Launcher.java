@@ -42,7 +42,8 @@ import site.ycsb.DB;
  * </ol>
  *
  * <p>While the workload runs, stderr also carries {@code BENCHQ FIRST_OP <instant>} when the
- * first operation starts and, at exit, {@code BENCHQ LAST_OP <instant>} (see {@link OpWindow}).
+ * first operation starts and, once the operations ended, {@code BENCHQ LAST_OP <instant>} (see
+ * {@link OpWindow}).
  *
  * <p>stdout carries only YCSB's summary (the agent parses it), so nothing here writes to it,
  * and stdout is pointed at stderr while the probe runs in case a binding prints.
@@ -131,14 +132,9 @@ public final class Launcher {
         fail(EXIT_NO_GO, "GO with a start instant that is not ISO-8601: '" + go[1] + "'; not running");
       }
     }
-    // The end of the measured window is printed at exit, however the JVM ends.
-    Runtime.getRuntime().addShutdownHook(new Thread(() -> {
-      String last = OpWindow.lastLine();
-      if (last != null) {
-        System.err.println(last);
-        System.err.flush();
-      }
-    }, "benchq-last-op"));
+    // The end of the measured window is printed at exit, however the JVM ends (Run prints it
+    // earlier when the client threads end).
+    Runtime.getRuntime().addShutdownHook(new Thread(OpWindow::printLast, "benchq-last-op"));
     int code;
     try {
       code = run.run(at);

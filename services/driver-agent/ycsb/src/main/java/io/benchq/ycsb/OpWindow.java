@@ -22,7 +22,8 @@ import java.util.concurrent.atomic.AtomicReference;
  * <p>Our bindings call {@link #begin()} at the start of every operation
  * (after the first call it is a single volatile read) and {@link #end()} in {@code cleanup()},
  * which YCSB calls in each client thread right after that thread's last operation; the latest
- * of those is the end of the window. {@code Launcher} prints the end at JVM exit.
+ * of those is the end of the window. {@code Run} prints the end once its client threads have
+ * ended; {@code Launcher} prints it at JVM exit if it was not printed yet.
  */
 final class OpWindow {
 
@@ -33,6 +34,7 @@ final class OpWindow {
   private static final AtomicBoolean STARTED = new AtomicBoolean();
   private static volatile boolean started;
   private static final AtomicReference<Instant> LAST = new AtomicReference<>();
+  private static final AtomicBoolean LAST_PRINTED = new AtomicBoolean();
   /** The common start instant; null (a plain GO) means: do not wait. */
   private static volatile Instant startAt;
   /** The gate the client threads wait at between connecting and their first operation. */
@@ -133,9 +135,16 @@ final class OpWindow {
     LAST.accumulateAndGet(now, (a, b) -> a == null || b.isAfter(a) ? b : a);
   }
 
-  /** The LAST_OP line, or null when no operation ran. */
-  static String lastLine() {
+  /**
+   * Prints the LAST_OP line, once: as soon as the client threads have ended ({@code Run}), so
+   * that the agent reads the driver's CPU counter at the end of the operations and not after the
+   * export of the measurements, or else at exit. Nothing when no operation ran.
+   */
+  static void printLast() {
     Instant last = LAST.get();
-    return last == null ? null : LAST_OP + last;
+    if (last != null && LAST_PRINTED.compareAndSet(false, true)) {
+      System.err.println(LAST_OP + last);
+      System.err.flush();
+    }
   }
 }

@@ -226,6 +226,7 @@ final class Run {
       opsDone += clients.get(i).getOpsDone();
     }
     long runtime = System.currentTimeMillis() - st;
+    OpWindow.printLast();
     if (terminator != null) {
       terminator.interrupt();
     }
