@@ -15,17 +15,17 @@ import (
 	"github.com/jackc/pgx/v5"
 )
 
-// cpuQuota is a cgroup (v1 cpu controller, or v2) holding processes to a
-// share of one CPU (a SUT throttled on purpose, whose limit does not depend
-// on the drivers), or giving them precedence over the machine's other
-// processes (cpuPriority).
-type cpuQuota struct{ dir string }
+// cpuGroup is a cgroup (v1 cpu controller, or v2) holding processes to a
+// share of one CPU (newCPUQuota: a SUT throttled on purpose, whose limit
+// does not depend on the drivers), or giving them precedence over the
+// machine's other processes (newCPUPriority).
+type cpuGroup struct{ dir string }
 
 // newCPUQuota makes a cgroup of percent % of one CPU, removed when t ends;
 // the test is skipped (saying why) where no cgroup can be made. The group
 // also has the weight of newCPUPriority: its processes get their percent
 // while other tests' stacks keep the cores busy.
-func newCPUQuota(t *testing.T, percent int) *cpuQuota {
+func newCPUQuota(t *testing.T, percent int) *cpuGroup {
 	return newCgroup(t, "quota", percent)
 }
 
@@ -34,16 +34,16 @@ func newCPUQuota(t *testing.T, percent int) *cpuQuota {
 // the default group. A test measuring a knee runs its stack in one, beside
 // the tests that keep the two cores busy, and measures what it would
 // alone as long as it needs less than the machine.
-func newCPUPriority(t *testing.T) *cpuQuota {
+func newCPUPriority(t *testing.T) *cpuGroup {
 	return newCgroup(t, "priority", 0)
 }
 
-func newCgroup(t *testing.T, kind string, percent int) *cpuQuota {
+func newCgroup(t *testing.T, kind string, percent int) *cpuGroup {
 	t.Helper()
 	// One per test: tests of one process may hold cgroups at once.
 	name := fmt.Sprintf("benchq-e2e-%d-%s-%s", os.Getpid(), kind, strings.NewReplacer("/", "-", " ", "-").Replace(t.Name()))
 	v1 := "/sys/fs/cgroup/cpu"
-	q := &cpuQuota{}
+	q := &cpuGroup{}
 	write := func(file, value string) error {
 		return os.WriteFile(filepath.Join(q.dir, file), []byte(value), 0o644)
 	}
@@ -78,7 +78,7 @@ func newCgroup(t *testing.T, kind string, percent int) *cpuQuota {
 	return q
 }
 
-func (q *cpuQuota) add(t *testing.T, pid int) {
+func (q *cpuGroup) add(t *testing.T, pid int) {
 	t.Helper()
 	if err := os.WriteFile(filepath.Join(q.dir, "cgroup.procs"), []byte(strconv.Itoa(pid)), 0o644); err != nil {
 		t.Fatalf("put pid %d under the CPU quota: %v", pid, err)
@@ -88,7 +88,7 @@ func (q *cpuQuota) add(t *testing.T, pid int) {
 // throttled starts a benchmark's experiment args (detached) and puts its
 // SUT under q as soon as it runs, then waits for the end and returns the
 // summary.
-func (s *stack) throttled(t *testing.T, q *cpuQuota, benchmark, code string, timeout time.Duration, args ...string) string {
+func (s *stack) throttled(t *testing.T, q *cpuGroup, benchmark, code string, timeout time.Duration, args ...string) string {
 	t.Helper()
 	s.cli(t, time.Minute, append([]string{benchmark, "-e", code, "-detach"}, args...)...)
 	deadline := time.Now().Add(time.Minute)

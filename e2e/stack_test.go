@@ -39,7 +39,7 @@ type stack struct {
 	repo string
 	home string
 	env  []string
-	cg   *cpuQuota // the cgroup every process of the stack runs in (nil: none)
+	cg   *cpuGroup // the cgroup every process of the stack runs in (nil: none)
 	info struct {
 		NATSURL       string `json:"nats_url"`
 		NATSKeys      string `json:"nats_keys"`
@@ -68,7 +68,7 @@ func startStack(t *testing.T) *stack {
 // results database, Prometheus, the SUTs and drivers they start) in
 // cgroup cg, when not nil: `benchq up` joins it before it starts anything,
 // and children stay in their parent's cgroup.
-func startStackIn(t *testing.T, cg *cpuQuota) *stack {
+func startStackIn(t *testing.T, cg *cpuGroup) *stack {
 	t.Helper()
 	repo, _ := filepath.Abs("..")
 	bin := filepath.Join(repo, ".benchq", "bin")

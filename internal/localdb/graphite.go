@@ -70,14 +70,44 @@ type CarbonDaemon struct {
 	Pid      int
 }
 
-const graphiteWeb = "graphite-web"
+// Graphite's programs (CarbonDaemon.Program).
+const (
+	carbonCache = "carbon-cache"
+	carbonRelay = "carbon-relay"
+	graphiteWeb = "graphite-web"
+)
 
-// ports are the daemon's ports, in the order of its ports file.
-func (d *CarbonDaemon) ports() []*int {
+// graphiteProgram is what differs between Graphite's daemons; the rest
+// (ports kept across restarts, files, start, readiness, stop) is
+// CarbonDaemon's.
+type graphiteProgram interface {
+	// ports are the daemon's ports, in the order of its ports file.
+	ports(d *CarbonDaemon) []*int
+	// command is the name its live process' comm starts with.
+	command(d *CarbonDaemon) string
+	// launch is how to start it: the files to write in its directory,
+	// the subdirectories it needs, the binary and its arguments.
+	launch(d *CarbonDaemon, home string, opts GraphiteOptions, caches []CarbonDaemon) (launchSpec, error)
+	// waitReady waits until the daemon serves, within timeout (0: the
+	// default).
+	waitReady(ctx context.Context, d *CarbonDaemon, timeout time.Duration) error
+}
+
+type launchSpec struct {
+	files   []dirFile
+	subdirs []string
+	bin     string
+	args    []string
+}
+
+type dirFile struct{ name, content string }
+
+// programOf is the daemon's program.
+func (d *CarbonDaemon) programOf() graphiteProgram {
 	if d.Program == graphiteWeb {
-		return []*int{&d.HTTP}
+		return webProgram{}
 	}
-	return []*int{&d.Line, &d.Pickle, &d.Query}
+	return carbonProgram{relay: d.Program == carbonRelay}
 }
 
 // Addr is the plaintext listener's host:port.
@@ -93,10 +123,7 @@ func (d CarbonDaemon) URL() string {
 }
 
 func (d CarbonDaemon) daemon() daemon {
-	if d.Program == graphiteWeb {
-		return daemon{name: "gunicorn", dir: d.Dir, file: d.Program}
-	}
-	return daemon{name: d.Program + ".py", dir: d.Dir, file: d.Program}
+	return daemon{name: d.programOf().command(&d), dir: d.Dir, file: d.Program}
 }
 
 // Graphite is a running Graphite: one carbon-cache, or a carbon-relay in
@@ -174,14 +201,14 @@ func (g *Graphite) start(ctx context.Context, home string, opts GraphiteOptions)
 	}
 	caches := max(opts.Caches, 1)
 	for i := range caches {
-		d := CarbonDaemon{Program: "carbon-cache", Instance: "n" + strconv.Itoa(i), Dir: filepath.Join(g.Dir, fmt.Sprintf("cache-%d", i))}
+		d := CarbonDaemon{Program: carbonCache, Instance: "n" + strconv.Itoa(i), Dir: filepath.Join(g.Dir, fmt.Sprintf("cache-%d", i))}
 		if err := d.run(ctx, home, osUser, opts, nil); err != nil {
 			return err
 		}
 		g.Caches = append(g.Caches, d)
 	}
 	if opts.Caches > 0 {
-		d := CarbonDaemon{Program: "carbon-relay", Instance: "relay", Dir: filepath.Join(g.Dir, "relay")}
+		d := CarbonDaemon{Program: carbonRelay, Instance: "relay", Dir: filepath.Join(g.Dir, "relay")}
 		if err := d.run(ctx, home, osUser, opts, g.Caches); err != nil {
 			return err
 		}
@@ -198,7 +225,7 @@ func (d *CarbonDaemon) run(ctx context.Context, home, osUser string, opts Graphi
 		return err
 	}
 	portsFile := filepath.Join(d.Dir, "ports")
-	fields := d.ports()
+	fields := d.programOf().ports(d)
 	prev := make([]int, len(fields))
 	if b, err := os.ReadFile(portsFile); err == nil {
 		into := make([]any, len(prev))
@@ -240,43 +267,24 @@ func (d *CarbonDaemon) run(ctx context.Context, home, osUser string, opts Graphi
 }
 
 func (d *CarbonDaemon) launch(ctx context.Context, home, osUser string, opts GraphiteOptions, caches []CarbonDaemon) error {
-	type file struct{ name, content string }
-	var files []file
-	var bin string
-	var args, subdirs []string
-	if d.Program == graphiteWeb {
-		settings, err := webSettings(d.Dir, caches)
-		if err != nil {
-			return err
-		}
-		files = []file{{webSettingsModule + ".py", settings}}
-		// One sync worker: the probe sends one query a second.
-		bin, args = filepath.Join(home, "bin", "gunicorn"), []string{
-			"--bind", net.JoinHostPort("127.0.0.1", strconv.Itoa(d.HTTP)), "--workers", "1",
-			"--pythonpath", d.Dir, "--env", "DJANGO_SETTINGS_MODULE=" + webSettingsModule,
-			"--graceful-timeout", "2", "graphite.wsgi:application"}
-		subdirs = []string{"storage", "storage/log"}
-	} else {
-		conf := filepath.Join(d.Dir, "carbon.conf")
-		files = []file{{"carbon.conf", d.config(caches)}, {"storage-schemas.conf", storageSchemas(opts.Retention)}}
-		// --debug: in the foreground, logging to stdout (our log file).
-		bin, args = filepath.Join(home, "bin", d.Program+".py"), []string{"--config=" + conf, "--instance=" + d.Instance, "--debug", "start"}
-		subdirs = []string{"run", "storage", "storage/whisper", "storage/log", "storage/lists"}
+	spec, err := d.programOf().launch(d, home, opts, caches)
+	if err != nil {
+		return err
 	}
-	for _, f := range files {
+	for _, f := range spec.files {
 		if err := os.WriteFile(filepath.Join(d.Dir, f.name), []byte(f.content), 0o644); err != nil {
 			return fmt.Errorf("write %s: %w", f.name, err)
 		}
 	}
-	for _, sub := range subdirs {
+	for _, sub := range spec.subdirs {
 		if err := prepareDataDir(filepath.Join(d.Dir, sub), osUser); err != nil {
 			return err
 		}
 	}
 	pid, err := procs.Start(procs.Spec{
 		Name:    d.Program,
-		Path:    bin,
-		Args:    args,
+		Path:    spec.bin,
+		Args:    spec.args,
 		Dir:     d.Dir,
 		User:    osUser,
 		LogFile: d.daemon().logFile(),
@@ -293,14 +301,32 @@ func (d *CarbonDaemon) launch(ctx context.Context, home, osUser string, opts Gra
 	return nil
 }
 
+// carbonProgram is carbon's daemons: a carbon-cache, or the relay.
+type carbonProgram struct{ relay bool }
+
+func (carbonProgram) ports(d *CarbonDaemon) []*int { return []*int{&d.Line, &d.Pickle, &d.Query} }
+
+func (carbonProgram) command(d *CarbonDaemon) string { return d.Program + ".py" }
+
+func (c carbonProgram) launch(d *CarbonDaemon, home string, opts GraphiteOptions, caches []CarbonDaemon) (launchSpec, error) {
+	conf := filepath.Join(d.Dir, "carbon.conf")
+	return launchSpec{
+		files:   []dirFile{{"carbon.conf", c.config(d, caches)}, {"storage-schemas.conf", storageSchemas(opts.Retention)}},
+		subdirs: []string{"run", "storage", "storage/whisper", "storage/log", "storage/lists"},
+		// --debug: in the foreground, logging to stdout (our log file).
+		bin:  filepath.Join(home, "bin", d.Program+".py"),
+		args: []string{"--config=" + conf, "--instance=" + d.Instance, "--debug", "start"},
+	}, nil
+}
+
 // config is the daemon's carbon.conf. Carbon's defaults throttle a
 // benchmark (50 new series a minute, a bounded cache): every limit is
 // lifted, so what is measured is carbon's own speed. A cache's own counters
 // go every second (CARBON_METRIC_INTERVAL) under carbon.agents.*: benchq
 // reads committedPoints and metricsReceived from them (docs/tsdb.md).
-func (d *CarbonDaemon) config(caches []CarbonDaemon) string {
+func (c carbonProgram) config(d *CarbonDaemon, caches []CarbonDaemon) string {
 	section := "cache"
-	if d.Program == "carbon-relay" {
+	if c.relay {
 		section = "relay"
 	}
 	var b strings.Builder
@@ -324,7 +350,7 @@ func (d *CarbonDaemon) config(caches []CarbonDaemon) string {
 	kv("LOG_LISTENER_CONNECTIONS", "False")
 	kv("USE_FLOW_CONTROL", "True")
 	kv("CARBON_METRIC_PREFIX", "carbon")
-	if d.Program == "carbon-cache" {
+	if !c.relay {
 		kv("CARBON_METRIC_INTERVAL", 1)
 		kv("CACHE_QUERY_INTERFACE", "127.0.0.1")
 		kv("CACHE_QUERY_PORT", d.Query)
@@ -400,17 +426,13 @@ func storageSchemas(retention string) string {
 }
 
 func (d *CarbonDaemon) waitReady(ctx context.Context, timeout time.Duration) error {
-	if d.Program == graphiteWeb {
-		// Django loads its views at the first request (about a second):
-		// that one is made here, not by the first measured query.
-		return waitReady(ctx, d.Program, d.Pid, d.daemon().logFile(), "graphite-web answering", orDefault(timeout, 30*time.Second), 100*time.Millisecond,
-			func(ctx context.Context) error {
-				_, err := httpGet(ctx, "graphite-web /render", d.URL()+"/render?target=benchq.ready&format=json&from=-10s", 5*time.Second)
-				return err
-			})
-	}
+	return d.programOf().waitReady(ctx, d, timeout)
+}
+
+// waitReady: carbon listens on its ports (a relay has no query port).
+func (c carbonProgram) waitReady(ctx context.Context, d *CarbonDaemon, timeout time.Duration) error {
 	ports := []int{d.Line, d.Pickle}
-	if d.Program == "carbon-cache" {
+	if !c.relay {
 		ports = append(ports, d.Query)
 	}
 	return waitReady(ctx, d.Program, d.Pid, d.daemon().logFile(), d.Program+" "+d.Instance+" listening", orDefault(timeout, 30*time.Second), 50*time.Millisecond,
@@ -426,6 +448,40 @@ func (d *CarbonDaemon) waitReady(ctx context.Context, timeout time.Duration) err
 		})
 }
 
+// webProgram is graphite-web, under gunicorn.
+type webProgram struct{}
+
+func (webProgram) ports(d *CarbonDaemon) []*int { return []*int{&d.HTTP} }
+
+func (webProgram) command(*CarbonDaemon) string { return "gunicorn" }
+
+func (webProgram) launch(d *CarbonDaemon, home string, _ GraphiteOptions, caches []CarbonDaemon) (launchSpec, error) {
+	settings, err := webSettings(d.Dir, caches)
+	if err != nil {
+		return launchSpec{}, err
+	}
+	return launchSpec{
+		files:   []dirFile{{webSettingsModule + ".py", settings}},
+		subdirs: []string{"storage", "storage/log"},
+		// One sync worker: the probe sends one query a second.
+		bin: filepath.Join(home, "bin", "gunicorn"),
+		args: []string{"--bind", net.JoinHostPort("127.0.0.1", strconv.Itoa(d.HTTP)), "--workers", "1",
+			"--pythonpath", d.Dir, "--env", "DJANGO_SETTINGS_MODULE=" + webSettingsModule,
+			"--graceful-timeout", "2", "graphite.wsgi:application"},
+	}, nil
+}
+
+// waitReady: graphite-web answers a query. Django loads its views at the
+// first request (about a second): that one is made here, not by the first
+// measured query.
+func (webProgram) waitReady(ctx context.Context, d *CarbonDaemon, timeout time.Duration) error {
+	return waitReady(ctx, d.Program, d.Pid, d.daemon().logFile(), "graphite-web answering", orDefault(timeout, 30*time.Second), 100*time.Millisecond,
+		func(ctx context.Context) error {
+			_, err := httpGet(ctx, "graphite-web /render", d.URL()+"/render?target=benchq.ready&format=json&from=-10s", 5*time.Second)
+			return err
+		})
+}
+
 // Stop stops every daemon of dir (by their pid files): graphite-web, then
 // the relay, so that it hands on what it holds, then the caches. Nothing running is not an error.
 func (g *Graphite) Stop(ctx context.Context) error {
@@ -435,10 +491,10 @@ func (g *Graphite) Stop(ctx context.Context) error {
 	}
 	errs := []error{
 		CarbonDaemon{Program: graphiteWeb, Dir: filepath.Join(g.Dir, "web")}.daemon().stop(ctx, 0),
-		CarbonDaemon{Program: "carbon-relay", Dir: filepath.Join(g.Dir, "relay")}.daemon().stop(ctx, 0),
+		CarbonDaemon{Program: carbonRelay, Dir: filepath.Join(g.Dir, "relay")}.daemon().stop(ctx, 0),
 	}
 	for _, d := range dirs {
-		errs = append(errs, CarbonDaemon{Program: "carbon-cache", Dir: d}.daemon().stop(ctx, 0))
+		errs = append(errs, CarbonDaemon{Program: carbonCache, Dir: d}.daemon().stop(ctx, 0))
 	}
 	return errors.Join(errs...)
 }

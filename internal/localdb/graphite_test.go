@@ -2,11 +2,8 @@ package localdb
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"net"
-	"net/http"
-	"net/url"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -14,6 +11,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/benchq/benchq/catalog"
+	"github.com/benchq/benchq/internal/metricsload"
 	"github.com/benchq/benchq/internal/procs"
 	"github.com/benchq/benchq/internal/whisper"
 )
@@ -168,32 +167,14 @@ print(ours, int(committed))`
 	if theirs != 300 || theirCommitted != ourCommitted || ourCommitted < 300 {
 		t.Errorf("whisper's library reads %d points of the series (want 300) and %d committed (ours %d, at least 300)", theirs, theirCommitted, ourCommitted)
 	}
-	// And as Graphite answers a query: graphite-web reads both caches'
-	// files (and asks the caches for what they hold unwritten).
-	q := url.Values{"target": {"bq.test.*"}, "from": {fmt.Sprint(now - 60)}, "until": {fmt.Sprint(now + 10)}, "format": {"json"}}
-	resp, err := http.Get(g.Web.URL() + "/render?" + q.Encode())
-	if err != nil {
-		t.Fatal(err)
-	}
-	var series []struct {
-		Target     string        `json:"target"`
-		Datapoints [][2]*float64 `json:"datapoints"`
-	}
-	err = json.NewDecoder(resp.Body).Decode(&series)
-	_ = resp.Body.Close()
-	if err != nil || resp.StatusCode != http.StatusOK {
-		t.Fatalf("graphite-web /render: %s, %v", resp.Status, err)
-	}
-	var rendered int
-	for _, s := range series {
-		for _, p := range s.Datapoints {
-			if p[0] != nil {
-				rendered++
-			}
-		}
-	}
-	if len(series) != 100 || rendered != 300 {
-		t.Errorf("graphite-web renders %d series and %d points, want 100 and 300", len(series), rendered)
+	// And as Graphite answers a query — the query benchq's probe makes
+	// (metricsload.Probe, which counts the points that are not null):
+	// graphite-web reads both caches' files (and asks the caches for what
+	// they hold unwritten).
+	read := metricsload.Probe{URL: g.Web.URL(), Path: "/render", API: catalog.QueryGraphite, Query: "bq.test.*",
+		Window: 2 * time.Minute, Timeout: 30 * time.Second}.Read(ctx)
+	if read.Err != nil || read.Points != 300 {
+		t.Errorf("graphite-web renders %d points of the 100 series (%v), want 300", read.Points, read.Err)
 	}
 	// Stable: carbon keeps writing its own series, not ours.
 	time.Sleep(2500 * time.Millisecond)

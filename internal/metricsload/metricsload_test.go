@@ -14,6 +14,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/benchq/benchq/catalog"
 	"github.com/benchq/benchq/internal/localdb"
 	"github.com/benchq/benchq/internal/metricsload"
 	"github.com/benchq/benchq/internal/procs"
@@ -298,7 +299,7 @@ func TestProbeReadsGraphite(t *testing.T) {
 		probeCtx, stop := context.WithCancel(ctx)
 		defer stop()
 		var r metricsload.Reading
-		metricsload.Probe{URL: g.Web.URL(), Path: "/render", Graphite: true, Query: series}.Run(probeCtx, func(got metricsload.Reading) {
+		metricsload.Probe{URL: g.Web.URL(), Path: "/render", API: catalog.QueryGraphite, Query: series}.Run(probeCtx, func(got metricsload.Reading) {
 			r = got
 			stop()
 		})

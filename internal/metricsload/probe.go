@@ -9,6 +9,8 @@ import (
 	"net/url"
 	"strconv"
 	"time"
+
+	"github.com/benchq/benchq/catalog"
 )
 
 // Probe is the read side of the workload: every Every it asks a SUT with a
@@ -20,11 +22,12 @@ type Probe struct {
 	URL   string // the API's base, e.g. http://127.0.0.1:8428
 	Path  string // its range query (default /api/v1/query_range)
 	Query string // one series, e.g. haggar1.agent1.metric1 (SeriesName)
-	// Graphite: Path is graphite-web's /render (target, from, until,
-	// format=json), not a Prometheus range query.
-	Graphite bool
-	Window   time.Duration // default 1 minute
-	Every    time.Duration // default 1 second
+	// API is the query's language, the catalog's tsdb.query_api:
+	// catalog.QueryPrometheus (also "") or catalog.QueryGraphite (Path is
+	// graphite-web's /render: target, from, until, format=json).
+	API    string
+	Window time.Duration // default 1 minute
+	Every  time.Duration // default 1 second
 	// Timeout bounds one query (default Every): a slower answer is a
 	// failed reading, not a stalled probe.
 	Timeout time.Duration
@@ -41,18 +44,7 @@ type Reading struct {
 // Run queries until ctx ends, calling each with every reading (but one
 // the end cut short).
 func (p Probe) Run(ctx context.Context, each func(Reading)) {
-	window, every := p.Window, p.Every
-	if window <= 0 {
-		window = time.Minute
-	}
-	if every <= 0 {
-		every = time.Second
-	}
-	timeout := p.Timeout
-	if timeout <= 0 {
-		timeout = every
-	}
-	client := &http.Client{Timeout: timeout}
+	client, window, every := p.settings()
 	t := time.NewTicker(every)
 	defer t.Stop()
 	for {
@@ -69,11 +61,33 @@ func (p Probe) Run(ctx context.Context, each func(Reading)) {
 	}
 }
 
+// Read queries once.
+func (p Probe) Read(ctx context.Context) Reading {
+	client, window, _ := p.settings()
+	return p.once(ctx, client, window)
+}
+
+// settings are the probe's, defaults filled in.
+func (p Probe) settings() (client *http.Client, window, every time.Duration) {
+	window, every = p.Window, p.Every
+	if window <= 0 {
+		window = time.Minute
+	}
+	if every <= 0 {
+		every = time.Second
+	}
+	timeout := p.Timeout
+	if timeout <= 0 {
+		timeout = every
+	}
+	return &http.Client{Timeout: timeout}, window, every
+}
+
 func (p Probe) once(ctx context.Context, client *http.Client, window time.Duration) Reading {
 	at := time.Now()
 	from, until := strconv.FormatInt(at.Add(-window).Unix(), 10), strconv.FormatInt(at.Unix(), 10)
 	q := url.Values{"query": {p.Query}, "start": {from}, "end": {until}, "step": {"1s"}}
-	if p.Graphite {
+	if p.API == catalog.QueryGraphite {
 		q = url.Values{"target": {p.Query}, "from": {from}, "until": {until}, "format": {"json"}}
 	}
 	r := Reading{At: at}
@@ -102,7 +116,7 @@ func (p Probe) once(ctx context.Context, client *http.Client, window time.Durati
 		r.Err = fmt.Errorf("query %s: %s: %.200s", p.Query, resp.Status, body)
 		return r
 	}
-	if r.Points, err = points(body, p.Graphite); err != nil {
+	if r.Points, err = points(body, p.API); err != nil {
 		r.Err = fmt.Errorf("query %s: %w", p.Query, err)
 	}
 	return r
@@ -111,9 +125,9 @@ func (p Probe) once(ctx context.Context, client *http.Client, window time.Durati
 // points counts the points of an answer: a Prometheus range query's
 // values, or the datapoints of graphite-web's JSON that are not null
 // (it answers a point per step of the range, null where none is stored).
-func points(body []byte, graphite bool) (int, error) {
+func points(body []byte, api string) (int, error) {
 	n := 0
-	if graphite {
+	if api == catalog.QueryGraphite {
 		var series []struct {
 			Datapoints [][2]*float64 `json:"datapoints"`
 		}

@@ -157,7 +157,7 @@ func (a *Agent) runTSDB(ctx context.Context, job contracts.ShardJob, entry catal
 	}
 	if job.Kind == contracts.KindRun && job.Shard == 1 && entry.TSDB.QueryPath != "" {
 		probe := metricsload.Probe{URL: apiBase(job.Endpoint, entry.TSDB.QueryPort), Path: entry.TSDB.QueryPath,
-			Query: metricsload.SeriesName(t.Protocol, t.Prefix, 1, 1), Graphite: entry.TSDB.QueryAPI == catalog.QueryGraphite}
+			Query: metricsload.SeriesName(t.Protocol, t.Prefix, 1, 1), API: entry.TSDB.QueryAPI}
 		probeWG.Add(1)
 		go func() {
 			defer probeWG.Done()
