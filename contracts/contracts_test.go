@@ -81,6 +81,13 @@ func TestFieldErrorsNameTheField(t *testing.T) {
 			}
 		})
 	}
+	// A schema that extends the envelope (unevaluatedProperties: false)
+	// names an unknown field as such too, not as "false schema".
+	err := Validate(SchemaFinal, []byte(`{"schema_version":1,"id":"1774020403.x","code":"1774020403","ts":"2026-11-27T10:00:00Z","configuration":"c-1","phase":"c-1-0","kind":"load","shard":1,"attempt":1,"agent":"a","status":"ok","started_at":"2026-11-27T10:00:00Z","ended_at":"2026-11-27T10:00:01Z","from_a_newer_agent":1}`))
+	var ve *ValidationError
+	if !errors.As(err, &ve) || len(ve.Errors) != 1 || ve.Errors[0].Field != "from_a_newer_agent" || !strings.Contains(ve.Errors[0].Message, "unknown field; allowed fields: ") || !strings.Contains(ve.Errors[0].Message, "driver_cpu") {
+		t.Errorf("final with an unknown field: %v", err)
+	}
 }
 
 // Messages built by Go code validate against their schemas.
@@ -97,7 +104,7 @@ func TestGoMessagesValidate(t *testing.T) {
 		SchemaShardJob:           &ShardJob{Envelope: env, Configuration: "c-1", Phase: "c-1-0", Kind: KindLoad, Shard: 1, Shards: 1, Attempt: 1, Engine: "ycsb", DBMS: "Redis", Endpoint: ep, StartBy: &now, Node: "n1", YCSB: &YCSBShard{Workload: "a", Threads: 1, RecordCount: 10, InsertCount: 10, OperationCount: 10}},
 		SchemaShardJob + "-tpcc": &ShardJob{Envelope: env, Configuration: "c-1", Phase: "c-1-1", Kind: KindRun, Shard: 1, Shards: 2, Attempt: 1, Engine: "benchbase", DBMS: "PostgreSQL", Endpoint: ep, TPCC: &TPCCShard{Warehouses: 2, Terminals: 4, Target: 512, DurationS: 60, NewConnection: true}},
 		SchemaBarrierGo:          &BarrierGo{Envelope: env, Phase: "c-1-0", Attempt: 1, StartAt: now},
-		SchemaFinal:              &Final{Envelope: env, Configuration: "c-1", Phase: "c-1-0", Kind: KindLoad, Shard: 1, Attempt: 1, Agent: "a", Status: StatusOK, StartedAt: now, EndedAt: now, Operations: []OpResult{{Name: "INSERT", Count: 10, ReturnCodes: map[string]int64{"OK": 10}}}},
+		SchemaFinal:              &Final{Envelope: env, Configuration: "c-1", Phase: "c-1-0", Kind: KindLoad, Shard: 1, Attempt: 1, Agent: "a", Status: StatusOK, StartedAt: now, EndedAt: now, Operations: []OpResult{{Name: "INSERT", Count: 10, ReturnCodes: map[string]int64{"OK": 10}}}, DriverCPU: []CPURead{{At: now, Seconds: 1.5}, {At: now.Add(time.Second), Seconds: 2.25}}},
 		SchemaPhase:              &PhaseEvent{Envelope: env, Configuration: "c-1", Phase: "c-1-0", Kind: KindLoad, Status: PhaseDone, Attempt: 1, StartedAt: &now, EndedAt: &now},
 		SchemaExperimentEnd:      &ExperimentEnd{Envelope: env, Status: ExperimentDone},
 		SchemaFinal + "-simulated": &Final{Envelope: env, Configuration: "c-1", Phase: "c-1-0", Kind: KindLoad, Shard: 2, Attempt: 1, Agent: "bq-1-c-1-0",

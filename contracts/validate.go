@@ -176,6 +176,13 @@ func collect(ve *jsonschema.ValidationError, schema string, acc *[]FieldError) {
 			*acc = append(*acc, FieldError{Field: joinField(field, p), Message: "unknown field; allowed fields: " + strings.Join(allowed(schema, ve.InstanceLocation), ", ")})
 		}
 		return
+	case *kind.FalseSchema:
+		// unevaluatedProperties: false (a schema that extends the
+		// envelope): a property no part of the schema names.
+		if n := len(ve.InstanceLocation); n > 0 {
+			*acc = append(*acc, FieldError{Field: field, Message: "unknown field; allowed fields: " + strings.Join(allowed(schema, ve.InstanceLocation[:n-1]), ", ")})
+			return
+		}
 	case *kind.Required:
 		for _, m := range k.Missing {
 			*acc = append(*acc, FieldError{Field: joinField(field, m), Message: "is required"})

@@ -185,7 +185,12 @@ func (s *Scheduler) busyExcept(code string) int { return s.states.busyExcept(cod
 func (s *Scheduler) handleEvent(ctx context.Context, m jetstream.Msg) error {
 	ev, code, err := decodeEvent(m.Subject(), m.Data())
 	if err != nil {
-		return err
+		refused, ok := refusedFinal(m.Subject(), m.Data(), err)
+		if !ok {
+			return err
+		}
+		s.log.Error("a shard's final does not match the contract: its shard fails", "subject", m.Subject(), "err", err)
+		ev, code = Event{Msg: refused}, refused.Code
 	}
 	if meta, err := m.Metadata(); err == nil {
 		ev.storedAt = meta.Timestamp
@@ -221,6 +226,37 @@ func agentSigner(subject string, data []byte, header nats.Header, msg contracts.
 		return signer, nil
 	}
 	return "", nil
+}
+
+// refusedFinal is what the scheduler makes of a final that does not
+// match its schema (an agent of another benchq version, say): when it
+// still names its shard, a failed final of that shard saying why, so that
+// the phase fails at once, naming the problem, rather than waiting out the
+// shard's timeout. It counts only as its signer's, as any final (onFinal).
+func refusedFinal(subject string, data []byte, err error) (*contracts.Final, bool) {
+	p, perr := contracts.ParseSubject(subject)
+	if perr != nil || p.Topic != contracts.TopicFinal || !errors.Is(err, contracts.ErrInvalid) {
+		return nil, false
+	}
+	var f contracts.Final
+	_ = json.Unmarshal(data, &f) // as far as it goes: a field of the wrong type is left out
+	if !codePattern.MatchString(f.Code) || f.Code != p.Code || f.Phase != p.Phase || f.Shard != p.Shard || f.Shard < 1 || f.Attempt < 1 {
+		return nil, false
+	}
+	now := time.Now().UTC()
+	if f.StartedAt.IsZero() {
+		f.StartedAt = now
+	}
+	if f.EndedAt.IsZero() {
+		f.EndedAt = now
+	}
+	why := err.Error()
+	if ve := (*contracts.ValidationError)(nil); errors.As(err, &ve) {
+		why = ve.Error() // the fields, without the bus' "permanent"
+	}
+	f.Status = contracts.StatusFailed
+	f.Error = fmt.Sprintf("its final was refused: %s (are the agent and the scheduler of the same benchq version? `benchq --version`)", why)
+	return &f, true
 }
 
 func decodeEvent(subject string, data []byte) (Event, string, error) {

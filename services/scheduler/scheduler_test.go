@@ -899,3 +899,43 @@ func (w *world) stop(code string) {
 	w.t.Helper()
 	w.publish(contracts.SubjStop, &contracts.Stop{Envelope: contracts.NewEnvelope(code, code+".stop", time.Now()), Reason: "test"})
 }
+
+// A final that does not match the contract (here: a field this scheduler
+// does not know, as an agent of a newer version sends) fails its shard at
+// once, naming the field and the likely cause, instead of leaving the
+// phase to wait out its shards' timeout.
+func TestSchedulerFailsAShardWhoseFinalBreaksTheContract(t *testing.T) {
+	t.Parallel()
+	w := newWorld(t)
+	w.start()
+	code := "skew1"
+	w.request("req-"+code, experimentRequest(code, ""))
+	w.deploy(code)
+	load := w.shardJobs(code, 2)
+	for _, j := range load {
+		w.ready(j)
+	}
+	w.started(load[0])
+	w.final(load[0])
+	j := load[1]
+	now := time.Now().UTC()
+	data, err := json.Marshal(map[string]any{
+		"schema_version": contracts.SchemaVersion, "id": fmt.Sprintf("%s.%s.%d.a%d.final", j.Code, j.Phase, j.Shard, j.Attempt),
+		"code": j.Code, "ts": now, "configuration": j.Configuration, "phase": j.Phase, "kind": j.Kind, "shard": j.Shard,
+		"attempt": j.Attempt, "agent": "agent-2", "status": contracts.StatusOK, "started_at": now.Add(-time.Second), "ended_at": now,
+		"from_a_newer_agent": 1,
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	started := time.Now()
+	if err := w.run("agent-2").PublishRaw(w.ctx, contracts.Subject(contracts.SubjFinal, j.Code, j.Phase, fmt.Sprint(j.Shard)), fmt.Sprintf("%s.%s.%d.a%d.final", j.Code, j.Phase, j.Shard, j.Attempt), data); err != nil {
+		t.Fatal(err)
+	}
+	var pe contracts.PhaseEvent
+	w.events.wait(t, contracts.Subject(contracts.SubjPhaseFailed, code, "", ""), &pe, nil)
+	if pe.Phase != j.Phase || !strings.Contains(pe.Reason, "final was refused") || !strings.Contains(pe.Reason, "from_a_newer_agent") || !strings.Contains(pe.Reason, "benchq version") {
+		t.Errorf("phase.failed %+v, want the shard's final refused, naming the field and the versions", pe)
+	}
+	t.Logf("phase failed %s after the final: %s", time.Since(started).Round(time.Millisecond), pe.Reason)
+}
