@@ -1,7 +1,7 @@
 // Package carbonexporter serves what Graphite's carbon-caches say of
 // themselves as Prometheus metrics. Carbon has no /metrics: it records its
 // own counters every second as whisper series (carbon.agents.*), which
-// this exporter reads at each scrape (internal/whisper.ReadCarbon). The
+// this exporter reads at each scrape (internal/whisper.CarbonReader). The
 // local deployer serves one per Graphite SUT; benchq tsdb reads the
 // stored points from it (the catalog's tsdb.ingested).
 package carbonexporter
@@ -10,6 +10,7 @@ import (
 	"log/slog"
 	"net/http"
 	"sort"
+	"sync"
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
@@ -31,15 +32,23 @@ var (
 		"Points the carbon-cache holds, not yet written (its newest cache.size).", labels, nil)
 )
 
-// Collector reads the whisper directories of carbon-caches, by cache name.
+// Collector reads the whisper directories of carbon-caches, by cache name:
+// each series file whole at the first scrape, then only its newest slots
+// (whisper.CarbonReader; a day of one-second slots is a megabyte a series).
 type Collector struct {
-	caches map[string]string
-	log    *slog.Logger
+	log *slog.Logger
+
+	mu      sync.Mutex // scrapes may overlap; a reader is not safe for concurrent use
+	readers map[string]*whisper.CarbonReader
 }
 
 // New makes a Collector of caches (name → whisper directory).
 func New(caches map[string]string, log *slog.Logger) *Collector {
-	return &Collector{caches: caches, log: log}
+	readers := make(map[string]*whisper.CarbonReader, len(caches))
+	for name, dir := range caches {
+		readers[name] = whisper.NewCarbonReader(dir)
+	}
+	return &Collector{readers: readers, log: log}
 }
 
 // Describe sends the descriptors of every metric.
@@ -53,13 +62,15 @@ func (c *Collector) Describe(ch chan<- *prometheus.Desc) {
 // the scrape (HTTP 500): a sum without that cache's count would be a wrong
 // count, where none is a missing one.
 func (c *Collector) Collect(ch chan<- prometheus.Metric) {
-	names := make([]string, 0, len(c.caches))
-	for n := range c.caches {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	names := make([]string, 0, len(c.readers))
+	for n := range c.readers {
 		names = append(names, n)
 	}
 	sort.Strings(names)
 	for _, name := range names {
-		counts, err := whisper.ReadCarbon(c.caches[name])
+		counts, err := c.readers[name].Read()
 		if err != nil {
 			c.log.Warn("carbon's own series unreadable", "cache", name, "err", err)
 			ch <- prometheus.NewInvalidMetric(stored, err)

@@ -44,6 +44,15 @@ type CarbonCounts struct {
 // ReadCarbon reads the counts from a carbon-cache's whisper directory
 // (LOCAL_DATA_DIR). A cache that has recorded nothing yet has zero counts.
 func ReadCarbon(whisperDir string) (CarbonCounts, error) {
+	return readCarbon(whisperDir, func(path string) ([]Point, error) {
+		_, pts, err := ReadFile(path)
+		return pts, err
+	})
+}
+
+// readCarbon counts what read says each of the cache's own series holds
+// (its points in time order).
+func readCarbon(whisperDir string, read func(path string) ([]Point, error)) (CarbonCounts, error) {
 	c := CarbonCounts{CacheSize: -1}
 	type file struct {
 		rel string
@@ -61,7 +70,7 @@ func ReadCarbon(whisperDir string) (CarbonCounts, error) {
 		if d.IsDir() || !strings.HasSuffix(path, ".wsp") {
 			return nil
 		}
-		_, pts, err := ReadFile(path)
+		pts, err := read(path)
 		if err != nil {
 			return err
 		}

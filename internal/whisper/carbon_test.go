@@ -1,9 +1,12 @@
 package whisper
 
 import (
+	"encoding/binary"
+	"math"
 	"os"
 	"path/filepath"
 	"testing"
+	"time"
 )
 
 // write puts a one-archive file of 1 s slots holding pts at rel below dir.
@@ -64,5 +67,141 @@ func TestReadCarbonIsNeverNegative(t *testing.T) {
 	c, err := ReadCarbon(dir)
 	if err != nil || c.Stored != 0 || c.Committed != 0 || c.Own != 2 {
 		t.Errorf("ReadCarbon = %+v, %v; want 0 stored of 0 committed, 2 own", c, err)
+	}
+}
+
+// What one read of a cache's own series costs as benchq's Graphite runs
+// them: carbon writes about sixteen series of its own, each a file of a
+// day's one-second slots (storage-schemas' 1s:1d), ten minutes of them
+// filled. The exporter reads them at every scrape and the first generator
+// every second (docs/tsdb.md): ReadCarbon reads every slot,
+// a CarbonReader only the newest after its first read.
+func BenchmarkReadCarbonOfADayOfSeconds(b *testing.B) {
+	dir := dayOfSeconds(b)
+	for b.Loop() {
+		if c, err := ReadCarbon(dir); err != nil || c.Committed != filledSeconds {
+			b.Fatalf("ReadCarbon = %+v, %v", c, err)
+		}
+	}
+}
+
+func BenchmarkCarbonReaderOfADayOfSeconds(b *testing.B) {
+	r := NewCarbonReader(dayOfSeconds(b))
+	clock := time.Unix(1_795_000_000+filledSeconds, 0)
+	r.now = func() time.Time { return clock }
+	for b.Loop() {
+		clock = clock.Add(time.Second) // read once a second
+		if c, err := r.Read(); err != nil || c.Committed != filledSeconds {
+			b.Fatalf("Read = %+v, %v", c, err)
+		}
+	}
+}
+
+const filledSeconds = 600
+
+// dayOfSeconds is a cache's whisper directory of sixteen own series of a
+// day's one-second slots, the first filledSeconds of them written.
+func dayOfSeconds(b *testing.B) string {
+	dir := b.TempDir()
+	slots := make([]Point, filledSeconds)
+	for i := range slots {
+		slots[i] = Point{Time: 1_795_000_000 + int64(i), Value: 1}
+	}
+	names := []string{"committedPoints", "metricsReceived", "errors", "cache/size", "cache/queues", "cache/overflow", "cache/bulk_queries",
+		"cache/queries", "cpuUsage", "memUsage", "creates", "updateOperations", "pointsPerUpdate", "avgUpdateTime", "blacklistMatches", "whitelistRejects"}
+	for _, n := range names {
+		path := filepath.Join(dir, "carbon/agents/h-n0", n+".wsp")
+		if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+			b.Fatal(err)
+		}
+		if err := os.WriteFile(path, file(1, 86400, slots), 0o644); err != nil {
+			b.Fatal(err)
+		}
+	}
+	return dir
+}
+
+// A CarbonReader, which reads each file's whole ring once and then only
+// its newest slots, counts what ReadCarbon counts reading every slot,
+// read after read, while the series grow past the end of their ring and
+// around it, and while a series is added.
+func TestCarbonReaderCountsAsAWholeRead(t *testing.T) {
+	dir := t.TempDir()
+	const n = 1000 // slots of one second: more than a tail reads at once
+	base := int64(1_795_000_000)
+	paths := map[string]string{}
+	for _, name := range []string{"committedPoints", "metricsReceived", "errors", "cache/size", "cpuUsage"} {
+		paths[name] = filepath.Join(dir, "carbon/agents/h-n0", name+".wsp")
+	}
+	create := func(path string) {
+		if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(path, file(1, n, nil), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// As whisper writes: a file's first point in its first slot, every
+	// later one in the slot its distance from that point gives.
+	first := map[string]int64{}
+	put := func(path string, ts int64, v float64) {
+		if _, ok := first[path]; !ok {
+			first[path] = ts
+		}
+		f, err := os.OpenFile(path, os.O_WRONLY, 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer f.Close()
+		var b [12]byte
+		binary.BigEndian.PutUint32(b[:], uint32(ts))
+		binary.BigEndian.PutUint64(b[4:], math.Float64bits(v))
+		if _, err := f.WriteAt(b[:], 28+mod(ts-first[path], n)*12); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for name, path := range paths {
+		if name != "cpuUsage" {
+			create(path)
+		}
+	}
+	clock := time.Unix(base, 0)
+	r := NewCarbonReader(dir)
+	r.now = func() time.Time { return clock }
+	// 2,500 seconds in steps of 7: two and a half laps of the ring; a
+	// series appears after 900 s.
+	for ts := base; ts < base+2500; ts += 7 {
+		clock = time.Unix(ts+7, 0)
+		if ts == base+903 {
+			create(paths["cpuUsage"])
+		}
+		for s := ts; s < ts+7; s++ {
+			for name, path := range paths {
+				if name == "cpuUsage" && s < base+903 {
+					continue
+				}
+				put(path, s, float64(s%13))
+			}
+		}
+		got, err := r.Read()
+		if err != nil {
+			t.Fatal(err)
+		}
+		want, err := ReadCarbon(dir)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got != want {
+			t.Fatalf("at %d s: CarbonReader %+v, ReadCarbon %+v", ts-base, got, want)
+		}
+	}
+	// A whole read is made once per file, and not again.
+	if len(r.tails) != len(paths) {
+		t.Errorf("%d files followed, want %d", len(r.tails), len(paths))
+	}
+	for path, tl := range r.tails {
+		if tl.whole != 1 {
+			t.Errorf("%s: read whole %d times, want once", path, tl.whole)
+		}
 	}
 }

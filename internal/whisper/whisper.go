@@ -92,40 +92,55 @@ func ReadHeader(r io.ReaderAt) (Header, error) {
 // the ring's current lap (within one retention of the newest), oldest
 // first. NaN values are left out, as whisper-fetch shows them as None.
 func Points(r io.ReaderAt, a Archive) ([]Point, error) {
+	pts, _, err := points(r, a)
+	return pts, err
+}
+
+// points is Points, with the timestamp in the ring's first slot (0: never
+// written), by which a timestamp's slot is known.
+func points(r io.ReaderAt, a Archive) ([]Point, int64, error) {
 	ring := make([]byte, a.Points*pointSize)
 	if _, err := r.ReadAt(ring, a.Offset); err != nil {
-		return nil, fmt.Errorf("whisper archive at %d: %w", a.Offset, err)
+		return nil, 0, fmt.Errorf("whisper archive at %d: %w", a.Offset, err)
 	}
 	base := int64(binary.BigEndian.Uint32(ring))
 	if base == 0 {
-		return nil, nil // never written
+		return nil, 0, nil // never written
 	}
 	var out []Point
 	for i := range a.Points {
-		b := ring[i*pointSize:]
-		ts := int64(binary.BigEndian.Uint32(b))
-		if ts == 0 || ts%a.SecondsPerPoint != 0 {
-			continue
+		if p, ok := slot(ring[i*pointSize:], a, base, i); ok {
+			out = append(out, p)
 		}
-		// The slot this timestamp belongs in, counted from the first slot.
-		if mod(((ts-base)/a.SecondsPerPoint), a.Points) != i {
-			continue
-		}
-		v := math.Float64frombits(binary.BigEndian.Uint64(b[4:]))
-		if math.IsNaN(v) {
-			continue
-		}
-		out = append(out, Point{Time: ts, Value: v})
 	}
-	// A slot not written since the ring's last lap holds a point one
-	// retention (or more) older than the newest.
-	var newest int64
-	for _, p := range out {
-		newest = max(newest, p.Time)
-	}
-	out = slices.DeleteFunc(out, func(p Point) bool { return p.Time <= newest-a.Retention() })
 	slices.SortFunc(out, func(a, b Point) int { return cmp.Compare(a.Time, b.Time) })
-	return out, nil
+	return inLap(out, a), base, nil
+}
+
+// slot is the point in slot i (its 12 bytes at b) when it belongs there:
+// a timestamp on the archive's step whose slot, counted from base's, is
+// i, and a value that is not NaN (whisper-fetch shows those as None).
+func slot(b []byte, a Archive, base, i int64) (Point, bool) {
+	ts := int64(binary.BigEndian.Uint32(b))
+	if ts == 0 || ts%a.SecondsPerPoint != 0 || mod((ts-base)/a.SecondsPerPoint, a.Points) != i {
+		return Point{}, false
+	}
+	v := math.Float64frombits(binary.BigEndian.Uint64(b[4:]))
+	if math.IsNaN(v) {
+		return Point{}, false
+	}
+	return Point{Time: ts, Value: v}, true
+}
+
+// inLap drops from pts (in time order) what the ring's current lap no
+// longer holds: a slot not written since the ring's last lap holds a
+// point one retention (or more) older than the newest.
+func inLap(pts []Point, a Archive) []Point {
+	if len(pts) == 0 {
+		return pts
+	}
+	newest := pts[len(pts)-1].Time
+	return slices.DeleteFunc(pts, func(p Point) bool { return p.Time <= newest-a.Retention() })
 }
 
 // ReadFile returns the points of the file's first (finest) archive.
