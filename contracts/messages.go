@@ -595,7 +595,12 @@ type Final struct {
 	// loader's or benchmarker's CPU seconds are exact at the edges (the
 	// scrapes come only every second). Absent without metrics.
 	DriverCPU []CPURead `json:"driver_cpu,omitempty"`
-	Stdout    string    `json:"stdout,omitempty"`
+	// DriverJob is which job of its driver process the shard was (YCSB): 1
+	// for a JVM's first, more when the JVM stayed after earlier jobs of the
+	// agent (they share loaded classes and compiled code, not measurements,
+	// GC counts or connections). Absent for drivers inside the agent.
+	DriverJob int    `json:"driver_job,omitempty"`
+	Stdout    string `json:"stdout,omitempty"`
 }
 
 // CPURead is one read of a CPU counter: its value (CPU seconds) at At.

@@ -105,6 +105,7 @@ func Run(ctx context.Context, cfg Config, log *slog.Logger) error {
 	}
 	ctx = a.withLimits(ctx)
 	removeStaleShardDirs(log)
+	a.standby.starts = a.metrics.starts
 	if !cfg.NoStandby && cfg.YCSBLib != "" && cfg.Limits.Phase == "" && cfg.Limits.MaxShards == 0 {
 		a.standby.java, a.standby.lib = cfg.Java, cfg.YCSBLib
 		go a.keepStandby(ctx)

@@ -324,8 +324,31 @@ func TestShardsInsertWithoutCollisions(t *testing.T) {
 					})
 				}
 			}
+			// 18 jobs: each agent's JVM stays for its later jobs, so at most
+			// a standby and one started with an early job per agent.
+			if n := s.driverStarts(); n > 2*len(s.regs) {
+				t.Errorf("%d driver JVMs started for 18 jobs on %d agents, want at most %d", n, len(s.regs), 2*len(s.regs))
+			}
 		})
 	}
+}
+
+// driverStarts is how many driver processes the agents started.
+func (s *stack) driverStarts() int {
+	s.t.Helper()
+	n := 0.0
+	for _, reg := range s.regs {
+		mfs, err := reg.Gather()
+		if err != nil {
+			s.t.Fatal(err)
+		}
+		for _, mf := range mfs {
+			if mf.GetName() == "benchq_agent_driver_starts_total" {
+				n += mf.GetMetric()[0].GetCounter().GetValue()
+			}
+		}
+	}
+	return int(n)
 }
 
 // checkMeasurements: every measured operation carries its histogram, which

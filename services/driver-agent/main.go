@@ -32,7 +32,7 @@ func main() {
 	fs.StringVar(&cfg.Limits.Phase, "phase", startup.Env("BENCHQ_AGENT_PHASE", ""), "take only shard jobs of this phase, hand others back (env BENCHQ_AGENT_PHASE; driver Jobs)")
 	bbHome := fs.String("benchbase", startup.Env("BENCHQ_BENCHBASE_HOME", ""), "Benchbase install (benchbase.jar or its directory; JAVA_HOME picks the JVM) that runs TPC-C shards; unset = the embedded engine (env BENCHQ_BENCHBASE_HOME)")
 	noStandby, _ := strconv.ParseBool(startup.Env("BENCHQ_AGENT_NO_STANDBY", "false"))
-	fs.BoolVar(&cfg.NoStandby, "no-standby", noStandby, "start each shard's JVM when its job arrives, keeping no standby JVM ready (env BENCHQ_AGENT_NO_STANDBY=true)")
+	fs.BoolVar(&cfg.NoStandby, "no-standby", noStandby, "start a fresh JVM for each shard when its job arrives: no standby JVM kept ready, none staying for the next job (env BENCHQ_AGENT_NO_STANDBY=true)")
 	maxShards := fs.Int("max-shards", 0, "exit 0 after this many shards ended; 0 = serve until stopped (env BENCHQ_AGENT_MAX_SHARDS; driver Jobs)")
 	_ = fs.Parse(os.Args[1:])
 	cfg.NATSURL = *natsURL

@@ -18,9 +18,10 @@ import (
 // 11): its driver's process tree under cAdvisor's names, and its live
 // operations from the intervals it streams.
 type agentMetrics struct {
-	procs *procmetrics.Collector
-	ops   *prometheus.GaugeVec
-	rate  *prometheus.GaugeVec
+	procs  *procmetrics.Collector
+	ops    *prometheus.GaugeVec
+	rate   *prometheus.GaugeVec
+	starts prometheus.Counter // driver processes started (standby.go)
 }
 
 // allOps is the operation label of a shard's figures over all operations.
@@ -39,8 +40,10 @@ func newAgentMetrics(reg *prometheus.Registry) (*agentMetrics, error) {
 			Help: "Operations the shard in flight has done so far (per operation: those measured in its status intervals)."}, shardLabels),
 		rate: prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: "benchq_agent_ops_per_second",
 			Help: "Throughput of the shard in flight over its last status interval."}, shardLabels),
+		starts: prometheus.NewCounter(prometheus.CounterOpts{Name: "benchq_agent_driver_starts_total",
+			Help: "Driver processes (YCSB JVMs) the agent started; one that stays for later jobs counts once."}),
 	}
-	for _, c := range []prometheus.Collector{m.ops, m.rate} {
+	for _, c := range []prometheus.Collector{m.ops, m.rate, m.starts} {
 		if err := reg.Register(c); err != nil {
 			return nil, fmt.Errorf("agent metrics: %w", err)
 		}

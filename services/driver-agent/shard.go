@@ -44,9 +44,10 @@ type shardRun struct {
 	args   []string
 	hdrDir string // where YCSB writes its histogram logs (see ycsbCommand)
 	log    *slog.Logger
-	// Written by readStderr, read after the driver exited.
+	// Written by readStderr, read after the driver exited or said DONE.
 	firstOp, lastOp time.Time
 	progress        []contracts.Progress // the status lines, for the final
+	done            bool                 // a standby said DONE: it waits for its next job
 	live            *liveShard
 }
 
@@ -70,7 +71,7 @@ func (r *shardRun) run(ctx context.Context) (*contracts.Final, error) {
 	if err != nil {
 		return fail("%v", err)
 	}
-	r.log.Debug("driver started", "standby", standby, "pid", p.cmd.Process.Pid)
+	r.log.Debug("driver started", "standby", standby, "jobs", p.jobs, "pid", p.cmd.Process.Pid)
 	cmd, stdin, stdout, stderr := p.cmd, p.stdin, p.stdout, p.stderr
 	kill := func() { _ = syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL) }
 	r.live = r.a.track(job, cmd.Process.Pid)
@@ -87,6 +88,16 @@ func (r *shardRun) run(ctx context.Context) (*contracts.Final, error) {
 	exited := make(chan error, 1)
 	go func() {
 		wg.Wait()
+		if r.done { // the JVM stays: its job ended when stdout has its DONE too
+			select {
+			case <-stdout.Done():
+				exited <- nil
+				return
+			case <-time.After(doneWait):
+				r.done = false
+				kill()
+			}
+		}
 		exited <- cmd.Wait()
 	}()
 
@@ -118,7 +129,9 @@ func (r *shardRun) run(ctx context.Context) (*contracts.Final, error) {
 	if _, err := io.WriteString(stdin, "GO "+startAt.UTC().Format(time.RFC3339Nano)+"\n"); err != nil {
 		return fail("send GO: %v", err)
 	}
-	_ = stdin.Close()
+	if p.prefix == nil {
+		_ = stdin.Close() // a standby's stdin stays open for its next job
+	}
 
 	// 3. Run until the driver exits, or the phase fails elsewhere (another
 	// shard died, a timeout, benchq stop): then stop the driver and report
@@ -155,8 +168,18 @@ func (r *shardRun) run(ctx context.Context) (*contracts.Final, error) {
 	}
 	final.Progress = r.progress
 	final.DriverCPU = r.live.cpuReads()
+	final.DriverJob = max(1, p.jobs)
+	if r.done && final.Status == contracts.StatusOK {
+		r.a.standby.give(p) // the next phase's job runs on it
+	} else if r.done {
+		p.kill()
+	}
 	return final, nil
 }
+
+// doneWait bounds the wait for a standby's stdout DONE line after its
+// stderr one (both are written before it waits for its next job).
+const doneWait = 5 * time.Second
 
 // attachHistograms reads YCSB's histogram log of each operation and ships
 // the merged histogram with it. An operation without a log (YCSB measured
@@ -292,6 +315,10 @@ func (r *shardRun) readStderr(ctx context.Context, stderr io.Reader, ready chan<
 			signalled = true
 			close(ready)
 			continue
+		}
+		if signalled && strings.TrimSpace(line) == doneLine {
+			r.done = true // nothing more of this job comes on stderr
+			return
 		}
 		if m, at, ok := parseMarker(line); ok {
 			switch {

@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/nats-io/nats.go/jetstream"
+	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/benchq/benchq/contracts"
 	"github.com/benchq/benchq/internal/procs"
@@ -30,17 +31,80 @@ import (
 // job on this agent, for standbyIdle (keepStandby). A JVM starting while an
 // experiment runs could overlap the measured operations of one of its
 // phases, on this host or on another agent's; between experiments nothing
-// is measured. So the standby serves the first phase of an experiment, and
-// the later phases start their JVMs with their jobs, as before. Agents bound
-// to one phase (driver Jobs) keep none: their job is waiting when they start.
+// is measured. So a new standby serves the first phase of an experiment.
+// The later phases reuse it: a standby JVM does not exit after a job that
+// ended well but clears the job's state, says DONE and waits for the next
+// job (Launcher), and the agent puts it back (give). A phase switch then
+// starts no JVM. Agents bound to one phase (driver Jobs) keep none: their
+// job is waiting when they start.
 const standbyIdle = time.Second
 
 // driverProc is a started driver process and its pipes.
 type driverProc struct {
 	cmd    *exec.Cmd
 	stdin  io.WriteCloser
-	stdout *bytes.Buffer
+	stdout *jobOutput
 	stderr io.ReadCloser
+
+	// A standby's: its command line before standbyArg, the lib dir it
+	// loads its classes from, and the jobs it was handed.
+	prefix []string
+	libID  os.FileInfo
+	jobs   int
+}
+
+// doneLine is what a standby JVM prints after a job, on stdout after YCSB's
+// summary and then on stderr, instead of exiting (io.benchq.ycsb.Launcher).
+const doneLine = "BENCHQ DONE"
+
+// jobOutput is a driver's stdout for one job: YCSB's summary and, from a
+// standby JVM, the DONE line that ends it (the process stays).
+type jobOutput struct {
+	mu   sync.Mutex
+	buf  bytes.Buffer
+	done chan struct{} // closed when the DONE line arrived
+}
+
+func newJobOutput() *jobOutput { return &jobOutput{done: make(chan struct{})} }
+
+func (o *jobOutput) Write(p []byte) (int, error) {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	o.buf.Write(p)
+	if b := o.buf.Bytes(); bytes.Equal(b, []byte(doneLine+"\n")) || bytes.HasSuffix(b, []byte("\n"+doneLine+"\n")) {
+		select {
+		case <-o.done:
+		default:
+			close(o.done)
+		}
+	}
+	return len(p), nil
+}
+
+// String is the job's output so far, without the DONE line.
+func (o *jobOutput) String() string {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	s := o.buf.String()
+	if t, ok := strings.CutSuffix(s, doneLine+"\n"); ok && (t == "" || strings.HasSuffix(t, "\n")) {
+		return t
+	}
+	return s
+}
+
+// Done is closed once the job's DONE line is in.
+func (o *jobOutput) Done() <-chan struct{} {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	return o.done
+}
+
+// reset empties the output for the process's next job.
+func (o *jobOutput) reset() {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	o.buf.Reset()
+	o.done = make(chan struct{})
 }
 
 // startDriver starts args as a driver process: none of the agent's keys in
@@ -50,7 +114,7 @@ func startDriver(args []string) (*driverProc, error) {
 	cmd := exec.Command(args[0], args[1:]...)
 	cmd.Env = procs.ChildEnv()
 	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL, Setpgid: true}
-	p := &driverProc{cmd: cmd, stdout: &bytes.Buffer{}}
+	p := &driverProc{cmd: cmd, stdout: newJobOutput()}
 	var err error
 	if p.stdin, err = cmd.StdinPipe(); err != nil {
 		return nil, fmt.Errorf("stdin: %w", err)
@@ -79,11 +143,20 @@ const standbyArg = "--standby"
 type standby struct {
 	java, lib string // "": no standby (disabled)
 
-	mu     sync.Mutex
-	proc   *driverProc
-	prefix []string    // proc's command line before standbyArg
-	libID  os.FileInfo // the lib dir proc loads its classes from
-	done   bool        // stopped: no more fills
+	starts prometheus.Counter // of the processes started; nil: not counted
+
+	mu   sync.Mutex
+	proc *driverProc
+	done bool // stopped: no more fills
+}
+
+// startDriver starts args (see startDriver) and counts it.
+func (s *standby) startDriver(args []string) (*driverProc, error) {
+	p, err := startDriver(args)
+	if err == nil && s.starts != nil {
+		s.starts.Inc()
+	}
+	return p, err
 }
 
 // fill starts a standby JVM unless one is there.
@@ -98,8 +171,9 @@ func (s *standby) fill() {
 		return
 	}
 	prefix := launcher(s.java, s.lib)
-	if p, err := startDriver(append(slices.Clone(prefix), standbyArg)); err == nil {
-		s.proc, s.prefix, s.libID = p, prefix, id
+	if p, err := s.startDriver(append(slices.Clone(prefix), standbyArg)); err == nil {
+		p.prefix, p.libID = prefix, id
+		s.proc = p
 	}
 }
 
@@ -110,20 +184,45 @@ func (s *standby) fill() {
 // classes) and it accepts them; else a new process. It says which.
 func (s *standby) take(args []string) (*driverProc, bool, error) {
 	s.mu.Lock()
-	p, prefix, libID := s.proc, s.prefix, s.libID
+	p := s.proc
 	s.proc = nil
 	s.mu.Unlock()
 	if p != nil {
 		id, err := os.Stat(s.lib)
-		if rest, ok := arguments(prefix, args); ok && err == nil && os.SameFile(id, libID) {
+		if rest, ok := arguments(p.prefix, args); ok && err == nil && os.SameFile(id, p.libID) {
 			if _, err := io.WriteString(p.stdin, rest+"\n"); err == nil {
+				p.jobs++
 				return p, true, nil
 			}
 		}
 		p.kill() // dead, or args it cannot take: a new process instead
 	}
-	p, err := startDriver(args)
+	p, err := s.start(args)
 	return p, false, err
+}
+
+// start starts a new driver running args. When args run our Launcher, it
+// starts as a standby handed args at once, which can stay for later jobs
+// (give); else (no standby wanted, or args a standby cannot take) as given.
+func (s *standby) start(args []string) (*driverProc, error) {
+	if s.lib != "" {
+		prefix := launcher(s.java, s.lib)
+		id, err := os.Stat(s.lib)
+		if rest, ok := arguments(prefix, args); ok && err == nil {
+			p, err := s.startDriver(append(slices.Clone(prefix), standbyArg))
+			if err != nil {
+				return nil, err
+			}
+			p.prefix, p.libID = prefix, id
+			if _, err := io.WriteString(p.stdin, rest+"\n"); err != nil {
+				p.kill()
+				return nil, fmt.Errorf("hand the job to the driver: %w", err)
+			}
+			p.jobs++
+			return p, nil
+		}
+	}
+	return s.startDriver(args)
 }
 
 // arguments encodes what follows prefix in args for a standby, or says it
@@ -139,6 +238,22 @@ func arguments(prefix, args []string) (string, bool) {
 		}
 	}
 	return strings.Join(rest, "\x00"), true
+}
+
+// give puts back a standby JVM that finished a job and waits for the next
+// (it said DONE), unless there is one already or the standby was stopped:
+// then it is ended.
+func (s *standby) give(p *driverProc) {
+	s.mu.Lock()
+	keep := s.lib != "" && s.proc == nil && !s.done && p.prefix != nil
+	if keep {
+		p.stdout.reset()
+		s.proc = p
+	}
+	s.mu.Unlock()
+	if !keep {
+		p.kill()
+	}
 }
 
 // stop kills the standby JVM and prevents new ones.

@@ -18,8 +18,12 @@
 //     the arguments on stdin, as the agent runs it): no duplicate key,
 //     count(*) = loaded + inserted, both report their window (BENCHQ FIRST_OP / LAST_OP) and write
 //     HdrHistogram logs;
-//   - Redis Cluster: the same load, A, then E with two shards; data keys =
-//     index entries = loaded + inserted, summed over the masters;
+//   - Redis Cluster: the same load, A twice on one standby JVM (a JVM that
+//     stays for its next job, as an agent's later phases use it; the second
+//     job with more threads): each job's summary counts its own operations
+//     and is followed by BENCHQ DONE, each prints its window; then E with two
+//     shards; data keys = index entries = loaded + inserted, summed over the
+//     masters;
 //   - PgBouncer with prepareThreshold=0: batched load and workload A without
 //     a prepared-statement error (the same workload without it is run too,
 //     and its errors logged: they are why the catalog sets it).
@@ -246,7 +250,37 @@ func TestBindingsAgainstRealServers(t *testing.T) {
 		if keys, indexed := rows(); keys != records || indexed != records {
 			t.Fatalf("%d data keys, %d indexed after loading, want %d", keys, indexed, records)
 		}
-		y.workload(t, "rc", "a", runOps, args)
+		// Workload A twice on one standby JVM, as an agent runs its later
+		// phases: the second job, with more threads (so new cluster
+		// clients), reports its own operations and window only.
+		wlA := func(n, threads int) []string {
+			return append(append([]string{"-t"}, args...), "-P", workload("a"), "-p", fmt.Sprintf("recordcount=%d", records),
+				"-p", fmt.Sprintf("operationcount=%d", n), "-p", "dataintegrity=true", "-threads", strconv.Itoa(threads), "-s")
+		}
+		reused := y.launchStandby(t, "rc-run-a-standby", wlA(runOps, 8)...)
+		for job, n := range []int{runOps, runOps / 2} {
+			if job > 0 {
+				reused.next(t, wlA(n, 12)...)
+			}
+			reused.ready(t)
+			if _, err := io.WriteString(reused.stdin, "GO\n"); err != nil { // stdin stays open
+				t.Fatal(err)
+			}
+			reused.awaitLines(t, reused.stderr, doneLine, reused.jobs)
+			reused.awaitLines(t, reused.stdout, doneLine, reused.jobs)
+			checkSummary(t, reused)
+			if got := operations(reused, "READ") + operations(reused, "UPDATE"); got != int64(n) {
+				t.Errorf("job %d on one JVM: %d operations in its summary, want %d", job+1, got, n)
+			}
+			for _, marker := range []string{"BENCHQ FIRST_OP ", "BENCHQ LAST_OP "} {
+				if c := strings.Count(reused.stderr.String(), marker); c != job+1 {
+					t.Errorf("after job %d on one JVM: %d %q lines, want one per job", job+1, c, marker)
+				}
+			}
+			t.Logf("rc workload a, job %d on one JVM (%d operations): %.0f ops/s", job+1, n, throughput(reused))
+		}
+		reused.send(t, "") // no more jobs: it ends well
+		reused.finish(t, 0)
 		// Workload E (scans over the masters' index buckets) with two shards
 		// whose inserts must not collide.
 		var shards []*launcher
@@ -353,6 +387,52 @@ type launcher struct {
 	stdout, stderr *output
 	exited         chan struct{}
 	err            error
+	jobs           int // a standby's jobs handed over so far (0: not a standby)
+}
+
+// doneLine ends each job of a standby JVM, on stdout and then on stderr.
+const doneLine = "BENCHQ DONE"
+
+// summary is YCSB's summary of the launcher's last job: its whole stdout,
+// or a standby's output between the DONE lines of its jobs.
+func (l *launcher) summary() string {
+	out := l.stdout.String()
+	if l.jobs == 0 {
+		return out
+	}
+	if parts := strings.Split(out, doneLine+"\n"); len(parts) >= l.jobs {
+		return parts[l.jobs-1]
+	}
+	return ""
+}
+
+// next hands a standby that finished its job (DONE on stdout and stderr)
+// the arguments of its next job, as the agent does.
+func (l *launcher) next(t *testing.T, args ...string) {
+	t.Helper()
+	l.awaitLines(t, l.stderr, doneLine, l.jobs)
+	l.awaitLines(t, l.stdout, doneLine, l.jobs)
+	if _, err := io.WriteString(l.stdin, strings.Join(args, "\x00")+"\n"); err != nil {
+		t.Fatalf("%s: hand over job %d: %v", l.name, l.jobs+1, err)
+	}
+	l.jobs++
+}
+
+// awaitLines waits (bounded) until o holds n lines equal to line.
+func (l *launcher) awaitLines(t *testing.T, o *output, line string, n int) {
+	t.Helper()
+	deadline := time.Now().Add(phaseWait)
+	for o.count(line) < n {
+		select {
+		case <-l.exited:
+			t.Fatalf("%s exited before its %d-th %q line: %s", l.name, n, line, l.stderr.tail())
+		default:
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("%s: no %d-th %q line within %s: %s", l.name, n, line, phaseWait, l.stderr.tail())
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
 }
 
 func (y *ycsb) launch(t *testing.T, name string, args ...string) *launcher {
@@ -385,17 +465,16 @@ func (y *ycsb) launch(t *testing.T, name string, args ...string) *launcher {
 func (y *ycsb) launchStandby(t *testing.T, name string, args ...string) *launcher {
 	t.Helper()
 	l := y.launch(t, name, "--standby")
-	if _, err := io.WriteString(l.stdin, strings.Join(args, "\x00")+"\n"); err != nil {
-		t.Fatalf("%s: hand the arguments over: %v", name, err)
-	}
+	l.next(t, args...)
 	return l
 }
 
-// ready waits until the launcher printed BENCHQ READY.
+// ready waits until the launcher printed BENCHQ READY (for a standby: for
+// its current job).
 func (l *launcher) ready(t *testing.T) {
 	t.Helper()
 	deadline := time.Now().Add(time.Minute)
-	for !l.stderr.hasLine("BENCHQ READY") {
+	for l.stderr.count("BENCHQ READY") < max(1, l.jobs) {
 		select {
 		case <-l.exited:
 			t.Fatalf("%s exited before READY: %s", l.name, l.stderr.tail())
@@ -443,7 +522,10 @@ func (l *launcher) finish(t *testing.T, want int) {
 // back differently, and stdout holds nothing but summary lines.
 func checkSummary(t *testing.T, l *launcher) {
 	t.Helper()
-	out := l.stdout.String()
+	out := l.summary()
+	if l.jobs > 0 && strings.Count(l.stdout.String(), doneLine+"\n") < l.jobs {
+		t.Errorf("%s: job %d's summary is not followed by %s on stdout", l.name, l.jobs, doneLine)
+	}
 	if !strings.Contains(out, "[OVERALL], Throughput(ops/sec), ") || !strings.Contains(out, "Return=OK, ") {
 		t.Fatalf("%s: no [OVERALL] Throughput or no Return=OK line:\n%s", l.name, out)
 	}
@@ -466,7 +548,7 @@ func checkSummary(t *testing.T, l *launcher) {
 // figure is a value of YCSB's summary line "[block], name, value".
 func figure(l *launcher, block, name string) float64 {
 	prefix := "[" + block + "], " + name + ", "
-	for _, line := range strings.Split(l.stdout.String(), "\n") {
+	for _, line := range strings.Split(l.summary(), "\n") {
 		if v, ok := strings.CutPrefix(line, prefix); ok {
 			f, _ := strconv.ParseFloat(strings.TrimSpace(v), 64)
 			return f
@@ -481,7 +563,7 @@ func operations(l *launcher, op string) int64 { return int64(figure(l, op, "Oper
 // returns sums a return code over every operation block.
 func returns(l *launcher, code string) int64 {
 	var n int64
-	for _, line := range strings.Split(l.stdout.String(), "\n") {
+	for _, line := range strings.Split(l.summary(), "\n") {
 		if f := strings.Split(line, ", "); len(f) == 3 && f[1] == "Return="+code {
 			v, _ := strconv.ParseInt(f[2], 10, 64)
 			n += v
@@ -510,13 +592,15 @@ func (o *output) String() string {
 
 func (o *output) contains(s string) bool { return strings.Contains(o.String(), s) }
 
-func (o *output) hasLine(s string) bool {
+// count is how many lines equal s.
+func (o *output) count(s string) int {
+	n := 0
 	for _, line := range strings.Split(o.String(), "\n") {
 		if line == s {
-			return true
+			n++
 		}
 	}
-	return false
+	return n
 }
 
 // after is the rest of the first line that starts with prefix.

@@ -71,8 +71,13 @@ public class JdbcClient extends DB {
   private static final Pattern TABLE_NAME =
       Pattern.compile("[A-Za-z_][A-Za-z0-9_$]*(\\.[A-Za-z_][A-Za-z0-9_$]*)?");
 
-  /** Instances initialised in this process (the launcher's probe included), for {@link #spread}. */
+  /** Instances initialised for this job (the launcher's probe included), for {@link #spread}. */
   private static final AtomicInteger INSTANCES = new AtomicInteger();
+
+  /** Starts the count of {@link #INSTANCES} again, for the next job of a JVM that stays. */
+  static void resetInstances() {
+    INSTANCES.set(0);
+  }
 
   private static final String PG_PREFIX = "jdbc:postgresql://";
 

@@ -41,6 +41,11 @@ import site.ycsb.DB;
  *       exit. EOF or any other line: exit 4 without running anything.</li>
  * </ol>
  *
+ * <p>A standby JVM ({@value #STANDBY}) does not exit after a job that ended well (exit code 0):
+ * it clears the job's state, prints {@value #DONE} on stdout (after the summary) and then on
+ * stderr, and waits for the next job's arguments on stdin, so an agent's later phases need no
+ * JVM start. Closing stdin then ends it with exit 0.
+ *
  * <p>While the workload runs, stderr also carries {@code BENCHQ FIRST_OP <instant>} when the
  * first operation starts and, once the operations ended, {@code BENCHQ LAST_OP <instant>} (see
  * {@link OpWindow}).
@@ -52,6 +57,8 @@ public final class Launcher {
 
   public static final String READY = "BENCHQ READY";
   public static final String GO = "GO";
+  /** A standby's end of a job, on stdout after the summary and then on stderr. */
+  public static final String DONE = "BENCHQ DONE";
 
   public static final int EXIT_USAGE = 2;
   public static final int EXIT_INIT_FAILED = 3;
@@ -60,8 +67,9 @@ public final class Launcher {
   /**
    * The only argument of a standby JVM: it starts and preloads YCSB's classes ahead of any job,
    * then reads the job's arguments from stdin (one line, NUL-separated) and goes on as if it
-   * had been started with them. The agent keeps one ready, so a phase's JVM start-up is not
-   * between the phase's job and its READY.
+   * had been started with them; after a job that ended well it waits for the next. The agent
+   * keeps one ready, so a phase's JVM start-up is not between the phase's job and its READY,
+   * and starts every driver this way, so that it can stay for the later phases.
    */
   static final String STANDBY = "--standby";
 
@@ -80,19 +88,50 @@ public final class Launcher {
 
   public static void main(String[] args) {
     boolean prewarm = !"false".equals(System.getProperty(PREWARM_PROPERTY));
-    if (args.length == 1 && args[0].equals(STANDBY)) {
-      if (prewarm) {
-        prewarm(true);
-        prewarm = false;
-      }
-      args = awaitArguments();
+    boolean standby = args.length == 1 && args[0].equals(STANDBY);
+    // A standby started with its job already waiting on stdin prewarms as a fresh JVM does
+    // (load only, after the probe); one started ahead of any job also initialises.
+    if (standby && prewarm && !jobWaiting()) {
+      prewarm(true);
+      prewarm = false;
     }
+    // The end of the measured window is printed at exit, however the JVM ends (Run prints it
+    // earlier when the client threads end).
+    Runtime.getRuntime().addShutdownHook(new Thread(OpWindow::printLast, "benchq-last-op"));
+    boolean ranOne = false;
+    int code;
+    while (true) {
+      if (standby) {
+        args = awaitArguments(ranOne);
+      }
+      code = runJob(args, prewarm);
+      prewarm = false;
+      ranOne = true;
+      if (!standby || code != 0 || !forgetJob()) {
+        break;
+      }
+      // Done: stdout (the summary) is complete when its DONE line is there; stderr has nothing
+      // more of this job after its DONE line.
+      System.out.println(DONE);
+      System.out.flush();
+      System.err.println(DONE);
+      System.err.flush();
+    }
+    System.out.flush();
+    System.exit(code);
+  }
+
+  /**
+   * One job: the probe, the run set up to the barrier, READY, GO and the run; its exit code.
+   * A job that cannot start ends the JVM with {@link #fail}.
+   */
+  private static int runJob(String[] args, boolean prewarm) {
     Properties props;
     try {
       props = parseArguments(args);
     } catch (IllegalArgumentException e) {
       fail(EXIT_USAGE, e.getMessage());
-      return;
+      return EXIT_USAGE;
     }
     String dbClass = props.getProperty("db", DEFAULT_DB);
     probe(dbClass, props);
@@ -106,10 +145,10 @@ public final class Launcher {
       run.awaitConnected();
     } catch (Run.SetupException e) {
       fail(EXIT_INIT_FAILED, e.getMessage());
-      return;
+      return EXIT_INIT_FAILED;
     } catch (InterruptedException e) {
       fail(EXIT_INIT_FAILED, "interrupted while the client threads connected");
-      return;
+      return EXIT_INIT_FAILED;
     }
 
     System.err.println(READY);
@@ -118,7 +157,7 @@ public final class Launcher {
     String line = readLine();
     if (line == null) {
       fail(EXIT_NO_GO, "stdin closed before " + GO + "; not running");
-      return;
+      return EXIT_NO_GO;
     }
     String[] go = line.strip().split("\\s+");
     if (!go[0].equals(GO) || go.length > 2) {
@@ -132,17 +171,37 @@ public final class Launcher {
         fail(EXIT_NO_GO, "GO with a start instant that is not ISO-8601: '" + go[1] + "'; not running");
       }
     }
-    // The end of the measured window is printed at exit, however the JVM ends (Run prints it
-    // earlier when the client threads end).
-    Runtime.getRuntime().addShutdownHook(new Thread(OpWindow::printLast, "benchq-last-op"));
-    int code;
     try {
-      code = run.run(at);
+      return run.run(at);
     } catch (InterruptedException e) {
-      code = 1;
+      return 1;
     }
-    System.out.flush();
-    System.exit(code);
+  }
+
+  /**
+   * Clears what a job leaves in the JVM's static state (YCSB's measurements, the gate and window,
+   * the bindings' shared clients and counters) and collects the job's garbage, so that the next
+   * job runs as in a fresh JVM, apart from classes loaded and code compiled. False when that
+   * cannot be done: the JVM exits instead.
+   */
+  private static boolean forgetJob() {
+    if (!Run.forgetMeasurements()) {
+      return false;
+    }
+    OpWindow.reset();
+    JdbcClient.resetInstances();
+    RedisClient.closeShared();
+    System.gc();
+    return true;
+  }
+
+  /** Whether stdin already holds input (a job handed over with the JVM's start). */
+  private static boolean jobWaiting() {
+    try {
+      return System.in.available() > 0;
+    } catch (IOException e) {
+      return false;
+    }
   }
 
   /** The one reader of stdin (a second buffered reader could miss what the first read ahead). */
@@ -160,11 +219,15 @@ public final class Launcher {
 
   /**
    * A standby JVM's wait for its job: one line on stdin, the arguments separated by NUL
-   * characters. Exit 4 when stdin closes first (the agent stopped, or replaced the standby).
+   * characters. When stdin closes first: exit 4 if no job ran (the agent stopped, or replaced
+   * the standby), else exit 0 (no more jobs).
    */
-  private static String[] awaitArguments() {
+  private static String[] awaitArguments(boolean ranOne) {
     String line = readLine();
     if (line == null) {
+      if (ranOne) {
+        System.exit(0);
+      }
       fail(EXIT_NO_GO, "standby: stdin closed before a job; not running");
     }
     return line.split("\0", -1);

@@ -39,11 +39,29 @@ final class OpWindow {
   private static volatile Instant startAt;
   /** The gate the client threads wait at between connecting and their first operation. */
   private static volatile boolean armed;
-  private static final CountDownLatch GO = new CountDownLatch(1);
+  private static volatile CountDownLatch go = new CountDownLatch(1);
   private static final Object ARRIVALS = new Object();
   private static int arrivals;
 
   private OpWindow() {
+  }
+
+  /**
+   * Forgets the last job's window and gate, so that a JVM that stays for the next job (a
+   * standby, see {@code Launcher}) measures that job alone. Called between jobs, when no client
+   * thread runs.
+   */
+  static void reset() {
+    synchronized (ARRIVALS) {
+      arrivals = 0;
+    }
+    armed = false;
+    startAt = null;
+    go = new CountDownLatch(1);
+    LAST.set(null);
+    LAST_PRINTED.set(false);
+    started = false;
+    STARTED.set(false);
   }
 
   /**
@@ -73,7 +91,7 @@ final class OpWindow {
   /** Opens the gate: the threads start their first operation at the instant at (null: now). */
   static void go(Instant at) {
     startAt = at;
-    GO.countDown();
+    go.countDown();
   }
 
   /**
@@ -89,7 +107,7 @@ final class OpWindow {
       ARRIVALS.notifyAll();
     }
     try {
-      GO.await();
+      go.await();
       sleepUntil(startAt);
     } catch (InterruptedException e) {
       Thread.currentThread().interrupt();

@@ -85,10 +85,28 @@ public class RedisClient extends DB {
   private final ErrorLog errors = new ErrorLog("RedisClient");
 
   /**
-   * The process's cluster clients by address and client settings. Never closed: they live as
-   * long as the JVM (YCSB exits the process when the run ends).
+   * The job's cluster clients by address and client settings, shared by its threads; closed
+   * when the job ends ({@link #closeShared()}).
    */
   private static final Map<String, SharedCluster> CLUSTERS = new HashMap<>();
+
+  /**
+   * Closes the cluster clients of the job that ended. A JVM that stays for the next job (a
+   * standby, see {@code Launcher}) may then meet another cluster at the same address, or more
+   * threads than the pools were sized for.
+   */
+  static void closeShared() {
+    synchronized (CLUSTERS) {
+      for (SharedCluster c : CLUSTERS.values()) {
+        try {
+          c.cluster.close();
+        } catch (RuntimeException ignored) {
+          // closing only: the job's figures are out
+        }
+      }
+      CLUSTERS.clear();
+    }
+  }
 
   private static final class SharedCluster {
     final JedisCluster cluster;

@@ -1,6 +1,7 @@
 package io.benchq.ycsb;
 
 import java.io.FileOutputStream;
+import java.io.FilterOutputStream;
 import java.io.IOException;
 import java.io.OutputStream;
 import java.time.Instant;
@@ -53,8 +54,9 @@ import site.ycsb.measurements.exporter.TextMeasurementsExporter;
  * stdout holds nothing but the summary; client threads are not wrapped in an HTrace span (the
  * bindings' operations still are, by YCSB's DB wrapper); the threads are capped at the number
  * of operations only when that is set (YCSB 0.17.0 also caps them at 0 operations, i.e. runs
- * none; later YCSB does as we do). The GC totals count from the JVM's start, as YCSB's do, but
- * their share ({@code TOTAL_GC_TIME_%}) is of the shorter RunTime.
+ * none; later YCSB does as we do). The GC totals count from the job's start (YCSB's from the
+ * JVM's, which in a JVM that ran earlier jobs would hold theirs), their share
+ * ({@code TOTAL_GC_TIME_%}) is of the shorter RunTime.
  */
 final class Run {
 
@@ -66,10 +68,13 @@ final class Run {
   /** maxexecutiontime (s, 0: none) and status.interval (s), read before the barrier. */
   private final long maxExecutionS;
   private final int statusIntervalS;
+  /** The JVM's collections (count, ms) by collector when the job started. */
+  private final Map<String, Long[]> gcAtStart;
 
   private Run(Properties props, Workload workload, List<ClientThread> clients,
-              CountDownLatch completeLatch) throws SetupException {
+              CountDownLatch completeLatch, Map<String, Long[]> gcAtStart) throws SetupException {
     this.props = props;
+    this.gcAtStart = gcAtStart;
     this.workload = workload;
     this.clients = clients;
     this.completeLatch = completeLatch;
@@ -95,6 +100,7 @@ final class Run {
    * rules for the number of operations per thread and the per-thread target.
    */
   static Run prepare(Properties props) throws SetupException {
+    Map<String, Long[]> gcAtStart = Utils.getGCStatst();
     Measurements.setProperties(props);
     Workload workload;
     String workloadClass = props.getProperty(Client.WORKLOAD_PROPERTY);
@@ -151,7 +157,7 @@ final class Run {
       c.setThreadCount(threadcount);
       clients.add(c);
     }
-    return new Run(props, workload, clients, completeLatch);
+    return new Run(props, workload, clients, completeLatch, gcAtStart);
   }
 
   /** A whole-number property, read before the barrier so that a bad one fails the setup. */
@@ -248,10 +254,29 @@ final class Run {
     return 0;
   }
 
+  /**
+   * Forgets the measurements of the job that ended: YCSB keeps them in a process-wide singleton
+   * that {@link #prepare} would otherwise reuse, so a JVM that stays for the next job would
+   * report both jobs' operations. False when YCSB's singleton could not be reached: the JVM
+   * must not run another job then.
+   */
+  static boolean forgetMeasurements() {
+    try {
+      java.lang.reflect.Field singleton = Measurements.class.getDeclaredField("singleton");
+      singleton.setAccessible(true);
+      singleton.set(null, null);
+      return true;
+    } catch (ReflectiveOperationException | RuntimeException e) {
+      System.err.println("benchq-ycsb: cannot reset YCSB's measurements (" + e + "); not staying for another job");
+      return false;
+    }
+  }
+
   /** Writes the summary as YCSB Client does: overall figures, GC, JVM, then each operation. */
   private void export(int opsDone, long runtime, StatusThread status) throws IOException {
     String file = props.getProperty(Client.EXPORT_FILE_PROPERTY);
-    OutputStream out = file == null ? System.out : new FileOutputStream(file);
+    // YCSB's exporters close their stream; System.out stays open for the next job's summary.
+    OutputStream out = file == null ? new KeptOpen(System.out) : new FileOutputStream(file);
     String exporterClass = props.getProperty(Client.EXPORTER_PROPERTY,
         TextMeasurementsExporter.class.getName());
     MeasurementsExporter exporter;
@@ -269,8 +294,9 @@ final class Run {
       long gcCount = 0;
       long gcTime = 0;
       for (Map.Entry<String, Long[]> gc : Utils.getGCStatst().entrySet()) {
-        long count = gc.getValue()[0];
-        long time = gc.getValue()[1];
+        Long[] before = gcAtStart.getOrDefault(gc.getKey(), new Long[] {0L, 0L});
+        long count = gc.getValue()[0] - before[0];
+        long time = gc.getValue()[1] - before[1];
         exporter.write("TOTAL_GCS_" + gc.getKey(), "Count", count);
         exporter.write("TOTAL_GC_TIME_" + gc.getKey(), "Time(ms)", time);
         exporter.write("TOTAL_GC_TIME_%_" + gc.getKey(), "Time(%)", 100.0 * time / runtime);
@@ -291,6 +317,23 @@ final class Run {
       Measurements.getMeasurements().exportMeasurements(exporter);
     } finally {
       exporter.close();
+    }
+  }
+
+  /** A stream whose close() only flushes: closing System.out would end a standby's output. */
+  private static final class KeptOpen extends FilterOutputStream {
+    KeptOpen(OutputStream out) {
+      super(out);
+    }
+
+    @Override
+    public void write(byte[] b, int off, int len) throws IOException {
+      out.write(b, off, len);
+    }
+
+    @Override
+    public void close() throws IOException {
+      out.flush();
     }
   }
 
