@@ -14,13 +14,15 @@
 #     summary against the kernel's count of the same processes in /proc over
 #     the same window (a sampler reads them every 20 ms), and how many of
 #     the phase's edges the deployer and the agents read.
-# Options (environment): RUNS (default 2), PARTS (default "1 2"), COLD=1
+# Options (environment): RUNS (default 2), PARTS (default "1 2"), GAP
+# (seconds between experiments, default 2), COLD=1
 # (root: drop the page cache before the first experiment; goal for a first
 # run on a fresh machine: overhead <= 5 %).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 RUNS=${RUNS:-2}
 PARTS=${PARTS:-1 2}
+GAP=${GAP:-2}
 DEFAULT="-dbms Redis -sf 0.1 -xop 0.2 -xwl a -nlp 2 -nlt 8 -nbp 1 -nbt 8 -xtb 16384 -xnlf 1 -xnbf 1 -xli 2 -tr"
 GRID="-dbms PgBouncer -sf 0.02 -xop 0.2 -xwl a -nlp 1 -nlt 8 -nbp 1 -nbt 8 -xtb 8192 -xnpp 1,2 -xnpo 4,16 -ms 1 -xli 1 -tr"
 POOL="-dbms PgBouncer -sf 0.02 -xop 0.2 -xwl a -nlp 2 -nlt 8 -nbp 1 -nbt 8 -xtb 0 -xnpp 2 -xli 1 -tr -mc"
@@ -63,6 +65,11 @@ switches() { psql -At -F ' ' "$db" -v code="$1" -f scripts/phase-switch.sql | gr
 
 if [[ " $PARTS " == *" 1 "* ]]; then
 echo "== 1. the default experiment, $RUNS runs each way (goals: overhead <= 3 % with -m -mc -ma, SUT ready <= 0.3 s, switch p99 <= 250 ms)"
+# GAP seconds between experiments: an agent refills its standby JVMs only
+# after 1 s without an experiment (services/driver-agent/standby.go), so
+# experiments submitted back to back (GAP=0) start JVMs once the standbys
+# are used up.
+echo "   experiments $GAP s apart (GAP=0: back to back)"
 for way in plain monitored; do
   flags=$DEFAULT; [ "$way" = monitored ] && flags="$DEFAULT -m -mc -ma"
   rows=()
@@ -77,6 +84,7 @@ for way in plain monitored; do
         sync && echo 3 >/proc/sys/vm/drop_caches && note=" [the stack's first experiment, page cache dropped before it]"
       fi
     fi
+    [ "$way$n" = plain1 ] || sleep "$GAP"
     # shellcheck disable=SC2086
     "$bin/benchq" ycsb -e "$code" $flags run >"$home/$code.out" 2>&1 || { tail -20 "$home/$code.out"; exit 1; }
     read -r total windows pct ready tput <<<"$(overhead "$code")"
@@ -99,6 +107,7 @@ done
 # The same figures for a grid: 4 PgBouncer configurations (-xnpp 1,2 -xnpo
 # 4,16), each with its own SUT, one after another (-ms 1).
 code="bench-ph-grid-$(date +%s)"
+sleep "$GAP"
 # shellcheck disable=SC2086
 "$bin/benchq" ycsb -e "$code" $GRID run >"$home/$code.out" 2>&1 || { tail -20 "$home/$code.out"; exit 1; }
 read -r total windows pct ready tput <<<"$(overhead "$code")"

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"log/slog"
@@ -45,6 +46,11 @@ type Config struct {
 
 	// NoStandby: no standby JVM (standby.go); each shard starts its own.
 	NoStandby bool
+	// Standbys is how many standby JVMs to keep ready (0: DefaultStandbys).
+	Standbys int
+	// ReuseJVM: a JVM that ended its shard well runs the agent's next one
+	// (warm; docs/adr/0018) instead of being killed.
+	ReuseJVM bool
 
 	// Metrics is the registry served on the agent's /metrics (main.go);
 	// it receives the shard in flight's driver process tree and live
@@ -107,7 +113,8 @@ func Run(ctx context.Context, cfg Config, log *slog.Logger) error {
 	removeStaleShardDirs(log)
 	a.standby.starts = a.metrics.starts
 	if !cfg.NoStandby && cfg.YCSBLib != "" && cfg.Limits.Phase == "" && cfg.Limits.MaxShards == 0 {
-		a.standby.java, a.standby.lib = cfg.Java, cfg.YCSBLib
+		a.standby.java, a.standby.lib, a.standby.reuse = cfg.Java, cfg.YCSBLib, cfg.ReuseJVM
+		a.standby.size = cmp.Or(cfg.Standbys, DefaultStandbys)
 		go a.keepStandby(ctx)
 	}
 	defer a.standby.stop()

@@ -38,10 +38,13 @@ type stack struct {
 	regs []*prometheus.Registry
 }
 
-func newStack(t *testing.T, agents int) *stack {
+func newStack(t *testing.T, agents int, opts ...func(*Config)) *stack {
 	t.Helper()
-	lib := testenv.YCSBLib(t)
-	return startAgents(t, agents, 10*time.Minute, Config{Java: "java", YCSBLib: lib, Workloads: "ycsb/workloads"})
+	cfg := Config{Java: "java", YCSBLib: testenv.YCSBLib(t), Workloads: "ycsb/workloads"}
+	for _, o := range opts {
+		o(&cfg)
+	}
+	return startAgents(t, agents, 10*time.Minute, cfg)
 }
 
 // startAgents starts NATS and n agents configured as base (named agent-1
@@ -283,7 +286,11 @@ func TestShardsInsertWithoutCollisions(t *testing.T) {
 		t.Run(name, func(t *testing.T) {
 			t.Parallel()
 			db := newSUT(t)
-			s := newStack(t, 3)
+			// Redis's agents run each shard on the JVM of the last
+			// (-reuse-jvm), PostgreSQL's each on a fresh one.
+			reuse := name == "Redis"
+			s := newStack(t, 3, func(c *Config) { c.ReuseJVM = reuse })
+			var driverJobs []int // of every final
 			zero := 0
 			for _, wl := range []string{"d", "e"} {
 				for _, shards := range []int{2, 3} {
@@ -303,7 +310,9 @@ func TestShardsInsertWithoutCollisions(t *testing.T) {
 						}
 						load := phaseJobs(t, name, req, 0, db.ep)
 						watch := s.watchDriverMetrics(load[0].Phase)
-						s.runPhase(load)
+						for _, f := range s.runPhase(load) {
+							driverJobs = append(driverJobs, f.DriverJob)
+						}
 						watch.check(t, "loader")
 						if n, err := db.count(); err != nil || n != records {
 							t.Fatalf("after loading: %d records (%v), want %d", n, err, records)
@@ -320,14 +329,28 @@ func TestShardsInsertWithoutCollisions(t *testing.T) {
 						}
 						for shard, f := range finals {
 							checkMeasurements(t, shard, f, wl == "d")
+							driverJobs = append(driverJobs, f.DriverJob)
 						}
 					})
 				}
 			}
-			// 18 jobs: each agent's JVM stays for its later jobs, so at most
-			// a standby and one started with an early job per agent.
-			if n := s.driverStarts(); n > 2*len(s.regs) {
-				t.Errorf("%d driver JVMs started for 18 jobs on %d agents, want at most %d", n, len(s.regs), 2*len(s.regs))
+			// 18 jobs. Reused, an agent's JVM stays for its later jobs: at
+			// most its standbys and one started with an early job are
+			// started. Else every job has a JVM of its own.
+			starts, later := s.driverStarts(), 0
+			for _, j := range driverJobs {
+				if j != 1 {
+					later++
+				}
+			}
+			switch {
+			case len(driverJobs) != 18:
+				t.Errorf("%d finals, want 18", len(driverJobs))
+			case reuse && (starts > (DefaultStandbys+1)*len(s.regs) || later == 0):
+				t.Errorf("reused: %d JVMs started for 18 jobs on %d agents (want at most %d), %d jobs on a used JVM (driver_job %v)",
+					starts, len(s.regs), (DefaultStandbys+1)*len(s.regs), later, driverJobs)
+			case !reuse && (starts < 18 || later != 0):
+				t.Errorf("not reused: %d JVMs started for 18 jobs, %d jobs on a used JVM (driver_job %v)", starts, later, driverJobs)
 			}
 		})
 	}

@@ -32,9 +32,21 @@ func main() {
 	fs.StringVar(&cfg.Limits.Phase, "phase", startup.Env("BENCHQ_AGENT_PHASE", ""), "take only shard jobs of this phase, hand others back (env BENCHQ_AGENT_PHASE; driver Jobs)")
 	bbHome := fs.String("benchbase", startup.Env("BENCHQ_BENCHBASE_HOME", ""), "Benchbase install (benchbase.jar or its directory; JAVA_HOME picks the JVM) that runs TPC-C shards; unset = the embedded engine (env BENCHQ_BENCHBASE_HOME)")
 	noStandby, _ := strconv.ParseBool(startup.Env("BENCHQ_AGENT_NO_STANDBY", "false"))
-	fs.BoolVar(&cfg.NoStandby, "no-standby", noStandby, "start a fresh JVM for each shard when its job arrives: no standby JVM kept ready, none staying for the next job (env BENCHQ_AGENT_NO_STANDBY=true)")
+	fs.BoolVar(&cfg.NoStandby, "no-standby", noStandby, "start each shard's JVM when its job arrives, keeping no standby JVM ready (env BENCHQ_AGENT_NO_STANDBY=true)")
+	standbys, err := strconv.Atoi(startup.Env("BENCHQ_AGENT_STANDBYS", strconv.Itoa(DefaultStandbys)))
+	if err != nil || standbys < 1 {
+		fmt.Fprintf(os.Stderr, "BENCHQ_AGENT_STANDBYS: want a whole number >= 1\n")
+		os.Exit(2)
+	}
+	fs.IntVar(&cfg.Standbys, "standbys", standbys, "standby JVMs kept ready while no experiment runs, each for one shard (env BENCHQ_AGENT_STANDBYS)")
+	reuse, _ := strconv.ParseBool(startup.Env("BENCHQ_AGENT_REUSE_JVM", "false"))
+	fs.BoolVar(&cfg.ReuseJVM, "reuse-jvm", reuse, "run the next shard on the JVM of the last one when it ended well: no JVM start between phases, but a warm JVM (its code compiled by earlier shards: faster than a fresh one; docs/adr/0018) (env BENCHQ_AGENT_REUSE_JVM=true)")
 	maxShards := fs.Int("max-shards", 0, "exit 0 after this many shards ended; 0 = serve until stopped (env BENCHQ_AGENT_MAX_SHARDS; driver Jobs)")
 	_ = fs.Parse(os.Args[1:])
+	if cfg.Standbys < 1 {
+		fmt.Fprintf(os.Stderr, "-standbys %d: want at least 1 (-no-standby keeps none)\n", cfg.Standbys)
+		os.Exit(2)
+	}
 	cfg.NATSURL = *natsURL
 	cfg.Limits.MaxShards = *maxShards
 	if v := os.Getenv("BENCHQ_AGENT_MAX_SHARDS"); v != "" && !flagGiven(fs, "max-shards") {
@@ -45,7 +57,6 @@ func main() {
 		}
 		cfg.Limits.MaxShards = n
 	}
-	var err error
 	if cfg.Benchbase, err = findBenchbase(*bbHome, os.Getenv); err != nil {
 		fmt.Fprintf(os.Stderr, "-benchbase: %v\n", err)
 		os.Exit(2)

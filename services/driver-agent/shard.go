@@ -170,9 +170,9 @@ func (r *shardRun) run(ctx context.Context) (*contracts.Final, error) {
 	final.DriverCPU = r.live.cpuReads()
 	final.DriverJob = max(1, p.jobs)
 	if r.done && final.Status == contracts.StatusOK {
-		r.a.standby.give(p) // the next phase's job runs on it
+		r.a.standby.jobDone(p)
 	} else if r.done {
-		p.kill()
+		go p.kill()
 	}
 	return final, nil
 }
@@ -270,6 +270,39 @@ func barrierFailed(ctx context.Context, final *contracts.Final, err error) (*con
 	return nil, err
 }
 
+// atGo is an engine inside the agent (TPC-C, the metrics generator) at the
+// barrier: READY, then GO's start instant, a context that ends when the
+// phase attempt fails (stop it when the run ends), and the driver's CPU
+// read at the instant. An error is barrierFailed's to judge.
+func atGo(ctx context.Context, br *bus.Barrier, final *contracts.Final, live *liveShard) (time.Time, context.Context, context.CancelFunc, error) {
+	startAt, err := br.Ready(ctx)
+	if err != nil {
+		return time.Time{}, nil, nil, err
+	}
+	final.GoDelayMS = br.GoDelayMS()
+	runCtx, stop := br.Context(ctx)
+	live.cpuBefore(runCtx, startAt)
+	return startAt, runCtx, stop, nil
+}
+
+// settled is the outcome of an engine inside the agent that ran under
+// runCtx (atGo) and returned runErr: failed when the phase attempt failed
+// or the engine did; nothing when the agent is stopping (ctx ended), so the
+// job is not acked but redelivered.
+func settled(ctx, runCtx context.Context, runErr error, final *contracts.Final) (*contracts.Final, error) {
+	switch {
+	case ctx.Err() != nil:
+		return nil, ctx.Err()
+	case runCtx.Err() != nil:
+		final.Status, final.Error = contracts.StatusFailed, abortedBecause(context.Cause(runCtx).Error())
+	case runErr != nil:
+		final.Status, final.Error = contracts.StatusFailed, runErr.Error()
+	default:
+		final.Status = contracts.StatusOK
+	}
+	return final, nil
+}
+
 // waitUntil waits for instant t (GO's start), or until ctx ends.
 func waitUntil(ctx context.Context, t time.Time) {
 	if d := time.Until(t); d > 0 {
@@ -339,6 +372,22 @@ func (r *shardRun) readStderr(ctx context.Context, stderr io.Reader, ready chan<
 		r.a.publishInterval(ctx, r.job, r.live, contracts.Interval{
 			At: st.At.UTC(), ElapsedS: st.ElapsedS, Operations: st.Operations, OpsPerSec: st.OpsPerSec, PerOp: st.PerOp,
 		})
+	}
+	if err := sc.Err(); err != nil {
+		// A line longer than the scanner takes: read on, unparsed, so the
+		// driver never blocks on a full pipe and a standby's DONE is seen.
+		tail.add(fmt.Sprintf("(stderr: %v)", err))
+		rd := bufio.NewReader(stderr)
+		for {
+			line, err := rd.ReadString('\n')
+			if signalled && strings.TrimSpace(line) == doneLine {
+				r.done = true
+				return
+			}
+			if err != nil {
+				return
+			}
+		}
 	}
 }
 

@@ -23,20 +23,23 @@ import (
 
 // A driver's JVM takes about 0.3 s to start and load YCSB's classes on two
 // busy cores, and it did so between a phase's shard job and its READY. An
-// agent keeps a standby JVM instead (io.benchq.ycsb.Launcher --standby):
-// started, its classes loaded and initialised ahead of any job, it is handed
-// the job's arguments on stdin (job to READY: about 35 ms instead of 320).
+// agent keeps standby JVMs instead (io.benchq.ycsb.Launcher --standby):
+// started, their classes loaded and initialised ahead of any job, each is
+// handed a job's arguments on stdin (job to READY: about 35 ms instead of
+// 320).
 //
-// It is only started while the stack is quiet: no experiment running and no
-// job on this agent, for standbyIdle (keepStandby). A JVM starting while an
-// experiment runs could overlap the measured operations of one of its
+// They are only started while the stack is quiet: no experiment running and
+// no job on this agent, for standbyIdle (keepStandby). A JVM starting while
+// an experiment runs could overlap the measured operations of one of its
 // phases, on this host or on another agent's; between experiments nothing
-// is measured. So a new standby serves the first phase of an experiment.
-// The later phases reuse it: a standby JVM does not exit after a job that
-// ended well but clears the job's state, says DONE and waits for the next
-// job (Launcher), and the agent puts it back (give). A phase switch then
-// starts no JVM. Agents bound to one phase (driver Jobs) keep none: their
-// job is waiting when they start.
+// is measured, and an idle JVM costs no CPU. So the agent keeps several
+// (DefaultStandbys, -standbys), one for each phase of an experiment it may
+// run, and each runs one job: every phase gets a JVM as fresh as the
+// first's. When a job ends well the JVM says DONE instead of exiting
+// (Launcher), and the agent kills it, which takes no shutdown work; with
+// -reuse-jvm it is kept for the next job instead, warm (docs/adr/0018).
+// Agents bound to one phase (driver Jobs) keep none: their job is waiting
+// when they start.
 const standbyIdle = time.Second
 
 // driverProc is a started driver process and its pipes.
@@ -138,16 +141,24 @@ func (p *driverProc) kill() {
 // standbyArg is the Launcher's option for a standby JVM.
 const standbyArg = "--standby"
 
-// standby holds an agent's standby JVM: at most one, running the Launcher
-// of the YCSB lib dir lib with java.
+// DefaultStandbys is how many standby JVMs an agent keeps ready: one for
+// each phase of a default experiment (loading, benchmarking) it may run.
+const DefaultStandbys = 2
+
+// standby holds an agent's standby JVMs: up to size, each running the
+// Launcher of the YCSB lib dir lib with java, started while the stack is
+// quiet and each used for one job — unless reuse is set: then a JVM that
+// ended its job well comes back for the next (warm: see docs/adr/0018).
 type standby struct {
 	java, lib string // "": no standby (disabled)
+	size      int
+	reuse     bool
 
 	starts prometheus.Counter // of the processes started; nil: not counted
 
-	mu   sync.Mutex
-	proc *driverProc
-	done bool // stopped: no more fills
+	mu    sync.Mutex
+	procs []*driverProc // ready, the next to take first
+	done  bool          // stopped: no more fills
 }
 
 // startDriver starts args (see startDriver) and counts it.
@@ -159,11 +170,11 @@ func (s *standby) startDriver(args []string) (*driverProc, error) {
 	return p, err
 }
 
-// fill starts a standby JVM unless one is there.
+// fill starts standby JVMs until there are size.
 func (s *standby) fill() {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if s.lib == "" || s.proc != nil || s.done {
+	if s.lib == "" || s.done {
 		return
 	}
 	id, err := os.Stat(s.lib)
@@ -171,23 +182,31 @@ func (s *standby) fill() {
 		return
 	}
 	prefix := launcher(s.java, s.lib)
-	if p, err := s.startDriver(append(slices.Clone(prefix), standbyArg)); err == nil {
+	for len(s.procs) < s.size {
+		p, err := s.startDriver(append(slices.Clone(prefix), standbyArg))
+		if err != nil {
+			return
+		}
 		p.prefix, p.libID = prefix, id
-		s.proc = p
+		s.procs = append(s.procs, p)
 	}
 }
 
-// take returns a driver running args: the standby JVM, handed args on its
+// take returns a driver running args: a standby JVM, handed args on its
 // stdin (one line, NUL-separated), when args run our Launcher with the
 // standby's prefix, the lib dir is still the one it loaded (a rebuild,
 // scripts/build-ycsb.sh, replaces the dir: the standby would run the old
 // classes) and it accepts them; else a new process. It says which.
 func (s *standby) take(args []string) (*driverProc, bool, error) {
-	s.mu.Lock()
-	p := s.proc
-	s.proc = nil
-	s.mu.Unlock()
-	if p != nil {
+	for {
+		s.mu.Lock()
+		if len(s.procs) == 0 {
+			s.mu.Unlock()
+			break
+		}
+		p := s.procs[0]
+		s.procs = s.procs[1:]
+		s.mu.Unlock()
 		id, err := os.Stat(s.lib)
 		if rest, ok := arguments(p.prefix, args); ok && err == nil && os.SameFile(id, p.libID) {
 			if _, err := io.WriteString(p.stdin, rest+"\n"); err == nil {
@@ -195,15 +214,16 @@ func (s *standby) take(args []string) (*driverProc, bool, error) {
 				return p, true, nil
 			}
 		}
-		p.kill() // dead, or args it cannot take: a new process instead
+		p.kill() // dead, or args it cannot take: the next, or a new process
 	}
 	p, err := s.start(args)
 	return p, false, err
 }
 
 // start starts a new driver running args. When args run our Launcher, it
-// starts as a standby handed args at once, which can stay for later jobs
-// (give); else (no standby wanted, or args a standby cannot take) as given.
+// starts as a standby handed args at once (so that with reuse it can stay
+// for later jobs); else (no standby wanted, or args a standby cannot take)
+// as given.
 func (s *standby) start(args []string) (*driverProc, error) {
 	if s.lib != "" {
 		prefix := launcher(s.java, s.lib)
@@ -240,31 +260,33 @@ func arguments(prefix, args []string) (string, bool) {
 	return strings.Join(rest, "\x00"), true
 }
 
-// give puts back a standby JVM that finished a job and waits for the next
-// (it said DONE), unless there is one already or the standby was stopped:
-// then it is ended.
-func (s *standby) give(p *driverProc) {
+// jobDone is the end of a standby JVM's job that ended well (it said DONE and
+// waits for the next): with reuse it is taken next (unless the pool is
+// full or stopped), else it is killed — in the background, so the final
+// does not wait for it. A killed JVM does no shutdown work; its job's
+// output is complete.
+func (s *standby) jobDone(p *driverProc) {
 	s.mu.Lock()
-	keep := s.lib != "" && s.proc == nil && !s.done && p.prefix != nil
+	keep := s.reuse && s.lib != "" && len(s.procs) < s.size && !s.done && p.prefix != nil
 	if keep {
 		p.stdout.reset()
-		s.proc = p
+		s.procs = append([]*driverProc{p}, s.procs...)
 	}
 	s.mu.Unlock()
 	if !keep {
-		p.kill()
+		go p.kill()
 	}
 }
 
-// stop kills the standby JVM and prevents new ones.
+// stop kills the standby JVMs and prevents new ones.
 func (s *standby) stop() {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.done = true
-	if s.proc != nil {
-		s.proc.kill()
-		s.proc = nil
+	for _, p := range s.procs {
+		p.kill()
 	}
+	s.procs = nil
 }
 
 // keepStandby fills the standby whenever the stack is quiet (see

@@ -6,6 +6,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 )
@@ -35,7 +36,7 @@ func newStandby(t *testing.T) (s *standby, java, lib string) {
 	if err := os.Mkdir(lib, 0o755); err != nil {
 		t.Fatal(err)
 	}
-	s = &standby{java: java, lib: lib}
+	s = &standby{java: java, lib: lib, size: 1}
 	t.Cleanup(s.stop)
 	return s, java, lib
 }
@@ -105,7 +106,7 @@ func TestStandbyTakesTheJobOrStepsAside(t *testing.T) {
 	// Stopped: no standby is filled any more.
 	s.stop()
 	s.fill()
-	if s.proc != nil {
+	if len(s.procs) != 0 {
 		t.Error("a standby filled after stop")
 	}
 }
@@ -138,41 +139,66 @@ func TestStaleShardDirsOfKilledAgentsAreRemoved(t *testing.T) {
 	}
 }
 
-// A standby that finished a job well (it said DONE) is put back and runs the
-// next job in the same process, its output starting afresh.
-func TestAStandbyStaysForTheNextJob(t *testing.T) {
+// Standby JVMs run one job each: one that ended its job well (it said DONE)
+// is killed, and the next job takes the next standby; with reuse it is put
+// back and runs the next job, its output starting afresh.
+func TestAStandbyRunsOneJobUnlessReused(t *testing.T) {
 	s, java, lib := newStandby(t)
+	s.size = 2
 	s.fill()
-	p, fromStandby, err := s.take(append(launcher(java, lib), "-load"))
-	if err != nil || !fromStandby {
-		t.Fatalf("take: standby %v, err %v", fromStandby, err)
+	if len(s.procs) != 2 {
+		t.Fatalf("%d standbys filled, want 2", len(s.procs))
 	}
-	select {
-	case <-p.stdout.Done():
-	case <-time.After(10 * time.Second):
-		p.kill()
-		t.Fatal("no DONE from the standby")
+	jobDone := func(args ...string) *driverProc {
+		t.Helper()
+		p, fromStandby, err := s.take(append(launcher(java, lib), args...))
+		if err != nil || !fromStandby {
+			t.Fatalf("take %v: standby %v, err %v", args, fromStandby, err)
+		}
+		select {
+		case <-p.stdout.Done():
+		case <-time.After(10 * time.Second):
+			p.kill()
+			t.Fatal("no DONE from the standby")
+		}
+		if out := p.stdout.String(); !strings.HasSuffix(out, "job: "+strings.Join(args, "|")+"\n") {
+			t.Errorf("the job's output, without its DONE line: %q", out)
+		}
+		s.jobDone(p)
+		return p
 	}
-	if out := p.stdout.String(); !strings.HasSuffix(out, "job: -load\n") {
-		t.Errorf("the first job's output, without its DONE line: %q", out)
+	first := jobDone("-load")
+	if len(s.procs) != 1 {
+		t.Errorf("%d standbys after a job without reuse, want the 1 left", len(s.procs))
 	}
-	s.give(p)
-	q, fromStandby, err := s.take(append(launcher(java, lib), "-t"))
-	if err != nil || !fromStandby || q != p {
-		t.Fatalf("take after give: the same process %v, standby %v, err %v", q == p, fromStandby, err)
-	}
-	if out := output(t, q); out != "job: -t\n" {
-		t.Errorf("the second job's output: %q, want its own line only", out)
+	for deadline := time.Now().Add(10 * time.Second); syscall.Kill(first.cmd.Process.Pid, 0) == nil; time.Sleep(10 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatal("the JVM that ended its job still runs")
+		}
 	}
 
-	// A process that is not a standby (started with its arguments) is not kept.
+	s.reuse = true
+	second := jobDone("-t")
+	if second == first || len(s.procs) != 1 || s.procs[0] != second {
+		t.Fatalf("with reuse, the JVM that ended its job well is not the next standby")
+	}
+	q, fromStandby, err := s.take(append(launcher(java, lib), "-t", "-p", "x"))
+	if err != nil || !fromStandby || q != second {
+		t.Fatalf("take after reuse: the same process %v, standby %v, err %v", q == second, fromStandby, err)
+	}
+	if out := output(t, q); out != "job: -t|-p|x\n" {
+		t.Errorf("the reused JVM's output: %q, want its new job's line only", out)
+	}
+
+	// A process started with its arguments (no standby can take them) is
+	// never kept.
 	fresh, _, err := s.take(append(launcher(java, lib), "-p", "x=1\n2"))
 	if err != nil {
 		t.Fatal(err)
 	}
 	output(t, fresh)
-	s.give(fresh)
-	if s.proc != nil {
-		t.Error("a process started with its job was kept as the standby")
+	s.jobDone(fresh)
+	if len(s.procs) != 0 {
+		t.Error("a process started with its arguments was kept as a standby")
 	}
 }

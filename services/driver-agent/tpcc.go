@@ -50,16 +50,13 @@ func (a *Agent) runTPCC(ctx context.Context, job contracts.ShardJob) (*contracts
 	}
 
 	// 2. Barrier: READY, wait for GO.
-	startAt, err := br.Ready(ctx)
+	startAt, runCtx, stopRun, err := atGo(ctx, br, final, live)
 	if err != nil {
 		return barrierFailed(ctx, final, err)
 	}
-	final.GoDelayMS = br.GoDelayMS()
+	defer stopRun()
 
 	// 3. Run; the phase attempt failing stops the engine.
-	runCtx, stopRun := br.Context(ctx)
-	defer stopRun()
-	live.cpuBefore(runCtx, startAt)
 	publish := func(iv contracts.Interval) { a.publishInterval(ctx, job, live, iv) }
 	var runErr error
 	if job.Kind == contracts.KindLoad {
@@ -84,17 +81,7 @@ func (a *Agent) runTPCC(ctx context.Context, job contracts.ShardJob) (*contracts
 	final.DriverCPU = live.cpuReads()
 	final.EndedAt = time.Now().UTC()
 	final.TS = final.EndedAt
-	switch {
-	case ctx.Err() != nil:
-		return nil, ctx.Err() // stopping: not acked, redelivered
-	case runCtx.Err() != nil:
-		final.Status, final.Error = contracts.StatusFailed, abortedBecause(context.Cause(runCtx).Error())
-	case runErr != nil:
-		final.Status, final.Error = contracts.StatusFailed, runErr.Error()
-	default:
-		final.Status = contracts.StatusOK
-	}
-	return final, nil
+	return settled(ctx, runCtx, runErr, final)
 }
 
 // handleTPCC runs a TPC-C shard (engine benchbase) and publishes its final.

@@ -130,14 +130,11 @@ func (a *Agent) runTSDB(ctx context.Context, job contracts.ShardJob, entry catal
 	}
 
 	// 2. Barrier: READY, wait for GO, start at the common instant.
-	startAt, err := br.Ready(ctx)
+	startAt, runCtx, stopRun, err := atGo(ctx, br, final, live)
 	if err != nil {
 		return barrierFailed(ctx, final, err)
 	}
-	final.GoDelayMS = br.GoDelayMS()
-	runCtx, stopRun := br.Context(ctx)
 	defer stopRun()
-	live.cpuBefore(runCtx, startAt)
 	waitUntil(runCtx, startAt)
 
 	// 3. Generate; the first generator also reads the SUT's own count of
@@ -197,19 +194,10 @@ func (a *Agent) runTSDB(ctx context.Context, job contracts.ShardJob, entry catal
 	for _, e := range res.Errors {
 		final.Stdout += "\nerror: " + e
 	}
-	switch {
-	case ctx.Err() != nil:
-		return nil, ctx.Err() // stopping: not acked, redelivered
-	case runCtx.Err() != nil:
-		final.Status, final.Error = contracts.StatusFailed, abortedBecause(context.Cause(runCtx).Error())
-	case runErr != nil:
-		final.Status, final.Error = contracts.StatusFailed, runErr.Error()
-	case res.Sent == 0:
-		final.Status, final.Error = contracts.StatusFailed, fmt.Sprintf("no point was written: %v", res.Errors)
-	default:
-		final.Status = contracts.StatusOK
+	if runErr == nil && res.Sent == 0 {
+		runErr = fmt.Errorf("no point was written: %v", res.Errors)
 	}
-	return final, nil
+	return settled(ctx, runCtx, runErr, final)
 }
 
 // Draining: after the generators stop, the SUT's counter is read every

@@ -57,6 +57,10 @@ type State struct {
 	// GoDelayMS is the slowest GO delivery a shard of this experiment
 	// reported, in ms (nil before any): it sets the GO lead (goLead).
 	GoDelayMS *float64 `json:"go_delay_ms,omitempty"`
+	// SeedGoDelayMS is the slowest GO delivery of the experiment that last
+	// reported one when this one was planned (nil: none since the
+	// scheduler started): the lead until this experiment's own reports.
+	SeedGoDelayMS *float64 `json:"seed_go_delay_ms,omitempty"`
 }
 
 // The GO lead: how far ahead of "now" a phase's common start instant is
@@ -65,23 +69,30 @@ type State struct {
 // Agents report how long GO took to reach them (contracts.Final.GoDelayMS);
 // a phase's lead is twice the slowest delivery seen in the experiment plus
 // goLeadMargin, within [MinGoLead, MaxGoLead]. The first phase, before any
-// report, takes GoLead. With application metrics (-ma) the lead is at least
-// ExporterGoLead: the deployer reads the SUT's exporters before the instant
-// (services/deployer/deployer, edges.go).
+// report, follows the delivery of the experiment before it in the same way
+// (SeedGoDelayMS), or else takes GoLead. With application metrics (-ma) the
+// lead is at least ExporterGoLead: the deployer reads the SUT's exporters
+// twice before the instant, at once and 50 ms before it (services/deployer/
+// deployer, edges.go), which 100 ms leaves room for (150 ms until
+// 2026-11-27 cost every monitored phase 50 ms more).
 const (
 	GoLead         = 150 * time.Millisecond
 	MinGoLead      = 50 * time.Millisecond
 	MaxGoLead      = 500 * time.Millisecond
-	ExporterGoLead = 150 * time.Millisecond
+	ExporterGoLead = 100 * time.Millisecond
 	goLeadMargin   = 20 * time.Millisecond
 )
 
 // goLead is the lead of the next GO (see GoLead).
 func (s *State) goLead() time.Duration {
 	lead := GoLead
-	if s.GoDelayMS != nil {
+	delay := s.GoDelayMS
+	if delay == nil {
+		delay = s.SeedGoDelayMS
+	}
+	if delay != nil {
 		// In float first: an absurd report must not overflow a Duration.
-		ms := min(2**s.GoDelayMS+float64(goLeadMargin/time.Millisecond), float64(MaxGoLead/time.Millisecond))
+		ms := min(2**delay+float64(goLeadMargin/time.Millisecond), float64(MaxGoLead/time.Millisecond))
 		lead = max(time.Duration(ms*float64(time.Millisecond)), MinGoLead)
 	}
 	if m := s.Plan.Settings.Monitoring; m != nil && m.Application {

@@ -1083,6 +1083,15 @@ func TestGoLeadFollowsTheReportedDelivery(t *testing.T) {
 			t.Errorf("step %d: lead %v, want %v", i, got, st.want)
 		}
 	}
+	// Before its own reports, an experiment follows the one before it.
+	seeded := &State{SeedGoDelayMS: ms(100)}
+	if got := seeded.goLead(); got != 220*time.Millisecond {
+		t.Errorf("seeded by the experiment before: lead %v, want 220ms", got)
+	}
+	seeded.noteGoDelay(ms(3))
+	if got := seeded.goLead(); got != MinGoLead {
+		t.Errorf("seeded, then its own report: lead %v, want %v", got, MinGoLead)
+	}
 	app := &State{}
 	app.Plan.Settings.Monitoring = &contracts.Monitoring{Application: true}
 	app.noteGoDelay(ms(3))

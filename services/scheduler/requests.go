@@ -119,7 +119,7 @@ func (s *Scheduler) intake(ctx context.Context, m jetstream.Msg) (*intaken, erro
 	if err != nil {
 		return nil, err
 	}
-	state.RequestID = head.ID
+	state.RequestID, state.SeedGoDelayMS = head.ID, s.goDelayMS
 	data, err := json.Marshal(state)
 	if err != nil {
 		return nil, err

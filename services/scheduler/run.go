@@ -51,6 +51,10 @@ type Scheduler struct {
 	voucher *voucher
 	// lastRuns are the agent runs' signed beats at the last tick (agentRuns).
 	lastRuns map[string]contracts.Heartbeat
+	// goDelayMS is the slowest GO delivery of the experiment that last
+	// reported one: the first GO lead of the experiments planned next
+	// (State.SeedGoDelayMS).
+	goDelayMS *float64
 }
 
 // Run serves until ctx ends.
@@ -320,6 +324,10 @@ func (s *Scheduler) step(ctx context.Context, code string, ev Event) error {
 		return fmt.Errorf("store state of %s: %w", code, err)
 	}
 	s.track(st.state, data, rev)
+	if d := st.state.GoDelayMS; d != nil {
+		v := *d
+		s.goDelayMS = &v
+	}
 	for _, o := range out {
 		s.log.Info("published", "code", code, "subject", o.Subject, "id", o.Msg.Head().ID)
 	}

@@ -408,6 +408,9 @@ func (w *world) started(j contracts.ShardJob) {
 	}
 }
 
+// finalGoDelayMS is how long GO took to reach the agents of w.final.
+var finalGoDelayMS = 4.5
+
 func (w *world) final(j contracts.ShardJob) {
 	w.t.Helper()
 	now := time.Now().UTC()
@@ -415,7 +418,7 @@ func (w *world) final(j contracts.ShardJob) {
 	if err := w.run(agent).Publish(w.ctx, contracts.Subject(contracts.SubjFinal, j.Code, j.Phase, fmt.Sprint(j.Shard)), &contracts.Final{
 		Envelope:      contracts.NewEnvelope(j.Code, fmt.Sprintf("%s.%s.%d.a%d.final", j.Code, j.Phase, j.Shard, j.Attempt), now),
 		Configuration: j.Configuration, Phase: j.Phase, Kind: j.Kind, Shard: j.Shard, Attempt: j.Attempt,
-		Agent: agent, Status: contracts.StatusOK, StartedAt: now.Add(-time.Second), EndedAt: now,
+		Agent: agent, Status: contracts.StatusOK, StartedAt: now.Add(-time.Second), EndedAt: now, GoDelayMS: &finalGoDelayMS,
 	}); err != nil {
 		w.t.Fatal(err)
 	}
@@ -577,6 +580,9 @@ func TestSchedulerRunsAnExperimentThrough(t *testing.T) {
 	w := newWorld(t)
 	w.start()
 	runThrough(t, w, "run1", nil)
+	// The next experiment's first GO lead follows run1's delivery.
+	w.request("req-run2", experimentRequest("run2", ""))
+	w.waitState("run2", func(st State) bool { return st.SeedGoDelayMS != nil && *st.SeedGoDelayMS == finalGoDelayMS })
 }
 
 // The scheduler keeps its state in KV and its place in the streams in

@@ -18,10 +18,10 @@
 //     the arguments on stdin, as the agent runs it): no duplicate key,
 //     count(*) = loaded + inserted, both report their window (BENCHQ FIRST_OP / LAST_OP) and write
 //     HdrHistogram logs;
-//   - Redis Cluster: the same load, A twice on one standby JVM (a JVM that
-//     stays for its next job, as an agent's later phases use it; the second
-//     job with more threads): each job's summary counts its own operations
-//     and is followed by BENCHQ DONE, each prints its window; then E with two
+//   - Redis Cluster: the same load, A three times on one standby JVM (a JVM
+//     that stays for its next job, as an agent's later phases use it; the
+//     third job with more threads): each job's summary counts its own
+//     operations and is followed by BENCHQ DONE, each prints its window; then E with two
 //     shards; data keys = index entries = loaded + inserted, summed over the
 //     masters;
 //   - PgBouncer with prepareThreshold=0: batched load and workload A without
@@ -250,17 +250,20 @@ func TestBindingsAgainstRealServers(t *testing.T) {
 		if keys, indexed := rows(); keys != records || indexed != records {
 			t.Fatalf("%d data keys, %d indexed after loading, want %d", keys, indexed, records)
 		}
-		// Workload A twice on one standby JVM, as an agent runs its later
-		// phases: the second job, with more threads (so new cluster
-		// clients), reports its own operations and window only.
+		// Workload A three times on one standby JVM, as an agent runs its
+		// later phases: each job reports its own operations and window
+		// only; the third has more threads (so new cluster clients). The
+		// first two are the same job: their rates show the warm JVM.
 		wlA := func(n, threads int) []string {
 			return append(append([]string{"-t"}, args...), "-P", workload("a"), "-p", fmt.Sprintf("recordcount=%d", records),
 				"-p", fmt.Sprintf("operationcount=%d", n), "-p", "dataintegrity=true", "-threads", strconv.Itoa(threads), "-s")
 		}
-		reused := y.launchStandby(t, "rc-run-a-standby", wlA(runOps, 8)...)
-		for job, n := range []int{runOps, runOps / 2} {
+		jobs := []struct{ ops, threads int }{{runOps, 8}, {runOps, 8}, {runOps / 2, 12}}
+		reused := y.launchStandby(t, "rc-run-a-standby", wlA(jobs[0].ops, jobs[0].threads)...)
+		for job, j := range jobs {
+			n := j.ops
 			if job > 0 {
-				reused.next(t, wlA(n, 12)...)
+				reused.next(t, wlA(n, j.threads)...)
 			}
 			reused.ready(t)
 			if _, err := io.WriteString(reused.stdin, "GO\n"); err != nil { // stdin stays open
@@ -277,7 +280,7 @@ func TestBindingsAgainstRealServers(t *testing.T) {
 					t.Errorf("after job %d on one JVM: %d %q lines, want one per job", job+1, c, marker)
 				}
 			}
-			t.Logf("rc workload a, job %d on one JVM (%d operations): %.0f ops/s", job+1, n, throughput(reused))
+			t.Logf("rc workload a, job %d on one JVM (%d operations, %d threads): %.0f ops/s", job+1, n, j.threads, throughput(reused))
 		}
 		reused.send(t, "") // no more jobs: it ends well
 		reused.finish(t, 0)

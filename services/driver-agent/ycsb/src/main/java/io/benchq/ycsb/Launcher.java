@@ -103,6 +103,12 @@ public final class Launcher {
     while (true) {
       if (standby) {
         args = awaitArguments(ranOne);
+        if (ranOne) {
+          // The last job's garbage, collected now that its phase has ended (a collection right
+          // after DONE could run beside another agent's shards still measuring that phase):
+          // every job starts with a clean heap.
+          System.gc();
+        }
       }
       code = runJob(args, prewarm);
       prewarm = false;
@@ -180,9 +186,9 @@ public final class Launcher {
 
   /**
    * Clears what a job leaves in the JVM's static state (YCSB's measurements, the gate and window,
-   * the bindings' shared clients and counters) and collects the job's garbage, so that the next
-   * job runs as in a fresh JVM, apart from classes loaded and code compiled. False when that
-   * cannot be done: the JVM exits instead.
+   * the bindings' shared clients and counters), so that the next job runs as in a fresh JVM,
+   * apart from classes loaded and code compiled (its garbage is collected when the next job
+   * comes). False when that cannot be done: the JVM exits instead.
    */
   private static boolean forgetJob() {
     if (!Run.forgetMeasurements()) {
@@ -191,7 +197,6 @@ public final class Launcher {
     OpWindow.reset();
     JdbcClient.resetInstances();
     RedisClient.closeShared();
-    System.gc();
     return true;
   }
 

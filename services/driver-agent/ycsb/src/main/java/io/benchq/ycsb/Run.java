@@ -70,11 +70,15 @@ final class Run {
   private final int statusIntervalS;
   /** The JVM's collections (count, ms) by collector when the job started. */
   private final Map<String, Long[]> gcAtStart;
+  /** The bindings' tracer: closed when the run ends (HTrace keeps every open one). */
+  private final Tracer tracer;
 
   private Run(Properties props, Workload workload, List<ClientThread> clients,
-              CountDownLatch completeLatch, Map<String, Long[]> gcAtStart) throws SetupException {
+              CountDownLatch completeLatch, Map<String, Long[]> gcAtStart, Tracer tracer)
+      throws SetupException {
     this.props = props;
     this.gcAtStart = gcAtStart;
+    this.tracer = tracer;
     this.workload = workload;
     this.clients = clients;
     this.completeLatch = completeLatch;
@@ -157,7 +161,7 @@ final class Run {
       c.setThreadCount(threadcount);
       clients.add(c);
     }
-    return new Run(props, workload, clients, completeLatch, gcAtStart);
+    return new Run(props, workload, clients, completeLatch, gcAtStart, tracer);
   }
 
   /** A whole-number property, read before the barrier so that a bad one fails the setup. */
@@ -235,6 +239,7 @@ final class Run {
     OpWindow.printLast();
     if (terminator != null) {
       terminator.interrupt();
+      terminator.join(); // its last words on stderr belong to this job, before DONE
     }
     if (status != null) {
       status.interrupt();
@@ -250,6 +255,8 @@ final class Run {
     } catch (IOException e) {
       System.err.println("benchq-ycsb: could not export the measurements: " + e.getMessage());
       return 1;
+    } finally {
+      tracer.close();
     }
     return 0;
   }
@@ -265,6 +272,7 @@ final class Run {
       java.lang.reflect.Field singleton = Measurements.class.getDeclaredField("singleton");
       singleton.setAccessible(true);
       singleton.set(null, null);
+      Measurements.setProperties(null); // the job's properties, its SUT's password among them
       return true;
     } catch (ReflectiveOperationException | RuntimeException e) {
       System.err.println("benchq-ycsb: cannot reset YCSB's measurements (" + e + "); not staying for another job");
