@@ -198,6 +198,13 @@ bench-tsdb-knee: bootstrap
 bench-phases: bootstrap
 	@RUNS=$(or $(RUNS),2) PARTS="$(or $(PARTS),1 2)" scripts/bench-phases.sh
 
+# What a warm driver JVM (-reuse-jvm, docs/adr/0018) changes: the same
+# unthrottled YCSB job on a fresh JVM and twice on one standby JVM, the
+# ratios printed. About a minute. Options: make bench-warm-jvm ROUNDS=5 OPS=1000000.
+.PHONY: bench-warm-jvm
+bench-warm-jvm: bootstrap
+	@ROUNDS=$(or $(ROUNDS),3) OPS=$(or $(OPS),400000) python3 scripts/bench-warm-jvm.py
+
 # Chaos: e2e/chaos_test.go for 50 rounds; `make test`
 # runs 3. Each SIGKILLs one component (or the SUT) at a random moment of an
 # experiment and checks it ends done or failed with a reason, each shard
