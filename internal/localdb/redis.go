@@ -187,22 +187,59 @@ func readRedisPort(conf string) (int, error) {
 // readRedisPortDirective reads a numeric directive (port, cluster-port,
 // quoted or not) of a redis.conf we wrote.
 func readRedisPortDirective(conf, name string) (int, error) {
-	f, err := os.Open(conf)
+	v, err := readRedisDirective(conf, name)
 	if err != nil {
 		return 0, err
+	}
+	p, err := strconv.Atoi(v)
+	if err != nil {
+		return 0, fmt.Errorf("%s: %s: %w", conf, name, err)
+	}
+	return p, nil
+}
+
+// readRedisDirective reads the value of a directive of a redis.conf we
+// wrote, unquoted (redisQuote's inverse).
+func readRedisDirective(conf, name string) (string, error) {
+	f, err := os.Open(conf)
+	if err != nil {
+		return "", err
 	}
 	defer f.Close() //nolint:errcheck // read only
 	sc := bufio.NewScanner(f)
 	for sc.Scan() {
 		if v, ok := strings.CutPrefix(sc.Text(), name+" "); ok {
-			p, err := strconv.Atoi(strings.Trim(strings.TrimSpace(v), `"`))
-			if err != nil {
-				return 0, fmt.Errorf("%s: %s: %w", conf, name, err)
-			}
-			return p, nil
+			return redisUnquote(strings.TrimSpace(v)), nil
 		}
 	}
-	return 0, fmt.Errorf("no %s directive in %s", name, conf)
+	return "", fmt.Errorf("no %s directive in %s", name, conf)
+}
+
+// redisUnquote undoes redisQuote; a value without quotes is returned as it
+// is.
+func redisUnquote(v string) string {
+	if len(v) < 2 || v[0] != '"' || v[len(v)-1] != '"' {
+		return v
+	}
+	v = v[1 : len(v)-1]
+	var b strings.Builder
+	for i := 0; i < len(v); i++ {
+		switch {
+		case v[i] != '\\' || i+1 == len(v):
+			b.WriteByte(v[i])
+		case v[i+1] == 'x' && i+3 < len(v):
+			if c, err := strconv.ParseUint(v[i+2:i+4], 16, 8); err == nil {
+				b.WriteByte(byte(c))
+				i += 3
+				continue
+			}
+			b.WriteByte(v[i])
+		default:
+			b.WriteByte(v[i+1])
+			i++
+		}
+	}
+	return b.String()
 }
 
 func (r *Redis) waitReady(ctx context.Context, timeout time.Duration) error {
@@ -221,7 +258,34 @@ func (r *Redis) waitReady(ctx context.Context, timeout time.Duration) error {
 	})
 }
 
-// Stop stops the server (SIGTERM; SIGKILL after 10s) and removes its pid
-// file. It is a no-op when no server runs; a zero Pid is looked up in Dir's
+// Stop stops the server and removes its pid file: a SHUTDOWN command first
+// (the server acts on it at once, on SIGTERM only at its next tick, up to
+// 100 ms later at the default hz 10), then SIGTERM, SIGKILL after 10s. It
+// is a no-op when no server runs; a zero Pid is looked up in Dir's
 // redis.pid.
-func (r *Redis) Stop(ctx context.Context) error { return r.daemon().stop(ctx, r.Pid) }
+func (r *Redis) Stop(ctx context.Context) error {
+	r.shutdown(ctx)
+	return r.daemon().stop(ctx, r.Pid)
+}
+
+// shutdown sends SHUTDOWN (saving as SIGTERM would, where save points are
+// set) to the live server of Dir, on the port and with the password of its
+// redis.conf; only to the live redis-server of the pid file, so that a port
+// reused by another server is left alone. Errors are the SIGTERM's to mend.
+func (r *Redis) shutdown(ctx context.Context) {
+	if pid, ok := r.daemon().live(); !ok || (r.Pid != 0 && pid != r.Pid) {
+		return
+	}
+	port, err := readRedisPort(r.confFile())
+	if err != nil {
+		return
+	}
+	password := r.Password
+	if password == "" {
+		password, _ = readRedisDirective(r.confFile(), "requirepass")
+	}
+	ctx, cancel := context.WithTimeout(ctx, time.Second)
+	defer cancel()
+	// The server closes the connection instead of answering: an error here.
+	_, _ = RedisCommandAs(ctx, fmt.Sprintf("127.0.0.1:%d", port), password, "SHUTDOWN")
+}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"net"
+	"os"
 	"strings"
 	"testing"
 	"time"
@@ -117,6 +118,35 @@ func TestRedisQuote(t *testing.T) {
 		if got := redisQuote(in); got != want {
 			t.Errorf("redisQuote(%q) = %s, want %s", in, got, want)
 		}
+		if back := redisUnquote(want); back != in {
+			t.Errorf("redisUnquote(%s) = %q, want %q", want, back, in)
+		}
+	}
+}
+
+// Stop says SHUTDOWN, with the password of the server's redis.conf when it
+// is stopped by its pid file alone: the server acts on it at once, where
+// it takes SIGTERM only at its next tick.
+func TestRedisStopsBySHUTDOWN(t *testing.T) {
+	t.Parallel()
+	ctx := testCtx(t, time.Minute)
+	dir := serverDir(t, "redis")
+	r, err := startTestRedis(t, ctx, dir, 0, RedisOptions{Password: `p "w"\d` + "\x01"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := (&Redis{Dir: dir}).Stop(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if procs.Alive(r.Pid) {
+		t.Fatal("redis-server alive after Stop")
+	}
+	log, err := os.ReadFile(r.logFile())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if strings.Contains(string(log), "SIGTERM") || !strings.Contains(string(log), "User requested shutdown") {
+		t.Errorf("not stopped by SHUTDOWN; its log:\n%s", log)
 	}
 }
 
