@@ -90,6 +90,12 @@ for way in plain monitored; do
     read -r total windows pct ready tput <<<"$(overhead "$code")"
     echo "   $way run $n: experiment ${total} s, operation windows ${windows} s: overhead ${pct} %, SUT ready ${ready} s; benchmarking ${tput} ops/s ($code)$note"
     switches "$code" >>"$home/switch-$way"
+    # A switch far above the goal: its timeline now, before the stack and
+    # its database go with the bench.
+    if switches "$code" | awk '$2 > 500 { slow = 1 } END { exit !slow }'; then
+      echo "   a switch over 500 ms in $code; its timeline (scripts/timeline.sql):"
+      psql "$db" -v code="$code" -f scripts/timeline.sql | sed 's/^/     /'
+    fi
   done
   "$py" - "$home/switch-$way" "$way" <<'PY'
 import statistics, sys
