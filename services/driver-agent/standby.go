@@ -183,13 +183,31 @@ func (s *standby) fill() {
 	}
 	prefix := launcher(s.java, s.lib)
 	for len(s.procs) < s.size {
-		p, err := s.startDriver(append(slices.Clone(prefix), standbyArg))
+		p, err := s.startStandby(prefix, id)
 		if err != nil {
 			return
 		}
-		p.prefix, p.libID = prefix, id
 		s.procs = append(s.procs, p)
 	}
+}
+
+// startStandby starts a standby JVM: prefix (the Launcher of the lib dir
+// id) with standbyArg.
+func (s *standby) startStandby(prefix []string, id os.FileInfo) (*driverProc, error) {
+	p, err := s.startDriver(append(slices.Clone(prefix), standbyArg))
+	if err == nil {
+		p.prefix, p.libID = prefix, id
+	}
+	return p, err
+}
+
+// hand gives a standby its job's arguments (encoded by arguments).
+func (p *driverProc) hand(rest string) error {
+	if _, err := io.WriteString(p.stdin, rest+"\n"); err != nil {
+		return err
+	}
+	p.jobs++
+	return nil
 }
 
 // take returns a driver running args: a standby JVM, handed args on its
@@ -209,8 +227,7 @@ func (s *standby) take(args []string) (*driverProc, bool, error) {
 		s.mu.Unlock()
 		id, err := os.Stat(s.lib)
 		if rest, ok := arguments(p.prefix, args); ok && err == nil && os.SameFile(id, p.libID) {
-			if _, err := io.WriteString(p.stdin, rest+"\n"); err == nil {
-				p.jobs++
+			if p.hand(rest) == nil {
 				return p, true, nil
 			}
 		}
@@ -229,16 +246,14 @@ func (s *standby) start(args []string) (*driverProc, error) {
 		prefix := launcher(s.java, s.lib)
 		id, err := os.Stat(s.lib)
 		if rest, ok := arguments(prefix, args); ok && err == nil {
-			p, err := s.startDriver(append(slices.Clone(prefix), standbyArg))
+			p, err := s.startStandby(prefix, id)
 			if err != nil {
 				return nil, err
 			}
-			p.prefix, p.libID = prefix, id
-			if _, err := io.WriteString(p.stdin, rest+"\n"); err != nil {
+			if err := p.hand(rest); err != nil {
 				p.kill()
 				return nil, fmt.Errorf("hand the job to the driver: %w", err)
 			}
-			p.jobs++
 			return p, nil
 		}
 	}
