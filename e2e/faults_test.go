@@ -196,11 +196,12 @@ func TestExperimentsAsBexhomaUsersKnowThem(t *testing.T) {
 		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 		defer cancel()
 		ev := s.events(ctx, code)
+		logsAt := s.agentLogSizes() // before the request: its loading shard may start at once
 		s.cli(t, time.Minute, "ycsb", "-e", code, "-dbms", "Redis", "-sf", "0.05", "-xop", "0.5", "-nlt", "8", "-nbt", "8", "-tr", "--detach", "run")
 		// First the loading shard's agent dies before its READY, when the
 		// scheduler cannot know who holds the job: JetStream hands the job
 		// to another agent once its ack wait (5 s) passes untouched.
-		loader, killed := s.killAgentBeforeReady(t)
+		loader, killed := s.killAgentBeforeReady(t, logsAt)
 		time.Sleep(500 * time.Millisecond)
 		if out, err := s.benchq(context.Background(), "restart", loader); err != nil {
 			t.Errorf("restart %s: %v\n%s", loader, err, out)
@@ -413,7 +414,18 @@ func (s *stack) waitReadyAgent(t *testing.T, ev jetstream.Consumer, kind string)
 // -load command line); on a standby JVM the shard can be READY some 35 ms
 // later, so the agent is stopped at once (SIGSTOP: it publishes nothing
 // more, its READY included), then killed.
-func (s *stack) killAgentBeforeReady(t *testing.T) (string, time.Time) {
+// agentLogSizes are the pool agents' log sizes now, by agent.
+func (s *stack) agentLogSizes() map[string]int64 {
+	sizes := map[string]int64{}
+	for _, name := range []string{"driver-agent-1", "driver-agent-2"} {
+		if st, err := os.Stat(filepath.Join(s.home, "logs", name+".log")); err == nil {
+			sizes[name] = st.Size()
+		}
+	}
+	return sizes
+}
+
+func (s *stack) killAgentBeforeReady(t *testing.T, from map[string]int64) (string, time.Time) {
 	t.Helper()
 	type agentLog struct {
 		name string
@@ -422,11 +434,9 @@ func (s *stack) killAgentBeforeReady(t *testing.T) (string, time.Time) {
 	}
 	var logs []*agentLog
 	for _, name := range []string{"driver-agent-1", "driver-agent-2"} {
-		l := &agentLog{name: name, path: filepath.Join(s.home, "logs", name+".log")}
-		if st, err := os.Stat(l.path); err == nil {
-			l.seen = st.Size() // only what it logs from now on
-		}
-		logs = append(logs, l)
+		// Only what it logged since from (agentLogSizes, taken before the
+		// request).
+		logs = append(logs, &agentLog{name: name, path: filepath.Join(s.home, "logs", name+".log"), seen: from[name]})
 	}
 	deadline := time.Now().Add(time.Minute)
 	for time.Now().Before(deadline) {
