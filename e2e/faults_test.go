@@ -207,6 +207,9 @@ func TestExperimentsAsBexhomaUsersKnowThem(t *testing.T) {
 			t.Errorf("restart %s: %v\n%s", loader, err, out)
 		}
 		took := s.waitReadyOf(t, ev, contracts.KindLoad)
+		if !took.at.After(killed) {
+			t.Fatalf("%s published the loading shard's READY at %s, before it was killed at %s: the kill came too late for this test's case", took.agent, took.at.Format(time.RFC3339Nano), killed.Format(time.RFC3339Nano))
+		}
 		t.Logf("%s killed before the loading shard's READY; the shard was READY again %.1f s later, on %s", loader, took.at.Sub(killed).Seconds(), took.agent)
 		// Then the agent that took it dies mid-load, after its READY: the
 		// SUT holds part of the data, so the loading runs again on a new
@@ -438,15 +441,21 @@ func (s *stack) killAgentBeforeReady(t *testing.T, from map[string]int64) (strin
 		// request).
 		logs = append(logs, &agentLog{name: name, path: filepath.Join(s.home, "logs", name+".log"), seen: from[name]})
 	}
+	// The window between the log line and the READY is the standby JVM's
+	// set-up of its job (tens of milliseconds): read only what is new,
+	// every millisecond.
+	buf := make([]byte, 1<<20)
 	deadline := time.Now().Add(time.Minute)
 	for time.Now().Before(deadline) {
 		for _, l := range logs {
-			data, err := os.ReadFile(l.path)
-			end := int64(bytes.LastIndexByte(data, '\n')) + 1 // whole lines only
-			if err != nil || end <= l.seen {
+			f, err := os.Open(l.path)
+			if err != nil {
 				continue
 			}
-			for _, line := range strings.Split(string(data[l.seen:end]), "\n") {
+			n, _ := f.ReadAt(buf, l.seen)
+			_ = f.Close()
+			end := bytes.LastIndexByte(buf[:n], '\n') + 1 // whole lines only
+			for _, line := range strings.Split(string(buf[:end]), "\n") {
 				if !strings.Contains(line, `msg="shard starting"`) || !strings.Contains(line, " -load ") {
 					continue
 				}
@@ -459,9 +468,9 @@ func (s *stack) killAgentBeforeReady(t *testing.T, from map[string]int64) (strin
 				}
 				return l.name, time.Now()
 			}
-			l.seen = end
+			l.seen += int64(end)
 		}
-		time.Sleep(5 * time.Millisecond)
+		time.Sleep(time.Millisecond)
 	}
 	t.Fatal("no pool agent started a loading shard within a minute")
 	return "", time.Time{}

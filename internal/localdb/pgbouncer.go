@@ -244,7 +244,7 @@ func (b *PgBouncer) waitReady(ctx context.Context, opts PgBouncerOptions) error 
 		Path:     "/" + cmp.Or(opts.Database, "postgres"),
 		RawQuery: "sslmode=disable&default_query_exec_mode=simple_protocol",
 	}
-	return waitReady(ctx, "pgbouncer", b.Pid, b.logFile(), "SELECT 1 through pgbouncer on "+b.Addr(), orDefault(opts.Timeout, 30*time.Second), 50*time.Millisecond, func(ctx context.Context) error {
+	return waitReady(ctx, "pgbouncer", b.Pid, b.logFile(), "SELECT 1 through pgbouncer on "+b.Addr(), orDefault(opts.Timeout, 30*time.Second), probeEvery, func(ctx context.Context) error {
 		return selectOne(ctx, u.String())
 	})
 }

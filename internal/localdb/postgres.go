@@ -103,7 +103,13 @@ func startPostgres(ctx context.Context, dir, bin string, port int, opts PGOption
 		}
 		return p, nil
 	}
-	if err := initdb(ctx, bin, dir, osUser, password); err != nil {
+	// A start sets the password on the unix socket (waitReadyWithPassword):
+	// initdb needs it only where the socket cannot be made.
+	initPassword := ""
+	if socketTooLong(dir) {
+		initPassword = password
+	}
+	if err := initdb(ctx, bin, dir, osUser, initPassword); err != nil {
 		return nil, err
 	}
 	if p.PassFile != "" {
@@ -262,7 +268,8 @@ func parsePostmasterPid(b []byte) (pid, port int, err error) {
 
 // initdb creates the cluster in a sibling directory and renames it into
 // place, so that an interrupted initdb (a cancelled deploy) never leaves a
-// half-made cluster that looks initialised.
+// half-made cluster that looks initialised. A cluster without a password is
+// a copy of the template when there is one (pgtemplate.go).
 func initdb(ctx context.Context, bin, dir, osUser, password string) error {
 	if _, err := os.Stat(filepath.Join(dir, "PG_VERSION")); err == nil {
 		return nil
@@ -279,7 +286,12 @@ func initdb(ctx context.Context, bin, dir, osUser, password string) error {
 	if err := prepareDataDir(tmp, osUser); err != nil {
 		return fmt.Errorf("initdb: %w", err)
 	}
-	args := []string{"-D", tmp, "-U", pgOSUser, "--auth=trust", "--encoding=UTF8", "--locale=C", "--no-sync", "--no-instructions"}
+	args := []string{"-U", pgOSUser, "--auth=trust", "--encoding=UTF8", "--locale=C", "--no-sync", "--no-instructions"}
+	template := pgTemplate(bin, args)
+	if password == "" && fromTemplate(template, tmp, osUser) {
+		return placeCluster(tmp, dir)
+	}
+	args = append([]string{"-D", tmp}, args...)
 	if password != "" {
 		// The superuser's password from the start, so that a server whose
 		// unix socket cannot be made (too deep a directory) has it too.
@@ -301,6 +313,14 @@ func initdb(ctx context.Context, bin, dir, osUser, password string) error {
 		_ = os.RemoveAll(tmp)
 		return err
 	}
+	if password == "" {
+		saveTemplate(tmp, template)
+	}
+	return placeCluster(tmp, dir)
+}
+
+// placeCluster renames the cluster made in tmp to dir.
+func placeCluster(tmp, dir string) error {
 	// os.Remove deletes dir only while it is empty: anything else in it is
 	// not ours to delete.
 	if err := os.Remove(dir); err != nil && !errors.Is(err, os.ErrNotExist) {
@@ -401,7 +421,7 @@ func (p *Postgres) waitReady(ctx context.Context, timeout time.Duration) error {
 	if p.PassFile != "" {
 		return p.waitReadyWithPassword(ctx, timeout)
 	}
-	return waitReady(ctx, "postgres", p.Pid, p.logFile(), fmt.Sprintf("postgres SELECT 1 on 127.0.0.1:%d", p.Port), orDefault(timeout, 60*time.Second), 100*time.Millisecond, func(ctx context.Context) error {
+	return waitReady(ctx, "postgres", p.Pid, p.logFile(), fmt.Sprintf("postgres SELECT 1 on 127.0.0.1:%d", p.Port), orDefault(timeout, 60*time.Second), probeEvery, func(ctx context.Context) error {
 		return selectOne(ctx, p.url("postgres"))
 	})
 }
@@ -417,7 +437,7 @@ func (p *Postgres) waitReadyWithPassword(ctx context.Context, timeout time.Durat
 		return err
 	}
 	if socketTooLong(p.Dir) {
-		return waitReady(ctx, "postgres", p.Pid, p.logFile(), fmt.Sprintf("postgres SELECT 1 on 127.0.0.1:%d", p.Port), orDefault(timeout, 60*time.Second), 100*time.Millisecond, func(ctx context.Context) error {
+		return waitReady(ctx, "postgres", p.Pid, p.logFile(), fmt.Sprintf("postgres SELECT 1 on 127.0.0.1:%d", p.Port), orDefault(timeout, 60*time.Second), probeEvery, func(ctx context.Context) error {
 			err := selectOne(ctx, p.url("postgres"))
 			if pgErr := (*pgconn.PgError)(nil); errors.As(err, &pgErr) && pgErr.Code == "28P01" { // invalid_password
 				return procs.Permanent(fmt.Errorf("the password of %s does not open the cluster in %s (made with another one, and too deep a directory for the unix socket that would set it): %w", p.PassFile, p.Dir, err))
@@ -426,7 +446,7 @@ func (p *Postgres) waitReadyWithPassword(ctx context.Context, timeout time.Durat
 		})
 	}
 	socket := fmt.Sprintf("postgresql:///postgres?host=%s&port=%d&user=%s&sslmode=disable", url.QueryEscape(p.Dir), p.Port, p.User)
-	err = waitReady(ctx, "postgres", p.Pid, p.logFile(), "postgres SELECT 1 on its unix socket in "+p.Dir, orDefault(timeout, 60*time.Second), 100*time.Millisecond, func(ctx context.Context) error {
+	err = waitReady(ctx, "postgres", p.Pid, p.logFile(), "postgres SELECT 1 on its unix socket in "+p.Dir, orDefault(timeout, 60*time.Second), probeEvery, func(ctx context.Context) error {
 		return selectOne(ctx, socket)
 	})
 	if err != nil {

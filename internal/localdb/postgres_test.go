@@ -6,6 +6,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -263,5 +264,51 @@ func TestPostgresPasswordAuthentication(t *testing.T) {
 	}
 	if _, err := pgpassPassword(pass); err == nil || !strings.Contains(err.Error(), "chmod 600") {
 		t.Errorf("a password file readable by others: %v", err)
+	}
+}
+
+// A cluster without a password is a copy of the first one initdb made
+// (pgtemplate.go): the copy has its system identifier, which initdb draws
+// anew for every cluster, and works as a cluster of its own.
+func TestPostgresClusterFromTemplate(t *testing.T) {
+	ctx := testCtx(t, 3*time.Minute)
+	cache := t.TempDir()
+	t.Setenv("XDG_CACHE_HOME", cache)
+	const sysid = "SELECT system_identifier::text FROM pg_control_system()"
+
+	a := startTestPostgres(t, ctx, serverDir(t, "a"), PGOptions{Unsafe: true})
+	templates, _ := filepath.Glob(filepath.Join(cache, "benchq", "pg-template", "*", "PG_VERSION"))
+	if len(templates) != 1 {
+		t.Fatalf("templates after the first initdb: %v, want one", templates)
+	}
+	for _, started := range []string{"postmaster.pid", "postmaster.opts", "postgres.log"} {
+		if _, err := os.Stat(filepath.Join(filepath.Dir(templates[0]), started)); err == nil {
+			t.Errorf("the template holds %s: it was copied after the server started", started)
+		}
+	}
+
+	b := startTestPostgres(t, ctx, serverDir(t, "b"), PGOptions{Unsafe: true})
+	idA, idB := queryString(t, ctx, a.URL(), sysid), queryString(t, ctx, b.URL(), sysid)
+	if idA != idB {
+		t.Errorf("system identifiers %s and %s: the second cluster is not the template's copy", idA, idB)
+	}
+	mustExec(t, ctx, b.URL(), "CREATE TABLE only_b (x int)")
+	if got := queryString(t, ctx, a.URL(), "SELECT count(*)::text FROM pg_class WHERE relname = 'only_b'"); got != "0" {
+		t.Errorf("a table made in the copy is in the first cluster too (%s)", got)
+	}
+	stA, errA := os.Stat(a.Dir)
+	stB, errB := os.Stat(b.Dir)
+	if err := errors.Join(errA, errB); err != nil {
+		t.Fatal(err)
+	}
+	if ua, ub := stA.Sys().(*syscall.Stat_t).Uid, stB.Sys().(*syscall.Stat_t).Uid; ua != ub || stB.Mode().Perm() != 0o700 {
+		t.Errorf("the copy's data directory: owner %d mode %o, want owner %d mode 700", ub, stB.Mode().Perm(), ua)
+	}
+
+	// Another cache, no template: initdb, and another identifier.
+	t.Setenv("XDG_CACHE_HOME", t.TempDir())
+	c := startTestPostgres(t, ctx, serverDir(t, "c"), PGOptions{Unsafe: true})
+	if idC := queryString(t, ctx, c.URL(), sysid); idC == idA {
+		t.Errorf("a cluster initdb made has the template's identifier %s", idC)
 	}
 }

@@ -243,7 +243,7 @@ func redisUnquote(v string) string {
 }
 
 func (r *Redis) waitReady(ctx context.Context, timeout time.Duration) error {
-	return waitReady(ctx, "redis-server", r.Pid, r.logFile(), "redis-server PING on "+r.Addr(), orDefault(timeout, 30*time.Second), 50*time.Millisecond, func(ctx context.Context) error {
+	return waitReady(ctx, "redis-server", r.Pid, r.logFile(), "redis-server PING on "+r.Addr(), orDefault(timeout, 30*time.Second), probeEvery, func(ctx context.Context) error {
 		// Bound each PING: whatever holds the port may accept and never answer.
 		ctx, cancel := context.WithTimeout(ctx, 2*time.Second)
 		defer cancel()

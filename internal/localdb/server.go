@@ -74,6 +74,11 @@ func orDefault(timeout, dflt time.Duration) time.Duration {
 	return timeout
 }
 
+// probeEvery is how often a starting server of a SUT is probed: a refused
+// connection costs well under a millisecond, and a coarser poll adds half
+// its period to every deploy on average (PostgreSQL's was 100 ms).
+const probeEvery = 10 * time.Millisecond
+
 // waitReady polls probe every `every` until it passes, the process (name,
 // pid) exits, which its log then explains, or timeout passes.
 func waitReady(ctx context.Context, name string, pid int, logFile, what string, timeout, every time.Duration, probe func(context.Context) error) error {

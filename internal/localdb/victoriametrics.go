@@ -135,7 +135,7 @@ func startVictoriaMetrics(ctx context.Context, dir, bin string, port int, opts V
 }
 
 func (v *VictoriaMetrics) waitReady(ctx context.Context, timeout time.Duration) error {
-	return waitReady(ctx, "victoria-metrics", v.Pid, v.daemon().logFile(), "victoria-metrics /health", orDefault(timeout, 30*time.Second), 50*time.Millisecond,
+	return waitReady(ctx, "victoria-metrics", v.Pid, v.daemon().logFile(), "victoria-metrics /health", orDefault(timeout, 30*time.Second), probeEvery,
 		func(ctx context.Context) error {
 			_, err := v.Get(ctx, "/health")
 			return err

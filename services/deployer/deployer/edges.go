@@ -155,9 +155,12 @@ func (d *Deployer) readEdge(ctx context.Context, r backend.SUTReader, e *contrac
 			add(false, true)
 		}
 	} else {
-		first := time.Now()
 		add(true, true)
-		if !wait(first.Add(endSpacing)) {
+		second := time.Now().Add(endSpacing)
+		if len(reads) > 0 {
+			second = reads[0].At.Add(endSpacing) // the spacing is between the reads' instants
+		}
+		if !wait(second) {
 			return
 		}
 		add(true, true)

@@ -278,7 +278,7 @@ func startExporter(dir string, e wanted, prevAddr string) (string, error) {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()
-	err = procs.WaitFor(ctx, e.Name+" exporter on "+addr, 50*time.Millisecond, func(ctx context.Context) error {
+	err = procs.WaitFor(ctx, e.Name+" exporter on "+addr, 10*time.Millisecond, func(ctx context.Context) error {
 		if !procs.Alive(pid) {
 			return procs.Permanent(fmt.Errorf("exited: %s", procs.LogTail(filepath.Join(dir, exporterPrefix+e.Name+".log"), 5)))
 		}
