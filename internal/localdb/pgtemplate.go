@@ -19,10 +19,14 @@ import (
 // about a second of the two cores here, a copy of the ~40 MB it makes tens
 // of milliseconds, and every configuration of a grid (and every test) gets
 // a new cluster. The template is the first cluster initdb made with the
-// same binaries and arguments, without a password (a cluster with one keeps
-// initdb: its password is in the catalog), copied aside before the server
-// first started, so it holds nothing but initdb's work. It lives in the
-// cache, beside the binaries: ~/.cache/benchq/pg-template/<key>.
+// same binaries and arguments, without a password, copied aside before the
+// server first started, so it holds nothing but initdb's work and no
+// secret. (A password is set at each start on the unix socket; only a
+// cluster too deep for the socket gets it from initdb, into its catalog,
+// and is made by initdb.) It lives in the cache, beside the binaries:
+// ~/.cache/benchq/pg-template/<key>, the key from the binaries' directory,
+// which names the major version (Debian: /usr/lib/postgresql/15/bin; a
+// minor release keeps the cluster's format), and initdb's arguments.
 
 // pgTemplate is the template's directory for a cluster initdb makes from
 // bin with args (the data directory's own argument left out).
