@@ -201,18 +201,35 @@ func readRedisPortDirective(conf, name string) (int, error) {
 // readRedisDirective reads the value of a directive of a redis.conf we
 // wrote, unquoted (redisQuote's inverse).
 func readRedisDirective(conf, name string) (string, error) {
-	f, err := os.Open(conf)
+	values, err := readRedisDirectives(conf, name)
 	if err != nil {
 		return "", err
 	}
+	v, ok := values[name]
+	if !ok {
+		return "", fmt.Errorf("no %s directive in %s", name, conf)
+	}
+	return v, nil
+}
+
+// readRedisDirectives reads the values of the directives names of a
+// redis.conf we wrote, unquoted, in one pass; a directive the file lacks is
+// not in the map.
+func readRedisDirectives(conf string, names ...string) (map[string]string, error) {
+	f, err := os.Open(conf)
+	if err != nil {
+		return nil, err
+	}
 	defer f.Close() //nolint:errcheck // read only
+	values := map[string]string{}
 	sc := bufio.NewScanner(f)
 	for sc.Scan() {
-		if v, ok := strings.CutPrefix(sc.Text(), name+" "); ok {
-			return redisUnquote(strings.TrimSpace(v)), nil
+		name, v, ok := strings.Cut(sc.Text(), " ")
+		if _, seen := values[name]; ok && !seen && slices.Contains(names, name) {
+			values[name] = redisUnquote(strings.TrimSpace(v))
 		}
 	}
-	return "", fmt.Errorf("no %s directive in %s", name, conf)
+	return values, sc.Err()
 }
 
 // redisUnquote undoes redisQuote; a value without quotes is returned as it
@@ -264,25 +281,31 @@ func (r *Redis) waitReady(ctx context.Context, timeout time.Duration) error {
 // is a no-op when no server runs; a zero Pid is looked up in Dir's
 // redis.pid.
 func (r *Redis) Stop(ctx context.Context) error {
-	r.shutdown(ctx)
-	return r.daemon().stop(ctx, r.Pid)
+	d := r.daemon()
+	if pid, ok := d.live(); ok && (r.Pid == 0 || pid == r.Pid) {
+		r.shutdown(ctx)
+		return d.stop(ctx, pid)
+	}
+	return d.stop(ctx, r.Pid)
 }
 
 // shutdown sends SHUTDOWN (saving as SIGTERM would, where save points are
-// set) to the live server of Dir, on the port and with the password of its
-// redis.conf; only to the live redis-server of the pid file, so that a port
-// reused by another server is left alone. Errors are the SIGTERM's to mend.
+// set) to the server, on the port and with the password of its redis.conf;
+// Stop calls it only for the live redis-server of the pid file, so that a
+// port reused by another server is left alone. Errors are the SIGTERM's to
+// mend.
 func (r *Redis) shutdown(ctx context.Context) {
-	if pid, ok := r.daemon().live(); !ok || (r.Pid != 0 && pid != r.Pid) {
+	conf, err := readRedisDirectives(r.confFile(), "port", "requirepass")
+	if err != nil {
 		return
 	}
-	port, err := readRedisPort(r.confFile())
+	port, err := strconv.Atoi(conf["port"])
 	if err != nil {
 		return
 	}
 	password := r.Password
 	if password == "" {
-		password, _ = readRedisDirective(r.confFile(), "requirepass")
+		password = conf["requirepass"]
 	}
 	ctx, cancel := context.WithTimeout(ctx, time.Second)
 	defer cancel()
