@@ -411,12 +411,6 @@ func (s *stack) waitReadyAgent(t *testing.T, ev jetstream.Consumer, kind string)
 	return ""
 }
 
-// killAgentBeforeReady kills the pool agent that starts a loading shard
-// before its READY, and returns the agent and when it was killed. The
-// agent's log says when it starts the shard ("shard starting", with the
-// -load command line); on a standby JVM the shard can be READY some 35 ms
-// later, so the agent is stopped at once (SIGSTOP: it publishes nothing
-// more, its READY included), then killed.
 // agentLogSizes are the pool agents' log sizes now, by agent.
 func (s *stack) agentLogSizes() map[string]int64 {
 	sizes := map[string]int64{}
@@ -428,6 +422,13 @@ func (s *stack) agentLogSizes() map[string]int64 {
 	return sizes
 }
 
+// killAgentBeforeReady kills the pool agent that starts a loading shard
+// before its READY, and returns the agent and when it was killed. The
+// agent's log says when it starts the shard ("shard starting", with the
+// -load command line); on a standby JVM the shard can be READY some 35 ms
+// later, so the agent is stopped at once (SIGSTOP: it publishes nothing
+// more, its READY included), then killed. Only what the agents logged
+// after from (agentLogSizes, taken before the request) is read.
 func (s *stack) killAgentBeforeReady(t *testing.T, from map[string]int64) (string, time.Time) {
 	t.Helper()
 	type agentLog struct {
@@ -437,8 +438,6 @@ func (s *stack) killAgentBeforeReady(t *testing.T, from map[string]int64) (strin
 	}
 	var logs []*agentLog
 	for _, name := range []string{"driver-agent-1", "driver-agent-2"} {
-		// Only what it logged since from (agentLogSizes, taken before the
-		// request).
 		logs = append(logs, &agentLog{name: name, path: filepath.Join(s.home, "logs", name+".log"), seen: from[name]})
 	}
 	// The window between the log line and the READY is the standby JVM's
