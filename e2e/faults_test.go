@@ -411,10 +411,13 @@ func (s *stack) waitReadyAgent(t *testing.T, ev jetstream.Consumer, kind string)
 	return ""
 }
 
+// poolAgents are the embedded stack's pool agents.
+var poolAgents = []string{"driver-agent-1", "driver-agent-2"}
+
 // agentLogSizes are the pool agents' log sizes now, by agent.
 func (s *stack) agentLogSizes() map[string]int64 {
 	sizes := map[string]int64{}
-	for _, name := range []string{"driver-agent-1", "driver-agent-2"} {
+	for _, name := range poolAgents {
 		if st, err := os.Stat(filepath.Join(s.home, "logs", name+".log")); err == nil {
 			sizes[name] = st.Size()
 		}
@@ -437,7 +440,7 @@ func (s *stack) killAgentBeforeReady(t *testing.T, from map[string]int64) (strin
 		seen int64
 	}
 	var logs []*agentLog
-	for _, name := range []string{"driver-agent-1", "driver-agent-2"} {
+	for _, name := range poolAgents {
 		logs = append(logs, &agentLog{name: name, path: filepath.Join(s.home, "logs", name+".log"), seen: from[name]})
 	}
 	// The window between the log line and the READY is the standby JVM's
