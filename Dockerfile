@@ -6,6 +6,7 @@
 #   docker build --target deployer     -t benchq/deployer:dev .
 #   docker build --target driver-agent -t benchq/driver-agent:dev .
 #   docker build --target reporter     -t benchq/reporter:dev .
+#   docker build --target graphite     -t benchq/graphite:dev .
 #
 # (--build-arg VERSION=$(scripts/version.sh) stamps the version.) One file
 # with a target per image rather than a file per image: the Go module is
@@ -24,7 +25,7 @@ RUN go mod download
 COPY . .
 ARG VERSION=dev
 RUN CGO_ENABLED=0 go build -trimpath -ldflags "-X github.com/benchq/benchq/internal/version.stamp=${VERSION}" \
-      -o /out/ ./services/scheduler ./services/collector ./services/deployer ./services/driver-agent ./cmd/healthcheck
+      -o /out/ ./services/scheduler ./services/collector ./services/deployer ./services/driver-agent ./cmd/healthcheck ./cmd/graphite-pod
 
 # YCSB core (Maven Central) with benchq's bindings and launcher.
 FROM maven:3.9.11-eclipse-temurin-17 AS ycsb
@@ -89,6 +90,24 @@ HEALTHCHECK --interval=10s --timeout=5s --start-period=20s --retries=3 CMD ["hea
 USER benchq
 EXPOSE 9464
 ENTRYPOINT ["deployer"]
+
+# The Graphite SUT on Kubernetes (catalog graphite.json): carbon and
+# graphite-web from PyPI, pinned as the bootstrap pins them, in the venv
+# where internal/localdb looks for them, run by graphite-pod as the local
+# backend runs them; its data is the pod's volume at /data.
+FROM base AS graphite
+RUN apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends python3 python3-venv libcairo2 \
+ && rm -rf /var/lib/apt/lists/*
+COPY scripts/carbon-requirements.txt /tmp/
+RUN python3 -m venv /opt/benchq/carbon/1.1.10 \
+ && /opt/benchq/carbon/1.1.10/bin/pip install --no-cache-dir -r /tmp/carbon-requirements.txt \
+ && rm /tmp/carbon-requirements.txt
+COPY --from=go /out/graphite-pod /usr/local/bin/
+HEALTHCHECK --interval=10s --timeout=5s --start-period=20s --retries=3 CMD ["healthcheck", "http://127.0.0.1:9108/metrics"]
+USER benchq
+# 2003: carbon's plaintext protocol; 8080: graphite-web; 9108: /metrics.
+EXPOSE 2003 8080 9108
+ENTRYPOINT ["graphite-pod"]
 
 # The reporter: a CLI on the results database (BENCHQ_DB_URL, the password
 # in PGPASSWORD): docker compose run --rm reporter summary -e CODE

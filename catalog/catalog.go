@@ -41,9 +41,7 @@ var kinds = []string{KindRedis, KindPostgreSQL, KindPgBouncer, KindRedisCluster,
 // packages (redis-server, postgresql, pgbouncer, prometheus) and what the
 // bootstrap builds or installs (victoria-metrics from its Go module, carbon
 // from PyPI). Dragonfly has no Debian package and no build on the
-// registries these machines reach: Kubernetes only. Graphite is local only:
-// its count of stored points is read from its whisper files by the local
-// deployer (docs/tsdb.md), and it has no kubernetes section.
+// registries these machines reach: Kubernetes only.
 var LocalKinds = []string{KindRedis, KindPostgreSQL, KindRedisCluster, KindPgBouncer, KindVictoriaMetrics, KindPrometheus, KindGraphite}
 
 // RunsLocally reports whether the local backend can start this DBMS.
@@ -95,14 +93,12 @@ type Entry struct {
 	// TSDB says how the metrics workload (benchmark tsdb) reaches a
 	// time-series database; nil for the others.
 	TSDB *TSDB `json:"tsdb,omitempty"`
-	// Workers, for a DBMS without a kubernetes section that the local
-	// backend runs as a cluster of -nw workers (Graphite: carbon-caches
-	// behind a carbon-relay), are the limits of -nw; the others have them
-	// in kubernetes.cluster.
+	// Workers are the limits of -nw for a DBMS that the local backend
+	// alone runs as a cluster (Graphite: carbon-caches behind a
+	// carbon-relay); its kubernetes topology is single, and the
+	// Kubernetes backend refuses -nw for it. A cluster on both backends
+	// has them in kubernetes.cluster.
 	Workers *Workers `json:"workers,omitempty"`
-	// Metrics names the application metric set of a DBMS without a
-	// kubernetes section (the others name it in kubernetes.metrics).
-	Metrics string `json:"metrics,omitempty"`
 }
 
 // Workers are the limits of -nw: the fewest workers, and how many run
@@ -137,7 +133,8 @@ type TSDB struct {
 	Ingested map[string]Counter `json:"ingested"`
 	// MetricsPort names the port role (contracts.Endpoint.Ports) serving
 	// the counters when the client port does not: Graphite's are read
-	// from its whisper files by the local deployer, which serves them.
+	// from its whisper files by the local deployer, or in its pod by
+	// cmd/graphite-pod, which serve them.
 	MetricsPort string `json:"metrics_port,omitempty"`
 	// DrainQuietS is how long, in seconds, the counter must stay still
 	// after the generators stop before the backlog counts as stored
@@ -216,10 +213,10 @@ func (e Entry) Masters(workers int) int {
 
 // MetricSet names the DBMS's application metric set (-ma).
 func (e Entry) MetricSet() string {
-	if e.Kubernetes != nil {
-		return e.Kubernetes.Metrics
+	if e.Kubernetes == nil {
+		return ""
 	}
-	return e.Metrics
+	return e.Kubernetes.Metrics
 }
 
 // ForWorkers is the catalog DBMS that runs this one with workers (-nw):
@@ -362,7 +359,9 @@ func (e Entry) validate() error {
 	need(e.Image != "" || e.Kubernetes == nil, "image", "required (the kubernetes backend's)")
 	if t := e.TSDB; t != nil {
 		need(len(t.Protocols()) > 0, "tsdb", "carbon_port or remote_write_path required (the protocols it ingests)")
-		need(t.CarbonPort == "" || e.Kubernetes == nil || e.Kubernetes.Ports[t.CarbonPort] > 0, "tsdb.carbon_port", "must name one of kubernetes.ports")
+		for _, r := range [][2]string{{"carbon_port", t.CarbonPort}, {"query_port", t.QueryPort}, {"metrics_port", t.MetricsPort}} {
+			need(r[1] == "" || e.Kubernetes == nil || e.KubePort(r[1]) > 0, "tsdb."+r[0], "must name client, metrics (kubernetes.metrics_port) or one of kubernetes.ports")
+		}
 		need(t.QueryPath == "" || strings.HasPrefix(t.QueryPath, "/"), "tsdb.query_path", "a path")
 		need(slices.Contains([]string{"", QueryPrometheus, QueryGraphite}, t.QueryAPI), "tsdb.query_api", `"prometheus" (the default) or "graphite"`)
 		need((t.QueryAPI == "" && t.QueryPort == "") || t.QueryPath != "", "tsdb.query_api", "and tsdb.query_port need tsdb.query_path")
@@ -384,14 +383,9 @@ func (e Entry) validate() error {
 		need(e.JDBCURL != "", "jdbc_url", "required for pgbouncer")
 		need(e.Database != "", "database", "required for pgbouncer")
 	}
-	if e.Kubernetes == nil {
-		// Local only: the kind says so, and what kubernetes would hold
-		// is given here.
-		need(e.Kind == KindGraphite, "kubernetes", "required (how the kubernetes backend runs it); only kind graphite runs on the local backend alone")
-		need(e.Metrics != "", "metrics", "required without a kubernetes section (the application metric set)")
-	} else {
-		need(e.Metrics == "", "metrics", "in kubernetes.metrics when there is a kubernetes section")
-		need(e.Workers == nil, "workers", "in kubernetes.cluster when there is a kubernetes section")
+	need(e.Kubernetes != nil, "kubernetes", "required (how the kubernetes backend runs it)")
+	if e.Kubernetes != nil {
+		need(e.Workers == nil || e.Kubernetes.Topology == TopologySingle, "workers", "only with kubernetes topology single (a cluster the local backend alone runs); a cluster on Kubernetes has them in kubernetes.cluster")
 		if err := e.Kubernetes.validate(e); err != nil {
 			errs = append(errs, err)
 		}

@@ -212,16 +212,17 @@ func TestSettingArgsList(t *testing.T) {
 	}
 }
 
-// Graphite runs on the local backend alone: -nw is its number of
-// carbon-caches behind a relay, none is a single carbon-cache; its metric
-// set and -nw limits are its own, not a kubernetes section's. Another kind
-// may not leave kubernetes out.
+// Graphite is a cluster on the local backend: -nw is its number of
+// carbon-caches behind a relay, none is a single carbon-cache. On
+// Kubernetes it is one pod (topology single); its tsdb ports resolve
+// there. Workers beside a kubernetes cluster, and an entry without a
+// kubernetes section, are refused by name.
 func TestGraphiteIsALocalCluster(t *testing.T) {
 	g, err := Lookup("graphite")
 	if err != nil {
 		t.Fatal(err)
 	}
-	if !g.RunsLocally() || g.Kubernetes != nil || !g.Clustered() || g.MetricSet() != "graphite" {
+	if !g.RunsLocally() || g.Kubernetes == nil || g.Kubernetes.Topology != TopologySingle || !g.Clustered() || g.MetricSet() != "graphite" {
 		t.Errorf("Graphite: local %v, kubernetes %v, clustered %v, metric set %q", g.RunsLocally(), g.Kubernetes, g.Clustered(), g.MetricSet())
 	}
 	for _, nw := range []int{0, 3} {
@@ -235,10 +236,21 @@ func TestGraphiteIsALocalCluster(t *testing.T) {
 	if g.TSDB.QueryPath != "/render" || g.TSDB.QueryAPI != QueryGraphite || g.TSDB.QueryPort != "query" || g.TSDB.MetricsPort != "metrics" || g.TSDB.DrainQuietS != 3 {
 		t.Errorf("tsdb %+v", g.TSDB)
 	}
+	if c, q, m := g.KubePort(g.TSDB.CarbonPort), g.KubePort(g.TSDB.QueryPort), g.KubePort(g.TSDB.MetricsPort); c != 2003 || q != 8080 || m != 9108 {
+		t.Errorf("on kubernetes: carbon %d, query %d, metrics %d", c, q, m)
+	}
 	_, err = parseEntry([]byte(`{"name":"X","description":"d","kind":"redis","ports":{"client":1},"probe":"redis-ping",
-		"version_command":["x"],"image":"i","ycsb":{"db":"d","properties":{"a":"b"}},"metrics":"redis"}`))
-	if err == nil || !strings.Contains(err.Error(), "only kind graphite runs on the local backend alone") {
+		"version_command":["x"],"image":"i","ycsb":{"db":"d","properties":{"a":"b"}}}`))
+	if err == nil || !strings.Contains(err.Error(), "kubernetes: required") {
 		t.Errorf("a redis without kubernetes: %v", err)
+	}
+	rc, err := os.ReadFile("rediscluster.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, err = parseEntry([]byte(strings.Replace(string(rc), `"kind"`, `"workers": {"min": 1, "default": 0}, "kind"`, 1)))
+	if err == nil || !strings.Contains(err.Error(), "workers: only with kubernetes topology single") {
+		t.Errorf("workers beside kubernetes.cluster: %v", err)
 	}
 	// Its queries are graphite-web's /render; an API benchq does not speak
 	// is refused by name.

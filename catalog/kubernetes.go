@@ -48,6 +48,12 @@ type Kubernetes struct {
 	// DataPath is where the data volume (PVC, or emptyDir) is mounted; a
 	// pool has none.
 	DataPath string `json:"data_path,omitempty"`
+	// RunAsUser, for an image that runs as a non-root user of its own
+	// (benchq's: 10001), is that user's uid: the server container runs
+	// as it with no capability, and the pod's fsGroup lets it write the
+	// data volume. 0: the image starts as root and steps down (most DBMS
+	// images).
+	RunAsUser int64 `json:"run_as_user,omitempty"`
 	// Resources are the DBMS container's defaults; -rc, -rr, -lr win.
 	Resources Resources `json:"resources"`
 	// Exporter is the Prometheus exporter sidecar for application metrics
@@ -132,6 +138,22 @@ type Job struct {
 	Command []string `json:"command"`
 }
 
+// KubePort is the port of a role in the kubernetes backend's pods:
+// "client", "metrics" (the DBMS's own /metrics, or its exporter's), or one
+// of kubernetes.ports; 0 for none.
+func (e Entry) KubePort(role string) int {
+	switch k := e.Kubernetes; {
+	case role == "client":
+		return e.Ports["client"]
+	case role == "metrics" && k.Exporter != nil:
+		return k.Exporter.Port
+	case role == "metrics":
+		return k.MetricsPort
+	default:
+		return k.Ports[role]
+	}
+}
+
 // OnVolume is e as it runs with a persistent volume: its Settings with its
 // VolumeSettings added (they win).
 func (e Entry) OnVolume() Entry {
@@ -183,6 +205,7 @@ func (k *Kubernetes) validate(e Entry) error {
 	}
 	need(strings.HasPrefix(k.DataPath, "/") || (k.Topology == TopologyPool && k.DataPath == ""), "data_path", "required (but for a pool), an absolute path")
 	need(k.Metrics != "", "metrics", "required (the application metric set)")
+	need(k.RunAsUser >= 0, "run_as_user", "a uid, not negative (0: the image steps down from root itself)")
 	for name, p := range k.Ports {
 		need(p > 0 && p < 65536 && name != "client" && name != "metrics" && len(name) <= 15, "ports."+name, "1-65535, a name of at most 15 characters other than client and metrics")
 	}

@@ -12,6 +12,7 @@ package compose
 import (
 	"context"
 	"flag"
+	"fmt"
 	"maps"
 	"os"
 	"os/exec"
@@ -27,9 +28,11 @@ import (
 	"github.com/nats-io/nats.go"
 	"sigs.k8s.io/yaml"
 
+	"github.com/benchq/benchq/catalog"
 	"github.com/benchq/benchq/contracts"
 	"github.com/benchq/benchq/internal/bus"
 	"github.com/benchq/benchq/internal/credentials"
+	"github.com/benchq/benchq/internal/localdb"
 	"github.com/benchq/benchq/internal/natsauth"
 	"github.com/benchq/benchq/internal/resultsdb"
 	"github.com/benchq/benchq/internal/startup"
@@ -561,5 +564,41 @@ func TestDockerfile(t *testing.T) {
 		if !slices.Contains(strings.Split(ignore, "\n"), must) {
 			t.Errorf(".dockerignore: %s is not excluded from the build context", must)
 		}
+	}
+}
+
+// Every image of benchq's own that the catalog names (benchq/<target>:dev,
+// Graphite's) is a target of the Dockerfile: it runs as user benchq, whose
+// uid the entry's kubernetes.run_as_user gives, and its ENTRYPOINT is a
+// binary the go stage builds and the image copies. Graphite's carries
+// carbon in the venv internal/localdb looks in.
+func TestCatalogImagesAreDockerfileTargets(t *testing.T) {
+	stages, built := readDockerfile(t)
+	text := readFile(t, filepath.Join(root, "Dockerfile"))
+	own := 0
+	for _, n := range catalog.Names() {
+		e, _ := catalog.Lookup(n)
+		target, ok := strings.CutPrefix(e.Image, "benchq/")
+		if !ok {
+			continue
+		}
+		own++
+		st, ok := stages[strings.TrimSuffix(target, ":dev")]
+		if !ok {
+			t.Errorf("%s: image %s is no target of the Dockerfile", n, e.Image)
+			continue
+		}
+		if uid := e.Kubernetes.RunAsUser; st.user != "benchq" || !strings.Contains(text, fmt.Sprintf("useradd --system --uid %d ", uid)) {
+			t.Errorf("%s: the image runs as %q; the catalog's run_as_user %d is not user benchq's uid", n, st.user, uid)
+		}
+		if !slices.Contains(st.copied, "/out/"+st.entry) || !slices.Contains(built, st.entry) {
+			t.Errorf("%s: ENTRYPOINT %q is not built by the go stage and copied into the image", n, st.entry)
+		}
+	}
+	if own == 0 {
+		t.Error("no catalog image is benchq's own; Graphite's should be")
+	}
+	if venv := "/opt/benchq/carbon/" + localdb.CarbonVersion + " "; !strings.Contains(text, venv) {
+		t.Errorf("the Dockerfile makes no venv %q (internal/localdb.CarbonHome)", strings.TrimSpace(venv))
 	}
 }

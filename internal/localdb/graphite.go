@@ -55,6 +55,23 @@ type GraphiteOptions struct {
 	// OSUser is the OS account the daemons run as when we are root ("":
 	// ours), e.g. SUTUser.
 	OSUser string
+	// Listen is the address clients reach: the front daemon's plaintext
+	// listener and graphite-web bind to it (default 127.0.0.1; "0.0.0.0"
+	// in a container, cmd/graphite-pod). The caches' pickle and query
+	// ports, which only the relay and graphite-web use, stay on loopback.
+	Listen string
+	// LinePort and HTTPPort fix the front daemon's plaintext port and
+	// graphite-web's (0: free ports, kept across restarts). A fixed port
+	// that is taken fails the start: clients were told it.
+	LinePort, HTTPPort int
+}
+
+// listen is opts.Listen, 127.0.0.1 by default.
+func (opts GraphiteOptions) listen() string {
+	if opts.Listen == "" {
+		return "127.0.0.1"
+	}
+	return opts.Listen
 }
 
 // CarbonDaemon is one running daemon of Graphite: a carbon-cache, a
@@ -101,6 +118,23 @@ type launchSpec struct {
 }
 
 type dirFile struct{ name, content string }
+
+// fixedPort is the port opts fix for d's first port (0: none): the
+// front daemon's plaintext port, graphite-web's HTTP port.
+func (d *CarbonDaemon) fixedPort(opts GraphiteOptions) int {
+	switch {
+	case d.Program == graphiteWeb:
+		return opts.HTTPPort
+	case d.front(opts):
+		return opts.LinePort
+	}
+	return 0
+}
+
+// front reports whether clients write to d: the relay, or the only cache.
+func (d *CarbonDaemon) front(opts GraphiteOptions) bool {
+	return d.Program == carbonRelay || (d.Program == carbonCache && opts.Caches == 0)
+}
 
 // programOf is the daemon's program.
 func (d *CarbonDaemon) programOf() graphiteProgram {
@@ -166,7 +200,7 @@ func (g *Graphite) WhisperDirs() []string {
 	return out
 }
 
-// StartGraphite runs Graphite on 127.0.0.1 in dir: carbon's cache-0,
+// StartGraphite runs Graphite in dir, on 127.0.0.1 (opts.Listen): carbon's cache-0,
 // cache-1, … and, with opts.Caches > 0, a relay in front of them, then
 // graphite-web over the caches, and waits until every daemon takes
 // connections and graphite-web answers a query. Live daemons of dir are kept; a dead one is
@@ -234,6 +268,10 @@ func (d *CarbonDaemon) run(ctx context.Context, home, osUser string, opts Graphi
 		}
 		_, _ = fmt.Sscan(string(b), into...)
 	}
+	fixed := d.fixedPort(opts)
+	if fixed != 0 {
+		prev[0] = fixed
+	}
 	if pid, ok := d.daemon().live(); ok && prev[0] != 0 {
 		for i, f := range fields {
 			*f = prev[i]
@@ -260,7 +298,7 @@ func (d *CarbonDaemon) run(ctx context.Context, home, osUser string, opts Graphi
 		return d.launch(ctx, home, osUser, opts, caches)
 	}
 	err := attempt(prev)
-	for i := 0; i < 2 && errors.Is(err, ErrAddrInUse); i++ {
+	for i := 0; i < 2 && fixed == 0 && errors.Is(err, ErrAddrInUse); i++ {
 		err = attempt(make([]int, len(fields))) // previous or picked ports taken: fresh ones
 	}
 	return err
@@ -311,7 +349,7 @@ func (carbonProgram) command(d *CarbonDaemon) string { return d.Program + ".py" 
 func (c carbonProgram) launch(d *CarbonDaemon, home string, opts GraphiteOptions, caches []CarbonDaemon) (launchSpec, error) {
 	conf := filepath.Join(d.Dir, "carbon.conf")
 	return launchSpec{
-		files:   []dirFile{{"carbon.conf", c.config(d, caches)}, {"storage-schemas.conf", storageSchemas(opts.Retention)}},
+		files:   []dirFile{{"carbon.conf", c.config(d, caches, lineInterface(d, opts))}, {"storage-schemas.conf", storageSchemas(opts.Retention)}},
 		subdirs: []string{"run", "storage", "storage/whisper", "storage/log", "storage/lists"},
 		// --debug: in the foreground, logging to stdout (our log file).
 		bin:  filepath.Join(home, "bin", d.Program+".py"),
@@ -319,12 +357,21 @@ func (c carbonProgram) launch(d *CarbonDaemon, home string, opts GraphiteOptions
 	}, nil
 }
 
+// lineInterface is where d's plaintext listener binds: opts.Listen for
+// the front daemon, loopback for a cache behind the relay.
+func lineInterface(d *CarbonDaemon, opts GraphiteOptions) string {
+	if d.front(opts) {
+		return opts.listen()
+	}
+	return "127.0.0.1"
+}
+
 // config is the daemon's carbon.conf. Carbon's defaults throttle a
 // benchmark (50 new series a minute, a bounded cache): every limit is
 // lifted, so what is measured is carbon's own speed. A cache's own counters
 // go every second (CARBON_METRIC_INTERVAL) under carbon.agents.*: benchq
 // reads committedPoints and metricsReceived from them (docs/tsdb.md).
-func (c carbonProgram) config(d *CarbonDaemon, caches []CarbonDaemon) string {
+func (c carbonProgram) config(d *CarbonDaemon, caches []CarbonDaemon, lineIface string) string {
 	section := "cache"
 	if c.relay {
 		section = "relay"
@@ -342,7 +389,7 @@ func (c carbonProgram) config(d *CarbonDaemon, caches []CarbonDaemon) string {
 	kv("PID_DIR", filepath.Join(d.Dir, "run")) // not ours: <program>.pid is procs'
 	kv("ENABLE_LOGROTATION", "False")
 	kv("USER", "")
-	kv("LINE_RECEIVER_INTERFACE", "127.0.0.1")
+	kv("LINE_RECEIVER_INTERFACE", lineIface)
 	kv("LINE_RECEIVER_PORT", d.Line)
 	kv("PICKLE_RECEIVER_INTERFACE", "127.0.0.1")
 	kv("PICKLE_RECEIVER_PORT", d.Pickle)
@@ -388,8 +435,10 @@ const webSettingsModule = "benchq_graphite_settings"
 // caches' whisper directories to read and their query ports to ask for
 // the points they hold but have not written yet (carbonlink), hashed as
 // the relay spreads the series (consistent hashing on host and instance).
-// Paths are written as Go quotes them, which Python reads alike.
-func webSettings(dir string, caches []CarbonDaemon) (string, error) {
+// Paths are written as Go quotes them, which Python reads alike. On
+// loopback only the local names are allowed hosts; listening beyond it
+// (a pod, reached by its Service's name), any.
+func webSettings(dir string, caches []CarbonDaemon, listen string) (string, error) {
 	key := make([]byte, 24)
 	if _, err := rand.Read(key); err != nil {
 		return "", err
@@ -405,7 +454,11 @@ func webSettings(dir string, caches []CarbonDaemon) (string, error) {
 	fmt.Fprintf(&b, "from graphite.settings import *  # noqa: F401,F403\n")
 	kv := func(k, v string) { fmt.Fprintf(&b, "%s = %s\n", k, v) }
 	kv("SECRET_KEY", strconv.Quote(hex.EncodeToString(key)))
-	kv("ALLOWED_HOSTS", `["127.0.0.1", "localhost"]`)
+	hosts := `["127.0.0.1", "localhost"]`
+	if listen != "127.0.0.1" {
+		hosts = `["*"]`
+	}
+	kv("ALLOWED_HOSTS", hosts)
 	kv("STORAGE_DIR", strconv.Quote(storage))
 	kv("LOG_DIR", strconv.Quote(filepath.Join(storage, "log")))
 	kv("INDEX_FILE", strconv.Quote(filepath.Join(storage, "index")))
@@ -455,8 +508,8 @@ func (webProgram) ports(d *CarbonDaemon) []*int { return []*int{&d.HTTP} }
 
 func (webProgram) command(*CarbonDaemon) string { return "gunicorn" }
 
-func (webProgram) launch(d *CarbonDaemon, home string, _ GraphiteOptions, caches []CarbonDaemon) (launchSpec, error) {
-	settings, err := webSettings(d.Dir, caches)
+func (webProgram) launch(d *CarbonDaemon, home string, opts GraphiteOptions, caches []CarbonDaemon) (launchSpec, error) {
+	settings, err := webSettings(d.Dir, caches, opts.listen())
 	if err != nil {
 		return launchSpec{}, err
 	}
@@ -465,7 +518,7 @@ func (webProgram) launch(d *CarbonDaemon, home string, _ GraphiteOptions, caches
 		subdirs: []string{"storage", "storage/log"},
 		// One sync worker: the probe sends one query a second.
 		bin: filepath.Join(home, "bin", "gunicorn"),
-		args: []string{"--bind", net.JoinHostPort("127.0.0.1", strconv.Itoa(d.HTTP)), "--workers", "1",
+		args: []string{"--bind", net.JoinHostPort(opts.listen(), strconv.Itoa(d.HTTP)), "--workers", "1",
 			"--pythonpath", d.Dir, "--env", "DJANGO_SETTINGS_MODULE=" + webSettingsModule,
 			"--graceful-timeout", "2", "graphite.wsgi:application"},
 	}, nil

@@ -160,9 +160,6 @@ func TestCatalogShellScriptsParse(t *testing.T) {
 	for _, n := range catalog.Names() {
 		e, _ := catalog.Lookup(n)
 		k := e.Kubernetes
-		if k == nil {
-			continue // local only
-		}
 		cmds := [][]string{k.Readiness.Exec}
 		if k.Cluster != nil {
 			cmds = append(cmds, k.Cluster.Bootstrap.Command)

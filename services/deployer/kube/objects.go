@@ -64,8 +64,8 @@ type builder struct {
 // buildObjects returns the exact objects of configuration s of DBMS entry
 // in namespace.
 func buildObjects(entry catalog.Entry, s backend.Spec, namespace string) (*kubeObjects, error) {
-	if entry.Kubernetes == nil {
-		return nil, fmt.Errorf("%w: DBMS %s runs on the local backend only (BENCHQ_BACKEND=local): its catalog file has no kubernetes section", backend.ErrBadSpec, entry.Name)
+	if entry.Workers != nil && s.SUT != nil && s.SUT.Workers > 0 {
+		return nil, fmt.Errorf("%w: %s with -nw %d (a cluster of %d behind a front server) runs on the local backend only (BENCHQ_BACKEND=local); on Kubernetes run it without -nw: one server in one pod", backend.ErrBadSpec, entry.Name, s.SUT.Workers, s.SUT.Workers)
 	}
 	names, err := namesFor(s.Code, s.Configuration)
 	if err != nil {
@@ -112,11 +112,27 @@ func (b *builder) single(o *kubeObjects) error {
 	o.Services = append(o.Services, b.service(b.entry, b.names.Base, componentSUT, componentSUT, false))
 	o.Jobs = append(o.Jobs, b.schemaJob(b.entry, b.host(b.names.Base))...)
 	o.Endpoint = b.entry.Endpoint(b.host(b.names.Base), b.entry.Ports["client"])
-	if t := b.entry.TSDB; t != nil && t.CarbonPort != "" {
-		// A time-series database's carbon listener, on its Service too.
-		o.Endpoint.Ports = map[string]int{t.CarbonPort: b.entry.Kubernetes.Ports[t.CarbonPort]}
+	if t := tsdbPorts(b.entry); len(t) > 0 {
+		o.Endpoint.Ports = t // on its Service too
 	}
 	return nil
+}
+
+// tsdbPorts are the ports a time-series database's roles name (carbon's
+// listener, the query API, the /metrics of its stored points), by role;
+// nil for another DBMS.
+func tsdbPorts(e catalog.Entry) map[string]int {
+	t := e.TSDB
+	if t == nil {
+		return nil
+	}
+	out := map[string]int{}
+	for _, role := range []string{t.CarbonPort, t.QueryPort, t.MetricsPort} {
+		if role != "" {
+			out[role] = e.KubePort(role)
+		}
+	}
+	return out
 }
 
 // cluster: a StatefulSet of workers behind a headless Service, the master
@@ -301,6 +317,9 @@ func (b *builder) serverPod(e catalog.Entry, r *strings.Replacer, component stri
 		ReadinessProbe:  readiness(r, k.Readiness),
 		SecurityContext: dbmsSecurity(),
 	}
+	if k.RunAsUser != 0 {
+		c.SecurityContext = nonRootSecurity(k.RunAsUser)
+	}
 	res, err := b.resources(e, component)
 	if err != nil {
 		return corev1.PodTemplateSpec{}, nil, err
@@ -346,6 +365,9 @@ func (b *builder) serverPod(e catalog.Entry, r *strings.Replacer, component stri
 			SecurityContext:              podSecurity(),
 		},
 	}
+	if k.RunAsUser != 0 {
+		pod.Spec.SecurityContext.FSGroup = ptr.To(k.RunAsUser) // the data volume is its user's
+	}
 	if b.sut.Node != "" {
 		pod.Spec.NodeSelector = map[string]string{corev1.LabelHostname: b.sut.Node}
 	}
@@ -374,21 +396,29 @@ func envList(r *strings.Replacer, env map[string]string) []corev1.EnvVar {
 	return out
 }
 
+// containerPorts: the client port, the DBMS's other ports, and the
+// metrics port of its own that a time-series database's stored points are
+// read from (Graphite's).
 func containerPorts(e catalog.Entry) []corev1.ContainerPort {
 	out := []corev1.ContainerPort{{Name: "client", ContainerPort: int32(e.Ports["client"]), Protocol: corev1.ProtocolTCP}}
 	for _, name := range slices.Sorted(maps.Keys(e.Kubernetes.Ports)) {
 		out = append(out, corev1.ContainerPort{Name: name, ContainerPort: int32(e.Kubernetes.Ports[name]), Protocol: corev1.ProtocolTCP})
 	}
+	if p, ok := tsdbPorts(e)["metrics"]; ok && e.Kubernetes.Exporter == nil {
+		out = append(out, corev1.ContainerPort{Name: "metrics", ContainerPort: int32(p), Protocol: corev1.ProtocolTCP})
+	}
 	return out
 }
 
 // servicePorts: the client port, the DBMS's other ports (cluster bus,
-// admin) on a headless Service only, and the metrics port when an exporter
-// runs.
+// admin) on a headless Service only, a time-series database's ports that
+// its clients use (carbon, queries, stored points), and the metrics port
+// when an exporter runs.
 func (b *builder) servicePorts(e catalog.Entry, headless bool) []corev1.ServicePort {
 	var out []corev1.ServicePort
+	tsdb := tsdbPorts(e)
 	for _, p := range containerPorts(e) {
-		if p.Name == "client" || headless || (e.TSDB != nil && p.Name == e.TSDB.CarbonPort) {
+		if _, used := tsdb[p.Name]; p.Name == "client" || headless || used {
 			out = append(out, corev1.ServicePort{Name: p.Name, Port: p.ContainerPort, TargetPort: intstr.FromString(p.Name), Protocol: corev1.ProtocolTCP})
 		}
 	}

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"maps"
 	"os"
 	"path/filepath"
 	"slices"
@@ -47,9 +48,6 @@ type goldenCase struct {
 func goldenCases() []goldenCase {
 	var cases []goldenCase
 	for _, n := range catalog.Names() {
-		if e, _ := catalog.Lookup(n); e.Kubernetes == nil {
-			continue // local only (TestLocalOnlyDBMSIsRefused)
-		}
 		cases = append(cases, goldenCase{name: strings.ToLower(n) + "-default", spec: backend.Spec{
 			Code: goldenCode, Configuration: n + "-64-8-196608-1", DBMS: n, Benchmark: "ycsb",
 		}})
@@ -413,15 +411,34 @@ func TestEverySUTRequiresThePasswordByReference(t *testing.T) {
 	}
 }
 
-// A DBMS the catalog runs on the local backend alone is refused with the
-// way out.
-func TestLocalOnlyDBMSIsRefused(t *testing.T) {
+// A cluster the catalog runs on the local backend alone (Graphite's
+// carbon-relay in front of -nw carbon-caches) is refused on Kubernetes
+// with the way out; without -nw it is one pod, whose Service carries the
+// ports its clients use: carbon's, graphite-web's and its stored points'.
+func TestLocalOnlyClusterIsRefused(t *testing.T) {
 	g, err := catalog.Lookup("Graphite")
 	if err != nil {
 		t.Fatal(err)
 	}
-	_, err = buildObjects(g, backend.Spec{Code: goldenCode, Configuration: "Graphite-1", DBMS: "Graphite", Benchmark: "tsdb"}, "benchq")
-	if !errors.Is(err, backend.ErrBadSpec) || !strings.Contains(err.Error(), "local backend only (BENCHQ_BACKEND=local)") {
-		t.Errorf("Graphite on kubernetes: %v", err)
+	spec := backend.Spec{Code: goldenCode, Configuration: "Graphite-1", DBMS: "Graphite", Benchmark: "tsdb", SUT: &contracts.SUTSpec{Workers: 2}}
+	_, err = buildObjects(g, spec, "benchq")
+	if !errors.Is(err, backend.ErrBadSpec) || !strings.Contains(err.Error(), "Graphite with -nw 2") || !strings.Contains(err.Error(), "local backend only (BENCHQ_BACKEND=local)") {
+		t.Errorf("Graphite -nw 2 on kubernetes: %v", err)
+	}
+	spec.SUT = nil
+	o, err := buildObjects(g, spec, "benchq")
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := map[string]int{"client": 2003, "query": 8080, "metrics": 9108}
+	if !maps.Equal(o.Endpoint.Ports, want) {
+		t.Errorf("endpoint ports %v, want %v", o.Endpoint.Ports, want)
+	}
+	got := map[string]int{}
+	for _, p := range o.Services[0].Spec.Ports {
+		got[p.Name] = int(p.Port)
+	}
+	if !maps.Equal(got, want) {
+		t.Errorf("service ports %v, want %v", got, want)
 	}
 }
