@@ -26,10 +26,16 @@ type Config struct {
 	Operations     int64  // per run
 	Threads        int
 	StatusInterval int // seconds between YCSB status lines (-xli)
-	Runs           int // per way
-	Limit          float64
-	RunTimeout     time.Duration // one run, JVM start to final
-	Keep           bool          // keep the work directory (logs) after the bench
+	Runs           int // per way, at least
+	// MaxRuns and Resolve: after Runs rounds, rounds are added until the
+	// 95 % interval of the mean round-by-round overhead is within
+	// ±Resolve % (0: no rounds added), MaxRuns rounds ran, or another
+	// round would not fit before the deadline.
+	MaxRuns    int
+	Resolve    float64
+	Limit      float64
+	RunTimeout time.Duration // one run, JVM start to final
+	Keep       bool          // keep the work directory (logs) after the bench
 }
 
 func (c Config) agentBin() string { return filepath.Join(c.Bin, "driver-agent") }
@@ -43,6 +49,8 @@ func (c Config) validate() error {
 		}
 	}
 	bad(c.Runs < 1, "runs", "at least 1")
+	bad(c.MaxRuns < c.Runs, "max-runs", "at least -runs")
+	bad(c.Resolve < 0, "resolve", "not negative (0: no rounds beyond -runs)")
 	bad(c.Operations < 1, "operations", "at least 1")
 	bad(c.Records < 1, "records", "at least 1")
 	bad(c.Threads < 1, "threads", "at least 1")
@@ -103,34 +111,45 @@ func Run(ctx context.Context, cfg Config, out io.Writer, log *slog.Logger) error
 		ms      []measurement
 		jvmCmd  []string
 		perWay  = map[way]int{}
-		planned = schedule(cfg.Runs)
+		stopped string
+		last    time.Duration
 	)
-	for i, w := range planned {
-		round := i/2 + 1
-		perWay[w]++
-		name := fmt.Sprintf("%s-%d", w.short(), perWay[w]) // names its logs
-		log.Debug("run", "n", fmt.Sprintf("%d/%d", i+1, len(planned)), "way", w.String(), "round", round)
-		var m measurement
-		switch w {
-		case agent:
-			r, err := st.runAgent(ctx, cfg, sh.job(fmt.Sprintf("%s-%d", base, i+1), sh.run, time.Now()), name, jvmCmd == nil)
-			if err != nil {
-				return err
-			}
-			if jvmCmd == nil {
-				jvmCmd = r.cmd
-			}
-			m = r.m
-		case bare:
-			if m, err = st.runBare(ctx, cfg, jvmCmd, name); err != nil {
-				return err
+	for round := 1; ; round++ {
+		if round > cfg.Runs {
+			more, why := moreRounds(pairedOverheads(ms), cfg.Resolve, round-1, cfg.MaxRuns, timeLeft(ctx), last)
+			if !more {
+				stopped = why
+				break
 			}
 		}
-		m.Round = round
-		ms = append(ms, m)
-		writeRow(out, m)
+		began := time.Now()
+		for _, w := range pairOf(round) {
+			perWay[w]++
+			name := fmt.Sprintf("%s-%d", w.short(), perWay[w]) // names its logs
+			log.Debug("run", "round", round, "way", w.String())
+			var m measurement
+			switch w {
+			case agent:
+				r, err := st.runAgent(ctx, cfg, sh.job(fmt.Sprintf("%s-%d-%s", base, round, w.short()), sh.run, time.Now()), name, jvmCmd == nil)
+				if err != nil {
+					return err
+				}
+				if jvmCmd == nil {
+					jvmCmd = r.cmd
+				}
+				m = r.m
+			case bare:
+				if m, err = st.runBare(ctx, cfg, jvmCmd, name); err != nil {
+					return err
+				}
+			}
+			m.Round = round
+			ms = append(ms, m)
+			writeRow(out, m)
+		}
+		last = time.Since(began)
 	}
-	writeSummary(out, ms, cfg.Limit)
+	writeSummary(out, ms, cfg.Limit, cfg.Resolve, stopped)
 	fmt.Fprintln(out)
 	fmt.Fprintf(out, "load      1-minute load average %.2f at the start, %.2f at the end, on %d cores; the bench took %s\n",
 		load0, loadAverage(), runtime.NumCPU(), time.Since(began).Round(time.Second))
@@ -139,6 +158,14 @@ func Run(ctx context.Context, cfg Config, out io.Writer, log *slog.Logger) error
 		fmt.Fprintf(out, "(a) ran: %s\n", strings.Join(bareCmd, " "))
 	}
 	return nil
+}
+
+// timeLeft is the time until ctx's deadline (a day without one).
+func timeLeft(ctx context.Context) time.Duration {
+	if d, ok := ctx.Deadline(); ok {
+		return time.Until(d)
+	}
+	return 24 * time.Hour
 }
 
 // ended says why a run's wait stopped: the bench was interrupted or ran

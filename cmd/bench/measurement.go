@@ -1,6 +1,7 @@
 package main
 
 import (
+	"fmt"
 	"math"
 	"slices"
 	"time"
@@ -34,14 +35,18 @@ func (w way) short() string {
 // first because its first run shows the bench the java command it builds.
 func schedule(rounds int) []way {
 	var out []way
-	for r := range rounds {
-		if r%2 == 0 {
-			out = append(out, agent, bare)
-		} else {
-			out = append(out, bare, agent)
-		}
+	for r := 1; r <= rounds; r++ {
+		out = append(out, pairOf(r)...)
 	}
 	return out
+}
+
+// pairOf is the two runs of round (from 1) in schedule's order.
+func pairOf(round int) []way {
+	if round%2 == 1 {
+		return []way{agent, bare}
+	}
+	return []way{bare, agent}
 }
 
 // measurement is one run.
@@ -161,6 +166,61 @@ func medianBounds(p []float64) (lo, hi, confidence float64) {
 		return math.NaN(), math.NaN(), 0
 	}
 	return slices.Min(p), slices.Max(p), 1 - 2*math.Pow(0.5, float64(len(p)))
+}
+
+// t975 is Student's t, two-sided 95 % (t(0.975, df)) for df = 1..30, as
+// the reporter's (summary/repetitions.py T975); beyond, the normal's 1.96
+// is within 2 %.
+var t975 = [...]float64{
+	12.706, 4.303, 3.182, 2.776, 2.571, 2.447, 2.365, 2.306, 2.262, 2.228,
+	2.201, 2.179, 2.160, 2.145, 2.131, 2.120, 2.110, 2.101, 2.093, 2.086,
+	2.080, 2.074, 2.069, 2.064, 2.060, 2.056, 2.052, 2.048, 2.045, 2.042,
+}
+
+// meanInterval is the mean of p and the half-width of its 95 % interval
+// (Student's t: t(0.975, n-1) · s / √n, s the sample standard deviation);
+// the half-width is +Inf for fewer than two values.
+func meanInterval(p []float64) (mean, half float64) {
+	n := len(p)
+	if n == 0 {
+		return math.NaN(), math.Inf(1)
+	}
+	for _, v := range p {
+		mean += v
+	}
+	mean /= float64(n)
+	if n < 2 {
+		return mean, math.Inf(1)
+	}
+	var ss float64
+	for _, v := range p {
+		ss += (v - mean) * (v - mean)
+	}
+	t := 1.96
+	if n-1 <= len(t975) {
+		t = t975[n-2]
+	}
+	return mean, t * math.Sqrt(ss/float64(n-1)) / math.Sqrt(float64(n))
+}
+
+// moreRounds decides whether to run another round after rounds of them,
+// given their round-by-round overheads p: while the 95 % interval of their
+// mean is wider than ±resolve (in %), another round fits in the time left
+// (twice the last round's time) and max rounds are not reached. why says
+// what ended the rounds, for the report.
+func moreRounds(p []float64, resolve float64, rounds, maxRounds int, left, last time.Duration) (more bool, why string) {
+	_, half := meanInterval(p)
+	switch {
+	case resolve <= 0:
+		return false, "-resolve 0: the -runs rounds only"
+	case half <= resolve:
+		return false, fmt.Sprintf("resolved to ±%g %% after %d rounds", resolve, rounds)
+	case rounds >= maxRounds:
+		return false, fmt.Sprintf("not resolved to ±%g %%: -max-runs %d reached", resolve, maxRounds)
+	case left < 2*last:
+		return false, fmt.Sprintf("not resolved to ±%g %%: another round would not fit in the time left (-deadline)", resolve)
+	}
+	return true, ""
 }
 
 // overhead is b over a minus one, in %.

@@ -2,9 +2,14 @@ package main
 
 import (
 	"math"
+	"os"
+	"regexp"
 	"slices"
+	"strconv"
+	"strings"
 	"testing"
 	"time"
+	"unicode"
 )
 
 func TestScheduleIsABBAStartingWithTheAgent(t *testing.T) {
@@ -91,5 +96,75 @@ func TestMedianBounds(t *testing.T) {
 	}
 	if _, _, conf := medianBounds([]float64{1}); conf != 0 {
 		t.Errorf("one round: confidence %g", conf)
+	}
+}
+
+// The 95 % interval of a mean, by hand: 1, 2, 3, 4, 5 have mean 3, sample
+// standard deviation √2.5, so ±2.776·√2.5/√5 = ±1.963.
+func TestMeanInterval(t *testing.T) {
+	t.Parallel()
+	mean, half := meanInterval([]float64{1, 2, 3, 4, 5})
+	if mean != 3 || math.Abs(half-2.776*math.Sqrt(2.5)/math.Sqrt(5)) > 1e-9 {
+		t.Errorf("meanInterval(1..5) = %g ± %g, want 3 ± 1.963", mean, half)
+	}
+	if _, half := meanInterval([]float64{7}); !math.IsInf(half, 1) {
+		t.Errorf("one value: ± %g, want +Inf (no interval)", half)
+	}
+	big := make([]float64, 40)
+	for i := range big {
+		big[i] = float64(i % 2) // mean 0.5, s = √(10/39)
+	}
+	if _, half := meanInterval(big); math.Abs(half-1.96*math.Sqrt(10.0/39)/math.Sqrt(40)) > 1e-9 {
+		t.Errorf("40 values: ± %g, want the normal's 1.96", half)
+	}
+}
+
+// The table is the reporter's, value for value (one rule, two languages).
+func TestT975IsTheReporters(t *testing.T) {
+	t.Parallel()
+	b, err := os.ReadFile("../../services/reporter/src/benchq_reporter/summary/repetitions.py")
+	if err != nil {
+		t.Fatal(err)
+	}
+	m := regexp.MustCompile(`(?s)T975 = \[(.*?)\]`).FindSubmatch(b)
+	if m == nil {
+		t.Fatal("no T975 in repetitions.py")
+	}
+	var py []float64
+	for _, f := range strings.FieldsFunc(string(m[1]), func(r rune) bool { return r == ',' || unicode.IsSpace(r) }) {
+		v, err := strconv.ParseFloat(f, 64)
+		if err != nil {
+			t.Fatal(err)
+		}
+		py = append(py, v)
+	}
+	if !slices.Equal(py, t975[:]) {
+		t.Errorf("t975 %v, the reporter's %v", t975, py)
+	}
+}
+
+// Rounds are added while the interval is wider than asked, up to
+// -max-runs, and only while another round fits in the time left.
+func TestMoreRounds(t *testing.T) {
+	t.Parallel()
+	wide, narrow := []float64{-8, 9, 1, 12, -3}, []float64{1.0, 1.5, 0.5, 1.2, 0.8}
+	for _, c := range []struct {
+		p       []float64
+		resolve float64
+		rounds  int
+		left    time.Duration
+		more    bool
+		why     string
+	}{
+		{wide, 2, 5, time.Hour, true, ""},
+		{narrow, 2, 5, time.Hour, false, "resolved to ±2 % after 5 rounds"},
+		{wide, 2, 40, time.Hour, false, "-max-runs 40 reached"},
+		{wide, 2, 5, 50 * time.Second, false, "would not fit"},
+		{wide, 0, 5, time.Hour, false, "-resolve 0"},
+	} {
+		more, why := moreRounds(c.p, c.resolve, c.rounds, 40, c.left, 30*time.Second)
+		if more != c.more || !strings.Contains(why, c.why) {
+			t.Errorf("moreRounds(%v, ±%g, %d rounds, %s left) = %v %q, want %v %q", c.p, c.resolve, c.rounds, c.left, more, why, c.more, c.why)
+		}
 	}
 }

@@ -30,7 +30,8 @@ func writeEnvironment(w io.Writer, e environment) {
 func writeWorkload(w io.Writer, cfg Config, redisAddr string) {
 	fmt.Fprintf(w, "workload  YCSB %s on Redis %s (loopback): %s records, %s operations, %d threads, unthrottled, status every %d s\n",
 		strings.ToUpper(cfg.Workload), redisAddr, numfmt.Thousands(cfg.Records), numfmt.Thousands(cfg.Operations), cfg.Threads, cfg.StatusInterval)
-	fmt.Fprintf(w, "runs      %d each way, interleaved b a a b b a ...; CPU = user + system of the reaped process (wait4)\n", cfg.Runs)
+	fmt.Fprintf(w, "runs      %d rounds of a run each way, then more (up to %d) until the 95 %% interval of the mean overhead is within ±%g %%;\n", cfg.Runs, cfg.MaxRuns, cfg.Resolve)
+	fmt.Fprintln(w, "          interleaved b a a b b a ...; CPU = user + system of the reaped process (wait4)")
 	fmt.Fprintln(w, "  (a) bare   the java command the agent builds for the shard, with site.ycsb.Client as main class (no barrier); CPU = the JVM")
 	fmt.Fprintln(w, "  (b) agent  a driver-agent process: job from JetStream, READY/GO barrier (the bench answers GO), intervals, final; CPU = agent + its JVM")
 }
@@ -58,8 +59,9 @@ func writeRow(w io.Writer, m measurement) {
 		secs(m.JVM.Seconds()), agentCol, startCol, secs(m.NATS.Seconds()), secs(m.Redis.Seconds()))
 }
 
-// writeSummary prints the medians, the overhead and the verdict.
-func writeSummary(w io.Writer, ms []measurement, limit float64) {
+// writeSummary prints the medians, the overhead and the verdict; stopped
+// says why no more rounds ran.
+func writeSummary(w io.Writer, ms []measurement, limit, resolve float64, stopped string) {
 	a, b := summarize(ms, bare), summarize(ms, agent)
 	fmt.Fprint(w, rowDivider)
 	for _, s := range []struct {
@@ -91,6 +93,10 @@ func writeSummary(w io.Writer, ms []measurement, limit float64) {
 	if len(p) > 0 {
 		fmt.Fprintf(w, "  round by round (b)/(a): median %+.1f %%, from %+.1f %% to %+.1f %% over %d rounds\n", median(p), lo, hi, len(p))
 	}
+	if mean, half := meanInterval(p); len(p) > 1 {
+		fmt.Fprintf(w, "  their mean: %+.1f %% ± %.1f %% (95 %% interval, Student's t, %d rounds; goal: narrower than ±%g %%): %s\n",
+			mean, half, len(p), resolve, stopped)
+	}
 	fmt.Fprintf(w, "  run-to-run spread of CPU s/M op: (a) %.1f %%, (b) %.1f %% (max-min over the median)\n", a.Spread, b.Spread)
 	fmt.Fprintf(w, "  the agent process alone: %.2f CPU s per shard = %+.1f %% of (a)'s CPU (wait4 minus its JVM, ±0.02 s: no YCSB noise in it; the rest of the difference is the JVM's)\n",
 		b.AgentSelf, b.AgentSelf/a.CPU*100)
@@ -106,7 +112,9 @@ func writeSummary(w io.Writer, ms []measurement, limit float64) {
 		fmt.Fprintf(w, "!!! OVER THE LIMIT: the agent's overhead %+.1f %% exceeds %g %% (-limit; docs/bench.md)\n", ov, limit)
 		fmt.Fprintln(w, bar)
 	}
-	if len(p) > 1 {
+	if mean, half := meanInterval(p); len(p) > 1 {
+		fmt.Fprintf(w, "interval: the mean round-by-round overhead lies in %+.1f %% .. %+.1f %% with 95 %% confidence: %s\n",
+			mean-half, mean+half, decided(mean-half, mean+half, limit))
 		fmt.Fprintf(w, "confidence: the median round-by-round overhead lies between %+.1f %% and %+.1f %% with %.0f %% confidence (sign test, %d rounds;\n  it assumes rounds that do not influence each other, which other load on the machine breaks): %s\n",
 			lo, hi, conf*100, len(p), decided(lo, hi, limit))
 	}

@@ -35,7 +35,8 @@ func report(ms []measurement) []byte {
 	for _, m := range ms {
 		writeRow(&b, m)
 	}
-	writeSummary(&b, ms, 5)
+	_, why := moreRounds(pairedOverheads(ms), 2, len(pairedOverheads(ms)), 40, time.Hour, time.Minute)
+	writeSummary(&b, ms, 5, 2, why)
 	return b.Bytes()
 }
 
