@@ -46,7 +46,7 @@ for ((b = 1; b <= BLOCKS; b++)); do
 done
 .venv/bin/python - "${A[*]}" "${B[*]}" <<'PY'
 import statistics, sys
-from benchq_reporter.summary.repetitions import T975
+from benchq_reporter.summary.repetitions import t975
 a, b = (list(map(float, s.split())) for s in sys.argv[1:3])
 ma, mb = statistics.median(a), statistics.median(b)
 print(f"   median without {ma:.1f} ops/s, with {mb:.1f} ops/s: monitoring costs {100 * (ma - mb) / ma:+.2f} % (goal <= 2 %)")
@@ -56,7 +56,7 @@ print(f"   median without {ma:.1f} ops/s, with {mb:.1f} ops/s: monitoring costs 
 costs = [100 * (1 - (b[2 * k] + b[2 * k + 1]) / (a[2 * k] + a[2 * k + 1])) for k in range(len(a) // 2)]
 print("   cost per ABBA block: " + ", ".join(f"{c:+.2f} %" for c in costs))
 if len(costs) > 1:
-    t95 = T975[len(costs) - 2] if len(costs) - 1 <= len(T975) else 1.96
+    t95 = t975(len(costs) - 1)
     m, half = statistics.mean(costs), t95 * statistics.stdev(costs) / len(costs) ** 0.5
     print(f"   mean cost {m:+.2f} % ± {half:.2f} % (95 % interval {m - half:+.2f} % .. {m + half:+.2f} %)")
 PY

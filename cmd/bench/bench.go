@@ -49,7 +49,6 @@ func (c Config) validate() error {
 		}
 	}
 	bad(c.Runs < 1, "runs", "at least 1")
-	bad(c.MaxRuns < c.Runs, "max-runs", "at least -runs")
 	bad(c.Resolve < 0, "resolve", "not negative (0: no rounds beyond -runs)")
 	bad(c.Operations < 1, "operations", "at least 1")
 	bad(c.Records < 1, "records", "at least 1")
@@ -67,8 +66,9 @@ func (c Config) validate() error {
 	return errors.Join(errs...)
 }
 
-// Run measures cfg.Runs runs each way and prints the figures on out. The
-// figures never make it fail: only a run that cannot be measured does.
+// Run measures cfg.Runs rounds (a run each way), then adds rounds while
+// moreRounds says so, and prints the figures on out. The figures never
+// make it fail: only a run that cannot be measured does.
 func Run(ctx context.Context, cfg Config, out io.Writer, log *slog.Logger) error {
 	if err := cfg.validate(); err != nil {
 		return err
@@ -116,13 +116,13 @@ func Run(ctx context.Context, cfg Config, out io.Writer, log *slog.Logger) error
 	)
 	for round := 1; ; round++ {
 		if round > cfg.Runs {
-			more, why := moreRounds(pairedOverheads(ms), cfg.Resolve, round-1, cfg.MaxRuns, timeLeft(ctx), last)
+			more, why := moreRounds(pairedOverheads(ms), cfg.Resolve, round-1, max(cfg.MaxRuns, cfg.Runs), timeLeft(ctx), last)
 			if !more {
 				stopped = why
 				break
 			}
 		}
-		began := time.Now()
+		roundBegan := time.Now()
 		for _, w := range pairOf(round) {
 			perWay[w]++
 			name := fmt.Sprintf("%s-%d", w.short(), perWay[w]) // names its logs
@@ -147,7 +147,7 @@ func Run(ctx context.Context, cfg Config, out io.Writer, log *slog.Logger) error
 			ms = append(ms, m)
 			writeRow(out, m)
 		}
-		last = time.Since(began)
+		last = time.Since(roundBegan)
 	}
 	writeSummary(out, ms, cfg.Limit, cfg.Resolve, stopped)
 	fmt.Fprintln(out)

@@ -114,8 +114,14 @@ func TestMeanInterval(t *testing.T) {
 	for i := range big {
 		big[i] = float64(i % 2) // mean 0.5, s = √(10/39)
 	}
-	if _, half := meanInterval(big); math.Abs(half-1.96*math.Sqrt(10.0/39)/math.Sqrt(40)) > 1e-9 {
-		t.Errorf("40 values: ± %g, want the normal's 1.96", half)
+	if _, half := meanInterval(big); math.Abs(half-2.0227*math.Sqrt(10.0/39)/math.Sqrt(40)) > 1e-4 {
+		t.Errorf("40 values: ± %g, want t(0.975, 39) = 2.0227", half)
+	}
+	// Beyond the table, the expansion against exact quantiles.
+	for df, want := range map[int]float64{31: 2.0395, 39: 2.0227, 60: 2.0003, 120: 1.9799, 1000: 1.9623} {
+		if got := t975(df); math.Abs(got-want) > 0.001 {
+			t.Errorf("t975(%d) = %.4f, want %.4f", df, got, want)
+		}
 	}
 }
 
@@ -138,8 +144,8 @@ func TestT975IsTheReporters(t *testing.T) {
 		}
 		py = append(py, v)
 	}
-	if !slices.Equal(py, t975[:]) {
-		t.Errorf("t975 %v, the reporter's %v", t975, py)
+	if !slices.Equal(py, t975Table[:]) {
+		t.Errorf("t975 %v, the reporter's %v", t975Table, py)
 	}
 }
 

@@ -30,7 +30,11 @@ func writeEnvironment(w io.Writer, e environment) {
 func writeWorkload(w io.Writer, cfg Config, redisAddr string) {
 	fmt.Fprintf(w, "workload  YCSB %s on Redis %s (loopback): %s records, %s operations, %d threads, unthrottled, status every %d s\n",
 		strings.ToUpper(cfg.Workload), redisAddr, numfmt.Thousands(cfg.Records), numfmt.Thousands(cfg.Operations), cfg.Threads, cfg.StatusInterval)
-	fmt.Fprintf(w, "runs      %d rounds of a run each way, then more (up to %d) until the 95 %% interval of the mean overhead is within ±%g %%;\n", cfg.Runs, cfg.MaxRuns, cfg.Resolve)
+	if cfg.Resolve > 0 && cfg.MaxRuns > cfg.Runs {
+		fmt.Fprintf(w, "runs      %d rounds of a run each way, then more (up to %d) until the 95 %% interval of the mean overhead is within ±%g %%;\n", cfg.Runs, cfg.MaxRuns, cfg.Resolve)
+	} else {
+		fmt.Fprintf(w, "runs      %d rounds of a run each way;\n", cfg.Runs)
+	}
 	fmt.Fprintln(w, "          interleaved b a a b b a ...; CPU = user + system of the reaped process (wait4)")
 	fmt.Fprintln(w, "  (a) bare   the java command the agent builds for the shard, with site.ycsb.Client as main class (no barrier); CPU = the JVM")
 	fmt.Fprintln(w, "  (b) agent  a driver-agent process: job from JetStream, READY/GO barrier (the bench answers GO), intervals, final; CPU = agent + its JVM")
@@ -139,7 +143,7 @@ func decided(lo, hi, limit float64) string {
 	case lo > limit:
 		return fmt.Sprintf("all of it over %g %%.", limit)
 	}
-	return fmt.Sprintf("the range straddles %g %%, so this run cannot tell; repeat with more runs (BENCH=\"-runs 9\") or on a quieter machine.", limit)
+	return fmt.Sprintf("the range straddles %g %%, so this run cannot tell; repeat with more rounds (BENCH=\"-max-runs 80\"), longer runs (-operations) or on a quieter machine.", limit)
 }
 
 func secs(s float64) string { return fixed(s) }

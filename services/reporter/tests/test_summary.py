@@ -520,6 +520,15 @@ def test_repetitions_give_mean_std_and_ci(tables):
     assert "### Across Repetitions" in md and "Student's t" in md
 
 
+def test_t975_beyond_the_table_is_within_a_thousandth():
+    """Past 30 degrees of freedom t(0.975, df) is expanded, not the normal's 1.96 (exact values from R's qt)."""
+    from benchq_reporter.summary.repetitions import t975
+
+    assert t975(30) == 2.042
+    for df, exact in {31: 2.0395, 39: 2.0227, 60: 2.0003, 120: 1.9799, 1000: 1.9623}.items():
+        assert abs(t975(df) - exact) < 0.001, df
+
+
 def test_workload_is_the_seeds(tables):
     """The Workload section of bexhoma's PgBouncer YCSB example (bexhoma-pgbouncer-benchbase.txt,
     tests/golden/seed-pgbouncer-ycsb-workload.md) from the same settings, line for line. What
