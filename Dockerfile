@@ -100,10 +100,12 @@ RUN apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq 
  && rm -rf /var/lib/apt/lists/*
 COPY scripts/carbon-requirements.txt /tmp/
 RUN python3 -m venv /opt/benchq/carbon/1.1.10 \
- && /opt/benchq/carbon/1.1.10/bin/pip install --no-cache-dir -r /tmp/carbon-requirements.txt \
- && rm /tmp/carbon-requirements.txt
+ && /opt/benchq/carbon/1.1.10/bin/pip install --no-cache-dir --no-deps -r /tmp/carbon-requirements.txt \
+ && rm /tmp/carbon-requirements.txt \
+ && install -d -o benchq -g benchq /data
 COPY --from=go /out/graphite-pod /usr/local/bin/
-HEALTHCHECK --interval=10s --timeout=5s --start-period=20s --retries=3 CMD ["healthcheck", "http://127.0.0.1:9108/metrics"]
+HEALTHCHECK --interval=10s --timeout=5s --start-period=20s --retries=3 CMD ["healthcheck", "http://127.0.0.1:9108/healthz"]
+VOLUME /data
 USER benchq
 # 2003: carbon's plaintext protocol; 8080: graphite-web; 9108: /metrics.
 EXPOSE 2003 8080 9108

@@ -6,14 +6,18 @@
 // as Prometheus metrics (internal/carbonexporter) on -metrics-port: the
 // counter benchq tsdb reads, and that Prometheus scrapes with -ma.
 //
+// /healthz on the same port answers 200 once every daemon serves (the
+// pod's readiness; /metrics reads whisper files and may fail under load).
+//
 // It stops the daemons on SIGTERM and exits 0; it exits 1 when a daemon
-// dies or cannot start, so that the pod restarts and the deployer's watch
-// sees it.
+// dies or cannot start, with the tail of its log (which is on the data
+// volume), so that the pod restarts and the deployer's watch sees it.
 //
 //	graphite-pod -dir /data -line-port 2003 -http-port 8080 -metrics-port 9108
 package main
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"flag"
@@ -61,6 +65,12 @@ func run(ctx context.Context, c config, log *slog.Logger) (err error) {
 	g, err := localdb.StartGraphite(ctx, c.dir, localdb.GraphiteOptions{
 		Listen: c.listen, LinePort: c.linePort, HTTPPort: c.httpPort, Retention: c.retention,
 	})
+	if err != nil && ctx.Err() != nil {
+		// Stopped while starting: StartGraphite leaves what it started.
+		stopCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 30*time.Second)
+		defer cancel()
+		return (&localdb.Graphite{Dir: c.dir}).Stop(stopCtx)
+	}
 	if err != nil {
 		return err
 	}
@@ -75,6 +85,7 @@ func run(ctx context.Context, c config, log *slog.Logger) (err error) {
 	}
 	mux := http.NewServeMux()
 	mux.Handle("/metrics", carbonexporter.Handler(map[string]string{"cache-0": g.Caches[0].WhisperDir()}, log))
+	mux.HandleFunc("/healthz", func(w http.ResponseWriter, _ *http.Request) { _, _ = w.Write([]byte("ok\n")) })
 	srv := &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}
 	go func() { _ = srv.Serve(ln) }()
 	defer func() { _ = srv.Close() }()
@@ -87,10 +98,10 @@ func run(ctx context.Context, c config, log *slog.Logger) (err error) {
 		case <-ctx.Done():
 			return nil
 		case <-tick.C:
-			for _, pid := range g.Pids() {
-				if !procs.Alive(pid) {
-					status, _ := procs.ExitStatus(pid)
-					return fmt.Errorf("a Graphite daemon (pid %d) ended: %s", pid, status)
+			for _, d := range g.Daemons() {
+				if !procs.Alive(d.Pid) {
+					status, _ := procs.ExitStatus(d.Pid)
+					return fmt.Errorf("%s (pid %d) ended (%s); its log ends:\n%s", d.Program, d.Pid, cmp.Or(status, "status unknown"), procs.LogTail(d.LogFile(), 20))
 				}
 			}
 		}

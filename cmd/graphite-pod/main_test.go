@@ -61,7 +61,10 @@ func TestGraphitePodServesItsCountsAndEndsWithItsDaemons(t *testing.T) {
 				}
 				return strconv.ParseFloat(m[1], 64)
 			}
-			testenv.Eventually(t, time.Minute, func() error { _, err := metric(); return err })
+			testenv.Eventually(t, time.Minute, func() error { _, err := get(ctx, base(c.metrics)+"/healthz"); return err })
+			if _, err := metric(); err != nil {
+				t.Fatalf("healthy, but /metrics: %v", err)
+			}
 
 			// 5 points of each of 10 series, on distinct seconds: 50 stored.
 			conn, err := net.Dial("tcp", net.JoinHostPort(c.listen, strconv.Itoa(c.linePort)))
@@ -125,8 +128,8 @@ func TestGraphitePodServesItsCountsAndEndsWithItsDaemons(t *testing.T) {
 			select {
 			case err := <-done:
 				switch {
-				case kill && (err == nil || !strings.Contains(err.Error(), fmt.Sprintf("pid %d", cache))):
-					t.Errorf("after the carbon-cache was killed, run returned %v; want an error naming pid %d", err, cache)
+				case kill && (err == nil || !strings.Contains(err.Error(), fmt.Sprintf("carbon-cache (pid %d) ended", cache))):
+					t.Errorf("after the carbon-cache was killed, run returned %v; want an error naming it, pid %d", err, cache)
 				case !kill && err != nil:
 					t.Errorf("stopped: run returned %v", err)
 				}

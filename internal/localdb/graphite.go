@@ -62,7 +62,7 @@ type GraphiteOptions struct {
 	Listen string
 	// LinePort and HTTPPort fix the front daemon's plaintext port and
 	// graphite-web's (0: free ports, kept across restarts). A fixed port
-	// that is taken fails the start: clients were told it.
+	// is never swapped for another: when it is taken, the start fails.
 	LinePort, HTTPPort int
 }
 
@@ -182,14 +182,24 @@ func (g *Graphite) Front() CarbonDaemon {
 // last.
 func (g *Graphite) Pids() []int {
 	var out []int
-	if g.Relay != nil {
-		out = append(out, g.Relay.Pid)
+	for _, d := range g.Daemons() {
+		out = append(out, d.Pid)
 	}
-	for _, c := range g.Caches {
-		out = append(out, c.Pid)
-	}
-	return append(out, g.Web.Pid)
+	return out
 }
+
+// Daemons are the running daemons, the front one first, graphite-web
+// last (as Pids).
+func (g *Graphite) Daemons() []CarbonDaemon {
+	var out []CarbonDaemon
+	if g.Relay != nil {
+		out = append(out, *g.Relay)
+	}
+	return append(append(out, g.Caches...), g.Web)
+}
+
+// LogFile is the daemon's log (its stdout and stderr).
+func (d CarbonDaemon) LogFile() string { return d.daemon().logFile() }
 
 // WhisperDirs are the caches' series directories.
 func (g *Graphite) WhisperDirs() []string {
@@ -269,10 +279,7 @@ func (d *CarbonDaemon) run(ctx context.Context, home, osUser string, opts Graphi
 		_, _ = fmt.Sscan(string(b), into...)
 	}
 	fixed := d.fixedPort(opts)
-	if fixed != 0 {
-		prev[0] = fixed
-	}
-	if pid, ok := d.daemon().live(); ok && prev[0] != 0 {
+	if pid, ok := d.daemon().live(); ok && prev[0] != 0 && (fixed == 0 || fixed == prev[0]) {
 		for i, f := range fields {
 			*f = prev[i]
 		}
@@ -297,9 +304,16 @@ func (d *CarbonDaemon) run(ctx context.Context, home, osUser string, opts Graphi
 		}
 		return d.launch(ctx, home, osUser, opts, caches)
 	}
-	err := attempt(prev)
-	for i := 0; i < 2 && fixed == 0 && errors.Is(err, ErrAddrInUse); i++ {
-		err = attempt(make([]int, len(fields))) // previous or picked ports taken: fresh ones
+	// A fixed port is kept through the retries: clients were told it.
+	withFixed := func(ports []int) []int {
+		if fixed != 0 {
+			ports[0] = fixed
+		}
+		return ports
+	}
+	err := attempt(withFixed(prev))
+	for i := 0; i < 2 && errors.Is(err, ErrAddrInUse); i++ {
+		err = attempt(withFixed(make([]int, len(fields)))) // previous or picked ports taken: fresh ones
 	}
 	return err
 }

@@ -35,6 +35,9 @@ type BackendConfig struct {
 	// Kubernetes: requests a second to the API server (burst twice that);
 	// 0 = DefaultKubeQPS.
 	KubeQPS float64
+	// Kubernetes: SUT images that replace the catalog's, "DBMS=image,…"
+	// (kube.ParseImages), e.g. benchq's Graphite image in your registry.
+	SUTImages string
 }
 
 // DefaultDriverImage is the driver-agent image of deploy/k8s.
@@ -73,8 +76,12 @@ func NewBackend(cfg BackendConfig, log *slog.Logger) (backend.Backend, error) {
 		if image == "" {
 			image = DefaultDriverImage
 		}
-		log.Info("kubernetes backend", "driver_image", image, "driver_nats", cfg.DriverNATSURL)
-		return &kube.Kube{Client: client, Namespace: ns, Log: log, DriverImage: image, DriverNATSURL: cfg.DriverNATSURL, DriverSeedSecret: cfg.DriverSeedSecret, SUT: cfg.SUT}, nil
+		images, err := kube.ParseImages(cfg.SUTImages)
+		if err != nil {
+			return nil, fmt.Errorf("kubernetes backend: -sut-images: %w", err)
+		}
+		log.Info("kubernetes backend", "driver_image", image, "driver_nats", cfg.DriverNATSURL, "sut_images", images)
+		return &kube.Kube{Client: client, Namespace: ns, Log: log, DriverImage: image, DriverNATSURL: cfg.DriverNATSURL, DriverSeedSecret: cfg.DriverSeedSecret, SUT: cfg.SUT, Images: images}, nil
 	}
 	return nil, fmt.Errorf("unknown backend %q: use %s or %s", cfg.Kind, local.BackendLocal, kube.BackendKubernetes)
 }

@@ -27,6 +27,7 @@ func main() {
 	fs.StringVar(&bc.DriverImage, "driver-image", startup.Env("BENCHQ_DRIVER_IMAGE", DefaultDriverImage), "kubernetes backend: driver-agent image of the driver Jobs (env BENCHQ_DRIVER_IMAGE)")
 	fs.Float64Var(&bc.KubeQPS, "kube-qps", kubeQPSDefault(), "kubernetes backend: requests a second to the API server, burst twice that (env BENCHQ_KUBE_QPS)")
 	fs.StringVar(&bc.DriverSeedSecret, "driver-seed-secret", startup.Env("BENCHQ_DRIVER_SEED_SECRET", ""), "kubernetes backend: Secret whose key "+natsauth.SeedValueEnvOf(natsauth.Agent)+" the driver pods connect to NATS with (env BENCHQ_DRIVER_SEED_SECRET; empty: anonymously)")
+	fs.StringVar(&bc.SUTImages, "sut-images", startup.Env("BENCHQ_SUT_IMAGES", ""), "kubernetes backend: SUT images replacing the catalog's, DBMS=image,... (env BENCHQ_SUT_IMAGES), e.g. Graphite=registry.example/benchq/graphite:1")
 	fs.StringVar(&bc.DriverNATSURL, "driver-nats", startup.Env("BENCHQ_DRIVER_NATS_URL", ""), "kubernetes backend: NATS URL as the driver pods see it (env BENCHQ_DRIVER_NATS_URL; default: -nats)")
 	svc.Main(func(ctx context.Context, rt startup.Runtime) error {
 		if bc.DriverNATSURL == "" {

@@ -51,6 +51,10 @@ type Kube struct {
 	// next experiment on the volume must log in with the same. Without a
 	// key a SUT's password is random and no SUT is deployed on a volume.
 	SUT startup.SUTAuth
+	// Images replace catalog images, by image (ParseImages): a DBMS's own
+	// image where the cluster pulls from a registry of its own, or benchq's
+	// Graphite image pushed under another name.
+	Images map[string]string
 
 	watch      kubeWatch      // DeadSUTs (watch.go)
 	driverPods runningDrivers // WatchDriverPods (driverpods.go)
@@ -75,6 +79,7 @@ func (k *Kube) deploy(ctx context.Context, s backend.Spec, entry catalog.Entry) 
 	if err != nil {
 		return backend.Deployed{}, err
 	}
+	objs.replaceImages(k.Images)
 	log := k.log().With("code", s.Code, "configuration", s.Configuration, "dbms", entry.Name)
 	info := map[string]any{
 		"namespace": k.Namespace,

@@ -51,6 +51,49 @@ type kubeObjects struct {
 	Resources corev1.ResourceRequirements
 }
 
+// ParseImages reads the deployer's SUT image overrides, "DBMS=image,…"
+// (BENCHQ_SUT_IMAGES), into catalog image → image; a DBMS the catalog does
+// not have, or a pair without "=", is an error naming it.
+func ParseImages(s string) (map[string]string, error) {
+	out := map[string]string{}
+	for pair := range strings.SplitSeq(s, ",") {
+		if pair = strings.TrimSpace(pair); pair == "" {
+			continue
+		}
+		name, image, ok := strings.Cut(pair, "=")
+		if !ok || strings.TrimSpace(image) == "" {
+			return nil, fmt.Errorf("SUT image %q: want DBMS=image, e.g. Graphite=registry.example/benchq/graphite:1", pair)
+		}
+		e, err := catalog.Lookup(strings.TrimSpace(name))
+		if err != nil {
+			return nil, fmt.Errorf("SUT image %q: %w", pair, err)
+		}
+		out[e.Image] = strings.TrimSpace(image)
+	}
+	return out, nil
+}
+
+// replaceImages gives the DBMS containers (a pool's backend's too) the
+// images that replace their catalog images.
+func (o *kubeObjects) replaceImages(images map[string]string) {
+	swap := func(spec *corev1.PodSpec) {
+		for i := range spec.Containers {
+			if img, ok := images[spec.Containers[i].Image]; ok && spec.Containers[i].Name == "dbms" {
+				spec.Containers[i].Image = img
+			}
+		}
+	}
+	for _, d := range o.Deployments {
+		swap(&d.Spec.Template.Spec)
+	}
+	for _, st := range o.StatefulSets {
+		swap(&st.Spec.Template.Spec)
+	}
+	if img, ok := images[o.Image]; ok {
+		o.Image = img
+	}
+}
+
 // builder holds what every object of one configuration shares.
 type builder struct {
 	entry     catalog.Entry

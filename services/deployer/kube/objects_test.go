@@ -442,3 +442,50 @@ func TestLocalOnlyClusterIsRefused(t *testing.T) {
 		t.Errorf("service ports %v, want %v", got, want)
 	}
 }
+
+// BENCHQ_SUT_IMAGES replaces a DBMS's catalog image in its server
+// containers, a pool's backend's too, and nothing else (an exporter keeps
+// its own); a DBMS the catalog lacks, or a pair without an image, is
+// refused by name.
+func TestSUTImagesReplaceTheCatalogs(t *testing.T) {
+	images, err := ParseImages(" Graphite=reg.example/bq/graphite:1, postgresql=reg.example/postgres:15 ")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []struct {
+		dbms, want string
+		sut        *contracts.SUTSpec
+	}{
+		{"Graphite", "reg.example/bq/graphite:1", nil},
+		{"PgBouncer", "reg.example/postgres:15", &contracts.SUTSpec{Monitoring: &contracts.Monitoring{Application: true}}},
+	} {
+		e, err := catalog.Lookup(c.dbms)
+		if err != nil {
+			t.Fatal(err)
+		}
+		o, err := buildObjects(e, backend.Spec{Code: goldenCode, Configuration: c.dbms + "-1", DBMS: c.dbms, Benchmark: "ycsb", SUT: c.sut}, "benchq")
+		if err != nil {
+			t.Fatal(err)
+		}
+		o.replaceImages(images)
+		replaced := 0
+		for _, d := range o.Deployments {
+			for _, ct := range d.Spec.Template.Spec.Containers {
+				if ct.Image == c.want {
+					replaced++
+					if ct.Name != "dbms" {
+						t.Errorf("%s: container %s got %s", c.dbms, ct.Name, ct.Image)
+					}
+				}
+			}
+		}
+		if replaced != 1 {
+			t.Errorf("%s: %d containers run %s, want the one server", c.dbms, replaced, c.want)
+		}
+	}
+	for _, bad := range []string{"MongoDB=mongo:7", "Graphite", "Graphite="} {
+		if _, err := ParseImages(bad); err == nil || !strings.Contains(err.Error(), strings.Split(bad, "=")[0]) {
+			t.Errorf("ParseImages(%q): %v", bad, err)
+		}
+	}
+}
