@@ -118,3 +118,29 @@ func TestFlagsBuildTheRequest(t *testing.T) {
 		t.Errorf("got\n%s\nwant\n%s", got, want)
 	}
 }
+
+// A cluster only the local backend runs (Graphite's -nw) is refused up
+// front on Kubernetes, naming the way out, and planned on the local
+// backend; without -nw Kubernetes plans it.
+func TestLocalOnlyClusterOnKubernetes(t *testing.T) {
+	on := func(backend string, args ...string) (int, string, string) {
+		var out, errb bytes.Buffer
+		code := Main(context.Background(), args, &State{Env: func(k string) string {
+			if k == "BENCHQ_BACKEND" {
+				return backend
+			}
+			return ""
+		}, Stdout: &out, Stderr: &errb})
+		return code, out.String(), errb.String()
+	}
+	nw := []string{"tsdb", "-dbms", "Graphite", "-nw", "1,2", "-dry-run", "run"}
+	if code, _, errs := on("kubernetes", nw...); code != ExitFailed || !strings.Contains(errs, "-dbms Graphite -nw: its cluster runs on the local backend only (BENCHQ_BACKEND=local); on Kubernetes run it without -nw") {
+		t.Errorf("kubernetes, -nw 1,2: exit %d, %s", code, errs)
+	}
+	if code, _, errs := on("local", nw...); code != ExitOK {
+		t.Errorf("local, -nw 1,2: exit %d, %s", code, errs)
+	}
+	if code, _, errs := on("kubernetes", "tsdb", "-dbms", "Graphite", "-dry-run", "run"); code != ExitOK {
+		t.Errorf("kubernetes, no -nw: exit %d, %s", code, errs)
+	}
+}
