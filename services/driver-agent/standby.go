@@ -141,9 +141,13 @@ func (p *driverProc) kill() {
 // standbyArg is the Launcher's option for a standby JVM.
 const standbyArg = "--standby"
 
-// DefaultStandbys is how many standby JVMs an agent keeps ready: one for
-// each phase of a default experiment (loading, benchmarking) it may run.
-const DefaultStandbys = 2
+// DefaultStandbys is how many standby JVMs an agent keeps ready (about
+// 70 MiB each, no CPU while idle): with the stack's two agents, one for
+// each of the 8 phases of a 4-configuration grid of one-shard phases
+// (bexhoma's -xnpp 1,2 -xnpo 4,16), whose last 4 phases started a JVM each
+// when the agents kept 2 (grid 5.7-6.7 % outside its operations; 4.6-5.3 %
+// with 4: docs/bench.md).
+const DefaultStandbys = 4
 
 // standby holds an agent's standby JVMs: up to size, each running the
 // Launcher of the YCSB lib dir lib with java, started while the stack is
