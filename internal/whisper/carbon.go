@@ -2,6 +2,7 @@ package whisper
 
 import (
 	"errors"
+	"io"
 	"io/fs"
 	"os"
 	"path/filepath"
@@ -71,6 +72,9 @@ func readCarbon(whisperDir string, read func(path string) ([]Point, error)) (Car
 			return nil
 		}
 		pts, err := read(path)
+		if beingCreated(err) {
+			return nil // no point in it yet: read it next time
+		}
 		if err != nil {
 			return err
 		}
@@ -125,6 +129,13 @@ func readCarbon(whisperDir string, read func(path string) ([]Point, error)) (Car
 	// count of points is.
 	c.Stored = max(0, c.Committed-c.Own)
 	return c, nil
+}
+
+// beingCreated reports whether err is the end of a file met before its
+// header or its archive ends: carbon is creating that series file (it
+// writes the header, then extends the file), and nothing is in it yet.
+func beingCreated(err error) bool {
+	return errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF)
 }
 
 // isAgent reports whether rel (below carbon/) is a cache's own series

@@ -205,3 +205,30 @@ func TestCarbonReaderCountsAsAWholeRead(t *testing.T) {
 		}
 	}
 }
+
+// A series file carbon is creating — cut before its header ends, or before
+// its archive does — holds no point yet: both readers count without it,
+// and read it next time. A file that is no whisper file is still an error.
+func TestReadCarbonSkipsAFileBeingCreated(t *testing.T) {
+	dir := t.TempDir()
+	write(t, dir, "carbon/agents/h-n0/committedPoints.wsp", Point{100, 0}, Point{101, 50}, Point{102, 0})
+	whole := file(1, 60, make([]Point, 60))
+	for name, n := range map[string]int{"whitelistRejects.wsp": 10, "creates.wsp": 28 + 12} {
+		if err := os.WriteFile(filepath.Join(dir, "carbon/agents/h-n0", name), whole[:n], 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	want := CarbonCounts{Stored: 48, Committed: 50, Own: 2, CacheSize: -1}
+	if c, err := ReadCarbon(dir); err != nil || c != want {
+		t.Errorf("ReadCarbon = %+v, %v; want %+v", c, err, want)
+	}
+	if c, err := NewCarbonReader(dir).Read(); err != nil || c != want {
+		t.Errorf("CarbonReader.Read = %+v, %v; want %+v", c, err, want)
+	}
+	if err := os.WriteFile(filepath.Join(dir, "carbon/agents/h-n0/bad.wsp"), make([]byte, 64), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := ReadCarbon(dir); err == nil {
+		t.Error("a file of 0 archives was read without an error")
+	}
+}

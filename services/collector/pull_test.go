@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"log"
@@ -153,9 +154,15 @@ func TestPullPhaseMetrics(t *testing.T) {
 		t.Fatal(err)
 	}
 	client := &prom.Client{URL: srv.URL()}
+	// Scraped at least once before the phase starts: the samples must
+	// bracket it (an empty answer is no error, and on a loaded machine
+	// the first scrape came 15 ms after the start).
 	testenv.Eventually(t, time.Minute, func() error {
 		now := time.Now()
-		_, err := client.QueryRange(ctx, `container_cpu_usage_seconds_total{experiment="m1",component="sut"}`, now.Add(-5*time.Second), now, time.Second)
+		series, err := client.QueryRange(ctx, `container_cpu_usage_seconds_total{experiment="m1",component="sut"}`, now.Add(-5*time.Second), now, time.Second)
+		if err == nil && (len(series) == 0 || len(series[0].Samples) == 0) {
+			err = errors.New("not scraped yet")
+		}
 		return err
 	})
 
