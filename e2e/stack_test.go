@@ -86,8 +86,12 @@ func startStackIn(t *testing.T, cg *cpuGroup) *stack {
 		t.Fatal(err)
 	}
 	s := &stack{t: t, repo: repo, home: home, cg: cg}
+	// Two standby JVMs per agent, not the default four: the e2e stacks
+	// run side by side on two cores, and refilling eight JVMs after each
+	// experiment cost make test a minute (its experiments are one or two
+	// configurations; the grid the four are for is make bench-phases').
 	s.env = append(os.Environ(), "BENCHQ_HOME="+home, "BENCHQ_BIN="+bin,
-		"BENCHQ_REPORTER="+filepath.Join(repo, ".venv", "bin", "reporter"))
+		"BENCHQ_REPORTER="+filepath.Join(repo, ".venv", "bin", "reporter"), "BENCHQ_AGENT_STANDBYS=2")
 	t.Cleanup(func() {
 		if s.nc != nil {
 			s.nc.Close()
