@@ -97,7 +97,8 @@ func writeSummary(w io.Writer, ms []measurement, limit, resolve float64, stopped
 	if len(p) > 0 {
 		fmt.Fprintf(w, "  round by round (b)/(a): median %+.1f %%, from %+.1f %% to %+.1f %% over %d rounds\n", median(p), lo, hi, len(p))
 	}
-	if mean, half := meanInterval(p); len(p) > 1 {
+	mean, half := meanInterval(p)
+	if len(p) > 1 {
 		fmt.Fprintf(w, "  their mean: %+.1f %% ± %.1f %% (95 %% interval, Student's t, %d rounds; goal: narrower than ±%g %%): %s\n",
 			mean, half, len(p), resolve, stopped)
 	}
@@ -116,7 +117,7 @@ func writeSummary(w io.Writer, ms []measurement, limit, resolve float64, stopped
 		fmt.Fprintf(w, "!!! OVER THE LIMIT: the agent's overhead %+.1f %% exceeds %g %% (-limit; docs/bench.md)\n", ov, limit)
 		fmt.Fprintln(w, bar)
 	}
-	if mean, half := meanInterval(p); len(p) > 1 {
+	if len(p) > 1 {
 		fmt.Fprintf(w, "interval: the mean round-by-round overhead lies in %+.1f %% .. %+.1f %% with 95 %% confidence: %s\n",
 			mean-half, mean+half, decided(mean-half, mean+half, limit))
 		fmt.Fprintf(w, "confidence: the median round-by-round overhead lies between %+.1f %% and %+.1f %% with %.0f %% confidence (sign test, %d rounds;\n  it assumes rounds that do not influence each other, which other load on the machine breaks): %s\n",

@@ -62,29 +62,28 @@ func main() {
 // run starts Graphite and its exporter, and serves until ctx ends (nil) or
 // a daemon dies (an error naming it); the daemons are stopped either way.
 func run(ctx context.Context, c config, log *slog.Logger) (err error) {
-	g, err := localdb.StartGraphite(ctx, c.dir, localdb.GraphiteOptions{
-		Listen: c.listen, LinePort: c.linePort, HTTPPort: c.httpPort, Retention: c.retention,
-	})
-	if err != nil && ctx.Err() != nil {
-		// Stopped while starting: StartGraphite leaves what it started.
+	// stopAll stops every daemon of the directory (by their pid files).
+	stopAll := func() error {
 		stopCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 30*time.Second)
 		defer cancel()
 		return (&localdb.Graphite{Dir: c.dir}).Stop(stopCtx)
 	}
+	g, err := localdb.StartGraphite(ctx, c.dir, localdb.GraphiteOptions{
+		Listen: c.listen, LinePort: c.linePort, HTTPPort: c.httpPort, Retention: c.retention,
+	})
+	if err != nil && ctx.Err() != nil {
+		return stopAll() // stopped while starting: StartGraphite leaves what it started
+	}
 	if err != nil {
 		return err
 	}
-	defer func() {
-		stopCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 30*time.Second)
-		defer cancel()
-		err = errors.Join(err, g.Stop(stopCtx))
-	}()
+	defer func() { err = errors.Join(err, stopAll()) }()
 	ln, err := net.Listen("tcp", net.JoinHostPort(c.listen, strconv.Itoa(c.metrics)))
 	if err != nil {
 		return err
 	}
 	mux := http.NewServeMux()
-	mux.Handle("/metrics", carbonexporter.Handler(map[string]string{"cache-0": g.Caches[0].WhisperDir()}, log))
+	mux.Handle("/metrics", carbonexporter.Handler(g.WhisperByCache(), log))
 	mux.HandleFunc("/healthz", func(w http.ResponseWriter, _ *http.Request) { _, _ = w.Write([]byte("ok\n")) })
 	srv := &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}
 	go func() { _ = srv.Serve(ln) }()

@@ -201,6 +201,19 @@ func (g *Graphite) Daemons() []CarbonDaemon {
 // LogFile is the daemon's log (its stdout and stderr).
 func (d CarbonDaemon) LogFile() string { return d.daemon().logFile() }
 
+// CacheName is how benchq names the i-th carbon-cache of a Graphite SUT
+// (the exporter's cache label, its process in the SUT's CPU).
+func CacheName(i int) string { return "cache-" + strconv.Itoa(i) }
+
+// WhisperByCache are the caches' series directories by CacheName.
+func (g *Graphite) WhisperByCache() map[string]string {
+	out := make(map[string]string, len(g.Caches))
+	for i, c := range g.Caches {
+		out[CacheName(i)] = c.WhisperDir()
+	}
+	return out
+}
+
 // WhisperDirs are the caches' series directories.
 func (g *Graphite) WhisperDirs() []string {
 	var out []string

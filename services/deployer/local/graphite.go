@@ -48,10 +48,9 @@ func (l *Local) startGraphite(ctx context.Context, dir string, entry catalog.Ent
 	if err != nil {
 		return localState{}, "", err
 	}
-	e := exporter{Name: carbonExporter, Component: "sut", Whisper: map[string]string{}}
+	e := exporter{Name: carbonExporter, Component: "sut", Whisper: g.WhisperByCache()}
 	var nodes []string
-	for i, c := range g.Caches {
-		e.Whisper["cache-"+strconv.Itoa(i)] = c.WhisperDir()
+	for _, c := range g.Caches {
 		nodes = append(nodes, c.Addr())
 	}
 	prevAddr := ""

@@ -397,7 +397,7 @@ func (l *Local) watchTrees(dir, code, configuration string, st localState) {
 			pids = pids[1:]
 		}
 		for i, pid := range pids {
-			add("cache-"+strconv.Itoa(i), "sut", "carbon-cache", pid)
+			add(localdb.CacheName(i), "sut", "carbon-cache", pid)
 		}
 	case catalog.KindPgBouncer:
 		// Pids: the pool processes, then the backend.
