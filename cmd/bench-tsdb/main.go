@@ -1,4 +1,4 @@
-// Command bench-tsdb is `make bench-tsdb` (issue 30): time-series
+// Command bench-tsdb is `make bench-tsdb`: time-series
 // databases fed over carbon by our generator (internal/metricsload) in
 // steps of doubling agents, as the DalmatinerDB benchmark adds haggar
 // instances: a single-node VictoriaMetrics, then Graphite's carbon as one

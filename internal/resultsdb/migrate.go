@@ -15,15 +15,18 @@ import (
 	"strings"
 
 	"github.com/jackc/pgx/v5/pgxpool"
+
+	"github.com/benchq/benchq/contracts"
 )
 
-//go:embed migrations/*.sql
+//go:embed migrations/*.sql views/*.sql
 var migrations embed.FS
 
 // Migrate applies the migrations not yet recorded in schema_migrations, in
-// file-name order, each in its own transaction. A session advisory lock
-// serialises collectors starting at once (CREATE TABLE IF NOT EXISTS alone
-// races on the catalog).
+// file-name order, each in its own transaction, then makes the views again
+// (views/*.sql, in one transaction). A session advisory lock serialises
+// collectors starting at once (CREATE TABLE IF NOT EXISTS alone races on the
+// catalog).
 func Migrate(ctx context.Context, pool *pgxpool.Pool) error {
 	db, err := pool.Acquire(ctx)
 	if err != nil {
@@ -68,5 +71,49 @@ func Migrate(ctx context.Context, pool *pgxpool.Pool) error {
 			return fmt.Errorf("migration %s: %w", version, err)
 		}
 	}
-	return nil
+	return makeViews(ctx, db)
 }
+
+// makeViews runs views/*.sql, in file-name order, in one transaction. A view
+// holds no data, so its one definition lives there and is made again at
+// every migration instead of being copied into a new migration whenever it
+// changes. The files' {{...}} are the rules the views share with Go and the
+// reporter (viewParameters).
+func makeViews(ctx context.Context, db *pgxpool.Conn) error {
+	names, err := fs.Glob(migrations, "views/*.sql")
+	if err != nil {
+		return err
+	}
+	sort.Strings(names)
+	fill := viewParameters()
+	tx, err := db.Begin(ctx)
+	if err != nil {
+		return err
+	}
+	defer func() { _ = tx.Rollback(ctx) }()
+	for _, n := range names {
+		sql, _ := migrations.ReadFile(n)
+		if _, err := tx.Exec(ctx, fill.Replace(string(sql))); err != nil {
+			return fmt.Errorf("view %s: %w", n, err)
+		}
+	}
+	return tx.Commit(ctx)
+}
+
+// viewParameters fills the views' {{...}} with contracts/names.json's rules,
+// as SQL literals.
+func viewParameters() *strings.Replacer {
+	rule := contracts.YCSBOperationRule()
+	notOps := make([]string, len(rule.NotOperations))
+	for i, name := range rule.NotOperations {
+		notOps[i] = sqlLiteral(name)
+	}
+	return strings.NewReplacer(
+		"{{not_operations}}", strings.Join(notOps, ", "),
+		"{{intended_prefix}}", sqlLiteral(rule.IntendedPrefix),
+		"{{failed_suffix}}", sqlLiteral(rule.FailedSuffix),
+	)
+}
+
+// sqlLiteral quotes s as a standard SQL string literal.
+func sqlLiteral(s string) string { return "'" + strings.ReplaceAll(s, "'", "''") + "'" }

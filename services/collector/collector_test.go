@@ -554,7 +554,7 @@ func TestMigrateIsIdempotent(t *testing.T) {
 	if err := rows.Err(); err != nil {
 		t.Fatal(err)
 	}
-	if fmt.Sprint(versions) != "[0001_init 0002_histograms 0003_metrics 0004_metric_summaries 0005_views 0006_saturation 0007_roles 0008_shard_holders 0009_ingest 0010_tsdb_query]" {
+	if fmt.Sprint(versions) != "[0001_init 0002_histograms 0003_metrics 0004_metric_summaries 0005_views 0006_saturation 0007_roles 0008_shard_holders 0009_ingest]" {
 		t.Errorf("schema_migrations = %v", versions)
 	}
 	var tables int

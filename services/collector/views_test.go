@@ -7,9 +7,9 @@ import (
 	"github.com/benchq/benchq/contracts"
 )
 
-// The phase_figures view (migration 0005) counts YCSB's operations by the
-// contract's rule (names.json's ycsb_operations, contracts.CountsOperation),
-// which SQL cannot read: one shard with a block of every kind, and the
+// The phase_figures view (internal/resultsdb/views) counts YCSB's operations
+// by the contract's rule (names.json's ycsb_operations, which Migrate writes
+// into it): one shard with a block of every kind, and the
 // view's operations and failures must be what the rule makes of them.
 func TestPhaseFiguresCountOperationsByTheContract(t *testing.T) {
 	t.Parallel()
@@ -44,7 +44,7 @@ func TestPhaseFiguresCountOperationsByTheContract(t *testing.T) {
 		t.Fatal(err)
 	}
 	if ops != wantOps || failed != wantFailed {
-		t.Errorf("phase_figures: %d operations, %d failed; the contract's rule gives %d and %d (migration 0005 and names.json's ycsb_operations disagree)",
+		t.Errorf("phase_figures: %d operations, %d failed; the contract's rule gives %d and %d (views/phase_figures.sql and names.json's ycsb_operations disagree)",
 			ops, failed, wantOps, wantFailed)
 	}
 }

@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"fmt"
+	"os"
 	"slices"
 	"strconv"
 	"sync"
@@ -11,11 +12,12 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/benchq/benchq/contracts"
+	"github.com/benchq/benchq/internal/bus"
 	"github.com/benchq/benchq/internal/procmetrics"
 )
 
-// agentMetrics is what an agent exports about the shard in flight (issue
-// 11): its driver's process tree under cAdvisor's names, and its live
+// agentMetrics is what an agent exports about the shard in flight, for
+// Prometheus to pull beside the SUT's: its driver's process tree under cAdvisor's names, and its live
 // operations from the intervals it streams.
 type agentMetrics struct {
 	procs  *procmetrics.Collector
@@ -63,6 +65,19 @@ type liveShard struct {
 	lastElapsed int64
 	ended       bool                // a driver's last lines may come after end
 	cpu         []contracts.CPURead // the driver tree's CPU at the phase's edges (final.driver_cpu)
+}
+
+// joinInProcess joins the barrier of a shard whose generator runs inside
+// the agent (the embedded TPC-C engine, the metrics generators), so the
+// agent's own process tree is the driver whose CPU the shard reports. leave
+// ends the tracking and closes the barrier.
+func (a *Agent) joinInProcess(job contracts.ShardJob) (br *bus.Barrier, live *liveShard, leave func(), err error) {
+	br, err = a.bus.JoinBarrier(job, a.cfg.Name, a.instance)
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	live = a.track(job, os.Getpid())
+	return br, live, func() { live.end(); br.Close() }, nil
 }
 
 // track starts exporting job's shard with its driver's process tree under

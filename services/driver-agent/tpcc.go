@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
-	"os"
 	"time"
 
 	"github.com/nats-io/nats.go/jetstream"
@@ -24,14 +23,11 @@ func (a *Agent) runTPCC(ctx context.Context, job contracts.ShardJob) (*contracts
 	fail := func(format string, args ...any) (*contracts.Final, error) {
 		return failed(final, format, args...), nil
 	}
-	br, err := a.bus.JoinBarrier(job, a.cfg.Name, a.instance)
+	br, live, leave, err := a.joinInProcess(job)
 	if err != nil {
 		return nil, err
 	}
-	defer br.Close()
-	// The engine runs inside the agent: its tree is the driver's.
-	live := a.track(job, os.Getpid())
-	defer live.end()
+	defer leave()
 
 	// 1. Prepare within the barrier timeout.
 	prepCtx, cancelPrep := context.WithTimeout(ctx, br.Timeout)

@@ -6,7 +6,6 @@ import (
 	"log/slog"
 	"math"
 	"net"
-	"os"
 	"strconv"
 	"sync"
 	"time"
@@ -86,13 +85,11 @@ func (a *Agent) runTSDB(ctx context.Context, job contracts.ShardJob, entry catal
 	fail := func(format string, args ...any) (*contracts.Final, error) {
 		return failed(final, format, args...), nil
 	}
-	br, err := a.bus.JoinBarrier(job, a.cfg.Name, a.instance)
+	br, live, leave, err := a.joinInProcess(job)
 	if err != nil {
 		return nil, err
 	}
-	defer br.Close()
-	live := a.track(job, os.Getpid()) // the generator runs inside the agent
-	defer live.end()
+	defer leave()
 
 	// 1. Prepare: the SUT answers where the generator writes.
 	target, err := tsdbTarget(job, entry)

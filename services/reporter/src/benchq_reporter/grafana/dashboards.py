@@ -18,8 +18,8 @@ Two dashboards:
   status, duration and configurations; throughput and p99 per benchmarking
   phase across experiments.
 
-SQL panels read the results database through the views of migration
-0005 (``reported_shards``, ``phase_figures``), so a panel and the summary
+SQL panels read the results database through its views (``reported_shards``,
+``phase_figures``, internal/resultsdb), so a panel and the summary
 apply the same rules. Every panel query is run against a real results
 database and a real Prometheus by ``grafana_queries`` (tests and e2e).
 
