@@ -67,17 +67,32 @@ type liveShard struct {
 	cpu         []contracts.CPURead // the driver tree's CPU at the phase's edges (final.driver_cpu)
 }
 
-// joinInProcess joins the barrier of a shard whose generator runs inside
-// the agent (the embedded TPC-C engine, the metrics generators), so the
-// agent's own process tree is the driver whose CPU the shard reports. leave
-// ends the tracking and closes the barrier.
-func (a *Agent) joinInProcess(job contracts.ShardJob) (br *bus.Barrier, live *liveShard, leave func(), err error) {
-	br, err = a.bus.JoinBarrier(job, a.cfg.Name, a.instance)
+// inProcessShard is a shard whose generator runs inside the agent (the
+// embedded TPC-C engine, the metrics generators): the agent's own process
+// tree is the driver whose CPU it reports.
+type inProcessShard struct {
+	final *contracts.Final
+	br    *bus.Barrier
+	live  *liveShard
+}
+
+// joinInProcess makes the shard's final (threads and target as the job
+// gives them), joins its barrier and starts tracking the agent's tree.
+func (a *Agent) joinInProcess(job contracts.ShardJob, threads, target int) (*inProcessShard, error) {
+	br, err := a.bus.JoinBarrier(job, a.cfg.Name, a.instance)
 	if err != nil {
-		return nil, nil, nil, err
+		return nil, err
 	}
-	live = a.track(job, os.Getpid())
-	return br, live, func() { live.end(); br.Close() }, nil
+	return &inProcessShard{final: newFinal(job, a.cfg.Name, threads, target), br: br, live: a.track(job, os.Getpid())}, nil
+}
+
+// leave ends the tracking and closes the barrier.
+func (s *inProcessShard) leave() { s.live.end(); s.br.Close() }
+
+// fail is the shard's outcome when it fails before it settles: its final,
+// failed now with the reason.
+func (s *inProcessShard) fail(format string, args ...any) (*contracts.Final, error) {
+	return failed(s.final, format, args...), nil
 }
 
 // track starts exporting job's shard with its driver's process tree under

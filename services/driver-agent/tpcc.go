@@ -19,15 +19,12 @@ import (
 // only when ctx ends (the agent is stopping): then nothing is published and
 // the job is redelivered.
 func (a *Agent) runTPCC(ctx context.Context, job contracts.ShardJob) (*contracts.Final, error) {
-	final := newFinal(job, a.cfg.Name, job.TPCC.Terminals, job.TPCC.Target)
-	fail := func(format string, args ...any) (*contracts.Final, error) {
-		return failed(final, format, args...), nil
-	}
-	br, live, leave, err := a.joinInProcess(job)
+	sh, err := a.joinInProcess(job, job.TPCC.Terminals, job.TPCC.Target)
 	if err != nil {
 		return nil, err
 	}
-	defer leave()
+	defer sh.leave()
+	final, br, live, fail := sh.final, sh.br, sh.live, sh.fail
 
 	// 1. Prepare within the barrier timeout.
 	prepCtx, cancelPrep := context.WithTimeout(ctx, br.Timeout)

@@ -81,15 +81,12 @@ func apiBase(ep contracts.Endpoint, role string) string {
 // ends (the agent is stopping: the job is redelivered).
 func (a *Agent) runTSDB(ctx context.Context, job contracts.ShardJob, entry catalog.Entry) (*contracts.Final, error) {
 	t := job.TSDB
-	final := newFinal(job, a.cfg.Name, t.Agents, 0)
-	fail := func(format string, args ...any) (*contracts.Final, error) {
-		return failed(final, format, args...), nil
-	}
-	br, live, leave, err := a.joinInProcess(job)
+	sh, err := a.joinInProcess(job, t.Agents, 0)
 	if err != nil {
 		return nil, err
 	}
-	defer leave()
+	defer sh.leave()
+	final, br, live, fail := sh.final, sh.br, sh.live, sh.fail
 
 	// 1. Prepare: the SUT answers where the generator writes.
 	target, err := tsdbTarget(job, entry)
