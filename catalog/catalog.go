@@ -93,11 +93,12 @@ type Entry struct {
 	// TSDB says how the metrics workload (benchmark tsdb) reaches a
 	// time-series database; nil for the others.
 	TSDB *TSDB `json:"tsdb,omitempty"`
-	// Workers are the limits of -nw for a DBMS that the local backend
-	// alone runs as a cluster (Graphite: carbon-caches behind a
-	// carbon-relay); its kubernetes topology is single, and the
-	// Kubernetes backend refuses -nw for it. A cluster on both backends
-	// has them in kubernetes.cluster.
+	// Workers are the limits of -nw for a DBMS that is one server without
+	// them and a cluster with them (Graphite: carbon-caches behind a
+	// carbon-relay); its kubernetes topology is single, and its
+	// kubernetes.cluster the shape of the cluster there (without one, the
+	// Kubernetes backend refuses -nw for it). A DBMS that is always a
+	// cluster has its limits in kubernetes.cluster.
 	Workers *Workers `json:"workers,omitempty"`
 }
 
@@ -385,7 +386,7 @@ func (e Entry) validate() error {
 	}
 	need(e.Kubernetes != nil, "kubernetes", "required (how the kubernetes backend runs it)")
 	if e.Kubernetes != nil {
-		need(e.Workers == nil || e.Kubernetes.Topology == TopologySingle, "workers", "only with kubernetes topology single (a cluster the local backend alone runs); a cluster on Kubernetes has them in kubernetes.cluster")
+		need(e.Workers == nil || e.Kubernetes.Topology == TopologySingle, "workers", "only with kubernetes topology single (its kubernetes.cluster, if any, is the cluster -nw runs as there); a DBMS that is always a cluster has them in kubernetes.cluster")
 		if err := e.Kubernetes.validate(e); err != nil {
 			errs = append(errs, err)
 		}

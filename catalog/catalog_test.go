@@ -142,7 +142,8 @@ func TestParseRejects(t *testing.T) {
 		"relative data":           {"foo.json", strings.Replace(good, `"/data"`, `"data"`, 1), "kubernetes.data_path"},
 		"bad quantity":            {"foo.json", strings.Replace(good, `"metrics":"foo"`, `"metrics":"foo","resources":{"request_memory":"lots"}`, 1), `kubernetes.resources.request_memory: "lots" is not a Kubernetes quantity`},
 		"cluster without cluster": {"foo.json", strings.Replace(good, `"single"`, `"cluster"`, 1), `kubernetes.cluster: required for topology "cluster"`},
-		"cluster bootstrap":       {"foo.json", strings.Replace(strings.Replace(good, `"single"`, `"cluster"`, 1), `"metrics":"foo"`, `"metrics":"foo","cluster":{"min_masters":3,"default_workers":3,"bootstrap":{"image":"x"}}`, 1), "kubernetes.cluster.bootstrap: image and command required"},
+		"cluster bootstrap":       {"foo.json", strings.Replace(strings.Replace(good, `"single"`, `"cluster"`, 1), `"metrics":"foo"`, `"metrics":"foo","cluster":{"min_masters":3,"default_workers":3,"bootstrap":{"image":"x"}}`, 1), "kubernetes.cluster.bootstrap: image and command, or neither"},
+		"cluster on single":       {"foo.json", strings.Replace(good, `"metrics":"foo"`, `"metrics":"foo","cluster":{"min_masters":1,"default_workers":1}`, 1), `kubernetes.cluster: only for topology "cluster", or topology "single" with workers`},
 		"schema job":              {"foo.json", strings.Replace(good, `"properties":{"a":"b"}`, `"properties":{"a":"b"},"schema":["CREATE TABLE t (k int)"]`, 1), "kubernetes.schema: required when ycsb.schema"},
 	} {
 		_, err := parse(fstest.MapFS{tc.file: {Data: []byte(tc.data)}})

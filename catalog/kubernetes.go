@@ -26,7 +26,8 @@ const (
 // Kubernetes is how the kubernetes backend runs a DBMS. Strings in Args,
 // Env, commands and probes may hold placeholders the backend fills in:
 // {port} (the client port), {workers_service} (a cluster's headless
-// Service), {namespace}, {database}, {user}, {backend_host} and
+// Service), {worker_hosts} (a cluster's worker pods' DNS names, comma
+// separated), {namespace}, {database}, {user}, {backend_host} and
 // {backend_port} (a pool's backend Service), {inbound_per_pod} and
 // {outbound_per_pod} (a pool's limits); Kubernetes' own $(VAR) references
 // to the container's environment work as usual.
@@ -63,7 +64,8 @@ type Kubernetes struct {
 	MetricsPort int       `json:"metrics_port,omitempty"`
 	// Metrics names the application metric set (queries, dashboards).
 	Metrics string `json:"metrics"`
-	// Cluster: topology "cluster" only.
+	// Cluster: for topology "cluster"; or beside topology "single" of an
+	// entry with workers (Graphite), the cluster it runs as with -nw.
 	Cluster *Cluster `json:"cluster,omitempty"`
 	// Pool: topology "pool" only.
 	Pool *Pool `json:"pool,omitempty"`
@@ -112,8 +114,10 @@ type Cluster struct {
 	// Bootstrap forms the cluster once every pod is ready. Its env holds
 	// BENCHQ_NODES (the workers' DNS names, masters first, space
 	// separated), BENCHQ_MASTERS (-nw), BENCHQ_REPLICAS (-nwr) and
-	// BENCHQ_PORT (the client port).
-	Bootstrap Job `json:"bootstrap"`
+	// BENCHQ_PORT (the client port). None (no image) for a cluster that
+	// forms by itself: a master that is given its workers
+	// ({worker_hosts}).
+	Bootstrap Job `json:"bootstrap,omitzero"`
 }
 
 // Master is the coordinator pod of a cluster.
@@ -220,11 +224,13 @@ func (k *Kubernetes) validate(e Entry) error {
 		need(k.Exporter.Port > 0 && k.Exporter.Port < 65536, "exporter.port", "required, 1-65535")
 		need(k.MetricsPort == 0, "metrics_port", "not with an exporter (the exporter's port is the metrics port)")
 	}
-	need((k.Topology == TopologyCluster) == (k.Cluster != nil), "cluster", `required for topology "cluster", and only there`)
+	need(k.Topology != TopologyCluster || k.Cluster != nil, "cluster", `required for topology "cluster"`)
+	need(k.Cluster == nil || k.Topology == TopologyCluster || (k.Topology == TopologySingle && e.Workers != nil),
+		"cluster", `only for topology "cluster", or topology "single" with workers (the cluster -nw runs as)`)
 	if c := k.Cluster; c != nil {
 		need(c.MinMasters >= 1, "cluster.min_masters", "at least 1")
 		need(c.DefaultWorkers >= c.MinMasters, "cluster.default_workers", "at least min_masters")
-		need(c.Bootstrap.Image != "" && len(c.Bootstrap.Command) > 0, "cluster.bootstrap", "image and command required")
+		need((c.Bootstrap.Image != "") == (len(c.Bootstrap.Command) > 0), "cluster.bootstrap", "image and command, or neither (a cluster that forms by itself)")
 	}
 	need((k.Topology == TopologyPool) == (k.Pool != nil), "pool", `required for topology "pool", and only there`)
 	if p := k.Pool; p != nil {

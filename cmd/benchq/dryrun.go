@@ -173,9 +173,15 @@ func sutShape(c plan.Configuration) string {
 	s := c.DBMS
 	e, err := catalog.Lookup(c.DBMS)
 	switch {
-	case err == nil && e.Clustered():
+	case err == nil && e.Clustered() && (e.Workers == nil || c.SUT.Workers > 0): // Graphite is a cluster only with -nw
 		masters, replicas := e.Masters(c.SUT.Workers), c.SUT.WorkerReplicas
-		s += fmt.Sprintf(", a cluster of %d workers with %d replica(s) each: %d processes (pods)", masters, replicas, masters*(1+replicas))
+		servers := masters * (1 + replicas)
+		s += fmt.Sprintf(", a cluster of %d workers with %d replica(s) each", masters, replicas)
+		if k := e.Kubernetes; k != nil && k.Cluster != nil && k.Cluster.Master != nil {
+			s += " behind a master"
+			servers++
+		}
+		s += fmt.Sprintf(": %d processes (pods)", servers)
 	case c.SUT.Pool != nil:
 		pl := c.SUT.Pool
 		s += fmt.Sprintf(" behind %d pool pod(s) with %d inbound and %d outbound connections in total", pl.Pods, pl.Inbound, pl.Outbound)

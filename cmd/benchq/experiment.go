@@ -382,10 +382,6 @@ func cmdExperiment(ctx context.Context, benchmark string, args []string, st *Sta
 		st.Errorf("the request would be rejected: %s", flagReason(errs, typed))
 		return ExitFailed
 	}
-	if no := plan.Unsupported(req, backendOf(st)); len(no) > 0 {
-		st.Errorf("the %s backend cannot run this: %s", backendOf(st), strings.Join(no, "; "))
-		return ExitFailed
-	}
 	if f.dryRun {
 		return dryRun(st, p)
 	}

@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"net"
@@ -11,6 +12,7 @@ import (
 	"regexp"
 	"strconv"
 	"strings"
+	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -48,67 +50,11 @@ func TestGraphitePodServesItsCountsAndEndsWithItsDaemons(t *testing.T) {
 			done := make(chan error, 1)
 			go func() { done <- run(runCtx, c, testenv.Logger(t, "graphite-pod")) }()
 
-			base := func(port int) string { return "http://" + net.JoinHostPort(c.listen, strconv.Itoa(port)) }
-			stored := regexp.MustCompile(`(?m)^carbon_points_stored_total\{cache="cache-0"\} (\S+)$`)
-			metric := func() (float64, error) {
-				body, err := get(ctx, base(c.metrics)+"/metrics")
-				if err != nil {
-					return 0, err
-				}
-				m := stored.FindStringSubmatch(body)
-				if m == nil {
-					return 0, fmt.Errorf("no carbon_points_stored_total in /metrics")
-				}
-				return strconv.ParseFloat(m[1], 64)
-			}
-			testenv.Eventually(t, time.Minute, func() error { _, err := get(ctx, base(c.metrics)+"/healthz"); return err })
-			if _, err := metric(); err != nil {
+			testenv.Eventually(t, time.Minute, func() error { _, err := get(ctx, c.url(c.metrics)+"/healthz"); return err })
+			if _, err := storedByCache(ctx, c.url(c.metrics)); err != nil {
 				t.Fatalf("healthy, but /metrics: %v", err)
 			}
-
-			// 5 points of each of 10 series, on distinct seconds: 50 stored.
-			conn, err := net.Dial("tcp", net.JoinHostPort(c.listen, strconv.Itoa(c.linePort)))
-			if err != nil {
-				t.Fatal(err)
-			}
-			now := time.Now().Unix()
-			var b strings.Builder
-			for s := range 10 {
-				for k := range 5 {
-					fmt.Fprintf(&b, "bq.pod.s%d %d %d\n", s, k+1, now-20+int64(k))
-				}
-			}
-			if _, err := conn.Write([]byte(b.String())); err != nil {
-				t.Fatal(err)
-			}
-			_ = conn.Close()
-			testenv.Eventually(t, time.Minute, func() error {
-				if n, err := metric(); err != nil || n != 50 {
-					return fmt.Errorf("stored %v, want 50 (%v)", n, err)
-				}
-				return nil
-			})
-			body, err := get(ctx, base(c.httpPort)+"/render?target=bq.pod.*&format=json&from=-60s")
-			if err != nil {
-				t.Fatal(err)
-			}
-			var series []struct {
-				Datapoints [][2]*float64 `json:"datapoints"`
-			}
-			if err := json.Unmarshal([]byte(body), &series); err != nil {
-				t.Fatalf("graphite-web: %v: %s", err, body)
-			}
-			points := 0
-			for _, s := range series {
-				for _, p := range s.Datapoints {
-					if p[0] != nil {
-						points++
-					}
-				}
-			}
-			if len(series) != 10 || points != 50 {
-				t.Errorf("graphite-web answered %d series, %d points; want 10 and 50", len(series), points)
-			}
+			writeAndRead(t, ctx, c, map[string]bool{"cache-0": true})
 
 			cache, err := procs.ReadPidFile(filepath.Join(c.dir, "cache-0", "carbon-cache.pid"))
 			if err != nil {
@@ -160,4 +106,158 @@ func get(ctx context.Context, url string) (string, error) {
 		err = fmt.Errorf("GET %s: %s", url, resp.Status)
 	}
 	return string(b), err
+}
+
+// The cluster's three roles, each a pod of its own (here a loopback
+// address of its own, the same ports on each, as on Kubernetes): what is
+// written to the relay pod is spread over both cache pods, counted by each
+// under its own name on the relay's /metrics and answered by the relay's
+// graphite-web from theirs; with a cache pod gone, the relay's /metrics
+// fails instead of counting the other alone.
+func TestGraphitePodsFormACarbonCluster(t *testing.T) {
+	if _, err := localdb.CarbonHome(); err != nil {
+		testenv.SkipUnlessRequired(t, "BENCHQ_YCSB_REQUIRED", "%v", err)
+	}
+	// Not t.Context(), nor a deferred cancel: the cleanups below stop the
+	// pods and wait for them after the test returns (and before its
+	// TempDirs go); this cleanup, registered first, runs after them.
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	t.Cleanup(cancel)
+	base := config{role: roleCache}
+	for _, p := range []*int{&base.linePort, &base.httpPort, &base.metrics, &base.picklePort} {
+		var err error
+		if *p, err = procs.FreePort(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	pods := map[string]config{}
+	for i, host := range []string{"127.0.0.2", "127.0.0.3"} {
+		c := base
+		c.name, c.listen, c.dir = localdb.CacheName(i), host, filepath.Join(t.TempDir(), "data")
+		pods[c.name] = c
+	}
+	relay := base
+	relay.role, relay.listen, relay.dir, relay.caches = roleRelay, "127.0.0.1", filepath.Join(t.TempDir(), "data"), "127.0.0.2,127.0.0.3"
+	pods["relay"] = relay
+	stops := map[string]func() error{}
+	for name, c := range pods {
+		runCtx, stop := context.WithCancel(ctx)
+		done := make(chan error, 1)
+		go func() { done <- run(runCtx, c, testenv.Logger(t, "graphite-pod "+name)) }()
+		stops[name] = sync.OnceValue(func() error {
+			stop()
+			select {
+			case err := <-done:
+				return err
+			case <-ctx.Done():
+				return fmt.Errorf("%s: run did not return", name)
+			}
+		})
+		t.Cleanup(func() { _ = stops[name]() })
+	}
+	for _, c := range pods {
+		testenv.Eventually(t, time.Minute, func() error { _, err := get(ctx, c.url(c.metrics)+"/healthz"); return err })
+	}
+	writeAndRead(t, ctx, relay, map[string]bool{"cache-0": true, "cache-1": true})
+
+	if err := stops["cache-1"](); err != nil {
+		t.Fatalf("cache-1 stopped: %v", err)
+	}
+	if n, err := storedByCache(ctx, relay.url(relay.metrics)); err == nil {
+		t.Errorf("with cache-1 gone, the relay's /metrics answered %v; want an error (a missing count, not a partial one)", n)
+	}
+	pids, _ := filepath.Glob(filepath.Join(pods["cache-1"].dir, "*", "*.pid"))
+	for _, f := range pids {
+		if pid, err := procs.ReadPidFile(f); err == nil && procs.Alive(pid) {
+			t.Errorf("%s: pid %d still runs after run returned", f, pid)
+		}
+	}
+}
+
+// url is the base URL of port on the pod's address.
+func (c config) url(port int) string {
+	return "http://" + net.JoinHostPort(c.listen, strconv.Itoa(port))
+}
+
+// writeAndRead writes 5 points of each of 10 series, on distinct seconds,
+// to the pod's carbon port, and checks that the caches (by name: those in
+// want, each with some) count 50 stored, and that graphite-web answers the
+// 10 series with their 50 points.
+func writeAndRead(t *testing.T, ctx context.Context, c config, want map[string]bool) {
+	t.Helper()
+	conn, err := net.Dial("tcp", net.JoinHostPort(c.listen, strconv.Itoa(c.linePort)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	now := time.Now().Unix()
+	var b strings.Builder
+	for s := range 10 {
+		for k := range 5 {
+			fmt.Fprintf(&b, "bq.pod.s%d %d %d\n", s, k+1, now-20+int64(k))
+		}
+	}
+	if _, err := conn.Write([]byte(b.String())); err != nil {
+		t.Fatal(err)
+	}
+	_ = conn.Close()
+	testenv.Eventually(t, time.Minute, func() error {
+		byCache, err := storedByCache(ctx, c.url(c.metrics))
+		if err != nil {
+			return err
+		}
+		total := 0.0
+		for name, n := range byCache {
+			if !want[name] || n == 0 {
+				return fmt.Errorf("stored by cache %v, want some in each of %v", byCache, want)
+			}
+			total += n
+		}
+		if total != 50 || len(byCache) != len(want) {
+			return fmt.Errorf("stored by cache %v, want 50 over %v", byCache, want)
+		}
+		return nil
+	})
+	body, err := get(ctx, c.url(c.httpPort)+"/render?target=bq.pod.*&format=json&from=-60s")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var series []struct {
+		Datapoints [][2]*float64 `json:"datapoints"`
+	}
+	if err := json.Unmarshal([]byte(body), &series); err != nil {
+		t.Fatalf("graphite-web: %v: %s", err, body)
+	}
+	points := 0
+	for _, s := range series {
+		for _, p := range s.Datapoints {
+			if p[0] != nil {
+				points++
+			}
+		}
+	}
+	if len(series) != 10 || points != 50 {
+		t.Errorf("graphite-web answered %d series, %d points; want 10 and 50", len(series), points)
+	}
+}
+
+var storedLine = regexp.MustCompile(`(?m)^carbon_points_stored_total\{cache="([^"]+)"\} (\S+)$`)
+
+// storedByCache reads carbon_points_stored_total by cache from /metrics.
+func storedByCache(ctx context.Context, base string) (map[string]float64, error) {
+	body, err := get(ctx, base+"/metrics")
+	if err != nil {
+		return nil, err
+	}
+	out := map[string]float64{}
+	for _, m := range storedLine.FindAllStringSubmatch(body, -1) {
+		n, err := strconv.ParseFloat(m[2], 64)
+		if err != nil {
+			return nil, err
+		}
+		out[m[1]] = n
+	}
+	if len(out) == 0 {
+		return nil, errors.New("no carbon_points_stored_total in /metrics")
+	}
+	return out, nil
 }

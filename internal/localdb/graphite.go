@@ -1,6 +1,7 @@
 package localdb
 
 import (
+	"cmp"
 	"context"
 	"crypto/rand"
 	"encoding/hex"
@@ -14,6 +15,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/benchq/benchq/internal/httpget"
 	"github.com/benchq/benchq/internal/procs"
 )
 
@@ -55,15 +57,26 @@ type GraphiteOptions struct {
 	// OSUser is the OS account the daemons run as when we are root ("":
 	// ours), e.g. SUTUser.
 	OSUser string
-	// Listen is the address clients reach: the front daemon's plaintext
-	// listener and graphite-web bind to it (default 127.0.0.1; "0.0.0.0"
-	// in a container, cmd/graphite-pod). The caches' pickle and query
-	// ports, which only the relay and graphite-web use, stay on loopback.
+	// Listen is the address clients reach: the front daemon's ports (its
+	// plaintext listener, a cache's pickle and query ports too) and
+	// graphite-web bind to it (default 127.0.0.1; "0.0.0.0" in a
+	// container, cmd/graphite-pod). The ports of the caches behind a relay
+	// here, which only the relay and graphite-web use, stay on loopback.
 	Listen string
 	// LinePort and HTTPPort fix the front daemon's plaintext port and
 	// graphite-web's (0: free ports, kept across restarts). A fixed port
 	// is never swapped for another: when it is taken, the start fails.
 	LinePort, HTTPPort int
+	// PicklePort fixes the front daemon's pickle port (0: a free one): a
+	// cache pod's is where a relay in another pod writes to
+	// (cmd/graphite-pod -role cache).
+	PicklePort int
+	// Remote are carbon-caches in other pods, each with its own
+	// graphite-web (Host, Pickle, HTTP; cmd/graphite-pod -role relay).
+	// With them no cache runs here: a relay spreads the series over their
+	// pickle ports, and graphite-web answers from their graphite-webs
+	// (CLUSTER_SERVERS).
+	Remote []CarbonDaemon
 }
 
 // listen is opts.Listen, 127.0.0.1 by default.
@@ -79,6 +92,7 @@ func (opts GraphiteOptions) listen() string {
 type CarbonDaemon struct {
 	Program  string // carbon-cache, carbon-relay or graphite-web
 	Instance string // carbon's --instance: n0, n1, … for caches, relay; web
+	Host     string // the address its ports bind to ("": 127.0.0.1); a remote cache's host
 	Dir      string // its configuration, run/, storage/, <program>.{pid,log}
 	Line     int    // the plaintext protocol's port (carbon)
 	Pickle   int    // the pickle protocol's port (carbon; the relay writes to the caches' on it)
@@ -119,22 +133,33 @@ type launchSpec struct {
 
 type dirFile struct{ name, content string }
 
-// fixedPort is the port opts fix for d's first port (0: none): the
-// front daemon's plaintext port, graphite-web's HTTP port.
-func (d *CarbonDaemon) fixedPort(opts GraphiteOptions) int {
+// fixedPorts are the ports opts fix, in the order of d's ports (0: none):
+// graphite-web's HTTP port; the front daemon's plaintext and pickle ports.
+func (d *CarbonDaemon) fixedPorts(opts GraphiteOptions) []int {
 	switch {
 	case d.Program == graphiteWeb:
-		return opts.HTTPPort
+		return []int{opts.HTTPPort}
 	case d.front(opts):
-		return opts.LinePort
+		return []int{opts.LinePort, opts.PicklePort, 0}
 	}
-	return 0
+	return []int{0, 0, 0}
 }
 
 // front reports whether clients write to d: the relay, or the only cache.
 func (d *CarbonDaemon) front(opts GraphiteOptions) bool {
-	return d.Program == carbonRelay || (d.Program == carbonCache && opts.Caches == 0)
+	return d.Program == carbonRelay || (d.Program == carbonCache && opts.Caches == 0 && len(opts.Remote) == 0)
 }
+
+// dialHost is where d is reached: its Host, loopback for a wildcard.
+func (d CarbonDaemon) dialHost() string {
+	if ip := net.ParseIP(d.Host); d.Host == "" || (ip != nil && ip.IsUnspecified()) {
+		return "127.0.0.1"
+	}
+	return d.Host
+}
+
+// bindHost is the address d's ports bind to.
+func (d CarbonDaemon) bindHost() string { return cmp.Or(d.Host, "127.0.0.1") }
 
 // programOf is the daemon's program.
 func (d *CarbonDaemon) programOf() graphiteProgram {
@@ -145,7 +170,7 @@ func (d *CarbonDaemon) programOf() graphiteProgram {
 }
 
 // Addr is the plaintext listener's host:port.
-func (d CarbonDaemon) Addr() string { return net.JoinHostPort("127.0.0.1", strconv.Itoa(d.Line)) }
+func (d CarbonDaemon) Addr() string { return net.JoinHostPort(d.dialHost(), strconv.Itoa(d.Line)) }
 
 // WhisperDir is where a cache keeps its series, one file per series
 // (carbon's own under carbon/).
@@ -153,7 +178,7 @@ func (d CarbonDaemon) WhisperDir() string { return filepath.Join(d.Dir, "storage
 
 // URL is graphite-web's base URL.
 func (d CarbonDaemon) URL() string {
-	return "http://" + net.JoinHostPort("127.0.0.1", strconv.Itoa(d.HTTP))
+	return "http://" + net.JoinHostPort(d.dialHost(), strconv.Itoa(d.HTTP))
 }
 
 func (d CarbonDaemon) daemon() daemon {
@@ -161,13 +186,13 @@ func (d CarbonDaemon) daemon() daemon {
 }
 
 // Graphite is a running Graphite: one carbon-cache, or a carbon-relay in
-// front of carbon-caches, and graphite-web answering queries over all of
-// them.
+// front of carbon-caches (here, or in other pods: opts.Remote), and
+// graphite-web answering queries over all of them.
 type Graphite struct {
 	Dir    string
-	Caches []CarbonDaemon
-	Relay  *CarbonDaemon // nil: clients write to Caches[0]
-	Web    CarbonDaemon  // graphite-web
+	Caches []CarbonDaemon // those running here
+	Relay  *CarbonDaemon  // nil: clients write to Caches[0]
+	Web    CarbonDaemon   // graphite-web
 }
 
 // Front is the daemon clients write to: the relay, or the only cache.
@@ -224,8 +249,8 @@ func (g *Graphite) WhisperDirs() []string {
 }
 
 // StartGraphite runs Graphite in dir, on 127.0.0.1 (opts.Listen): carbon's cache-0,
-// cache-1, … and, with opts.Caches > 0, a relay in front of them, then
-// graphite-web over the caches, and waits until every daemon takes
+// cache-1, … and, with opts.Caches > 0, a relay in front of them (with
+// opts.Remote, a relay in front of those alone), then graphite-web over the caches, and waits until every daemon takes
 // connections and graphite-web answers a query. Live daemons of dir are kept; a dead one is
 // started again on its previous ports when they are free. If it fails,
 // nothing of dir is left running (unless ctx ended).
@@ -246,8 +271,8 @@ func StartGraphite(ctx context.Context, dir string, opts GraphiteOptions) (*Grap
 }
 
 func (g *Graphite) start(ctx context.Context, home string, opts GraphiteOptions) error {
-	if opts.Caches < 0 {
-		return fmt.Errorf("%d carbon-caches: want 0 (one, no relay) or more", opts.Caches)
+	if opts.Caches < 0 || (opts.Caches > 0 && len(opts.Remote) > 0) {
+		return fmt.Errorf("%d carbon-caches here, %d in other pods: want 0 (one, no relay) or more here, or only caches in other pods", opts.Caches, len(opts.Remote))
 	}
 	osUser, err := runAs("carbon", opts.OSUser, "")
 	if err != nil {
@@ -256,23 +281,29 @@ func (g *Graphite) start(ctx context.Context, home string, opts GraphiteOptions)
 	if err := prepareDataDir(g.Dir, osUser); err != nil {
 		return err
 	}
-	caches := max(opts.Caches, 1)
-	for i := range caches {
-		d := CarbonDaemon{Program: carbonCache, Instance: "n" + strconv.Itoa(i), Dir: filepath.Join(g.Dir, fmt.Sprintf("cache-%d", i))}
-		if err := d.run(ctx, home, osUser, opts, nil); err != nil {
-			return err
+	caches := opts.Remote
+	if len(caches) == 0 {
+		for i := range max(opts.Caches, 1) {
+			d := CarbonDaemon{Program: carbonCache, Instance: "n" + strconv.Itoa(i), Dir: filepath.Join(g.Dir, fmt.Sprintf("cache-%d", i))}
+			if d.front(opts) {
+				d.Host = opts.listen()
+			}
+			if err := d.run(ctx, home, osUser, opts, nil); err != nil {
+				return err
+			}
+			g.Caches = append(g.Caches, d)
 		}
-		g.Caches = append(g.Caches, d)
+		caches = g.Caches
 	}
-	if opts.Caches > 0 {
-		d := CarbonDaemon{Program: carbonRelay, Instance: "relay", Dir: filepath.Join(g.Dir, "relay")}
-		if err := d.run(ctx, home, osUser, opts, g.Caches); err != nil {
+	if opts.Caches > 0 || len(opts.Remote) > 0 {
+		d := CarbonDaemon{Program: carbonRelay, Instance: "relay", Host: opts.listen(), Dir: filepath.Join(g.Dir, "relay")}
+		if err := d.run(ctx, home, osUser, opts, caches); err != nil {
 			return err
 		}
 		g.Relay = &d
 	}
-	g.Web = CarbonDaemon{Program: graphiteWeb, Instance: "web", Dir: filepath.Join(g.Dir, "web")}
-	return g.Web.run(ctx, home, osUser, opts, g.Caches)
+	g.Web = CarbonDaemon{Program: graphiteWeb, Instance: "web", Host: opts.listen(), Dir: filepath.Join(g.Dir, "web")}
+	return g.Web.run(ctx, home, osUser, opts, caches)
 }
 
 // run starts the daemon (or finds it live) on its previous ports if it
@@ -291,8 +322,12 @@ func (d *CarbonDaemon) run(ctx context.Context, home, osUser string, opts Graphi
 		}
 		_, _ = fmt.Sscan(string(b), into...)
 	}
-	fixed := d.fixedPort(opts)
-	if pid, ok := d.daemon().live(); ok && prev[0] != 0 && (fixed == 0 || fixed == prev[0]) {
+	fixed := d.fixedPorts(opts)
+	keep := prev[0] != 0
+	for i, f := range fixed {
+		keep = keep && (f == 0 || f == prev[i])
+	}
+	if pid, ok := d.daemon().live(); ok && keep {
 		for i, f := range fields {
 			*f = prev[i]
 		}
@@ -319,8 +354,10 @@ func (d *CarbonDaemon) run(ctx context.Context, home, osUser string, opts Graphi
 	}
 	// A fixed port is kept through the retries: clients were told it.
 	withFixed := func(ports []int) []int {
-		if fixed != 0 {
-			ports[0] = fixed
+		for i, f := range fixed {
+			if f != 0 {
+				ports[i] = f
+			}
 		}
 		return ports
 	}
@@ -376,7 +413,7 @@ func (carbonProgram) command(d *CarbonDaemon) string { return d.Program + ".py" 
 func (c carbonProgram) launch(d *CarbonDaemon, home string, opts GraphiteOptions, caches []CarbonDaemon) (launchSpec, error) {
 	conf := filepath.Join(d.Dir, "carbon.conf")
 	return launchSpec{
-		files:   []dirFile{{"carbon.conf", c.config(d, caches, lineInterface(d, opts))}, {"storage-schemas.conf", storageSchemas(opts.Retention)}},
+		files:   []dirFile{{"carbon.conf", c.config(d, caches)}, {"storage-schemas.conf", storageSchemas(opts.Retention)}},
 		subdirs: []string{"run", "storage", "storage/whisper", "storage/log", "storage/lists"},
 		// --debug: in the foreground, logging to stdout (our log file).
 		bin:  filepath.Join(home, "bin", d.Program+".py"),
@@ -384,21 +421,12 @@ func (c carbonProgram) launch(d *CarbonDaemon, home string, opts GraphiteOptions
 	}, nil
 }
 
-// lineInterface is where d's plaintext listener binds: opts.Listen for
-// the front daemon, loopback for a cache behind the relay.
-func lineInterface(d *CarbonDaemon, opts GraphiteOptions) string {
-	if d.front(opts) {
-		return opts.listen()
-	}
-	return "127.0.0.1"
-}
-
 // config is the daemon's carbon.conf. Carbon's defaults throttle a
 // benchmark (50 new series a minute, a bounded cache): every limit is
 // lifted, so what is measured is carbon's own speed. A cache's own counters
 // go every second (CARBON_METRIC_INTERVAL) under carbon.agents.*: benchq
 // reads committedPoints and metricsReceived from them (docs/tsdb.md).
-func (c carbonProgram) config(d *CarbonDaemon, caches []CarbonDaemon, lineIface string) string {
+func (c carbonProgram) config(d *CarbonDaemon, caches []CarbonDaemon) string {
 	section := "cache"
 	if c.relay {
 		section = "relay"
@@ -416,9 +444,9 @@ func (c carbonProgram) config(d *CarbonDaemon, caches []CarbonDaemon, lineIface 
 	kv("PID_DIR", filepath.Join(d.Dir, "run")) // not ours: <program>.pid is procs'
 	kv("ENABLE_LOGROTATION", "False")
 	kv("USER", "")
-	kv("LINE_RECEIVER_INTERFACE", lineIface)
+	kv("LINE_RECEIVER_INTERFACE", d.bindHost())
 	kv("LINE_RECEIVER_PORT", d.Line)
-	kv("PICKLE_RECEIVER_INTERFACE", "127.0.0.1")
+	kv("PICKLE_RECEIVER_INTERFACE", d.bindHost())
 	kv("PICKLE_RECEIVER_PORT", d.Pickle)
 	kv("ENABLE_UDP_LISTENER", "False")
 	kv("LOG_LISTENER_CONNECTIONS", "False")
@@ -426,7 +454,7 @@ func (c carbonProgram) config(d *CarbonDaemon, caches []CarbonDaemon, lineIface 
 	kv("CARBON_METRIC_PREFIX", "carbon")
 	if !c.relay {
 		kv("CARBON_METRIC_INTERVAL", 1)
-		kv("CACHE_QUERY_INTERFACE", "127.0.0.1")
+		kv("CACHE_QUERY_INTERFACE", d.bindHost())
 		kv("CACHE_QUERY_PORT", d.Query)
 		kv("MAX_CACHE_SIZE", "inf")
 		kv("MAX_UPDATES_PER_SECOND", "inf")
@@ -446,7 +474,7 @@ func (c carbonProgram) config(d *CarbonDaemon, caches []CarbonDaemon, lineIface 
 	kv("REPLICATION_FACTOR", 1)
 	var dest []string
 	for _, c := range caches {
-		dest = append(dest, fmt.Sprintf("127.0.0.1:%d:%s", c.Pickle, c.Instance))
+		dest = append(dest, fmt.Sprintf("%s:%d:%s", c.dialHost(), c.Pickle, c.Instance))
 	}
 	kv("DESTINATIONS", strings.Join(dest, ", "))
 	kv("MAX_QUEUE_SIZE", 100000)
@@ -461,19 +489,25 @@ const webSettingsModule = "benchq_graphite_settings"
 // webSettings is graphite-web's settings: graphite's defaults, with the
 // caches' whisper directories to read and their query ports to ask for
 // the points they hold but have not written yet (carbonlink), hashed as
-// the relay spreads the series (consistent hashing on host and instance).
+// the relay spreads the series (consistent hashing on host and instance);
+// for caches in other pods (remote), their graphite-webs to ask instead
+// (CLUSTER_SERVERS), each of which reads its own cache so.
 // Paths are written as Go quotes them, which Python reads alike. On
 // loopback only the local names are allowed hosts; listening beyond it
 // (a pod, reached by its Service's name), any.
-func webSettings(dir string, caches []CarbonDaemon, listen string) (string, error) {
+func webSettings(dir string, caches []CarbonDaemon, remote bool, listen string) (string, error) {
 	key := make([]byte, 24)
 	if _, err := rand.Read(key); err != nil {
 		return "", err
 	}
-	var whisperDirs, links []string
+	whisperDirs, links, servers := []string{}, []string{}, []string{}
 	for _, c := range caches {
+		if remote {
+			servers = append(servers, strconv.Quote(net.JoinHostPort(c.dialHost(), strconv.Itoa(c.HTTP))))
+			continue
+		}
 		whisperDirs = append(whisperDirs, strconv.Quote(c.WhisperDir()))
-		links = append(links, strconv.Quote(fmt.Sprintf("127.0.0.1:%d:%s", c.Query, c.Instance)))
+		links = append(links, strconv.Quote(fmt.Sprintf("%s:%d:%s", c.dialHost(), c.Query, c.Instance)))
 	}
 	storage := filepath.Join(dir, "storage")
 	var b strings.Builder
@@ -492,6 +526,7 @@ func webSettings(dir string, caches []CarbonDaemon, listen string) (string, erro
 	kv("STANDARD_DIRS", "["+strings.Join(whisperDirs, ", ")+"]")
 	kv("CARBONLINK_HOSTS", "["+strings.Join(links, ", ")+"]")
 	kv("CARBONLINK_HASHING_TYPE", `"carbon_ch"`)
+	kv("CLUSTER_SERVERS", "["+strings.Join(servers, ", ")+"]")
 	kv("DATABASES", fmt.Sprintf(`{"default": {"ENGINE": "django.db.backends.sqlite3", "NAME": %s}}`, strconv.Quote(filepath.Join(storage, "graphite.db"))))
 	return b.String(), nil
 }
@@ -518,7 +553,7 @@ func (c carbonProgram) waitReady(ctx context.Context, d *CarbonDaemon, timeout t
 	return waitReady(ctx, d.Program, d.Pid, d.daemon().logFile(), d.Program+" "+d.Instance+" listening", orDefault(timeout, 30*time.Second), 50*time.Millisecond,
 		func(ctx context.Context) error {
 			for _, p := range ports {
-				c, err := (&net.Dialer{Timeout: time.Second}).DialContext(ctx, "tcp", net.JoinHostPort("127.0.0.1", strconv.Itoa(p)))
+				c, err := (&net.Dialer{Timeout: time.Second}).DialContext(ctx, "tcp", net.JoinHostPort(d.dialHost(), strconv.Itoa(p)))
 				if err != nil {
 					return err
 				}
@@ -536,7 +571,7 @@ func (webProgram) ports(d *CarbonDaemon) []*int { return []*int{&d.HTTP} }
 func (webProgram) command(*CarbonDaemon) string { return "gunicorn" }
 
 func (webProgram) launch(d *CarbonDaemon, home string, opts GraphiteOptions, caches []CarbonDaemon) (launchSpec, error) {
-	settings, err := webSettings(d.Dir, caches, opts.listen())
+	settings, err := webSettings(d.Dir, caches, len(opts.Remote) > 0, opts.listen())
 	if err != nil {
 		return launchSpec{}, err
 	}
@@ -557,7 +592,7 @@ func (webProgram) launch(d *CarbonDaemon, home string, opts GraphiteOptions, cac
 func (webProgram) waitReady(ctx context.Context, d *CarbonDaemon, timeout time.Duration) error {
 	return waitReady(ctx, d.Program, d.Pid, d.daemon().logFile(), "graphite-web answering", orDefault(timeout, 30*time.Second), 100*time.Millisecond,
 		func(ctx context.Context) error {
-			_, err := httpGet(ctx, "graphite-web /render", d.URL()+"/render?target=benchq.ready&format=json&from=-10s", 5*time.Second)
+			_, err := httpget.Get(ctx, "graphite-web /render", d.URL()+"/render?target=benchq.ready&format=json&from=-10s", 5*time.Second)
 			return err
 		})
 }

@@ -3,14 +3,12 @@ package localdb
 import (
 	"context"
 	"fmt"
-	"io"
-	"net/http"
 	"os"
 	"path/filepath"
 	"strconv"
-	"strings"
 	"time"
 
+	"github.com/benchq/benchq/internal/httpget"
 	"github.com/benchq/benchq/internal/procs"
 )
 
@@ -145,32 +143,7 @@ func (v *VictoriaMetrics) waitReady(ctx context.Context, timeout time.Duration) 
 // Get fetches path from the HTTP API and returns the body; a status other
 // than 200 is an error carrying the body's start.
 func (v *VictoriaMetrics) Get(ctx context.Context, path string) ([]byte, error) {
-	return httpGet(ctx, "victoria-metrics "+path, v.URL()+path, 10*time.Second)
-}
-
-// httpGet fetches url within timeout and returns the body; a status other
-// than 200 is an error naming what (e.g. "victoria-metrics /health") and
-// carrying the body's start.
-func httpGet(ctx context.Context, what, url string, timeout time.Duration) ([]byte, error) {
-	ctx, cancel := context.WithTimeout(ctx, timeout)
-	defer cancel()
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
-	if err != nil {
-		return nil, err
-	}
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		return nil, err
-	}
-	defer resp.Body.Close()
-	body, err := io.ReadAll(io.LimitReader(resp.Body, 64<<20))
-	if err != nil {
-		return nil, err
-	}
-	if resp.StatusCode != http.StatusOK {
-		return nil, fmt.Errorf("%s: %s: %s", what, resp.Status, strings.TrimSpace(string(body[:min(len(body), 300)])))
-	}
-	return body, nil
+	return httpget.Get(ctx, "victoria-metrics "+path, v.URL()+path, 10*time.Second)
 }
 
 // Stop stops the server (SIGTERM, then SIGKILL after 10s).

@@ -1,8 +1,6 @@
 package plan
 
 import (
-	"fmt"
-	"slices"
 	"strings"
 
 	"github.com/benchq/benchq/catalog"
@@ -37,25 +35,6 @@ func Notes(r contracts.Request, backend string) []string {
 		}
 		if len(noBatch) > 0 {
 			out = append(out, "-xbs ignored for "+strings.Join(noBatch, ", ")+": its YCSB binding writes one key per insert, without batches")
-		}
-	}
-	return out
-}
-
-// Unsupported says, one sentence each, what of a request the backend
-// cannot run at all: on Kubernetes, -nw for a DBMS that only the local
-// backend runs as a cluster (Graphite's carbon-relay in front of N
-// carbon-caches). The CLI refuses such a request before it is sent; the
-// deployer, which knows its backend, fails the configuration for a request
-// sent as JSON.
-func Unsupported(r contracts.Request, backend string) []string {
-	if backend != contracts.BackendKubernetes || (r.Workers == 0 && !slices.ContainsFunc(r.WorkersList, func(w int) bool { return w > 0 })) {
-		return nil
-	}
-	var out []string
-	for _, d := range r.DBMS {
-		if e, err := catalog.Lookup(d); err == nil && e.Workers != nil {
-			out = append(out, fmt.Sprintf("-dbms %s -nw: its cluster runs on the local backend only (BENCHQ_BACKEND=local); on Kubernetes run it without -nw, one server in one pod", e.Name))
 		}
 	}
 	return out

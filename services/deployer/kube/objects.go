@@ -107,8 +107,12 @@ type builder struct {
 // buildObjects returns the exact objects of configuration s of DBMS entry
 // in namespace.
 func buildObjects(entry catalog.Entry, s backend.Spec, namespace string) (*kubeObjects, error) {
+	topology := entry.Kubernetes.Topology
 	if entry.Workers != nil && s.SUT != nil && s.SUT.Workers > 0 {
-		return nil, fmt.Errorf("%w: %s with -nw %d (a cluster of %d behind a front server) runs on the local backend only (BENCHQ_BACKEND=local); on Kubernetes run it without -nw: one server in one pod", backend.ErrBadSpec, entry.Name, s.SUT.Workers, s.SUT.Workers)
+		if entry.Kubernetes.Cluster == nil {
+			return nil, fmt.Errorf("%w: %s with -nw %d (a cluster of %d behind a front server) runs on the local backend only (BENCHQ_BACKEND=local); on Kubernetes run it without -nw: one server in one pod", backend.ErrBadSpec, entry.Name, s.SUT.Workers, s.SUT.Workers)
+		}
+		topology = catalog.TopologyCluster // its kubernetes.cluster
 	}
 	names, err := namesFor(s.Code, s.Configuration)
 	if err != nil {
@@ -119,7 +123,7 @@ func buildObjects(entry catalog.Entry, s backend.Spec, namespace string) (*kubeO
 		b.sut = *s.SUT
 	}
 	o := &kubeObjects{Names: names, Image: entry.Image}
-	switch entry.Kubernetes.Topology {
+	switch topology {
 	case catalog.TopologySingle:
 		err = b.single(o)
 	case catalog.TopologyCluster:
@@ -132,7 +136,7 @@ func buildObjects(entry catalog.Entry, s backend.Spec, namespace string) (*kubeO
 	if err != nil {
 		return nil, err
 	}
-	if entry.Kubernetes.Topology != catalog.TopologyCluster && (b.sut.Workers > 0 || b.sut.WorkerReplicas > 0) {
+	if topology != catalog.TopologyCluster && (b.sut.Workers > 0 || b.sut.WorkerReplicas > 0) {
 		o.Ignored = append(o.Ignored, "workers")
 	}
 	if entry.Kubernetes.Topology != catalog.TopologyPool && b.sut.Pool != nil {
@@ -196,10 +200,34 @@ func (b *builder) cluster(o *kubeObjects) error {
 		return err
 	}
 	nodes := masters * (1 + b.sut.WorkerReplicas)
-	r := b.replacer(b.entry, nil)
+	port := b.entry.Ports["client"]
+	podHosts := make([]string, nodes)
+	hosts := make([]string, nodes)
+	for i := range hosts {
+		podHosts[i] = fmt.Sprintf("%s-%d.%s", b.names.Workers, i, b.host(b.names.Workers))
+		hosts[i] = podHosts[i] + ":" + strconv.Itoa(port)
+	}
+	r := b.replacer(b.entry, map[string]string{"{worker_hosts}": strings.Join(podHosts, ",")})
 	pod, _, err := b.serverPod(b.entry, r, componentWorker, c.WorkerArgs, false)
 	if err != nil {
 		return err
+	}
+	workers := b.service(b.entry, b.names.Workers, componentWorker, componentWorker, true)
+	if c.Master != nil {
+		// The master's own /metrics speaks for the cluster (a
+		// carbon-relay's gathers its caches' counts): Prometheus, which
+		// scrapes the ports named metrics, must not count the workers'
+		// again.
+		for i, p := range pod.Spec.Containers[0].Ports {
+			if p.Name == "metrics" {
+				pod.Spec.Containers[0].Ports[i].Name = workerMetricsPort
+			}
+		}
+		for i, p := range workers.Spec.Ports {
+			if p.Name == "metrics" {
+				workers.Spec.Ports[i].Name, workers.Spec.Ports[i].TargetPort = workerMetricsPort, intstr.FromString(workerMetricsPort)
+			}
+		}
 	}
 	var claim *resource.Quantity
 	if st := b.sut.Storage; st != nil && st.Class != "" {
@@ -210,7 +238,7 @@ func (b *builder) cluster(o *kubeObjects) error {
 		claim = &q
 	}
 	o.StatefulSets = append(o.StatefulSets, b.statefulSet(int32(nodes), pod, claim))
-	o.Services = append(o.Services, b.service(b.entry, b.names.Workers, componentWorker, componentWorker, true))
+	o.Services = append(o.Services, workers)
 	front := componentWorker
 	if c.Master != nil {
 		front = componentSUT
@@ -223,12 +251,26 @@ func (b *builder) cluster(o *kubeObjects) error {
 		o.Deployments = append(o.Deployments, b.deployment(b.names.Base, componentSUT, mpod))
 	}
 	o.Services = append(o.Services, b.service(b.entry, b.names.Base, componentSUT, front, false))
-
-	port := b.entry.Ports["client"]
-	hosts := make([]string, nodes)
-	for i := range hosts {
-		hosts[i] = fmt.Sprintf("%s-%d.%s:%d", b.names.Workers, i, b.host(b.names.Workers), port)
+	o.Jobs = append(o.Jobs, b.bootstrapJob(c, r, hosts, masters)...)
+	o.Jobs = append(o.Jobs, b.schemaJob(b.entry, b.host(b.names.Base))...)
+	o.Endpoint = b.entry.Endpoint(b.host(b.names.Base), port)
+	if t := tsdbPorts(b.entry); len(t) > 0 {
+		o.Endpoint.Ports = t // on the master's Service too
 	}
+	return nil
+}
+
+// workerMetricsPort names a cluster's workers' own metrics port when its
+// master's speaks for them.
+const workerMetricsPort = "worker-metrics"
+
+// bootstrapJob is the Job that forms the cluster once every pod is ready;
+// none for a cluster that forms by itself.
+func (b *builder) bootstrapJob(c *catalog.Cluster, r *strings.Replacer, hosts []string, masters int) []*batchv1.Job {
+	if c.Bootstrap.Image == "" {
+		return nil
+	}
+	port := b.entry.Ports["client"]
 	env := []corev1.EnvVar{
 		{Name: "BENCHQ_NODES", Value: strings.Join(hosts, " ")},
 		{Name: "BENCHQ_MASTERS", Value: strconv.Itoa(masters)},
@@ -239,12 +281,9 @@ func (b *builder) cluster(o *kubeObjects) error {
 	if c.Master != nil {
 		env = append(env, corev1.EnvVar{Name: "BENCHQ_MASTER", Value: fmt.Sprintf("%s:%d", b.host(b.names.Base), port)})
 	}
-	o.Jobs = append(o.Jobs, b.job(b.names.Bootstrap, componentWorker, corev1.Container{
+	return []*batchv1.Job{b.job(b.names.Bootstrap, componentWorker, corev1.Container{
 		Name: "bootstrap", Image: c.Bootstrap.Image, Command: replaceAll(r, c.Bootstrap.Command), Env: env,
-	}))
-	o.Jobs = append(o.Jobs, b.schemaJob(b.entry, b.host(b.names.Base))...)
-	o.Endpoint = b.entry.Endpoint(b.host(b.names.Base), port)
-	return nil
+	})}
 }
 
 // pool: the backend DBMS (Deployment and Service <base>-db), the pool

@@ -79,11 +79,15 @@ func goldenCases() []goldenCase {
 		goldenCase{name: "cluster-with-master-storage", spec: backend.Spec{Code: goldenCode, Configuration: "RedisCluster-64-8-196608-1", DBMS: "RedisCluster", Benchmark: "ycsb",
 			SUT: &contracts.SUTSpec{Workers: 3, Storage: &contracts.Storage{Class: "shared", Size: "5Gi"}, UseCase: "ycsb-1"}},
 			entry: withMaster},
+		// Graphite's carbon cluster: a relay pod (the master) in front of
+		// two cache pods, formed by the relay (no bootstrap Job).
+		goldenCase{name: "graphite-nw2-monitoring", spec: backend.Spec{Code: goldenCode, Configuration: "Graphite-1", DBMS: "Graphite", Benchmark: "tsdb",
+			SUT: &contracts.SUTSpec{Workers: 2, Monitoring: &contracts.Monitoring{Application: true}}}},
 	)
 }
 
 // withMaster gives a cluster entry a coordinator pod, as a DBMS with one
-// (Citus, say) would have: no catalog file has one yet.
+// (Citus, say) would have.
 func withMaster(e catalog.Entry) catalog.Entry {
 	k := *e.Kubernetes
 	c := *k.Cluster
@@ -411,35 +415,69 @@ func TestEverySUTRequiresThePasswordByReference(t *testing.T) {
 	}
 }
 
-// A cluster the catalog runs on the local backend alone (Graphite's
-// carbon-relay in front of -nw carbon-caches) is refused on Kubernetes
-// with the way out; without -nw it is one pod, whose Service carries the
-// ports its clients use: carbon's, graphite-web's and its stored points'.
-func TestLocalOnlyClusterIsRefused(t *testing.T) {
+// Graphite without -nw is one pod, and with -nw 2 a relay pod in front of
+// two cache pods that it is given by name (no bootstrap Job). Either way the
+// Service clients reach carries the ports they use: carbon's,
+// graphite-web's and its stored points'; in the cluster those are the
+// relay pod's, and only its metrics port is named metrics (Prometheus
+// scrapes the relay's gathered counts, not each cache's again). A DBMS
+// with workers but no kubernetes.cluster is refused with the way out.
+func TestGraphiteOnKubernetes(t *testing.T) {
 	g, err := catalog.Lookup("Graphite")
 	if err != nil {
 		t.Fatal(err)
 	}
-	spec := backend.Spec{Code: goldenCode, Configuration: "Graphite-1", DBMS: "Graphite", Benchmark: "tsdb", SUT: &contracts.SUTSpec{Workers: 2}}
-	_, err = buildObjects(g, spec, "benchq")
-	if !errors.Is(err, backend.ErrBadSpec) || !strings.Contains(err.Error(), "Graphite with -nw 2") || !strings.Contains(err.Error(), "local backend only (BENCHQ_BACKEND=local)") {
-		t.Errorf("Graphite -nw 2 on kubernetes: %v", err)
+	want := map[string]int{"client": 2003, "query": 8080, "metrics": 9108}
+	servicePorts := func(s *corev1.Service) map[string]int {
+		got := map[string]int{}
+		for _, p := range s.Spec.Ports {
+			got[p.Name] = int(p.Port)
+		}
+		return got
 	}
-	spec.SUT = nil
+	spec := backend.Spec{Code: goldenCode, Configuration: "Graphite-1", DBMS: "Graphite", Benchmark: "tsdb"}
 	o, err := buildObjects(g, spec, "benchq")
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := map[string]int{"client": 2003, "query": 8080, "metrics": 9108}
-	if !maps.Equal(o.Endpoint.Ports, want) {
-		t.Errorf("endpoint ports %v, want %v", o.Endpoint.Ports, want)
+	if !maps.Equal(o.Endpoint.Ports, want) || !maps.Equal(servicePorts(o.Services[0]), want) {
+		t.Errorf("one pod: endpoint ports %v, service ports %v; want %v", o.Endpoint.Ports, servicePorts(o.Services[0]), want)
 	}
-	got := map[string]int{}
-	for _, p := range o.Services[0].Spec.Ports {
-		got[p.Name] = int(p.Port)
+
+	spec.SUT = &contracts.SUTSpec{Workers: 2}
+	o, err = buildObjects(g, spec, "benchq")
+	if err != nil {
+		t.Fatal(err)
 	}
-	if !maps.Equal(got, want) {
-		t.Errorf("service ports %v, want %v", got, want)
+	if len(o.StatefulSets) != 1 || *o.StatefulSets[0].Spec.Replicas != 2 || len(o.Deployments) != 1 || len(o.Jobs) != 0 {
+		t.Fatalf("-nw 2: %d StatefulSets, %d Deployments, %d Jobs; want a StatefulSet of 2 caches, the relay's Deployment and no Job",
+			len(o.StatefulSets), len(o.Deployments), len(o.Jobs))
+	}
+	cache, relay := o.StatefulSets[0].Spec.Template.Spec.Containers[0], o.Deployments[0].Spec.Template.Spec.Containers[0]
+	workers := o.Names.Workers + ".benchq.svc"
+	if !slices.Contains(cache.Args, "-role=cache") || !slices.Contains(relay.Args, "-role=relay") ||
+		!slices.Contains(relay.Args, "-caches="+o.Names.Workers+"-0."+workers+","+o.Names.Workers+"-1."+workers) {
+		t.Errorf("cache args %q, relay args %q", cache.Args, relay.Args)
+	}
+	for _, p := range cache.Ports {
+		if p.Name == "metrics" {
+			t.Errorf("a cache pod's port %d is named metrics: Prometheus would count its points twice", p.ContainerPort)
+		}
+	}
+	front := o.Services[len(o.Services)-1]
+	if !maps.Equal(o.Endpoint.Ports, want) || !maps.Equal(servicePorts(front), want) || front.Spec.Selector[labelComponent] != componentSUT ||
+		o.Endpoint.Host != o.Names.Base+".benchq.svc" {
+		t.Errorf("-nw 2: endpoint %+v, front service %s ports %v selecting %v; want %v on the relay's",
+			o.Endpoint, front.Name, servicePorts(front), front.Spec.Selector, want)
+	}
+
+	noCluster := g
+	k := *g.Kubernetes
+	k.Cluster = nil
+	noCluster.Kubernetes = &k
+	_, err = buildObjects(noCluster, spec, "benchq")
+	if !errors.Is(err, backend.ErrBadSpec) || !strings.Contains(err.Error(), "Graphite with -nw 2") || !strings.Contains(err.Error(), "local backend only (BENCHQ_BACKEND=local)") {
+		t.Errorf("workers without kubernetes.cluster on kubernetes: %v", err)
 	}
 }
 
