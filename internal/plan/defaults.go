@@ -1,6 +1,7 @@
 package plan
 
 import (
+	"cmp"
 	"math"
 
 	"github.com/benchq/benchq/contracts"
@@ -73,21 +74,11 @@ var DefaultTimeouts = contracts.Timeouts{SUTReadyS: 120, BarrierS: 120, ShardS: 
 // of a plan needs benchq's defaults.
 func WithDefaults(r contracts.Request) contracts.Request {
 	d := Defaults
-	if r.SchemaVersion == 0 {
-		r.SchemaVersion = contracts.SchemaVersion
-	}
-	if r.Benchmark == "" {
-		r.Benchmark = d.Benchmark
-	}
-	if r.Action == "" {
-		r.Action = d.Action
-	}
-	if r.SF == 0 {
-		r.SF = d.SF
-	}
-	if r.Operations == 0 {
-		r.Operations = r.SF
-	}
+	r.SchemaVersion = cmp.Or(r.SchemaVersion, contracts.SchemaVersion)
+	r.Benchmark = cmp.Or(r.Benchmark, d.Benchmark)
+	r.Action = cmp.Or(r.Action, d.Action)
+	r.SF = cmp.Or(r.SF, d.SF)
+	r.Operations = cmp.Or(r.Operations, r.SF)
 	bb := r.Benchmark == BenchmarkBenchbase
 	ts := r.Benchmark == BenchmarkTSDB
 	if r.Workload == "" {
@@ -123,64 +114,52 @@ func WithDefaults(r contracts.Request) contracts.Request {
 			s.Quantum = max(1, int(math.Round(float64(r.TSDB.Metrics)*1000/float64(r.TSDB.FlushIntervalMS))))
 			r.Saturation = &s
 		}
-		if r.StatusInterval == 0 {
-			r.StatusInterval = 1 // evaluated second by second, as the seed does
-		}
-	}
-	fillF := func(v *[]float64, def []float64) {
-		if len(*v) == 0 {
-			*v = def
-		}
-	}
-	fillI := func(v *[]int, def []int) {
-		if len(*v) == 0 {
-			*v = def
-		}
+		r.StatusInterval = cmp.Or(r.StatusInterval, 1) // evaluated second by second, as the seed does
 	}
 	if ts {
-		fillI(&r.BenchmarkingThreads, []int{DefaultTSDBAgents})
-		fillI(&r.BenchmarkingPods, d.BenchmarkingPods)
+		fill(&r.BenchmarkingThreads, []int{DefaultTSDBAgents})
+		fill(&r.BenchmarkingPods, d.BenchmarkingPods)
 		// Loading writes the series the first benchmarking variant uses.
-		fillI(&r.LoadingThreads, r.BenchmarkingThreads[:1])
-		fillI(&r.LoadingPods, r.BenchmarkingPods[:1])
+		fill(&r.LoadingThreads, r.BenchmarkingThreads[:1])
+		fill(&r.LoadingPods, r.BenchmarkingPods[:1])
 	}
-	fillF(&r.LoadingFactors, d.LoadingFactors)
-	fillF(&r.BenchmarkingFactors, d.BenchmarkingFactors)
-	fillI(&r.LoadingPods, d.LoadingPods)
+	fill(&r.LoadingFactors, d.LoadingFactors)
+	fill(&r.BenchmarkingFactors, d.BenchmarkingFactors)
+	fill(&r.LoadingPods, d.LoadingPods)
 	if bb {
-		fillI(&r.LoadingThreads, []int{1}) // bexhoma's Benchbase loads with one thread per pod
+		fill(&r.LoadingThreads, []int{1}) // bexhoma's Benchbase loads with one thread per pod
 	}
-	fillI(&r.LoadingThreads, d.LoadingThreads)
-	fillI(&r.BenchmarkingPods, d.BenchmarkingPods)
-	fillI(&r.BenchmarkingThreads, d.BenchmarkingThreads)
-	fillI(&r.Clients, d.Clients)
-	if r.Repetitions == 0 {
-		r.Repetitions = d.Repetitions
-	}
-	if r.MaxSUTs == nil {
-		ms := DefaultMaxSUTs
-		r.MaxSUTs = &ms
-	}
+	fill(&r.LoadingThreads, d.LoadingThreads)
+	fill(&r.BenchmarkingPods, d.BenchmarkingPods)
+	fill(&r.BenchmarkingThreads, d.BenchmarkingThreads)
+	fill(&r.Clients, d.Clients)
+	r.Repetitions = cmp.Or(r.Repetitions, d.Repetitions)
+	r.MaxSUTs = orPointer(r.MaxSUTs, DefaultMaxSUTs)
 	if r.Saturation != nil {
 		// Steps are judged second by second (-xli 1).
 		s := saturation.WithDefaults(*r.Saturation)
 		r.Saturation = &s
-		if r.StatusInterval == 0 {
-			r.StatusInterval = 1
-		}
+		r.StatusInterval = cmp.Or(r.StatusInterval, 1)
 	}
-	if r.StatusInterval == 0 {
-		r.StatusInterval = d.StatusInterval
-	}
-	if r.TestResults == nil {
-		t := true
-		r.TestResults = &t
-	}
-	if r.ErrorShareLimit == nil {
-		l := DefaultErrorShareLimit
-		r.ErrorShareLimit = &l
-	}
+	r.StatusInterval = cmp.Or(r.StatusInterval, d.StatusInterval)
+	r.TestResults = orPointer(r.TestResults, true)
+	r.ErrorShareLimit = orPointer(r.ErrorShareLimit, DefaultErrorShareLimit)
 	return r
+}
+
+// fill gives an empty list its default.
+func fill[T any](v *[]T, def []T) {
+	if len(*v) == 0 {
+		*v = def
+	}
+}
+
+// orPointer is p, or a pointer to def when p is nil.
+func orPointer[T any](p *T, def T) *T {
+	if p != nil {
+		return p
+	}
+	return &def
 }
 
 // WorkloadHaggar is benchmark tsdb's one workload: haggar's model.
@@ -192,24 +171,12 @@ func withTSDBDefaults(t *contracts.TSDB) *contracts.TSDB {
 		t = &contracts.TSDB{}
 	}
 	out := *t
-	if out.Protocol == "" {
-		out.Protocol = d.Protocol
-	}
-	if out.Metrics == 0 {
-		out.Metrics = d.Metrics
-	}
-	if out.FlushIntervalMS == 0 {
-		out.FlushIntervalMS = d.FlushIntervalMS
-	}
-	if out.Prefix == "" {
-		out.Prefix = d.Prefix
-	}
-	if out.JitterMS == nil {
-		out.JitterMS = intp(*d.JitterMS)
-	}
-	if out.SpawnIntervalMS == nil {
-		out.SpawnIntervalMS = intp(*d.SpawnIntervalMS)
-	}
+	out.Protocol = cmp.Or(out.Protocol, d.Protocol)
+	out.Metrics = cmp.Or(out.Metrics, d.Metrics)
+	out.FlushIntervalMS = cmp.Or(out.FlushIntervalMS, d.FlushIntervalMS)
+	out.Prefix = cmp.Or(out.Prefix, d.Prefix)
+	out.JitterMS = orPointer(out.JitterMS, *d.JitterMS)
+	out.SpawnIntervalMS = orPointer(out.SpawnIntervalMS, *d.SpawnIntervalMS)
 	return &out
 }
 
