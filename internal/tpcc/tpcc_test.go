@@ -110,7 +110,7 @@ func TestLoadThenRun(t *testing.T) {
 		}
 		t.Logf("%d requests, throughput %.1f/s, goodput %.1f/s, p95 %.0f µs, errors %v",
 			res.MeasuredRequests, res.Throughput, res.Goodput, res.Latency.P95US, res.ErrorMessages)
-		checkResult(t, res, sh, start)
+		checkResult(t, res, sh, start, true)
 		payments += res.Transactions[1].Outcomes[benchbase.CodeOK]
 		newOrders += res.Transactions[0].Outcomes[benchbase.CodeOK]
 		unmeasured += int64(sh.Terminals)
@@ -149,7 +149,9 @@ func TestLoadThenRun(t *testing.T) {
 			t.Fatal(err)
 		}
 		t.Logf("%d requests at target %d/s: throughput %.1f/s, p95 %.0f µs", res.MeasuredRequests, rate, res.Throughput, res.Latency.P95US)
-		checkResult(t, res, sh, start)
+		// 160 requests: a type of 4 % of the mix (Order-Status, Delivery,
+		// Stock-Level) is missing from about 1 run in 200 (0.96^160 each).
+		checkResult(t, res, sh, start, false)
 		payments += res.Transactions[1].Outcomes[benchbase.CodeOK]
 		newOrders += res.Transactions[0].Outcomes[benchbase.CodeOK]
 		unmeasured += int64(sh.Terminals)
@@ -209,7 +211,9 @@ func checkSpecRows(t *testing.T, rows map[string]int64, w int64) {
 	}
 }
 
-func checkResult(t *testing.T, res benchbase.Result, sh contracts.TPCCShard, start time.Time) {
+// checkResult checks a run's result against its shard; everyType: every
+// transaction type of the mix ran (a long enough run).
+func checkResult(t *testing.T, res benchbase.Result, sh contracts.TPCCShard, start time.Time, everyType bool) {
 	t.Helper()
 	window := time.Duration(sh.DurationS) * time.Second
 	if res.Elapsed != window || res.Terminals != sh.Terminals || res.Rate != sh.Target || res.FinalState != "EXIT" {
@@ -217,6 +221,9 @@ func checkResult(t *testing.T, res benchbase.Result, sh contracts.TPCCShard, sta
 	}
 	var requests, ok int64
 	for _, tx := range res.Transactions {
+		if tx.Requests == 0 && !everyType {
+			continue
+		}
 		if tx.Requests == 0 || tx.Latency == nil || tx.Histogram == "" {
 			t.Errorf("%s: %d requests, latency %v", tx.Name, tx.Requests, tx.Latency)
 			continue
