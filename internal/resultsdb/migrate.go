@@ -8,12 +8,17 @@ package resultsdb
 
 import (
 	"context"
+	"crypto/sha256"
 	"embed"
+	"encoding/hex"
+	"errors"
 	"fmt"
 	"io/fs"
+	"path"
 	"sort"
 	"strings"
 
+	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/benchq/benchq/contracts"
@@ -74,34 +79,64 @@ func Migrate(ctx context.Context, pool *pgxpool.Pool) error {
 	return makeViews(ctx, db)
 }
 
-// makeViews runs views/*.sql, in file-name order, in one transaction. A view
-// holds no data, so its one definition lives there and is made again at
-// every migration instead of being copied into a new migration whenever it
-// changes. The files' {{...}} are the rules the views share with Go and the
-// reporter (viewParameters).
+// makeViews runs views/*.sql whose definition is not the one in place
+// (schema_views), in file-name order, in one transaction. A view holds no
+// data, so its one definition lives there and is made again when it
+// changes, instead of being copied into a new migration. The files' {{...}}
+// are the rules the views share with Go and the reporter (viewParameters).
 func makeViews(ctx context.Context, db *pgxpool.Conn) error {
-	names, err := fs.Glob(migrations, "views/*.sql")
+	views, err := viewDefinitions()
 	if err != nil {
 		return err
 	}
-	sort.Strings(names)
-	fill := viewParameters()
 	tx, err := db.Begin(ctx)
 	if err != nil {
 		return err
 	}
 	defer func() { _ = tx.Rollback(ctx) }()
-	for _, n := range names {
-		sql, _ := migrations.ReadFile(n)
-		if _, err := tx.Exec(ctx, fill.Replace(string(sql))); err != nil {
-			return fmt.Errorf("view %s: %w", n, err)
+	for _, v := range views {
+		var have string
+		err := tx.QueryRow(ctx, `SELECT sha256 FROM schema_views WHERE name = $1`, v.name).Scan(&have)
+		if err != nil && !errors.Is(err, pgx.ErrNoRows) {
+			return fmt.Errorf("view %s: %w", v.name, err)
+		}
+		if have == v.sha256 {
+			continue
+		}
+		if _, err := tx.Exec(ctx, v.sql); err != nil {
+			return fmt.Errorf("view %s: %w", v.name, err)
+		}
+		if _, err := tx.Exec(ctx, `INSERT INTO schema_views (name, sha256) VALUES ($1, $2)
+			ON CONFLICT (name) DO UPDATE SET sha256 = EXCLUDED.sha256, made_at = now()`, v.name, v.sha256); err != nil {
+			return fmt.Errorf("view %s: %w", v.name, err)
 		}
 	}
 	return tx.Commit(ctx)
 }
 
-// viewParameters fills the views' {{...}} with contracts/names.json's rules,
-// as SQL literals.
+// view is one file of views/, filled in.
+type view struct{ name, sql, sha256 string }
+
+// viewDefinitions are this build's views, in file-name order.
+func viewDefinitions() ([]view, error) {
+	names, err := fs.Glob(migrations, "views/*.sql")
+	if err != nil {
+		return nil, err
+	}
+	sort.Strings(names)
+	fill := viewParameters()
+	var out []view
+	for _, n := range names {
+		raw, _ := migrations.ReadFile(n)
+		sql := fill.Replace(string(raw))
+		sum := sha256.Sum256([]byte(sql))
+		out = append(out, view{name: strings.TrimSuffix(path.Base(n), ".sql"), sql: sql, sha256: hex.EncodeToString(sum[:])})
+	}
+	return out, nil
+}
+
+// viewParameters fills the views' {{...}} with contracts/names.json's rules:
+// strings as SQL literals, lists as text arrays.
 func viewParameters() *strings.Replacer {
 	rule := contracts.YCSBOperationRule()
 	notOps := make([]string, len(rule.NotOperations))
@@ -109,7 +144,7 @@ func viewParameters() *strings.Replacer {
 		notOps[i] = sqlLiteral(name)
 	}
 	return strings.NewReplacer(
-		"{{not_operations}}", strings.Join(notOps, ", "),
+		"{{not_operations}}", "ARRAY["+strings.Join(notOps, ", ")+"]::text[]",
 		"{{intended_prefix}}", sqlLiteral(rule.IntendedPrefix),
 		"{{failed_suffix}}", sqlLiteral(rule.FailedSuffix),
 	)

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io/fs"
 	"log/slog"
+	"path"
 	"strings"
 	"time"
 
@@ -62,23 +63,15 @@ func Prepare(ctx context.Context, owner *pgxpool.Pool, passwords map[string]stri
 	return nil
 }
 
-// WaitMigrated waits until every migration this build knows is applied:
-// how the collector starts, which may not apply them (its role may not
-// create tables).
+// WaitMigrated waits until every migration this build knows is applied,
+// by name, and its views are in place as it defines them: how the
+// collector starts, which may not apply them (its role may not create
+// tables).
 func WaitMigrated(ctx context.Context, pool *pgxpool.Pool, log *slog.Logger) error {
-	names, err := fs.Glob(migrations, "migrations/*.sql")
-	if err != nil {
-		return err
-	}
-	want := len(names)
 	for {
-		var n int
-		err := pool.QueryRow(ctx, `SELECT count(*) FROM schema_migrations`).Scan(&n)
-		if err == nil && n >= want {
-			return nil
-		}
+		err := migrated(ctx, pool)
 		if err == nil {
-			err = fmt.Errorf("%d of %d migrations applied", n, want)
+			return nil
 		}
 		if log != nil {
 			log.Info("waiting for the results database's migrations (benchq up, or collector -migrate)", "err", err)
@@ -90,4 +83,45 @@ func WaitMigrated(ctx context.Context, pool *pgxpool.Pool, log *slog.Logger) err
 		case <-time.After(250 * time.Millisecond):
 		}
 	}
+}
+
+// migrated is nil when every migration of this build is recorded and every
+// view is this build's definition, else an error saying what is missing.
+func migrated(ctx context.Context, pool *pgxpool.Pool) error {
+	files, err := fs.Glob(migrations, "migrations/*.sql")
+	if err != nil {
+		return err
+	}
+	versions := make([]string, len(files))
+	for i, f := range files {
+		versions[i] = strings.TrimSuffix(path.Base(f), ".sql")
+	}
+	views, err := viewDefinitions()
+	if err != nil {
+		return err
+	}
+	rows, err := pool.Query(ctx, `SELECT v FROM unnest($1::text[]) v WHERE v NOT IN (SELECT version FROM schema_migrations)`, versions)
+	if err != nil {
+		return err
+	}
+	missing, err := pgx.CollectRows(rows, pgx.RowTo[string])
+	if err != nil {
+		return err
+	}
+	if len(missing) > 0 {
+		return fmt.Errorf("migrations not applied: %s", strings.Join(missing, ", "))
+	}
+	for _, v := range views {
+		var have string
+		if err := pool.QueryRow(ctx, `SELECT sha256 FROM schema_views WHERE name = $1`, v.name).Scan(&have); err != nil && !errors.Is(err, pgx.ErrNoRows) {
+			return err
+		}
+		if have != v.sha256 {
+			missing = append(missing, v.name)
+		}
+	}
+	if len(missing) > 0 {
+		return fmt.Errorf("views not made as this build defines them: %s", strings.Join(missing, ", "))
+	}
+	return nil
 }

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"strconv"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -539,10 +540,39 @@ func TestMigrateIsIdempotent(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer db.Close()
+	// The views are made once: a second migration leaves them (and their
+	// readers) alone.
+	var made [2]time.Time
 	for i := range 2 {
 		if err := resultsdb.Migrate(ctx, db); err != nil {
 			t.Fatalf("migrate #%d: %v", i+1, err)
 		}
+		if err := db.QueryRow(ctx, `SELECT made_at FROM schema_views WHERE name = 'phase_figures'`).Scan(&made[i]); err != nil {
+			t.Fatalf("after migrate #%d: %v", i+1, err)
+		}
+	}
+	if !made[0].Equal(made[1]) {
+		t.Errorf("the second migration made phase_figures again (%v, then %v)", made[0], made[1])
+	}
+	// A view not as this build defines it (an older build migrated) is
+	// waited for by name, and made again by the next migration.
+	if err := resultsdb.WaitMigrated(ctx, db, nil); err != nil {
+		t.Fatalf("migrated, but WaitMigrated: %v", err)
+	}
+	if _, err := db.Exec(ctx, `UPDATE schema_views SET sha256 = 'older' WHERE name = 'phase_figures'`); err != nil {
+		t.Fatal(err)
+	}
+	short, cancelShort := context.WithTimeout(ctx, 5*time.Second)
+	err = resultsdb.WaitMigrated(short, db, nil)
+	cancelShort()
+	if err == nil || !strings.Contains(err.Error(), "views not made as this build defines them: phase_figures") {
+		t.Errorf("with an older phase_figures, WaitMigrated: %q", err)
+	}
+	if err := resultsdb.Migrate(ctx, db); err != nil {
+		t.Fatal(err)
+	}
+	if err := resultsdb.WaitMigrated(ctx, db, nil); err != nil {
+		t.Errorf("migrated again, but WaitMigrated: %v", err)
 	}
 	var versions []string
 	rows, _ := db.Query(ctx, `SELECT version FROM schema_migrations ORDER BY version`)
@@ -554,7 +584,7 @@ func TestMigrateIsIdempotent(t *testing.T) {
 	if err := rows.Err(); err != nil {
 		t.Fatal(err)
 	}
-	if fmt.Sprint(versions) != "[0001_init 0002_histograms 0003_metrics 0004_metric_summaries 0005_views 0006_saturation 0007_roles 0008_shard_holders 0009_ingest]" {
+	if fmt.Sprint(versions) != "[0001_init 0002_histograms 0003_metrics 0004_metric_summaries 0005_views 0006_saturation 0007_roles 0008_shard_holders 0009_ingest 0011_schema_views]" {
 		t.Errorf("schema_migrations = %v", versions)
 	}
 	var tables int

@@ -10,5 +10,5 @@ SELECT DISTINCT ON (code, phase, shard) *
 FROM shard_results
 ORDER BY code, phase, shard, (status = 'ok') DESC, attempt DESC;
 
--- phase_figures, first made here, is now made again at every migration from
+-- phase_figures, first made here, is now made from
 -- internal/resultsdb/views/phase_figures.sql (resultsdb.Migrate).

@@ -1,7 +1,8 @@
--- benchq results schema: a view made again, from this file, at every
--- migration (resultsdb.Migrate), after the numbered migrations: a view holds
--- no data, so one definition here replaces the copies each change of it
--- would otherwise add as a new migration.
+-- benchq results schema: a view made again from this file by
+-- resultsdb.Migrate, after the numbered migrations, whenever its definition
+-- filled in differs from the one in place (schema_views): a view holds no
+-- data, so one definition here replaces the copies each change of it would
+-- otherwise add as a new migration.
 --
 -- One row per phase of an experiment, from its reported shards:
 --   operations    every executed operation (YCSB's blocks but CLEANUP, the
@@ -30,7 +31,7 @@ WITH ops AS (
            sum(o.count) FILTER (WHERE right(o.operation, length({{failed_suffix}})) = {{failed_suffix}}) AS failed,
            max(o.p99_us) AS p99_max_us
     FROM shard_operations o
-    WHERE o.operation NOT IN ({{not_operations}})
+    WHERE o.operation <> ALL ({{not_operations}})
       AND NOT starts_with(o.operation, {{intended_prefix}})
     GROUP BY 1, 2, 3, 4
 ), phases AS (
