@@ -109,11 +109,12 @@ func get(ctx context.Context, url string) (string, error) {
 }
 
 // The cluster's three roles, each a pod of its own (here a loopback
-// address of its own, the same ports on each, as on Kubernetes): what is
-// written to the relay pod is spread over both cache pods, counted by each
-// under its own name on the relay's /metrics and answered by the relay's
-// graphite-web from theirs; with a cache pod gone, the relay's /metrics
-// fails instead of counting the other alone.
+// address of its own, the same ports on each, as on Kubernetes), the relay
+// started and ready before its caches: what is written to the relay pod is
+// spread over both cache pods, counted by each under its own name on the
+// relay's /metrics and answered by the relay's graphite-web from theirs;
+// with a cache pod gone, the relay's /metrics and its queries fail instead
+// of counting or answering from the other alone.
 func TestGraphitePodsFormACarbonCluster(t *testing.T) {
 	if _, err := localdb.CarbonHome(); err != nil {
 		testenv.SkipUnlessRequired(t, "BENCHQ_YCSB_REQUIRED", "%v", err)
@@ -139,8 +140,11 @@ func TestGraphitePodsFormACarbonCluster(t *testing.T) {
 	relay := base
 	relay.role, relay.listen, relay.dir, relay.caches = roleRelay, "127.0.0.1", filepath.Join(t.TempDir(), "data"), "127.0.0.2,127.0.0.3"
 	pods["relay"] = relay
+	// The relay first, ready while no cache answers yet (on Kubernetes the
+	// cache pods may start later); then the caches.
 	stops := map[string]func() error{}
-	for name, c := range pods {
+	for _, name := range []string{"relay", "cache-0", "cache-1"} {
+		c := pods[name]
 		runCtx, stop := context.WithCancel(ctx)
 		done := make(chan error, 1)
 		go func() { done <- run(runCtx, c, testenv.Logger(t, "graphite-pod "+name)) }()
@@ -154,8 +158,6 @@ func TestGraphitePodsFormACarbonCluster(t *testing.T) {
 			}
 		})
 		t.Cleanup(func() { _ = stops[name]() })
-	}
-	for _, c := range pods {
 		testenv.Eventually(t, time.Minute, func() error { _, err := get(ctx, c.url(c.metrics)+"/healthz"); return err })
 	}
 	writeAndRead(t, ctx, relay, map[string]bool{"cache-0": true, "cache-1": true})
@@ -165,6 +167,9 @@ func TestGraphitePodsFormACarbonCluster(t *testing.T) {
 	}
 	if n, err := storedByCache(ctx, relay.url(relay.metrics)); err == nil {
 		t.Errorf("with cache-1 gone, the relay's /metrics answered %v; want an error (a missing count, not a partial one)", n)
+	}
+	if body, err := get(ctx, relay.url(relay.httpPort)+"/render?target=bq.pod.*&format=json&from=-60s"); err == nil {
+		t.Errorf("with cache-1 gone, the relay's graphite-web answered %.200s; want a failed query, not a partial answer", body)
 	}
 	pids, _ := filepath.Glob(filepath.Join(pods["cache-1"].dir, "*", "*.pid"))
 	for _, f := range pids {

@@ -99,6 +99,8 @@ type CarbonDaemon struct {
 	Query    int    // the cache query port (carbon; graphite-web asks the caches there for points not yet written)
 	HTTP     int    // graphite-web's port (/render)
 	Pid      int
+
+	remote bool // graphite-web: it answers from other pods' graphite-webs (GraphiteOptions.Remote)
 }
 
 // Graphite's programs (CarbonDaemon.Program).
@@ -302,7 +304,7 @@ func (g *Graphite) start(ctx context.Context, home string, opts GraphiteOptions)
 		}
 		g.Relay = &d
 	}
-	g.Web = CarbonDaemon{Program: graphiteWeb, Instance: "web", Host: opts.listen(), Dir: filepath.Join(g.Dir, "web")}
+	g.Web = CarbonDaemon{Program: graphiteWeb, Instance: "web", Host: opts.listen(), Dir: filepath.Join(g.Dir, "web"), remote: len(opts.Remote) > 0}
 	return g.Web.run(ctx, home, osUser, opts, caches)
 }
 
@@ -491,7 +493,8 @@ const webSettingsModule = "benchq_graphite_settings"
 // the points they hold but have not written yet (carbonlink), hashed as
 // the relay spreads the series (consistent hashing on host and instance);
 // for caches in other pods (remote), their graphite-webs to ask instead
-// (CLUSTER_SERVERS), each of which reads its own cache so.
+// (CLUSTER_SERVERS), each of which reads its own cache so, every one of
+// them at every query.
 // Paths are written as Go quotes them, which Python reads alike. On
 // loopback only the local names are allowed hosts; listening beyond it
 // (a pod, reached by its Service's name), any.
@@ -527,6 +530,15 @@ func webSettings(dir string, caches []CarbonDaemon, remote bool, listen string) 
 	kv("CARBONLINK_HOSTS", "["+strings.Join(links, ", ")+"]")
 	kv("CARBONLINK_HASHING_TYPE", `"carbon_ch"`)
 	kv("CLUSTER_SERVERS", "["+strings.Join(servers, ", ")+"]")
+	if remote {
+		// Graphite-web skips a graphite-web that failed for 60 s and
+		// answers from the others: a query under overload would then be
+		// quick and short of points. Each query asks every cache, and one
+		// that a cache could not answer fails (HTTP 500), counted as a
+		// failed query, never as a quick one.
+		kv("REMOTE_RETRY_DELAY", "0")
+		kv("STORE_FAIL_ON_ERROR", "True")
+	}
 	kv("DATABASES", fmt.Sprintf(`{"default": {"ENGINE": "django.db.backends.sqlite3", "NAME": %s}}`, strconv.Quote(filepath.Join(storage, "graphite.db"))))
 	return b.String(), nil
 }
@@ -588,11 +600,17 @@ func (webProgram) launch(d *CarbonDaemon, home string, opts GraphiteOptions, cac
 
 // waitReady: graphite-web answers a query. Django loads its views at the
 // first request (about a second): that one is made here, not by the first
-// measured query.
+// measured query. One that answers from other pods' graphite-webs is asked
+// its version instead: a query fails (HTTP 500) while none of those
+// answers, and the cache pods may start later than the relay's.
 func (webProgram) waitReady(ctx context.Context, d *CarbonDaemon, timeout time.Duration) error {
+	path := "/render?target=benchq.ready&format=json&from=-10s"
+	if d.remote {
+		path = "/version"
+	}
 	return waitReady(ctx, d.Program, d.Pid, d.daemon().logFile(), "graphite-web answering", orDefault(timeout, 30*time.Second), 100*time.Millisecond,
 		func(ctx context.Context) error {
-			_, err := httpget.Get(ctx, "graphite-web /render", d.URL()+"/render?target=benchq.ready&format=json&from=-10s", 5*time.Second)
+			_, err := httpget.Get(ctx, "graphite-web "+path, d.URL()+path, 5*time.Second)
 			return err
 		})
 }
