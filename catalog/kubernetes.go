@@ -120,9 +120,13 @@ type Cluster struct {
 	Bootstrap Job `json:"bootstrap,omitzero"`
 }
 
-// Master is the coordinator pod of a cluster.
+// Master is the coordinator pod of a cluster. It keeps the reusable data
+// volume (-rst), unless it is Stateless: it holds none of the data
+// (Graphite's relay), its data path is scratch, and the cluster's data
+// lives on the workers' volumes, which are not reused.
 type Master struct {
-	Args []string `json:"args,omitempty"`
+	Args      []string `json:"args,omitempty"`
+	Stateless bool     `json:"stateless,omitempty"`
 }
 
 // Pool describes a connection pool in front of Backend.

@@ -181,7 +181,7 @@ func sutShape(c plan.Configuration) string {
 			s += " behind a master"
 			servers++
 		}
-		s += fmt.Sprintf(": %d processes (pods)", servers)
+		s += fmt.Sprintf(": %d servers (pods)", servers)
 	case c.SUT.Pool != nil:
 		pl := c.SUT.Pool
 		s += fmt.Sprintf(" behind %d pool pod(s) with %d inbound and %d outbound connections in total", pl.Pods, pl.Inbound, pl.Outbound)

@@ -135,7 +135,7 @@ func TestGraphiteClusterOnEitherBackend(t *testing.T) {
 	}
 	nw := []string{"tsdb", "-dbms", "Graphite", "-nw", "1,2", "-dry-run", "run"}
 	for _, backend := range []string{"kubernetes", "local"} {
-		if code, out, errs := on(backend, nw...); code != ExitOK || !strings.Contains(out, "Graphite, a cluster of 2 workers with 0 replica(s) each behind a master: 3 processes (pods)") {
+		if code, out, errs := on(backend, nw...); code != ExitOK || !strings.Contains(out, "Graphite, a cluster of 2 workers with 0 replica(s) each behind a master: 3 servers (pods)") {
 			t.Errorf("%s, -nw 1,2: exit %d, %s%s", backend, code, out, errs)
 		}
 	}

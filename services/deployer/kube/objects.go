@@ -242,8 +242,9 @@ func (b *builder) cluster(o *kubeObjects) error {
 	front := componentWorker
 	if c.Master != nil {
 		front = componentSUT
-		// The master keeps the reusable volume; workers have their own.
-		mpod, vol, err := b.serverPod(b.entry, r, componentSUT, c.Master.Args, true)
+		// The master keeps the reusable volume, unless it holds no data;
+		// workers have their own.
+		mpod, vol, err := b.serverPod(b.entry, r, componentSUT, c.Master.Args, !c.Master.Stateless)
 		if err != nil {
 			return err
 		}
@@ -383,8 +384,8 @@ func replaceAll(r *strings.Replacer, in []string) []string {
 // serverPod is the pod template of a DBMS server (or pool) of entry e. With
 // volume, a storage class makes the data volume the PVC it returns;
 // otherwise the data volume is an emptyDir (sized, with an ephemeral-storage
-// request, when -rss is given without -rst). Cluster workers get their PVCs
-// from the StatefulSet's claim template instead.
+// request, when -rss is given). Cluster workers get their PVCs from the
+// StatefulSet's claim template instead.
 func (b *builder) serverPod(e catalog.Entry, r *strings.Replacer, component string, extraArgs []string, volume bool) (corev1.PodTemplateSpec, *corev1.PersistentVolumeClaim, error) {
 	k := e.Kubernetes
 	c := corev1.Container{
@@ -417,14 +418,14 @@ func (b *builder) serverPod(e catalog.Entry, r *strings.Replacer, component stri
 		st := b.sut.Storage
 		c.VolumeMounts = []corev1.VolumeMount{{Name: "data", MountPath: k.DataPath}}
 		switch {
-		case st != nil && st.Class != "":
-			if volume {
-				if vol, err = b.volume(e); err != nil {
-					return corev1.PodTemplateSpec{}, nil, err
-				}
-				volumes = append(volumes, corev1.Volume{Name: "data", VolumeSource: corev1.VolumeSource{
-					PersistentVolumeClaim: &corev1.PersistentVolumeClaimVolumeSource{ClaimName: vol.Name}}})
-			} // else: the StatefulSet's volumeClaimTemplates
+		case st != nil && st.Class != "" && component == componentWorker:
+			// the StatefulSet's volumeClaimTemplates
+		case st != nil && st.Class != "" && volume:
+			if vol, err = b.volume(e); err != nil {
+				return corev1.PodTemplateSpec{}, nil, err
+			}
+			volumes = append(volumes, corev1.Volume{Name: "data", VolumeSource: corev1.VolumeSource{
+				PersistentVolumeClaim: &corev1.PersistentVolumeClaimVolumeSource{ClaimName: vol.Name}}})
 		case st != nil && st.Size != "":
 			q, err := quantity("storage.size", st.Size)
 			if err != nil {

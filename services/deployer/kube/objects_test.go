@@ -420,7 +420,8 @@ func TestEverySUTRequiresThePasswordByReference(t *testing.T) {
 // Service clients reach carries the ports they use: carbon's,
 // graphite-web's and its stored points'; in the cluster those are the
 // relay pod's, and only its metrics port is named metrics (Prometheus
-// scrapes the relay's gathered counts, not each cache's again). A DBMS
+// scrapes the relay's gathered counts, not each cache's again); the relay,
+// holding no series, keeps no reusable volume. A DBMS
 // with workers but no kubernetes.cluster is refused with the way out.
 func TestGraphiteOnKubernetes(t *testing.T) {
 	g, err := catalog.Lookup("Graphite")
@@ -469,6 +470,20 @@ func TestGraphiteOnKubernetes(t *testing.T) {
 		o.Endpoint.Host != o.Names.Base+".benchq.svc" {
 		t.Errorf("-nw 2: endpoint %+v, front service %s ports %v selecting %v; want %v on the relay's",
 			o.Endpoint, front.Name, servicePorts(front), front.Spec.Selector, want)
+	}
+
+	// With -rst the series live on the caches' volumes, which are not
+	// reused: the relay keeps no reusable volume (the use case is never
+	// marked loaded by it), only scratch.
+	spec.SUT = &contracts.SUTSpec{Workers: 2, Storage: &contracts.Storage{Class: "shared"}}
+	o, err = buildObjects(g, spec, "benchq")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if vols := o.Deployments[0].Spec.Template.Spec.Volumes; o.Volume != nil || len(vols) != 1 || vols[0].EmptyDir == nil ||
+		len(o.StatefulSets[0].Spec.VolumeClaimTemplates) != 1 {
+		t.Errorf("-nw 2 -rst shared: reusable volume %v, relay volumes %+v, cache claims %d; want none, an emptyDir, one",
+			o.Volume, vols, len(o.StatefulSets[0].Spec.VolumeClaimTemplates))
 	}
 
 	noCluster := g
