@@ -213,11 +213,13 @@ func (b *builder) cluster(o *kubeObjects) error {
 		return err
 	}
 	workers := b.service(b.entry, b.names.Workers, componentWorker, componentWorker, true)
-	if c.Master != nil {
+	if c.Master != nil && b.entry.Kubernetes.Exporter == nil {
 		// The master's own /metrics speaks for the cluster (a
 		// carbon-relay's gathers its caches' counts): Prometheus, which
-		// scrapes the ports named metrics, must not count the workers'
-		// again.
+		// scrapes the ports named metrics (or annotated), must not count
+		// the workers' again.
+		delete(pod.Annotations, "prometheus.io/scrape")
+		delete(pod.Annotations, "prometheus.io/port")
 		for i, p := range pod.Spec.Containers[0].Ports {
 			if p.Name == "metrics" {
 				pod.Spec.Containers[0].Ports[i].Name = workerMetricsPort
