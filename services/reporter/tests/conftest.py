@@ -16,7 +16,10 @@ from rows import load_tables
 
 TESTS = Path(__file__).parent
 GOLDEN = TESTS / "golden"
-MIGRATIONS = TESTS.parents[2] / "internal" / "resultsdb" / "migrations"
+# The results database is made as the stack makes it: by the collector's
+# one-shot migration (resultsdb.Migrate), which also makes the views with
+# contracts/names.json's rules written in.
+COLLECTOR = Path(os.environ.get("BENCHQ_COLLECTOR", TESTS.parents[2] / ".benchq" / "bin" / "collector"))
 PG_BIN = Path(os.environ.get("BENCHQ_PG_BIN", "/usr/lib/postgresql/15/bin"))
 
 
@@ -77,6 +80,8 @@ def postgres_url() -> str:
     missing = [b for b in ("initdb", "pg_ctl", "postgres") if not (PG_BIN / b).exists()]
     if missing:
         pytest.skip(f"PostgreSQL binaries not found in {PG_BIN} ({', '.join(missing)}); set BENCHQ_PG_BIN")
+    if not COLLECTOR.exists():
+        pytest.skip(f"the collector binary {COLLECTOR} is missing (make bootstrap builds it; or set BENCHQ_COLLECTOR)")
     as_postgres = os.geteuid() == 0
     root = Path(tempfile.mkdtemp(prefix="benchq-reporter-pg-"))
     data, sock, log = root / "data", root / "sock", root / "postgres.log"
@@ -101,9 +106,7 @@ def postgres_url() -> str:
         with psycopg.connect(f"postgresql://benchq@127.0.0.1:{port}/postgres", autocommit=True) as conn:
             conn.execute("CREATE DATABASE benchq")
         url = f"postgresql://benchq@127.0.0.1:{port}/benchq"
-        with psycopg.connect(url, autocommit=True) as conn:
-            for migration in sorted(MIGRATIONS.glob("*.sql")):
-                conn.execute(migration.read_text())
+        _run([str(COLLECTOR), "-migrate", "-db", url], False)
         yield url
     finally:
         if started:
