@@ -33,6 +33,35 @@ func TestBootstrapInstallsThePinnedCarbon(t *testing.T) {
 	}
 }
 
+// Carbon's version comes from its venv's metadata, whichever way pip wrote
+// it: a wheel's dist-info, or the egg-info of a legacy install (this
+// machine's pip, 2026-11-27); none, or two, is an error naming the venv.
+func TestCarbonVersionFromEitherMetadata(t *testing.T) {
+	for name, tc := range map[string]struct {
+		dirs []string
+		want string
+	}{
+		"wheel":         {[]string{"carbon-1.1.10.dist-info"}, "Graphite carbon 1.1.10"},
+		"legacy":        {[]string{"carbon-1.1.10.egg-info"}, "Graphite carbon 1.1.10"},
+		"legacy egg":    {[]string{"carbon-1.1.10-py3.11.egg-info"}, "Graphite carbon 1.1.10"},
+		"none":          {nil, ""},
+		"two":           {[]string{"carbon-1.1.10.dist-info", "carbon-1.1.9.egg-info"}, ""},
+		"whisper alone": {[]string{"whisper-1.1.10.dist-info"}, ""},
+	} {
+		venv := t.TempDir()
+		site := filepath.Join(venv, "lib", "python3.11", "site-packages")
+		for _, d := range append([]string{"bin"}, tc.dirs...) {
+			if err := os.MkdirAll(filepath.Join(site, d), 0o755); err != nil {
+				t.Fatal(err)
+			}
+		}
+		got, err := carbonVersion(filepath.Join(venv, "bin", "carbon-cache.py"))
+		if got != tc.want || (tc.want == "") != (err != nil) || (err != nil && !strings.Contains(err.Error(), venv)) {
+			t.Errorf("%s: %q, %v; want %q", name, got, err, tc.want)
+		}
+	}
+}
+
 // A carbon-relay in front of two carbon-caches, run as the SUT's OS user:
 // points written to the relay end up on both caches (consistent hashing),
 // and carbon's own counts, read from its whisper series, say exactly how

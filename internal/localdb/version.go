@@ -61,13 +61,22 @@ func parseVersion(out string) (string, error) {
 }
 
 // carbonVersion reads the version of carbon installed beside carbon-cache.py
-// (its venv's package metadata): carbon-cache.py has no --version.
+// (its venv's package metadata): carbon-cache.py has no --version. pip
+// writes carbon-<version>.dist-info when it builds a wheel, and
+// carbon-<version>[-py3.N].egg-info when it installs the sdist the legacy
+// way (as the pip of some machines does).
 func carbonVersion(script string) (string, error) {
 	venv := filepath.Dir(filepath.Dir(script))
-	found, _ := filepath.Glob(filepath.Join(venv, "lib", "python3*", "site-packages", "carbon-*.dist-info"))
-	if len(found) != 1 {
-		return "", fmt.Errorf("version of %s: %d carbon-*.dist-info in %s, want 1", script, len(found), venv)
+	var found []string
+	for _, meta := range []string{"carbon-*.dist-info", "carbon-*.egg-info"} {
+		m, _ := filepath.Glob(filepath.Join(venv, "lib", "python3*", "site-packages", meta))
+		found = append(found, m...)
 	}
-	v := strings.TrimSuffix(strings.TrimPrefix(filepath.Base(found[0]), "carbon-"), ".dist-info")
+	if len(found) != 1 {
+		return "", fmt.Errorf("version of %s: %d carbon-*.dist-info or carbon-*.egg-info in %s, want 1", script, len(found), venv)
+	}
+	v := strings.TrimPrefix(filepath.Base(found[0]), "carbon-")
+	v = strings.TrimSuffix(strings.TrimSuffix(v, ".dist-info"), ".egg-info")
+	v, _, _ = strings.Cut(v, "-py")
 	return "Graphite carbon " + v, nil
 }
