@@ -139,8 +139,8 @@ type TSDB struct {
 	MetricsPort string `json:"metrics_port,omitempty"`
 	// DrainQuietS is how long, in seconds, the counter must stay still
 	// after the generators stop before the backlog counts as stored
-	// (default 1): Graphite records its counts once a second, two seconds
-	// behind.
+	// (default 2, two of the embedded stack's scrapes): Graphite records
+	// its counts once a second, two seconds behind.
 	DrainQuietS int `json:"drain_quiet_s,omitempty"`
 }
 

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"log/slog"
@@ -196,10 +197,16 @@ func (a *Agent) runTSDB(ctx context.Context, job contracts.ShardJob, entry catal
 
 // Draining: after the generators stop, the SUT's counter is read every
 // drainEvery until it has not grown for the catalog's drain_quiet_s
-// (default 1 s), or drainLimit passed.
+// (default defaultDrainQuiet), or drainLimit passed.
 const (
 	drainEvery = 250 * time.Millisecond
 	drainLimit = 30 * time.Second
+	// defaultDrainQuiet is two of the embedded stack's 1 s scrapes: the
+	// phase (and then the SUT) ends only after Prometheus has scraped the
+	// settled count, so the application metrics pulled from it end where
+	// the summary's stored points do. With one second, a scrape that came
+	// late missed the last flush (1,100 of 1,200 points, e2e, 2026-11-27).
+	defaultDrainQuiet = 2
 )
 
 // ingestReader reads a time-series database's own counter of stored points
@@ -215,7 +222,7 @@ type ingestReader struct {
 // the /metrics of the SUT's HTTP port, or of the endpoint's port the
 // catalog's metrics_port names (Graphite's, served by the deployer).
 func newIngestReader(job contracts.ShardJob, entry catalog.Entry) *ingestReader {
-	quiet := time.Duration(max(entry.TSDB.DrainQuietS, 1)) * time.Second
+	quiet := time.Duration(cmp.Or(entry.TSDB.DrainQuietS, defaultDrainQuiet)) * time.Second
 	return &ingestReader{url: apiBase(job.Endpoint, entry.TSDB.MetricsPort) + "/metrics", counter: entry.TSDB.Ingested[job.TSDB.Protocol], quiet: quiet}
 }
 
