@@ -68,8 +68,12 @@ func Prepare(ctx context.Context, owner *pgxpool.Pool, passwords map[string]stri
 // collector starts, which may not apply them (its role may not create
 // tables).
 func WaitMigrated(ctx context.Context, pool *pgxpool.Pool, log *slog.Logger) error {
+	versions, views, err := buildSchema()
+	if err != nil {
+		return err
+	}
 	for {
-		err := migrated(ctx, pool)
+		err := migrated(ctx, pool, versions, views)
 		if err == nil {
 			return nil
 		}
@@ -85,21 +89,24 @@ func WaitMigrated(ctx context.Context, pool *pgxpool.Pool, log *slog.Logger) err
 	}
 }
 
-// migrated is nil when every migration of this build is recorded and every
-// view is this build's definition, else an error saying what is missing.
-func migrated(ctx context.Context, pool *pgxpool.Pool) error {
+// buildSchema is what this build defines: its migrations' versions and its
+// views (with their definitions' SHA-256).
+func buildSchema() ([]string, []view, error) {
 	files, err := fs.Glob(migrations, "migrations/*.sql")
 	if err != nil {
-		return err
+		return nil, nil, err
 	}
 	versions := make([]string, len(files))
 	for i, f := range files {
 		versions[i] = strings.TrimSuffix(path.Base(f), ".sql")
 	}
 	views, err := viewDefinitions()
-	if err != nil {
-		return err
-	}
+	return versions, views, err
+}
+
+// migrated is nil when every migration of versions is recorded and every
+// view is as defined, else an error saying what is missing.
+func migrated(ctx context.Context, pool *pgxpool.Pool, versions []string, views []view) error {
 	rows, err := pool.Query(ctx, `SELECT v FROM unnest($1::text[]) v WHERE v NOT IN (SELECT version FROM schema_migrations)`, versions)
 	if err != nil {
 		return err
