@@ -26,7 +26,7 @@ from typing import Any, NoReturn, TextIO
 import pandas as pd
 
 from . import dataframes, db, version
-from .outputs import compare, export, report
+from .outputs import compare, export
 from .summary import render
 from .summary.build import BenchbaseSummary, YcsbSummary, summarize
 
@@ -216,6 +216,8 @@ def _report(
     fail: Fail,
 ) -> int:
     """``reporter report``: the written files on stdout, the page first."""
+    from .outputs import report  # only here and in compare: it imports matplotlib, 0.8 s
+
     made, missing = report.plots(frames, summary)
     try:
         out = Path(args.output)
@@ -253,6 +255,8 @@ def _compare(args: argparse.Namespace, url: str, stdout: TextIO, fail: Fail) -> 
         return fail(ExitStatus.ERROR, str(e))
     text = compare.markdown(compare.compare(tables))
     if args.format == "html":
+        from .outputs import report
+
         text = report.html_page("benchq comparison: " + ", ".join(args.experiment), report.markdown_html(text))
     stdout.write(text)
     return ExitStatus.SUCCESS
