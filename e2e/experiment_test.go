@@ -403,7 +403,9 @@ func TestEmbeddedStack(t *testing.T) {
 // and calls onEvent for every event while it runs (with the SUT endpoint
 // once known). It returns the CLI output; the CLI must exit with wantExit.
 func (s *stack) runExperiment(t *testing.T, code, dbms string, wantExit int, onEvent func(subject string, data []byte, ep *contracts.Endpoint), extra ...string) string {
-	ctx, cancel := context.WithTimeout(context.Background(), 6*time.Minute)
+	// 1 to 4 minutes on 2 cores shared with the other stacks: the limit
+	// only stops a hang.
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
 	defer cancel()
 	ev := s.events(ctx, code)
 	var out bytes.Buffer

@@ -304,10 +304,12 @@ func TestExitStatus(t *testing.T) {
 
 // A child gets the allow-listed environment and what its spec adds: no key,
 // seed or token of the stack (BENCHQ_NATS_NKEY here) unless it is one of
-// benchq's services (InheritEnv).
+// benchq's services (InheritEnv). The drivers' JVMs take their options
+// from JAVA_TOOL_OPTIONS.
 func TestChildrenDoNotInheritTheStacksSecrets(t *testing.T) {
 	t.Setenv("BENCHQ_NATS_NKEY", "SUAsecretseed")
 	t.Setenv("LC_ALL", "C")
+	t.Setenv("JAVA_TOOL_OPTIONS", "-Xmx1g")
 	env := func(inherit bool) string {
 		out, err := Run(t.Context(), Spec{Path: "env", Env: []string{"BENCHQ_SUT=1"}, InheritEnv: inherit})
 		if err != nil {
@@ -316,7 +318,7 @@ func TestChildrenDoNotInheritTheStacksSecrets(t *testing.T) {
 		return string(out)
 	}
 	child := env(false)
-	if strings.Contains(child, "SUAsecretseed") || !strings.Contains(child, "BENCHQ_SUT=1") || !strings.Contains(child, "PATH=") || !strings.Contains(child, "LC_ALL=C") {
+	if strings.Contains(child, "SUAsecretseed") || !strings.Contains(child, "BENCHQ_SUT=1") || !strings.Contains(child, "PATH=") || !strings.Contains(child, "LC_ALL=C") || !strings.Contains(child, "JAVA_TOOL_OPTIONS=-Xmx1g") {
 		t.Errorf("a child's environment:\n%s", child)
 	}
 	if !strings.Contains(env(true), "BENCHQ_NATS_NKEY=SUAsecretseed") {
