@@ -428,7 +428,10 @@ func (b *builder) serverPod(e catalog.Entry, r *strings.Replacer, component stri
 			}
 			volumes = append(volumes, corev1.Volume{Name: "data", VolumeSource: corev1.VolumeSource{
 				PersistentVolumeClaim: &corev1.PersistentVolumeClaimVolumeSource{ClaimName: vol.Name}}})
-		case st != nil && st.Size != "":
+		case st != nil && st.Size != "" && st.Class == "":
+			// -rss without -rst: the size as an ephemeral-storage request.
+			// With -rst, the size is the volumes'; a stateless master (a
+			// carbon-relay) keeps no series and gets a plain emptyDir.
 			q, err := quantity("storage.size", st.Size)
 			if err != nil {
 				return corev1.PodTemplateSpec{}, nil, err

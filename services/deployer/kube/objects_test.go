@@ -474,16 +474,28 @@ func TestGraphiteOnKubernetes(t *testing.T) {
 
 	// With -rst the series live on the caches' volumes, which are not
 	// reused: the relay keeps no reusable volume (the use case is never
-	// marked loaded by it), only scratch.
-	spec.SUT = &contracts.SUTSpec{Workers: 2, Storage: &contracts.Storage{Class: "shared"}}
+	// marked loaded by it), only scratch, and -rss sizes the caches'
+	// volumes, not the relay's scratch (500Gi of ephemeral storage could
+	// leave it unschedulable).
+	spec.SUT = &contracts.SUTSpec{Workers: 2, Storage: &contracts.Storage{Class: "shared", Size: "500Gi"}}
 	o, err = buildObjects(g, spec, "benchq")
 	if err != nil {
 		t.Fatal(err)
 	}
 	if vols := o.Deployments[0].Spec.Template.Spec.Volumes; o.Volume != nil || len(vols) != 1 || vols[0].EmptyDir == nil ||
-		len(o.StatefulSets[0].Spec.VolumeClaimTemplates) != 1 {
-		t.Errorf("-nw 2 -rst shared: reusable volume %v, relay volumes %+v, cache claims %d; want none, an emptyDir, one",
+		vols[0].EmptyDir.SizeLimit != nil || len(o.StatefulSets[0].Spec.VolumeClaimTemplates) != 1 {
+		t.Errorf("-nw 2 -rst shared -rss 500Gi: reusable volume %v, relay volumes %+v, cache claims %d; want none, an emptyDir without a limit, one",
 			o.Volume, vols, len(o.StatefulSets[0].Spec.VolumeClaimTemplates))
+	}
+	for _, c := range o.Deployments[0].Spec.Template.Spec.Containers {
+		if q, ok := c.Resources.Requests[corev1.ResourceEphemeralStorage]; ok {
+			t.Errorf("-rst shared -rss 500Gi: the relay's %s requests %s of ephemeral storage", c.Name, q.String())
+		}
+	}
+	if claims := o.StatefulSets[0].Spec.VolumeClaimTemplates; len(claims) == 1 {
+		if q := claims[0].Spec.Resources.Requests[corev1.ResourceStorage]; q.String() != "500Gi" {
+			t.Errorf("-rss 500Gi: the caches' claims request %s", q.String())
+		}
 	}
 
 	noCluster := g
