@@ -143,6 +143,7 @@ func TestParseRejects(t *testing.T) {
 		"bad quantity":            {"foo.json", strings.Replace(good, `"metrics":"foo"`, `"metrics":"foo","resources":{"request_memory":"lots"}`, 1), `kubernetes.resources.request_memory: "lots" is not a Kubernetes quantity`},
 		"cluster without cluster": {"foo.json", strings.Replace(good, `"single"`, `"cluster"`, 1), `kubernetes.cluster: required for topology "cluster"`},
 		"cluster bootstrap":       {"foo.json", strings.Replace(strings.Replace(good, `"single"`, `"cluster"`, 1), `"metrics":"foo"`, `"metrics":"foo","cluster":{"min_masters":3,"default_workers":3,"bootstrap":{"image":"x"}}`, 1), "kubernetes.cluster.bootstrap: image and command, or neither"},
+		"cluster nothing forms":   {"foo.json", strings.Replace(strings.Replace(good, `"single"`, `"cluster"`, 1), `"metrics":"foo"`, `"metrics":"foo","cluster":{"min_masters":3,"default_workers":3}`, 1), "kubernetes.cluster.bootstrap: required without a master"},
 		"cluster on single":       {"foo.json", strings.Replace(good, `"metrics":"foo"`, `"metrics":"foo","cluster":{"min_masters":1,"default_workers":1}`, 1), `kubernetes.cluster: only for topology "cluster", or topology "single" with workers`},
 		"schema job":              {"foo.json", strings.Replace(good, `"properties":{"a":"b"}`, `"properties":{"a":"b"},"schema":["CREATE TABLE t (k int)"]`, 1), "kubernetes.schema: required when ycsb.schema"},
 	} {

@@ -235,6 +235,7 @@ func (k *Kubernetes) validate(e Entry) error {
 		need(c.MinMasters >= 1, "cluster.min_masters", "at least 1")
 		need(c.DefaultWorkers >= c.MinMasters, "cluster.default_workers", "at least min_masters")
 		need((c.Bootstrap.Image != "") == (len(c.Bootstrap.Command) > 0), "cluster.bootstrap", "image and command, or neither (a cluster that forms by itself)")
+		need(c.Bootstrap.Image != "" || c.Master != nil, "cluster.bootstrap", "required without a master: nothing else would form the cluster")
 	}
 	need((k.Topology == TopologyPool) == (k.Pool != nil), "pool", `required for topology "pool", and only there`)
 	if p := k.Pool; p != nil {
