@@ -266,14 +266,18 @@ func (r *ingestReader) read(ctx context.Context) (float64, bool) {
 func (r *ingestReader) drain(ctx context.Context, ended time.Time) *contracts.Ingest {
 	in := &contracts.Ingest{Counter: r.counter.String(), EndedAt: ended}
 	deadline := in.EndedAt.Add(drainLimit)
+	// Drained takes a reading that succeeded quiet after the last change
+	// and shows the same count: failed readings in between prove nothing
+	// (the counter may have grown while the page did not answer).
 	last, lastChange := -1.0, time.Now()
 	for time.Now().Before(deadline) && ctx.Err() == nil {
-		if v, ok := r.read(ctx); ok && v != last {
-			last, lastChange = v, time.Now()
-		}
-		if last >= 0 && time.Since(lastChange) >= r.quiet {
-			in.Drained = true
-			break
+		if v, ok := r.read(ctx); ok {
+			if v != last {
+				last, lastChange = v, time.Now()
+			} else if time.Since(lastChange) >= r.quiet {
+				in.Drained = true
+				break
+			}
 		}
 		select {
 		case <-ctx.Done():

@@ -7,6 +7,7 @@ import (
 	"net/http/httptest"
 	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/benchq/benchq/catalog"
 )
@@ -31,5 +32,39 @@ func TestIngestReaderLeavesOutWhatIsNotACount(t *testing.T) {
 	}
 	if fmt.Sprint(got) != "[5 21]" || len(r.readings) != 2 {
 		t.Errorf("readings %v (%d stored), want [5 21]", got, len(r.readings))
+	}
+}
+
+// The drain ends drained only on a reading that answered the quiet time
+// after the count last changed, with the same count: a page that stopped
+// answering proves nothing (the count may grow meanwhile), and the drain
+// goes on until its context ends, not drained.
+func TestDrainNeedsAnAnsweredQuietReading(t *testing.T) {
+	for _, c := range []struct {
+		name        string
+		answers     int // then HTTP 503
+		wantDrained bool
+	}{
+		{"answers throughout", 1 << 30, true},
+		{"stops answering after its first reading", 1, false},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			var n atomic.Int64
+			srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+				if int(n.Add(1)) > c.answers {
+					http.Error(w, "busy", http.StatusServiceUnavailable)
+					return
+				}
+				fmt.Fprint(w, "# TYPE carbon_points_stored_total counter\ncarbon_points_stored_total{cache=\"cache-0\"} 300\n")
+			}))
+			defer srv.Close()
+			r := &ingestReader{url: srv.URL, counter: catalog.Counter{Series: "carbon_points_stored_total"}, quiet: 500 * time.Millisecond}
+			ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+			defer cancel()
+			in := r.drain(ctx, time.Now())
+			if in.Drained != c.wantDrained || len(in.Readings) == 0 || in.Readings[0].Total != 300 {
+				t.Errorf("drained %v with %d readings (%v), want drained %v", in.Drained, len(in.Readings), in.Readings, c.wantDrained)
+			}
+		})
 	}
 }
