@@ -56,7 +56,9 @@ test-go:
 	go vet ./...
 	JAVA_TOOL_OPTIONS=-XX:TieredStopAtLevel=1 BENCHQ_YCSB_REQUIRED=1 go test -count=1 ./contracts/... ./catalog/... ./internal/... ./services/... ./cmd/... ./grafana/... ./deploy/... ./docs/...
 
-test-py:
+# bootstrap first: the venv, and the collector whose one-shot migration
+# makes the tests' results database (services/reporter/tests/conftest.py).
+test-py: bootstrap
 	.venv/bin/pytest -q -n 2 services/reporter/tests
 
 # The YCSB bindings and launcher against throwaway Redis, Redis Cluster,
