@@ -3,6 +3,7 @@ package plan
 import (
 	"cmp"
 	"math"
+	"slices"
 
 	"github.com/benchq/benchq/contracts"
 	"github.com/benchq/benchq/internal/saturation"
@@ -150,7 +151,7 @@ func WithDefaults(r contracts.Request) contracts.Request {
 // fill gives an empty list its default.
 func fill[T any](v *[]T, def []T) {
 	if len(*v) == 0 {
-		*v = def
+		*v = slices.Clone(def) // its own array: an append to one list must not write into another
 	}
 }
 

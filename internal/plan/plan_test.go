@@ -448,3 +448,18 @@ func TestParseThreshold(t *testing.T) {
 		t.Errorf("a JSON threshold on error_share of the target: %v", err)
 	}
 }
+
+// The lists WithDefaults fills are their own: appending to one writes into
+// neither another list of the request nor the package's Defaults.
+func TestDefaultListsAreCopies(t *testing.T) {
+	r := WithDefaults(contracts.Request{Benchmark: BenchmarkTSDB, BenchmarkingThreads: []int{4, 8}})
+	r.LoadingThreads = append(r.LoadingThreads, 99)
+	if !slices.Equal(r.BenchmarkingThreads, []int{4, 8}) {
+		t.Errorf("tsdb: benchmarking threads %v after an append to the loading threads, want [4 8]", r.BenchmarkingThreads)
+	}
+	d := WithDefaults(contracts.Request{})
+	d.BenchmarkingThreads[0] = 7
+	if Defaults.BenchmarkingThreads[0] != 64 {
+		t.Errorf("Defaults.BenchmarkingThreads %v after a change to a request's", Defaults.BenchmarkingThreads)
+	}
+}
