@@ -58,7 +58,7 @@ type GraphiteOptions struct {
 	// ours), e.g. SUTUser.
 	OSUser string
 	// Listen is the address clients reach: the front daemon's ports (its
-	// plaintext listener, a cache's pickle and query ports too) and
+	// plaintext listener and its pickle port; a cache's query port too) and
 	// graphite-web bind to it (default 127.0.0.1; "0.0.0.0" in a
 	// container, cmd/graphite-pod). The ports of the caches behind a relay
 	// here, which only the relay and graphite-web use, stay on loopback.
