@@ -216,7 +216,7 @@ def _report(
     fail: Fail,
 ) -> int:
     """``reporter report``: the written files on stdout, the page first."""
-    from .outputs import report  # only here and in compare: it imports matplotlib, 0.8 s
+    from .outputs import report  # only here and in compare: it imports matplotlib (0.7 CPU s)
 
     made, missing = report.plots(frames, summary)
     try:
