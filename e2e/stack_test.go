@@ -7,7 +7,7 @@
 // having the machine to themselves run in parallel, all six at once (go
 // test -parallel 6 in the Makefile: with fewer slots go test may start the
 // longest last). Their time limits stop hangs; none is a speed test (on
-// two cores the six stacks' first minutes run at a load average of 20).
+// two cores the six stacks' first minutes run at a load average of 20-40).
 // The saturation search is one of them, its stack in a cgroup of ten times
 // the CPU weight of the rest (newCPUPriority): it measures a knee, and gets
 // the share of the cores it needs first. The chaos harness (whose cpu-hog
