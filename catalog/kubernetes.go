@@ -124,9 +124,16 @@ type Cluster struct {
 // volume (-rst), unless it is Stateless: it holds none of the data
 // (Graphite's relay), its data path is scratch, and the cluster's data
 // lives on the workers' volumes, which are not reused.
+//
+// GathersMetrics says the master's own /metrics carries its workers'
+// counts (Graphite's relay gathers its caches' stored points, each under
+// a cache label). Prometheus then scrapes the master only: the workers'
+// metrics port is renamed (worker-metrics) and their scrape annotations
+// dropped, so that no point is counted twice.
 type Master struct {
-	Args      []string `json:"args,omitempty"`
-	Stateless bool     `json:"stateless,omitempty"`
+	Args           []string `json:"args,omitempty"`
+	Stateless      bool     `json:"stateless,omitempty"`
+	GathersMetrics bool     `json:"gathers_metrics,omitempty"`
 }
 
 // Pool describes a connection pool in front of Backend.
@@ -236,6 +243,8 @@ func (k *Kubernetes) validate(e Entry) error {
 		need(c.DefaultWorkers >= c.MinMasters, "cluster.default_workers", "at least min_masters")
 		need((c.Bootstrap.Image != "") == (len(c.Bootstrap.Command) > 0), "cluster.bootstrap", "image and command, or neither (a cluster that forms by itself)")
 		need(c.Bootstrap.Image != "" || c.Master != nil, "cluster.bootstrap", "required without a master: nothing else would form the cluster")
+		need(c.Master == nil || !c.Master.GathersMetrics || k.Exporter == nil, "cluster.master.gathers_metrics",
+			"not with an exporter: the master's own /metrics must be what Prometheus scrapes")
 	}
 	need((k.Topology == TopologyPool) == (k.Pool != nil), "pool", `required for topology "pool", and only there`)
 	if p := k.Pool; p != nil {

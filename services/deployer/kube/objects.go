@@ -213,7 +213,7 @@ func (b *builder) cluster(o *kubeObjects) error {
 		return err
 	}
 	workers := b.service(b.entry, b.names.Workers, componentWorker, componentWorker, true)
-	if c.Master != nil && b.entry.Kubernetes.Exporter == nil {
+	if c.Master != nil && c.Master.GathersMetrics {
 		// The master's own /metrics speaks for the cluster (a
 		// carbon-relay's gathers its caches' counts): Prometheus, which
 		// scrapes the ports named metrics (or annotated), must not count

@@ -465,6 +465,17 @@ func TestGraphiteOnKubernetes(t *testing.T) {
 			t.Errorf("a cache pod's port %d is named metrics: Prometheus would count its points twice", p.ContainerPort)
 		}
 	}
+	// The rename is the catalog's word (master.gathers_metrics), not
+	// every master's: without it the caches keep their metrics port.
+	k8s, cl, m := *g.Kubernetes, *g.Kubernetes.Cluster, *g.Kubernetes.Cluster.Master
+	m.GathersMetrics, cl.Master, k8s.Cluster = false, &m, &cl
+	own := g
+	own.Kubernetes = &k8s
+	if o2, err := buildObjects(own, spec, "benchq"); err != nil {
+		t.Fatal(err)
+	} else if !slices.ContainsFunc(o2.StatefulSets[0].Spec.Template.Spec.Containers[0].Ports, func(p corev1.ContainerPort) bool { return p.Name == "metrics" }) {
+		t.Errorf("a master that does not gather its workers' metrics: the caches' metrics port was renamed")
+	}
 	front := o.Services[len(o.Services)-1]
 	if !maps.Equal(o.Endpoint.Ports, want) || !maps.Equal(servicePorts(front), want) || front.Spec.Selector[labelComponent] != componentSUT ||
 		o.Endpoint.Host != o.Names.Base+".benchq.svc" {
