@@ -57,6 +57,13 @@ def test_unknown_code(db):
     assert err == "reporter: no experiment with code 'nope' in the results database (list them with: reporter list)\n"
 
 
+def test_unknown_code_through_benchq(db, monkeypatch):
+    monkeypatch.setenv("BENCHQ_CLI", "benchq")
+    status, out, err = run(db, "summary", "-e", "nope")
+    assert (status, out) == (1, "")
+    assert err.endswith("(list them with: benchq list)\n")
+
+
 def test_list(db):
     status, out, err = run(db, "list")
     assert (status, err) == (0, "")

@@ -152,3 +152,14 @@ def test_every_axis_says_what_it_holds():
         assert report.unlabelled(made[0].figure) == ["axes 0: no x label"]
     finally:
         report.close(made)
+
+
+def test_latency_over_time_hides_cleanup(db):
+    """YCSB's CLEANUP (closing the client) is no operation of the workload: hidden as in the summary."""
+    from benchq_reporter import dataframes
+
+    frames = dataframes.load("report-redis", db)
+    assert frames["interval_operations"]["operation"].isin(["CLEANUP", "Intended-CLEANUP"]).any()
+    plots, _ = report._latency_over_time(frames, None)
+    labels = [t.get_text() for p in plots for t in p.figure.axes[0].get_legend().get_texts()]
+    assert labels and not any("CLEANUP" in label for label in labels), labels

@@ -336,6 +336,13 @@ def test_tests_section_only_when_requested(tables):
     assert md.endswith("To see the summary again run: reporter summary -e ycsb-redis-1\n")
 
 
+def test_hints_name_benchq_when_it_ran_the_reporter(tables, monkeypatch):
+    """`benchq summary` runs the reporter with BENCHQ_CLI=benchq: the user never typed `reporter`."""
+    monkeypatch.setenv("BENCHQ_CLI", "benchq")
+    md = render.markdown(summarize(experiment(tables)))
+    assert md.endswith("To see the summary again run: benchq summary -e ycsb-redis-1\n")
+
+
 def test_repetitions_are_planned_per_run(tables):
     plan = tables["experiments"][0]["plan"]
     plan["settings"]["repetitions"] = 2

@@ -25,7 +25,7 @@ from typing import Any, NoReturn, TextIO
 
 import pandas as pd
 
-from . import dataframes, db, version
+from . import dataframes, db, invoked, version
 from .outputs import compare, export
 from .summary import render
 from .summary.build import BenchbaseSummary, YcsbSummary, summarize
@@ -154,7 +154,7 @@ def main(argv: Sequence[str], env: Mapping[str, str], stdout: TextIO, stderr: Te
     if data is None:
         return fail(
             ExitStatus.ERROR,
-            f"no experiment with code '{args.experiment}' in the results database (list them with: reporter list)",
+            f"no experiment with code '{args.experiment}' in the results database (list them with: {invoked.command()} list)",
         )
     summary = summarize(data)
     if args.command == "report":
@@ -196,7 +196,7 @@ def _export(args: argparse.Namespace, url: str, stdout: TextIO, fail: Fail) -> i
     except db.DatabaseError as e:
         return fail(ExitStatus.ERROR, f"cannot read the results database at {e.url} ({e.reason}); {FIX}")
     except dataframes.UnknownExperiment as e:
-        return fail(ExitStatus.ERROR, f"{e} (list them with: reporter list)")
+        return fail(ExitStatus.ERROR, f"{e} (list them with: {invoked.command()} list)")
     except (export.ExportError, OSError) as e:
         return fail(ExitStatus.ERROR, f"cannot export to {args.output}: {e}")
     for spec in manifest["frames"].values():
@@ -244,7 +244,7 @@ def _compare(args: argparse.Namespace, url: str, stdout: TextIO, fail: Fail) -> 
                 if data is None:
                     return fail(
                         ExitStatus.ERROR,
-                        f"no experiment with code '{code}' in the results database (list them with: reporter list)",
+                        f"no experiment with code '{code}' in the results database (list them with: {invoked.command()} list)",
                     )
                 tables.append(compare.phases(code, summarize(data), dataframes.load(code, url)))
     except db.Unreachable as e:

@@ -49,7 +49,7 @@ from matplotlib.figure import Figure
 from ..contracts import KIND, PHASE
 from ..summary import benchbase as bb
 from ..summary.build import BenchbaseSummary, YcsbSummary
-from ..summary.ycsb import LATENCY_FIGURES, THROUGHPUT, WINDOW_THROUGHPUT
+from ..summary.ycsb import HIDDEN_OPERATIONS, LATENCY_FIGURES, THROUGHPUT, WINDOW_THROUGHPUT
 
 PERCENTILES = ("p50", "p95", "p99", "p999")
 # The Monitoring figures plotted per component, as the axis names them (the
@@ -174,7 +174,8 @@ def _latency_over_time(frames: Mapping[str, pd.DataFrame], _summary: object) -> 
             continue
         column, name = ("p99_us", "p99") if g["p99_us"].notna().any() else ("p95_us", "p95")
         g = g.dropna(subset=[column])
-        g = g[(g["count"].fillna(0) > 0) & (g["elapsed_s"] > 0)]
+        # CLEANUP (closing the client) is hidden as in the summary's tables.
+        g = g[(g["count"].fillna(0) > 0) & (g["elapsed_s"] > 0) & ~g["operation"].isin(HIDDEN_OPERATIONS)]
         if g.empty:
             continue
         fig, ax = plt.subplots(figsize=(8, 3.2))

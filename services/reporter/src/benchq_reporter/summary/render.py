@@ -14,6 +14,7 @@ from typing import Any
 
 import pandas as pd
 
+from .. import invoked
 from ..contracts import EXPERIMENT
 from . import benchbase as bb
 from .build import BenchbaseSummary, Summary, YcsbSummary
@@ -214,7 +215,7 @@ def markdown(s: YcsbSummary | BenchbaseSummary) -> str:
         parts.append(monitoring_lines(s.monitoring))
     if s.show_tests:
         parts.append(test_lines(s.tests))
-    parts.append([f"To see the summary again run: reporter summary -e {s.code}"])
+    parts.append([f"To see the summary again run: {invoked.command()} summary -e {s.code}"])
     return "\n\n".join("\n".join(p) for p in parts) + "\n"
 
 
