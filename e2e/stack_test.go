@@ -22,6 +22,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -73,7 +74,7 @@ func startStackIn(t *testing.T, cg *cpuGroup) *stack {
 	t.Helper()
 	repo, _ := filepath.Abs("..")
 	bin := filepath.Join(repo, ".benchq", "bin")
-	for _, b := range []string{"benchq", "scheduler", "deployer", "driver-agent", "collector", "nats-server"} {
+	for _, b := range []string{"benchq", "scheduler", "deployer", "driver-agent", "collector", "nats-server", "reporter"} {
 		if _, err := os.Stat(filepath.Join(bin, b)); err != nil {
 			t.Fatalf("%s missing: run `make bootstrap` first (make test does)", b)
 		}
@@ -98,9 +99,13 @@ func startStackIn(t *testing.T, cg *cpuGroup) *stack {
 	// 2.4, and sooner done). With about 150 JVMs in the e2e, on 2 cores
 	// shared by six stacks, that is minutes. Users' stacks and make bench
 	// keep the JVM's defaults (docs/status.md, "What make test covers").
-	s.env = append(os.Environ(), "BENCHQ_HOME="+home, "BENCHQ_BIN="+bin,
-		"BENCHQ_REPORTER="+filepath.Join(repo, ".venv", "bin", "reporter"), "BENCHQ_AGENT_STANDBYS=2",
+	//
+	// No BENCHQ_REPORTER: the CLI finds the reporter next to its binary
+	// (the bootstrap's link), as a user's with a home outside the
+	// repository must.
+	s.env = append(os.Environ(), "BENCHQ_HOME="+home, "BENCHQ_BIN="+bin, "BENCHQ_AGENT_STANDBYS=2",
 		"JAVA_TOOL_OPTIONS=-XX:TieredStopAtLevel=1")
+	s.env = slices.DeleteFunc(s.env, func(v string) bool { return strings.HasPrefix(v, "BENCHQ_REPORTER=") })
 	t.Cleanup(func() {
 		if s.nc != nil {
 			s.nc.Close()

@@ -104,6 +104,9 @@ if [ ! -x .venv/bin/python ] || [ "$(cat "$stamp" 2>/dev/null)" != "$want" ]; th
   .venv/bin/pip install -q -r services/reporter/requirements.txt -r services/reporter/requirements-dev.txt -e services/reporter
   echo "$want" > "$stamp"
 fi
+# The CLI runs the reporter found next to its own binary: a link to this
+# venv's, so that a BENCHQ_HOME outside the repository finds it too.
+ln -sfn "$(pwd)/.venv/bin/reporter" "$BENCHQ_HOME/bin/reporter"
 # Read at run time (benchq_reporter/version.py); the editable install needs no reinstall.
 echo "$version" > services/reporter/src/benchq_reporter/VERSION
 step "ready"

@@ -80,9 +80,12 @@ var errNoExperiment = errors.New("no such experiment")
 // experimentWindow is the experiment's time in the stack's results
 // database (to now while it runs), widened by dashboardMargin.
 func experimentWindow(ctx context.Context, st *State, code string) (from, to time.Time, err error) {
-	s, _ := stack.Load(st)
-	if s == nil || s.DBURL == "" {
-		return from, to, stack.ErrNotUp
+	s, err := stack.Load(st)
+	if s == nil {
+		return from, to, err
+	}
+	if s.DBURL == "" {
+		return from, to, fmt.Errorf("%w: its stack.json names no results database", stack.ErrNotUp)
 	}
 	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
 	defer cancel()

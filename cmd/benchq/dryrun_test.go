@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"io"
 	"strings"
 	"testing"
 	"time"
@@ -47,15 +48,19 @@ func TestUsageErrors(t *testing.T) {
 		"no action":       {[]string{"ycsb", "-dbms", "Redis"}, ExitUsage, "run"},
 		"unknown command": {[]string{"frobnicate"}, ExitUsage, "frobnicate"},
 		"unknown dbms":    {[]string{"ycsb", "-dbms", "NoSuchDB", "-dry-run", "run"}, ExitFailed, `unknown DBMS "NoSuchDB"`},
-		"stack not up":    {[]string{"ycsb", "-dbms", "Redis", "run"}, ExitNotReady, "benchq up"},
+		// The home looked in is named: run from another directory, the
+		// default .benchq is not benchq up's.
+		"stack not up": {[]string{"ycsb", "-dbms", "Redis", "run"}, ExitNotReady, "the stack is not running in /no/such/home (start it with: benchq up"},
+		"no stack":     {[]string{"summary", "-e", "x"}, ExitNotReady, "not running in /no/such/home"},
+		"sf 0":         {[]string{"ycsb", "-dbms", "Redis", "-sf", "0", "-dry-run", "run"}, ExitUsage, "-sf 0: the scale factor must be more than 0"},
+		"sf negative":  {[]string{"benchbase", "-dbms", "PostgreSQL", "--scaling-factor", "-1", "-dry-run", "run"}, ExitUsage, "--scaling-factor -1: the scale factor must be more than 0"},
 	}
 	for name, c := range cases {
 		t.Run(name, func(t *testing.T) {
-			t.Setenv("BENCHQ_HOME", t.TempDir())
 			var out, errb bytes.Buffer
 			code := Main(context.Background(), c.args, &State{Env: func(k string) string {
 				if k == "BENCHQ_HOME" {
-					return t.TempDir()
+					return "/no/such/home"
 				}
 				return ""
 			}, Stdout: &out, Stderr: &errb})
@@ -141,5 +146,22 @@ func TestGraphiteClusterOnEitherBackend(t *testing.T) {
 	}
 	if code, out, errs := on("kubernetes", "tsdb", "-dbms", "Graphite", "-dry-run", "run"); code != ExitOK || !strings.Contains(out, "Graphite, one process (pod)") {
 		t.Errorf("kubernetes, no -nw: exit %d, %s%s", code, out, errs)
+	}
+}
+
+// The Dragonfly seeds planned on the local backend: the dry run says that
+// a run would fail at deployment, and how to get the backend that runs it.
+func TestDryRunWarnsOfAKubernetesOnlyDBMS(t *testing.T) {
+	code, out, errs := run("ycsb", "-dbms", "Dragonfly", "-sf", "1", "-dry-run", "run")
+	const warning = "* warning: DBMS Dragonfly needs the kubernetes backend (BENCHQ_BACKEND=kubernetes): on the local backend its configurations fail when deployed\n"
+	if code != ExitOK || !strings.Contains(out, "#### Not applied\n"+warning) {
+		t.Errorf("exit %d, stderr %q; want the warning in:\n%s", code, errs, out)
+	}
+	var kout bytes.Buffer
+	Main(context.Background(), []string{"ycsb", "-dbms", "Dragonfly", "-sf", "1", "-dry-run", "run"}, &State{Env: func(k string) string {
+		return map[string]string{"BENCHQ_BACKEND": "kubernetes"}[k]
+	}, Stdout: &kout, Stderr: io.Discard})
+	if strings.Contains(kout.String(), "needs the kubernetes backend") {
+		t.Errorf("warned on the kubernetes backend:\n%s", kout.String())
 	}
 }

@@ -289,6 +289,9 @@ func (f *expFlags) check(typed map[string]string) error {
 	switch {
 	case f.nc < 1:
 		return fmt.Errorf("%s %d: an experiment runs at least once (the number of repetitions, each on a fresh SUT)", name("nc"), f.nc)
+	case f.sf <= 0:
+		// 0 would read as "not given" in the request and plan SF 1.
+		return fmt.Errorf("%s %g: the scale factor must be more than 0", name("sf"), f.sf)
 	case f.ms.set && f.ms.v < 0:
 		return fmt.Errorf("%s %d: give the SUTs alive at once, or 0 for no limit", name("ms"), f.ms.v)
 	case f.suite != "" && f.suite != "tpcc":

@@ -199,7 +199,11 @@ func describe(subj contracts.ParsedSubject, data []byte) (line, end, rejected st
 	case contracts.TopicSUTRemoved:
 		return "sut removed: " + str("configuration"), "", ""
 	case contracts.TopicPhaseStarted:
-		return fmt.Sprintf("phase started: %s (%s, %v shards)", str("phase"), str("kind"), m["shards"]), "", ""
+		shards := fmt.Sprintf("%v shards", m["shards"])
+		if num("shards") == 1 {
+			shards = "1 shard"
+		}
+		return fmt.Sprintf("phase started: %s (%s, %s)", str("phase"), str("kind"), shards), "", ""
 	case contracts.TopicPhaseDone:
 		return fmt.Sprintf("phase done: %s (%s)", str("phase"), span(str("started_at"), str("ended_at"))), "", ""
 	case contracts.TopicPhaseSkipped:
@@ -313,10 +317,19 @@ func waitMetrics(ctx context.Context, dbURL, code string) error {
 	})
 }
 
-// reporterPath: BENCHQ_REPORTER, else the repo venv's console script.
+// reporterPath: BENCHQ_REPORTER; else the reporter next to this binary
+// (the bootstrap links the repository venv's console script there, so a
+// BENCHQ_HOME anywhere finds it); else the venv beside the stack's home
+// (a binary built elsewhere, run from the repository).
 func reporterPath(st *State) string {
 	if p := st.Env("BENCHQ_REPORTER"); p != "" {
 		return p
+	}
+	if exe, err := os.Executable(); err == nil {
+		p := filepath.Join(filepath.Dir(exe), "reporter")
+		if _, err := os.Stat(p); err == nil { // a link to a venv since removed falls through
+			return p
+		}
 	}
 	return filepath.Join(filepath.Dir(st.Home()), ".venv", "bin", "reporter")
 }
@@ -324,12 +337,14 @@ func reporterPath(st *State) string {
 func runReporter(ctx context.Context, st *State, s *stack.Stack, args ...string) int {
 	cmd := exec.CommandContext(ctx, reporterPath(st), append(args, "--db", s.DBURL)...)
 	cmd.Stdout, cmd.Stderr = st.Stdout, st.Stderr
-	cmd.Env = os.Environ()
+	// BENCHQ_CLI: the reporter's hints ("list them with: …", "To see the
+	// summary again run: …") then name benchq, the command the user typed.
+	cmd.Env = append(os.Environ(), "BENCHQ_CLI=benchq")
 	if err := cmd.Run(); err != nil {
 		if ee, ok := err.(*exec.ExitError); ok {
 			return ee.ExitCode()
 		}
-		st.Errorf("run reporter %s: %v (install it with: make bootstrap)", reporterPath(st), err)
+		st.Errorf("run reporter %s: %v (make bootstrap in the repository installs it next to benchq; or name it with BENCHQ_REPORTER=/path/to/.venv/bin/reporter)", reporterPath(st), err)
 		return ExitFailed
 	}
 	return ExitOK

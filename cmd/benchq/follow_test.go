@@ -24,6 +24,7 @@ func TestDescribe(t *testing.T) {
 		{contracts.TopicRejected, `{"reason":"dbms: unknown"}`, "rejected: dbms: unknown", "", "dbms: unknown"},
 		{contracts.TopicSUTReady, `{"configuration":"c-1","dbms":"Redis","endpoint":{"host":"h","port":1},"ready_after_ms":1500}`, "sut ready: c-1 (Redis on h:1, 1.5s)", "", ""},
 		{contracts.TopicPhaseStarted, `{"phase":"c-1-0","kind":"load","shards":2}`, "phase started: c-1-0 (load, 2 shards)", "", ""},
+		{contracts.TopicPhaseStarted, `{"phase":"c-1-1","kind":"run","shards":1}`, "phase started: c-1-1 (run, 1 shard)", "", ""},
 		{contracts.TopicPhaseDone, `{"phase":"c-1-0","started_at":"2026-11-21T10:00:00Z","ended_at":"2026-11-21T10:00:02.5Z"}`, "phase done: c-1-0 (2.5s)", "", ""},
 		{contracts.TopicPhaseSkipped, `{"phase":"c-1-0","reason":"persisted"}`, "phase skipped: c-1-0: persisted", "", ""},
 		{contracts.TopicPhaseFailed, `{"phase":"c-1-0","reason":"lost"}`, "phase FAILED: c-1-0: lost", "", ""},

@@ -82,8 +82,10 @@ func (p *progress) line(phase string) string {
 		rate += iv.OpsPerSec
 		elapsed = max(elapsed, iv.ElapsedS)
 	}
-	if ops == 0 && elapsed == 0 {
-		return "" // the driver's first status line: nothing to say yet
+	if elapsed == 0 {
+		// The driver's status line at its start: a few operations and no
+		// rate yet ("6 of 100,000 operations (0%), 0 ops/s" says nothing).
+		return ""
 	}
 	plan := p.planned[phase]
 	var b strings.Builder

@@ -24,6 +24,10 @@ func TestProgressLine(t *testing.T) {
 	if got := pr.line(run); got != "" {
 		t.Errorf("before any interval: %q", got)
 	}
+	pr.interval(contracts.Interval{Phase: run, Shard: 1, Attempt: 1, ElapsedS: 0, Operations: 6})
+	if got := pr.line(run); got != "" {
+		t.Errorf("YCSB's status line at 0 s: %q", got)
+	}
 	pr.interval(contracts.Interval{Phase: run, Shard: 1, Attempt: 1, ElapsedS: 10, Operations: 40000, OpsPerSec: 4000})
 	pr.interval(contracts.Interval{Phase: run, Shard: 2, Attempt: 1, ElapsedS: 10, Operations: 60000, OpsPerSec: 6000})
 	pr.interval(contracts.Interval{Phase: run, Shard: 2, Attempt: 1, ElapsedS: 5, Operations: 30000, OpsPerSec: 6000}) // late, older

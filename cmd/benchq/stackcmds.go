@@ -16,9 +16,9 @@ func cmdRestart(ctx context.Context, args []string, st *State) int {
 		st.Errorf("usage: benchq restart <component> (%s, %s, collector, scheduler, deployer, driver-agent-N, %s)", stack.NATSProc, stack.DBProc, stack.PromProc)
 		return ExitUsage
 	}
-	s, _ := stack.Load(st)
+	s, err := stack.Load(st)
 	if s == nil {
-		st.Errorf("%v", stack.ErrNotUp)
+		st.Errorf("%v", err)
 		return ExitNotReady
 	}
 	if err := s.Restart(ctx, st, args[0]); errors.Is(err, stack.ErrNoComponent) {

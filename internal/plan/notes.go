@@ -14,6 +14,11 @@ import (
 func Notes(r contracts.Request, backend string) []string {
 	var out []string
 	if backend == contracts.BackendLocal {
+		for _, d := range r.DBMS {
+			if e, err := catalog.Lookup(d); err == nil && !e.RunsLocally() {
+				out = append(out, "DBMS "+e.Name+" needs the kubernetes backend (BENCHQ_BACKEND=kubernetes): on the local backend its configurations fail when deployed")
+			}
+		}
 		if n := r.Nodes; n != nil && n.SUT+n.Loading+n.Benchmarking != "" {
 			out = append(out, given(map[string]bool{"-rnn": n.SUT != "", "-rnl": n.Loading != "", "-rnb": n.Benchmarking != ""})+
 				" ignored: the local backend runs everything on this machine")

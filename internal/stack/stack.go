@@ -155,7 +155,16 @@ func (s *Stack) startService(st *State, p Proc) error {
 	return s.writeTarget(st, p)
 }
 
-var ErrNotUp = errors.New("the stack is not running (start it with: benchq up)")
+var ErrNotUp = errors.New("the stack is not running")
+
+// notUp is ErrNotUp naming the home looked in: a command run from another
+// directory than benchq up's looks in that directory's .benchq.
+func notUp(home string) error {
+	if abs, err := filepath.Abs(home); err == nil {
+		home = abs
+	}
+	return fmt.Errorf("%w in %s (start it with: benchq up, or set BENCHQ_HOME to the running stack's home)", ErrNotUp, home)
+}
 
 // dial connects to the stack's NATS through internal/bus, the one door to
 // it; it fails at once when nats-server is not reachable.
@@ -210,7 +219,7 @@ func (s *Stack) natsConfig(home string) (string, error) {
 func Load(st *State) (*Stack, error) {
 	data, err := os.ReadFile(filepath.Join(st.Home(), "stack.json"))
 	if err != nil {
-		return nil, ErrNotUp
+		return nil, notUp(st.Home())
 	}
 	var s Stack
 	if err := json.Unmarshal(data, &s); err != nil {
