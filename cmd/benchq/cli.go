@@ -203,7 +203,12 @@ func explainParseError(fs *flag.FlagSet, err error, args []string) string {
 	}
 	msg := "unknown flag " + typed
 	if near := closest(fs, unknown); near != "" {
-		msg += fmt.Sprintf(" (did you mean -%s?)", near)
+		// In the dashes typed: bexhoma's long names take two.
+		dashes := "-"
+		if strings.HasPrefix(typed, "--") && len(near) > 1 {
+			dashes = "--"
+		}
+		msg += fmt.Sprintf(" (did you mean %s%s?)", dashes, near)
 	}
 	return msg
 }

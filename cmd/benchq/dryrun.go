@@ -265,8 +265,14 @@ func printEstimate(w io.Writer, p plan.Plan) {
 	fmt.Fprintln(w, "* (operations at their target, or durations, plus start-up costs measured on the embedded stack; docs/events.md, estimated_s)")
 }
 
+// phaseLabel: the phase's suffix in its name (bexhoma's client number, 0
+// loads) and what it does, "0 (loading)", "1 (benchmarking)".
 func phaseLabel(c plan.Configuration, ph plan.Phase) string {
-	return strings.TrimPrefix(ph.Name, c.Name+"-")
+	what := "benchmarking"
+	if ph.Kind == contracts.KindLoad {
+		what = "loading"
+	}
+	return fmt.Sprintf("%s (%s)", strings.TrimPrefix(ph.Name, c.Name+"-"), what)
 }
 
 // seconds prints a duration as bexhoma's summaries do: whole seconds, with

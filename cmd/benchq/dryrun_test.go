@@ -50,10 +50,11 @@ func TestUsageErrors(t *testing.T) {
 		"unknown dbms":    {[]string{"ycsb", "-dbms", "NoSuchDB", "-dry-run", "run"}, ExitFailed, `unknown DBMS "NoSuchDB"`},
 		// The home looked in is named: run from another directory, the
 		// default .benchq is not benchq up's.
-		"stack not up": {[]string{"ycsb", "-dbms", "Redis", "run"}, ExitNotReady, "the stack is not running in /no/such/home (start it with: benchq up"},
-		"no stack":     {[]string{"summary", "-e", "x"}, ExitNotReady, "not running in /no/such/home"},
-		"sf 0":         {[]string{"ycsb", "-dbms", "Redis", "-sf", "0", "-dry-run", "run"}, ExitUsage, "-sf 0: the scale factor must be more than 0"},
-		"sf negative":  {[]string{"benchbase", "-dbms", "PostgreSQL", "--scaling-factor", "-1", "-dry-run", "run"}, ExitUsage, "--scaling-factor -1: the scale factor must be more than 0"},
+		"stack not up":  {[]string{"ycsb", "-dbms", "Redis", "run"}, ExitNotReady, "the stack is not running in /no/such/home (start it with: benchq up"},
+		"no stack":      {[]string{"summary", "-e", "x"}, ExitNotReady, "not running in /no/such/home"},
+		"ycsb workload": {[]string{"ycsb", "-dbms", "Redis", "--workload", "A", "-dry-run", "run"}, ExitUsage, "--workload A: YCSB's core workloads are a, b, c, d, e and f"},
+		"sf 0":          {[]string{"ycsb", "-dbms", "Redis", "-sf", "0", "-dry-run", "run"}, ExitUsage, "-sf 0: the scale factor must be more than 0"},
+		"sf negative":   {[]string{"benchbase", "-dbms", "PostgreSQL", "--scaling-factor", "-1", "-dry-run", "run"}, ExitUsage, "--scaling-factor -1: the scale factor must be more than 0"},
 	}
 	for name, c := range cases {
 		t.Run(name, func(t *testing.T) {

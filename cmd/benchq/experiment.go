@@ -115,7 +115,7 @@ func newExpFlagSet(f *expFlags, benchmark string, out io.Writer) *flag.FlagSet {
 	} else {
 		fs.Float64Var(&f.xop, "xop", 0, "million operations per benchmarking phase (default: sf)")
 		fs.Float64Var(&f.xsd, "xsd", 0, "the most a benchmarking phase may run, in minutes (YCSB's maxexecutiontime; it stops earlier when its operations are done)")
-		fs.IntVar(&f.xmet, "xmet", 0, "the same in seconds (bexhoma's --xmax-execution-time; benchmarking phases only)")
+		fs.IntVar(&f.xmet, "xmet", 0, "the most a benchmarking phase may run, in seconds (-xsd in seconds; bexhoma's --xmax-execution-time; benchmarking phases only)")
 		fs.StringVar(&f.xwl, "xwl", "", "workload: a-f (default a)")
 		fs.StringVar(&f.xio, "xio", "", "insert order: hashed (default) or ordered")
 		fs.IntVar(&f.xbs, "xbs", 0, "insert batch size (JDBC: PostgreSQL, PgBouncer)")
@@ -289,6 +289,9 @@ func (f *expFlags) check(typed map[string]string) error {
 	switch {
 	case f.nc < 1:
 		return fmt.Errorf("%s %d: an experiment runs at least once (the number of repetitions, each on a fresh SUT)", name("nc"), f.nc)
+	case f.benchmark == plan.BenchmarkYCSB && !slices.Contains([]string{"", "a", "b", "c", "d", "e", "f", "tpcc", "haggar"}, f.xwl):
+		// tpcc and haggar: the plan's check names the command that runs them.
+		return fmt.Errorf("%s %s: YCSB's core workloads are a, b, c, d, e and f", name("xwl"), f.xwl)
 	case f.sf <= 0:
 		// 0 would read as "not given" in the request and plan SF 1.
 		return fmt.Errorf("%s %g: the scale factor must be more than 0", name("sf"), f.sf)
