@@ -245,6 +245,8 @@ func (k *Kubernetes) validate(e Entry) error {
 		need(c.Bootstrap.Image != "" || c.Master != nil, "cluster.bootstrap", "required without a master: nothing else would form the cluster")
 		need(c.Master == nil || !c.Master.GathersMetrics || k.Exporter == nil, "cluster.master.gathers_metrics",
 			"not with an exporter: the master's own /metrics must be what Prometheus scrapes")
+		need(c.Master == nil || !c.Master.GathersMetrics || k.MetricsPort != 0, "cluster.master.gathers_metrics",
+			"needs metrics_port: Prometheus would scrape neither the master nor the workers")
 	}
 	need((k.Topology == TopologyPool) == (k.Pool != nil), "pool", `required for topology "pool", and only there`)
 	if p := k.Pool; p != nil {

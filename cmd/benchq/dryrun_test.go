@@ -52,7 +52,7 @@ func TestUsageErrors(t *testing.T) {
 		// default .benchq is not benchq up's.
 		"stack not up":  {[]string{"ycsb", "-dbms", "Redis", "run"}, ExitNotReady, "the stack is not running in /no/such/home (start it with: benchq up"},
 		"no stack":      {[]string{"summary", "-e", "x"}, ExitNotReady, "not running in /no/such/home"},
-		"ycsb workload": {[]string{"ycsb", "-dbms", "Redis", "--workload", "A", "-dry-run", "run"}, ExitUsage, "--workload A: YCSB's core workloads are a, b, c, d, e and f"},
+		"ycsb workload": {[]string{"ycsb", "-dbms", "Redis", "--workload", "A", "-dry-run", "run"}, ExitUsage, "--workload A: YCSB's core workloads are a, b, c, d, e, f"},
 		"sf 0":          {[]string{"ycsb", "-dbms", "Redis", "-sf", "0", "-dry-run", "run"}, ExitUsage, "-sf 0: the scale factor must be more than 0"},
 		"sf negative":   {[]string{"benchbase", "-dbms", "PostgreSQL", "--scaling-factor", "-1", "-dry-run", "run"}, ExitUsage, "--scaling-factor -1: the scale factor must be more than 0"},
 	}
@@ -159,10 +159,18 @@ func TestDryRunWarnsOfAKubernetesOnlyDBMS(t *testing.T) {
 		t.Errorf("exit %d, stderr %q; want the warning in:\n%s", code, errs, out)
 	}
 	var kout bytes.Buffer
-	Main(context.Background(), []string{"ycsb", "-dbms", "Dragonfly", "-sf", "1", "-dry-run", "run"}, &State{Env: func(k string) string {
+	code = Main(context.Background(), []string{"ycsb", "-dbms", "Dragonfly", "-sf", "1", "-dry-run", "run"}, &State{Env: func(k string) string {
 		return map[string]string{"BENCHQ_BACKEND": "kubernetes"}[k]
 	}, Stdout: &kout, Stderr: io.Discard})
-	if strings.Contains(kout.String(), "needs the kubernetes backend") {
-		t.Errorf("warned on the kubernetes backend:\n%s", kout.String())
+	if code != ExitOK || !strings.Contains(kout.String(), "#### Configurations") || strings.Contains(kout.String(), "needs the kubernetes backend") {
+		t.Errorf("kubernetes backend: exit %d, want the plan without the warning:\n%s", code, kout.String())
+	}
+}
+
+// -sf 0 is refused where the scale factor sizes the data; benchq tsdb does
+// not use it.
+func TestTSDBTakesAnySF(t *testing.T) {
+	if code, _, errs := run("tsdb", "-dbms", "VictoriaMetrics", "-sf", "0", "-dry-run", "run"); code != ExitOK {
+		t.Errorf("tsdb -sf 0: exit %d: %s", code, errs)
 	}
 }

@@ -289,10 +289,10 @@ func (f *expFlags) check(typed map[string]string) error {
 	switch {
 	case f.nc < 1:
 		return fmt.Errorf("%s %d: an experiment runs at least once (the number of repetitions, each on a fresh SUT)", name("nc"), f.nc)
-	case f.benchmark == plan.BenchmarkYCSB && !slices.Contains([]string{"", "a", "b", "c", "d", "e", "f", "tpcc", "haggar"}, f.xwl):
-		// tpcc and haggar: the plan's check names the command that runs them.
-		return fmt.Errorf("%s %s: YCSB's core workloads are a, b, c, d, e and f", name("xwl"), f.xwl)
-	case f.sf <= 0:
+	case f.benchmark == plan.BenchmarkYCSB && f.xwl != "" && !slices.Contains(plan.YCSBWorkloads, f.xwl) &&
+		f.xwl != plan.WorkloadTPCC && f.xwl != plan.WorkloadHaggar: // those: the plan's check names the command that runs them
+		return fmt.Errorf("%s %s: YCSB's core workloads are %s", name("xwl"), f.xwl, strings.Join(plan.YCSBWorkloads, ", "))
+	case f.sf <= 0 && f.benchmark != plan.BenchmarkTSDB: // tsdb does not use it
 		// 0 would read as "not given" in the request and plan SF 1.
 		return fmt.Errorf("%s %g: the scale factor must be more than 0", name("sf"), f.sf)
 	case f.ms.set && f.ms.v < 0:

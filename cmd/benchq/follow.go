@@ -317,17 +317,28 @@ func waitMetrics(ctx context.Context, dbURL, code string) error {
 	})
 }
 
-// reporterPath: BENCHQ_REPORTER; else the reporter next to this binary
-// (the bootstrap links the repository venv's console script there, so a
-// BENCHQ_HOME anywhere finds it); else the venv beside the stack's home
-// (a binary built elsewhere, run from the repository).
+// reporterPath is the reporter benchq runs (findReporter), next to the
+// running binary.
 func reporterPath(st *State) string {
+	exe, err := os.Executable()
+	if err != nil {
+		return findReporter(st, "")
+	}
+	return findReporter(st, filepath.Dir(exe))
+}
+
+// findReporter: BENCHQ_REPORTER; else the reporter in binDir (the
+// bootstrap links the repository venv's console script next to benchq, so
+// a BENCHQ_HOME anywhere finds it; a stale link is returned too, and the
+// error of running it names it); else the venv beside the stack's home (a
+// binary built elsewhere, run from the repository).
+func findReporter(st *State, binDir string) string {
 	if p := st.Env("BENCHQ_REPORTER"); p != "" {
 		return p
 	}
-	if exe, err := os.Executable(); err == nil {
-		p := filepath.Join(filepath.Dir(exe), "reporter")
-		if _, err := os.Stat(p); err == nil { // a link to a venv since removed falls through
+	if binDir != "" {
+		p := filepath.Join(binDir, "reporter")
+		if _, err := os.Lstat(p); err == nil {
 			return p
 		}
 	}

@@ -16,7 +16,7 @@ func TestReporterCommandsPassTheStacksDatabase(t *testing.T) {
 	s := newFakeStack(t, "")
 	calls := filepath.Join(t.TempDir(), "calls")
 	fake := filepath.Join(t.TempDir(), "reporter")
-	script := "#!/bin/sh\necho \"$*\" >> " + calls + "\nif [ \"$1\" = report ]; then echo \"$5\"; fi\n"
+	script := "#!/bin/sh\necho \"$BENCHQ_CLI: $*\" >> " + calls + "\nif [ \"$1\" = report ]; then echo \"$5\"; fi\n"
 	if err := os.WriteFile(fake, []byte(script), 0o755); err != nil {
 		t.Fatal(err)
 	}
@@ -37,9 +37,36 @@ func TestReporterCommandsPassTheStacksDatabase(t *testing.T) {
 		_ = os.Remove(calls)
 		code, out, errs := runWith(t, env, c.args...)
 		got, _ := os.ReadFile(calls)
-		if code != ExitOK || strings.TrimSpace(string(got)) != c.reporter || out != c.out || errs != "" {
+		// BENCHQ_CLI=benchq: the reporter's hints then name benchq.
+		if code != ExitOK || strings.TrimSpace(string(got)) != "benchq: "+c.reporter || out != c.out || errs != "" {
 			t.Errorf("benchq %v: exit %d, stdout %q, stderr %q, reporter called with %q; want %q, stdout %q",
 				c.args, code, out, errs, got, c.reporter, c.out)
 		}
+	}
+}
+
+// The reporter benchq runs: BENCHQ_REPORTER; else the one next to benchq's
+// binary (the bootstrap's link, so that a BENCHQ_HOME anywhere finds it),
+// a stale link included (running it fails naming it); else the venv beside
+// the stack's home.
+func TestFindReporter(t *testing.T) {
+	home, bin := t.TempDir(), t.TempDir()
+	st := &State{Env: func(k string) string { return map[string]string{"BENCHQ_HOME": home}[k] }}
+	fallback := filepath.Join(filepath.Dir(home), ".venv", "bin", "reporter")
+	if got := findReporter(st, bin); got != fallback {
+		t.Errorf("nothing next to benchq: %q, want %q", got, fallback)
+	}
+	link := filepath.Join(bin, "reporter")
+	if err := os.Symlink(filepath.Join(t.TempDir(), "removed-venv", "reporter"), link); err != nil {
+		t.Fatal(err)
+	}
+	if got := findReporter(st, bin); got != link {
+		t.Errorf("a link next to benchq: %q, want %q", got, link)
+	}
+	st.Env = func(k string) string {
+		return map[string]string{"BENCHQ_HOME": home, "BENCHQ_REPORTER": "/opt/r"}[k]
+	}
+	if got := findReporter(st, bin); got != "/opt/r" {
+		t.Errorf("BENCHQ_REPORTER: %q", got)
 	}
 }

@@ -86,7 +86,7 @@ func WithDefaults(r contracts.Request) contracts.Request {
 		r.Workload = d.Workload
 		switch {
 		case bb:
-			r.Workload = "tpcc"
+			r.Workload = WorkloadTPCC
 		case ts:
 			r.Workload = WorkloadHaggar
 		}
@@ -163,8 +163,15 @@ func orPointer[T any](p *T, def T) *T {
 	return &def
 }
 
-// WorkloadHaggar is benchmark tsdb's one workload: haggar's model.
-const WorkloadHaggar = "haggar"
+// The workloads a request may name (request.schema.json's enum, which
+// TestWorkloadsAreTheSchemas checks): YCSB's core workloads, Benchbase's
+// tpcc, and benchmark tsdb's one workload, haggar's model.
+var YCSBWorkloads = []string{"a", "b", "c", "d", "e", "f"}
+
+const (
+	WorkloadTPCC   = "tpcc"
+	WorkloadHaggar = "haggar"
+)
 
 func withTSDBDefaults(t *contracts.TSDB) *contracts.TSDB {
 	d := DefaultTSDB

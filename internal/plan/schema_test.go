@@ -3,6 +3,8 @@ package plan
 import (
 	"encoding/json"
 	"errors"
+	"os"
+	"slices"
 	"testing"
 	"time"
 
@@ -150,5 +152,28 @@ func TestSchemaRejectsBrokenPlans(t *testing.T) {
 			}
 			t.Errorf("errors %+v do not name %s", ve.Errors, c.field)
 		})
+	}
+}
+
+// The workloads a request may name are one list: the request schema's
+// enum is YCSBWorkloads, tpcc and haggar.
+func TestWorkloadsAreTheSchemas(t *testing.T) {
+	data, err := os.ReadFile("../../contracts/schemas/request.schema.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var schema struct {
+		Properties struct {
+			Workload struct {
+				Enum []string `json:"enum"`
+			} `json:"workload"`
+		} `json:"properties"`
+	}
+	if err := json.Unmarshal(data, &schema); err != nil {
+		t.Fatal(err)
+	}
+	want := append(slices.Clone(YCSBWorkloads), WorkloadTPCC, WorkloadHaggar)
+	if got := schema.Properties.Workload.Enum; !slices.Equal(got, want) {
+		t.Errorf("request.schema.json's workloads %v, the plan's %v", got, want)
 	}
 }

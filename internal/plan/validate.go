@@ -46,7 +46,7 @@ func checkSettings(r contracts.Request) error {
 		return invalid("tsdb", "the metrics generators' settings are for benchmark tsdb (`benchq tsdb`), not %s", r.Benchmark)
 	}
 	if r.Workload == WorkloadHaggar {
-		return invalid("workload", "haggar is the metrics workload of benchmark tsdb (`benchq tsdb`); %s runs %s", r.Benchmark, map[bool]string{true: "tpcc", false: "a YCSB workload a-f"}[bb])
+		return invalid("workload", "haggar is the metrics workload of benchmark tsdb (`benchq tsdb`); %s runs %s", r.Benchmark, map[bool]string{true: WorkloadTPCC, false: "a YCSB workload a-f"}[bb])
 	}
 	for i, d := range r.DBMS {
 		if e, err := catalog.Lookup(d); err == nil && e.IsTSDB() {
@@ -54,9 +54,9 @@ func checkSettings(r contracts.Request) error {
 		}
 	}
 	switch {
-	case bb && r.Workload != "tpcc":
+	case bb && r.Workload != WorkloadTPCC:
 		return invalid("workload", "benchbase runs tpcc, not %q", r.Workload)
-	case !bb && r.Workload == "tpcc":
+	case !bb && r.Workload == WorkloadTPCC:
 		return invalid("workload", "tpcc is a Benchbase workload; use `benchq benchbase` (benchmark benchbase) or a YCSB workload a-f")
 	case !bb && r.NewConnection:
 		return invalid("new_connection", "a new connection per transaction (-xconn) is a Benchbase option")

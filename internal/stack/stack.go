@@ -157,12 +157,10 @@ func (s *Stack) startService(st *State, p Proc) error {
 
 var ErrNotUp = errors.New("the stack is not running")
 
-// notUp is ErrNotUp naming the home looked in: a command run from another
-// directory than benchq up's looks in that directory's .benchq.
+// notUp is ErrNotUp naming the home looked in (absolute: State.Home): a
+// command run from another directory than benchq up's looks in that
+// directory's .benchq.
 func notUp(home string) error {
-	if abs, err := filepath.Abs(home); err == nil {
-		home = abs
-	}
 	return fmt.Errorf("%w in %s (start it with: benchq up, or set BENCHQ_HOME to the running stack's home)", ErrNotUp, home)
 }
 

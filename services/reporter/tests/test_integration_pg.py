@@ -57,11 +57,15 @@ def test_unknown_code(db):
     assert err == "reporter: no experiment with code 'nope' in the results database (list them with: reporter list)\n"
 
 
-def test_unknown_code_through_benchq(db, monkeypatch):
-    monkeypatch.setenv("BENCHQ_CLI", "benchq")
-    status, out, err = run(db, "summary", "-e", "nope")
-    assert (status, out) == (1, "")
-    assert err.endswith("(list them with: benchq list)\n")
+def test_hints_through_benchq(db):
+    """benchq runs the reporter with BENCHQ_CLI=benchq: the hints name benchq."""
+    env = {"BENCHQ_DB_URL": db, "BENCHQ_CLI": "benchq"}
+    out, err = io.StringIO(), io.StringIO()
+    assert main(["summary", "-e", "nope"], env, out, err) == 1
+    assert err.getvalue().endswith("(list them with: benchq list)\n")
+    out, err = io.StringIO(), io.StringIO()
+    assert main(["summary", "-e", CODE], env, out, err) == 0
+    assert out.getvalue().endswith(f"To see the summary again run: benchq summary -e {CODE}\n")
 
 
 def test_list(db):

@@ -162,4 +162,5 @@ def test_latency_over_time_hides_cleanup(db):
     assert frames["interval_operations"]["operation"].isin(["CLEANUP", "Intended-CLEANUP"]).any()
     plots, _ = report._latency_over_time(frames, None)
     labels = [t.get_text() for p in plots for t in p.figure.axes[0].get_legend().get_texts()]
+    report.close(plots)
     assert labels and not any("CLEANUP" in label for label in labels), labels

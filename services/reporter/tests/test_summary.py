@@ -336,10 +336,9 @@ def test_tests_section_only_when_requested(tables):
     assert md.endswith("To see the summary again run: reporter summary -e ycsb-redis-1\n")
 
 
-def test_hints_name_benchq_when_it_ran_the_reporter(tables, monkeypatch):
-    """`benchq summary` runs the reporter with BENCHQ_CLI=benchq: the user never typed `reporter`."""
-    monkeypatch.setenv("BENCHQ_CLI", "benchq")
-    md = render.markdown(summarize(experiment(tables)))
+def test_hints_name_the_command_typed(tables):
+    """`benchq summary` runs the reporter with BENCHQ_CLI=benchq (cli.main): the user never typed `reporter`."""
+    md = render.markdown(summarize(experiment(tables)), "benchq")
     assert md.endswith("To see the summary again run: benchq summary -e ycsb-redis-1\n")
 
 

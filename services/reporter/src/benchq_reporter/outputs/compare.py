@@ -88,8 +88,8 @@ def markdown(table: pd.DataFrame) -> str:
         pd.DataFrame(cols).to_markdown(index=False, disable_numparse=True),
         "",
         f"* × is the ratio to the baseline, {table['experiment'].iloc[0]}: the phase at the same position.",
-        "* Throughput: all shards' operations over the phase's common window (its first shard's first operation to its last "
-        "shard's end: the summary's Throughput common window, not the shards' rates summed); p95/p99 of its slowest operation from the shards' "
+        "* Throughput: all shards' operations over the phase's common window (the earliest first operation of a shard to the "
+        "latest end of one: the summary's Throughput common window, not the shards' rates summed); p95/p99 of its slowest operation from the shards' "
         "merged histograms; SUT CPU seconds (-m) per million operations. Lower is better but for throughput.",
     ]
     if not table["window"].all():

@@ -14,7 +14,6 @@ from typing import Any
 
 import pandas as pd
 
-from .. import invoked
 from ..contracts import EXPERIMENT
 from . import benchbase as bb
 from .build import BenchbaseSummary, Summary, YcsbSummary
@@ -197,8 +196,8 @@ def test_lines(tests: list[Test]) -> list[str]:
     return ["### Tests", *[f"* TEST {'passed' if t.passed else 'failed'}: {t.text}" for t in tests]]
 
 
-def markdown(s: YcsbSummary | BenchbaseSummary) -> str:
-    """The whole summary, bexhoma's section order, ending with how to see it again."""
+def markdown(s: YcsbSummary | BenchbaseSummary, command: str = "reporter") -> str:
+    """The whole summary, bexhoma's section order, ending with how to see it again (with ``command``)."""
     if isinstance(s, BenchbaseSummary):
         # bexhoma puts Workflow between a Benchbase experiment's Execution and Loading.
         parts = [
@@ -215,7 +214,7 @@ def markdown(s: YcsbSummary | BenchbaseSummary) -> str:
         parts.append(monitoring_lines(s.monitoring))
     if s.show_tests:
         parts.append(test_lines(s.tests))
-    parts.append([f"To see the summary again run: {invoked.command()} summary -e {s.code}"])
+    parts.append([f"To see the summary again run: {command} summary -e {s.code}"])
     return "\n\n".join("\n".join(p) for p in parts) + "\n"
 
 
