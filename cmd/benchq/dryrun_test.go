@@ -5,6 +5,8 @@ import (
 	"context"
 	"encoding/json"
 	"io"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -172,5 +174,35 @@ func TestDryRunWarnsOfAKubernetesOnlyDBMS(t *testing.T) {
 func TestTSDBTakesAnySF(t *testing.T) {
 	if code, _, errs := run("tsdb", "-dbms", "VictoriaMetrics", "-sf", "0", "-dry-run", "run"); code != ExitOK {
 		t.Errorf("tsdb -sf 0: exit %d: %s", code, errs)
+	}
+}
+
+// The backend is the running stack's, recorded at benchq up, whatever the
+// CLI's own BENCHQ_BACKEND says; without a stack, BENCHQ_BACKEND's.
+func TestTheBackendIsTheStacks(t *testing.T) {
+	f := newFakeStack(t, "")
+	var s map[string]any
+	if err := json.Unmarshal(f.file, &s); err != nil {
+		t.Fatal(err)
+	}
+	s["backend"] = "kubernetes"
+	data, _ := json.Marshal(s)
+	if err := os.WriteFile(filepath.Join(f.home, "stack.json"), data, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []struct {
+		home, env, want string
+	}{
+		{f.home, "", "kubernetes"},
+		{f.home, "local", "kubernetes"},
+		{t.TempDir(), "kubernetes", "kubernetes"},
+		{t.TempDir(), "", "local"},
+	} {
+		st := &State{Env: func(k string) string {
+			return map[string]string{"BENCHQ_HOME": c.home, "BENCHQ_BACKEND": c.env}[k]
+		}}
+		if got := backendOf(st); got != c.want {
+			t.Errorf("stack in %s, BENCHQ_BACKEND %q: backend %q, want %q", c.home, c.env, got, c.want)
+		}
 	}
 }

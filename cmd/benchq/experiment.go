@@ -322,9 +322,13 @@ func (f *expFlags) parseThresholds() ([]contracts.Threshold, error) {
 	return out, nil
 }
 
-// backendOf is the deployer's backend the stack runs with (BENCHQ_BACKEND,
-// as the deployer reads it; local by default).
+// backendOf is the deployer's backend: the running stack's (recorded at
+// benchq up), else BENCHQ_BACKEND as the deployer would read it, local by
+// default.
 func backendOf(st *State) string {
+	if s, _ := stack.Load(st); s != nil && s.Backend != "" {
+		return s.Backend
+	}
 	if b := st.Env("BENCHQ_BACKEND"); b != "" {
 		return b
 	}

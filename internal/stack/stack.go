@@ -56,7 +56,12 @@ type Stack struct {
 	// monitoring is off, MonitoringOff saying why.
 	PrometheusURL string `json:"prometheus_url,omitempty"`
 	MonitoringOff string `json:"monitoring_off,omitempty"`
-	Procs         []Proc `json:"procs"` // in start order; stopped in reverse
+	// Backend is the deployer's (BENCHQ_BACKEND at benchq up, local by
+	// default), given to it explicitly so that a restart keeps it; the CLI
+	// reads it to say what the backend does not apply. Empty in a stack
+	// started before it was recorded.
+	Backend string `json:"backend,omitempty"`
+	Procs   []Proc `json:"procs"` // in start order; stopped in reverse
 }
 
 // Proc is one process of the stack, with what it takes to start it again.
@@ -401,7 +406,7 @@ func Start(ctx context.Context, st *State) (*Stack, error) {
 	if err != nil {
 		return nil, err
 	}
-	s := &Stack{NATSURL: fmt.Sprintf("nats://127.0.0.1:%d", natsPort)}
+	s := &Stack{NATSURL: fmt.Sprintf("nats://127.0.0.1:%d", natsPort), Backend: st.Var("BENCHQ_BACKEND", contracts.BackendLocal)}
 	start := func(name, path string, args []string, env []string) error {
 		return s.start(st, Proc{Name: name, Path: path, Args: args, Env: env})
 	}
@@ -469,7 +474,7 @@ func Start(ctx context.Context, st *State) (*Stack, error) {
 	}{
 		{"collector", natsauth.Collector, []string{"BENCHQ_DB_URL=" + s.CollectorDBURL}},
 		{"scheduler", natsauth.Scheduler, intake},
-		{"deployer", natsauth.Deployer, []string{natsauth.AgentSeedEnv + "=" + s.seed(natsauth.Agent), sutEnv}},
+		{"deployer", natsauth.Deployer, []string{natsauth.AgentSeedEnv + "=" + s.seed(natsauth.Agent), sutEnv, "BENCHQ_BACKEND=" + s.Backend}},
 	} {
 		if err := service(svc.name, filepath.Join(bin, svc.name), svc.role, nil, svc.extra...); err != nil {
 			return s, err
