@@ -168,6 +168,13 @@ func (b *Bench) Run(ctx context.Context, start time.Time, progress func(contract
 	_ = sleepUntil(ctx, sched.end)
 	stopReports()
 	<-reports
+	if ctx.Err() != nil {
+		// Stopped early: the rates are over the time it ran, not the
+		// planned window (a run stopped after 13 s of 30 measured at a
+		// third of its rate before).
+		window = min(window, max(0, time.Since(start)))
+		res.Elapsed = window
+	}
 
 	res.FinalState = "EXIT"
 	if err := rec.fill(&res, window); err != nil {

@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"math"
 	"net/url"
 	"strconv"
 	"sync"
@@ -176,6 +177,31 @@ func TestLoadThenRun(t *testing.T) {
 			}
 			return nil
 		})
+	})
+
+	t.Run("stopped early: the rates are over the time it ran", func(t *testing.T) {
+		sh := contracts.TPCCShard{Warehouses: 1, Terminals: 2, DurationS: 30}
+		b, err := Prepare(ctx, ep, sh)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer b.Close()
+		stopCtx, stop := context.WithCancel(ctx)
+		start := time.Now().Add(200 * time.Millisecond)
+		time.AfterFunc(2200*time.Millisecond, stop)
+		res, err := b.Run(stopCtx, start, nil)
+		if !errors.Is(err, context.Canceled) {
+			t.Fatalf("Run stopped after 2 s: %v, want context.Canceled", err)
+		}
+		t.Logf("stopped: %d requests in %s, throughput %.1f/s", res.MeasuredRequests, res.Elapsed, res.Throughput)
+		if res.Elapsed < time.Second || res.Elapsed >= 10*time.Second || res.MeasuredRequests == 0 ||
+			math.Abs(res.Throughput-float64(res.MeasuredRequests)/res.Elapsed.Seconds()) > 1e-9 {
+			t.Errorf("stopped after about 2 s of 30: elapsed %s, %d requests, throughput %.2f/s; want the requests over the time it ran",
+				res.Elapsed, res.MeasuredRequests, res.Throughput)
+		}
+		payments += res.Transactions[1].Outcomes[benchbase.CodeOK]
+		newOrders += res.Transactions[0].Outcomes[benchbase.CodeOK]
+		unmeasured += int64(sh.Terminals)
 	})
 
 	rows, err := CountRows(ctx, ep)

@@ -252,13 +252,20 @@ def test_missing_percentile_stays_nan(tables):
     assert phase["[UPDATE].Return=OK"] == 100207
 
 
-def test_failed_shard_is_an_exception_and_fails_the_tests(tables):
+@pytest.mark.parametrize("stored", [None, 0.0])
+def test_failed_shard_is_an_exception_and_fails_the_tests(tables, stored):
+    """A shard without the driver's summary: its runtime and rate are missing, as is the phase's sum.
+
+    The collector stores the final's 0 (a shard stopped or killed before YCSB printed its summary).
+    """
     shard = tables["shard_results"][2]
-    shard.update(status="failed", error="ycsb exited 1", runtime_ms=None, throughput=None)
+    shard.update(status="failed", error="ycsb exited 1", runtime_ms=stored, throughput=stored)
     tables["shard_operations"] = [o for o in tables["shard_operations"] if o["phase"] != RUN]
     s = summarize(experiment(tables))
     assert s.execution_per_connection.iloc[0]["exceptions"] == 1
+    assert math.isnan(s.execution_per_connection.iloc[0][THROUGHPUT])
     assert math.isnan(s.execution_per_phase.iloc[0][THROUGHPUT])
+    assert math.isnan(s.execution_per_phase.iloc[0]["[OVERALL].RunTime(ms)"])
     assert not _test(s, "execution_throughput").passed
     assert not _test(s, "no_failed").passed
     assert f"Shard {RUN}-1 failed: ycsb exited 1 (attempt 1, agent agent-vm-1)" in s.workflow.notes
