@@ -198,3 +198,25 @@ def test_the_scaling_table_compares_workers_and_prices_them():
 def test_no_scaling_table_without_a_workers_list():
     r = [(t(0), 0, False), (t(10), 2000, False), (t(11), 2000, True), (t(13), 2000, True)]
     assert build_ingest(ExperimentData.from_tables(tables(r))).scaling.empty
+
+
+def test_the_workload_section_says_what_the_generators_wrote():
+    """Not YCSB's lines (rows to insert, operations, SF): the series, the flush, the protocol."""
+    from benchq_reporter.summary.render import workload_lines
+    from benchq_reporter.summary.workload import build_workload
+
+    tb = tables([(t(s), 200 + 200 * s, False) for s in range(10)])
+    settings = tb["experiments"][0]["plan"]["settings"]
+    settings["tsdb"].update(jitter_ms=1000, protocol="carbon", prefix="haggar")
+    settings.update(benchmarking_threads=[2], benchmarking_pods=[2], duration_s=20)
+    data = ExperimentData.from_tables(tb)
+    lines = workload_lines(type("S", (), {"workload": build_workload(data)})())
+    text = "\n".join(lines)
+    assert lines[1] == "TSDB ingest (haggar's model)"
+    assert (
+        "Workload is 'haggar': each agent writes 50 series, a point of each every 1000 ms (50 points/s an agent), "
+        "jitter 1000 ms, over carbon; series are named haggar<generator>.agent<i>.metric<j>." in text
+    )
+    assert "Benchmarking runs for 20 seconds." in text
+    for ycsb in ("YCSB", "rows to insert", "Number of operations", "SF="):
+        assert ycsb not in text, ycsb

@@ -14,7 +14,7 @@ from typing import Any
 
 import pandas as pd
 
-from ..contracts import EXPERIMENT
+from ..contracts import BENCHMARK, EXPERIMENT
 from . import benchbase as bb
 from .build import BenchbaseSummary, Summary, YcsbSummary
 from .checks import Test
@@ -64,14 +64,21 @@ def workload_lines(s: Summary) -> list[str]:
     status = w.status if not w.reason else f"{w.status} ({w.reason})"
     runs = "once" if w.repetitions == 1 else f"{w.repetitions} times"
     sf = "?" if w.sf is None else number(w.sf)
+    tsdb = w.benchmark == BENCHMARK.tsdb
+    if benchbase:
+        title, lines = f"Benchbase Workload {w.workload} SF={sf}", _benchbase_workload(w)
+    elif tsdb:
+        title, lines = "TSDB ingest (haggar's model)", _tsdb_workload(w)
+    else:
+        title, lines = f"{w.benchmark.upper()} SF={sf}", _ycsb_workload(w)
     return [
         "### Workload",
-        f"Benchbase Workload {w.workload} SF={sf}" if benchbase else f"{w.benchmark.upper()} SF={sf}",
+        title,
         f"* Type: {w.benchmark}",
         f"* Duration: {duration}",
         f"* Code: {w.code}",
         f"* Status: {status}",
-        *(_benchbase_workload(w) if benchbase else _ycsb_workload(w)),
+        *lines,
         f"  * Experiment uses benchq version {w.version}.",
         *(f"  * {line}" for line in w.monitoring_lines),
         f"  * Experiment is limited to DBMS {w.dbms!r}.",
@@ -99,6 +106,26 @@ def _ycsb_workload(w: Workload) -> list[str]:
         f"  * Target is based on multiples of '{w.target_base}'.",
         f"  * Factors for loading are {numbers(w.loading_factors)}.",
         f"  * Factors for benchmarking are {numbers(w.benchmarking_factors)}.",
+    ]
+
+
+def _tsdb_workload(w: Workload) -> list[str]:
+    """What the generators wrote (the plan's tsdb settings); SF, rows and operations do not apply."""
+    t = w.tsdb
+    metrics, flush_ms = t.get("metrics"), t.get("flush_interval_ms")
+    per_agent = f"{number(metrics * 1000 / flush_ms)} points/s" if metrics and flush_ms else "? points/s"
+    d = w.duration_bench_s
+    runs_for = "until its points are sent" if d is None else f"{number(d)} seconds"
+    return [
+        "* benchq's metrics generators (haggar's model) write into a time-series database.",
+        "* This experiment measures the points per second the database ingests and stores, "
+        "and its query latency under that load.",
+        f"  * Workload is 'haggar': each agent writes {metrics} series, a point of each every {flush_ms} ms "
+        f"({per_agent} an agent), jitter {t.get('jitter_ms')} ms, over {t.get('protocol')}; "
+        f"series are named {t.get('prefix')}<generator>.agent<i>.metric<j>.",
+        f"  * Agents per generator are {numbers(w.benchmarking_threads)}, generators (pods) {numbers(w.benchmarking_pods)}; "
+        "loading writes one point of each series.",
+        f"  * Benchmarking runs for {runs_for}.",
     ]
 
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import Any
 
 from ..contracts import BACKEND, KIND
 from ..model import ExperimentData
@@ -43,6 +44,7 @@ class Workload:
     placement_lines: list[str] = field(default_factory=list)  # ... on nodes and storage
     pooling_line: str | None = None
     notes: list[str] = field(default_factory=list)  # what was not applied, and why
+    tsdb: dict[str, Any] = field(default_factory=dict)  # benchmark tsdb: the generators' settings (contracts.TSDB)
 
 
 def build_workload(data: ExperimentData) -> Workload:
@@ -85,6 +87,7 @@ def build_workload(data: ExperimentData) -> Workload:
         placement_lines=placement_lines(s, loading=any(p.kind == KIND.load for p in plan.phases)),
         pooling_line=pooling_line(s),
         notes=list(s.notes),
+        tsdb=dict(s.tsdb),
     )
 
 
