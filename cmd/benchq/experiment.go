@@ -131,7 +131,11 @@ func newExpFlagSet(f *expFlags, benchmark string, out io.Writer) *flag.FlagSet {
 	fs.IntVar(&f.nc, "nc", 1, "repetitions, each on a fresh SUT")
 	fs.Var(&f.ms, "ms", "SUTs alive at once, across all running experiments; 0: no limit (default 1)")
 	fs.IntVar(&f.mse, "mse", 0, "SUTs of this experiment alive at once (default: no bound of its own)")
-	fs.IntVar(&f.xli, "xli", 0, "seconds between status intervals (default 10; 1 with -xsat)")
+	xliHelp := "seconds between status intervals (default 10; 1 with -xsat)"
+	if benchmark == plan.BenchmarkTSDB {
+		xliHelp = "seconds between status intervals (default 1: ingest is evaluated second by second)"
+	}
+	fs.IntVar(&f.xli, "xli", 0, xliHelp)
 	fs.BoolVar(&f.tr, "tr", false, "test results (the Tests section)")
 	fs.Var(&f.thresholds, "threshold", "a bound on every benchmarking phase's figure, repeated, as k6 writes them: p99<5ms, p99[READ]<=800us,\n"+
 		"goodput>=0.95*target, throughput>1000, error_share<0.1% (latency from merged histograms); each is a result test and turns -tr on")

@@ -22,6 +22,10 @@ def db(postgres_url):
     plain = load_tables()  # the same run, not monitored
     plain["experiments"][0]["code"] = "cmp-plain"
     insert(postgres_url, plain)
+    tsdb = load_tables()  # YCSB-shaped phases, as benchmark tsdb's are
+    tsdb["experiments"][0]["code"] = "cmp-tsdb"
+    tsdb["experiments"][0]["plan"]["settings"]["benchmark"] = "tsdb"
+    insert(postgres_url, tsdb)
     return postgres_url
 
 
@@ -88,6 +92,11 @@ def test_html_format(db):
     [
         (["-e", "cmp-a"], 2, "two experiments or more"),
         (["-e", "cmp-a", "-e", "nope"], 1, "no experiment with code 'nope'"),
+        (
+            ["-e", "cmp-a", "-e", "cmp-tsdb"],
+            1,
+            "experiment cmp-tsdb is a tsdb experiment: compare takes YCSB experiments",
+        ),
     ],
 )
 def test_compare_errors(db, argv, status, says):

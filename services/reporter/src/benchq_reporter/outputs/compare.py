@@ -14,7 +14,7 @@ from collections.abc import Mapping
 
 import pandas as pd
 
-from ..contracts import KIND
+from ..contracts import BENCHMARK, KIND
 from ..summary.build import YcsbSummary
 from ..summary.ycsb import LATENCY_FIGURES, THROUGHPUT, WINDOW_THROUGHPUT
 
@@ -35,6 +35,12 @@ def phases(code: str, summary: object, frames: Mapping[str, pd.DataFrame]) -> pd
     """The compared figures of one experiment's benchmarking phases, in plan order."""
     if not isinstance(summary, YcsbSummary) or summary.execution_per_phase.empty:
         raise NotComparable(f"experiment {code} has no YCSB benchmarking phase to compare")
+    if summary.workload.benchmark != BENCHMARK.ycsb:
+        # benchmark tsdb's phases are YCSB-shaped, but their "p95 slowest op" is the query's latency
+        # beside points written: its Ingest section compares what matters there.
+        raise NotComparable(
+            f"experiment {code} is a {summary.workload.benchmark} experiment: compare takes YCSB experiments"
+        )
     per = summary.execution_per_phase
     lat = summary.execution_latency
     if "latency from" in lat.columns:
