@@ -291,7 +291,7 @@ func cmdStop(ctx context.Context, args []string, st *State) int {
 	}
 	if len(codes) == 0 {
 		if *code != "" {
-			st.Errorf("experiment %s is not running (see: benchq summary -e %s)", *code, *code)
+			st.Errorf("experiment %s is not running (benchq list shows the experiments; benchq summary -e %s shows it, if it ran)", *code, *code)
 			return ExitFailed
 		}
 		fmt.Fprintln(st.Stdout, "no experiment is running")

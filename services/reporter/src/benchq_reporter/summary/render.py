@@ -58,7 +58,7 @@ def workload_lines(s: Summary) -> list[str]:
     w = s.workload
     benchbase = isinstance(s, BenchbaseSummary)
     # No end yet: the Duration line says the experiment is still running.
-    duration = EXPERIMENT.running if w.duration_s is None else f"{int(w.duration_s)}s"
+    duration = EXPERIMENT.running if w.duration_s is None else f"{round(w.duration_s)}s"  # rounded, as benchq list
     if w.estimated_s is not None:
         duration += f" (estimated {round(w.estimated_s)}s)"
     status = w.status if not w.reason else f"{w.status} ({w.reason})"
