@@ -138,7 +138,8 @@ def _benchbase_workload(w: Workload) -> list[str]:
     return [
         "* Benchbase runs a TPC-C experiment (benchq's TPC-C engine on go-tpc, Benchbase's transaction mix and outcomes).",
         "* This experiment compares run time and resource consumption of Benchbase queries in different DBMS.",
-        "  * Benchbase data is generated and loaded using several threads.",
+        "  * Benchbase data is generated and loaded using "
+        + ("several threads." if max(w.loading_threads or [0]) > 1 else "one thread."),
         f"  * Benchmark is '{w.workload}'. Scaling factor is {sf}. Target is based on multiples of "
         f"'{w.target_base}'. Factors for benchmarking are {numbers(w.benchmarking_factors)}.{reconnect} "
         f"Benchmarking runs for {runs_for}.",
