@@ -49,11 +49,16 @@ COLUMNS = [
 NOTE = (
     "sent counts the points the database took (carbon: its socket; remote write: a 2xx answer) over the "
     "generators' common window; failed the points whose write failed. ingested is the database's own counter "
-    "of stored points ({counter}) from GO to the generators' end, per second; stored by the end is its share of "
-    "sent, and the backlog what it still had to store then. After the end the counter is read until it stops "
+    "of stored points ({counter}) from GO to its last reading before the generators' end, per second; stored by "
+    "the end is its share of sent at its first reading after the end, and the backlog what it still had to store "
+    "then (a flush between those two readings counts in the second only: on a phase of a few seconds ingested "
+    "can be a flush lower). After the end the counter is read until it stops "
     "growing (drained after) or for at most 30 s: stored is its growth over the whole phase, not stored = "
-    "sent − stored. ingest CV is the coefficient of variation of the per-second ingest while the generators "
-    "ran (the seed's 'stable load'). A loading phase writes one point of each series."
+    "sent − stored. ingest CV is the coefficient of variation of the per-second ingest (the counter's growth "
+    "between readings a second apart) while the generators ran (the seed's 'stable load'); with few agents "
+    "flushing once a second near the reading instants, a flush falls on either side of a reading (no flush in "
+    "one second, two in the next), which raises the CV without the database varying. A loading phase writes "
+    "one point of each series."
 )
 
 
