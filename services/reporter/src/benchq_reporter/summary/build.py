@@ -75,6 +75,11 @@ class BenchbaseSummary(Summary):
     benchbase: bb.Tables
 
 
+# A skipped loading phase's note under the Loading tables, which render.py
+# prints even when they have no rows.
+SKIPPED_NOTE = "Loading skipped: "
+
+
 def skipped_loading(data: ExperimentData) -> list[str]:
     """The reasons of the loading phases skipped (the database persisted on a volume)."""
     p = data.phases
@@ -135,7 +140,8 @@ def summarize(data: ExperimentData) -> YcsbSummary | BenchbaseSummary:
         + checks.threshold_tests(data.plan.settings.thresholds, execution_lat, execution_phase),
         notes={
             "loading_per_run": ycsb.aggregate_notes(loading_lat)
-            + ycsb.error_notes(loading_run, "DBMS", data.plan.settings.error_share_limit),
+            + ycsb.error_notes(loading_run, "DBMS", data.plan.settings.error_share_limit)
+            + [SKIPPED_NOTE + r for r in skipped_loading(data)],
             "execution_per_phase": ycsb.aggregate_notes(execution_lat)
             + ycsb.error_notes(execution_phase, "phase", data.plan.settings.error_share_limit),
             "loading_latency": ycsb.latency_notes(loading_lat),

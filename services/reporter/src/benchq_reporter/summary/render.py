@@ -16,7 +16,7 @@ import pandas as pd
 
 from ..contracts import BENCHMARK, EXPERIMENT
 from . import benchbase as bb
-from .build import BenchbaseSummary, Summary, YcsbSummary
+from .build import SKIPPED_NOTE, BenchbaseSummary, Summary, YcsbSummary
 from .checks import Test
 from .monitoring import CPU_NOTE, Monitoring, Section
 from .repetitions import NOTE as REPETITIONS_NOTE
@@ -188,9 +188,10 @@ def workflow_lines(s: Summary) -> list[str]:
 def _noted_table(s: YcsbSummary, name: str) -> list[str]:
     """A table of the summary with the notes that belong under it."""
     df = getattr(s, name)
-    if df.empty:
-        return [NO_DATA]
     notes = s.notes.get(name, [])
+    if df.empty:
+        # A note can say why there is none (a loading phase skipped: its database was on a volume).
+        return [NO_DATA, *[f"* {n}" for n in notes if n.startswith(SKIPPED_NOTE)]]
     return [table(df), *([""] if notes else []), *[f"* {n}" for n in notes]]
 
 
