@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -741,4 +742,18 @@ func TestCollectorWaitsForTheGOThatNamesTheHolder(t *testing.T) {
 	e.start()
 	e.settled()
 	e.expect("the holder's final alone", []string{"agent-1 125.5"}, `SELECT agent || ' ' || throughput FROM shard_results`)
+}
+
+// An operation without latencies (a TPC-C loader's rows of a table) stores
+// NULL, not 0; one with any latency or a histogram stores them as given.
+func TestUntimedOperationsStoreNoLatency(t *testing.T) {
+	if got := latencies(contracts.OpResult{Name: "customer", Count: 30000}); slices.ContainsFunc(got, func(v any) bool { return v != nil }) {
+		t.Errorf("untimed: %v, want 7 NULLs", got)
+	}
+	if got := latencies(contracts.OpResult{Name: "CLEANUP", Count: 8, AvgUS: 5}); got[0] != 5.0 || got[5] != 0.0 {
+		t.Errorf("timed: %v, want avg 5 and the zeros as given", got)
+	}
+	if got := latencies(contracts.OpResult{Name: "READ", Count: 1, Histogram: "HISTFAAAA"}); got[0] != 0.0 {
+		t.Errorf("with a histogram: %v, want the values as given", got)
+	}
 }

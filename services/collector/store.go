@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"maps"
+	"slices"
 
 	"github.com/jackc/pgx/v5"
 
@@ -172,12 +173,27 @@ func writeFinal(ctx context.Context, tx pgx.Tx, m *contracts.Final) error {
 		if _, err := tx.Exec(ctx, `INSERT INTO shard_operations (code, phase, shard, attempt, operation, count, avg_us, min_us, max_us,
 				p50_us, p95_us, p99_us, p999_us, return_codes, histogram)
 			VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, NULLIF($15, '')) ON CONFLICT DO NOTHING`,
-			m.Code, m.Phase, m.Shard, m.Attempt, op.Name, op.Count, op.AvgUS, op.MinUS, op.MaxUS,
-			op.P50US, op.P95US, op.P99US, op.P999US, rc, op.Histogram); err != nil {
+			append(append([]any{m.Code, m.Phase, m.Shard, m.Attempt, op.Name, op.Count}, latencies(op)...), rc, op.Histogram)...); err != nil {
 			return fmt.Errorf("operation %s of %s shard %d: %w", op.Name, m.Phase, m.Shard, err)
 		}
 	}
 	return writeIngest(ctx, tx, m)
+}
+
+// latencies are an operation's avg, min, max, p50, p95, p99 and p999 (µs)
+// as stored: NULL, not 0, when it was not timed. A final leaves them out
+// (omitempty) for an operation without latencies, such as a TPC-C loader's
+// rows per table; one timed by a driver ships its histogram.
+func latencies(op contracts.OpResult) []any {
+	l := []float64{op.AvgUS, op.MinUS, op.MaxUS, op.P50US, op.P95US, op.P99US, op.P999US}
+	out := make([]any, len(l))
+	timed := op.Histogram != "" || slices.ContainsFunc(l, func(v float64) bool { return v != 0 })
+	for i, v := range l {
+		if timed {
+			out[i] = v
+		}
+	}
+	return out
 }
 
 // writeIngest stores a generator's readings of the time-series database's
