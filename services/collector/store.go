@@ -186,14 +186,10 @@ func writeFinal(ctx context.Context, tx pgx.Tx, m *contracts.Final) error {
 // rows per table; one timed by a driver ships its histogram.
 func latencies(op contracts.OpResult) []any {
 	l := []float64{op.AvgUS, op.MinUS, op.MaxUS, op.P50US, op.P95US, op.P99US, op.P999US}
-	out := make([]any, len(l))
-	timed := op.Histogram != "" || slices.ContainsFunc(l, func(v float64) bool { return v != 0 })
-	for i, v := range l {
-		if timed {
-			out[i] = v
-		}
+	if op.Histogram == "" && !slices.ContainsFunc(l, func(v float64) bool { return v != 0 }) {
+		return make([]any, len(l)) // 7 NULLs
 	}
-	return out
+	return []any{l[0], l[1], l[2], l[3], l[4], l[5], l[6]}
 }
 
 // writeIngest stores a generator's readings of the time-series database's
