@@ -38,7 +38,8 @@ test: bootstrap lint test-go test-py test-fuzz test-e2e test-k8s
 
 # Linters, zero findings: golangci-lint (pinned by the bootstrap; .golangci.yml),
 # ruff's lint and format check and mypy on the reporter's public API
-# (services/reporter/pyproject.toml).
+# (services/reporter/pyproject.toml); ruff's, with its defaults, on the
+# Python outside the reporter (internal/localdb's carbon-cache.py).
 lint: lint-go lint-py
 
 lint-go: bootstrap
@@ -46,6 +47,7 @@ lint-go: bootstrap
 
 lint-py: bootstrap
 	cd services/reporter && ../../.venv/bin/ruff check . && ../../.venv/bin/ruff format --check . && ../../.venv/bin/mypy
+	.venv/bin/ruff check internal/localdb && .venv/bin/ruff format --check internal/localdb
 
 # One package's tests per core (go test's default): four at once took as
 # long (4.3 min against 4.4), the cores being busy, not waiting.

@@ -89,10 +89,7 @@ func checkStoredCount(t *testing.T, s *stack, name, query string, configurations
 			stored += st
 		}
 		// The count as scraped up to the benchmarking phase's last reading,
-		// the end of its drain, where the summary's figure was read: after
-		// it, until the SUT goes, carbon's own accounting may still move by
-		// a point or two (docs/tsdb.md, "Two records in one second"; 1,202
-		// against 1,200 once).
+		// the end of its drain, where the summary's figure was read.
 		var drained time.Time
 		if err := s.results(t).QueryRow(t.Context(), `SELECT max(at) FROM ingest_readings WHERE code = $1 AND phase = $2`, code, configuration+"-1").Scan(&drained); err != nil {
 			t.Fatalf("%s: the drain's last reading: %v", configuration, err)
@@ -239,9 +236,10 @@ func checkTSDB(t *testing.T, s *stack) {
 		[]string{"Prometheus-4-2-0-1"}, "-dbms", "Prometheus", "-protocol", "remote-write", "-nbp", "2", "-nbt", "4", "-metrics", "50", "-xmet", "5", "-ma")
 	// Graphite as a carbon cluster: a carbon-relay in front of one, then
 	// two carbon-caches (-nw 1,2), priced (-cost-per-hour). Its count is
-	// carbon's committedPoints less its own series' points, summed over the
-	// caches (whisper.ReadCarbon, which internal/localdb's test holds to
-	// whisper's own library). The summary compares the two sizes.
+	// the points the caches wrote, counted as they wrote them (our
+	// carbon-cache.py, whisper.ReadWritten; internal/localdb's test holds it
+	// to the series' files, read by whisper's own library, and to
+	// graphite-web). The summary compares the two sizes.
 	graphite, out := checkStoredCount(t, s, "tsdb-graphite", "sum(carbon_points_stored_total{experiment=%q,configuration=%q})",
 		[]string{"Graphite-4-2-0-nw1-1", "Graphite-4-2-0-nw2-1"},
 		"-dbms", "Graphite", "-nw", "1,2", "-cost-per-hour", "0.5", "-nbp", "2", "-nbt", "4", "-metrics", "50", "-xmet", "5", "-ma")

@@ -5,8 +5,8 @@
 // carbon-cache and as a carbon-relay in front of 1, 2 and 3 carbon-caches
 // (-caches). Per step it prints what the generator offered and sent a
 // second, what the database says it stored (its own counter:
-// vm_rows_inserted_total{type="graphite"}, carbon's committedPoints less
-// its own points), the backlog, the read probe's latency (VictoriaMetrics;
+// vm_rows_inserted_total{type="graphite"}, the points carbon's caches
+// wrote, as benchq's carbon-cache.py counts them), the backlog, the read probe's latency (VictoriaMetrics;
 // carbon has no query API), and the CPU of the generator (this process)
 // per million points and of the database. A step keeps up when the
 // generator sent 95 % of the offered load and the database stored 99 % of
@@ -175,16 +175,16 @@ func benchGraphite(ctx context.Context, c config, dir string, caches int, out io
 		stored: func(context.Context) (int64, error) {
 			var n int64
 			for _, d := range g.WhisperDirs() {
-				cc, err := whisper.ReadCarbon(d)
+				w, err := whisper.ReadWritten(d)
 				if err != nil {
 					return 0, err
 				}
-				n += cc.Stored
+				n += w.Points
 			}
 			return n, nil
 		},
-		// committedPoints is recorded once a second, for the second before.
-		lag: 2 * time.Second,
+		// The caches' count moves within a tenth of a second of a write.
+		lag: time.Second,
 	}, out)
 }
 

@@ -1,9 +1,11 @@
 // Package carbonexporter serves what Graphite's carbon-caches say of
 // themselves as Prometheus metrics. Carbon has no /metrics: it records its
 // own counters every second as whisper series (carbon.agents.*), which
-// this exporter reads at each scrape (internal/whisper.CarbonReader). The
-// local deployer serves one per Graphite SUT; benchq tsdb reads the
-// stored points from it (the catalog's tsdb.ingested).
+// this exporter reads at each scrape (internal/whisper.CarbonReader), and
+// benchq's carbon-cache.py counts the points each cache writes beside its
+// whisper files (whisper.ReadWritten). The local deployer serves one per
+// Graphite SUT, as does a Graphite pod; benchq tsdb reads the stored
+// points from it (the catalog's tsdb.ingested).
 package carbonexporter
 
 import (
@@ -21,7 +23,7 @@ import (
 var (
 	labels = []string{"cache"}
 	stored = prometheus.NewDesc("carbon_points_stored_total",
-		"Points the carbon-cache wrote to whisper, its own series left out (committedPoints less carbon.* points; internal/whisper.ReadCarbon).", labels, nil)
+		"Points the carbon-cache wrote to whisper, its own series left out, counted as it wrote them (internal/whisper.ReadWritten).", labels, nil)
 	committed = prometheus.NewDesc("carbon_points_committed_total",
 		"Points the carbon-cache wrote to whisper, its own series included (the sum of its committedPoints).", labels, nil)
 	received = prometheus.NewDesc("carbon_metrics_received_total",
@@ -58,7 +60,7 @@ func (c *Collector) Describe(ch chan<- *prometheus.Desc) {
 	}
 }
 
-// Collect reads every cache. A cache whose series cannot be read fails
+// Collect reads every cache. A cache whose counts cannot be read fails
 // the scrape (HTTP 500): a sum without that cache's count would be a wrong
 // count, where none is a missing one.
 func (c *Collector) Collect(ch chan<- prometheus.Metric) {
@@ -70,13 +72,20 @@ func (c *Collector) Collect(ch chan<- prometheus.Metric) {
 	}
 	sort.Strings(names)
 	for _, name := range names {
-		counts, err := c.readers[name].Read()
+		r := c.readers[name]
+		written, err := whisper.ReadWritten(r.Dir())
+		if err != nil {
+			c.log.Warn("the carbon-cache's count of written points unreadable", "cache", name, "err", err)
+			ch <- prometheus.NewInvalidMetric(stored, err)
+			continue
+		}
+		counts, err := r.Read()
 		if err != nil {
 			c.log.Warn("carbon's own series unreadable", "cache", name, "err", err)
 			ch <- prometheus.NewInvalidMetric(stored, err)
 			continue
 		}
-		ch <- prometheus.MustNewConstMetric(stored, prometheus.CounterValue, float64(counts.Stored), name)
+		ch <- prometheus.MustNewConstMetric(stored, prometheus.CounterValue, float64(written.Points), name)
 		ch <- prometheus.MustNewConstMetric(committed, prometheus.CounterValue, float64(counts.Committed), name)
 		ch <- prometheus.MustNewConstMetric(received, prometheus.CounterValue, float64(counts.Received), name)
 		ch <- prometheus.MustNewConstMetric(errs, prometheus.CounterValue, float64(counts.Errors), name)

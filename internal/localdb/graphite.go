@@ -4,6 +4,7 @@ import (
 	"cmp"
 	"context"
 	"crypto/rand"
+	_ "embed" // countedCache
 	"encoding/hex"
 	"errors"
 	"fmt"
@@ -17,6 +18,7 @@ import (
 
 	"github.com/benchq/benchq/internal/httpget"
 	"github.com/benchq/benchq/internal/procs"
+	"github.com/benchq/benchq/internal/whisper"
 )
 
 // CarbonVersion is the Graphite carbon (and whisper) the bootstrap installs
@@ -133,7 +135,18 @@ type launchSpec struct {
 	args    []string
 }
 
-type dirFile struct{ name, content string }
+type dirFile struct {
+	name, content string
+	mode          os.FileMode // 0: 0o644
+}
+
+// writeFile writes content to path with mode, an existing file's too.
+func writeFile(path, content string, mode os.FileMode) error {
+	if err := os.WriteFile(path, []byte(content), mode); err != nil {
+		return err
+	}
+	return os.Chmod(path, mode)
+}
 
 // fixedPorts are the ports opts fix, in the order of d's ports (0: none):
 // graphite-web's HTTP port; the front daemon's plaintext and pickle ports.
@@ -376,7 +389,7 @@ func (d *CarbonDaemon) launch(ctx context.Context, home, osUser string, opts Gra
 		return err
 	}
 	for _, f := range spec.files {
-		if err := os.WriteFile(filepath.Join(d.Dir, f.name), []byte(f.content), 0o644); err != nil {
+		if err := writeFile(filepath.Join(d.Dir, f.name), f.content, cmp.Or(f.mode, 0o644)); err != nil {
 			return fmt.Errorf("write %s: %w", f.name, err)
 		}
 	}
@@ -412,22 +425,39 @@ func (carbonProgram) ports(d *CarbonDaemon) []*int { return []*int{&d.Line, &d.P
 
 func (carbonProgram) command(d *CarbonDaemon) string { return d.Program + ".py" }
 
+// countedCache is our carbon-cache.py: carbon's own, with its whisper
+// writer wrapped to count the points it writes (whisper.ReadWritten).
+//
+//go:embed carbon_cache_counted.py
+var countedCache string
+
 func (c carbonProgram) launch(d *CarbonDaemon, home string, opts GraphiteOptions, caches []CarbonDaemon) (launchSpec, error) {
 	conf := filepath.Join(d.Dir, "carbon.conf")
-	return launchSpec{
-		files:   []dirFile{{"carbon.conf", c.config(d, caches)}, {"storage-schemas.conf", storageSchemas(opts.Retention)}},
+	spec := launchSpec{
+		files:   []dirFile{{name: "carbon.conf", content: c.config(d, caches)}, {name: "storage-schemas.conf", content: storageSchemas(opts.Retention)}},
 		subdirs: []string{"run", "storage", "storage/whisper", "storage/log", "storage/lists"},
 		// --debug: in the foreground, logging to stdout (our log file).
 		bin:  filepath.Join(home, "bin", d.Program+".py"),
 		args: []string{"--config=" + conf, "--instance=" + d.Instance, "--debug", "start"},
-	}, nil
+	}
+	if c.relay {
+		return spec, nil
+	}
+	// A cache runs our carbon-cache.py, named as carbon's so that its
+	// process' comm is the one command names, with the venv's python.
+	counted := dirFile{name: d.Program + ".py", content: "#!" + filepath.Join(home, "bin", "python3") + "\n" + countedCache, mode: 0o755}
+	spec.files = append(spec.files, counted)
+	spec.args = append([]string{whisper.WrittenFile(d.WhisperDir()), spec.bin}, spec.args...)
+	spec.bin = filepath.Join(d.Dir, counted.name)
+	return spec, nil
 }
 
 // config is the daemon's carbon.conf. Carbon's defaults throttle a
 // benchmark (50 new series a minute, a bounded cache): every limit is
 // lifted, so what is measured is carbon's own speed. A cache's own counters
 // go every second (CARBON_METRIC_INTERVAL) under carbon.agents.*: benchq
-// reads committedPoints and metricsReceived from them (docs/tsdb.md).
+// serves committedPoints, metricsReceived, errors and cache.size from them
+// (docs/tsdb.md); the stored count is our carbon-cache.py's.
 func (c carbonProgram) config(d *CarbonDaemon, caches []CarbonDaemon) string {
 	section := "cache"
 	if c.relay {
@@ -469,8 +499,8 @@ func (c carbonProgram) config(d *CarbonDaemon, caches []CarbonDaemon) string {
 		return b.String()
 	}
 	// The relay's own counters are off: they would travel to the caches
-	// as points, stored at a time nothing tells exactly, and blur the
-	// caches' count of the workload's points (whisper.ReadCarbon).
+	// as points, load that is not the workload's (the caches count them
+	// as carbon's own, apart from the workload's: whisper.ReadWritten).
 	kv("CARBON_METRIC_INTERVAL", 0)
 	kv("RELAY_METHOD", "consistent-hashing")
 	kv("REPLICATION_FACTOR", 1)
@@ -588,7 +618,7 @@ func (webProgram) launch(d *CarbonDaemon, home string, opts GraphiteOptions, cac
 		return launchSpec{}, err
 	}
 	return launchSpec{
-		files:   []dirFile{{webSettingsModule + ".py", settings}},
+		files:   []dirFile{{name: webSettingsModule + ".py", content: settings}},
 		subdirs: []string{"storage", "storage/log"},
 		// One sync worker: the probe sends one query a second.
 		bin: filepath.Join(home, "bin", "gunicorn"),

@@ -11,18 +11,14 @@ import (
 
 // CarbonCounts are what one carbon-cache's own series (CARBON_METRIC_PREFIX
 // "carbon", one point per CARBON_METRIC_INTERVAL) say it did, summed over
-// their retention.
+// their retention. They are carbon's view, recorded once a second and
+// stamped to the second: two records in one second share one slot, and
+// one of them is lost (docs/tsdb.md). The points stored are counted
+// exactly elsewhere, as carbon writes them (ReadWritten).
 type CarbonCounts struct {
-	// Stored is the points the cache wrote to whisper that are not its
-	// own: Committed up to a cut S, its newest committedPoints point, less
-	// Own before S (docs/tsdb.md explains the accounting).
-	Stored int64
-	// Committed is the sum of its committedPoints up to S, every point it
-	// wrote, carbon's own series included.
+	// Committed is the sum of its committedPoints: every point it wrote,
+	// carbon's own series included.
 	Committed int64
-	// Own is the points of carbon's own series (carbon.*) in its whisper
-	// files, stamped before S.
-	Own int64
 	// Received is the points its listeners took (metricsReceived).
 	Received int64
 	// Errors are its failed writes.
@@ -31,16 +27,6 @@ type CarbonCounts struct {
 	// written (-1: none recorded).
 	CacheSize float64
 }
-
-// The cut S is the cache's newest committedPoints point: committedPoints
-// at S counts the points written in the second before S, and the cache's
-// own points stamped before S were recorded a second or more earlier and
-// written by then, if the cache writes within a second. So the count at S
-// is exact once carbon keeps up, and stays behind by the points not yet
-// written while it does not (ReadCarbon: it may then also miss one second
-// of its own points, and is held at 0 at the least). (A relay's
-// own points would reach the cache over the network at a time nothing
-// records: benchq turns them off.)
 
 // ReadCarbon reads the counts from a carbon-cache's whisper directory
 // (LOCAL_DATA_DIR). A cache that has recorded nothing yet has zero counts.
@@ -51,16 +37,18 @@ func ReadCarbon(whisperDir string) (CarbonCounts, error) {
 	})
 }
 
-// readCarbon counts what read says each of the cache's own series holds
-// (its points in time order).
+// readCarbon sums what read says each of the cache's own series holds (its
+// points in time order).
 func readCarbon(whisperDir string, read func(path string) ([]Point, error)) (CarbonCounts, error) {
 	c := CarbonCounts{CacheSize: -1}
-	type file struct {
-		rel string
-		pts []Point
-	}
-	var files []file
 	root := filepath.Join(whisperDir, "carbon")
+	sum := func(pts []Point) int64 {
+		var n float64
+		for _, p := range pts {
+			n += p.Value
+		}
+		return int64(n + 0.5)
+	}
 	err := filepath.WalkDir(root, func(path string, d fs.DirEntry, err error) error {
 		if err != nil {
 			if errors.Is(err, os.ErrNotExist) && path == root {
@@ -71,6 +59,19 @@ func readCarbon(whisperDir string, read func(path string) ([]Point, error)) (Car
 		if d.IsDir() || !strings.HasSuffix(path, ".wsp") {
 			return nil
 		}
+		rel, _ := filepath.Rel(root, path)
+		rel = filepath.ToSlash(rel)
+		var into *int64
+		switch {
+		case isAgent(rel, "committedPoints"):
+			into = &c.Committed
+		case isAgent(rel, "metricsReceived"):
+			into = &c.Received
+		case isAgent(rel, "errors"):
+			into = &c.Errors
+		case !isAgent(rel, "cache.size"):
+			return nil // a series benchq does not serve
+		}
 		pts, err := read(path)
 		if beingCreated(err) {
 			return nil // no point in it yet: read it next time
@@ -78,57 +79,14 @@ func readCarbon(whisperDir string, read func(path string) ([]Point, error)) (Car
 		if err != nil {
 			return err
 		}
-		rel, _ := filepath.Rel(root, path)
-		files = append(files, file{filepath.ToSlash(rel), pts})
+		if into != nil {
+			*into += sum(pts)
+		} else if n := len(pts); n > 0 {
+			c.CacheSize = pts[n-1].Value
+		}
 		return nil
 	})
-	if err != nil {
-		return c, err
-	}
-	var s int64 // the cut
-	for _, f := range files {
-		if isAgent(f.rel, "committedPoints") {
-			for _, p := range f.pts {
-				s = max(s, p.Time)
-			}
-		}
-	}
-	sum := func(pts []Point, upTo int64) int64 {
-		var n float64
-		for _, p := range pts {
-			if p.Time <= upTo {
-				n += p.Value
-			}
-		}
-		return int64(n + 0.5)
-	}
-	const always = int64(1) << 62
-	for _, f := range files {
-		for _, p := range f.pts {
-			if p.Time < s {
-				c.Own++
-			}
-		}
-		switch {
-		case isAgent(f.rel, "committedPoints"):
-			c.Committed += sum(f.pts, s)
-		case isAgent(f.rel, "metricsReceived"):
-			c.Received += sum(f.pts, always)
-		case isAgent(f.rel, "errors"):
-			c.Errors += sum(f.pts, always)
-		case isAgent(f.rel, "cache.size"):
-			if n := len(f.pts); n > 0 {
-				c.CacheSize = f.pts[n-1].Value
-			}
-		}
-	}
-	// Under load the cache may write its own newest points more than a
-	// second after recording them: they are then in Own but not yet in
-	// Committed, and the difference falls short by them (about 16 points)
-	// until it catches up. Fresh from its start that is below zero: no
-	// count of points is.
-	c.Stored = max(0, c.Committed-c.Own)
-	return c, nil
+	return c, err
 }
 
 // beingCreated reports whether err is the end of a file met before its

@@ -5,6 +5,7 @@ import (
 	"math"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 )
@@ -25,25 +26,28 @@ func write(t *testing.T, dir, rel string, pts ...Point) {
 	}
 }
 
-// A cache that recorded three seconds: 0 committed at 100, 110 at 101 (100
-// of ours and its 10 own points of 100), 10 at 102 (its own of 101). Its
-// own series hold 10 points at 100, 101 and 102 each, but those of 102 are
-// not yet counted in a committedPoints: the cut at 102 leaves them out.
-func TestReadCarbonCountsWhatIsNotItsOwn(t *testing.T) {
+// A cache that recorded three seconds: its counters are summed over them,
+// its cache size is the newest, and the series benchq does not serve (its
+// other own series, and ours) are not read.
+func TestReadCarbonSumsItsCounters(t *testing.T) {
 	dir := t.TempDir()
 	write(t, dir, "carbon/agents/h-n0/committedPoints.wsp", Point{100, 0}, Point{101, 110}, Point{102, 10})
 	write(t, dir, "carbon/agents/h-n0/metricsReceived.wsp", Point{100, 0}, Point{101, 100}, Point{102, 0})
 	write(t, dir, "carbon/agents/h-n0/cache/size.wsp", Point{100, 0}, Point{101, 7}, Point{102, 3})
 	write(t, dir, "carbon/agents/h-n0/errors.wsp", Point{100, 0}, Point{101, 1}, Point{102, 0})
-	for i := range 6 { // six more own series, ten in all
-		write(t, dir, "carbon/agents/h-n0/other"+string(rune('a'+i))+".wsp", Point{100, 1}, Point{101, 1}, Point{102, 1})
+	for _, rel := range []string{"carbon/agents/h-n0/cpuUsage.wsp", "bq/s1.wsp"} {
+		if err := os.MkdirAll(filepath.Dir(filepath.Join(dir, rel)), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(filepath.Join(dir, rel), []byte("not whisper"), 0o644); err != nil {
+			t.Fatal(err)
+		}
 	}
-	write(t, dir, "bq/s1.wsp", Point{100, 5}) // ours: never read
 	c, err := ReadCarbon(dir)
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := CarbonCounts{Stored: 100, Committed: 120, Own: 20, Received: 100, Errors: 1, CacheSize: 3}
+	want := CarbonCounts{Committed: 120, Received: 100, Errors: 1, CacheSize: 3}
 	if c != want {
 		t.Errorf("ReadCarbon = %+v, want %+v", c, want)
 	}
@@ -57,25 +61,35 @@ func TestReadCarbonOfAnEmptyCache(t *testing.T) {
 	}
 }
 
-// Fresh from its start, under load: the cache recorded its own points at
-// 100 and wrote them after its record at 101 (committedPoints 0 at both):
-// the difference is below zero, and no count of points is.
-func TestReadCarbonIsNeverNegative(t *testing.T) {
-	dir := t.TempDir()
-	write(t, dir, "carbon/agents/h-n0/committedPoints.wsp", Point{100, 0}, Point{101, 0})
-	write(t, dir, "carbon/agents/h-n0/errors.wsp", Point{100, 0}, Point{101, 0})
-	c, err := ReadCarbon(dir)
-	if err != nil || c.Stored != 0 || c.Committed != 0 || c.Own != 2 {
-		t.Errorf("ReadCarbon = %+v, %v; want 0 stored of 0 committed, 2 own", c, err)
+// The count carbon-cache.py keeps beside the whisper directory is read as
+// it is; a cache without one, or with one that is not its JSON, has no
+// count (an error naming the file), not a count of 0.
+func TestReadWritten(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "whisper")
+	if _, err := ReadWritten(dir); err == nil || !strings.Contains(err.Error(), WrittenFile(dir)) {
+		t.Errorf("no file: %v, want an error naming %s", err, WrittenFile(dir))
+	}
+	if err := os.WriteFile(WrittenFile(dir), []byte(`{"points": 300, "own": 48}`), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if w, err := ReadWritten(dir); err != nil || w != (Written{Points: 300, Own: 48}) {
+		t.Errorf("ReadWritten = %+v, %v", w, err)
+	}
+	if err := os.WriteFile(WrittenFile(dir), []byte(`300`), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if w, err := ReadWritten(dir); err == nil {
+		t.Errorf("a file of no JSON object read as %+v", w)
 	}
 }
 
 // What one read of a cache's own series costs as benchq's Graphite runs
 // them: carbon writes about sixteen series of its own, each a file of a
 // day's one-second slots (storage-schemas' 1s:1d), ten minutes of them
-// filled. The exporter reads them at every scrape and the first generator
-// every second (docs/tsdb.md): ReadCarbon reads every slot,
-// a CarbonReader only the newest after its first read.
+// filled, of which the four served are read. The exporter reads them at
+// every scrape, the first generator's every second (docs/tsdb.md):
+// ReadCarbon reads every slot, a CarbonReader only the newest after its
+// first read.
 func BenchmarkReadCarbonOfADayOfSeconds(b *testing.B) {
 	dir := dayOfSeconds(b)
 	for b.Loop() {
@@ -130,7 +144,7 @@ func TestCarbonReaderCountsAsAWholeRead(t *testing.T) {
 	const n = 1000 // slots of one second: more than a tail reads at once
 	base := int64(1_795_000_000)
 	paths := map[string]string{}
-	for _, name := range []string{"committedPoints", "metricsReceived", "errors", "cache/size", "cpuUsage"} {
+	for _, name := range []string{"committedPoints", "metricsReceived", "errors", "cache/size"} {
 		paths[name] = filepath.Join(dir, "carbon/agents/h-n0", name+".wsp")
 	}
 	create := func(path string) {
@@ -161,7 +175,7 @@ func TestCarbonReaderCountsAsAWholeRead(t *testing.T) {
 		}
 	}
 	for name, path := range paths {
-		if name != "cpuUsage" {
+		if name != "errors" {
 			create(path)
 		}
 	}
@@ -173,11 +187,11 @@ func TestCarbonReaderCountsAsAWholeRead(t *testing.T) {
 	for ts := base; ts < base+2500; ts += 7 {
 		clock = time.Unix(ts+7, 0)
 		if ts == base+903 {
-			create(paths["cpuUsage"])
+			create(paths["errors"])
 		}
 		for s := ts; s < ts+7; s++ {
 			for name, path := range paths {
-				if name == "cpuUsage" && s < base+903 {
+				if name == "errors" && s < base+903 {
 					continue
 				}
 				put(path, s, float64(s%13))
@@ -213,19 +227,22 @@ func TestReadCarbonSkipsAFileBeingCreated(t *testing.T) {
 	dir := t.TempDir()
 	write(t, dir, "carbon/agents/h-n0/committedPoints.wsp", Point{100, 0}, Point{101, 50}, Point{102, 0})
 	whole := file(1, 60, make([]Point, 60))
-	for name, n := range map[string]int{"whitelistRejects.wsp": 10, "creates.wsp": 28 + 12} {
+	for name, n := range map[string]int{"metricsReceived.wsp": 10, "errors.wsp": 28 + 12} {
 		if err := os.WriteFile(filepath.Join(dir, "carbon/agents/h-n0", name), whole[:n], 0o644); err != nil {
 			t.Fatal(err)
 		}
 	}
-	want := CarbonCounts{Stored: 48, Committed: 50, Own: 2, CacheSize: -1}
+	want := CarbonCounts{Committed: 50, CacheSize: -1}
 	if c, err := ReadCarbon(dir); err != nil || c != want {
 		t.Errorf("ReadCarbon = %+v, %v; want %+v", c, err, want)
 	}
 	if c, err := NewCarbonReader(dir).Read(); err != nil || c != want {
 		t.Errorf("CarbonReader.Read = %+v, %v; want %+v", c, err, want)
 	}
-	if err := os.WriteFile(filepath.Join(dir, "carbon/agents/h-n0/bad.wsp"), make([]byte, 64), 0o644); err != nil {
+	if err := os.MkdirAll(filepath.Join(dir, "carbon/agents/h-n0/cache"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, "carbon/agents/h-n0/cache/size.wsp"), make([]byte, 64), 0o644); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := ReadCarbon(dir); err == nil {

@@ -90,6 +90,9 @@ func NewCarbonReader(whisperDir string) *CarbonReader {
 	return &CarbonReader{dir: whisperDir, tails: map[string]*tail{}, now: time.Now}
 }
 
+// Dir is the cache's whisper directory (LOCAL_DATA_DIR).
+func (c *CarbonReader) Dir() string { return c.dir }
+
 // Read returns the counts now, as ReadCarbon would.
 func (c *CarbonReader) Read() (CarbonCounts, error) {
 	now := c.now()

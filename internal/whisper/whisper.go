@@ -1,8 +1,9 @@
 // Package whisper reads Graphite's whisper files, the round-robin database
 // carbon-cache writes one file per series to (graphite-project/whisper,
-// "whisper.py"). benchq reads them to count what carbon stored: carbon
-// keeps its own counters (committedPoints, metricsReceived) as whisper
-// series under carbon.agents.*.
+// "whisper.py"). benchq reads carbon's own counters (committedPoints,
+// metricsReceived), which carbon keeps as whisper series under
+// carbon.agents.*, and, beside them, the count of stored points that
+// benchq's carbon-cache.py keeps (ReadWritten).
 //
 // The format, all big-endian: a header of aggregation type (uint32),
 // maximum retention (uint32), x-files factor (float32) and archive count
