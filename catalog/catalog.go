@@ -47,6 +47,16 @@ var LocalKinds = []string{KindRedis, KindPostgreSQL, KindRedisCluster, KindPgBou
 // RunsLocally reports whether the local backend can start this DBMS.
 func (e Entry) RunsLocally() bool { return slices.Contains(LocalKinds, e.Kind) }
 
+// NotLocally says why the local backend cannot start this DBMS, and what
+// to do ("" when it can): the dry run's note and the deployer's error both
+// begin with it.
+func (e Entry) NotLocally() string {
+	if e.RunsLocally() {
+		return ""
+	}
+	return "DBMS " + e.Name + " needs the kubernetes backend (BENCHQ_BACKEND=kubernetes)"
+}
+
 // Probes: how readiness is checked.
 const (
 	ProbeRedisPing  = "redis-ping"

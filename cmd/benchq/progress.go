@@ -11,7 +11,8 @@ import (
 )
 
 // progress turns the streamed intervals of the running phases into one line
-// per phase: operations done of planned, current ops/s, elapsed, ETA.
+// per phase: operations (TPC-C: transactions; metrics: points sent) done,
+// of planned where planned by count, current rate, elapsed, ETA.
 // Pure: the follower feeds it planned events and intervals.
 type progress struct {
 	planned map[string]phasePlan // phase name → what it is to do
@@ -20,7 +21,8 @@ type progress struct {
 
 type phasePlan struct {
 	ops       int64 // YCSB: operations (loading: rows) over all shards
-	durationS int   // Benchbase: the benchmarking duration
+	durationS int   // Benchbase, metrics: the benchmarking duration
+	points    bool  // metrics generators: their operations are points sent
 }
 
 type phaseProgress struct {
@@ -43,6 +45,9 @@ func (p *progress) plan(pl plan.Plan) {
 					pp.ops += sh.YCSB.OperationCount
 				case sh.TPCC != nil:
 					pp.durationS = max(pp.durationS, sh.TPCC.DurationS)
+				case sh.TSDB != nil:
+					pp.points = true
+					pp.durationS = max(pp.durationS, sh.TSDB.DurationS)
 				}
 			}
 			p.planned[ph.Name] = pp
@@ -97,10 +102,16 @@ func (p *progress) line(phase string) string {
 			fmt.Fprintf(&b, ", ETA %s", (time.Duration(float64(plan.ops-ops)/rate) * time.Second).Round(time.Second))
 		}
 	case plan.durationS > 0:
-		fmt.Fprintf(&b, "%s transactions, %s tx/s, elapsed %ds of %ds", numfmt.Thousands(ops), numfmt.Thousands(int64(rate)), elapsed, plan.durationS)
+		what, per := "transactions", "tx/s"
+		if plan.points {
+			what, per = "points sent", "points/s"
+		}
+		fmt.Fprintf(&b, "%s %s, %s %s, elapsed %ds of %ds", numfmt.Thousands(ops), what, numfmt.Thousands(int64(rate)), per, elapsed, plan.durationS)
 		if left := int64(plan.durationS) - elapsed; left > 0 {
 			fmt.Fprintf(&b, ", ETA %ds", left)
 		}
+	case plan.points:
+		fmt.Fprintf(&b, "%s points sent, %s points/s, elapsed %ds", numfmt.Thousands(ops), numfmt.Thousands(int64(rate)), elapsed)
 	default:
 		fmt.Fprintf(&b, "%s operations, %s ops/s, elapsed %ds", numfmt.Thousands(ops), numfmt.Thousands(int64(rate)), elapsed)
 	}

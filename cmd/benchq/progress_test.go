@@ -46,3 +46,28 @@ func TestProgressLine(t *testing.T) {
 		t.Errorf("after the end: %q", got)
 	}
 }
+
+// A metrics generator's operations are points sent: its benchmarking phase
+// runs for a duration (elapsed of it, ETA), its loading phase (one point a
+// series) has none.
+func TestProgressLineOfMetricsGenerators(t *testing.T) {
+	p, err := plan.Expand("1", plan.WithDefaults(contracts.Request{SchemaVersion: 1, Benchmark: plan.BenchmarkTSDB, DBMS: []string{"VictoriaMetrics"},
+		BenchmarkingPods: []int{2}, BenchmarkingThreads: []int{4}, TSDB: &contracts.TSDB{Metrics: 50}, DurationS: 60}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	pr := newProgress()
+	pr.plan(p)
+	load, run := p.Configurations[0].Phases[0].Name, p.Configurations[0].Phases[1].Name
+	pr.interval(contracts.Interval{Phase: run, Shard: 1, Attempt: 1, ElapsedS: 10, Operations: 2000, OpsPerSec: 200})
+	pr.interval(contracts.Interval{Phase: run, Shard: 2, Attempt: 1, ElapsedS: 10, Operations: 2000, OpsPerSec: 200})
+	want := "  " + run + ": 4,000 points sent, 400 points/s, elapsed 10s of 60s, ETA 50s"
+	if got := pr.line(run); got != want {
+		t.Errorf("got  %q\nwant %q", got, want)
+	}
+	pr.interval(contracts.Interval{Phase: load, Shard: 1, Attempt: 1, ElapsedS: 1, Operations: 200, OpsPerSec: 200})
+	want = "  " + load + ": 200 points sent, 200 points/s, elapsed 1s"
+	if got := pr.line(load); got != want {
+		t.Errorf("got  %q\nwant %q", got, want)
+	}
+}

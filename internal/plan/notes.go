@@ -15,8 +15,8 @@ func Notes(r contracts.Request, backend string) []string {
 	var out []string
 	if backend == contracts.BackendLocal {
 		for _, d := range r.DBMS {
-			if e, err := catalog.Lookup(d); err == nil && !e.RunsLocally() {
-				out = append(out, "DBMS "+e.Name+" needs the kubernetes backend (BENCHQ_BACKEND=kubernetes): on the local backend its configurations fail when deployed")
+			if e, err := catalog.Lookup(d); err == nil && e.NotLocally() != "" {
+				out = append(out, e.NotLocally()+": on the local backend its configurations fail when deployed")
 			}
 		}
 		if n := r.Nodes; n != nil && n.SUT+n.Loading+n.Benchmarking != "" {

@@ -88,9 +88,8 @@ func (l *Local) Deploy(ctx context.Context, s backend.Spec) (backend.Deployed, e
 }
 
 func (l *Local) deploy(ctx context.Context, s backend.Spec, entry catalog.Entry) (backend.Deployed, error) {
-	if !entry.RunsLocally() {
-		return backend.Deployed{}, fmt.Errorf("DBMS %s needs the kubernetes backend (BENCHQ_BACKEND=kubernetes); the local backend runs only %s",
-			entry.Name, strings.Join(catalog.LocalKinds, ", "))
+	if why := entry.NotLocally(); why != "" {
+		return backend.Deployed{}, fmt.Errorf("%s; the local backend runs only %s", why, strings.Join(catalog.LocalKinds, ", "))
 	}
 	if ignored := localIgnores(s.SUT); len(ignored) > 0 {
 		l.log().Info("the local backend ignores", "configuration", s.Configuration, "settings", strings.Join(ignored, "; "))
