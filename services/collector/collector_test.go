@@ -585,7 +585,7 @@ func TestMigrateIsIdempotent(t *testing.T) {
 	if err := rows.Err(); err != nil {
 		t.Fatal(err)
 	}
-	if fmt.Sprint(versions) != "[0001_init 0002_histograms 0003_metrics 0004_metric_summaries 0005_views 0006_saturation 0007_roles 0008_shard_holders 0009_ingest 0011_schema_views]" {
+	if fmt.Sprint(versions) != "[0001_init 0002_histograms 0003_metrics 0004_metric_summaries 0005_views 0006_saturation 0007_roles 0008_shard_holders 0009_ingest 0011_schema_views 0012_no_summary_figures]" {
 		t.Errorf("schema_migrations = %v", versions)
 	}
 	var tables int
@@ -742,6 +742,18 @@ func TestCollectorWaitsForTheGOThatNamesTheHolder(t *testing.T) {
 	e.start()
 	e.settled()
 	e.expect("the holder's final alone", []string{"agent-1 125.5"}, `SELECT agent || ' ' || throughput FROM shard_results`)
+}
+
+// A shard whose driver printed no summary (stopped, killed, failed before
+// it) has no runtime in its final, and no rate: both are stored NULL, not
+// 0. A measured rate of 0 over a runtime is stored as it is.
+func TestAShardWithoutItsSummaryStoresNoFigures(t *testing.T) {
+	if r, tp := figures(&contracts.Final{Status: contracts.StatusFailed}); r != nil || tp != nil {
+		t.Errorf("no runtime: %v, %v; want NULL, NULL", r, tp)
+	}
+	if r, tp := figures(&contracts.Final{Status: contracts.StatusFailed, RuntimeMS: 2500}); r != 2500.0 || tp != 0.0 {
+		t.Errorf("2.5 s without an operation: %v, %v; want 2500, 0", r, tp)
+	}
 }
 
 // An operation without latencies (a TPC-C loader's rows of a table) stores

@@ -157,11 +157,12 @@ func writePlanned(ctx context.Context, tx pgx.Tx, m *contracts.Planned) error {
 }
 
 func writeFinal(ctx context.Context, tx pgx.Tx, m *contracts.Final) error {
+	runtime, throughput := figures(m)
 	tag, err := tx.Exec(ctx, `INSERT INTO shard_results (code, phase, shard, attempt, configuration, kind, agent, status, error, threads, target,
 			started_at, ended_at, runtime_ms, throughput, message_id, stdout, first_op_at, last_op_at)
 		VALUES ($1, $2, $3, $4, $5, $6, $7, $8, NULLIF($9, ''), $10, $11, $12, $13, $14, $15, $16, $17, $18, $19) ON CONFLICT DO NOTHING`,
 		m.Code, m.Phase, m.Shard, m.Attempt, m.Configuration, m.Kind, m.Agent, m.Status, m.Error, m.Threads, m.Target,
-		m.StartedAt, m.EndedAt, m.RuntimeMS, m.Throughput, m.ID, m.Stdout, m.FirstOpAt, m.LastOpAt)
+		m.StartedAt, m.EndedAt, runtime, throughput, m.ID, m.Stdout, m.FirstOpAt, m.LastOpAt)
 	if err != nil || tag.RowsAffected() == 0 {
 		return err
 	}
@@ -178,6 +179,17 @@ func writeFinal(ctx context.Context, tx pgx.Tx, m *contracts.Final) error {
 		}
 	}
 	return writeIngest(ctx, tx, m)
+}
+
+// figures are a shard's runtime and throughput as stored: both NULL, not
+// 0, when its final has no runtime (omitted: the driver printed no summary,
+// its shard stopped, killed or failed before it), for then it measured no
+// rate either.
+func figures(m *contracts.Final) (runtime, throughput any) {
+	if m.RuntimeMS == 0 {
+		return nil, nil
+	}
+	return m.RuntimeMS, m.Throughput
 }
 
 // latencies are an operation's avg, min, max, p50, p95, p99 and p999 (µs)

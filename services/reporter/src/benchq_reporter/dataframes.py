@@ -138,7 +138,7 @@ FRAMES: dict[str, Frame] = {
             _c("ended_at", TS, "", "driver ended"),
             _c("first_op_at", TS, "", "start of its first operation"),
             _c("last_op_at", TS, "", "end of its last operation"),
-            _c("runtime_ms", "float64", "ms", "runtime as the tool reported it"),
+            _c("runtime_ms", "float64", "ms", "runtime as the tool reported it (missing: it printed no summary)"),
             _c("throughput", "float64", "ops/s", "throughput as the tool reported it"),
         ),
     ),

@@ -158,12 +158,6 @@ def shard_table(data: ExperimentData, planned: pd.DataFrame, kind: str) -> pd.Da
     df = chosen.merge(operation_columns(kind_operations(data, kind)), on=SHARD_KEYS, how="left")
     df = df.merge(planned.drop(columns=["configuration", "kind"]), on="phase", how="left")
     df["exceptions"] = df["exceptions"].astype("Int64").fillna(0) + df["status"].ne(RESULT.ok).astype("Int64")
-    # A shard that ended without the driver's summary (stopped, killed, or
-    # failed before it printed one) reported no runtime and no rate: its
-    # final says 0 for both, which is no measurement. Missing, so that the
-    # phase's sums are missing too, never a rate of 0.
-    no_summary = df["status"].ne(RESULT.ok) & df["runtime_ms"].fillna(0).eq(0)
-    df.loc[no_summary, ["runtime_ms", "throughput"]] = float("nan")
     df["order"] = df["order"].fillna(len(planned))
     return df.sort_values(["order", "phase", "shard"], kind="stable").reset_index(drop=True)
 
