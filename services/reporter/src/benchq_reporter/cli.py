@@ -124,17 +124,17 @@ def main(argv: Sequence[str], env: Mapping[str, str], stdout: TextIO, stderr: Te
         print(f"reporter: {message}", file=stderr)
         return status
 
-    # The command the user typed, for the hints: benchq runs the reporter
+    # The program the user typed, for the hints: benchq runs the reporter
     # with BENCHQ_CLI=benchq (benchq summary, report, ...); run directly
     # (compose, Kubernetes, a venv) it is reporter.
-    command = "benchq" if env.get(ENV_CLI) == "benchq" else "reporter"
+    program = "benchq" if env.get(ENV_CLI) == "benchq" else "reporter"
     try:
         args = parser(stdout).parse_args(list(argv))
     except UsageError as e:
-        return fail(ExitStatus.USAGE, f"{e} (see: {command} --help)")
+        return fail(ExitStatus.USAGE, f"{e} (see: {program} --help)")
     except _Exit as e:
         return e.status
-    args.invoked_as = command
+    args.program = program
 
     url = args.db or env.get(ENV_DB_URL)
     if not url:
@@ -160,7 +160,7 @@ def main(argv: Sequence[str], env: Mapping[str, str], stdout: TextIO, stderr: Te
     if data is None:
         return fail(
             ExitStatus.ERROR,
-            f"no experiment with code '{args.experiment}' in the results database (list them with: {command} list)",
+            f"no experiment with code '{args.experiment}' in the results database (list them with: {program} list)",
         )
     summary = summarize(data)
     if args.command == "report":
@@ -169,7 +169,7 @@ def main(argv: Sequence[str], env: Mapping[str, str], stdout: TextIO, stderr: Te
     if args.command == "tests":
         stdout.write(render.tests_markdown(summary))
         return ExitStatus.SUCCESS if summary.tests_passed else ExitStatus.ERROR
-    stdout.write(render.json_document(summary) if args.format == "json" else render.markdown(summary, command))
+    stdout.write(render.json_document(summary) if args.format == "json" else render.markdown(summary, program))
     if args.fail_on_tests and summary.show_tests and not summary.tests_passed:
         failed = [t.text for t in summary.tests if not t.passed]
         return fail(ExitStatus.ERROR, f"{len(failed)} result test(s) failed (-tr): {'; '.join(failed)}")
@@ -202,7 +202,7 @@ def _export(args: argparse.Namespace, url: str, stdout: TextIO, fail: Fail) -> i
     except db.DatabaseError as e:
         return fail(ExitStatus.ERROR, f"cannot read the results database at {e.url} ({e.reason}); {FIX}")
     except dataframes.UnknownExperiment as e:
-        return fail(ExitStatus.ERROR, f"{e} (list them with: {args.invoked_as} list)")
+        return fail(ExitStatus.ERROR, f"{e} (list them with: {args.program} list)")
     except (export.ExportError, OSError) as e:
         return fail(ExitStatus.ERROR, f"cannot export to {args.output}: {e}")
     for spec in manifest["frames"].values():
@@ -229,7 +229,7 @@ def _report(
         out = Path(args.output)
         out.parent.mkdir(parents=True, exist_ok=True)
         out.write_text(
-            report.page(args.experiment, render.markdown(summary, args.invoked_as), made, missing), encoding="utf-8"
+            report.page(args.experiment, render.markdown(summary, args.program), made, missing), encoding="utf-8"
         )
         pngs = report.write_png(made, Path(args.png)) if args.png else []
     except OSError as e:
@@ -252,7 +252,7 @@ def _compare(args: argparse.Namespace, url: str, stdout: TextIO, fail: Fail) -> 
                 if data is None:
                     return fail(
                         ExitStatus.ERROR,
-                        f"no experiment with code '{code}' in the results database (list them with: {args.invoked_as} list)",
+                        f"no experiment with code '{code}' in the results database (list them with: {args.program} list)",
                     )
                 tables.append(compare.phases(code, summarize(data), dataframes.load(code, url)))
     except db.Unreachable as e:

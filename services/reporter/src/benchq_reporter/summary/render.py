@@ -225,8 +225,8 @@ def test_lines(tests: list[Test]) -> list[str]:
     return ["### Tests", *[f"* TEST {'passed' if t.passed else 'failed'}: {t.text}" for t in tests]]
 
 
-def markdown(s: YcsbSummary | BenchbaseSummary, command: str = "reporter") -> str:
-    """The whole summary, bexhoma's section order, ending with how to see it again (with ``command``)."""
+def markdown(s: YcsbSummary | BenchbaseSummary, program: str = "reporter") -> str:
+    """The whole summary, bexhoma's section order, ending with how to see it again (with ``program``)."""
     if isinstance(s, BenchbaseSummary):
         # bexhoma puts Workflow between a Benchbase experiment's Execution and Loading.
         parts = [
@@ -243,7 +243,7 @@ def markdown(s: YcsbSummary | BenchbaseSummary, command: str = "reporter") -> st
         parts.append(monitoring_lines(s.monitoring))
     if s.show_tests:
         parts.append(test_lines(s.tests))
-    parts.append([f"To see the summary again run: {command} summary -e {s.code}"])
+    parts.append([f"To see the summary again run: {program} summary -e {s.code}"])
     return "\n\n".join("\n".join(p) for p in parts) + "\n"
 
 
