@@ -84,16 +84,20 @@ func (s *stack) volumeExperiments(t *testing.T) {
 		return ""
 	}
 
-	// 1. Interrupted loading.
+	// 1. Interrupted loading. While it loads, the volume is listed as in
+	// use by its SUT; once torn down, by none.
 	e1 := run(1, []string{"-rsr"}, func(code string) {
+		if l := volState(); !strings.Contains(l, code+" (") {
+			t.Errorf("while experiment %s loads, its volume is not listed as in use by it: %q", code, l)
+		}
 		time.Sleep(2 * time.Second)
 		s.cli(t, time.Minute, "stop", "-e", code, "-reason", "e2e: interrupt the loading")
 	})
 	if e1.end.Status != contracts.ExperimentCancelled || e1.ready.Volume == nil || e1.ready.Volume.Name != volume {
 		t.Fatalf("experiment 1: %s (%s), volume %+v; want cancelled on %s", e1.end.Status, e1.end.Reason, e1.ready.Volume, volume)
 	}
-	if l := volState(); !strings.Contains(l, "| false ") {
-		t.Errorf("after an interrupted loading the volume must not be loaded: %q", l)
+	if l := volState(); !strings.Contains(l, "| false ") || strings.Contains(l, e1.code) {
+		t.Errorf("after an interrupted loading the volume must not be loaded, nor in use: %q", l)
 	}
 	// 2. Loads again, from an empty volume.
 	e2 := run(2, nil, nil)

@@ -110,7 +110,7 @@ func cmdStatus(ctx context.Context, args []string, st *State) int {
 	agentRows := agentTable(ctx, js)
 	fmt.Fprint(out, grid([]string{"Agents", "last heartbeat", "busy with"}, agentRows))
 	fmt.Fprintln(out)
-	fmt.Fprint(out, grid([]string{"Volumes", "dbms", "use case", "loaded", "timeLoading [s]", "size"}, volumeTable(ctx, js)))
+	fmt.Fprint(out, grid(volumeColumns, volumeTable(ctx, js, st.Home())))
 
 	states, err := runningExperiments(ctx, js)
 	if err != nil {
@@ -189,11 +189,20 @@ func agentTable(ctx context.Context, js jetstream.JetStream) [][]string {
 	})
 }
 
-func volumeTable(ctx context.Context, js jetstream.JetStream) [][]string {
-	return kvTable(ctx, js, contracts.KVVolumes, 6, "(none: -rst keeps a SUT's data on one)", func(k string, v []byte) []string {
+// volumeColumns are the volumes table's: the volumes record's, and the
+// SUT using each (local backend; on Kubernetes the cluster knows).
+var volumeColumns = []string{"Volumes", "dbms", "use case", "loaded", "timeLoading [s]", "size", "in use by"}
+
+func volumeTable(ctx context.Context, js jetstream.JetStream, home string) [][]string {
+	users := volumeClaims(home)
+	return kvTable(ctx, js, contracts.KVVolumes, len(volumeColumns), "(none: -rst keeps a SUT's data on one)", func(k string, v []byte) []string {
 		var vol contracts.VolumeEntry
 		_ = json.Unmarshal(v, &vol)
-		return []string{k, vol.DBMS, vol.UseCase, fmt.Sprint(vol.Loaded), fmt.Sprintf("%.0f", vol.TimeLoadingS), vol.Size}
+		user := ""
+		if u, ok := users[k]; ok {
+			user = u.String()
+		}
+		return []string{k, vol.DBMS, vol.UseCase, fmt.Sprint(vol.Loaded), fmt.Sprintf("%.0f", vol.TimeLoadingS), vol.Size, user}
 	})
 }
 

@@ -37,9 +37,29 @@ func listVolumes(ctx context.Context, st *State) int {
 	defer b.Close()
 	ctx, cancel := context.WithTimeout(ctx, 15*time.Second)
 	defer cancel()
-	fmt.Fprint(st.Stdout, grid([]string{"Volumes", "dbms", "use case", "loaded", "timeLoading [s]", "size"}, volumeTable(ctx, b.JS)))
+	fmt.Fprint(st.Stdout, grid(volumeColumns, volumeTable(ctx, b.JS, st.Home())))
 	return ExitOK
 }
+
+// volumeClaims maps each volume a SUT of the embedded stack uses to the
+// experiment and configuration using it: a SUT's configuration directory
+// claims its volume (services/deployer/local's volume file) until its
+// teardown.
+func volumeClaims(home string) map[string]volumeUser {
+	users := map[string]volumeUser{}
+	claims, _ := filepath.Glob(filepath.Join(home, "suts", "*", "*", "volume"))
+	for _, c := range claims {
+		if b, err := os.ReadFile(c); err == nil {
+			users[string(b)] = volumeUser{code: filepath.Base(filepath.Dir(filepath.Dir(c))), configuration: filepath.Base(filepath.Dir(c))}
+		}
+	}
+	return users
+}
+
+// volumeUser is the SUT that uses a volume.
+type volumeUser struct{ code, configuration string }
+
+func (u volumeUser) String() string { return u.code + " (" + u.configuration + ")" }
 
 // connectStack connects to the running stack's NATS; when it cannot, it
 // says why and returns nil with the exit code.
@@ -69,16 +89,10 @@ func removeVolume(ctx context.Context, name string, st *State) int {
 		st.Errorf("volumes rm: no volume %s in %s (benchq volumes lists them)", name, filepath.Join(home, "volumes"))
 		return ExitFailed
 	}
-	// A SUT's configuration directory claims its volume (services/deployer
-	// local_volume.go) until its teardown.
-	claims, _ := filepath.Glob(filepath.Join(home, "suts", "*", "*", "volume"))
-	for _, c := range claims {
-		if b, err := os.ReadFile(c); err == nil && string(b) == name {
-			code := filepath.Base(filepath.Dir(filepath.Dir(c)))
-			st.Errorf("volumes rm: %s is in use by experiment %s (configuration %s): wait for it to end, or benchq stop -e %s",
-				name, code, filepath.Base(filepath.Dir(c)), code)
-			return ExitFailed
-		}
+	if u, ok := volumeClaims(home)[name]; ok {
+		st.Errorf("volumes rm: %s is in use by experiment %s (configuration %s): wait for it to end, or benchq stop -e %s",
+			name, u.code, u.configuration, u.code)
+		return ExitFailed
 	}
 	if err := os.RemoveAll(dir); err != nil {
 		st.Errorf("volumes rm: %v", err)
