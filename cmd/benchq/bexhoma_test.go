@@ -152,21 +152,38 @@ func TestBexhomaOptions(t *testing.T) {
 	}
 }
 
-// A rejected request names the flag as the user typed it, in plain words.
+// A rejected request names the flag as the user typed it, in plain words
+// (exit 1, as the scheduler would reject it). A duration, a series count
+// or an interval of 0 or less would read as "not given" in the request and
+// plan the default: refused before, naming the flag (exit 2, as a malformed
+// value is).
 func TestErrorsNameTheFlag(t *testing.T) {
 	for _, c := range []struct {
 		args []string
+		code int
 		want string
 	}{
-		{[]string{"ycsb", "-dbms", "Redis", "-nlp", "0"}, "-nlp: must be at least 1, got 0"},
-		{[]string{"ycsb", "-dbms", "Redis", "--num-loading-pods", "0"}, "--num-loading-pods: must be at least 1, got 0"},
-		{[]string{"ycsb", "-dbms", "Redis", "-rr", "lots"}, `-rr: "lots" is not a Kubernetes quantity`},
-		{[]string{"ycsb", "-dbms", "PostgreSQL", "-nw", "3"}, "-dbms: PostgreSQL has no cluster in benchq's catalog"},
-		{[]string{"ycsb", "-dbms", "Redis", "-nw", "2"}, "-dbms: RedisCluster needs at least 3 workers (-nw), got 2"},
+		{[]string{"ycsb", "-dbms", "Redis", "-nlp", "0"}, ExitFailed, "-nlp: must be at least 1, got 0"},
+		{[]string{"ycsb", "-dbms", "Redis", "--num-loading-pods", "0"}, ExitFailed, "--num-loading-pods: must be at least 1, got 0"},
+		{[]string{"ycsb", "-dbms", "Redis", "-rr", "lots"}, ExitFailed, `-rr: "lots" is not a Kubernetes quantity`},
+		{[]string{"ycsb", "-dbms", "PostgreSQL", "-nw", "3"}, ExitFailed, "-dbms: PostgreSQL has no cluster in benchq's catalog"},
+		{[]string{"ycsb", "-dbms", "Redis", "-nw", "2"}, ExitFailed, "-dbms: RedisCluster needs at least 3 workers (-nw), got 2"},
+		// benchq tsdb's haggar flags, in the request's units.
+		{[]string{"tsdb", "-dbms", "VictoriaMetrics", "-protocol", "foo"}, ExitFailed, `-protocol: "foo" is not allowed`},
+		{[]string{"tsdb", "-dbms", "VictoriaMetrics", "-flush-interval", "1ms"}, ExitFailed, "-flush-interval: must be at least 10 ms, got 1 ms"},
+		{[]string{"tsdb", "-dbms", "VictoriaMetrics", "-jitter", "-1s"}, ExitFailed, "-jitter: must be at least 0 ms, got -1,000 ms"},
+		{[]string{"tsdb", "-dbms", "Prometheus"}, ExitFailed, "-protocol: Prometheus does not ingest carbon; it takes remote-write (-protocol remote-write)"},
+		// 0 is not the default.
+		{[]string{"tsdb", "-dbms", "VictoriaMetrics", "-xmet", "0"}, ExitUsage, "-xmet 0: give the benchmarking duration in whole seconds, at least 1"},
+		{[]string{"tsdb", "-dbms", "VictoriaMetrics", "-xsd", "0.001"}, ExitUsage, "-xsd 0.001: give the benchmarking duration in minutes, at least 1 second"},
+		{[]string{"ycsb", "-dbms", "Redis", "-xsd", "-1"}, ExitUsage, "-xsd -1: give the benchmarking duration in minutes"},
+		{[]string{"tsdb", "-dbms", "VictoriaMetrics", "-metrics", "0"}, ExitUsage, "-metrics 0: each agent writes at least one series"},
+		{[]string{"tsdb", "-dbms", "VictoriaMetrics", "-flush-interval", "0s"}, ExitUsage, "-flush-interval 0s: give how often each series gets a point"},
+		{[]string{"tsdb", "-dbms", "VictoriaMetrics", "-xtb", "100"}, ExitUsage, "-xtb 100: benchq tsdb has no target rate"},
 	} {
 		code, _, errs := run(append(c.args, "-dry-run", "run")...)
-		if code != ExitFailed || !strings.Contains(errs, c.want) {
-			t.Errorf("%v: exit %d, %q; want %q", c.args, code, errs, c.want)
+		if code != c.code || !strings.Contains(errs, c.want) {
+			t.Errorf("%v: exit %d, %q; want %d, %q", c.args, code, errs, c.code, c.want)
 		}
 	}
 }

@@ -99,7 +99,7 @@ func newExpFlagSet(f *expFlags, benchmark string, out io.Writer) *flag.FlagSet {
 	if ts {
 		d := plan.DefaultTSDB
 		fs.Float64Var(&f.xsd, "xsd", 0, "benchmarking duration in minutes (default 5)")
-		fs.IntVar(&f.xmet, "xmet", 0, "benchmarking duration in seconds instead")
+		fs.IntVar(&f.xmet, "xmet", 0, "benchmarking duration in whole seconds (instead of -xsd, in minutes)")
 		fs.StringVar(&f.xwl, "xwl", "", "workload: haggar (the default; the only one)")
 		fs.StringVar(&f.protocol, "protocol", d.Protocol, "how the generators write: carbon (plaintext over TCP) or remote-write (Prometheus remote write 1.0)")
 		fs.IntVar(&f.metrics, "metrics", d.Metrics, "series per agent (haggar -metrics); -nbt and -nlt are the agents, -nbp and -nlp the generators")
@@ -290,6 +290,7 @@ func (f *expFlags) check(typed map[string]string) error {
 		}
 		return "-" + flag
 	}
+	given := func(flag string) bool { _, ok := typed[flag]; return ok }
 	switch {
 	case f.nc < 1:
 		return fmt.Errorf("%s %d: an experiment runs at least once (the number of repetitions, each on a fresh SUT)", name("nc"), f.nc)
@@ -305,6 +306,16 @@ func (f *expFlags) check(typed map[string]string) error {
 		return fmt.Errorf("%s %s: benchq's Benchbase runs tpcc only (YCSB is benchq ycsb)", name("b"), f.suite)
 	case f.xsd > 0 && f.xmet > 0:
 		return fmt.Errorf("%s and %s both bound a benchmarking phase: give one", name("xsd"), name("xmet"))
+	case given("xsd") && f.xsd*60 < 0.5: // rounds to 0 seconds, which reads as "not given": the default
+		return fmt.Errorf("%s %g: give the benchmarking duration in minutes, at least 1 second (%s in seconds)", name("xsd"), f.xsd, name("xmet"))
+	case given("xmet") && f.xmet < 1:
+		return fmt.Errorf("%s %d: give the benchmarking duration in whole seconds, at least 1", name("xmet"), f.xmet)
+	case f.benchmark == plan.BenchmarkTSDB && given("xtb") && f.xtb != 0:
+		return fmt.Errorf("%s %d: benchq tsdb has no target rate; its load is -nbt agents × -metrics series, a point each -flush-interval", name("xtb"), f.xtb)
+	case f.benchmark == plan.BenchmarkTSDB && f.metrics < 1:
+		return fmt.Errorf("%s %d: each agent writes at least one series", name("metrics"), f.metrics)
+	case f.benchmark == plan.BenchmarkTSDB && f.flushInterval <= 0:
+		return fmt.Errorf("%s %v: give how often each series gets a point, e.g. 1s", name("flush-interval"), f.flushInterval)
 	}
 	if _, err := f.parseThresholds(); err != nil {
 		return fmt.Errorf("%s %v", name("threshold"), err)

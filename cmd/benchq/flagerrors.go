@@ -26,11 +26,13 @@ var fieldFlags = map[string]string{
 	"saturation.step_factor": "xsatf", "saturation.step_s": "xsats", "saturation.max_p99_ms": "xsatp99",
 	"saturation.precision": "xsatprec", "saturation.max_steps": "xsatmax", "saturation.hold_s": "xsh",
 	"thresholds": "threshold", "timeouts.sut_ready_s": "timeout-sut", "timeouts.barrier_s": "timeout-barrier", "timeouts.shard_s": "timeout-shard",
+	"tsdb.protocol": "protocol", "tsdb.metrics": "metrics", "tsdb.flush_interval_ms": "flush-interval", "tsdb.jitter_ms": "jitter",
+	"tsdb.spawn_interval_ms": "spawn-interval", "tsdb.prefix": "prefix",
 }
 
 var (
 	indexRE   = regexp.MustCompile(`\[\d+\]`)
-	boundRE   = regexp.MustCompile(`^(minimum|maximum|exclusiveMinimum|exclusiveMaximum): got ([^,]+), want (.+)$`)
+	boundRE   = regexp.MustCompile(`^(minimum|maximum|exclusiveMinimum|exclusiveMaximum): got (.+), want (.+)$`)
 	patternRE = regexp.MustCompile(`^'(.*)' does not match pattern '.*'$`)
 	bounds    = map[string]string{"minimum": "at least", "maximum": "at most", "exclusiveMinimum": "more than", "exclusiveMaximum": "less than"}
 )
@@ -44,13 +46,25 @@ func flagError(e contracts.FieldError, typed map[string]string) string {
 	if !ok {
 		return e.Field + ": " + e.Message
 	}
+	if _, xmet := typed["xmet"]; field == "duration_s" && xmet {
+		name = "xmet"
+	}
 	flagName := "-" + name
 	if t, ok := typed[name]; ok {
 		flagName = t
 	}
 	msg := e.Message
 	if m := boundRE.FindStringSubmatch(msg); m != nil {
-		msg = fmt.Sprintf("must be %s %s, got %s", bounds[m[1]], m[3], m[2])
+		// The request's unit, where the flag's may differ (-flush-interval
+		// 5ms is 5 in tsdb.flush_interval_ms; -xsd is in minutes).
+		unit := ""
+		switch {
+		case strings.HasSuffix(field, "_ms"):
+			unit = " ms"
+		case strings.HasSuffix(field, "_s"):
+			unit = " s"
+		}
+		msg = fmt.Sprintf("must be %s %s%s, got %s%s", bounds[m[1]], m[3], unit, m[2], unit)
 	} else if m := patternRE.FindStringSubmatch(msg); m != nil {
 		msg = fmt.Sprintf("%q is not a Kubernetes quantity such as 4, 500m or 16Gi", m[1])
 	}

@@ -131,7 +131,7 @@ func checkTSDB(r contracts.Request) error {
 			return invalid(fmt.Sprintf("dbms[%d]", i), "%s is not a time-series database; benchmark tsdb writes metrics into one of: %s", d, strings.Join(tsdbs, ", "))
 		}
 		if !slices.Contains(e.TSDB.Protocols(), t.Protocol) {
-			return invalid("tsdb.protocol", "%s does not ingest %s; it takes %s", d, t.Protocol, strings.Join(e.TSDB.Protocols(), ", "))
+			return invalid("tsdb.protocol", "%s does not ingest %s; it takes %s (-protocol %s)", d, t.Protocol, strings.Join(e.TSDB.Protocols(), ", "), e.TSDB.Protocols()[0])
 		}
 	}
 	return nil

@@ -107,6 +107,14 @@ def test_what_was_not_stored_or_not_read_is_missing_not_zero():
     assert row["stored [points]"] == 1900
     assert pd.isna(row["not stored [points]"]) and pd.isna(row["drained after [s]"])
     assert any("still storing" in n for n in ing.notes)
+    # Stopped (benchq stop) before the count settled: said so, not "still storing" nor "a generator failed".
+    stopped = tables(r[:5], drained=False)
+    stopped["experiments"][0]["status"] = "cancelled"
+    stopped["shard_results"][0]["status"] = "failed"
+    ing = build_ingest(ExperimentData.from_tables(stopped))
+    assert any("stopped before the database's count settled" in n for n in ing.notes), ing.notes
+    assert any("stopped (the experiment was cancelled)" in n for n in ing.notes), ing.notes
+    assert not any("still storing" in n or "a generator failed" in n for n in ing.notes), ing.notes
     # No reading at all: every ingest figure is missing, the generators' are there.
     none = build_ingest(ExperimentData.from_tables(tables([]))).table.iloc[0]
     assert none["sent [points]"] == 2000
@@ -153,6 +161,9 @@ def test_the_report_plots_ingest_and_queries_over_time():
     assert {"ingest-victoriametrics-4-1-0-1-1", "queries-victoriametrics-4-1-0-1-1"} <= set(slugs), sorted(slugs)
     for p in made:
         assert report.unlabelled(p.figure) == [], p.slug
+    # The generators' status lines count points sent, not operations.
+    throughput = [p for p in made if p.slug.startswith("throughput-")]
+    assert throughput and all(p.figure.axes[0].get_ylabel() == "points sent/s" for p in throughput)
     report.close(made)
 
 
@@ -188,11 +199,29 @@ def test_the_scaling_table_compares_workers_and_prices_them():
     assert list(sc["nodes"]) == [1, 2]
     # 2000 points sent a phase over 10 s: 200/s; the second stored 3/4 of them.
     assert list(sc["stored [points/s]"]) == [200.0, 150.0]
-    assert list(sc["from"]) == ["highest phase", "highest phase"]
+    # The first stored all it was offered: a load, not a capacity; the second fell short.
+    assert list(sc["from"]) == ["offered", "highest phase"]
     assert list(sc["per node [points/s]"]) == [200.0, 75.0]
     assert list(sc["efficiency vs linear"]) == [1.0, 0.375]
     assert list(sc["cost [per hour]"]) == [0.5, 1.0]
     assert [round(v, 2) for v in sc["points per cost unit [M]"]] == [1.44, 0.54]
+
+
+def test_a_scaling_of_sizes_that_all_kept_up_says_it_measured_no_capacity():
+    """The seed adds nodes until the database cannot digest the load: a table of loads would mislead."""
+    one, two = scaled("Graphite-4-2-0-nw1-1", 1, 2000), scaled("Graphite-4-2-0-nw2-1", 2, 2000)
+    merged = {k: one[k] + (two[k] if k != "experiments" else []) for k in one}
+    merged["experiments"][0]["plan"]["configurations"] += two["experiments"][0]["plan"]["configurations"]
+    ingest = build_ingest(ExperimentData.from_tables(merged))
+    assert list(ingest.scaling["from"]) == ["offered", "offered"]
+    assert list(ingest.scaling["efficiency vs linear"]) == [1.0, 0.5]
+    assert any(n.startswith("Scaling: no configuration was saturated") for n in ingest.notes)
+    # One that fell short is a capacity: no such note.
+    two = scaled("Graphite-4-2-0-nw2-1", 2, 1500)
+    merged = {k: one[k] + (two[k] if k != "experiments" else []) for k in one}
+    merged["experiments"][0]["plan"]["configurations"] += two["experiments"][0]["plan"]["configurations"]
+    ingest = build_ingest(ExperimentData.from_tables(merged))
+    assert not any(n.startswith("Scaling: no configuration was saturated") for n in ingest.notes)
 
 
 def test_no_scaling_table_without_a_workers_list():

@@ -77,8 +77,8 @@ FRAMES: dict[str, Frame] = {
         ("code",),
         (
             CODE,
-            _c("benchmark", "str", "", "`ycsb` or `benchbase`"),
-            _c("workload", "str", "", "YCSB workload letter, or `tpcc`"),
+            _c("benchmark", "str", "", "`ycsb`, `benchbase` or `tsdb`"),
+            _c("workload", "str", "", "YCSB workload letter, `tpcc` or `haggar`"),
             _c("dbms", "str", "", "the DBMSs of the experiment, comma separated"),
             _c("status", "str", "", "`running`, `done`, `failed` or `cancelled`"),
             _c("reason", "str", "", "why it failed or was cancelled"),

@@ -46,7 +46,7 @@ import pandas as pd
 from matplotlib.axes import Axes
 from matplotlib.figure import Figure
 
-from ..contracts import KIND, PHASE
+from ..contracts import BENCHMARK, KIND, PHASE
 from ..summary import benchbase as bb
 from ..summary.build import BenchbaseSummary, YcsbSummary
 from ..summary.ycsb import HIDDEN_OPERATIONS, LATENCY_FIGURES, THROUGHPUT, WINDOW_THROUGHPUT
@@ -138,6 +138,9 @@ def _throughput_over_time(frames: Mapping[str, pd.DataFrame], _summary: object) 
     if iv.empty:
         return [], "Throughput over time: no shard streamed status lines (-xli 0, or none ran)."
     targets = _targets(frames)
+    # A metrics generator's operations are the points it sent.
+    exp = frames.get("experiment", pd.DataFrame())
+    unit = "points sent/s" if not exp.empty and (exp["benchmark"] == BENCHMARK.tsdb).all() else "ops/s"
     made = []
     for phase, g in iv.groupby("phase", sort=False):
         kind = "loading" if (g["kind"] == KIND.load).all() else "benchmarking"
@@ -155,7 +158,7 @@ def _throughput_over_time(frames: Mapping[str, pd.DataFrame], _summary: object) 
             ax.axhline(
                 float(target), color="tab:red", linestyle="--", linewidth=1, label=f"target {int(target):,} ops/s"
             )
-        ax.set(xlabel="seconds since the shard started", ylabel="ops/s")
+        ax.set(xlabel="seconds since the shard started", ylabel=unit)
         ax.set_ylim(bottom=0)
         ax.legend(fontsize=8)
         made.append(Plot(f"throughput-{_slug(phase)}", f"Throughput over time: {phase} ({kind})", fig))

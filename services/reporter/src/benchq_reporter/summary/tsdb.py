@@ -75,10 +75,17 @@ SCALING_COLUMNS = [
 
 SCALING_NOTE = (
     "Scaling (-nw 1,2,3): one row per configuration. stored is its knee (the search's maximum sustainable "
-    "throughput, -xsat) or else its highest benchmarking phase's stored rate (sent/s × stored/sent); nodes are "
+    "throughput, -xsat) or else its highest benchmarking phase's stored rate (sent/s × stored/sent; from "
+    "'offered' when it stored 99 % of what that phase offered: a load, not a capacity); nodes are "
     "its workers (1 for a single server). efficiency vs linear = stored / (nodes / the fewest nodes × the "
     "stored of the fewest). cost = nodes × -cost-per-hour; points per cost unit = stored × 3600 / cost, in "
     "millions; both missing without -cost-per-hour."
+)
+
+UNSATURATED_NOTE = (
+    "Scaling: no configuration was saturated: each stored all it was offered, so stored is the offered load, "
+    "not a capacity, and efficiency vs linear compares one load spread over more nodes. -xsat searches each "
+    "size's capacity, the seed's way."
 )
 
 
@@ -103,6 +110,7 @@ def _cv(rates: list[float]) -> float:
 
 def phase_row(data: ExperimentData, phase: str, attempt: int, shards: pd.DataFrame, notes: list[str]) -> dict[str, Any]:
     """The figures of one phase from its reported shards and its readings."""
+    stopped = data.experiment.get("status") == "cancelled"
     t = data.plan.settings.tsdb
     kind = str(shards["kind"].iloc[0])
     agents = int(shards["threads"].fillna(0).sum())
@@ -151,6 +159,8 @@ def phase_row(data: ExperimentData, phase: str, attempt: int, shards: pd.DataFra
         settled = r[r["total"] == final].iloc[0]["at"]
         row["drained after [s]"] = max(0.0, (settled - ended_at).total_seconds())
         row["not stored [points]"] = sent - row["stored [points]"]
+    elif stopped:
+        notes.append(f"{phase}: the experiment was stopped before the database's count settled: not stored is missing")
     else:
         notes.append(
             f"{phase}: the database was still storing 30 s after the generators stopped: not stored is missing"
@@ -174,7 +184,12 @@ def build_ingest(data: ExperimentData) -> Ingest:
     for phase in sorted(attempts.index, key=lambda p: order.get(p, len(order))):
         shards = chosen[chosen["phase"] == phase]
         if (shards["status"] != RESULT.ok).any():
-            notes.append(f"{phase}: a generator failed; its figures count what the others sent")
+            if data.experiment.get("status") == "cancelled":
+                notes.append(
+                    f"{phase}: stopped (the experiment was cancelled): its figures count what was sent until then"
+                )
+            else:
+                notes.append(f"{phase}: a generator failed; its figures count what the others sent")
         rows.append(phase_row(data, phase, int(attempts[phase]), shards, notes))
     counters = sorted(set(data.ingest["counter"].dropna()))
     table = pd.DataFrame(rows, columns=COLUMNS)
@@ -182,13 +197,18 @@ def build_ingest(data: ExperimentData) -> Ingest:
     return Ingest(
         table=table,
         notes=[*notes, NOTE.format(counter=", ".join(counters) or "its ingest counter")]
-        + ([SCALING_NOTE] if not scaling.empty else []),
+        + ([SCALING_NOTE] if not scaling.empty else [])
+        + ([UNSATURATED_NOTE] if not scaling.empty and scaling["from"].eq("offered").all() else []),
         scaling=scaling,
     )
 
 
 def _capacity(data: ExperimentData, table: pd.DataFrame) -> dict[str, tuple[float, str]]:
-    """Per configuration: its knee when a search ran, else its best benchmarking phase's stored rate."""
+    """Per configuration: its knee when a search ran, else its best benchmarking phase's stored rate.
+
+    The source of the latter is "highest phase", or "offered" when that phase stored at least 99 % of
+    the load it was offered (then it is no capacity).
+    """
     out: dict[str, tuple[float, str]] = {}
     sat = data.saturation
     if not sat.empty:
@@ -204,7 +224,8 @@ def _capacity(data: ExperimentData, table: pd.DataFrame) -> dict[str, tuple[floa
             continue
         value = float(rate) * float(stored) / float(sent)
         if cfg not in out or value > out[cfg][0]:
-            out[cfg] = (value, "highest phase")
+            offered = row["offered [points/s]"]
+            out[cfg] = (value, "offered" if pd.notna(offered) and value >= 0.99 * float(offered) else "highest phase")
     return out
 
 
