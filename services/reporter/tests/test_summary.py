@@ -134,6 +134,16 @@ def test_loading_skipped_on_a_persisted_volume_is_said_not_failed(tables):
     assert not _test(summarize(experiment(tables)), "loading_throughput").passed
 
 
+def test_a_metrics_workload_has_no_scale_factor(tables):
+    """bexhoma's Loading tables give sf and SF/h; benchq tsdb's loading writes one point a series: no SF."""
+    assert not summarize(experiment(tables)).loading_per_run[SF_PER_HOUR].isna().any()
+    tables["experiments"][0]["plan"]["settings"]["benchmark"] = "tsdb"
+    s = summarize(experiment(tables))
+    assert not s.loading_per_run.empty
+    assert s.loading_per_run["sf"].isna().all() and s.loading_per_run[SF_PER_HOUR].isna().all()
+    assert s.loading_per_connection["sf"].isna().all()
+
+
 def test_missing_phase_fails_workflow_as_planned(tables):
     tables["phases"] = [p for p in tables["phases"] if p["phase"] != RUN]
     s = summarize(experiment(tables))

@@ -108,7 +108,9 @@ def summarize(data: ExperimentData) -> YcsbSummary | BenchbaseSummary:
             tests=[*checks.benchbase_tests(tables), *checks.monitoring_tests(monitoring), checks.workflow(workflow)],
         )
 
-    sf = data.plan.settings.sf
+    # A metrics workload has no scale factor: its loading phase writes one
+    # point of each series (sf and SF/h missing, not the request's default).
+    sf = None if data.plan.settings.benchmark == BENCHMARK.tsdb else data.plan.settings.sf
     planned = data.plan.table()
     loading = ycsb.shard_table(data, planned, KIND.load)
     execution = ycsb.shard_table(data, planned, KIND.run)
