@@ -22,7 +22,7 @@ from typing import Any
 
 import pandas as pd
 
-from ..contracts import BENCHMARK, KIND, RESULT
+from ..contracts import BENCHMARK, EXPERIMENT, KIND, RESULT
 from ..model import ExperimentData
 from .attempts import phase_attempts, select_attempts
 from .saturation import sustained
@@ -110,7 +110,7 @@ def _cv(rates: list[float]) -> float:
 
 def phase_row(data: ExperimentData, phase: str, attempt: int, shards: pd.DataFrame, notes: list[str]) -> dict[str, Any]:
     """The figures of one phase from its reported shards and its readings."""
-    stopped = data.experiment.get("status") == "cancelled"
+    stopped = data.experiment.get("status") == EXPERIMENT.cancelled
     t = data.plan.settings.tsdb
     kind = str(shards["kind"].iloc[0])
     agents = int(shards["threads"].fillna(0).sum())
@@ -184,7 +184,7 @@ def build_ingest(data: ExperimentData) -> Ingest:
     for phase in sorted(attempts.index, key=lambda p: order.get(p, len(order))):
         shards = chosen[chosen["phase"] == phase]
         if (shards["status"] != RESULT.ok).any():
-            if data.experiment.get("status") == "cancelled":
+            if data.experiment.get("status") == EXPERIMENT.cancelled:
                 notes.append(
                     f"{phase}: stopped (the experiment was cancelled): its figures count what was sent until then"
                 )
