@@ -195,15 +195,34 @@ var volumeColumns = []string{"Volumes", "dbms", "use case", "loaded", "timeLoadi
 
 func volumeTable(ctx context.Context, js jetstream.JetStream, home string) [][]string {
 	users := volumeClaims(home)
-	return kvTable(ctx, js, contracts.KVVolumes, len(volumeColumns), "(none: -rst keeps a SUT's data on one)", func(k string, v []byte) []string {
+	listed := map[string]bool{}
+	rows := kvTable(ctx, js, contracts.KVVolumes, len(volumeColumns), "(none: -rst keeps a SUT's data on one)", func(k string, v []byte) []string {
 		var vol contracts.VolumeEntry
 		_ = json.Unmarshal(v, &vol)
+		listed[k] = true
 		user := ""
 		if u, ok := users[k]; ok {
 			user = u.String()
 		}
 		return []string{k, vol.DBMS, vol.UseCase, fmt.Sprint(vol.Loaded), fmt.Sprintf("%.0f", vol.TimeLoadingS), vol.Size, user}
 	})
+	// A new volume has no record until its SUT is torn down: list it
+	// while its first SUT uses it, not loaded.
+	var fresh [][]string
+	for name, u := range users {
+		if !listed[name] {
+			fresh = append(fresh, []string{name, "", "", "false (new)", "", "", u.String()})
+		}
+	}
+	if len(fresh) == 0 {
+		return rows
+	}
+	if len(listed) == 0 {
+		rows = nil // the "(none …)" row
+	}
+	rows = append(rows, fresh...)
+	sort.Slice(rows, func(i, j int) bool { return rows[i][0] < rows[j][0] })
+	return rows
 }
 
 func runningExperiments(ctx context.Context, js jetstream.JetStream) ([]contracts.ExperimentState, error) {
