@@ -176,7 +176,7 @@ func TestErrorsNameTheFlag(t *testing.T) {
 		// 0 is not the default.
 		{[]string{"tsdb", "-dbms", "VictoriaMetrics", "-xmet", "0"}, ExitUsage, "-xmet 0: give the benchmarking duration in whole seconds, at least 1"},
 		{[]string{"tsdb", "-dbms", "VictoriaMetrics", "-xsd", "0.001"}, ExitUsage, "-xsd 0.001: give the benchmarking duration in minutes, at least 1 second"},
-		{[]string{"ycsb", "-dbms", "Redis", "-xsd", "-1"}, ExitUsage, "-xsd -1: give the benchmarking duration in minutes"},
+		{[]string{"benchbase", "-dbms", "PostgreSQL", "-xsd", "-1"}, ExitUsage, "-xsd -1: give the benchmarking duration in minutes"},
 		{[]string{"tsdb", "-dbms", "VictoriaMetrics", "-metrics", "0"}, ExitUsage, "-metrics 0: each agent writes at least one series"},
 		{[]string{"tsdb", "-dbms", "VictoriaMetrics", "-flush-interval", "0s"}, ExitUsage, "-flush-interval 0s: give how often each series gets a point"},
 		{[]string{"tsdb", "-dbms", "VictoriaMetrics", "-xtb", "100"}, ExitUsage, "-xtb 100: benchq tsdb has no target rate"},

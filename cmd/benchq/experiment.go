@@ -306,9 +306,9 @@ func (f *expFlags) check(typed map[string]string) error {
 		return fmt.Errorf("%s %s: benchq's Benchbase runs tpcc only (YCSB is benchq ycsb)", name("b"), f.suite)
 	case f.xsd > 0 && f.xmet > 0:
 		return fmt.Errorf("%s and %s both bound a benchmarking phase: give one", name("xsd"), name("xmet"))
-	case given("xsd") && f.xsd*60 < 0.5: // rounds to 0 seconds, which reads as "not given": the default
+	case f.benchmark != plan.BenchmarkYCSB && given("xsd") && f.xsd*60 < 0.5: // rounds to 0 seconds, "not given": the default (YCSB's -xsd 0 is no limit)
 		return fmt.Errorf("%s %g: give the benchmarking duration in minutes, at least 1 second (%s in seconds)", name("xsd"), f.xsd, name("xmet"))
-	case given("xmet") && f.xmet < 1:
+	case f.benchmark != plan.BenchmarkYCSB && given("xmet") && f.xmet < 1:
 		return fmt.Errorf("%s %d: give the benchmarking duration in whole seconds, at least 1", name("xmet"), f.xmet)
 	case f.benchmark == plan.BenchmarkTSDB && given("xtb") && f.xtb != 0:
 		return fmt.Errorf("%s %d: benchq tsdb has no target rate; its load is -nbt agents × -metrics series, a point each -flush-interval", name("xtb"), f.xtb)

@@ -217,8 +217,8 @@ func volumeTable(ctx context.Context, js jetstream.JetStream, home string) [][]s
 	if len(fresh) == 0 {
 		return rows
 	}
-	if len(listed) == 0 {
-		rows = nil // the "(none …)" row
+	if len(rows) == 1 && strings.HasPrefix(rows[0][0], "(none") {
+		rows = nil // the "(none …)" row; an "(unreadable …)" one stays
 	}
 	rows = append(rows, fresh...)
 	sort.Slice(rows, func(i, j int) bool { return rows[i][0] < rows[j][0] })

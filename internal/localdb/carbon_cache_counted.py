@@ -51,22 +51,32 @@ class Totals:
 
 
 def keep(path, totals):
-    """Writes the totals to path whenever they change, forever."""
+    """Writes the totals to path whenever they change, forever. A count that
+    cannot be kept ends the cache (its deployer sees it die) rather than
+    leave a stale total behind."""
     last = None
-    while True:
+    try:
+        while True:
+            last = save(path, totals, last)
+            time.sleep(EVERY_S)
+    except Exception as exc:  # noqa: BLE001 - any failure to keep the count
+        print(
+            f"benchq: the count of written points cannot be kept in {path}: {exc}",
+            flush=True,
+        )
+        os._exit(1)
+
+
+def save(path, totals, last=None):
+    """Writes totals' snapshot, taken under the lock, unless it is last."""
+    with SAVING:
         now = totals.snapshot()
         if now != last:
-            save(path, now)
-            last = now
-        time.sleep(EVERY_S)
-
-
-def save(path, snapshot):
-    with SAVING:
-        tmp = path + ".tmp"
-        with open(tmp, "w") as f:
-            json.dump(snapshot, f)
-        os.replace(tmp, path)
+            tmp = path + ".tmp"
+            with open(tmp, "w") as f:
+                json.dump(now, f)
+            os.replace(tmp, path)
+        return now
 
 
 def count_writes(path, totals):
@@ -89,9 +99,7 @@ def count_writes(path, totals):
         init(self, *args, **kwargs)
         from twisted.internet import reactor
 
-        reactor.addSystemEventTrigger(
-            "after", "shutdown", lambda: save(path, totals.snapshot())
-        )
+        reactor.addSystemEventTrigger("after", "shutdown", lambda: save(path, totals))
 
     def counted(self, metric, datapoints):
         write(self, metric, datapoints)  # a failed write raises: not counted
@@ -111,7 +119,7 @@ def main():
     path, script = sys.argv[1], sys.argv[2]
     sys.argv = [script] + sys.argv[3:]
     totals = Totals.load(path)
-    save(path, totals.snapshot())
+    save(path, totals)
     count_writes(path, totals)
     threading.Thread(
         target=keep, args=(path, totals), name="benchq-written", daemon=True
