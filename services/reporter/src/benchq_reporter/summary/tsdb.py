@@ -108,9 +108,10 @@ def _cv(rates: list[float]) -> float:
     return float(s.std(ddof=0) / s.mean() * 100) if s.mean() > 0 else math.nan
 
 
-def phase_row(data: ExperimentData, phase: str, attempt: int, shards: pd.DataFrame, notes: list[str]) -> dict[str, Any]:
-    """The figures of one phase from its reported shards and its readings."""
-    stopped = data.experiment.get("status") == EXPERIMENT.cancelled
+def phase_row(
+    data: ExperimentData, phase: str, attempt: int, shards: pd.DataFrame, notes: list[str], stopped: bool = False
+) -> dict[str, Any]:
+    """The figures of one phase from its reported shards and its readings (stopped: the experiment was cancelled)."""
     t = data.plan.settings.tsdb
     kind = str(shards["kind"].iloc[0])
     agents = int(shards["threads"].fillna(0).sum())
@@ -181,16 +182,17 @@ def build_ingest(data: ExperimentData) -> Ingest:
     order = {p.name: i for i, p in enumerate(data.plan.phases)}
     notes: list[str] = []
     rows = []
+    stopped = data.experiment.get("status") == EXPERIMENT.cancelled
     for phase in sorted(attempts.index, key=lambda p: order.get(p, len(order))):
         shards = chosen[chosen["phase"] == phase]
         if (shards["status"] != RESULT.ok).any():
-            if data.experiment.get("status") == EXPERIMENT.cancelled:
+            if stopped:
                 notes.append(
                     f"{phase}: stopped (the experiment was cancelled): its figures count what was sent until then"
                 )
             else:
                 notes.append(f"{phase}: a generator failed; its figures count what the others sent")
-        rows.append(phase_row(data, phase, int(attempts[phase]), shards, notes))
+        rows.append(phase_row(data, phase, int(attempts[phase]), shards, notes, stopped))
     counters = sorted(set(data.ingest["counter"].dropna()))
     table = pd.DataFrame(rows, columns=COLUMNS)
     scaling = build_scaling(data, table)
