@@ -188,6 +188,10 @@ def workflow_lines(s: Summary) -> list[str]:
 def _noted_table(s: YcsbSummary, name: str) -> list[str]:
     """A table of the summary with the notes that belong under it."""
     df = getattr(s, name)
+    if name == "execution_per_phase":
+        # The DBMS column names each row by its phase, as bexhoma's Execution table does; the frame's
+        # "phase" column (what the JSON output and the other tables join on) would repeat it.
+        df = df.drop(columns="phase")
     notes = s.notes.get(name, [])
     if df.empty:
         # A note can say why there is none (a loading phase skipped: its database was on a volume).
