@@ -599,8 +599,17 @@ type Final struct {
 	// for a JVM's first, more when the JVM stayed after earlier jobs of the
 	// agent (they share loaded classes and compiled code, not measurements,
 	// GC counts or connections). Absent for drivers inside the agent.
-	DriverJob int    `json:"driver_job,omitempty"`
-	Stdout    string `json:"stdout,omitempty"`
+	DriverJob int `json:"driver_job,omitempty"`
+	// JobAt is when the agent began the shard's job, taken from the queue:
+	// with the phase's READYs and its start, where a phase switch's time
+	// went (scripts/timeline.sql).
+	JobAt *time.Time `json:"job_at,omitempty"`
+	// DriverStandby says whether the job was handed to a JVM the agent
+	// kept ready (true: a standby, or with -reuse-jvm the last job's) or
+	// to one started for it (false: a cold start, about half a second
+	// more to READY). Absent for drivers inside the agent.
+	DriverStandby *bool  `json:"driver_standby,omitempty"`
+	Stdout        string `json:"stdout,omitempty"`
 }
 
 // CPURead is one read of a CPU counter: its value (CPU seconds) at At.

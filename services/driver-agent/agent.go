@@ -69,6 +69,9 @@ type Agent struct {
 	lim      phaseState    // shards ended, for Limits.MaxShards (phase.go)
 	standby  standby       // the JVM ready for the next YCSB shard (standby.go)
 	metrics  *agentMetrics
+	// jobAt is when handle began the job in hand (one at a time): every
+	// final of that job carries it (Final.JobAt).
+	jobAt time.Time
 }
 
 // ackWait: a job not acked or touched (InProgress) within this time goes to
@@ -134,6 +137,7 @@ func Run(ctx context.Context, cfg Config, log *slog.Logger) error {
 }
 
 func (a *Agent) handle(ctx context.Context, m jetstream.Msg) error {
+	a.jobAt = time.Now().UTC()
 	defer bus.KeepAlive(m, touchEvery)()
 	var job contracts.ShardJob
 	if err := bus.Decode(contracts.SchemaShardJob, m.Data(), &job); err != nil {
@@ -286,6 +290,9 @@ func (a *Agent) stale(ctx context.Context, m jetstream.Msg, job contracts.ShardJ
 func (a *Agent) publishFinal(ctx context.Context, f *contracts.Final) error {
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
 	defer cancel()
+	if f.JobAt == nil && !a.jobAt.IsZero() {
+		f.JobAt = &a.jobAt
+	}
 	subj := contracts.FinalSubject(f.Code, f.Phase, f.Shard)
 	if err := a.bus.Publish(ctx, subj, f); err != nil {
 		return err

@@ -315,7 +315,8 @@ func TestShardsInsertWithoutCollisions(t *testing.T) {
 						}
 						load := phaseJobs(t, name, req, 0, db.ep)
 						watch := s.watchDriverMetrics(load[0].Phase)
-						for _, f := range s.runPhase(load) {
+						for shard, f := range s.runPhase(load) {
+							checkJobTaken(t, shard, f)
 							driverJobs = append(driverJobs, f.DriverJob)
 						}
 						watch.check(t, "loader")
@@ -334,6 +335,7 @@ func TestShardsInsertWithoutCollisions(t *testing.T) {
 						}
 						for shard, f := range finals {
 							checkMeasurements(t, shard, f, wl == "d")
+							checkJobTaken(t, shard, f)
 							driverJobs = append(driverJobs, f.DriverJob)
 						}
 					})
@@ -358,6 +360,25 @@ func TestShardsInsertWithoutCollisions(t *testing.T) {
 				t.Errorf("not reused: %d JVMs started for 18 jobs, %d jobs on a used JVM (driver_job %v)", starts, later, driverJobs)
 			}
 		})
+	}
+}
+
+// checkJobTaken checks what a YCSB final says of its job's start: when the
+// agent took the job (before GO was written and the first operation) and
+// whether a JVM was ready for it, which one that ran an earlier job was.
+func checkJobTaken(t *testing.T, shard int, f *contracts.Final) {
+	t.Helper()
+	switch {
+	case f.JobAt == nil:
+		t.Errorf("shard %d: no job_at", shard)
+	case f.JobAt.After(f.StartedAt) || (f.FirstOpAt != nil && f.JobAt.After(*f.FirstOpAt)):
+		t.Errorf("shard %d: job taken at %s, after GO was written (%s) or its first operation (%v)", shard, f.JobAt, f.StartedAt, f.FirstOpAt)
+	}
+	switch {
+	case f.DriverStandby == nil:
+		t.Errorf("shard %d: no driver_standby", shard)
+	case f.DriverJob > 1 && !*f.DriverStandby:
+		t.Errorf("shard %d: job %d of its JVM, yet driver_standby false (a JVM started for it)", shard, f.DriverJob)
 	}
 }
 

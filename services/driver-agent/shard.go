@@ -72,6 +72,7 @@ func (r *shardRun) run(ctx context.Context) (*contracts.Final, error) {
 		return fail("%v", err)
 	}
 	r.log.Debug("driver started", "standby", standby, "jobs", p.jobs, "pid", p.cmd.Process.Pid)
+	final.DriverStandby = &standby
 	cmd, stdin, stdout, stderr := p.cmd, p.stdin, p.stdout, p.stderr
 	kill := func() { _ = syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL) }
 	r.live = r.a.track(job, cmd.Process.Pid)
