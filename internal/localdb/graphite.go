@@ -38,11 +38,13 @@ func CarbonHome() (string, error) {
 		places = []string{env}
 	}
 	for _, p := range places {
-		if isExecutable(filepath.Join(p, "bin", "carbon-cache.py")) {
+		// Our carbon-cache.py runs on the venv's python (its shebang), and
+		// the relay on carbon's own script.
+		if isExecutable(filepath.Join(p, "bin", "carbon-cache.py")) && isExecutable(filepath.Join(p, "bin", "python3")) {
 			return p, nil
 		}
 	}
-	return "", fmt.Errorf("carbon-cache.py not found in %s (make bootstrap installs carbon %s there; or set BENCHQ_CARBON_HOME to a venv holding it)", strings.Join(places, " nor "), CarbonVersion)
+	return "", fmt.Errorf("no venv with carbon-cache.py and python3 in its bin in %s (make bootstrap installs carbon %s there; or set BENCHQ_CARBON_HOME to a venv holding it)", strings.Join(places, " nor "), CarbonVersion)
 }
 
 // GraphiteOptions tune StartGraphite.

@@ -62,6 +62,29 @@ func TestCarbonVersionFromEitherMetadata(t *testing.T) {
 	}
 }
 
+// CarbonHome takes a venv only when its bin has both carbon-cache.py and
+// the python3 our carbon-cache.py runs on, and names what it looked for.
+func TestCarbonHomeWantsTheVenvsPython(t *testing.T) {
+	venv := t.TempDir()
+	bin := filepath.Join(venv, "bin")
+	if err := os.MkdirAll(bin, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(bin, "carbon-cache.py"), []byte("#!/bin/sh\n"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	t.Setenv("BENCHQ_CARBON_HOME", venv)
+	if home, err := CarbonHome(); err == nil || !strings.Contains(err.Error(), "python3") || !strings.Contains(err.Error(), venv) {
+		t.Errorf("a venv without bin/python3: %q, %v; want an error naming python3 and %s", home, err, venv)
+	}
+	if err := os.Symlink("/bin/sh", filepath.Join(bin, "python3")); err != nil {
+		t.Fatal(err)
+	}
+	if home, err := CarbonHome(); err != nil || home != venv {
+		t.Errorf("a venv with both: %q, %v; want %s", home, err, venv)
+	}
+}
+
 // A carbon-relay in front of two carbon-caches, run as the SUT's OS user:
 // points written to the relay end up on both caches (consistent hashing),
 // and the caches' count of what they wrote (our carbon-cache.py,
