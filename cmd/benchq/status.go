@@ -158,27 +158,39 @@ func kvValues(ctx context.Context, js jetstream.JetStream, bucket string) (map[s
 	return bus.Values(ctx, kv)
 }
 
-// kvTable renders a bucket's entries as sorted rows, or one row saying why
-// there are none.
-func kvTable(ctx context.Context, js jetstream.JetStream, bucket string, cols int, none string, row func(key string, value []byte) []string) [][]string {
+// kvRows renders a bucket's entries as rows sorted by their first cell,
+// or one row saying why it could not be read.
+func kvRows(ctx context.Context, js jetstream.JetStream, bucket string, cols int, row func(key string, value []byte) []string) [][]string {
 	values, err := kvValues(ctx, js, bucket)
-	pad := func(s string) []string { return append([]string{s}, make([]string, cols-1)...) }
 	if err != nil {
-		return [][]string{pad("(unreadable: " + err.Error() + ")")}
+		return [][]string{padRow("(unreadable: "+err.Error()+")", cols)}
 	}
 	var rows [][]string
 	for k, v := range values {
 		rows = append(rows, row(k, v))
 	}
-	sort.Slice(rows, func(i, j int) bool { return rows[i][0] < rows[j][0] })
+	sortRows(rows)
+	return rows
+}
+
+// orNone is rows, or when there are none one row saying why.
+func orNone(rows [][]string, cols int, none string) [][]string {
 	if len(rows) == 0 {
-		rows = [][]string{pad(none)}
+		return [][]string{padRow(none, cols)}
 	}
 	return rows
 }
 
+func padRow(first string, cols int) []string {
+	return append([]string{first}, make([]string, cols-1)...)
+}
+
+func sortRows(rows [][]string) {
+	sort.Slice(rows, func(i, j int) bool { return rows[i][0] < rows[j][0] })
+}
+
 func agentTable(ctx context.Context, js jetstream.JetStream) [][]string {
-	return kvTable(ctx, js, contracts.KVAgents, 3, "(none: start agents with benchq up)", func(k string, v []byte) []string {
+	return orNone(kvRows(ctx, js, contracts.KVAgents, 3, func(k string, v []byte) []string {
 		var hb contracts.Heartbeat
 		_ = json.Unmarshal(v, &hb)
 		name := hb.Name
@@ -186,7 +198,7 @@ func agentTable(ctx context.Context, js jetstream.JetStream) [][]string {
 			name = k + " (not its run's: " + err.Error() + ")"
 		}
 		return []string{name, fmt.Sprintf("%.0fs ago", time.Since(hb.At).Seconds()), hb.Busy}
-	})
+	}), 3, "(none: start agents with benchq up)")
 }
 
 // volumeColumns are the volumes table's: the volumes record's, and the
@@ -196,7 +208,7 @@ var volumeColumns = []string{"Volumes", "dbms", "use case", "loaded", "timeLoadi
 func volumeTable(ctx context.Context, js jetstream.JetStream, home string) [][]string {
 	users := volumeClaims(home)
 	listed := map[string]bool{}
-	rows := kvTable(ctx, js, contracts.KVVolumes, len(volumeColumns), "(none: -rst keeps a SUT's data on one)", func(k string, v []byte) []string {
+	rows := kvRows(ctx, js, contracts.KVVolumes, len(volumeColumns), func(k string, v []byte) []string {
 		var vol contracts.VolumeEntry
 		_ = json.Unmarshal(v, &vol)
 		listed[k] = true
@@ -208,21 +220,13 @@ func volumeTable(ctx context.Context, js jetstream.JetStream, home string) [][]s
 	})
 	// A new volume has no record until its SUT is torn down: list it
 	// while its first SUT uses it, not loaded.
-	var fresh [][]string
 	for name, u := range users {
 		if !listed[name] {
-			fresh = append(fresh, []string{name, "", "", "false (new)", "", "", u.String()})
+			rows = append(rows, []string{name, "", "", "false (new)", "", "", u.String()})
 		}
 	}
-	if len(fresh) == 0 {
-		return rows
-	}
-	if len(rows) == 1 && strings.HasPrefix(rows[0][0], "(none") {
-		rows = nil // the "(none …)" row; an "(unreadable …)" one stays
-	}
-	rows = append(rows, fresh...)
-	sort.Slice(rows, func(i, j int) bool { return rows[i][0] < rows[j][0] })
-	return rows
+	sortRows(rows)
+	return orNone(rows, len(volumeColumns), "(none: -rst keeps a SUT's data on one)")
 }
 
 func runningExperiments(ctx context.Context, js jetstream.JetStream) ([]contracts.ExperimentState, error) {
