@@ -180,6 +180,10 @@ func TestErrorsNameTheFlag(t *testing.T) {
 		{[]string{"tsdb", "-dbms", "VictoriaMetrics", "-metrics", "0"}, ExitUsage, "-metrics 0: each agent writes at least one series"},
 		{[]string{"tsdb", "-dbms", "VictoriaMetrics", "-flush-interval", "0s"}, ExitUsage, "-flush-interval 0s: give how often each series gets a point"},
 		{[]string{"tsdb", "-dbms", "VictoriaMetrics", "-xtb", "100"}, ExitUsage, "-xtb 100: benchq tsdb has no target rate"},
+		// The search's tuning flags change nothing without it.
+		{[]string{"ycsb", "-dbms", "Redis", "-xsatf", "3", "-xsh", "5"}, ExitUsage, "-xsatf tunes the saturation search: add -xsat, or leave -xsatf out"},
+		{[]string{"tsdb", "-dbms", "VictoriaMetrics", "-xsh", "5"}, ExitUsage, "-xsh tunes the saturation search: add -xsat"},
+		{[]string{"ycsb", "-dbms", "Redis", "-xsat", "-xsh", "-1"}, ExitUsage, "-xsh -1: give how many minutes to hold the knee"},
 	} {
 		code, _, errs := run(append(c.args, "-dry-run", "run")...)
 		if code != c.code || !strings.Contains(errs, c.want) {

@@ -314,8 +314,18 @@ func (f *expFlags) check(typed map[string]string) error {
 		return fmt.Errorf("%s %d: benchq tsdb has no target rate; its load is -nbt agents × -metrics series, a point each -flush-interval", name("xtb"), f.xtb)
 	case f.benchmark == plan.BenchmarkTSDB && f.metrics < 1:
 		return fmt.Errorf("%s %d: each agent writes at least one series", name("metrics"), f.metrics)
+	case f.xsh < 0: // the request's hold_s would name it in seconds
+		return fmt.Errorf("%s %g: give how many minutes to hold the knee, 0 for no hold", name("xsh"), f.xsh)
 	case f.benchmark == plan.BenchmarkTSDB && f.flushInterval <= 0:
 		return fmt.Errorf("%s %v: give how often each series gets a point, e.g. 1s", name("flush-interval"), f.flushInterval)
+	}
+	if !f.xsat {
+		// They tune the search only: without it they would change nothing.
+		for _, flag := range []string{"xsatf", "xsats", "xsatp99", "xsatprec", "xsatmax", "xsh"} {
+			if given(flag) {
+				return fmt.Errorf("%s tunes the saturation search: add %s, or leave %s out", name(flag), name("xsat"), name(flag))
+			}
+		}
 	}
 	if _, err := f.parseThresholds(); err != nil {
 		return fmt.Errorf("%s %v", name("threshold"), err)
