@@ -106,6 +106,9 @@ func addConfigurations(p *Plan, r contracts.Request, i int, dbms string, workers
 			if c.Phases, err = phases(r, *p, c.Name, loading); err != nil {
 				return err
 			}
+			if err := checkPoolInbound(c.Phases, pool); err != nil {
+				return err
+			}
 			p.Configurations = append(p.Configurations, c)
 			if r.Action == contracts.ActionRun && len(p.Configurations) > MaxConfigurations {
 				return invalid("(grid)", "more than %d configurations; shorten the lists of -nlp, -nlt, -xnlf, -dbms, -nw, -xnpp/-xnpi/-xnpo or -nc", MaxConfigurations)
@@ -180,6 +183,30 @@ func phases(r contracts.Request, p Plan, cfg string, loading phaseSpec) ([]Phase
 		}
 	}
 	return out, nil
+}
+
+// checkPoolInbound refuses a phase that opens more client connections (one
+// per driver thread or terminal) than the pool takes in (-xnpi, its
+// max_client_conn over its pods): PgBouncer would turn the rest away and the
+// phase fail after its SUT was deployed.
+func checkPoolInbound(phases []Phase, pool *contracts.Pool) error {
+	if pool == nil {
+		return nil
+	}
+	for _, ph := range phases {
+		conns := 0
+		for _, sh := range ph.Shards {
+			conns += sh.Threads()
+		}
+		if conns > pool.Inbound {
+			threads := "-nbt"
+			if ph.Kind == contracts.KindLoad {
+				threads = "-nlt"
+			}
+			return invalid("pool_inbound", "%d inbound connections are fewer than the %d client connections of phase %s (one per thread): raise it to at least %d, or lower %s", pool.Inbound, conns, ph.Name, conns, threads)
+		}
+	}
+	return nil
 }
 
 // poolGrid is the pool loop: pods × inbound × outbound, bexhoma's order.

@@ -278,12 +278,22 @@ func TestExpandPoolLoop(t *testing.T) {
 	if p.Configurations[1].SUT.Pool != nil {
 		t.Errorf("PostgreSQL got a pool")
 	}
-	p, _ = Expand("1", req(contracts.Request{DBMS: []string{"PgBouncer"}, PoolPods: ints(1, 2), PoolInbound: ints(32)}))
-	if len(p.Configurations) != 2 || p.Configurations[1].Base != "pgb-64-2-32-64" {
+	p, _ = Expand("1", req(contracts.Request{DBMS: []string{"PgBouncer"}, PoolPods: ints(1, 2), PoolInbound: ints(96)}))
+	if len(p.Configurations) != 2 || p.Configurations[1].Base != "pgb-64-2-96-64" {
 		t.Errorf("pool variants: %+v", p.Configurations)
 	}
 	if _, err := Expand("1", req(contracts.Request{DBMS: []string{"PgBouncer"}, PoolPods: ints(8), PoolInbound: ints(4)})); err == nil {
 		t.Error("4 inbound connections over 8 pool pods accepted")
+	}
+	// A phase of more client connections (threads) than the pool takes in
+	// would be turned away by PgBouncer once deployed: refused at once.
+	_, err = Expand("1", req(contracts.Request{DBMS: []string{"PgBouncer"}, PoolInbound: ints(32)}))
+	if err == nil || !strings.Contains(err.Error(), "32 inbound connections are fewer than the 64 client connections") || !strings.Contains(err.Error(), "-nlt") {
+		t.Errorf("64 loading threads through 32 inbound connections: %v", err)
+	}
+	_, err = Expand("1", req(contracts.Request{DBMS: []string{"PgBouncer"}, LoadingThreads: ints(8), BenchmarkingThreads: ints(8, 48), PoolInbound: ints(32)}))
+	if err == nil || !strings.Contains(err.Error(), "fewer than the 48 client connections") || !strings.Contains(err.Error(), "-nbt") {
+		t.Errorf("48 benchmarking threads through 32 inbound connections: %v", err)
 	}
 }
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import math
 
+import pandas as pd
 import pytest
 from conftest import GOLDEN
 from rows import experiment, load_tables
@@ -592,3 +593,27 @@ def test_workload_is_the_seeds(tables):
     assert len(ours) == len(seed), "\n".join(ours)
     for want, got in zip(seed, ours, strict=True):
         assert got.startswith(differs.get(want, want)), (want, got)
+
+
+def test_error_share_not_measured_fails_the_test():
+    # A loading phase whose shards failed before they stored an operation has no error share: the
+    # test names it and fails, rather than passing it unmeasured (a test that could not fail).
+    from benchq_reporter.summary.checks import error_share
+
+    per_run = pd.DataFrame({"DBMS": ["pgb-16-1-4-2-1", "pgb-16-1-8-2-1"], ycsb.ERROR_SHARE: [float("nan"), 0.0]})
+    t = error_share("loading_errors", "Loading Phase", per_run, "DBMS", 1.0)
+    assert not t.passed
+    assert t.text == "Loading Phase: failed operations not measured in pgb-16-1-4-2-1 (no operations stored)"
+    t = error_share("loading_errors", "Loading Phase", per_run.iloc[1:], "DBMS", 1.0)
+    assert t.passed
+
+
+def test_status_reason_is_shortened_to_its_first_line():
+    trace = "driver exited before READY (exit status 1): FATAL: no more connections allowed\n" + "\tat x.y\n" * 40
+    short = render.short_reason(trace)
+    assert short.startswith(
+        "driver exited before READY (exit status 1): FATAL: no more connections allowed … (shortened"
+    )
+    assert "\n" not in short
+    assert render.short_reason("SUT failed: port in use") == "SUT failed: port in use"
+    assert len(render.short_reason("x" * 1000)) < 340

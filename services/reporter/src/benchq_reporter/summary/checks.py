@@ -49,12 +49,18 @@ def workflow(w: Workflow) -> Test:
 
 
 def error_share(id: str, name: str, per_phase: pd.DataFrame, label: str, limit: float) -> Test:
-    """Passed when no phase's failed operations exceed ``limit`` percent of its operations (-max-errors)."""
+    """Passed when no phase's failed operations exceed ``limit`` percent of its operations (-max-errors).
+    A phase without the figure (it stored no operations: its shards failed before they counted any) has
+    not shown it holds: it fails the test, named, rather than passing it unmeasured."""
     shares = per_phase[ycsb.ERROR_SHARE] if ycsb.ERROR_SHARE in per_phase else pd.Series(dtype="float64")
     high = per_phase.loc[shares > limit]
     if not high.empty:
         worst = ", ".join(f"{r[label]} {r[ycsb.ERROR_SHARE]:.2f} %" for _, r in high.iterrows())
         return Test(id, False, f"{name}: failed operations above {limit:g} % ({worst})")
+    unmeasured = per_phase.loc[shares.isna()] if ycsb.ERROR_SHARE in per_phase else per_phase.iloc[0:0]
+    if not unmeasured.empty:
+        names = ", ".join(str(r[label]) for _, r in unmeasured.iterrows())
+        return Test(id, False, f"{name}: failed operations not measured in {names} (no operations stored)")
     return Test(id, True, f"{name}: failed operations at most {limit:g} % in every phase")
 
 

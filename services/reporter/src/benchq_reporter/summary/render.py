@@ -54,6 +54,19 @@ def alternatives(xs: list[Any]) -> str:
     return ", ".join(words[:-1]) + " and " + words[-1]
 
 
+# The Status line's reason at most: a driver's stack trace is kept whole in Failures and re-runs and
+# in the JSON summary, not on the Status line too.
+REASON_MAX = 240
+
+
+def short_reason(reason: str) -> str:
+    """reason's first line, at most REASON_MAX characters, marked when shortened."""
+    first = reason.strip().splitlines()[0] if reason.strip() else reason
+    if first == reason and len(reason) <= REASON_MAX:
+        return reason
+    return first[:REASON_MAX].rstrip() + " … (shortened: in full under Failures and re-runs and in the JSON summary)"
+
+
 def workload_lines(s: Summary) -> list[str]:
     w = s.workload
     benchbase = isinstance(s, BenchbaseSummary)
@@ -61,7 +74,7 @@ def workload_lines(s: Summary) -> list[str]:
     duration = EXPERIMENT.running if w.duration_s is None else f"{round(w.duration_s)}s"  # rounded, as benchq list
     if w.estimated_s is not None:
         duration += f" (estimated {round(w.estimated_s)}s)"
-    status = w.status if not w.reason else f"{w.status} ({w.reason})"
+    status = w.status if not w.reason else f"{w.status} ({short_reason(w.reason)})"
     runs = "once" if w.repetitions == 1 else f"{w.repetitions} times"
     sf = "?" if w.sf is None else number(w.sf)
     tsdb = w.benchmark == BENCHMARK.tsdb
