@@ -37,16 +37,22 @@ def p99_per_operation(f: dict[str, pd.DataFrame]) -> pd.DataFrame:
 
 
 def throughput_over_time(f: dict[str, pd.DataFrame], every: str = "2s") -> pd.DataFrame:
-    """Operations per second of each phase, all shards together, in bins of ``every``.
+    """Operations per second of each phase, all shards together, in bins of ``every``, or of the
+    shards' status interval (-xli) when that is longer.
 
     A status line carries the shard's cumulative operations: the difference
-    to its previous line is what it did in between.
+    to its previous line is what it did in between, counted in the bin of
+    the line. A bin shorter than the interval would get all of an
+    interval's operations or none (a rate of 0 that is not one), so the
+    bins are at least one interval long, and a bin without a line is
+    missing, not 0.
     """
     iv = f["intervals"].sort_values(["phase", "shard", "attempt", "elapsed_s"])
     done = iv.groupby(["phase", "shard", "attempt"])["operations"].diff().fillna(iv["operations"])
     iv = iv.assign(done=done.astype("float64"))
-    seconds = pd.Timedelta(every).total_seconds()
-    binned = iv.set_index("at").groupby("phase")["done"].resample(every).sum() / seconds
+    step = iv.groupby(["phase", "shard", "attempt"])["elapsed_s"].diff().median()
+    seconds = max(pd.Timedelta(every).total_seconds(), 0 if pd.isna(step) else float(step))
+    binned = iv.set_index("at").groupby("phase")["done"].resample(f"{seconds:g}s").sum(min_count=1) / seconds
     return binned.rename("ops/s").reset_index()
 
 

@@ -183,6 +183,30 @@ def test_the_example_script_runs_against_the_database(db):
     assert "Redis-8-2-65536-1-1         sut      200000             14.85" in lines
 
 
+def test_the_examples_throughput_over_time_has_no_false_zeros():
+    # Status lines every 10 s (YCSB's default -xli) in 2 s bins would give one bin all of an interval's
+    # operations and four a rate of 0: the bins are one interval long instead.
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location("dataframes_example", EXAMPLE)
+    assert spec is not None and spec.loader is not None
+    example = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(example)
+    start = pd.Timestamp("2026-03-02 10:00:00", tz="UTC")
+    iv = pd.DataFrame(
+        {
+            "phase": "p-1",
+            "shard": 1,
+            "attempt": 1,
+            "elapsed_s": [10, 20, 30],
+            "at": [start + pd.Timedelta(seconds=s) for s in (10, 20, 30)],
+            "operations": [80_000, 160_000, 240_000],
+        }
+    )
+    out = example.throughput_over_time({"intervals": iv})
+    assert list(out["ops/s"]) == [8000.0, 8000.0, 8000.0]
+
+
 def selfcheck(url, code):
     out, err = io.StringIO(), io.StringIO()
     return selfcheck_export.main(["--db", url, "-e", code], {}, out, err), out.getvalue(), err.getvalue()
