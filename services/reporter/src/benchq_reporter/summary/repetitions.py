@@ -27,7 +27,9 @@ T975 = [
 COLUMNS = ["DBMS", "phase", "figure", "n", "mean", "std", "ci95 low", "ci95 high"]
 NOTE = (
     "Across the -nc repetitions (each on a fresh SUT): mean, sample standard deviation and the 95 % confidence "
-    "interval of the mean (Student's t: mean ± t(0.975, n-1)·std/√n); n counts the repetitions that have the figure."
+    "interval of the mean (Student's t: mean ± t(0.975, n-1)·std/√n); n counts the repetitions that have the figure. "
+    "With few repetitions t is large (12.7 for n = 2, 4.3 for n = 3), so a low bound can fall below 0 for a figure "
+    "that cannot: the repetitions do not bound it there; more of them (-nc) narrow it."
 )
 
 
