@@ -50,7 +50,7 @@ func cmdDashboard(ctx context.Context, args []string, st *State) int {
 	from, to, err := experimentWindow(ctx, st, code)
 	switch {
 	case errors.Is(err, errNoExperiment):
-		st.Errorf("dashboard: no experiment %q in the results database (running experiments: benchq status)", code)
+		st.Errorf("dashboard: no experiment %q in the results database (list them with: benchq list)", code)
 		return ExitFailed
 	case err != nil:
 		st.Errorf("dashboard: warning: no time range in the link (%v)", err)
