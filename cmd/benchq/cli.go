@@ -215,8 +215,28 @@ func explainParseError(fs *flag.FlagSet, err error, args []string) string {
 
 // experimentFlag adds -e CODE (and its alias -experiment) to a command.
 func experimentFlag(fs *flag.FlagSet, code *string) {
-	fs.StringVar(code, "e", "", "the experiment")
-	fs.StringVar(code, "experiment", "", "alias of -e")
+	v := oneCode{code}
+	fs.Var(v, "e", "the experiment")
+	fs.Var(v, "experiment", "alias of -e")
+}
+
+// oneCode is the -e of a command about one experiment: given twice, the
+// first would be dropped without a word.
+type oneCode struct{ code *string }
+
+func (o oneCode) String() string {
+	if o.code == nil {
+		return ""
+	}
+	return *o.code
+}
+
+func (o oneCode) Set(v string) error {
+	if *o.code != "" && *o.code != v {
+		return fmt.Errorf("one experiment only, got %s and %s (benchq compare takes two)", *o.code, v)
+	}
+	*o.code = v
+	return nil
 }
 
 // parseCodeArgs parses the arguments of a command about one experiment
@@ -248,6 +268,10 @@ func cmdSummaryArgs(ctx context.Context, args []string, st *State) int {
 	fs.StringVar(&format, "format", "", "markdown (default) or json")
 	if rc, done := parseCodeArgs(fs, args, st, &code); done {
 		return rc
+	}
+	if format != "" && format != "markdown" && format != "json" {
+		st.Errorf("summary: -format %s: give markdown or json", format)
+		return ExitUsage
 	}
 	reporterArgs := []string{"-e", code}
 	if format != "" {
