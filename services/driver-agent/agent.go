@@ -87,6 +87,11 @@ const (
 	touchEvery = time.Second
 )
 
+// fetchWait is how long the agent's pull request for a shard job waits
+// before it asks again (bus.ConsumerSpec.MaxWait): a job it missed waits at
+// most this long, between the phases.
+const fetchWait = 250 * time.Millisecond
+
 // Run serves jobs until ctx ends. A job in flight when ctx ends is not acked:
 // JetStream redelivers it.
 func Run(ctx context.Context, cfg Config, log *slog.Logger) error {
@@ -125,7 +130,7 @@ func Run(ctx context.Context, cfg Config, log *slog.Logger) error {
 	log.Info("agent ready", "name", cfg.Name, "instance", a.instance, "ycsb", cfg.YCSBLib)
 	return b.Consume(ctx, bus.ConsumerSpec{
 		Stream: contracts.StreamJobs, Durable: contracts.DurableAgents, Filters: []string{contracts.SubjShard},
-		AckWait: ackWait, MaxDeliver: 3,
+		AckWait: ackWait, MaxDeliver: 3, MaxWait: fetchWait,
 	}, func(ctx context.Context, msgs []jetstream.Msg) []error {
 		errs := make([]error, len(msgs))
 		for i, m := range msgs {
