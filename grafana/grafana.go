@@ -66,6 +66,12 @@ func ExperimentURL(base, code string, from, to time.Time) string {
 		q.Set("from", fmt.Sprint(from.UnixMilli()))
 		q.Set("to", fmt.Sprint(to.UnixMilli()))
 	}
+	if u, err := url.Parse(base); err == nil && u.User != nil {
+		// A password for the upload's basic auth does not belong in a
+		// link that is printed, pasted and logged; the browser asks.
+		u.User = nil
+		base = u.String()
+	}
 	return strings.TrimRight(base, "/") + "/d/" + ExperimentUID + "/benchq-experiment?" + q.Encode()
 }
 

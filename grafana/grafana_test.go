@@ -111,6 +111,10 @@ func TestExperimentURL(t *testing.T) {
 	if got := ExperimentURL("http://g", "x", time.Time{}, time.Time{}); got != "http://g/d/benchq-experiment/benchq-experiment?var-code=x" {
 		t.Errorf("without a time range: %s", got)
 	}
+	// The upload's user:password stays out of the printed link.
+	if got := ExperimentURL("http://admin:s3cret@g:3000", "x", time.Time{}, time.Time{}); got != "http://g:3000/d/benchq-experiment/benchq-experiment?var-code=x" {
+		t.Errorf("with basic auth in the URL: %s", got)
+	}
 }
 
 // Upload against a stand-in for Grafana's HTTP API (no Grafana server can

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net/url"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -46,6 +47,10 @@ func cmdDashboard(ctx context.Context, args []string, st *State) int {
 			"Without Grafana, the experiment's plots are in its HTML report, which opens without network:\n"+
 			"  benchq report -e %s    (it prints the page's path; open it in a browser)", envGrafanaURL, code)
 		return ExitFailed
+	}
+	if u, err := url.Parse(base); err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+		st.Errorf("dashboard: %s=%s is not a Grafana URL: give its scheme and host, e.g. http://localhost:3000", envGrafanaURL, base)
+		return ExitUsage
 	}
 	from, to, err := experimentWindow(ctx, st, code)
 	switch {

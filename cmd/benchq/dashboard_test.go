@@ -26,6 +26,11 @@ func TestDashboardWithoutGrafana(t *testing.T) {
 		t.Errorf("exit %d, stdout %q, stderr %q", code, out, errs)
 	}
 	s.untouched(t)
+	// A URL without its scheme would make a link no browser opens.
+	code, out, errs = runWith(t, map[string]string{"BENCHQ_HOME": s.home, "BENCHQ_GRAFANA_URL": "localhost:3000"}, "dashboard", "-e", "c1")
+	if code != ExitUsage || out != "" || !strings.Contains(errs, "BENCHQ_GRAFANA_URL=localhost:3000 is not a Grafana URL: give its scheme and host, e.g. http://localhost:3000") {
+		t.Errorf("no scheme: exit %d, stdout %q, stderr %q", code, out, errs)
+	}
 }
 
 // With a Grafana but no stack, the link has no time range and a warning
