@@ -74,12 +74,20 @@ def test_ratios_are_to_the_phase_at_the_same_position():
             "cpu_per_mops": [2.0, 1.0, 1.0],
         }
     )
-    got = compare.compare([a, b]).set_index(["experiment", "phase"])
+    a["dbms"], b["dbms"] = "Redis", ["Redis", "PgBouncer", "Redis"]
+    table = compare.compare([a, b])
+    got = table.set_index(["experiment", "phase"])
     assert got.loc[("b", "q1"), "throughput_ratio"] == 1.5
     assert got.loc[("b", "q1"), "p99_us_ratio"] == 2.0
     assert math.isnan(got.loc[("b", "q2"), "p99_us_ratio"])  # no baseline figure
     assert math.isnan(got.loc[("b", "q2"), "cpu_per_mops_ratio"])  # a 0 baseline gives no ratio
     assert math.isnan(got.loc[("b", "q3"), "throughput_ratio"])  # the baseline has no third phase
+    # What the pairing by position could not match is said under the table.
+    assert compare.pairing_notes(table) == [
+        "* b has 3 benchmarking phases, the baseline 2: its last 1 have no baseline phase (their × is missing).",
+        "* b: 1 of its phases are compared with a phase of another DBMS (e.g. q2, PgBouncer, with p2, Redis).",
+    ]
+    assert compare.pairing_notes(compare.compare([a, a.assign(experiment="c")])) == []
 
 
 def test_html_format(db):
@@ -92,6 +100,7 @@ def test_html_format(db):
     [
         (["-e", "cmp-a"], 2, "two experiments or more"),
         (["-e", "cmp-a", "-e", "nope"], 1, "no experiment with code 'nope'"),
+        (["-e", "cmp-a", "-e", "cmp-b", "-e", "cmp-a"], 2, "give each experiment once (cmp-a more than once)"),
         (
             ["-e", "cmp-a", "-e", "cmp-tsdb"],
             1,

@@ -244,6 +244,9 @@ def _report(
 def _compare(args: argparse.Namespace, url: str, stdout: TextIO, fail: Fail) -> int:
     if len(args.experiment) < 2:
         return fail(ExitStatus.USAGE, "compare needs two experiments or more: -e A -e B (see: reporter --help)")
+    twice = sorted({c for c in args.experiment if args.experiment.count(c) > 1})
+    if twice:
+        return fail(ExitStatus.USAGE, f"compare: give each experiment once ({', '.join(twice)} more than once)")
     tables = []
     try:
         with db.connect(url) as conn:

@@ -50,6 +50,8 @@ def phases(code: str, summary: object, frames: Mapping[str, pd.DataFrame]) -> pd
     ms = frames["metric_summaries"]
     cpu = ms[(ms["kind"] == KIND.run) & (ms["component"] == "sut") & (ms["metric"] == "cpu_seconds")]
     cpu = cpu.sort_values("attempt").groupby("phase")["value"].last()  # the attempt the summary reports
+    dbms = frames["phases"][["phase", "configuration"]].drop_duplicates("phase")
+    dbms = dbms.merge(frames["configurations"][["configuration", "dbms"]], on="configuration", how="left")
     out = pd.DataFrame(
         {
             "experiment": code,
@@ -57,6 +59,7 @@ def phases(code: str, summary: object, frames: Mapping[str, pd.DataFrame]) -> pd
             "throughput": per[WINDOW_THROUGHPUT].astype("float64").to_numpy(),
         }
     )
+    out["dbms"] = out["phase"].map(dbms.set_index("phase")["dbms"])
     # Shards that reported no measured window (an older agent) leave only
     # YCSB's own figure: used, and said so under the table.
     overall = out["throughput"].isna()
@@ -81,6 +84,33 @@ def compare(experiments: list[pd.DataFrame]) -> pd.DataFrame:
     return pd.concat(rows, ignore_index=True)
 
 
+def pairing_notes(table: pd.DataFrame) -> list[str]:
+    """What the positional pairing could not match: phases without a partner, and partners of another DBMS."""
+    codes = list(dict.fromkeys(table["experiment"]))
+    base = table[table["experiment"] == codes[0]].reset_index(drop=True)
+    notes = []
+    for code in codes[1:]:
+        df = table[table["experiment"] == code].reset_index(drop=True)
+        if len(df) != len(base):
+            notes.append(
+                f"* {code} has {len(df)} benchmarking phases, the baseline {len(base)}: "
+                + (
+                    f"its last {len(df) - len(base)} have no baseline phase (their × is missing)."
+                    if len(df) > len(base)
+                    else f"the baseline's last {len(base) - len(df)} have no partner in it."
+                )
+            )
+        n = min(len(df), len(base))
+        other = [i for i in range(n) if df["dbms"].iloc[i] != base["dbms"].iloc[i]]
+        if other:
+            i = other[0]
+            notes.append(
+                f"* {code}: {len(other)} of its phases are compared with a phase of another DBMS "
+                f"(e.g. {df['phase'].iloc[i]}, {df['dbms'].iloc[i]}, with {base['phase'].iloc[i]}, {base['dbms'].iloc[i]})."
+            )
+    return notes
+
+
 def markdown(table: pd.DataFrame) -> str:
     """The comparison as Markdown (cells are text: tabulate must not reformat "1.000")."""
     cols: dict[str, pd.Series] = {"experiment": table["experiment"], "phase": table["phase"]}
@@ -96,8 +126,10 @@ def markdown(table: pd.DataFrame) -> str:
         f"* × is the ratio to the baseline, {table['experiment'].iloc[0]}: the phase at the same position.",
         "* Throughput: all shards' operations over the phase's common window (the earliest first operation of a shard to the "
         "latest end of one: the summary's Throughput common window, not the shards' rates summed); p95/p99 of its slowest operation from the shards' "
-        "merged histograms; SUT CPU seconds (-m) per million operations. Lower is better but for throughput.",
+        "merged histograms, the latency from the operation's start (the Saturation section's p99 is from its intended "
+        "start, queueing included); SUT CPU seconds (-m) per million operations. Lower is better but for throughput.",
     ]
+    lines += pairing_notes(table)
     if not table["window"].all():
         lines.append(
             "* No common window for "
