@@ -233,7 +233,8 @@ func TestEmbeddedStack(t *testing.T) {
 
 	// Both side by side (benchq compare: no database URL to type): a row
 	// each, every figure measured (both ran with -m), the baseline at ratio
-	// 1; benchq list shows both, done, with their configurations.
+	// 1, a note that the phases paired are of two DBMSs; benchq list shows
+	// both, done, with their configurations.
 	t.Run("benchq compare and list", func(t *testing.T) {
 		if len(compared) != 2 {
 			t.Skipf("the default experiments did not both start: %v", compared)
@@ -257,6 +258,10 @@ func TestEmbeddedStack(t *testing.T) {
 		}
 		if !strings.Contains(out, "| 1.000 ") {
 			t.Errorf("the baseline is not at ratio 1:\n%s", out)
+		}
+		// Redis against PostgreSQL: the pairing by position says so.
+		if !strings.Contains(out, "* "+compared[1]+": 1 of its phases are compared with a phase of another DBMS") {
+			t.Errorf("no note that %s's phase is paired with another DBMS's:\n%s", compared[1], out)
 		}
 		t.Logf("benchq compare:\n%s", out)
 		list, err := s.benchq(ctx, "list")
