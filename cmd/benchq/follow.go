@@ -8,6 +8,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"sort"
+	"strings"
 	"sync"
 	"time"
 
@@ -209,15 +210,32 @@ func describe(subj contracts.ParsedSubject, data []byte) (line, end, rejected st
 	case contracts.TopicPhaseSkipped:
 		return fmt.Sprintf("phase skipped: %s: %s", str("phase"), str("reason")), "", ""
 	case contracts.TopicPhaseFailed:
-		return fmt.Sprintf("phase FAILED: %s: %s", str("phase"), str("reason")), "", ""
+		return fmt.Sprintf("phase FAILED: %s: %s", str("phase"), shortReason(str("reason"))), "", ""
 	case contracts.TopicExperimentDone, contracts.TopicExperimentFailed, contracts.TopicExperimentCancelled:
 		line := "experiment " + str("status")
 		if r := str("reason"); r != "" {
-			line += ": " + r
+			line += ": " + shortReason(r)
 		}
 		return line, str("status"), ""
 	}
 	return "", "", ""
+}
+
+// maxReason is the most of a failure's reason a progress line shows.
+const maxReason = 240
+
+// shortReason is a failure's reason for a progress line: its first line, at
+// most maxReason bytes. A driver's stack trace is whole in the summary,
+// under Failures and re-runs, printed at the end.
+func shortReason(r string) string {
+	first, _, more := strings.Cut(strings.TrimSpace(r), "\n")
+	if !more && len(first) <= maxReason {
+		return first
+	}
+	if len(first) > maxReason {
+		first = strings.ToValidUTF8(first[:maxReason], "")
+	}
+	return strings.TrimSpace(first) + " … (in full in the summary, under Failures and re-runs)"
 }
 
 // decodePlanned reads the plan of a planned event: the CLI's one reading

@@ -29,6 +29,9 @@ func TestDescribe(t *testing.T) {
 		{contracts.TopicPhaseSkipped, `{"phase":"c-1-0","reason":"persisted"}`, "phase skipped: c-1-0: persisted", "", ""},
 		{contracts.TopicPhaseFailed, `{"phase":"c-1-0","reason":"lost"}`, "phase FAILED: c-1-0: lost", "", ""},
 		{contracts.TopicExperimentFailed, `{"status":"failed","reason":"x"}`, "experiment failed: x", "failed", ""},
+		// A driver's stack trace: its first line (the summary has it whole).
+		{contracts.TopicPhaseFailed, `{"phase":"c-1-0","reason":"driver exited: FATAL: no more connections\n\tat a.b(C.java:1)\n\tat d"}`,
+			"phase FAILED: c-1-0: driver exited: FATAL: no more connections … (in full in the summary, under Failures and re-runs)", "", ""},
 		{contracts.TopicExperimentDone, `{"status":"done"}`, "experiment done", "done", ""},
 		{contracts.TopicBarrierGo, `{}`, "", "", ""},
 	}
