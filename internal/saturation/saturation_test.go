@@ -265,3 +265,23 @@ func TestCatchingUpIsNotCapacity(t *testing.T) {
 		t.Errorf("knee goodput %.0f, sustained %.0f; want 1200 and 1000", k.Goodput, k.Sustained)
 	}
 }
+
+// A search whose every step kept up and failed only on its p99 bound says
+// what that bound measures; one that fell short of its load does not.
+func TestNoLoadPassedOnTheLatencyBoundSaysWhy(t *testing.T) {
+	bounded := set
+	bounded.MaxP99MS, bounded.MaxSteps = 10, 2
+	p99 := 47.8
+	steps := []contracts.SaturationStep{
+		{Step: 1, Role: contracts.RoleStep, Offered: 1000, Shards: 1, Goodput: 1000, P99MS: &p99, Verdict: contracts.VerdictFail},
+		{Step: 2, Role: contracts.RoleStep, Offered: 500, Shards: 1, Goodput: 500, P99MS: &p99, Verdict: contracts.VerdictFail},
+	}
+	move, knee := Next(bounded, steps)
+	if move != nil || knee == nil || !strings.Contains(knee.Note, "no load passed (every step kept up and failed only on p99 ≤ 10 ms") {
+		t.Errorf("move %+v, knee %+v", move, knee)
+	}
+	steps[1].Goodput = 300 // fell short of its load: the bound is not the only reason
+	if _, knee := Next(bounded, steps); knee == nil || strings.Contains(knee.Note, "failed only on p99") {
+		t.Errorf("a step below its load: knee %+v", knee)
+	}
+}

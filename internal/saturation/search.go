@@ -59,7 +59,7 @@ func Next(set contracts.Saturation, steps []contracts.SaturationStep) (*Move, *c
 	case n >= set.MaxSteps:
 		why := fmt.Sprintf("the search stopped after %d steps (max_steps) before reaching %g %% precision", n, set.Precision)
 		if good < 0 {
-			return nil, knee(why + "; no load passed")
+			return nil, knee(why + "; no load passed" + latencyHint(set, steps))
 		}
 		return hold(why, why+": the knee is a lower bound")
 	case bad < 0:
@@ -69,7 +69,7 @@ func Next(set contracts.Saturation, steps []contracts.SaturationStep) (*Move, *c
 	case good < 0:
 		next := whole(float64(steps[bad].Offered) / set.StepFactor)
 		if next < q || next >= steps[bad].Offered {
-			return nil, knee(fmt.Sprintf("no load passed, not even %d ops/s", steps[bad].Offered))
+			return nil, knee(fmt.Sprintf("no load passed, not even %d ops/s", steps[bad].Offered) + latencyHint(set, steps))
 		}
 		return &Move{Role: contracts.RoleStep, Offered: next, Shards: shards,
 			Why: fmt.Sprintf("%d ops/s failed and none passed yet: ÷ %g → %d ops/s", steps[bad].Offered, set.StepFactor, next)}, nil
@@ -80,6 +80,28 @@ func Next(set contracts.Saturation, steps []contracts.SaturationStep) (*Move, *c
 	}
 	return &Move{Role: contracts.RoleStep, Offered: next, Shards: shards,
 		Why: fmt.Sprintf("bisect between %d (passed) and %d ops/s (failed) → %d ops/s", steps[good].Offered, steps[bad].Offered, next)}, nil
+}
+
+// latencyHint says, when every step kept up with its load and failed only
+// on the p99 bound, what that bound measures: the whole step from the
+// intended start, its start included (docs/saturation.md).
+func latencyHint(set contracts.Saturation, steps []contracts.SaturationStep) string {
+	n := 0
+	for _, st := range steps {
+		if st.Role != contracts.RoleStep {
+			continue
+		}
+		if st.Verdict == contracts.VerdictPass || set.MaxP99MS <= 0 || st.P99MS == nil || *st.P99MS <= set.MaxP99MS ||
+			st.Goodput < set.MinAchieved/100*float64(st.Offered) || st.ErrorShare > 0 {
+			return ""
+		}
+		n++
+	}
+	if n == 0 {
+		return ""
+	}
+	return fmt.Sprintf(" (every step kept up and failed only on p99 ≤ %g ms, which covers the whole step from the intended start, "+
+		"its first operations included: longer steps, -xsats, or a higher -xsatp99)", set.MaxP99MS)
 }
 
 // Result is the knee of steps so far, for a search that ends early (a
