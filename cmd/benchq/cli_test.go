@@ -154,6 +154,8 @@ func TestUsageErrorsDoNothing(t *testing.T) {
 		{[]string{"summary", "-e", "c1", "-e", "c2"}, "one experiment only, got c1 and c2 (benchq compare takes two)"},
 		{[]string{"report", "-e", "c1", "--experiment", "c2"}, "one experiment only, got c1 and c2"},
 		{[]string{"summary", "-e", "c1", "-format", "csv"}, "summary: -format csv: give markdown or json"},
+		{[]string{"export", "-e", "c1", "-o", "d", "-format", "xlsx"}, "export: -format xlsx: give csv or parquet"},
+		{[]string{"compare", "-e", "c1", "-e", "c2", "-format", "pdf"}, "compare: -format pdf: give markdown or html"},
 		{[]string{"dashboard"}, "give -e CODE"},
 		{[]string{"report"}, "give -e CODE"},
 		{[]string{"compare", "-e", "a"}, "give two experiments or more: benchq compare -e A -e B"},

@@ -112,6 +112,10 @@ func cmdCompare(ctx context.Context, args []string, st *State) int {
 		st.Errorf("compare: give two experiments or more: benchq compare -e A -e B")
 		return ExitUsage
 	}
+	if format != "markdown" && format != "html" {
+		st.Errorf("compare: -format %s: give markdown or html", format)
+		return ExitUsage
+	}
 	s, rc := loadStack(st)
 	if s == nil {
 		return rc
@@ -134,6 +138,9 @@ func cmdExport(ctx context.Context, args []string, st *State) int {
 		}, func() string {
 			if out == "" {
 				return "export: where to? give -o DIR"
+			}
+			if format != "csv" && format != "parquet" {
+				return "export: -format " + format + ": give csv or parquet"
 			}
 			return ""
 		})
