@@ -11,6 +11,7 @@ import (
 	"path/filepath"
 	"regexp"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"syscall"
@@ -200,11 +201,16 @@ func TestExperimentsAsBexhomaUsersKnowThem(t *testing.T) {
 		defer cancel()
 		ev := s.events(ctx, code)
 		logsAt := s.agentLogSizes() // before the request: its loading shard may start at once
+		// The standby JVMs stopped: the job handed to one cannot reach
+		// READY before the agent is killed, however late this test reads
+		// its log on a loaded machine (it once read it 3 ms too late).
+		frozen := s.freezeStandbys(t)
 		s.cli(t, time.Minute, "ycsb", "-e", code, "-dbms", "Redis", "-sf", "0.05", "-xop", "0.5", "-nlt", "8", "-nbt", "8", "-tr", "--detach", "run")
 		// First the loading shard's agent dies before its READY, when the
 		// scheduler cannot know who holds the job: JetStream hands the job
 		// to another agent once its ack wait (5 s) passes untouched.
 		loader, killed := s.killAgentBeforeReady(t, logsAt)
+		frozen.release(loader)
 		time.Sleep(500 * time.Millisecond)
 		if out, err := s.benchq(context.Background(), "restart", loader); err != nil {
 			t.Errorf("restart %s: %v\n%s", loader, err, out)
@@ -435,6 +441,67 @@ func (s *stack) agentLogSizes() map[string]int64 {
 // later, so the agent is stopped at once (SIGSTOP: it publishes nothing
 // more, its READY included), then killed. Only what the agents logged
 // after from (agentLogSizes, taken before the request) is read.
+// frozenJVMs are the pool agents' standby JVMs, stopped (SIGSTOP), by agent.
+type frozenJVMs map[string][]int
+
+// freezeStandbys stops the pool agents' standby JVMs (their java children);
+// the test's end lets any still stopped go on.
+func (s *stack) freezeStandbys(t *testing.T) frozenJVMs {
+	t.Helper()
+	f := frozenJVMs{}
+	for _, name := range poolAgents {
+		for _, pid := range childJVMs(s.pid(name)) {
+			if syscall.Kill(pid, syscall.SIGSTOP) == nil {
+				f[name] = append(f[name], pid)
+			}
+		}
+	}
+	t.Cleanup(func() { f.release("") })
+	t.Logf("standby JVMs stopped (by agent): %v", f)
+	return f
+}
+
+// release kills the JVMs of the killed agent (orphans now) and lets the
+// others go on.
+func (f frozenJVMs) release(killed string) {
+	for name, pids := range f {
+		for _, pid := range pids {
+			if name == killed {
+				_ = syscall.Kill(pid, syscall.SIGKILL)
+			}
+			_ = syscall.Kill(pid, syscall.SIGCONT)
+		}
+		delete(f, name)
+	}
+}
+
+// childJVMs are the java processes whose parent is pid.
+func childJVMs(pid int) []int {
+	var out []int
+	entries, _ := os.ReadDir("/proc")
+	for _, e := range entries {
+		child, err := strconv.Atoi(e.Name())
+		if err != nil {
+			continue
+		}
+		stat, err := os.ReadFile(filepath.Join("/proc", e.Name(), "stat"))
+		if err != nil {
+			continue
+		}
+		// pid (comm) state ppid …: comm may hold spaces, so split after its ')'.
+		text := string(stat)
+		open, end := strings.IndexByte(text, '('), strings.LastIndexByte(text, ')')
+		if open < 0 || end < open {
+			continue
+		}
+		fields := strings.Fields(text[end+1:])
+		if text[open+1:end] == "java" && len(fields) > 1 && fields[1] == strconv.Itoa(pid) {
+			out = append(out, child)
+		}
+	}
+	return out
+}
+
 func (s *stack) killAgentBeforeReady(t *testing.T, from map[string]int64) (string, time.Time) {
 	t.Helper()
 	type agentLog struct {
