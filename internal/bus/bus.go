@@ -373,8 +373,8 @@ type ConsumerSpec struct {
 	// MaxWait is how long one pull request waits for a message (default
 	// 1s); the consumer then asks again. A message published while a pull
 	// request waits is sometimes not handed to it, only to the next one
-	// (seen with nats-server 2.12.1 on the agents' consumer, about one
-	// phase switch in fifteen: docs/bench.md): a consumer whose latency
+	// (seen with nats-server 2.12.1 on the agents' consumer, 2 phase
+	// switches in 42: docs/bench.md): a consumer whose latency
 	// matters asks more often.
 	MaxWait time.Duration
 }
@@ -473,13 +473,13 @@ func fetch(cons jetstream.Consumer, batch int, maxWait time.Duration) ([]jetstre
 	return msgs, nil
 }
 
+// slowAck is how long an ack may take before settle says so.
+const slowAck = 250 * time.Millisecond
+
 // settle acks, terminates or hands back one message. Acks use a context of
 // their own: work finished while the service stops must still be acked, or it
 // is redone after AckWait. A message not finished because the service stops
 // is handed back at once (Nak) instead of waiting out AckWait.
-// slowAck is how long an ack may take before settle says so.
-const slowAck = 250 * time.Millisecond
-
 func settle(ctx context.Context, log *slog.Logger, m jetstream.Msg, herr error, stopping bool) {
 	actx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
 	defer cancel()

@@ -296,7 +296,8 @@ func (a *Agent) publishFinal(ctx context.Context, f *contracts.Final) error {
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
 	defer cancel()
 	if f.JobAt == nil && !a.jobAt.IsZero() {
-		f.JobAt = &a.jobAt
+		at := a.jobAt
+		f.JobAt = &at
 	}
 	subj := contracts.FinalSubject(f.Code, f.Phase, f.Shard)
 	if err := a.bus.Publish(ctx, subj, f); err != nil {

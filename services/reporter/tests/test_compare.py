@@ -88,6 +88,8 @@ def test_ratios_are_to_the_phase_at_the_same_position():
         "* b: 1 of its phases are compared with a phase of another DBMS (e.g. q2, PgBouncer, with p2, Redis).",
     ]
     assert compare.pairing_notes(compare.compare([a, a.assign(experiment="c")])) == []
+    # A phase whose DBMS is not known is not said to be another's.
+    assert compare.pairing_notes(compare.compare([a, a.assign(experiment="c", dbms=float("nan"))])) == []
 
 
 def test_html_format(db):

@@ -616,4 +616,5 @@ def test_status_reason_is_shortened_to_its_first_line():
     )
     assert "\n" not in short
     assert render.short_reason("SUT failed: port in use") == "SUT failed: port in use"
+    assert render.short_reason("SUT failed: port in use\n") == "SUT failed: port in use"  # nothing cut: not marked
     assert len(render.short_reason("x" * 1000)) < 340

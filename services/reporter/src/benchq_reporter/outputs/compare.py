@@ -101,7 +101,13 @@ def pairing_notes(table: pd.DataFrame) -> list[str]:
                 )
             )
         n = min(len(df), len(base))
-        other = [i for i in range(n) if df["dbms"].iloc[i] != base["dbms"].iloc[i]]
+        other = [
+            i
+            for i in range(n)
+            if pd.notna(df["dbms"].iloc[i])
+            and pd.notna(base["dbms"].iloc[i])
+            and df["dbms"].iloc[i] != base["dbms"].iloc[i]
+        ]
         if other:
             i = other[0]
             notes.append(

@@ -61,9 +61,10 @@ REASON_MAX = 240
 
 def short_reason(reason: str) -> str:
     """reason's first line, at most REASON_MAX characters, marked when shortened."""
-    first = reason.strip().splitlines()[0] if reason.strip() else reason
-    if first == reason and len(reason) <= REASON_MAX:
-        return reason
+    whole = reason.strip()
+    first = whole.splitlines()[0] if whole else whole
+    if first == whole and len(whole) <= REASON_MAX:
+        return whole
     return first[:REASON_MAX].rstrip() + " … (shortened: in full under Failures and re-runs and in the JSON summary)"
 
 
