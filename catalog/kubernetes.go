@@ -28,8 +28,10 @@ const (
 // {port} (the client port), {workers_service} (a cluster's headless
 // Service), {worker_hosts} (a cluster's worker pods' DNS names, comma
 // separated), {namespace}, {database}, {user}, {backend_host} and
-// {backend_port} (a pool's backend Service), {inbound_per_pod} and
-// {outbound_per_pod} (a pool's limits); Kubernetes' own $(VAR) references
+// {backend_port} (a pool's backend Service), {inbound_per_pod},
+// {outbound_per_pod} and {max_client_conn} (a pool's limits per pod; the
+// last is the inbound share and one for the admin console, which the
+// exporter keeps open: contracts.Pool); Kubernetes' own $(VAR) references
 // to the container's environment work as usual.
 type Kubernetes struct {
 	Topology string `json:"topology"`

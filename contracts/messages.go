@@ -204,6 +204,38 @@ type Pool struct {
 	Outbound int `json:"outbound"`
 }
 
+// InboundPerPod is a pool pod's share of the inbound connections: the
+// clients it takes (-xnpi over -xnpp, rounded up).
+func (p Pool) InboundPerPod() int { return perPod(p.Inbound, p.Pods) }
+
+// OutboundPerPod is a pool pod's share of the outbound connections (its
+// server connections: -xnpo over -xnpp, rounded up).
+func (p Pool) OutboundPerPod() int { return perPod(p.Outbound, p.Pods) }
+
+// MaxClientConn is a pool pod's PgBouncer max_client_conn: its share of the
+// inbound connections and one more for the admin console, which the pod's
+// metrics exporter keeps open and PgBouncer counts as a client.
+func (p Pool) MaxClientConn() int { return p.InboundPerPod() + 1 }
+
+func perPod(total, pods int) int {
+	if pods < 1 {
+		return total
+	}
+	return (total + pods - 1) / pods
+}
+
+// PoolAddress is which of n pool addresses connection i (from 0) of shard
+// (from 1) of a phase takes, where each shard opens threads connections:
+// the phase's connections taken round-robin, ((shard-1)*threads + i) mod n.
+// benchq's clients connect so (the YCSB JDBC binding's JdbcClient.spread,
+// the TPC-C engine), and the plan checks each pool pod's share so.
+func PoolAddress(shard, threads, i, n int) int {
+	if n < 2 {
+		return 0
+	}
+	return (max(shard-1, 0)*max(threads, 1) + i) % n
+}
+
 // SUTSpec is the shape of one configuration's SUT, computed by the plan.
 type SUTSpec struct {
 	Workers        int         `json:"workers,omitempty"`

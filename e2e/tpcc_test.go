@@ -14,21 +14,25 @@ import (
 	"github.com/benchq/benchq/internal/testenv"
 )
 
-// TestTPCCAsBexhomaUsersKnowIt runs bexhoma's Benchbase example at a small
+// TestTPCCAsBexhomaUsersKnowIt runs bexhoma's Benchbase example through a
+// pool ("Benchbase Reconnect via Pool", without the reconnect) at a small
 // scale over the whole stack: one pod loads the warehouses into a local
-// PostgreSQL, then TPC-C runs on 1 and then 2 pods (the agents' TPC-C
-// engine), and the summary is bexhoma's Benchbase layout with figures that
-// trace back to the stored shard results.
+// PostgreSQL behind 2 PgBouncer processes, then TPC-C runs on 1 and then 2
+// pods (the agents' TPC-C engine), and the summary is bexhoma's Benchbase
+// layout with figures that trace back to the stored shard results. Each
+// pool process takes 2 clients (-xnpi 4 over -xnpp 2) and one console
+// connection: the 4 terminals pass only if they hold one connection each
+// and spread evenly over the pool.
 func TestTPCCAsBexhomaUsersKnowIt(t *testing.T) {
 	t.Parallel() // its own stack (see the package comment)
 	s := startStack(t)
 	code := fmt.Sprintf("e2e-tpcc-%d", time.Now().Unix())
-	out := s.cli(t, 6*time.Minute, "benchbase", "-e", code, "-dbms", "PostgreSQL", "-sf", "1", "-xsd", "0.25",
-		"-nbp", "1,2", "-nbt", "4", "-tr", "run")
+	out := s.cli(t, 6*time.Minute, "benchbase", "-e", code, "-dbms", "PgBouncer", "-xnpp", "2", "-xnpi", "4", "-xnpo", "4",
+		"-sf", "1", "-xsd", "0.25", "-nbp", "1,2", "-nbt", "4", "-tr", "run")
 
 	checkSummary(t, out,
 		"Benchbase Workload tpcc SF=1", "#### Per Pod", "#### Aggregated Parallel", "### Loading",
-		"* DBMS PostgreSQL-1-1-1024 - Pods [[1, 2]]",
+		"* DBMS pgb-1-2-4-4 - Pods [[1, 2]]",
 		"* TEST passed: Throughput (requests/second) contains no 0 or NaN",
 		"* TEST passed: Workflow as planned",
 	)
@@ -47,7 +51,7 @@ func TestTPCCAsBexhomaUsersKnowIt(t *testing.T) {
 
 	// Traceable: the 2-pod phase's requests are the stored ALL operations
 	// of its two shards, and its throughput is them over the printed window.
-	phase := "PostgreSQL-1-1-1024-1-2"
+	phase := "pgb-1-2-4-4-1-2"
 	requests := s.count(t, `SELECT coalesce(sum(count), 0)::int FROM shard_operations WHERE code = $1 AND phase = $2 AND operation = 'ALL'`, code, phase)
 	shards := s.count(t, `SELECT count(*)::int FROM shard_results WHERE code = $1 AND phase = $2 AND status = 'ok'`, code, phase)
 	if shards != 2 || requests == 0 {

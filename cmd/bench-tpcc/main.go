@@ -62,7 +62,7 @@ func measure(ctx context.Context, c config, out io.Writer) error {
 	defer stopPG()
 	printMachine(out, pgVersion)
 
-	load, err := tpcc.Load(ctx, ep, contracts.TPCCShard{Warehouses: c.warehouses, Terminals: c.terminals}, nil)
+	load, err := tpcc.Load(ctx, ep, contracts.TPCCShard{Warehouses: c.warehouses, Terminals: c.terminals}, 1, nil)
 	if err != nil {
 		return fmt.Errorf("load: %w", err)
 	}
@@ -81,7 +81,7 @@ func measure(ctx context.Context, c config, out io.Writer) error {
 		if i < c.terminals%c.shards {
 			sh.Terminals++
 		}
-		if benches[i], err = tpcc.Prepare(ctx, ep, sh); err != nil {
+		if benches[i], err = tpcc.Prepare(ctx, ep, sh, i+1); err != nil {
 			return fmt.Errorf("prepare shard %d: %w", i+1, err)
 		}
 		defer benches[i].Close() //nolint:errcheck // the connections are dropped; the figures are printed

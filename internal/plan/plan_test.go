@@ -297,6 +297,40 @@ func TestExpandPoolLoop(t *testing.T) {
 	}
 }
 
+// A pool of several pods takes each pod's share of -xnpi, and the clients
+// spread their connections evenly over the pods: the seed's "Benchbase
+// Reconnect via Pool" (32 terminals on 1 and 2 pods, 2 pool pods of 16
+// inbound connections each) fits exactly; one connection more per pod
+// does not, and the error names the least -xnpi that fits.
+func TestPoolInboundIsCheckedPerPod(t *testing.T) {
+	seed := func(inbound, terminals int) error {
+		_, err := Expand("1", req(contracts.Request{Benchmark: BenchmarkBenchbase, DBMS: []string{"PgBouncer"}, SF: 16,
+			LoadingThreads: ints(8), BenchmarkingPods: ints(1, 2), BenchmarkingThreads: ints(terminals), NewConnection: true,
+			PoolPods: ints(2), PoolInbound: ints(inbound), PoolOutbound: ints(32)}))
+		return err
+	}
+	if err := seed(32, 32); err != nil {
+		t.Fatalf("the seed's pool: %v", err)
+	}
+	// 31 over 2 pods is 16 each, rounded up, as the deployer sets them.
+	if err := seed(31, 32); err != nil {
+		t.Errorf("31 inbound over 2 pods (16 each) for 32 terminals: %v", err)
+	}
+	err := seed(29, 32)
+	for _, want := range []string{"29 inbound connections over 2 pool pods leave 15 a pod", "opens 32 client connections (one per thread), 16 on one pod", "at least 31", "-nbt"} {
+		if err == nil || !strings.Contains(err.Error(), want) {
+			t.Errorf("32 terminals through 2 pods of 15: %v, want it to say %q", err, want)
+		}
+	}
+	// Shards of unequal threads (64 over 3 pods: 22, 21, 21) still spread
+	// evenly: 32 a pod.
+	_, err = Expand("1", req(contracts.Request{DBMS: []string{"PgBouncer"}, LoadingThreads: ints(8),
+		BenchmarkingPods: ints(3), BenchmarkingThreads: ints(64), PoolPods: ints(2), PoolInbound: ints(64)}))
+	if err != nil {
+		t.Errorf("64 threads on 3 driver pods through 2 pool pods of 32: %v", err)
+	}
+}
+
 // -xsd on YCSB caps each benchmarking shard (maxexecutiontime), not loading.
 func TestYCSBDurationCapsBenchmarking(t *testing.T) {
 	p, err := Expand("1", req(contracts.Request{DBMS: []string{"Redis"}, DurationS: 90}))

@@ -10,7 +10,6 @@ import (
 	"net/url"
 	"strconv"
 	"strings"
-	"time"
 
 	"github.com/lib/pq"
 	"github.com/pingcap/go-tpc/pkg/measurement"
@@ -27,9 +26,14 @@ const driverName = "postgres"
 
 // DSN is the lib/pq connection URL of a PostgreSQL endpoint.
 func DSN(ep contracts.Endpoint) string {
+	return dsnAt(ep, net.JoinHostPort(ep.Host, strconv.Itoa(ep.Port)))
+}
+
+// dsnAt is ep's lib/pq connection URL on another address (host:port).
+func dsnAt(ep contracts.Endpoint, addr string) string {
 	u := url.URL{
 		Scheme: "postgres",
-		Host:   net.JoinHostPort(ep.Host, strconv.Itoa(ep.Port)),
+		Host:   addr,
 		Path:   "/" + ep.Database,
 		// binary_parameters: a statement with parameters is parsed, bound
 		// and executed in one round trip, which also keeps an unnamed
@@ -48,20 +52,42 @@ func DSN(ep contracts.Endpoint) string {
 	return u.String()
 }
 
-// openDB opens a pool on ep and checks that the server answers. With
-// oneShot, its connections prepare nothing (see oneShotConn).
-func openDB(ctx context.Context, ep contracts.Endpoint, oneShot bool) (*sql.DB, error) {
-	pqc, err := pq.NewConnector(DSN(ep))
-	if err != nil {
-		return nil, fmt.Errorf("postgres %s:%d: %w", ep.Host, ep.Port, err)
+// Addresses are the host:port addresses a shard spreads its terminals
+// over: every host of ep's JDBC URL when the URL asks pgJDBC to balance
+// over them (loadBalanceHosts=true: the local backend's pool processes,
+// standing in for a Service over the pool's pods), else ep's own.
+func Addresses(ep contracts.Endpoint) []string {
+	own := []string{net.JoinHostPort(ep.Host, strconv.Itoa(ep.Port))}
+	const prefix = "jdbc:postgresql://"
+	rest, ok := strings.CutPrefix(ep.JDBCURL, prefix)
+	if !ok {
+		return own
 	}
-	db := sql.OpenDB(pqConnector{pqc, oneShot})
-	pctx, cancel := context.WithTimeout(ctx, 30*time.Second)
-	defer cancel()
-	if err := db.PingContext(pctx); err != nil {
-		_ = db.Close()
-		return nil, fmt.Errorf("postgres %s:%d: %w", ep.Host, ep.Port, err)
+	hosts, tail, ok := strings.Cut(rest, "/")
+	_, query, _ := strings.Cut(tail, "?")
+	v, err := url.ParseQuery(query)
+	if !ok || err != nil || v.Get("loadBalanceHosts") != "true" || !strings.Contains(hosts, ",") {
+		return own
 	}
+	return strings.Split(hosts, ",")
+}
+
+// openDB opens a pool on ep, connecting to nothing yet: a connection
+// opened under a terminal's link (link.go) goes to the link's address of
+// Addresses(ep), any other to the first. With oneShot, its connections
+// prepare nothing (see oneShotConn). A released connection is closed, never
+// kept idle (see link).
+func openDB(ep contracts.Endpoint, oneShot bool) (*sql.DB, error) {
+	c := pqConnector{oneShot: oneShot}
+	for _, addr := range Addresses(ep) {
+		pqc, err := pq.NewConnector(dsnAt(ep, addr))
+		if err != nil {
+			return nil, fmt.Errorf("postgres %s: %w", addr, err)
+		}
+		c.addrs = append(c.addrs, pqc)
+	}
+	db := sql.OpenDB(c)
+	db.SetMaxIdleConns(0)
 	return db, nil
 }
 
@@ -69,12 +95,21 @@ func openDB(ctx context.Context, ep contracts.Endpoint, oneShot bool) (*sql.DB, 
 // rollback to the watch of the context they were begun with (rollback.go)
 // and, with oneShot, on which preparing a statement costs nothing.
 type pqConnector struct {
-	driver.Connector
+	addrs   []driver.Connector // one per address; not empty
 	oneShot bool
 }
 
 func (c pqConnector) Connect(ctx context.Context) (driver.Conn, error) {
-	conn, err := c.Connector.Connect(ctx)
+	if l := linkOf(ctx); l != nil {
+		return l.open(ctx, func(ctx context.Context) (pqConn, error) { return c.connect(ctx, l.addr%len(c.addrs)) })
+	}
+	return c.connect(ctx, 0)
+}
+
+func (c pqConnector) Driver() driver.Driver { return c.addrs[0].Driver() }
+
+func (c pqConnector) connect(ctx context.Context, addr int) (pqConn, error) {
+	conn, err := c.addrs[addr].Connect(ctx)
 	if err != nil {
 		return nil, err
 	}
@@ -234,7 +269,7 @@ func checkLoaded(ctx context.Context, db *sql.DB, warehouses int) error {
 
 // CountRows counts the rows of TPC-C's tables.
 func CountRows(ctx context.Context, ep contracts.Endpoint) (map[string]int64, error) {
-	db, err := openDB(ctx, ep, false)
+	db, err := openDB(ep, false)
 	if err != nil {
 		return nil, err
 	}

@@ -11,10 +11,17 @@
 // 100 % on one transaction type; a terminal draws the type (TPC-C's
 // 45/43/4/4/4 mix), calls that Workloader's Run and times the call. What
 // follows from that:
-//   - A terminal holds one connection per transaction type it ran (five
-//     once warm; go-tpc keeps a thread's connection and prepared statements
-//     in its per-thread state): a shard of T terminals opens 5×T
-//     connections, all opened before READY.
+//   - go-tpc keeps a thread's connection and prepared statements in its
+//     per-thread state, so a terminal has five states; they share one
+//     server connection (link.go), as a Benchbase terminal holds one: a
+//     shard of T terminals opens T connections, all before READY. Each
+//     state prepares go-tpc's statements on it (five sets on one
+//     connection).
+//   - Behind several pool addresses (the endpoint's JDBC URL with
+//     loadBalanceHosts=true) terminal i of shard s connects to address
+//     contracts.PoolAddress(s, T, i, n): a phase's terminals spread evenly
+//     over the pool's pods, which the plan checks against each pod's
+//     share of -xnpi.
 //   - A request's latency is the whole Run call: go-tpc's ping of the
 //     connection before each transaction (one round trip) and, on a
 //     terminal's first request of a type, preparing go-tpc's statements,

@@ -25,17 +25,18 @@ const abandonAfter = 30 * time.Second
 // Load creates TPC-C's tables in ep's database (dropping any left by an
 // earlier load, as Benchbase's DDL does) and fills sh.Warehouses warehouses
 // with sh.Terminals loader threads (go-tpc's loader: thread 0 loads the
-// items, warehouses and districts are dealt round-robin). Every
+// items, warehouses and districts are dealt round-robin), one connection
+// each, spread over the pool's addresses as Prepare spreads terminals. Every
 // sh.StatusInterval seconds progress gets the rows inserted so far (from
 // pg_stat_user_tables) and their rate, and once more at the end all rows,
 // counted; ElapsedS differs between the intervals of one load (the agent
 // names an interval by it). Only Interval's measurement fields are set: the
 // caller stamps the envelope, phase, shard and attempt.
-func Load(ctx context.Context, ep contracts.Endpoint, sh contracts.TPCCShard, progress func(contracts.Interval)) (benchbase.Load, error) {
+func Load(ctx context.Context, ep contracts.Endpoint, sh contracts.TPCCShard, shard int, progress func(contracts.Interval)) (benchbase.Load, error) {
 	if sh.Warehouses < 1 || sh.Terminals < 1 {
 		return benchbase.Load{}, fmt.Errorf("tpc-c load: warehouses %d and terminals %d: want at least 1 each", sh.Warehouses, sh.Terminals)
 	}
-	db, err := openDB(ctx, ep, false)
+	db, err := openDB(ep, false)
 	if err != nil {
 		return benchbase.Load{}, err
 	}
@@ -44,13 +45,27 @@ func Load(ctx context.Context, ep contracts.Endpoint, sh contracts.TPCCShard, pr
 	if err != nil {
 		return benchbase.Load{}, err
 	}
+	// One connection a loader thread (its inserts share its state's),
+	// spread over the pool's pods as the terminals are. Thread 0's is
+	// opened first to drop the tables, and kept for thread 0: closing it
+	// and connecting again could meet a pool that has not yet let go of
+	// the first.
+	links := make([]*link, sh.Terminals)
+	addrs := len(Addresses(ep))
+	for i := range links {
+		links[i] = &link{addr: contracts.PoolAddress(shard, sh.Terminals, i, addrs)}
+	}
+	var dropState context.Context
 	if err := safely("drop tpc-c tables", func() error {
-		state := wl.InitThread(ctx, 0)
-		defer wl.CleanupThread(state, 0)
-		return wl.Cleanup(state, 0)
+		dropState = wl.InitThread(withLink(ctx, links[0]), 0)
+		return wl.Cleanup(dropState, 0)
 	}); err != nil {
+		if dropState != nil {
+			_ = safely("close", func() error { wl.CleanupThread(dropState, 0); return nil })
+		}
 		return benchbase.Load{}, err
 	}
+	defer safely("close", func() error { wl.CleanupThread(dropState, 0); return nil }) //nolint:errcheck // the load's outcome is what counts
 
 	start := time.Now()
 	loadCtx, cancel := context.WithCancel(ctx)
@@ -60,7 +75,7 @@ func Load(ctx context.Context, ep contracts.Endpoint, sh contracts.TPCCShard, pr
 	for i := range sh.Terminals {
 		go func() {
 			errc <- safely(fmt.Sprintf("loader thread %d", i), func() error {
-				state := wl.InitThread(loadCtx, i)
+				state := wl.InitThread(withLink(loadCtx, links[i]), i)
 				defer wl.CleanupThread(state, i)
 				return wl.Prepare(state, i)
 			})

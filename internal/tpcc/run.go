@@ -26,20 +26,25 @@ type Bench struct {
 }
 
 type terminal struct {
-	id  int
-	rng *rand.Rand
+	id   int
+	rng  *rand.Rand
+	link *link // its one server connection, on its pool address
 	// states hold go-tpc's per-thread state (connection, statements) of
 	// each transaction type as context values; nil with NewConnection.
 	states [nTypes]context.Context
 }
 
 // Prepare checks sh, connects to ep, checks that its database holds
-// sh.Warehouses warehouses and opens the terminals' connections: once it
-// returns, the shard is READY and Run starts without connecting (except
-// with NewConnection). Close releases what it opened. Statements are
-// prepared on the server unless each request gets a new connection or ep's
-// JDBC URL says prepareThreshold=0 (a transaction pooler in front).
-func Prepare(ctx context.Context, ep contracts.Endpoint, sh contracts.TPCCShard) (*Bench, error) {
+// sh.Warehouses warehouses and opens the terminals' connections, one each
+// as Benchbase's: once it returns, the shard is READY and Run starts
+// without connecting (except with NewConnection). Close releases what it
+// opened. Statements are prepared on the server unless each request gets a
+// new connection or ep's JDBC URL says prepareThreshold=0 (a transaction
+// pooler in front). shard is the shard's number in its phase (from 1): with
+// several pool addresses (Addresses), terminal i connects to address
+// contracts.PoolAddress(shard, sh.Terminals, i, n), as the YCSB binding's
+// threads do, so a phase's terminals spread evenly over the pool's pods.
+func Prepare(ctx context.Context, ep contracts.Endpoint, sh contracts.TPCCShard, shard int) (*Bench, error) {
 	switch {
 	case sh.Warehouses < 1 || sh.Terminals < 1:
 		return nil, fmt.Errorf("tpc-c run: warehouses %d and terminals %d: want at least 1 each", sh.Warehouses, sh.Terminals)
@@ -48,30 +53,20 @@ func Prepare(ctx context.Context, ep contracts.Endpoint, sh contracts.TPCCShard)
 	case sh.Target < 0:
 		return nil, fmt.Errorf("tpc-c run: target %d: want 0 (unthrottled) or more", sh.Target)
 	}
-	db, err := openDB(ctx, ep, sh.NewConnection || neverPrepares(ep.JDBCURL))
+	db, err := openDB(ep, sh.NewConnection || neverPrepares(ep.JDBCURL))
 	if err != nil {
 		return nil, err
 	}
 	b := &Bench{db: db, shard: sh}
-	if err := b.prepare(ctx, ep); err != nil {
+	if err := b.prepare(ctx, ep, shard); err != nil {
 		_ = b.Close()
 		return nil, err
 	}
 	return b, nil
 }
 
-func (b *Bench) prepare(ctx context.Context, ep contracts.Endpoint) error {
+func (b *Bench) prepare(ctx context.Context, ep contracts.Endpoint, shard int) error {
 	sh := b.shard
-	if sh.NewConnection {
-		// A released connection is closed, so every request connects anew.
-		b.db.SetMaxIdleConns(0)
-	}
-	if err := checkLoaded(ctx, b.db, sh.Warehouses); err != nil {
-		return err
-	}
-	if err := b.db.QueryRowContext(ctx, "SELECT version()").Scan(&b.version); err != nil {
-		return fmt.Errorf("server version: %w", err)
-	}
 	for i := range b.wls {
 		weights := make([]int, nTypes)
 		weights[i] = 100
@@ -82,12 +77,33 @@ func (b *Bench) prepare(ctx context.Context, ep contracts.Endpoint) error {
 		b.wls[i] = wl
 	}
 	seed := uint64(time.Now().UnixNano())
+	addrs := Addresses(ep)
 	for id := range sh.Terminals {
-		b.terms = append(b.terms, &terminal{id: id, rng: rand.New(rand.NewPCG(seed, uint64(id)))})
+		b.terms = append(b.terms, &terminal{id: id, rng: rand.New(rand.NewPCG(seed, uint64(id))),
+			link: &link{addr: contracts.PoolAddress(shard, sh.Terminals, id, len(addrs))}})
 	}
-	if sh.NewConnection {
-		return nil
+	if !sh.NewConnection {
+		if err := b.connect(ctx); err != nil {
+			return err
+		}
 	}
+	// The checks go over terminal 0's connection (or, with NewConnection,
+	// one it would open): a connection of their own would be one more than
+	// the pool takes from this shard.
+	first := b.terms[0]
+	check := withLink(ctx, first.link)
+	if err := checkLoaded(check, b.db, sh.Warehouses); err != nil {
+		return fmt.Errorf("postgres %s: %w", addrs[first.link.addr], err)
+	}
+	if err := b.db.QueryRowContext(check, "SELECT version()").Scan(&b.version); err != nil {
+		return fmt.Errorf("postgres %s: server version: %w", addrs[first.link.addr], err)
+	}
+	return nil
+}
+
+// connect opens the terminals' connections, one each: a terminal's five
+// states share its link's.
+func (b *Bench) connect(ctx context.Context) error {
 	// The connections outlive ctx (they serve Run): only their opening is
 	// bounded by it.
 	base := context.WithoutCancel(ctx)
@@ -103,7 +119,7 @@ func (b *Bench) prepare(ctx context.Context, ep contracts.Endpoint) error {
 					return
 				}
 				if err := safely(fmt.Sprintf("connect terminal %d", t.id), func() error {
-					t.states[typ] = wl.InitThread(base, t.id)
+					t.states[typ] = wl.InitThread(withLink(base, t.link), t.id)
 					return nil
 				}); err != nil {
 					errs[i] = err
@@ -192,8 +208,8 @@ func (b *Bench) Run(ctx context.Context, start time.Time, progress func(contract
 
 // Run prepares, runs and closes a benchmarking shard (see Prepare and
 // Bench.Run).
-func Run(ctx context.Context, ep contracts.Endpoint, sh contracts.TPCCShard, start time.Time, progress func(contracts.Interval)) (benchbase.Result, error) {
-	b, err := Prepare(ctx, ep, sh)
+func Run(ctx context.Context, ep contracts.Endpoint, sh contracts.TPCCShard, shard int, start time.Time, progress func(contracts.Interval)) (benchbase.Result, error) {
+	b, err := Prepare(ctx, ep, sh, shard)
 	if err != nil {
 		return benchbase.Result{}, err
 	}
@@ -229,7 +245,7 @@ func (b *Bench) execute(ctx context.Context, t *terminal, typ int) error {
 		return safely("run", func() error { return wl.Run(withState(ctx, t.states[typ]), t.id) })
 	}
 	var state context.Context
-	if err := safely("connect", func() error { state = wl.InitThread(ctx, t.id); return nil }); err != nil {
+	if err := safely("connect", func() error { state = wl.InitThread(withLink(ctx, t.link), t.id); return nil }); err != nil {
 		return err
 	}
 	err := safely("run", func() error { return wl.Run(state, t.id) })

@@ -8,13 +8,18 @@ import (
 	"fmt"
 	"math"
 	"net/url"
+	"os"
+	"path/filepath"
+	"reflect"
 	"strconv"
+	"strings"
 	"sync"
 	"testing"
 	"time"
 
 	"github.com/benchq/benchq/contracts"
 	"github.com/benchq/benchq/internal/benchbase"
+	"github.com/benchq/benchq/internal/localdb"
 	"github.com/benchq/benchq/internal/testenv"
 )
 
@@ -58,12 +63,12 @@ func TestLoadThenRun(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()
 
-	if _, err := Prepare(ctx, ep, contracts.TPCCShard{Warehouses: 1, Terminals: 1, DurationS: 1}); !errors.Is(err, ErrNotLoaded) {
+	if _, err := Prepare(ctx, ep, contracts.TPCCShard{Warehouses: 1, Terminals: 1, DurationS: 1}, 1); !errors.Is(err, ErrNotLoaded) {
 		t.Fatalf("Prepare before loading: %v, want ErrNotLoaded", err)
 	}
 
 	var loadProgress intervals
-	load, err := Load(ctx, ep, contracts.TPCCShard{Warehouses: 1, Terminals: 2, StatusInterval: 1}, loadProgress.add)
+	load, err := Load(ctx, ep, contracts.TPCCShard{Warehouses: 1, Terminals: 2, StatusInterval: 1}, 1, loadProgress.add)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -74,7 +79,7 @@ func TestLoadThenRun(t *testing.T) {
 	}
 	// The progress reports' source: PostgreSQL's insert counters, which catch
 	// up with the rows within a second or so.
-	statsDB, err := openDB(ctx, ep, false)
+	statsDB, err := openDB(ep, false)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -98,11 +103,16 @@ func TestLoadThenRun(t *testing.T) {
 	t.Run("two terminals unthrottled", func(t *testing.T) {
 		const duration = 10 * time.Second
 		sh := contracts.TPCCShard{Warehouses: 1, Terminals: 2, DurationS: int(duration / time.Second), StatusInterval: 3}
-		b, err := Prepare(ctx, ep, sh)
+		b, err := Prepare(ctx, ep, sh, 1)
 		if err != nil {
 			t.Fatal(err)
 		}
 		defer b.Close()
+		// One server connection a terminal, as Benchbase holds, though a
+		// terminal keeps a go-tpc state per transaction type.
+		if n := backends(t, ctx, ep); n != sh.Terminals {
+			t.Errorf("%d server connections for %d terminals", n, sh.Terminals)
+		}
 		var progress intervals
 		start := time.Now().Add(200 * time.Millisecond)
 		res, err := b.Run(ctx, start, progress.add)
@@ -137,7 +147,7 @@ func TestLoadThenRun(t *testing.T) {
 	t.Run("rate and a new connection per transaction", func(t *testing.T) {
 		const rate, seconds = 40, 4
 		sh := contracts.TPCCShard{Warehouses: 1, Terminals: 2, Target: rate, DurationS: seconds, NewConnection: true}
-		db, err := openDB(ctx, ep, false)
+		db, err := openDB(ep, false)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -145,7 +155,7 @@ func TestLoadThenRun(t *testing.T) {
 		before := sessions(t, db, ep.Database)
 
 		start := time.Now().Add(200 * time.Millisecond)
-		res, err := Run(ctx, ep, sh, start, nil)
+		res, err := Run(ctx, ep, sh, 1, start, nil)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -179,9 +189,66 @@ func TestLoadThenRun(t *testing.T) {
 		})
 	})
 
+	// The local backend's pool: two PgBouncer processes, each taking just
+	// its share of the phase's 4 terminals (2), named by the JDBC URL.
+	// Two shards of 2 terminals connect only if they spread evenly, one
+	// connection a terminal; a third connection to a pool is refused.
+	t.Run("two pool processes, each taking its share exactly", func(t *testing.T) {
+		if _, err := localdb.PgBouncerBinary(); errors.Is(err, localdb.ErrNotInstalled) {
+			t.Skipf("skipping: %v", err)
+		}
+		pool := ep
+		var addrs []string
+		base := t.TempDir()
+		// pgbouncer runs as the OS user postgres when we are root.
+		for _, d := range []string{filepath.Dir(base), base} {
+			if err := os.Chmod(d, 0o755); err != nil {
+				t.Fatal(err)
+			}
+		}
+		for i := range 2 {
+			b, err := localdb.StartPgBouncer(ctx, filepath.Join(base, fmt.Sprint("pool-", i)), 0, localdb.PgBouncerOptions{
+				BackendPort: ep.Port, User: ep.User, Database: ep.Database, MaxClientConn: 2, PoolSize: 2})
+			if err != nil {
+				t.Fatal(err)
+			}
+			t.Cleanup(func() { _ = b.Stop(context.Background()) })
+			addrs = append(addrs, b.Addr())
+			if i == 0 {
+				pool.Port = b.Port
+			}
+		}
+		pool.Host = "127.0.0.1"
+		pool.JDBCURL = "jdbc:postgresql://" + strings.Join(addrs, ",") + "/" + ep.Database + "?prepareThreshold=0&loadBalanceHosts=true"
+		if got := Addresses(pool); !reflect.DeepEqual(got, addrs) {
+			t.Fatalf("Addresses = %v, want %v", got, addrs)
+		}
+		sh := contracts.TPCCShard{Warehouses: 1, Terminals: 2, DurationS: 2}
+		start := time.Now().Add(time.Second)
+		results := make([]benchbase.Result, 2)
+		errs := make([]error, 2)
+		var wg sync.WaitGroup
+		for i := range 2 {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				results[i], errs[i] = Run(ctx, pool, sh, i+1, start, nil)
+			}()
+		}
+		wg.Wait()
+		for i, res := range results {
+			if errs[i] != nil || res.MeasuredRequests == 0 || len(res.ErrorMessages) > 0 {
+				t.Errorf("shard %d through the pool: %d requests, errors %v %v", i+1, res.MeasuredRequests, errs[i], res.ErrorMessages)
+			}
+			payments += res.Transactions[1].Outcomes[benchbase.CodeOK]
+			newOrders += res.Transactions[0].Outcomes[benchbase.CodeOK]
+			unmeasured += int64(sh.Terminals)
+		}
+	})
+
 	t.Run("stopped early: the rates are over the time it ran", func(t *testing.T) {
 		sh := contracts.TPCCShard{Warehouses: 1, Terminals: 2, DurationS: 30}
-		b, err := Prepare(ctx, ep, sh)
+		b, err := Prepare(ctx, ep, sh, 1)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -299,6 +366,21 @@ func sessions(t *testing.T, db *sql.DB, database string) int64 {
 	t.Helper()
 	var n int64
 	if err := db.QueryRow("SELECT sessions FROM pg_stat_database WHERE datname = $1", database).Scan(&n); err != nil {
+		t.Fatal(err)
+	}
+	return n
+}
+
+// backends counts the engine's server connections to ep's database.
+func backends(t *testing.T, ctx context.Context, ep contracts.Endpoint) int {
+	t.Helper()
+	db, err := sql.Open(driverName, DSN(ep))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	var n int
+	if err := db.QueryRowContext(ctx, "SELECT count(*) FROM pg_stat_activity WHERE datname = $1 AND application_name = 'benchq-tpcc' AND pid <> pg_backend_pid()", ep.Database).Scan(&n); err != nil {
 		t.Fatal(err)
 	}
 	return n

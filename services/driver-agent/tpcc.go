@@ -31,7 +31,7 @@ func (a *Agent) runTPCC(ctx context.Context, job contracts.ShardJob) (*contracts
 	defer cancelPrep()
 	var bench *tpcc.Bench
 	if job.Kind == contracts.KindRun {
-		b, err := tpcc.Prepare(prepCtx, job.Endpoint, *job.TPCC)
+		b, err := tpcc.Prepare(prepCtx, job.Endpoint, *job.TPCC, job.Shard)
 		if err != nil {
 			if ctx.Err() != nil {
 				return nil, ctx.Err()
@@ -57,7 +57,7 @@ func (a *Agent) runTPCC(ctx context.Context, job contracts.ShardJob) (*contracts
 		final.StartedAt = time.Now().UTC()
 		var load benchbase.Load
 		if runErr = runCtx.Err(); runErr == nil {
-			load, runErr = tpcc.Load(runCtx, job.Endpoint, *job.TPCC, publish)
+			load, runErr = tpcc.Load(runCtx, job.Endpoint, *job.TPCC, job.Shard, publish)
 		}
 		load.FillFinal(final)
 	} else {

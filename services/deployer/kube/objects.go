@@ -317,12 +317,12 @@ func (b *builder) pool(o *kubeObjects) error {
 	o.Deployments = append(o.Deployments, b.deployment(b.names.Backend, componentSUT, bpod))
 	o.Services = append(o.Services, b.service(server, b.names.Backend, componentSUT, componentSUT, false))
 
-	perPod := func(total int) string { return strconv.Itoa((total + size.Pods - 1) / size.Pods) }
 	r := b.replacer(b.entry, map[string]string{
 		"{backend_host}":     b.host(b.names.Backend),
 		"{backend_port}":     strconv.Itoa(server.Ports["client"]),
-		"{inbound_per_pod}":  perPod(size.Inbound),
-		"{outbound_per_pod}": perPod(size.Outbound),
+		"{inbound_per_pod}":  strconv.Itoa(size.InboundPerPod()),
+		"{max_client_conn}":  strconv.Itoa(size.MaxClientConn()),
+		"{outbound_per_pod}": strconv.Itoa(size.OutboundPerPod()),
 	})
 	ppod, _, err := b.serverPod(b.entry, r, componentPool, nil, false)
 	if err != nil {

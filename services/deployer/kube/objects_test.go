@@ -287,8 +287,8 @@ func TestObjectShapes(t *testing.T) {
 	for _, e := range pool.Spec.Template.Spec.Containers[0].Env {
 		env[e.Name] = e.Value
 	}
-	if env["MAX_CLIENT_CONN"] != "32" || env["DEFAULT_POOL_SIZE"] != "16" || env["DB_HOST"] != "bq-42-pgbouncer-1-db.ns.svc" {
-		t.Errorf("pool env %v: want 128/4 = 32 inbound, 63/4 rounded up = 16 outbound per pod, the backend Service", env)
+	if env["MAX_CLIENT_CONN"] != "33" || env["DEFAULT_POOL_SIZE"] != "16" || env["DB_HOST"] != "bq-42-pgbouncer-1-db.ns.svc" {
+		t.Errorf("pool env %v: want 128/4 = 32 inbound and the exporter's console connection, 63/4 rounded up = 16 outbound per pod, the backend Service", env)
 	}
 	if pg.Services[1].Name != "bq-42-pgbouncer-1" || pg.Services[1].Spec.Selector[labelComponent] != componentPool ||
 		!strings.Contains(pg.Endpoint.JDBCURL, "bq-42-pgbouncer-1.ns.svc:5432") {

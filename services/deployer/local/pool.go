@@ -49,8 +49,6 @@ func (l *Local) startPgBouncer(ctx context.Context, dir string, entry catalog.En
 	if err != nil {
 		return localState{}, "", err
 	}
-	perPod := func(total int) int { return (total + size.Pods - 1) / size.Pods }
-
 	prev, _ := readState(dir)
 	defer func() {
 		// Leave nothing running: the SUT failed. Unless ctx ended: the
@@ -67,7 +65,7 @@ func (l *Local) startPgBouncer(ctx context.Context, dir string, entry catalog.En
 	}
 	opts := localdb.PgBouncerOptions{
 		BackendPort: db.Endpoint.Port, User: entry.User, Database: entry.Database,
-		MaxClientConn: perPod(size.Inbound), PoolSize: perPod(size.Outbound),
+		MaxClientConn: size.MaxClientConn(), PoolSize: size.OutboundPerPod(),
 		Settings: entry.Settings, OSUser: localdb.SUTUser, Password: password,
 	}
 	var (

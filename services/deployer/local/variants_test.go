@@ -238,7 +238,7 @@ func TestLocalPgBouncer(t *testing.T) {
 	if ep.JDBCURL != wantURL || ep.Database != "ycsb" || ep.User != "postgres" {
 		t.Errorf("endpoint = %+v, want JDBC URL %s", ep, wantURL)
 	}
-	for k, want := range map[string]any{"pool_pods": 2, "pool_max_client_conn": 32, "pool_default_pool_size": 8, "pool_mode": "transaction", "backend_dbms": "PostgreSQL"} {
+	for k, want := range map[string]any{"pool_pods": 2, "pool_max_client_conn": 33, "pool_default_pool_size": 8, "pool_mode": "transaction", "backend_dbms": "PostgreSQL"} {
 		if d.Info[k] != want {
 			t.Errorf("Info[%s] = %v, want %v", k, d.Info[k], want)
 		}
@@ -249,11 +249,12 @@ func TestLocalPgBouncer(t *testing.T) {
 	if v, _ := d.Info["backend_version"].(string); !strings.HasPrefix(v, "PostgreSQL ") {
 		t.Errorf("Info[backend_version] = %v", d.Info["backend_version"])
 	}
-	// Each pool process: its share of the limits, transaction pooling, and
+	// Each pool process: its share of the limits (inbound: 32 and one for
+	// the exporter's console connection), transaction pooling, and
 	// the YCSB table behind it.
 	for _, p := range pools {
 		config := showConfig(t, ctx, p)
-		for k, want := range map[string]string{"pool_mode": "transaction", "max_client_conn": "32", "default_pool_size": "8", "max_db_connections": "8"} {
+		for k, want := range map[string]string{"pool_mode": "transaction", "max_client_conn": "33", "default_pool_size": "8", "max_db_connections": "8"} {
 			if config[k] != want {
 				t.Errorf("%s: %s = %q, want %q", p, k, config[k], want)
 			}
@@ -302,8 +303,9 @@ func TestLocalPgBouncerDefaultPool(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	// The catalog's defaults: 1 pod, 128 in, 64 out; one host in the URL.
-	if d.Info["pool_pods"] != 1 || d.Info["pool_max_client_conn"] != 128 || d.Info["pool_default_pool_size"] != 64 {
+	// The catalog's defaults: 1 pod, 128 in (and the console's), 64 out;
+	// one host in the URL.
+	if d.Info["pool_pods"] != 1 || d.Info["pool_max_client_conn"] != 129 || d.Info["pool_default_pool_size"] != 64 {
 		t.Errorf("Info = %v", d.Info)
 	}
 	if want := fmt.Sprintf("jdbc:postgresql://127.0.0.1:%d/ycsb?reWriteBatchedInserts=true&prepareThreshold=0", d.Endpoint.Port); d.Endpoint.JDBCURL != want {
