@@ -10,6 +10,8 @@ import (
 	"net/url"
 	"strconv"
 	"strings"
+	"sync/atomic"
+	"time"
 
 	"github.com/lib/pq"
 	"github.com/pingcap/go-tpc/pkg/measurement"
@@ -76,19 +78,20 @@ func Addresses(ep contracts.Endpoint) []string {
 // opened under a terminal's link (link.go) goes to the link's address of
 // Addresses(ep), any other to the first. With oneShot, its connections
 // prepare nothing (see oneShotConn). A released connection is closed, never
-// kept idle (see link).
-func openDB(ep contracts.Endpoint, oneShot bool) (*sql.DB, error) {
-	c := pqConnector{oneShot: oneShot}
+// kept idle (see link). The connector is returned for its count of
+// retried connects.
+func openDB(ep contracts.Endpoint, oneShot bool) (*sql.DB, *pqConnector, error) {
+	c := &pqConnector{oneShot: oneShot}
 	for _, addr := range Addresses(ep) {
 		pqc, err := pq.NewConnector(dsnAt(ep, addr))
 		if err != nil {
-			return nil, fmt.Errorf("postgres %s: %w", addr, err)
+			return nil, nil, fmt.Errorf("postgres %s: %w", addr, err)
 		}
 		c.addrs = append(c.addrs, pqc)
 	}
 	db := sql.OpenDB(c)
 	db.SetMaxIdleConns(0)
-	return db, nil
+	return db, c, nil
 }
 
 // pqConnector opens lib/pq connections whose transactions report a
@@ -97,19 +100,40 @@ func openDB(ep contracts.Endpoint, oneShot bool) (*sql.DB, error) {
 type pqConnector struct {
 	addrs   []driver.Connector // one per address; not empty
 	oneShot bool
+	retried atomic.Int64 // connects retried after the pool refused them
 }
 
-func (c pqConnector) Connect(ctx context.Context) (driver.Conn, error) {
+func (c *pqConnector) Connect(ctx context.Context) (driver.Conn, error) {
 	if l := linkOf(ctx); l != nil {
 		return l.open(ctx, func(ctx context.Context) (pqConn, error) { return c.connect(ctx, l.addr%len(c.addrs)) })
 	}
 	return c.connect(ctx, 0)
 }
 
-func (c pqConnector) Driver() driver.Driver { return c.addrs[0].Driver() }
+func (c *pqConnector) Driver() driver.Driver { return c.addrs[0].Driver() }
 
-func (c pqConnector) connect(ctx context.Context, addr int) (pqConn, error) {
+// poolRetries bounds the retries of a connect that PgBouncer refused for
+// max_client_conn, poolRetryWait spaces them. PgBouncer frees a client it
+// has closed only after its event loop's turn, so a terminal that closes
+// its connection and opens the next at once (a new connection per request,
+// -xconn) can meet a refusal although the pool holds no more clients than
+// it takes. On loopback 16-25 % of reconnects were refused (2 pool
+// processes of 2 clients, with and without a spare). A pool that is really
+// full refuses every retry: that connect fails, after 20 ms.
+const (
+	poolRetries   = 10
+	poolRetryWait = 2 * time.Millisecond
+)
+
+func (c *pqConnector) connect(ctx context.Context, addr int) (pqConn, error) {
 	conn, err := c.addrs[addr].Connect(ctx)
+	for try := 0; err != nil && try < poolRetries && poolFull(err); try++ {
+		if sleepUntil(ctx, time.Now().Add(poolRetryWait)) != nil {
+			break
+		}
+		c.retried.Add(1)
+		conn, err = c.addrs[addr].Connect(ctx)
+	}
 	if err != nil {
 		return nil, err
 	}
@@ -122,6 +146,12 @@ func (c pqConnector) connect(ctx context.Context, addr int) (pqConn, error) {
 		pc = oneShotConn{pc}
 	}
 	return rollbackConn{pc}, nil
+}
+
+// poolFull reports whether err is PgBouncer refusing a client for
+// max_client_conn.
+func poolFull(err error) bool {
+	return strings.Contains(err.Error(), "no more connections allowed (max_client_conn)")
 }
 
 // neverPrepares reports whether a JDBC URL forbids server-side prepared
@@ -269,7 +299,7 @@ func checkLoaded(ctx context.Context, db *sql.DB, warehouses int) error {
 
 // CountRows counts the rows of TPC-C's tables.
 func CountRows(ctx context.Context, ep contracts.Endpoint) (map[string]int64, error) {
-	db, err := openDB(ep, false)
+	db, _, err := openDB(ep, false)
 	if err != nil {
 		return nil, err
 	}

@@ -36,7 +36,7 @@ func Load(ctx context.Context, ep contracts.Endpoint, sh contracts.TPCCShard, sh
 	if sh.Warehouses < 1 || sh.Terminals < 1 {
 		return benchbase.Load{}, fmt.Errorf("tpc-c load: warehouses %d and terminals %d: want at least 1 each", sh.Warehouses, sh.Terminals)
 	}
-	db, err := openDB(ep, false)
+	db, _, err := openDB(ep, false)
 	if err != nil {
 		return benchbase.Load{}, err
 	}

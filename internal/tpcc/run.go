@@ -19,6 +19,7 @@ import (
 // unless each request gets a new connection, its terminals are connected.
 type Bench struct {
 	db      *sql.DB
+	conn    *pqConnector
 	shard   contracts.TPCCShard
 	version string
 	wls     [nTypes]workload.Workloader // one per transaction type, weighted 100 % on it
@@ -53,11 +54,11 @@ func Prepare(ctx context.Context, ep contracts.Endpoint, sh contracts.TPCCShard,
 	case sh.Target < 0:
 		return nil, fmt.Errorf("tpc-c run: target %d: want 0 (unthrottled) or more", sh.Target)
 	}
-	db, err := openDB(ep, sh.NewConnection || neverPrepares(ep.JDBCURL))
+	db, conn, err := openDB(ep, sh.NewConnection || neverPrepares(ep.JDBCURL))
 	if err != nil {
 		return nil, err
 	}
-	b := &Bench{db: db, shard: sh}
+	b := &Bench{db: db, conn: conn, shard: sh}
 	if err := b.prepare(ctx, ep, shard); err != nil {
 		_ = b.Close()
 		return nil, err
@@ -131,6 +132,11 @@ func (b *Bench) connect(ctx context.Context) error {
 	wg.Wait()
 	return errors.Join(errs...)
 }
+
+// Retried is how many times a connect the pool refused (max_client_conn)
+// was tried again (see poolRetries); the retries' time is part of their
+// requests' latency.
+func (b *Bench) Retried() int64 { return b.conn.retried.Load() }
 
 // Close closes the terminals' connections and the pool.
 func (b *Bench) Close() error {

@@ -79,7 +79,7 @@ func TestLoadThenRun(t *testing.T) {
 	}
 	// The progress reports' source: PostgreSQL's insert counters, which catch
 	// up with the rows within a second or so.
-	statsDB, err := openDB(ep, false)
+	statsDB, _, err := openDB(ep, false)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -147,7 +147,7 @@ func TestLoadThenRun(t *testing.T) {
 	t.Run("rate and a new connection per transaction", func(t *testing.T) {
 		const rate, seconds = 40, 4
 		sh := contracts.TPCCShard{Warehouses: 1, Terminals: 2, Target: rate, DurationS: seconds, NewConnection: true}
-		db, err := openDB(ep, false)
+		db, _, err := openDB(ep, false)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -223,26 +223,41 @@ func TestLoadThenRun(t *testing.T) {
 		if got := Addresses(pool); !reflect.DeepEqual(got, addrs) {
 			t.Fatalf("Addresses = %v, want %v", got, addrs)
 		}
-		sh := contracts.TPCCShard{Warehouses: 1, Terminals: 2, DurationS: 2}
-		start := time.Now().Add(time.Second)
-		results := make([]benchbase.Result, 2)
-		errs := make([]error, 2)
-		var wg sync.WaitGroup
-		for i := range 2 {
-			wg.Add(1)
-			go func() {
-				defer wg.Done()
-				results[i], errs[i] = Run(ctx, pool, sh, i+1, start, nil)
-			}()
-		}
-		wg.Wait()
-		for i, res := range results {
-			if errs[i] != nil || res.MeasuredRequests == 0 || len(res.ErrorMessages) > 0 {
-				t.Errorf("shard %d through the pool: %d requests, errors %v %v", i+1, res.MeasuredRequests, errs[i], res.ErrorMessages)
+		// Then a new connection per request (-xconn): a pool refuses some
+		// reconnects, as it frees a closed client late (poolRetries); they
+		// are tried again.
+		for _, newConn := range []bool{false, true} {
+			sh := contracts.TPCCShard{Warehouses: 1, Terminals: 2, DurationS: 2, NewConnection: newConn}
+			start := time.Now().Add(time.Second)
+			results := make([]benchbase.Result, 2)
+			retried := make([]int64, 2)
+			errs := make([]error, 2)
+			var wg sync.WaitGroup
+			for i := range 2 {
+				wg.Add(1)
+				go func() {
+					defer wg.Done()
+					b, err := Prepare(ctx, pool, sh, i+1)
+					if err != nil {
+						errs[i] = err
+						return
+					}
+					defer b.Close()
+					results[i], errs[i] = b.Run(ctx, start, nil)
+					retried[i] = b.Retried()
+				}()
 			}
-			payments += res.Transactions[1].Outcomes[benchbase.CodeOK]
-			newOrders += res.Transactions[0].Outcomes[benchbase.CodeOK]
-			unmeasured += int64(sh.Terminals)
+			wg.Wait()
+			for i, res := range results {
+				t.Logf("new connection %v, shard %d: %d requests, %d connects retried", newConn, i+1, res.MeasuredRequests, retried[i])
+				if errs[i] != nil || res.MeasuredRequests == 0 || len(res.ErrorMessages) > 0 {
+					t.Errorf("shard %d through the pool (new connection per request: %v): %d requests, errors %v %v", i+1, newConn, res.MeasuredRequests, errs[i], res.ErrorMessages)
+					continue
+				}
+				payments += res.Transactions[1].Outcomes[benchbase.CodeOK]
+				newOrders += res.Transactions[0].Outcomes[benchbase.CodeOK]
+				unmeasured += int64(sh.Terminals)
+			}
 		}
 	})
 

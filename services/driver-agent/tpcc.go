@@ -66,6 +66,9 @@ func (a *Agent) runTPCC(ctx context.Context, job contracts.ShardJob) (*contracts
 		runErr = err
 		res.FillFinal(final)
 		final.Stdout = fmt.Sprintf("tpcc: %d requests in %s, throughput %.2f/s, goodput %.2f/s", res.MeasuredRequests, res.Elapsed, res.Throughput, res.Goodput)
+		if n := bench.Retried(); n > 0 {
+			final.Stdout += fmt.Sprintf("\nconnects refused by the pool (max_client_conn) and tried again: %d", n)
+		}
 		for _, m := range res.ErrorMessages {
 			final.Stdout += "\nerror: " + m
 		}
