@@ -174,3 +174,15 @@ func TestLiveAgents(t *testing.T) {
 		t.Error("Heartbeat.Live disagrees with AgentLiveness")
 	}
 }
+
+// Every output's formats are named, the default first, and the comment is
+// not taken for an output.
+func TestOutputFormats(t *testing.T) {
+	for output, want := range map[string][]string{
+		"summary": {"markdown", "json"}, "export": {"csv", "parquet"}, "compare": {"markdown", "html"}, "comment": nil, "report": nil,
+	} {
+		if got := OutputFormats(output); !reflect.DeepEqual(got, want) {
+			t.Errorf("OutputFormats(%q) = %v, want %v", output, got, want)
+		}
+	}
+}

@@ -6,8 +6,10 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"slices"
 	"strings"
 
+	"github.com/benchq/benchq/contracts"
 	"github.com/benchq/benchq/internal/stack"
 	"github.com/benchq/benchq/internal/version"
 )
@@ -258,20 +260,43 @@ func parseCodeArgs(fs *flag.FlagSet, args []string, st *State, code *string) (rc
 	return ExitOK, false
 }
 
+// formatChoices are the formats the reporter writes output in
+// (contracts.OutputFormats), joined by sep.
+func formatChoices(output, sep string) string {
+	return strings.Join(contracts.OutputFormats(output), sep)
+}
+
+// formatHelp is -format's help: the formats, the default named.
+func formatHelp(output string) string {
+	f := contracts.OutputFormats(output)
+	return f[0] + " (default) or " + strings.Join(f[1:], " or ")
+}
+
+// checkFormat is the error of a -format the reporter cannot write output
+// in, "" for one it can.
+func checkFormat(output, format string) string {
+	if slices.Contains(contracts.OutputFormats(output), format) {
+		return ""
+	}
+	return fmt.Sprintf("%s: -format %s: give %s", output, format, formatChoices(output, " or "))
+}
+
 // cmdSummaryArgs is `benchq summary -e CODE [-format json]`: the reporter
 // prints the summary, but the arguments are checked here, before waiting for
 // the collector, so that a usage error or -h needs no stack.
 func cmdSummaryArgs(ctx context.Context, args []string, st *State) int {
-	fs := newFlagSet("summary -e CODE [-format markdown|json]", "Print the summary of an experiment again.")
+	fs := newFlagSet("summary -e CODE [-format "+formatChoices("summary", "|")+"]", "Print the summary of an experiment again.")
 	var code, format string
 	experimentFlag(fs, &code)
-	fs.StringVar(&format, "format", "", "markdown (default) or json")
+	fs.StringVar(&format, "format", "", formatHelp("summary"))
 	if rc, done := parseCodeArgs(fs, args, st, &code); done {
 		return rc
 	}
-	if format != "" && format != "markdown" && format != "json" {
-		st.Errorf("summary: -format %s: give markdown or json", format)
-		return ExitUsage
+	if format != "" {
+		if msg := checkFormat("summary", format); msg != "" {
+			st.Errorf("%s", msg)
+			return ExitUsage
+		}
 	}
 	reporterArgs := []string{"-e", code}
 	if format != "" {

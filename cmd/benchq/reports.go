@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 	"strings"
 
+	"github.com/benchq/benchq/contracts"
 	"github.com/benchq/benchq/internal/stack"
 )
 
@@ -98,13 +99,13 @@ func (m *multiFlag) Set(v string) error { *m = append(*m, v); return nil }
 
 // cmdCompare is `benchq compare -e A -e B ... [-format markdown|html]`.
 func cmdCompare(ctx context.Context, args []string, st *State) int {
-	fs := newFlagSet("compare -e A -e B ... [-format markdown|html]",
+	fs := newFlagSet("compare -e A -e B ... [-format "+formatChoices("compare", "|")+"]",
 		"The benchmarking phases of several experiments side by side, with ratios to the first (the baseline).")
 	var codes multiFlag
 	var format string
 	fs.Var(&codes, "e", "an experiment; give two or more, the first is the baseline")
 	fs.Var(&codes, "experiment", "alias of -e")
-	fs.StringVar(&format, "format", "markdown", "markdown or html")
+	fs.StringVar(&format, "format", contracts.OutputFormats("compare")[0], formatHelp("compare"))
 	if rc, done := parseArgs(fs, args, st); done {
 		return rc
 	}
@@ -112,8 +113,8 @@ func cmdCompare(ctx context.Context, args []string, st *State) int {
 		st.Errorf("compare: give two experiments or more: benchq compare -e A -e B")
 		return ExitUsage
 	}
-	if format != "markdown" && format != "html" {
-		st.Errorf("compare: -format %s: give markdown or html", format)
+	if msg := checkFormat("compare", format); msg != "" {
+		st.Errorf("%s", msg)
 		return ExitUsage
 	}
 	s, rc := loadStack(st)
@@ -134,15 +135,12 @@ func cmdExport(ctx context.Context, args []string, st *State) int {
 		"Write an experiment's DataFrames (docs/dataframes.md) to DIR, one file per frame, and a manifest;\nprint the files written.",
 		func(fs *flag.FlagSet) {
 			fs.StringVar(&out, "o", "", "the directory to write (required)")
-			fs.StringVar(&format, "format", "csv", "csv or parquet")
+			fs.StringVar(&format, "format", contracts.OutputFormats("export")[0], formatHelp("export"))
 		}, func() string {
 			if out == "" {
 				return "export: where to? give -o DIR"
 			}
-			if format != "csv" && format != "parquet" {
-				return "export: -format " + format + ": give csv or parquet"
-			}
-			return ""
+			return checkFormat("export", format)
 		})
 	if s == nil {
 		return rc

@@ -64,6 +64,24 @@ def test_bad_arguments_are_one_line():
 
 
 @pytest.mark.parametrize(
+    ("output", "argv", "formats"),
+    [
+        ("summary", ["summary", "-e", "x"], ("markdown", "json")),
+        ("export", ["export", "-e", "x", "-o", "d"], ("csv", "parquet")),
+        ("compare", ["compare", "-e", "x", "-e", "y"], ("markdown", "html")),
+    ],
+)
+def test_format_choices_are_the_contracts(output, argv, formats):
+    # The CLI (Go) checks -format against the same list: names.json's
+    # output_formats, the default first.
+    from benchq_reporter.contracts import OUTPUT_FORMATS
+
+    assert OUTPUT_FORMATS[output] == formats
+    status, _, err = run([*argv, "--format", "xlsx"])
+    assert status == 2 and "choose from " + ", ".join(repr(f) for f in formats) in err
+
+
+@pytest.mark.parametrize(
     "argv",
     [
         [],  # no command

@@ -26,6 +26,7 @@ from typing import Any, NoReturn, TextIO
 import pandas as pd
 
 from . import dataframes, db, version
+from .contracts import OUTPUT_FORMATS
 from .outputs import compare, export
 from .summary import render
 from .summary.build import BenchbaseSummary, YcsbSummary, summarize
@@ -85,7 +86,7 @@ def parser(stdout: TextIO) -> argparse.ArgumentParser:
 
     s = command("summary", "print the summary of one experiment")
     s.add_argument("-e", "--experiment", required=True, metavar="CODE")
-    s.add_argument("--format", choices=["markdown", "json"], default="markdown")
+    s.add_argument("--format", choices=OUTPUT_FORMATS["summary"], default=OUTPUT_FORMATS["summary"][0])
     s.add_argument(
         "--fail-on-tests",
         action="store_true",
@@ -98,7 +99,7 @@ def parser(stdout: TextIO) -> argparse.ArgumentParser:
     # --- export: the frames of benchq_reporter.load() as files ---
     x = command("export", "write one experiment's DataFrames to DIR, one file per frame, and a manifest")
     x.add_argument("-e", "--experiment", required=True, metavar="CODE")
-    x.add_argument("--format", choices=export.FORMATS, default="csv")
+    x.add_argument("--format", choices=export.FORMATS, default=export.FORMATS[0])
     x.add_argument("-o", "--output", required=True, metavar="DIR")
     p.add_argument("--version", action=_Version, nargs=0, help="print the reporter's version and exit")
     # --- end export ---
@@ -115,7 +116,7 @@ def parser(stdout: TextIO) -> argparse.ArgumentParser:
         metavar="CODE",
         help="an experiment; give two or more, the first is the baseline",
     )
-    c.add_argument("--format", choices=["markdown", "html"], default="markdown")
+    c.add_argument("--format", choices=OUTPUT_FORMATS["compare"], default=OUTPUT_FORMATS["compare"][0])
     return p
 
 

@@ -198,6 +198,16 @@ INTENDED_PREFIX: str = _YCSB_OPERATIONS["intended_prefix"]  # Intended-<OP>: lat
 FAILED_SUFFIX: str = _YCSB_OPERATIONS["failed_suffix"]  # <OP>-FAILED: failed operations, counted
 
 
+# What each output (summary, export, compare) can be written as, the default
+# first (names.json's output_formats; Go: contracts.OutputFormats, which the
+# CLI checks -format against).
+OUTPUT_FORMATS: dict[str, tuple[str, ...]] = {
+    output: tuple(formats)
+    for output, formats in _names(find_dir().resolve())["output_formats"].items()
+    if output != "comment"
+}
+
+
 def counts_operation(name: str) -> bool:
     """Whether YCSB's operation block counts executed operations, failed ones included (as its throughput does)."""
     return name not in _YCSB_OPERATIONS["not_operations"] and not name.startswith(INTENDED_PREFIX)

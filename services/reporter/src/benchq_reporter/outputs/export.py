@@ -20,8 +20,9 @@ from typing import Any
 import pandas as pd
 
 from .. import version
+from ..contracts import OUTPUT_FORMATS
 
-FORMATS = ("csv", "parquet")
+FORMATS = OUTPUT_FORMATS["export"]  # the default first
 MANIFEST = "manifest.json"
 MANIFEST_VERSION = 1
 NA = "\\N"
