@@ -189,37 +189,45 @@ func phases(r contracts.Request, p Plan, cfg string, loading phaseSpec) ([]Phase
 // checkPoolInbound refuses a phase that opens more client connections (one
 // per driver thread or terminal) on a pool pod than the pod takes in (its
 // share of -xnpi): PgBouncer would turn the rest away and the phase fail
-// after its SUT was deployed. A phase's connections reach the pods as the
-// clients spread them (contracts.PoolAddress: round-robin over the phase).
+// after its SUT was deployed.
 func checkPoolInbound(phases []Phase, pool *contracts.Pool) error {
+	for _, ph := range phases {
+		if err := CheckPoolInbound(ph, pool); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// CheckPoolInbound is checkPoolInbound for one phase (nil: it fits, or
+// there is no pool). A phase's connections reach the pods as the clients
+// spread them (contracts.PoolAddress: round-robin over the phase).
+func CheckPoolInbound(ph Phase, pool *contracts.Pool) error {
 	if pool == nil {
 		return nil
 	}
-	for _, ph := range phases {
-		perPod := make([]int, max(pool.Pods, 1))
-		conns := 0
-		for i, sh := range ph.Shards {
-			threads := sh.Threads()
-			for c := range threads {
-				perPod[contracts.PoolAddress(i+1, threads, c, len(perPod))]++
-			}
-			conns += threads
+	perPod := make([]int, max(pool.Pods, 1))
+	conns := 0
+	for i, sh := range ph.Shards {
+		threads := sh.Threads()
+		for c := range threads {
+			perPod[contracts.PoolAddress(i+1, threads, c, len(perPod))]++
 		}
-		busiest := slices.Max(perPod)
-		if busiest <= pool.InboundPerPod() {
-			continue
-		}
-		threads := "-nbt"
-		if ph.Kind == contracts.KindLoad {
-			threads = "-nlt"
-		}
-		if pool.Pods <= 1 {
-			return invalid("pool_inbound", "%d inbound connections are fewer than the %d client connections of phase %s (one per thread): raise -xnpi to at least %d, or lower %s", pool.Inbound, conns, ph.Name, conns, threads)
-		}
-		return invalid("pool_inbound", "%d inbound connections over %d pool pods leave %d a pod, and phase %s opens %d client connections (one per thread), %d on one pod: raise -xnpi to at least %d, or lower %s",
-			pool.Inbound, pool.Pods, pool.InboundPerPod(), ph.Name, conns, busiest, (busiest-1)*pool.Pods+1, threads)
+		conns += threads
 	}
-	return nil
+	busiest := slices.Max(perPod)
+	if busiest <= pool.InboundPerPod() {
+		return nil
+	}
+	threads := "-nbt"
+	if ph.Kind == contracts.KindLoad {
+		threads = "-nlt"
+	}
+	if pool.Pods <= 1 {
+		return invalid("pool_inbound", "%d inbound connections are fewer than the %d client connections of phase %s (one per thread): raise -xnpi to at least %d, or lower %s", pool.Inbound, conns, ph.Name, conns, threads)
+	}
+	return invalid("pool_inbound", "%d inbound connections over %d pool pods leave %d a pod, and phase %s opens %d client connections (one per thread), %d on one pod: raise -xnpi to at least %d, or lower %s",
+		pool.Inbound, pool.Pods, pool.InboundPerPod(), ph.Name, conns, busiest, (busiest-1)*pool.Pods+1, threads)
 }
 
 // poolGrid is the pool loop: pods × inbound × outbound, bexhoma's order.

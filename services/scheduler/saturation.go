@@ -1,6 +1,7 @@
 package main
 
 import (
+	"errors"
 	"fmt"
 	"time"
 
@@ -84,6 +85,20 @@ func (s *State) endStep(i int, reason, note string, now time.Time) []Out {
 		sr.Steps = append(sr.Steps, st)
 		move, st.Knee = saturation.Next(set, sr.Steps)
 	}
+	var next plan.Phase
+	if move != nil {
+		seconds := set.StepS
+		if move.Role == contracts.RoleHold {
+			seconds = set.HoldS
+		}
+		next = plan.SaturationPhase(s.Plan.Settings, s.Plan, pc.Name, ph.Client+1, move.Offered, move.Shards, max(1, ph.Threads/max(1, ph.Pods)), seconds)
+		var full *plan.InvalidError
+		if errors.As(plan.CheckPoolInbound(next, pc.SUT.Pool), &full) {
+			// More shards than the pool takes clients: PgBouncer would
+			// turn the step's connections away. The search ends here.
+			move, st.Knee = nil, saturation.Result(set, sr.Steps, "a lower bound: "+move.Why+", but "+full.Message)
+		}
+	}
 	if move != nil {
 		st.Next = move.Why
 	} else {
@@ -100,11 +115,6 @@ func (s *State) endStep(i int, reason, note string, now time.Time) []Out {
 	case move == nil:
 		return append(out, s.startPhase(i, s.Configs[i].Phase+1, now)...) // past the last: teardown
 	}
-	seconds := set.StepS
-	if move.Role == contracts.RoleHold {
-		seconds = set.HoldS
-	}
-	next := plan.SaturationPhase(s.Plan.Settings, s.Plan, pc.Name, ph.Client+1, move.Offered, move.Shards, max(1, ph.Threads/max(1, ph.Pods)), seconds)
 	if move.Role == contracts.RoleHold {
 		sr.Hold = next.Name
 	}

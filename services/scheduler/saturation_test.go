@@ -2,10 +2,14 @@ package main
 
 import (
 	"encoding/json"
+	"strings"
 	"testing"
 	"time"
 
+	"github.com/HdrHistogram/hdrhistogram-go"
+
 	"github.com/benchq/benchq/contracts"
+	"github.com/benchq/benchq/internal/ycsb"
 )
 
 // satFinal is the final of a step's shard on a SUT that sustains capacity
@@ -88,5 +92,62 @@ func TestSaturationSearchStepsToTheKnee(t *testing.T) {
 	}
 	if n := len(s.Plan.Configurations[0].Phases); n != len(steps)+1 {
 		t.Errorf("%d phases in the plan, want loading + %d steps", n, len(steps))
+	}
+}
+
+// A step whose drivers were the limit would be retried with twice the
+// shards; behind PgBouncer, more shards than the pool takes clients end
+// the search instead (PgBouncer would turn their connections away), with
+// the knee so far and what to raise.
+func TestSaturationSearchStopsAtThePoolsClients(t *testing.T) {
+	p := defaultPlan(t, func(r *contracts.Request) {
+		tb := 1000
+		r.TargetBase = &tb
+		r.DBMS = []string{"PgBouncer"}
+		r.PoolInbound = []int{8}
+		r.BenchmarkingPods, r.BenchmarkingThreads = []int{2}, []int{8}
+		r.Saturation = &contracts.Saturation{StepS: 10}
+	})
+	s, _, err := Start(p, []byte(`{}`), t0, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	js := jobs(runPhase(t, s, jobs(ready(s, 0)), contracts.StatusOK))
+	if len(js) != 2 {
+		t.Fatalf("first step: %d shard jobs, want 2", len(js))
+	}
+	var out []Out
+	for _, j := range js {
+		out = s.Step(Event{Msg: &contracts.BarrierReady{Phase: j.Phase, Shard: j.Shard, Attempt: j.Attempt}}, t0)
+	}
+	// 250 ops/s a shard of the 500 offered, each operation 15 ms: the 8
+	// threads were busy 94 % of the time, so the drivers were the limit.
+	for _, j := range js {
+		ev := satFinal(j, 500)
+		f := ev.Msg.(*contracts.Final)
+		h := hdrhistogram.New(1, 60_000_000, 3)
+		_ = h.RecordValues(15_000, f.Operations[0].Count)
+		enc, err := ycsb.EncodeHistogram(h)
+		if err != nil {
+			t.Fatal(err)
+		}
+		f.Operations[0].Histogram = enc
+		out = s.Step(ev, t0)
+	}
+	pe, ok := out[0].Msg.(*contracts.PhaseEvent)
+	if !ok || pe.Saturation == nil {
+		t.Fatalf("after the first step: %v", subjects(out))
+	}
+	st := pe.Saturation
+	t.Logf("%s: %s (%s) → %s; knee %+v", pe.Phase, st.Verdict, st.Why, st.Next, st.Knee)
+	if st.Verdict != contracts.VerdictDriverLimited {
+		t.Fatalf("verdict %s (%s), want driver_limited", st.Verdict, st.Why)
+	}
+	if st.Next != "the search is over" || st.Knee == nil || !strings.Contains(st.Knee.Note, "4 shards") ||
+		!strings.Contains(st.Knee.Note, "16 client connections") || !strings.Contains(st.Knee.Note, "raise -xnpi to at least 16") {
+		t.Errorf("next %q, knee %+v: want the search over, naming the 4 shards' 16 connections and -xnpi", st.Next, st.Knee)
+	}
+	if got := subjects(out); got[len(got)-1] != "benchq.jobs.teardown" {
+		t.Errorf("after the step: %v, want teardown", got)
 	}
 }
