@@ -100,7 +100,7 @@ func openDB(ep contracts.Endpoint, oneShot bool) (*sql.DB, *pqConnector, error) 
 type pqConnector struct {
 	addrs   []driver.Connector // one per address; not empty
 	oneShot bool
-	retried atomic.Int64 // connects retried after the pool refused them
+	retried atomic.Int64 // connects the pool refused, then tried again
 }
 
 func (c *pqConnector) Connect(ctx context.Context) (driver.Conn, error) {
@@ -113,26 +113,31 @@ func (c *pqConnector) Connect(ctx context.Context) (driver.Conn, error) {
 func (c *pqConnector) Driver() driver.Driver { return c.addrs[0].Driver() }
 
 // poolRetries bounds the retries of a connect that PgBouncer refused for
-// max_client_conn, poolRetryWait spaces them. PgBouncer frees a client it
+// max_client_conn; the first waits poolRetryWait, each next twice as long
+// (about 0.1 s in all). PgBouncer frees a client it
 // has closed only after its event loop's turn, so a terminal that closes
 // its connection and opens the next at once (a new connection per request,
 // -xconn) can meet a refusal although the pool holds no more clients than
 // it takes. On loopback 16-25 % of reconnects were refused (2 pool
 // processes of 2 clients, with and without a spare). A pool that is really
-// full refuses every retry: that connect fails, after 20 ms.
+// full refuses every retry: that connect fails.
 const (
 	poolRetries   = 10
-	poolRetryWait = 2 * time.Millisecond
+	poolRetryWait = 100 * time.Microsecond
 )
 
 func (c *pqConnector) connect(ctx context.Context, addr int) (pqConn, error) {
 	conn, err := c.addrs[addr].Connect(ctx)
-	for try := 0; err != nil && try < poolRetries && poolFull(err); try++ {
-		if sleepUntil(ctx, time.Now().Add(poolRetryWait)) != nil {
-			break
-		}
+	if err != nil && poolFull(err) {
 		c.retried.Add(1)
-		conn, err = c.addrs[addr].Connect(ctx)
+		wait := poolRetryWait
+		for try := 0; err != nil && try < poolRetries && poolFull(err); try++ {
+			if sleepUntil(ctx, time.Now().Add(wait)) != nil {
+				break
+			}
+			wait *= 2
+			conn, err = c.addrs[addr].Connect(ctx)
+		}
 	}
 	if err != nil {
 		return nil, err

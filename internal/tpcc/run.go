@@ -133,9 +133,9 @@ func (b *Bench) connect(ctx context.Context) error {
 	return errors.Join(errs...)
 }
 
-// Retried is how many times a connect the pool refused (max_client_conn)
-// was tried again (see poolRetries); the retries' time is part of their
-// requests' latency.
+// Retried is how many connects the pool refused (max_client_conn) and the
+// engine then tried again (see poolRetries); the retries' time is part of
+// their requests' latency.
 func (b *Bench) Retried() int64 { return b.conn.retried.Load() }
 
 // Close closes the terminals' connections and the pool.
