@@ -166,6 +166,8 @@ func TestErrorsNameTheFlag(t *testing.T) {
 		{[]string{"ycsb", "-dbms", "Redis", "-nlp", "0"}, ExitFailed, "-nlp: must be at least 1, got 0"},
 		{[]string{"ycsb", "-dbms", "Redis", "--num-loading-pods", "0"}, ExitFailed, "--num-loading-pods: must be at least 1, got 0"},
 		{[]string{"ycsb", "-dbms", "Redis", "-rr", "lots"}, ExitFailed, `-rr: "lots" is not a Kubernetes quantity`},
+		{[]string{"ycsb", "-dbms", "Redis", "-rnn", "nodeB"}, ExitFailed, `-rnn: "nodeB" is not a Kubernetes node name`},
+		{[]string{"ycsb", "-dbms", "Redis", "-rst", "Fast_SSD"}, ExitFailed, `-rst: "Fast_SSD" is not a Kubernetes storage class name`},
 		{[]string{"ycsb", "-dbms", "PostgreSQL", "-nw", "3"}, ExitFailed, "-dbms: PostgreSQL has no cluster in benchq's catalog"},
 		{[]string{"ycsb", "-dbms", "Redis", "-nw", "2"}, ExitFailed, "-dbms: RedisCluster needs at least 3 workers (-nw), got 2"},
 		// benchq tsdb's haggar flags, in the request's units.

@@ -66,9 +66,25 @@ func flagError(e contracts.FieldError, typed map[string]string) string {
 		}
 		msg = fmt.Sprintf("must be %s %s%s, got %s%s", bounds[m[1]], m[3], unit, m[2], unit)
 	} else if m := patternRE.FindStringSubmatch(msg); m != nil {
-		msg = fmt.Sprintf("%q is not a Kubernetes quantity such as 4, 500m or 16Gi", m[1])
+		msg = fmt.Sprintf("%q is not %s", m[1], patternKind(field))
 	}
 	return flagName + ": " + msg
+}
+
+// patternKind is what a request field whose value broke the schema's
+// pattern must be, in words.
+func patternKind(field string) string {
+	switch {
+	case strings.HasPrefix(field, "nodes."):
+		return "a Kubernetes node name (lower-case letters, digits, '-' and '.', as kubectl get nodes prints them)"
+	case field == "storage.class":
+		return "a Kubernetes storage class name (lower-case letters, digits, '-' and '.')"
+	case field == "tsdb.prefix":
+		return "a metric name prefix (a letter, then up to 31 letters, digits or '_')"
+	case strings.HasPrefix(field, "thresholds."):
+		return "an operation name (upper-case letters, '_' and '-', as YCSB prints it)"
+	}
+	return "a Kubernetes quantity such as 4, 500m or 16Gi"
 }
 
 // flagReason joins a rejected request's errors in flag terms.
