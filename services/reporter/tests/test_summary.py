@@ -345,6 +345,10 @@ def test_running_experiment_without_results_prints_no_data(tables, golden):
     assert "* Duration: running" in md
     assert md.count("(no data)") == 7  # Connections, the four tables and the two latency tables
     assert not _test(s, "loading_throughput").passed
+    # Nothing ran: the tests of failed operations do not pass unmeasured.
+    for id in ("no_failed", "loading_errors", "execution_errors"):
+        assert not _test(s, id).passed, id
+    assert "TEST failed: Execution Phase: no phase ran" in md
     golden("summary-running.md", md)
 
 

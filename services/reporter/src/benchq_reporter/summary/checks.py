@@ -48,10 +48,17 @@ def workflow(w: Workflow) -> Test:
     return Test("workflow", same, "Workflow as planned" if same else "Workflow not as planned")
 
 
-def error_share(id: str, name: str, per_phase: pd.DataFrame, label: str, limit: float) -> Test:
+def error_share(
+    id: str, name: str, per_phase: pd.DataFrame, label: str, limit: float, skipped: list[str] | None = None
+) -> Test:
     """Passed when no phase's failed operations exceed ``limit`` percent of its operations (-max-errors).
     A phase without the figure (it stored no operations: its shards failed before they counted any) has
-    not shown it holds: it fails the test, named, rather than passing it unmeasured."""
+    not shown it holds: it fails the test, named, rather than passing it unmeasured; so does an
+    experiment in which no such phase ran, unless they were skipped (``skipped``: the reasons)."""
+    if per_phase.empty:
+        if skipped:
+            return Test(id, True, f"{name}: skipped, nothing to test ({'; '.join(sorted(set(skipped)))})")
+        return Test(id, False, f"{name}: no phase ran, so no failed operations were measured")
     shares = per_phase[ycsb.ERROR_SHARE] if ycsb.ERROR_SHARE in per_phase else pd.Series(dtype="float64")
     high = per_phase.loc[shares > limit]
     if not high.empty:
@@ -90,20 +97,24 @@ def ycsb_tests(
     plan's error_share_limit (percent)."""
     failed_ops = [c for c in execution_conn.columns if c.endswith("-FAILED].Return=OK")]
     failed_shards = execution["status"].ne(RESULT.ok).any() if not execution.empty else False
-    return [
-        loading_throughput(loading_conn, skipped_loading or []),
-        throughput("execution_throughput", f"Execution Phase: {ycsb.THROUGHPUT}", execution_conn[ycsb.THROUGHPUT]),
-        *monitoring_tests(m),
-        workflow(w),
-        Test(
+    if execution.empty:
+        no_failed = Test("no_failed", False, "Execution Phase: no phase ran, so none could show a FAILED column")
+    else:
+        no_failed = Test(
             "no_failed",
             not (failed_ops or failed_shards),
             "Execution Phase: contains FAILED column"
             if failed_ops or failed_shards
             else "Execution Phase: contains no FAILED column",
-        ),
+        )
+    return [
+        loading_throughput(loading_conn, skipped_loading or []),
+        throughput("execution_throughput", f"Execution Phase: {ycsb.THROUGHPUT}", execution_conn[ycsb.THROUGHPUT]),
+        *monitoring_tests(m),
+        workflow(w),
+        no_failed,
         # Ours, after bexhoma's: YCSB's throughput counts failed operations.
-        error_share("loading_errors", "Loading Phase", loading_run, "DBMS", error_limit),
+        error_share("loading_errors", "Loading Phase", loading_run, "DBMS", error_limit, skipped_loading),
         error_share("execution_errors", "Execution Phase", execution_phase, "phase", error_limit),
     ]
 
