@@ -464,6 +464,23 @@ func testVolumes(t *testing.T, cp *k8stest.ControlPlane) {
 	if err != nil || len(vols) != 1 || vols[0].Loaded || vols[0].Phase != "Bound" {
 		t.Errorf("volumes %+v %v", vols, err)
 	}
+	if err := k.MarkLoaded(ctx, second.Name, 5*time.Second, "vol3/PostgreSQL-64-8-196608-1", time.Now()); err != nil {
+		t.Fatal(err)
+	}
+	if err := k.Teardown(ctx, "vol3", ""); err != nil {
+		t.Fatal(err)
+	}
+	// -rsr removes the storage once, at the experiment's start: the same
+	// experiment's next configuration (-nc 2) keeps what the first loaded.
+	again := spec("vol3", true)
+	again.Configuration = "PostgreSQL-64-8-196608-2"
+	d, err = k.Deploy(ctx, again)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if p := pvc(); p.UID != second.UID || d.Volume == nil || !d.Volume.Loaded || d.Volume.New {
+		t.Errorf("-rsr, the experiment's second configuration: uid %s (was %s), volume %+v; want the same, loaded", p.UID, second.UID, d.Volume)
+	}
 	if err := k.Teardown(ctx, "vol3", ""); err != nil {
 		t.Fatal(err)
 	}

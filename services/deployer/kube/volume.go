@@ -23,6 +23,12 @@ import (
 // not delete the volume its first delivery made.
 const annotationCreatedBy = "benchq.io/created-by"
 
+// annotationEmptiedFor names the experiment whose -rsr made the volume:
+// -rsr removes the storage once, at the experiment's start, and its later
+// configurations (-nc, a grid) use what the first one loaded, as
+// bexhoma's do.
+const annotationEmptiedFor = "benchq.io/emptied-for"
+
 // Volume is a PVC that holds a DBMS's data for a use case, reused across
 // experiments, and what its annotations say about the data.
 type Volume struct {
@@ -73,6 +79,7 @@ func (v Volume) state() *contracts.VolumeState {
 // ensureVolume creates the volume want, or reuses the one an earlier
 // experiment left, with its data. With -rsr (Storage.Remove) an existing
 // volume is deleted first (and waited for: a pod still using it holds it),
+// unless this experiment's -rsr made it (annotationEmptiedFor),
 // and so is one that was never marked loaded (its loading failed or was
 // interrupted: it may hold part of the data), unless this configuration
 // created it, i.e. the deploy is redelivered.
@@ -99,6 +106,9 @@ func (k *Kube) ensureVolume(ctx context.Context, want *corev1.PersistentVolumeCl
 		return Volume{}, fmt.Errorf("volume %s: %w", want.Name, err)
 	}
 	remove := s.SUT != nil && s.SUT.Storage != nil && s.SUT.Storage.Remove
+	if remove && cur != nil && cur.Annotations[annotationEmptiedFor] == s.Code {
+		remove = false // this experiment's -rsr made it: keep what it loaded
+	}
 	if cur != nil && cur.Annotations[annotationCreatedBy] != owner && (remove || cur.Annotations[annotationLoaded] != "true") {
 		why := "-rsr"
 		if !remove {
@@ -135,6 +145,9 @@ func (k *Kube) ensureVolume(ctx context.Context, want *corev1.PersistentVolumeCl
 	if cur == nil {
 		want = want.DeepCopy()
 		want.Annotations[annotationCreatedBy] = owner
+		if s.SUT != nil && s.SUT.Storage != nil && s.SUT.Storage.Remove {
+			want.Annotations[annotationEmptiedFor] = s.Code
+		}
 		err := k.retry(ctx, func(ctx context.Context) error {
 			var err error
 			cur, err = pvcs.Create(ctx, want, metav1.CreateOptions{})

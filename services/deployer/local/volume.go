@@ -48,6 +48,11 @@ type volumeMeta struct {
 	// Shape is a cluster's topology (volumeShape): its data fits only the
 	// same one.
 	Shape string `json:"shape,omitempty"`
+	// EmptiedFor is the experiment whose -rsr emptied (or made) the
+	// volume: -rsr removes the storage once, at the experiment's start,
+	// and its later configurations (-nc, a grid) use what the first one
+	// loaded, as bexhoma's do.
+	EmptiedFor string `json:"emptied_for,omitempty"`
 }
 
 const (
@@ -145,14 +150,18 @@ func (l *Local) attachVolume(ctx context.Context, s backend.Spec, entry catalog.
 		}
 	}
 	meta, err := readVolumeMeta(vdir)
+	var emptiedFor string
+	if s.SUT.Storage.Remove {
+		emptiedFor = s.Code
+	}
 	switch {
 	case errors.Is(err, fs.ErrNotExist):
-		meta = volumeMeta{Name: name, DBMS: entry.Name, UseCase: useCase, CreatedAt: time.Now().UTC()}
+		meta = volumeMeta{Name: name, DBMS: entry.Name, UseCase: useCase, CreatedAt: time.Now().UTC(), EmptiedFor: emptiedFor}
 	case err != nil:
 		return nil, err
-	case s.SUT.Storage.Remove:
+	case s.SUT.Storage.Remove && meta.EmptiedFor != s.Code:
 		l.log().Info("emptying volume first (-rsr)", "volume", name, "loaded", meta.Loaded)
-		meta = volumeMeta{Name: name, DBMS: entry.Name, UseCase: useCase, CreatedAt: time.Now().UTC()}
+		meta = volumeMeta{Name: name, DBMS: entry.Name, UseCase: useCase, CreatedAt: time.Now().UTC(), EmptiedFor: emptiedFor}
 	case !meta.Loaded:
 		l.log().Info("emptying volume: it was never loaded to the end", "volume", name)
 	case meta.Shape != shape:

@@ -108,6 +108,36 @@ func TestLocalRedisVolume(t *testing.T) {
 	if _, err := os.Stat(filepath.Join(l.volumesDir(), "bq-redis-ycsb-0.01", "data")); err != nil {
 		t.Errorf("volume data: %v", err)
 	}
+
+	// -rsr empties the volume once, at the experiment's start: its next
+	// configuration (a repetition, -nc 2) uses what the first loaded, as
+	// bexhoma's "All other instances just use the database".
+	if err := l.Teardown(ctx, "v4", "Redis-1"); err != nil {
+		t.Fatal(err)
+	}
+	d, addr = deploy("v5", true)
+	if !d.Volume.New || get(addr) != "" {
+		t.Errorf("-rsr, first configuration: %+v, k = %q; want emptied", d.Volume, get(addr))
+	}
+	if _, err := localdb.RedisCommand(ctx, addr, "SET", "k", "v5"); err != nil {
+		t.Fatal(err)
+	}
+	if err := l.MarkLoaded(ctx, d.Volume.Name, time.Second, "v5", at); err != nil {
+		t.Fatal(err)
+	}
+	if err := l.Teardown(ctx, "v5", "Redis-1"); err != nil {
+		t.Fatal(err)
+	}
+	second := spec("v5", true)
+	second.Configuration = "Redis-2"
+	teardownAtEnd(t, l, "v5", "Redis-2")
+	d, err = l.Deploy(ctx, second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if addr = d.Endpoint.Host + ":" + strconv.Itoa(d.Endpoint.Port); !d.Volume.Loaded || d.Volume.New || get(addr) != "v5" {
+		t.Errorf("-rsr, the experiment's second configuration: %+v, k = %q; want the first's data, loaded", d.Volume, get(addr))
+	}
 }
 
 // A Redis Cluster on a volume: its node directories (AOF, nodes.conf) are
