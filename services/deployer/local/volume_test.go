@@ -10,6 +10,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/jackc/pgx/v5"
+
 	"github.com/benchq/benchq/catalog"
 	"github.com/benchq/benchq/contracts"
 	"github.com/benchq/benchq/internal/localdb"
@@ -193,5 +195,67 @@ func TestLocalRedisClusterVolume(t *testing.T) {
 	}
 	if info, err := localdb.RedisCommand(ctx, addr, "CLUSTER", "INFO"); err != nil || !strings.Contains(info, "cluster_state:ok") {
 		t.Errorf("cluster after reuse: %v\n%s", err, info)
+	}
+}
+
+// PgBouncer's data is its backend's: a PgBouncer configuration on a volume
+// uses PostgreSQL's volume of the same use case, and finds there what a
+// PostgreSQL experiment loaded (bexhoma: "Every PGBouncer experiment (and
+// every PostgreSQL experiment) will take the database from this volume").
+func TestLocalPgBouncerUsesPostgreSQLsVolume(t *testing.T) {
+	t.Parallel()
+	requirePgBouncer(t)
+	ctx := localTestCtx(t)
+	l := newLocal(t)
+	deploy := func(code, dbms string) backend.Deployed {
+		t.Helper()
+		conf := dbms + "-1"
+		teardownAtEnd(t, l, code, conf)
+		d, err := l.Deploy(ctx, backend.Spec{Code: code, Configuration: conf, DBMS: dbms, Benchmark: "ycsb",
+			SUT: &contracts.SUTSpec{UseCase: "ycsb-0.01", Storage: &contracts.Storage{Class: "local"}}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if d.Volume == nil || d.Volume.Name != "bq-postgresql-ycsb-0.01" {
+			t.Fatalf("%s: volume %+v, want bq-postgresql-ycsb-0.01", dbms, d.Volume)
+		}
+		return d
+	}
+	// sql runs query on addr's ycsb database and returns its one value.
+	sql := func(addr, query string) string {
+		t.Helper()
+		conn, err := pgx.Connect(ctx, "postgresql://postgres@"+addr+"/ycsb?sslmode=disable&default_query_exec_mode=simple_protocol")
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer conn.Close(ctx)
+		var out string
+		if err := conn.QueryRow(ctx, query).Scan(&out); err != nil {
+			t.Fatal(err)
+		}
+		return out
+	}
+	d := deploy("pv1", "PostgreSQL")
+	addr := d.Endpoint.Host + ":" + strconv.Itoa(d.Endpoint.Port)
+	conn, err := pgx.Connect(ctx, "postgresql://postgres@"+addr+"/ycsb?sslmode=disable")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := conn.Exec(ctx, "CREATE TABLE kept AS SELECT 'loaded by PostgreSQL'::text AS v"); err != nil {
+		t.Fatal(err)
+	}
+	_ = conn.Close(ctx)
+	if err := l.MarkLoaded(ctx, d.Volume.Name, time.Second, "pv1", time.Now()); err != nil {
+		t.Fatal(err)
+	}
+	if err := l.Teardown(ctx, "pv1", "PostgreSQL-1"); err != nil {
+		t.Fatal(err)
+	}
+	d = deploy("pv2", "PgBouncer")
+	if !d.Volume.Loaded || d.Volume.LoadedBy != "pv1" {
+		t.Errorf("PgBouncer on PostgreSQL's volume: %+v, want loaded by pv1", d.Volume)
+	}
+	if got := sql(d.Endpoint.Host+":"+strconv.Itoa(d.Endpoint.Port), "SELECT v FROM kept"); got != "loaded by PostgreSQL" {
+		t.Errorf("through the pool: %q", got)
 	}
 }
