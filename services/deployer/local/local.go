@@ -167,6 +167,16 @@ func (l *Local) deploy(ctx context.Context, s backend.Spec, entry catalog.Entry)
 		return backend.Deployed{}, err
 	}
 	info["version"] = version
+	if vol != nil {
+		// bexhoma's Connections name the volume and its use (as it was
+		// when the SUT came up: what an earlier experiment loaded).
+		info["volume"] = vol.Name
+		if used, err := diskUsage(filepath.Join(l.volumesDir(), vol.Name, "data")); err == nil {
+			info["volume_used"] = humanBytes(used)
+		} else {
+			log.Warn("volume use not read", "volume", vol.Name, "err", err)
+		}
+	}
 	// The server's settings, as the Kubernetes backend passes them as
 	// container args (the summary's Connections: args).
 	applied := entry

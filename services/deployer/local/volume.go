@@ -287,24 +287,33 @@ func (l *Local) VolumeEntries(context.Context) ([]contracts.VolumeEntry, error) 
 			l.log().Warn("volume not listed", "err", err)
 			continue
 		}
-		out = append(out, contracts.VolumeEntry{Name: m.Name, DBMS: m.DBMS, UseCase: m.UseCase, Loaded: m.Loaded,
-			TimeLoadingS: m.LoadingTimeS, Size: humanBytes(diskUsage(filepath.Join(filepath.Dir(f), "data"))), Class: m.Class})
+		e := contracts.VolumeEntry{Name: m.Name, DBMS: m.DBMS, UseCase: m.UseCase, Loaded: m.Loaded, TimeLoadingS: m.LoadingTimeS, Class: m.Class}
+		if used, err := diskUsage(filepath.Join(filepath.Dir(f), "data")); err == nil {
+			e.Size = humanBytes(used) // else missing, not a partial count
+		}
+		out = append(out, e)
 	}
 	return out, nil
 }
 
-// diskUsage is the bytes the files below dir take on disk.
-func diskUsage(dir string) int64 {
+// diskUsage is the bytes of the files below dir; an error when a file or
+// directory could not be read (the count would be short).
+func diskUsage(dir string) (int64, error) {
 	var n int64
-	_ = filepath.WalkDir(dir, func(_ string, d fs.DirEntry, err error) error {
-		if err == nil && d.Type().IsRegular() {
-			if fi, err := d.Info(); err == nil {
-				n += fi.Size()
+	err := filepath.WalkDir(dir, func(_ string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		if d.Type().IsRegular() {
+			fi, err := d.Info()
+			if err != nil {
+				return err
 			}
+			n += fi.Size()
 		}
 		return nil
 	})
-	return n
+	return n, err
 }
 
 // humanBytes writes n as Kubernetes writes quantities (Ki, Mi, Gi).

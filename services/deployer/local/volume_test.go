@@ -84,6 +84,10 @@ func TestLocalRedisVolume(t *testing.T) {
 	if v := get(addr); v != "kept" {
 		t.Errorf("reused volume: k = %q, want kept", v)
 	}
+	// The Connections' volume lines, as bexhoma's (volume_used: the AOF).
+	if used, _ := d.Info["volume_used"].(string); d.Info["volume"] != "bq-redis-ycsb-0.01" || used == "" || used == "0" {
+		t.Errorf("info volume %v, volume_used %v", d.Info["volume"], d.Info["volume_used"])
+	}
 	entries, err := l.VolumeEntries(ctx)
 	if err != nil || len(entries) != 1 || !entries[0].Loaded || entries[0].DBMS != "Redis" || entries[0].UseCase != "ycsb-0.01" || entries[0].Class != "local" || entries[0].Size == "" {
 		t.Errorf("entries %+v, %v", entries, err)
