@@ -21,8 +21,10 @@ import (
 // pods (the agents' TPC-C engine), and the summary is bexhoma's Benchbase
 // layout with figures that trace back to the stored shard results. Each
 // pool process takes 2 clients (-xnpi 4 over -xnpp 2) and one console
-// connection: the 4 terminals pass only if they hold one connection each
-// and spread evenly over the pool.
+// connection (no exporter runs without -m, so 3 in all): the 4 terminals
+// pass only if they hold one connection each (five each would be 10). That
+// they spread exactly evenly is TestLoadThenRun's (internal/tpcc), on pool
+// processes without the spare.
 func TestTPCCAsBexhomaUsersKnowIt(t *testing.T) {
 	t.Parallel() // its own stack (see the package comment)
 	s := startStack(t)

@@ -81,8 +81,6 @@ func patternKind(field string) string {
 		return "a Kubernetes storage class name (lower-case letters, digits, '-' and '.')"
 	case field == "tsdb.prefix":
 		return "a metric name prefix (a letter, then up to 31 letters, digits or '_')"
-	case strings.HasPrefix(field, "thresholds."):
-		return "an operation name (upper-case letters, '_' and '-', as YCSB prints it)"
 	}
 	return "a Kubernetes quantity such as 4, 500m or 16Gi"
 }

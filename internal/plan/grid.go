@@ -201,7 +201,9 @@ func checkPoolInbound(phases []Phase, pool *contracts.Pool) error {
 
 // CheckPoolInbound is checkPoolInbound for one phase (nil: it fits, or
 // there is no pool). A phase's connections reach the pods as the clients
-// spread them (contracts.PoolAddress: round-robin over the phase).
+// spread them (contracts.PoolAddress: round-robin over the phase); a TPC-C
+// loading shard also queries its progress over one more connection, on its
+// first thread's pod (internal/tpcc.Load).
 func CheckPoolInbound(ph Phase, pool *contracts.Pool) error {
 	if pool == nil {
 		return nil
@@ -214,20 +216,27 @@ func CheckPoolInbound(ph Phase, pool *contracts.Pool) error {
 			perPod[contracts.PoolAddress(i+1, threads, c, len(perPod))]++
 		}
 		conns += threads
+		if sh.TPCC != nil && ph.Kind == contracts.KindLoad {
+			perPod[contracts.PoolAddress(i+1, threads, 0, len(perPod))]++
+			conns++
+		}
 	}
 	busiest := slices.Max(perPod)
 	if busiest <= pool.InboundPerPod() {
 		return nil
 	}
-	threads := "-nbt"
+	threads, per := "-nbt", "one per thread"
 	if ph.Kind == contracts.KindLoad {
 		threads = "-nlt"
+		if len(ph.Shards) > 0 && ph.Shards[0].TPCC != nil {
+			per = "one per thread, and one for each shard's progress"
+		}
 	}
 	if pool.Pods <= 1 {
-		return invalid("pool_inbound", "%d inbound connections are fewer than the %d client connections of phase %s (one per thread): raise -xnpi to at least %d, or lower %s", pool.Inbound, conns, ph.Name, conns, threads)
+		return invalid("pool_inbound", "%d inbound connections are fewer than the %d client connections of phase %s (%s): raise -xnpi to at least %d, or lower %s", pool.Inbound, conns, ph.Name, per, conns, threads)
 	}
-	return invalid("pool_inbound", "%d inbound connections over %d pool pods leave %d a pod, and phase %s opens %d client connections (one per thread), %d on one pod: raise -xnpi to at least %d, or lower %s",
-		pool.Inbound, pool.Pods, pool.InboundPerPod(), ph.Name, conns, busiest, (busiest-1)*pool.Pods+1, threads)
+	return invalid("pool_inbound", "%d inbound connections over %d pool pods leave %d a pod, and phase %s opens %d client connections (%s), %d on one pod: raise -xnpi to at least %d, or lower %s",
+		pool.Inbound, pool.Pods, pool.InboundPerPod(), ph.Name, conns, per, busiest, (busiest-1)*pool.Pods+1, threads)
 }
 
 // poolGrid is the pool loop: pods × inbound × outbound, bexhoma's order.

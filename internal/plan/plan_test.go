@@ -322,6 +322,20 @@ func TestPoolInboundIsCheckedPerPod(t *testing.T) {
 			t.Errorf("32 terminals through 2 pods of 15: %v, want it to say %q", err, want)
 		}
 	}
+	// A TPC-C loading shard queries its progress over one more connection,
+	// on its first thread's pod: 4 loader threads over 2 pods of 2 do not
+	// fit, 2 pods of 3 do.
+	load := func(inbound int) error {
+		_, err := Expand("1", req(contracts.Request{Benchmark: BenchmarkBenchbase, DBMS: []string{"PgBouncer"}, SF: 1,
+			LoadingThreads: ints(4), BenchmarkingThreads: ints(4), PoolPods: ints(2), PoolInbound: ints(inbound)}))
+		return err
+	}
+	if err := load(4); err == nil || !strings.Contains(err.Error(), "one for each shard's progress") || !strings.Contains(err.Error(), "-nlt") {
+		t.Errorf("4 loader threads and the progress query through 2 pods of 2: %v", err)
+	}
+	if err := load(5); err != nil {
+		t.Errorf("through 2 pods of 3: %v", err)
+	}
 	// Shards of unequal threads (64 over 3 pods: 22, 21, 21) still spread
 	// evenly: 32 a pod.
 	_, err = Expand("1", req(contracts.Request{DBMS: []string{"PgBouncer"}, LoadingThreads: ints(8),

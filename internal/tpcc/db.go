@@ -40,7 +40,9 @@ func dsnAt(ep contracts.Endpoint, addr string) string {
 		// binary_parameters: a statement with parameters is parsed, bound
 		// and executed in one round trip, which also keeps an unnamed
 		// statement on one server connection behind a transaction pooler.
-		RawQuery: "sslmode=disable&application_name=benchq-tpcc&binary_parameters=yes",
+		// connect_timeout bounds each connect (seconds), as the engine's
+		// first check did.
+		RawQuery: "sslmode=disable&application_name=benchq-tpcc&binary_parameters=yes&connect_timeout=30",
 	}
 	if ep.Database == "" {
 		u.Path = "/postgres"

@@ -3,7 +3,10 @@ package tpcc
 import (
 	"context"
 	"database/sql/driver"
+	"errors"
 	"sync"
+
+	"github.com/benchq/benchq/contracts"
 )
 
 // A Benchbase terminal holds one connection. go-tpc's per-thread state
@@ -27,6 +30,18 @@ type link struct {
 type shared struct {
 	conn pqConn
 	refs int
+}
+
+// terminalLinks are the links of a shard's n terminals (or loader
+// threads): terminal i on address contracts.PoolAddress(shard, n, i, ·) of
+// ep's Addresses, so that a phase's terminals spread evenly over the pool.
+func terminalLinks(ep contracts.Endpoint, shard, n int) []*link {
+	addrs := len(Addresses(ep))
+	links := make([]*link, n)
+	for i := range links {
+		links[i] = &link{addr: contracts.PoolAddress(shard, n, i, addrs)}
+	}
+	return links
 }
 
 type linkKey struct{}
@@ -103,4 +118,39 @@ func (c *linkedConn) Ping(ctx context.Context) error {
 		c.link.retire(c.sh)
 	}
 	return err
+}
+
+// The calls below retire a connection the driver found broken
+// (driver.ErrBadConn): database/sql then connects again, and must get a
+// new connection, not the broken one (the loader's inserts go through
+// ExecContext, with no ping before them).
+
+func (c *linkedConn) ExecContext(ctx context.Context, query string, args []driver.NamedValue) (driver.Result, error) {
+	r, err := c.pqConn.ExecContext(ctx, query, args)
+	c.retireIfBad(err)
+	return r, err
+}
+
+func (c *linkedConn) QueryContext(ctx context.Context, query string, args []driver.NamedValue) (driver.Rows, error) {
+	r, err := c.pqConn.QueryContext(ctx, query, args)
+	c.retireIfBad(err)
+	return r, err
+}
+
+func (c *linkedConn) BeginTx(ctx context.Context, opts driver.TxOptions) (driver.Tx, error) {
+	tx, err := c.pqConn.BeginTx(ctx, opts)
+	c.retireIfBad(err)
+	return tx, err
+}
+
+func (c *linkedConn) Prepare(query string) (driver.Stmt, error) {
+	st, err := c.pqConn.Prepare(query)
+	c.retireIfBad(err)
+	return st, err
+}
+
+func (c *linkedConn) retireIfBad(err error) {
+	if errors.Is(err, driver.ErrBadConn) {
+		c.link.retire(c.sh)
+	}
 }

@@ -26,7 +26,8 @@ const abandonAfter = 30 * time.Second
 // earlier load, as Benchbase's DDL does) and fills sh.Warehouses warehouses
 // with sh.Terminals loader threads (go-tpc's loader: thread 0 loads the
 // items, warehouses and districts are dealt round-robin), one connection
-// each, spread over the pool's addresses as Prepare spreads terminals. Every
+// each, spread over the pool's addresses as Prepare spreads terminals, and
+// one short connection at a time for the progress reports. Every
 // sh.StatusInterval seconds progress gets the rows inserted so far (from
 // pg_stat_user_tables) and their rate, and once more at the end all rows,
 // counted; ElapsedS differs between the intervals of one load (the agent
@@ -47,14 +48,10 @@ func Load(ctx context.Context, ep contracts.Endpoint, sh contracts.TPCCShard, sh
 	}
 	// One connection a loader thread (its inserts share its state's),
 	// spread over the pool's pods as the terminals are. Thread 0's is
-	// opened first to drop the tables, and kept for thread 0: closing it
-	// and connecting again could meet a pool that has not yet let go of
-	// the first.
-	links := make([]*link, sh.Terminals)
-	addrs := len(Addresses(ep))
-	for i := range links {
-		links[i] = &link{addr: contracts.PoolAddress(shard, sh.Terminals, i, addrs)}
-	}
+	// opened first to drop the tables, and kept for thread 0 and the final
+	// count: closing it and connecting again could meet a pool that has
+	// not yet let go of the first.
+	links := terminalLinks(ep, shard, sh.Terminals)
 	var dropState context.Context
 	if err := safely("drop tpc-c tables", func() error {
 		dropState = wl.InitThread(withLink(ctx, links[0]), 0)
@@ -70,7 +67,11 @@ func Load(ctx context.Context, ep contracts.Endpoint, sh contracts.TPCCShard, sh
 	start := time.Now()
 	loadCtx, cancel := context.WithCancel(ctx)
 	defer cancel()
-	stopProgress := reportLoad(loadCtx, db, start, interval(sh), progress)
+	// The progress query takes a short connection of its own, on thread
+	// 0's address: the plan counts it as one more client of the shard
+	// (plan.CheckPoolInbound).
+	progressCtx := withLink(loadCtx, &link{addr: links[0].addr})
+	stopProgress := reportLoad(progressCtx, db, start, interval(sh), progress)
 	errc := make(chan error, sh.Terminals)
 	for i := range sh.Terminals {
 		go func() {
@@ -105,7 +106,7 @@ func Load(ctx context.Context, ep contracts.Endpoint, sh contracts.TPCCShard, sh
 		}
 		return benchbase.Load{}, fmt.Errorf("tpc-c load: %w", firstErr)
 	}
-	rows, err := countRows(ctx, db)
+	rows, err := countRows(withLink(ctx, links[0]), db) // on the drop's connection: the loaders are done
 	if err != nil {
 		return benchbase.Load{}, fmt.Errorf("tpc-c load: %w", err)
 	}

@@ -79,9 +79,8 @@ func (b *Bench) prepare(ctx context.Context, ep contracts.Endpoint, shard int) e
 	}
 	seed := uint64(time.Now().UnixNano())
 	addrs := Addresses(ep)
-	for id := range sh.Terminals {
-		b.terms = append(b.terms, &terminal{id: id, rng: rand.New(rand.NewPCG(seed, uint64(id))),
-			link: &link{addr: contracts.PoolAddress(shard, sh.Terminals, id, len(addrs))}})
+	for id, l := range terminalLinks(ep, shard, sh.Terminals) {
+		b.terms = append(b.terms, &terminal{id: id, rng: rand.New(rand.NewPCG(seed, uint64(id))), link: l})
 	}
 	if !sh.NewConnection {
 		if err := b.connect(ctx); err != nil {

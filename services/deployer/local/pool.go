@@ -23,13 +23,16 @@ const poolDirPrefix = "pool-"
 // startPgBouncer starts (or finds) the pool's backend (the catalog's
 // PostgreSQL, in data/ as a plain PostgreSQL SUT, schema included) and
 // -xnpp pgbouncer processes in front of it, each with its share of -xnpi
-// inbound (max_client_conn) and -xnpo outbound connections
+// inbound (max_client_conn: the share and one for the exporter's console
+// connection, contracts.Pool.MaxClientConn) and -xnpo outbound connections
 // (default_pool_size, max_db_connections), rounded up as on Kubernetes.
 //
 // The endpoint is the first pgbouncer. With several, the JDBC URL names
-// them all with loadBalanceHosts=true, so that JDBC clients spread their
-// connections over the pool processes as a Kubernetes Service would;
-// clients that use host and port only reach the first.
+// them all with loadBalanceHosts=true, standing in for a Kubernetes Service
+// over the pool's pods; benchq's clients (the YCSB binding, the TPC-C
+// engine) then spread their connections evenly over the processes
+// (contracts.PoolAddress), where a Service picks at random. Clients that
+// use host and port only reach the first.
 func (l *Local) startPgBouncer(ctx context.Context, dir string, entry catalog.Entry, s backend.Spec, password string) (st localState, binary string, err error) {
 	bin, err := localdb.PgBouncerBinary()
 	if err != nil {

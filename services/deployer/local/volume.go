@@ -175,7 +175,9 @@ func (l *Local) attachVolume(ctx context.Context, s backend.Spec, entry catalog.
 		meta = volumeMeta{Name: name, DBMS: owner.Name, UseCase: useCase, CreatedAt: time.Now().UTC(), EmptiedFor: emptiedFor}
 	case err != nil:
 		return nil, err
-	case s.SUT.Storage.Remove && meta.EmptiedFor != s.Code:
+	case s.SUT.Storage.Remove && (meta.EmptiedFor != s.Code || meta.Shape != shape):
+		// Once per experiment, and again for a configuration of another
+		// cluster shape (a grid over -nw), which the data cannot serve.
 		l.log().Info("emptying volume first (-rsr)", "volume", name, "loaded", meta.Loaded)
 		meta = volumeMeta{Name: name, DBMS: owner.Name, UseCase: useCase, CreatedAt: time.Now().UTC(), EmptiedFor: emptiedFor}
 	case !meta.Loaded:
@@ -301,11 +303,17 @@ func (l *Local) VolumeEntries(context.Context) ([]contracts.VolumeEntry, error) 
 func diskUsage(dir string) (int64, error) {
 	var n int64
 	err := filepath.WalkDir(dir, func(_ string, d fs.DirEntry, err error) error {
+		if errors.Is(err, fs.ErrNotExist) {
+			return nil // removed while we walked (a recycled WAL segment): not there
+		}
 		if err != nil {
 			return err
 		}
 		if d.Type().IsRegular() {
 			fi, err := d.Info()
+			if errors.Is(err, fs.ErrNotExist) {
+				return nil
+			}
 			if err != nil {
 				return err
 			}

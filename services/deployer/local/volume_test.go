@@ -200,6 +200,30 @@ func TestLocalRedisClusterVolume(t *testing.T) {
 	if info, err := localdb.RedisCommand(ctx, addr, "CLUSTER", "INFO"); err != nil || !strings.Contains(info, "cluster_state:ok") {
 		t.Errorf("cluster after reuse: %v\n%s", err, info)
 	}
+	if err := l.Teardown(ctx, "c3", "RC"); err != nil {
+		t.Fatal(err)
+	}
+	// A grid over -nw with -rsr: the experiment's -rsr empties the volume
+	// once, and again for a configuration of another shape, which its data
+	// cannot serve (not refused: -rsr asked for a clean copy).
+	rsr := func(conf string, workers int) backend.Spec {
+		s := spec("c4", workers)
+		s.Configuration, s.SUT.Storage.Remove = conf, true
+		teardownAtEnd(t, l, "c4", conf)
+		return s
+	}
+	if d, err = l.Deploy(ctx, rsr("RC-3", 3)); err != nil || !d.Volume.New {
+		t.Fatalf("-rsr, 3 masters: %+v, %v", d.Volume, err)
+	}
+	if err := l.MarkLoaded(ctx, d.Volume.Name, time.Second, "c4", time.Now()); err != nil {
+		t.Fatal(err)
+	}
+	if err := l.Teardown(ctx, "c4", "RC-3"); err != nil {
+		t.Fatal(err)
+	}
+	if d, err = l.Deploy(ctx, rsr("RC-4", 4)); err != nil || !d.Volume.New || d.Volume.Loaded {
+		t.Errorf("-rsr, then 4 masters in the same experiment: %+v, %v; want emptied", d.Volume, err)
+	}
 }
 
 // PgBouncer's data is its backend's: a PgBouncer configuration on a volume

@@ -128,11 +128,14 @@ def test_loading_skipped_on_a_persisted_volume_is_said_not_failed(tables):
     s = summarize(experiment(tables))
     t = _test(s, "loading_throughput")
     assert t.passed and t.text == f"Loading Phase: skipped, nothing to test ({reason})"
+    e = _test(s, "loading_errors")
+    assert e.passed and e.text == f"Loading Phase: skipped, nothing to test ({reason})"
     assert f"Phase {load['phase']} skipped: {reason}" in s.workflow.notes
     # The Loading section says why it has no rows, not only "(no data)".
     assert f"#### Per Run\n\n(no data)\n* Loading skipped: {reason}\n" in render.markdown(s)
     load.update(status="done", reason=None)
     assert not _test(summarize(experiment(tables)), "loading_throughput").passed
+    assert not _test(summarize(experiment(tables)), "loading_errors").passed
 
 
 def test_a_metrics_workload_has_no_scale_factor(tables):
