@@ -438,6 +438,10 @@ def test_workload_says_what_bexhoma_says(tables):
     md = render.markdown(summarize(experiment(tables)))
     assert "  * System metrics are monitored by the deployer's process exporter." in md
     assert "  * Application metrics are monitored by exporter processes beside the SUT." in md
+    # A local volume is a directory: no size claimed (the notes say -rss was ignored).
+    assert (
+        "  * Database is persisted to a volume of type shared. Persistent storage is removed at experiment start." in md
+    )
 
 
 def test_connections_list_workers_args_and_resources(tables):

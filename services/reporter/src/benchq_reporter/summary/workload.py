@@ -84,7 +84,7 @@ def build_workload(data: ExperimentData) -> Workload:
         estimated_s=plan.estimated_s,
         backend=backend,
         monitoring_lines=monitoring_lines(s, backend),
-        placement_lines=placement_lines(s, loading=any(p.kind == KIND.load for p in plan.phases)),
+        placement_lines=placement_lines(s, loading=any(p.kind == KIND.load for p in plan.phases), backend=backend),
         pooling_line=pooling_line(s),
         notes=list(s.notes),
         tsdb=dict(s.tsdb),
@@ -114,8 +114,9 @@ def monitoring_lines(s: Settings, backend: str | None) -> list[str]:
     return out
 
 
-def placement_lines(s: Settings, loading: bool) -> list[str]:
-    """bexhoma's Workload lines on the nodes and the database's storage."""
+def placement_lines(s: Settings, loading: bool, backend: str | None = None) -> list[str]:
+    """bexhoma's Workload lines on the nodes and the database's storage. On the local backend a volume
+    has no size (a directory; the notes say -rss was ignored), so the line names none."""
     out = []
     if loading and s.nodes.get("loading"):
         out.append(f"Loading is fixed to {s.nodes['loading']}.")
@@ -124,6 +125,8 @@ def placement_lines(s: Settings, loading: bool) -> list[str]:
     if s.nodes.get("sut"):
         out.append(f"SUT is fixed to {s.nodes['sut']}.")
     storage_class, size = s.storage.get("class"), s.storage.get("size")
+    if backend == BACKEND.local and storage_class:
+        size = None
     if storage_class and size:
         line = f"Database is persisted to disk of type {storage_class} and size {size}."
         if s.storage.get("remove"):
