@@ -7,12 +7,15 @@ import (
 	"math"
 	"os"
 	"path/filepath"
+	"sort"
 	"strconv"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/prometheus/procfs"
 )
 
 // cpuGroup is a cgroup (v1 cpu controller, or v2) holding processes to a
@@ -85,6 +88,93 @@ func (q *cpuGroup) add(t *testing.T, pid int) {
 	}
 }
 
+// cpuTrace is the CPU time of the processes in a cgroup, sampled every
+// 100 ms from /proc (all their threads), until the test ends: what the
+// throttled SUT itself spent, read beside benchq and independently of it.
+type cpuTrace struct {
+	mu   sync.Mutex
+	at   []time.Time
+	secs []float64
+}
+
+func (q *cpuGroup) trace(t *testing.T) *cpuTrace {
+	tr := &cpuTrace{}
+	done, stopped := make(chan struct{}), make(chan struct{})
+	go func() {
+		defer close(stopped)
+		tick := time.NewTicker(100 * time.Millisecond)
+		defer tick.Stop()
+		for {
+			if secs, ok := q.cpuSeconds(); ok {
+				tr.mu.Lock()
+				tr.at, tr.secs = append(tr.at, time.Now()), append(tr.secs, secs)
+				tr.mu.Unlock()
+			}
+			select {
+			case <-done:
+				return
+			case <-tick.C:
+			}
+		}
+	}()
+	t.Cleanup(func() { close(done); <-stopped })
+	return tr
+}
+
+// cpuSeconds sums the CPU seconds of the group's processes; false when it
+// has none.
+func (q *cpuGroup) cpuSeconds() (float64, bool) {
+	data, err := os.ReadFile(filepath.Join(q.dir, "cgroup.procs"))
+	if err != nil {
+		return 0, false
+	}
+	var sum float64
+	n := 0
+	for _, field := range strings.Fields(string(data)) {
+		pid, err := strconv.Atoi(field)
+		if err != nil {
+			continue
+		}
+		p, err := procfs.NewProc(pid)
+		if err != nil {
+			continue
+		}
+		st, err := p.Stat()
+		if err != nil {
+			continue
+		}
+		sum += st.CPUTime()
+		n++
+	}
+	return sum, n > 0
+}
+
+// share is the CPU the group's processes spent from from to to, as a share
+// of percent % of one CPU (their quota), interpolated between samples;
+// false when the samples do not cover the window or a process of the group
+// ended inside it (its time leaves the sum).
+func (tr *cpuTrace) share(from, to time.Time, percent int) (float64, bool) {
+	tr.mu.Lock()
+	defer tr.mu.Unlock()
+	if len(tr.at) < 2 || from.Before(tr.at[0]) || to.After(tr.at[len(tr.at)-1]) || !to.After(from) {
+		return 0, false
+	}
+	at := func(x time.Time) float64 {
+		k := sort.Search(len(tr.at), func(i int) bool { return !tr.at[i].Before(x) })
+		if k == 0 {
+			return tr.secs[0]
+		}
+		d := tr.at[k].Sub(tr.at[k-1]).Seconds()
+		return tr.secs[k-1] + (tr.secs[k]-tr.secs[k-1])*x.Sub(tr.at[k-1]).Seconds()/d
+	}
+	for k := 1; k < len(tr.at); k++ {
+		if tr.at[k].After(from) && !tr.at[k-1].After(to) && tr.secs[k] < tr.secs[k-1] {
+			return 0, false
+		}
+	}
+	return (at(to) - at(from)) / to.Sub(from).Seconds() / (float64(percent) / 100), true
+}
+
 // throttled starts a benchmark's experiment args (detached) and puts its
 // SUT under q as soon as it runs, then waits for the end and returns the
 // summary.
@@ -112,12 +202,19 @@ func (s *stack) throttled(t *testing.T, q *cpuGroup, benchmark, code string, tim
 }
 
 // TestSaturationFindsTheKneeOfAThrottledRedis: a saturation search on the
-// embedded stack against a Redis held to 5 % of a CPU finds its knee in
-// bounded time, and the knee lies between 80 % and 135 % of what the same
-// throttled Redis sustains when nothing holds the drivers back (a closed-loop phase
-// with the search's threads, no target: its capacity, measured
-// independently).
-// Every step's figures trace back to the stored results.
+// embedded stack against a Redis held to 5 % of a CPU ends as a search
+// must, in bounded time, at a load the SUT itself could not serve: the
+// throttled Redis spent its whole quota during the first failing step
+// (read from /proc beside benchq, not from benchq's figures). Every step's
+// figures trace back to the stored results; the summary, the HTML report
+// and the dashboards show the knee.
+//
+// Where the knee lies against the Redis's capacity measured independently
+// (a closed-loop phase flat out) is a figure of the machine, printed by
+// make bench-saturation (TestSaturationRepeats), not asserted here: on 2
+// shared cores the quota serves 20-40 % more or less while the search
+// runs than around it, and bounds on that failed 7 of 21 runs
+// (docs/saturation.md).
 //
 // It runs beside the other parallel tests, its stack in a cgroup of ten
 // times the others' CPU weight: the search needs about a third of the two
@@ -125,62 +222,77 @@ func (s *stack) throttled(t *testing.T, q *cpuGroup, benchmark, code string, tim
 func TestSaturationFindsTheKneeOfAThrottledRedis(t *testing.T) {
 	t.Parallel() // its own stack, with precedence (see the package comment)
 	q := newCPUQuota(t, 5)
+	sutCPU := q.trace(t)
 	s := startStackIn(t, newCPUPriority(t))
-	base := []string{"-dbms", "Redis", "-sf", "0.01", "-xwl", "c", "-nlp", "1", "-nlt", "4", "-nbp", "1"}
-
-	// The limit: the search's driver shape (1 shard, 16 threads) without a
-	// target for 15 s, closed loop — as much as the throttled Redis serves
-	// — before and after the search, averaged. (32 threads measured 5,238
-	// and then 4,217 ops/s: more connections cost a throttled Redis more
-	// CPU per operation; 16 threads measured 5,185 and 4,978.)
-	capacity := func(n int) float64 {
-		code := fmt.Sprintf("e2e-satcap%d-%d", n, time.Now().Unix())
-		out := s.throttled(t, q, "ycsb", code, 3*time.Minute, append(base, "-nbt", "16", "-xtb", "0", "-xop", "10", "-xsd", "0.25", "run")...)
-		return cell(t, out, "#### Per Phase", "Redis-4-1-0-1-1", "Goodput common window(ops/sec)")
-	}
-	before := capacity(1)
 
 	// The search: from 500 ops/s, 10 s steps, 2 % precision.
 	code := fmt.Sprintf("e2e-sat-%d", time.Now().Unix())
 	start := time.Now()
-	out := s.throttled(t, q, "ycsb", code, 10*time.Minute, append(base, "-nbt", "16", "-xtb", "500", "-xsat", "-xsats", "10", "-xsatprec", "2", "-tr", "run")...)
+	out := s.throttled(t, q, "ycsb", code, 10*time.Minute, saturationArgs("Redis", "500", 2)...)
 	t.Logf("the search took %s", time.Since(start).Round(time.Second))
 	checkSummary(t, out, "### Saturation", "#### Steps", "maximum sustainable throughput", "* TEST passed: Workflow as planned")
-	after := []float64{capacity(2), capacity(3)}
-	t.Logf("capacity of Redis under a 5 %% CPU quota: %.0f ops/s before the search, %.0f and %.0f after", before, after[0], after[1])
 
-	// The capacity itself drifts while the search runs (2,015 ops/s before
-	// and 1,796 after on one run, 11 %; 1,729 and 1,981 on another, 15 %: a
-	// throttled process's share depends on what else the machine does), and
-	// the open-loop knee lands on either side of the closed-loop capacity
-	// (−9.3 … +14.7 % in the runs of docs/saturation.md), so the knee is
-	// held below to 25 % of the range the measurements span: a search that
-	// stops early or overshoots still fails. (20 % until a CI run of
-	// 2026-11-28: a knee of 2,204 against 2,814 before and 3,344 and 2,816
-	// after, while the search's own flat-out step achieved 2,545: the
-	// quota served less during the search than around it.) The measurement before the
-	// search runs while the other tests start their stacks, the busiest
-	// time of the package: a knee of 5,152 ops/s against 3,515 before and
-	// 4,256 after failed once (2026-11-27), so the capacity is measured
-	// twice after it. Above the range the knee may go further, to 35 %:
-	// the closed-loop capacity is a lower bound under the other tests'
-	// load (its 16 threads re-issue only as fast as their starved JVM
-	// runs, and the throttled Redis then idles inside its quota), and the
-	// open-loop knee came 21 and 26 % above the highest of them in two CI
-	// runs (2026-11-27), never more than 12 % below the lowest.
 	k := s.knee(t, code)
-	goodput, offered, firstBad, steps := k.goodput, k.offered, k.firstBad, k.steps
-	low, high := min(before, after[0], after[1]), max(before, after[0], after[1])
-	t.Logf("knee %.0f ops/s (offered %d, first failing %d) after %d steps; capacity %.0f–%.0f ops/s", goodput, offered, firstBad, steps, low, high)
-	if goodput < 0.75*low || goodput > 1.35*high {
-		t.Errorf("knee %.0f ops/s is not between 75 %% of the throttled Redis's lowest capacity and 135 %% of its highest (%.0f before the search, %.0f and %.0f after)", goodput, before, after[0], after[1])
+	t.Logf("knee %.0f ops/s (offered %d, first failing %d) after %d steps", k.goodput, k.offered, k.firstBad, k.steps)
+	if k.offered < 2*500 {
+		t.Errorf("the search never rose above its first load (knee at offered %d): a Redis at 5 %% of a CPU serves more than 1,000 ops/s", k.offered)
 	}
-	if firstBad == 0 || float64(firstBad-offered) > 0.02*float64(offered)+1 {
-		t.Errorf("the knee is bracketed by %d (passed) and %d (failed): not within the 2 %% asked", offered, firstBad)
+	if k.firstBad == 0 || float64(k.firstBad-k.offered) > 0.02*float64(k.offered)+1 {
+		t.Errorf("the knee is bracketed by %d (passed) and %d (failed): not within the 2 %% asked", k.offered, k.firstBad)
 	}
-	if !strings.Contains(out, fmt.Sprintf("maximum sustainable throughput %s ops/s", thousands(goodput))) {
-		t.Errorf("the summary does not print the stored knee %.0f ops/s", goodput)
+	if !strings.Contains(out, fmt.Sprintf("maximum sustainable throughput %s ops/s", thousands(k.goodput))) {
+		t.Errorf("the summary does not print the stored knee %.0f ops/s", k.goodput)
 	}
+
+	// The stored steps agree with the knee and with their own figures:
+	//   - a step passed exactly when its goodput was at least 95 % of the
+	//     offered load and its error share at most 1 % (the defaults of
+	//     min_achieved and -max-errors; no -xsatp99), its goodput being
+	//     traced to the raw results below: the knee lies where the
+	//     measured goodput stopped keeping up, wherever the machine puts it;
+	//   - the knee is the highest passing step, and a step at the first
+	//     failing load failed;
+	//   - during that step the throttled Redis spent its quota (/proc): the
+	//     search stopped where the SUT, not the drivers, ran out.
+	var failedAtFirstBad bool
+	s.withDB(t, func(ctx context.Context, conn *pgx.Conn) {
+		rows, err := conn.Query(ctx, `SELECT step, offered, goodput, error_share, verdict, steady_from, steady_to FROM saturation_steps
+			WHERE code = $1 AND role = 'step' ORDER BY step`, code)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer rows.Close()
+		for rows.Next() {
+			var step, offered int
+			var goodput, errorShare float64
+			var verdict string
+			var from, to *time.Time
+			if err := rows.Scan(&step, &offered, &goodput, &errorShare, &verdict, &from, &to); err != nil {
+				t.Fatal(err)
+			}
+			share, measured := 0.0, false
+			if from != nil && to != nil {
+				share, measured = sutCPU.share(*from, *to, 5)
+			}
+			t.Logf("step %d: offered %d, goodput %.0f, %s; the throttled Redis spent %.1f %% of its quota (measured: %v)", step, offered, goodput, verdict, 100*share, measured)
+			if keptUp := goodput >= 0.95*float64(offered) && errorShare <= 1; keptUp != (verdict == "pass") {
+				t.Errorf("step %d: goodput %.0f ops/s at %d offered, %.2f %% errors, judged %s", step, goodput, offered, errorShare, verdict)
+			}
+			if verdict == "pass" && offered > k.offered {
+				t.Errorf("step %d passed at %d ops/s, above the knee's %d", step, offered, k.offered)
+			}
+			if offered == k.firstBad && verdict != "pass" {
+				failedAtFirstBad = true
+				if !measured || share < 0.90 {
+					t.Errorf("step %d failed at %d ops/s while the throttled Redis spent %.1f %% of its quota (measured: %v): the search stopped before the SUT ran out", step, offered, 100*share, measured)
+				}
+			}
+		}
+	})
+	if !failedAtFirstBad {
+		t.Errorf("no stored step failed at the first failing load %d", k.firstBad)
+	}
+
 	// The HTML report draws both saturation plots, and the dashboards'
 	// saturation panels have rows for this experiment.
 	report := filepath.Join(t.TempDir(), "report.html")
@@ -266,6 +378,14 @@ func interpolate(xs, ys []float64, x float64) float64 {
 	return ys[len(ys)-1]
 }
 
+// saturationArgs is the search both saturation tests run: 1 shard of 16
+// threads reading (workload c) from the offered load from, in 10 s steps,
+// to precision %.
+func saturationArgs(dbms, from string, precision float64) []string {
+	return []string{"-dbms", dbms, "-sf", "0.01", "-xwl", "c", "-nlp", "1", "-nlt", "4", "-nbp", "1", "-nbt", "16",
+		"-xtb", from, "-xsat", "-xsats", "10", "-xsatprec", strconv.FormatFloat(precision, 'f', -1, 64), "-tr", "run"}
+}
+
 // knee is a search's result as stored.
 type knee struct {
 	goodput                  float64
@@ -288,11 +408,14 @@ func (s *stack) knee(t *testing.T, code string) knee {
 // TestSaturationRepeats is make bench-saturation (BENCHQ_SATURATION_BENCH=1):
 // two searches each for Redis held to 5 % of a CPU and for PostgreSQL on
 // the machine as it is, with the time each took and whether the two knees
-// agree within the precision asked (5 %). The agreement is printed, never
-// asserted (how reproducible a knee is on a machine is a figure, not a
-// test); what fails it is a search that did not end as a search must: no
-// knee stored, a knee above its offered load or at or above its first
-// failing load, fewer than two steps.
+// agree within the precision asked (5 %). For the throttled Redis it also
+// measures its capacity flat out (closedLoopCapacity) before, between and
+// after the searches, and prints how far each knee lies from the range
+// those span. Both are printed, never asserted (how reproducible a knee
+// is on a machine, and how close it comes to a closed-loop capacity, are
+// figures, not tests); what fails it is a search that did not end as one
+// must: no knee stored, a knee above its offered load or at or above its
+// first failing load, fewer than two steps.
 func TestSaturationRepeats(t *testing.T) {
 	if os.Getenv("BENCHQ_SATURATION_BENCH") == "" {
 		t.Skip("make bench-saturation runs it (BENCHQ_SATURATION_BENCH=1)")
@@ -303,27 +426,32 @@ func TestSaturationRepeats(t *testing.T) {
 	for _, c := range []struct {
 		dbms      string
 		throttled bool
-		from      string
-	}{{"Redis", true, "500"}, {"PostgreSQL", false, "500"}} {
+	}{{"Redis", true}, {"PostgreSQL", false}} {
 		var knees []knee
+		var capacities []float64
+		if c.throttled {
+			capacities = append(capacities, s.closedLoopCapacity(t, q, 0))
+		}
 		for run := 1; run <= 2; run++ {
 			code := fmt.Sprintf("bench-sat-%s-%d-%d", strings.ToLower(c.dbms), run, time.Now().Unix())
-			args := []string{"-dbms", c.dbms, "-sf", "0.01", "-xwl", "c", "-nlp", "1", "-nlt", "4", "-nbp", "1", "-nbt", "16",
-				"-xtb", c.from, "-xsat", "-xsats", "10", "-xsatprec", fmt.Sprint(precision), "run"}
+			args := saturationArgs(c.dbms, "500", precision)
 			start := time.Now()
 			if c.throttled {
 				s.throttled(t, q, "ycsb", code, 15*time.Minute, args...)
 			} else {
 				s.cli(t, 15*time.Minute, append([]string{"ycsb", "-e", code}, args...)...)
 			}
+			took := time.Since(start).Round(time.Second)
 			k := s.knee(t, code)
 			if k.steps < 2 || k.offered <= 0 || k.goodput <= 0 || k.goodput > float64(k.offered) || (k.firstBad != 0 && k.firstBad <= k.offered) {
 				t.Errorf("%s: a search that did not end as one must: knee %.0f ops/s at offered %d, first failing %d, %d steps", code, k.goodput, k.offered, k.firstBad, k.steps)
 			}
 			knees = append(knees, k)
 			t.Logf("   %-10s run %d (%s): knee %s ops/s (offered %d, first failing %d), %d steps, %s",
-				c.dbms, run, map[bool]string{true: "5 % CPU quota", false: "unthrottled"}[c.throttled], thousands(k.goodput), k.offered, k.firstBad, k.steps,
-				time.Since(start).Round(time.Second))
+				c.dbms, run, map[bool]string{true: "5 % CPU quota", false: "unthrottled"}[c.throttled], thousands(k.goodput), k.offered, k.firstBad, k.steps, took)
+			if c.throttled {
+				capacities = append(capacities, s.closedLoopCapacity(t, q, run))
+			}
 		}
 		diff := 100 * math.Abs(knees[0].goodput-knees[1].goodput) / math.Max(knees[0].goodput, knees[1].goodput)
 		verdict := "agree"
@@ -331,7 +459,37 @@ func TestSaturationRepeats(t *testing.T) {
 			verdict = "DO NOT agree"
 		}
 		t.Logf("   %-10s the two knees differ by %.1f %%: they %s within the %g %% precision", c.dbms, diff, verdict, precision)
+		if c.throttled {
+			for run, k := range knees {
+				// The capacities measured right before and right after this run.
+				low, high := min(capacities[run], capacities[run+1]), max(capacities[run], capacities[run+1])
+				off := 0.0
+				switch {
+				case k.goodput < low:
+					off = 100 * (k.goodput - low) / low
+				case k.goodput > high:
+					off = 100 * (k.goodput - high) / high
+				}
+				t.Logf("   %-10s run %d: knee %s ops/s against a capacity flat out of %s before and %s after: %+.1f %% outside that range",
+					c.dbms, run+1, thousands(k.goodput), thousands(capacities[run]), thousands(capacities[run+1]), off)
+			}
+		}
 	}
+}
+
+// closedLoopCapacity is what the Redis under q serves flat out: the
+// searches' driver shape (1 shard, 16 threads) without a target for 15 s,
+// closed loop, its goodput over the common window. (32 threads measured
+// 5,238 and then 4,217 ops/s: more connections cost a throttled Redis more
+// CPU per operation; 16 threads measured 5,185 and 4,978.) Under other
+// load it is a lower bound: its threads re-issue only as fast as their
+// JVM runs, and the throttled Redis then idles inside its quota.
+func (s *stack) closedLoopCapacity(t *testing.T, q *cpuGroup, n int) float64 {
+	t.Helper()
+	code := fmt.Sprintf("bench-satcap%d-%d", n, time.Now().Unix())
+	out := s.throttled(t, q, "ycsb", code, 3*time.Minute, "-dbms", "Redis", "-sf", "0.01", "-xwl", "c", "-nlp", "1", "-nlt", "4", "-nbp", "1",
+		"-nbt", "16", "-xtb", "0", "-xop", "10", "-xsd", "0.25", "run")
+	return cell(t, out, "#### Per Phase", "Redis-4-1-0-1-1", "Goodput common window(ops/sec)")
 }
 
 // thousands formats x as the summary does (1,234).
