@@ -193,3 +193,25 @@ func TestForSubject(t *testing.T) {
 		t.Error("unknown subject accepted")
 	}
 }
+
+// A phase's connections spread round-robin over the pool, shard after
+// shard; a TPC-C loading shard's progress connection goes to its first
+// thread's address.
+func TestShardPoolAddresses(t *testing.T) {
+	for _, c := range []struct {
+		shard, threads, n int
+		progress          bool
+		want              []int
+	}{
+		{1, 3, 2, false, []int{0, 1, 0}},
+		{2, 3, 2, false, []int{1, 0, 1}}, // shard 2 goes on where shard 1 stopped
+		{2, 3, 2, true, []int{1, 0, 1, 1}},
+		{1, 4, 3, true, []int{0, 1, 2, 0, 0}},
+		{3, 2, 1, true, []int{0, 0, 0}}, // one address: all on it
+		{1, 0, 2, true, []int{}},
+	} {
+		if got := ShardPoolAddresses(c.shard, c.threads, c.n, c.progress); !reflect.DeepEqual(got, c.want) {
+			t.Errorf("ShardPoolAddresses(%d, %d, %d, %v) = %v, want %v", c.shard, c.threads, c.n, c.progress, got, c.want)
+		}
+	}
+}

@@ -236,6 +236,23 @@ func PoolAddress(shard, threads, i, n int) int {
 	return (max(shard-1, 0)*max(threads, 1) + i) % n
 }
 
+// ShardPoolAddresses is the pool address (of n) of each client connection
+// a shard (from 1) of threads holds at once: one per thread, spread by
+// PoolAddress, and for a TPC-C loading shard (loadProgress) one more, its
+// progress query's, on thread 0's address. The TPC-C engine connects so
+// (internal/tpcc) and the plan counts each pool pod's clients so
+// (plan.CheckPoolInbound).
+func ShardPoolAddresses(shard, threads, n int, loadProgress bool) []int {
+	out := make([]int, 0, threads+1)
+	for i := range threads {
+		out = append(out, PoolAddress(shard, threads, i, n))
+	}
+	if loadProgress && threads > 0 {
+		out = append(out, out[0])
+	}
+	return out
+}
+
 // SUTSpec is the shape of one configuration's SUT, computed by the plan.
 type SUTSpec struct {
 	Workers        int         `json:"workers,omitempty"`

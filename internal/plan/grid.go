@@ -201,9 +201,8 @@ func checkPoolInbound(phases []Phase, pool *contracts.Pool) error {
 
 // CheckPoolInbound is checkPoolInbound for one phase (nil: it fits, or
 // there is no pool). A phase's connections reach the pods as the clients
-// spread them (contracts.PoolAddress: round-robin over the phase); a TPC-C
-// loading shard also queries its progress over one more connection, on its
-// first thread's pod (internal/tpcc.Load).
+// spread them (contracts.ShardPoolAddresses: round-robin over the phase,
+// and a TPC-C loading shard's progress query on its first thread's pod).
 func CheckPoolInbound(ph Phase, pool *contracts.Pool) error {
 	if pool == nil {
 		return nil
@@ -211,15 +210,11 @@ func CheckPoolInbound(ph Phase, pool *contracts.Pool) error {
 	perPod := make([]int, max(pool.Pods, 1))
 	conns := 0
 	for i, sh := range ph.Shards {
-		threads := sh.Threads()
-		for c := range threads {
-			perPod[contracts.PoolAddress(i+1, threads, c, len(perPod))]++
+		addrs := contracts.ShardPoolAddresses(i+1, sh.Threads(), len(perPod), sh.TPCC != nil && ph.Kind == contracts.KindLoad)
+		for _, a := range addrs {
+			perPod[a]++
 		}
-		conns += threads
-		if sh.TPCC != nil && ph.Kind == contracts.KindLoad {
-			perPod[contracts.PoolAddress(i+1, threads, 0, len(perPod))]++
-			conns++
-		}
+		conns += len(addrs)
 	}
 	busiest := slices.Max(perPod)
 	if busiest <= pool.InboundPerPod() {

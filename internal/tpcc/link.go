@@ -33,13 +33,15 @@ type shared struct {
 }
 
 // terminalLinks are the links of a shard's n terminals (or loader
-// threads): terminal i on address contracts.PoolAddress(shard, n, i, ·) of
-// ep's Addresses, so that a phase's terminals spread evenly over the pool.
-func terminalLinks(ep contracts.Endpoint, shard, n int) []*link {
-	addrs := len(Addresses(ep))
-	links := make([]*link, n)
-	for i := range links {
-		links[i] = &link{addr: contracts.PoolAddress(shard, n, i, addrs)}
+// threads), on ep's Addresses as contracts.ShardPoolAddresses spreads them
+// (terminal i on PoolAddress(shard, n, i, ·)), so that a phase's terminals
+// spread evenly over the pool; with loadProgress, one more after them for
+// a load's progress query.
+func terminalLinks(ep contracts.Endpoint, shard, n int, loadProgress bool) []*link {
+	addrs := contracts.ShardPoolAddresses(shard, n, len(Addresses(ep)), loadProgress)
+	links := make([]*link, len(addrs))
+	for i, a := range addrs {
+		links[i] = &link{addr: a}
 	}
 	return links
 }

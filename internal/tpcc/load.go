@@ -51,7 +51,7 @@ func Load(ctx context.Context, ep contracts.Endpoint, sh contracts.TPCCShard, sh
 	// opened first to drop the tables, and kept for thread 0 and the final
 	// count: closing it and connecting again could meet a pool that has
 	// not yet let go of the first.
-	links := terminalLinks(ep, shard, sh.Terminals)
+	links := terminalLinks(ep, shard, sh.Terminals, true)
 	var dropState context.Context
 	if err := safely("drop tpc-c tables", func() error {
 		dropState = wl.InitThread(withLink(ctx, links[0]), 0)
@@ -67,10 +67,10 @@ func Load(ctx context.Context, ep contracts.Endpoint, sh contracts.TPCCShard, sh
 	start := time.Now()
 	loadCtx, cancel := context.WithCancel(ctx)
 	defer cancel()
-	// The progress query takes a short connection of its own, on thread
-	// 0's address: the plan counts it as one more client of the shard
-	// (plan.CheckPoolInbound).
-	progressCtx := withLink(loadCtx, &link{addr: links[0].addr})
+	// The progress query takes a short connection of its own, on the
+	// address contracts.ShardPoolAddresses gives it (thread 0's): the plan
+	// counts it as one more client of the shard there.
+	progressCtx := withLink(loadCtx, links[sh.Terminals])
 	stopProgress := reportLoad(progressCtx, db, start, interval(sh), progress)
 	errc := make(chan error, sh.Terminals)
 	for i := range sh.Terminals {

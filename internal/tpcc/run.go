@@ -79,7 +79,7 @@ func (b *Bench) prepare(ctx context.Context, ep contracts.Endpoint, shard int) e
 	}
 	seed := uint64(time.Now().UnixNano())
 	addrs := Addresses(ep)
-	for id, l := range terminalLinks(ep, shard, sh.Terminals) {
+	for id, l := range terminalLinks(ep, shard, sh.Terminals, false) {
 		b.terms = append(b.terms, &terminal{id: id, rng: rand.New(rand.NewPCG(seed, uint64(id))), link: l})
 	}
 	if !sh.NewConnection {
