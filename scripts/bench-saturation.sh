@@ -3,7 +3,9 @@
 # asserted (e2e/saturation_test.go, TestSaturationRepeats): two saturation
 # searches each for Redis held to 5 % of a CPU (a cgroup quota; needs root)
 # and for PostgreSQL as the machine runs it, with the knees, their steps and
-# time, and whether the two knees agree within the 5 % precision asked.
+# time, and whether the two knees agree within the 5 % precision asked; and
+# how far each Redis knee lies from the throttled Redis's capacity flat out
+# (a closed-loop phase), measured right before and right after its search.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 echo "== machine: $(nproc) cores, $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | xargs), $(free -g | awk '/Mem:/{print $2}') GiB RAM, load $(cut -d' ' -f1 /proc/loadavg)"
