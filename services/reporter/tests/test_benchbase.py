@@ -20,7 +20,10 @@ from benchq_reporter.summary import checks, latency, render
 
 REPO = Path(__file__).resolve().parents[3]
 BENCHBASE_FIXTURE = REPO / "internal" / "benchbase" / "testdata"
+# The two benchmarking phases as stored, and their rows as bexhoma names them (the
+# configuration without its repetition, then the client).
 RUN1, RUN2 = "PostgreSQL-2-1-400-1-1", "PostgreSQL-2-1-400-1-2"
+ROW1, ROW2 = "PostgreSQL-2-1-400-1", "PostgreSQL-2-1-400-2"
 
 
 @pytest.fixture
@@ -85,15 +88,15 @@ def test_aggregated_p95_is_the_merged_histograms_not_max_or_mean(tpcc):
     alls = ops[(ops["phase"] == RUN2) & (ops["operation"] == bb.ALL)]
     merged = latency.merge(alls["histogram"])
     assert merged.get_total_count() == alls["count"].sum()
-    row = s.aggregated.set_index("DBMS").loc[RUN2]
+    row = s.aggregated.set_index("DBMS").loc[ROW2]
     assert row[bb.P95] == latency.value_at_percentile(merged, 95)
-    pods = s.per_pod[s.per_pod["DBMS"].str.startswith(RUN2)][bb.P95]
+    pods = s.per_pod[s.per_pod["DBMS"].str.startswith(ROW2)][bb.P95]
     assert row[bb.P95] not in (pods.max(), pods.mean())
     # The average is the request-weighted mean (exact), not the mean of the averages.
     assert row[bb.AVG] == pytest.approx((alls["avg_us"] * alls["count"]).sum() / alls["count"].sum())
     # One pod: its own figures.
-    one = s.aggregated.set_index("DBMS").loc[RUN1]
-    pod = s.per_pod.set_index("DBMS").loc[RUN1 + "-1"]
+    one = s.aggregated.set_index("DBMS").loc[ROW1]
+    pod = s.per_pod.set_index("DBMS").loc[ROW1 + "-1"]
     assert (one[bb.P95], one[bb.AVG]) == (pod[bb.P95], pod[bb.AVG])
 
 
@@ -105,20 +108,20 @@ def test_throughput_is_over_the_common_window(tpcc):
     starts = pd.to_datetime(shards.loc[RUN2, "first_op_at"], utc=True)
     ends = starts + pd.to_timedelta(shards.loc[RUN2, "runtime_ms"], unit="ms")
     window = (ends.max() - starts.min()).total_seconds()
-    row = s.aggregated.set_index("DBMS").loc[RUN2]
+    row = s.aggregated.set_index("DBMS").loc[ROW2]
     assert row["time"] == pytest.approx(window)
     assert row[bb.THROUGHPUT] == pytest.approx(alls["count"].sum() / window)
     assert row[bb.GOODPUT] == pytest.approx(sum(rc["OK"] for rc in alls["return_codes"]) / window)
     assert (row["terminals"], row["target"], row["pod_count"], row["num_errors"]) == (4, 400, 2, 0)
     # With one pod the window is the pod's: the aggregate is the pod's rate.
-    one = s.aggregated.set_index("DBMS").loc[RUN1]
-    assert one[bb.THROUGHPUT] == pytest.approx(s.per_pod.set_index("DBMS").loc[RUN1 + "-1", bb.THROUGHPUT])
-    assert set(s.skew_ms) == {RUN2}
+    one = s.aggregated.set_index("DBMS").loc[ROW1]
+    assert one[bb.THROUGHPUT] == pytest.approx(s.per_pod.set_index("DBMS").loc[ROW1 + "-1", bb.THROUGHPUT])
+    assert set(s.skew_ms) == {ROW2}
 
 
 def test_per_pod_goodput_and_loading(tpcc):
     s = summary_of(tpcc)
-    pod = s.per_pod.set_index("DBMS").loc[RUN2 + "-2"]
+    pod = s.per_pod.set_index("DBMS").loc[ROW2 + "-2"]
     assert pod[bb.GOODPUT] == pytest.approx(pod[bb.THROUGHPUT])  # no failed request in this run
     assert (pod["client"], pod["child"], pod["time"]) == (2, 2, 10.0)
     load = next(r for r in tpcc["shard_results"] if r["kind"] == "load")
@@ -133,9 +136,9 @@ def test_without_a_histogram_the_p95_is_an_upper_bound(tpcc):
         if op["phase"] == RUN2 and op["shard"] == 2:
             op["histogram"] = None
     s = summary_of(tpcc)
-    pods = s.per_pod[s.per_pod["DBMS"].str.startswith(RUN2)][bb.P95]
-    assert s.aggregated.set_index("DBMS").loc[RUN2, bb.P95] == pods.max()
-    assert bb.UPPER_BOUND_NOTE.format(phases=RUN2) in s.notes
+    pods = s.per_pod[s.per_pod["DBMS"].str.startswith(ROW2)][bb.P95]
+    assert s.aggregated.set_index("DBMS").loc[ROW2, bb.P95] == pods.max()
+    assert bb.UPPER_BOUND_NOTE.format(phases=ROW2) in s.notes
 
 
 def test_without_first_request_times_throughput_is_the_sum(tpcc):
@@ -143,9 +146,9 @@ def test_without_first_request_times_throughput_is_the_sum(tpcc):
         if r["phase"] == RUN2:
             r["first_op_at"] = None
     s = summary_of(tpcc)
-    pods = s.per_pod[s.per_pod["DBMS"].str.startswith(RUN2)]
-    assert s.aggregated.set_index("DBMS").loc[RUN2, bb.THROUGHPUT] == pytest.approx(pods[bb.THROUGHPUT].sum())
-    assert bb.SUM_NOTE.format(phases=RUN2) in s.notes
+    pods = s.per_pod[s.per_pod["DBMS"].str.startswith(ROW2)]
+    assert s.aggregated.set_index("DBMS").loc[ROW2, bb.THROUGHPUT] == pytest.approx(pods[bb.THROUGHPUT].sum())
+    assert bb.SUM_NOTE.format(phases=ROW2) in s.notes
 
 
 def test_a_failed_pod_counts_as_an_error_and_fails_the_test(tpcc):
@@ -153,8 +156,8 @@ def test_a_failed_pod_counts_as_an_error_and_fails_the_test(tpcc):
     shard.update(status="failed", error="driver failed", throughput=None)
     tpcc["shard_operations"] = [o for o in tpcc["shard_operations"] if not (o["phase"] == RUN2 and o["shard"] == 2)]
     s = summary_of(tpcc)
-    assert s.per_pod.set_index("DBMS").loc[RUN2 + "-2", "num_errors"] == 1
-    row = s.aggregated.set_index("DBMS").loc[RUN2]
+    assert s.per_pod.set_index("DBMS").loc[ROW2 + "-2", "num_errors"] == 1
+    row = s.aggregated.set_index("DBMS").loc[ROW2]
     assert row["num_errors"] == 1 and pd.isna(row[bb.THROUGHPUT])
     assert checks.benchbase_tests(s) == [("benchbase_throughput", False, f"{bb.THROUGHPUT} contains 0 or NaN")]
     assert checks.benchbase_tests(summary_of(load_tables("benchbase-tpcc.json"))) == [
@@ -221,7 +224,8 @@ def test_the_documented_frame_is_enough():
         h2.record_value(10 * v)
     t0 = pd.Timestamp("2026-11-21T12:00:00Z")
     base = {
-        "configuration": "c",
+        "configuration": "c-1",
+        "base": "c",
         "kind": "run",
         "experiment_run": 1,
         "client": 1,
@@ -270,7 +274,9 @@ def test_the_documented_frame_is_enough():
     assert h2.values_are_equivalent(int(row[bb.P95]), 9000)
     assert row[bb.AVG] == pytest.approx((500.5 + 5005) / 2)
     assert s.loading.iloc[0][bb.SF_PER_HOUR] == 100.0
-    assert s.skew_ms == {"c-run1": 1000.0}
+    assert s.skew_ms == {"c-1": 1000.0}
+    # bexhoma's names: the configuration without its repetition, the client, the pod.
+    assert list(s.aggregated["DBMS"]) == ["c-1"] and list(s.per_pod["DBMS"]) == ["c-1-1", "c-1-2"]
 
 
 def test_whole_summary_of_a_benchbase_experiment_in_bexhomas_order(tpcc):
@@ -302,3 +308,24 @@ def test_whole_summary_of_a_benchbase_experiment_in_bexhomas_order(tpcc):
     assert "YCSB" not in md.split("### Connections")[0]
     doc = json.loads(render.json_document(s))
     assert len(doc["benchbase"]["per_pod"]) == len(s.benchbase.per_pod)
+
+
+def test_repetitions_share_bexhomas_names_and_differ_in_experiment_run():
+    """-nc 2: bexhoma names a Benchbase row without the repetition (PostgreSQL-1-1-1024-2-1)
+    and tells the runs apart by experiment_run; the notes name the second run's phase so."""
+    t0 = pd.Timestamp("2026-11-21T12:00:00Z")
+    rows = []
+    for run in (1, 2):
+        base = {"configuration": f"c-{run}", "base": "c", "kind": "run", "experiment_run": run, "client": 1, "pods": 2}
+        base |= {"status": "ok", "terminals": 2, "target": 0, "sf": 1.0, "runtime_s": 10.0, "errors": 0}
+        base |= {"requests": 100, "successes": 100, "throughput": 10.0, "avg_us": 1.0, "p95_us": 2.0}
+        rows.append({**base, "phase": f"c-{run}-0", "kind": "load", "client": 0, "shard": 1, "pods": 1})
+        for shard in (1, 2):
+            rows.append(
+                {**base, "phase": f"c-{run}-1", "shard": shard, "first_op_at": t0 + pd.Timedelta(seconds=shard)}
+            )
+    s = bb.summarize(bb.frame(rows))
+    assert list(s.per_pod["DBMS"]) == ["c-1-1", "c-1-2", "c-1-1", "c-1-2"]
+    assert list(s.aggregated["DBMS"]) == ["c-1", "c-1"] and list(s.aggregated["experiment_run"]) == [1, 2]
+    assert s.skew_ms == {"c-1": 1000.0, "c-1 (experiment_run 2)": 1000.0}
+    assert list(s.loading["DBMS"]) == ["c-1", "c-1"]

@@ -21,6 +21,7 @@ Input: a DataFrame with one row per reported shard (one attempt per
 
 =============== ======================================================================
 configuration   configuration name (the SUT)
+base            the configuration's name without its repetition (bexhoma's rows are named by it)
 phase           phase name; kind "load" or "run"
 experiment_run  -nc repetition (1-based); client: benchmarking phase number (0: load)
 shard, pods     the shard's number (1-based) and the phase's planned shards
@@ -67,6 +68,7 @@ ERROR_CODES = ("ERROR", "UNKNOWN")
 
 SHARD_COLUMNS: dict[str, Any] = {
     "configuration": object,
+    "base": object,
     "phase": object,
     "kind": object,
     "experiment_run": "Int64",
@@ -135,7 +137,9 @@ class Tables:
     aggregated: pd.DataFrame
     loading: pd.DataFrame
     notes: list[str] = field(default_factory=list)  # printed under Aggregated Parallel
-    skew_ms: dict[str, float] = field(default_factory=dict)  # phase of several pods → their start skew
+    skew_ms: dict[str, float] = field(
+        default_factory=dict
+    )  # phase (as named in the notes) of several pods → start skew
 
 
 # --- Input ------------------------------------------------------------------
@@ -182,6 +186,7 @@ def shard_rows(data: ExperimentData) -> pd.DataFrame:
         rows.append(
             {
                 "configuration": s.configuration,
+                "base": plan.base if plan else s.configuration,
                 "phase": s.phase,
                 "kind": s.kind,
                 # A phase the plan does not know: as if it were the first run's.
@@ -211,6 +216,20 @@ def shard_rows(data: ExperimentData) -> pd.DataFrame:
     return df.sort_values(["_order", "phase", "shard"], kind="stable").drop(columns="_order").reset_index(drop=True)
 
 
+def bexhoma_names(df: pd.DataFrame) -> pd.Series:
+    """The name bexhoma's Benchbase tables give each row's phase: the configuration without
+    its repetition and the client (the phase's place in the configuration's sequence of pod
+    counts), PostgreSQL-1-1-1024-2. The repetition is the experiment_run column, not part of
+    the name as in bexhoma's YCSB tables (pgb-64-4-128-64-2-1). A phase the plan does not know
+    (no base or no client) keeps its own name."""
+    if df.empty:
+        return pd.Series([], dtype="object", index=df.index)
+    client = df["client"].fillna(0).astype(int)
+    known = (client > 0) & df["base"].notna()
+    own = df["base"].astype(str) + "-" + client.astype(str)
+    return own.where(known, df["phase"])
+
+
 # --- Tables -----------------------------------------------------------------
 
 
@@ -223,7 +242,7 @@ def per_pod(run: pd.DataFrame) -> pd.DataFrame:
     runtime = run["runtime_s"]
     return pd.DataFrame(
         {
-            "DBMS": run["phase"] + "-" + run["shard"].astype(str),
+            "DBMS": run["name"] + "-" + run["shard"].astype(str),
             "experiment_run": run["experiment_run"],
             "terminals": run["terminals"],
             "target": run["target"],
@@ -257,11 +276,14 @@ def _merged_p95(g: pd.DataFrame) -> tuple[float, bool]:
 def aggregated(run: pd.DataFrame) -> tuple[pd.DataFrame, list[str], dict[str, float]]:
     """One row per benchmarking phase, with the notes that concern its figures and the start skews."""
     rows, bounded, summed, skews = [], [], [], {}
-    for phase, g in run.groupby("phase", sort=False):
+    for _, g in run.groupby("phase", sort=False):
+        name = g["name"].iloc[0]
+        # The phase in the notes: its name, and its repetition from the second on.
+        label = name if g["experiment_run"].iloc[0] == 1 else f"{name} (experiment_run {g['experiment_run'].iloc[0]})"
         requests = g["requests"].astype("float64")
         p95, exact = _merged_p95(g)
         if not exact:
-            bounded.append(phase)
+            bounded.append(label)
         starts = g["first_op_at"]
         complete = starts.notna().all() and g["status"].eq(RESULT.ok).all() and g["runtime_s"].notna().all()
         if complete:
@@ -270,9 +292,9 @@ def aggregated(run: pd.DataFrame) -> tuple[pd.DataFrame, list[str], dict[str, fl
             throughput = requests.sum(skipna=False) / window
             goodput = g["successes"].astype("float64").sum(skipna=False) / window
             if len(g) > 1:
-                skews[phase] = (starts.max() - starts.min()).total_seconds() * 1000
+                skews[label] = (starts.max() - starts.min()).total_seconds() * 1000
         else:
-            summed.append(phase)
+            summed.append(label)
             window = g["runtime_s"].max(skipna=False)
             throughput = g["throughput"].sum(skipna=False)
             goodput = (g["successes"].astype("float64") / g["runtime_s"]).sum(skipna=False)
@@ -280,7 +302,7 @@ def aggregated(run: pd.DataFrame) -> tuple[pd.DataFrame, list[str], dict[str, fl
         total = requests.sum(skipna=False)
         rows.append(
             {
-                "DBMS": phase,
+                "DBMS": name,
                 "experiment_run": g["experiment_run"].iloc[0],
                 "terminals": g["terminals"].sum(skipna=False),
                 "target": g["target"].sum(skipna=False),
@@ -310,16 +332,16 @@ def loading(load: pd.DataFrame, run: pd.DataFrame | None = None) -> pd.DataFrame
     (named after it) that used the loaded database, or the configuration's own row when
     none ran; its time (the slowest loader's), terminals and pods (the loaders'), and SF/h."""
     runs = (
-        run[["configuration", "phase"]].drop_duplicates()
+        run[["configuration", "name"]].drop_duplicates()
         if run is not None and not run.empty
-        else pd.DataFrame(columns=["configuration", "phase"])
+        else pd.DataFrame(columns=["configuration", "name"])
     )
     rows = []
     for _, g in load.groupby("phase", sort=False):
         time_load = g["runtime_s"].max(skipna=False)
         sf = g["sf"].iloc[0]
         configuration = g["configuration"].iloc[0]
-        names = list(runs.loc[runs["configuration"] == configuration, "phase"]) or [configuration]
+        names = list(runs.loc[runs["configuration"] == configuration, "name"]) or [configuration]
         for name in names:
             rows.append(
                 {
@@ -337,6 +359,7 @@ def loading(load: pd.DataFrame, run: pd.DataFrame | None = None) -> pd.DataFrame
 
 
 def summarize(rows: pd.DataFrame) -> Tables:
+    rows = rows.assign(name=bexhoma_names(rows))
     run = rows[rows["kind"] == KIND.run]
     agg, notes, skews = aggregated(run)
     return Tables(
