@@ -222,6 +222,26 @@ func (e Entry) Masters(workers int) int {
 	return max(dflt, 1)
 }
 
+// Shape is how many masters a cluster runs for -nw workers and -nwr
+// replicas, and how many replicas each: Masters(workers) and replicas,
+// or, for master-copy replication with replicas asked for, one master and
+// the other workers as its replicas (bexhoma's Dragonfly: -nw 3 -nwr 1 is
+// 3 servers, not 6). Only for a Clustered entry.
+func (e Entry) Shape(workers, replicas int) (masters, replicasEach int) {
+	masters = e.Masters(workers)
+	if replicas > 0 && e.MasterCopy() {
+		return 1, masters - 1
+	}
+	return masters, replicas
+}
+
+// MasterCopy reports whether the cluster replicates master-copy (see
+// Cluster.Replication).
+func (e Entry) MasterCopy() bool {
+	k := e.Kubernetes
+	return k != nil && k.Cluster != nil && k.Cluster.Replication == ReplicationMasterCopy
+}
+
 // MetricSet names the DBMS's application metric set (-ma).
 func (e Entry) MetricSet() string {
 	if e.Kubernetes == nil {

@@ -113,6 +113,12 @@ type Cluster struct {
 	// DefaultWorkers is used when the request gives none.
 	MinMasters     int `json:"min_masters"`
 	DefaultWorkers int `json:"default_workers"`
+	// Replication is how -nwr replicates: "" (replicas each), -nw masters
+	// each with -nwr replicas, -nw × (1 + -nwr) workers, as bexhoma's Redis
+	// does; ReplicationMasterCopy, one master holding every key and the
+	// other -nw − 1 workers copying it, as bexhoma's Dragonfly does ("only
+	// the basic master-copy replication": it sets -nwr to workers − 1).
+	Replication string `json:"replication,omitempty"`
 	// Bootstrap forms the cluster once every pod is ready. Its env holds
 	// BENCHQ_NODES (the workers' DNS names, masters first, space
 	// separated), BENCHQ_MASTERS (-nw), BENCHQ_REPLICAS (-nwr) and
@@ -121,6 +127,10 @@ type Cluster struct {
 	// ({worker_hosts}).
 	Bootstrap Job `json:"bootstrap,omitzero"`
 }
+
+// ReplicationMasterCopy: with -nwr, one master and -nw − 1 copies of it
+// (Cluster.Replication).
+const ReplicationMasterCopy = "master-copy"
 
 // Master is the coordinator pod of a cluster. It keeps the reusable data
 // volume (-rst), unless it is Stateless: it holds none of the data
@@ -243,6 +253,8 @@ func (k *Kubernetes) validate(e Entry) error {
 	if c := k.Cluster; c != nil {
 		need(c.MinMasters >= 1, "cluster.min_masters", "at least 1")
 		need(c.DefaultWorkers >= c.MinMasters, "cluster.default_workers", "at least min_masters")
+		need(c.Replication == "" || c.Replication == ReplicationMasterCopy, "cluster.replication", `"" (replicas each) or "`+ReplicationMasterCopy+`"`)
+		need(c.Replication == "" || c.MinMasters == 1, "cluster.replication", "master-copy needs min_masters 1: its cluster has one master")
 		need((c.Bootstrap.Image != "") == (len(c.Bootstrap.Command) > 0), "cluster.bootstrap", "image and command, or neither (a cluster that forms by itself)")
 		need(c.Bootstrap.Image != "" || c.Master != nil, "cluster.bootstrap", "required without a master: nothing else would form the cluster")
 		need(c.Master == nil || !c.Master.GathersMetrics || k.Exporter == nil, "cluster.master.gathers_metrics",

@@ -176,7 +176,11 @@ func sutShape(c plan.Configuration) string {
 	case err == nil && e.Clustered() && (e.Workers == nil || c.SUT.Workers > 0): // Graphite is a cluster only with -nw
 		masters, replicas := e.Masters(c.SUT.Workers), c.SUT.WorkerReplicas
 		servers := masters * (1 + replicas)
-		s += fmt.Sprintf(", a cluster of %d workers with %d replica(s) each", masters, replicas)
+		if e.MasterCopy() && replicas > 0 {
+			s += fmt.Sprintf(", one master and %d replica(s) of it (master-copy replication)", replicas)
+		} else {
+			s += fmt.Sprintf(", a cluster of %d workers with %d replica(s) each", masters, replicas)
+		}
 		if k := e.Kubernetes; k != nil && k.Cluster != nil && k.Cluster.Master != nil {
 			s += " behind a master"
 			servers++

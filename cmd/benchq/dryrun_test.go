@@ -169,6 +169,25 @@ func TestDryRunWarnsOfAKubernetesOnlyDBMS(t *testing.T) {
 	}
 }
 
+// The Dragonfly seed's "Replication" command line (-nw 3 -nwr 1) plans
+// bexhoma's master-copy replication, 3 servers, and says so; Redis's
+// replicas each, 6.
+func TestDryRunTellsDragonflysMasterCopyReplication(t *testing.T) {
+	code, out, errs := run("ycsb", "-dbms", "Dragonfly", "-sf", "1", "-nw", "3", "-nwr", "1", "-dry-run", "run")
+	for _, want := range []string{
+		"DragonflyCluster, one master and 2 replica(s) of it (master-copy replication): 3 servers (pods)",
+		"* warning: -nwr 1 for Dragonfly is bexhoma's master-copy replication",
+	} {
+		if code != ExitOK || !strings.Contains(out, want) {
+			t.Errorf("exit %d, stderr %q; want %q in:\n%s", code, errs, want, out)
+		}
+	}
+	code, out, errs = run("ycsb", "-dbms", "Redis", "-sf", "1", "-nw", "3", "-nwr", "1", "-dry-run", "run")
+	if code != ExitOK || !strings.Contains(out, "RedisCluster, a cluster of 3 workers with 1 replica(s) each: 6 servers (pods)") || strings.Contains(out, "master-copy") {
+		t.Errorf("Redis -nw 3 -nwr 1: exit %d, stderr %q:\n%s", code, errs, out)
+	}
+}
+
 // -sf 0 is refused where the scale factor sizes the data; benchq tsdb does
 // not use it.
 func TestTSDBTakesAnySF(t *testing.T) {

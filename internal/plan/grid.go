@@ -102,7 +102,7 @@ func addConfigurations(p *Plan, r contracts.Request, i int, dbms string, workers
 				Base:          cfgBase,
 				DBMS:          entry.Name,
 				ExperimentRun: run,
-				SUT:           sutSpec(r, pool, workers),
+				SUT:           sutSpec(r, entry, pool, workers),
 			}
 			if c.Phases, err = phases(r, *p, c.Name, loading); err != nil {
 				return err
@@ -257,12 +257,17 @@ func poolGrid(r contracts.Request) ([]*contracts.Pool, error) {
 }
 
 // sutSpec is the SUT shape of a configuration of the request with workers
-// (-nw) and pool.
-func sutSpec(r contracts.Request, pool *contracts.Pool, workers int) contracts.SUTSpec {
+// (-nw) and pool, on the catalog entry that deploys it. A master-copy
+// cluster with replicas (-nwr) is one master and workers − 1 replicas
+// (catalog.Entry.Shape), as bexhoma deploys it.
+func sutSpec(r contracts.Request, entry catalog.Entry, pool *contracts.Pool, workers int) contracts.SUTSpec {
 	s := contracts.SUTSpec{
 		Workers: workers, WorkerReplicas: r.WorkerReplicas, Pool: pool,
 		Resources: r.Resources, Storage: r.Storage, Monitoring: r.Monitoring,
 		UseCase: fmt.Sprintf("%s-%s", r.Benchmark, strconv.FormatFloat(r.SF, 'f', -1, 64)),
+	}
+	if entry.MasterCopy() && r.WorkerReplicas > 0 {
+		s.Workers, s.WorkerReplicas = entry.Shape(workers, r.WorkerReplicas)
 	}
 	if r.Nodes != nil {
 		s.Node = r.Nodes.SUT

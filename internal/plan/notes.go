@@ -1,6 +1,7 @@
 package plan
 
 import (
+	"fmt"
 	"strings"
 
 	"github.com/benchq/benchq/catalog"
@@ -29,6 +30,18 @@ func Notes(r contracts.Request, backend string) []string {
 		}
 		if s := r.Storage; s != nil && s.Size != "" {
 			out = append(out, "-rss ignored: on the local backend a volume is a directory, without a size")
+		}
+	}
+	if r.WorkerReplicas > 0 {
+		for _, d := range r.DBMS {
+			e, err := catalog.Lookup(d)
+			if err == nil && !e.Clustered() && e.ClusterVariant != "" {
+				e, err = catalog.Lookup(e.ClusterVariant)
+			}
+			if err == nil && e.MasterCopy() {
+				out = append(out, fmt.Sprintf("-nwr %d for %s is bexhoma's master-copy replication: one master holds every key and the other -nw − 1 workers copy it (-nw 3: 3 servers), not %d replica(s) of each of -nw masters",
+					r.WorkerReplicas, d, r.WorkerReplicas))
+			}
 		}
 	}
 	if r.BatchSize > 0 {

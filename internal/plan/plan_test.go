@@ -385,18 +385,29 @@ func TestExpandSaturation(t *testing.T) {
 
 // bexhoma's -dbms Redis -nw 3 (bexhoma-redis.md, "Distributed DBMS") is a
 // Redis Cluster, and so is Dragonfly's; the configurations keep the name the
-// user gave. -nw on a DBMS without a cluster, or below its minimum of
-// masters, is refused naming the DBMS.
+// user gave. -nwr 1 gives each of Redis's 3 masters a replica (6 servers),
+// while bexhoma's Dragonfly has "only the basic master-copy replication"
+// (bexhoma-dragonfly.txt, "Replication"): one master and 2 replicas, 3
+// servers, and a note says so. -nw on a DBMS without a cluster, or below
+// its minimum of masters, is refused naming the DBMS.
 func TestExpandWorkersDeployTheCluster(t *testing.T) {
-	for dbms, want := range map[string]string{"Redis": "RedisCluster", "Dragonfly": "DragonflyCluster", "RedisCluster": "RedisCluster"} {
-		p, err := Expand("1", req(contracts.Request{DBMS: []string{dbms}, Workers: 3, WorkerReplicas: 1}))
+	for dbms, want := range map[string]struct {
+		deploys           string
+		masters, replicas int
+	}{"Redis": {"RedisCluster", 3, 1}, "Dragonfly": {"DragonflyCluster", 1, 2}, "RedisCluster": {"RedisCluster", 3, 1}} {
+		r := req(contracts.Request{DBMS: []string{dbms}, Workers: 3, WorkerReplicas: 1})
+		p, err := Expand("1", r)
 		if err != nil {
 			t.Fatalf("%s -nw 3: %v", dbms, err)
 		}
 		c := p.Configurations[0]
-		if c.DBMS != want || !strings.HasPrefix(c.Name, dbms+"-") || c.SUT.Workers != 3 || c.SUT.WorkerReplicas != 1 {
-			t.Errorf("%s -nw 3 -nwr 1: configuration %s deploys %s with %d workers and %d replicas, want %s-… deploying %s, 3 and 1",
-				dbms, c.Name, c.DBMS, c.SUT.Workers, c.SUT.WorkerReplicas, dbms, want)
+		if c.DBMS != want.deploys || !strings.HasPrefix(c.Name, dbms+"-") || c.SUT.Workers != want.masters || c.SUT.WorkerReplicas != want.replicas {
+			t.Errorf("%s -nw 3 -nwr 1: configuration %s deploys %s with %d masters and %d replicas each, want %s-… deploying %s, %d and %d",
+				dbms, c.Name, c.DBMS, c.SUT.Workers, c.SUT.WorkerReplicas, dbms, want.deploys, want.masters, want.replicas)
+		}
+		noted := strings.Contains(strings.Join(Notes(r, contracts.BackendKubernetes), "\n"), "master-copy replication")
+		if noted != (dbms == "Dragonfly") {
+			t.Errorf("%s -nw 3 -nwr 1: a note on master-copy replication: %v", dbms, noted)
 		}
 	}
 	if p, err := Expand("1", req(contracts.Request{DBMS: []string{"Redis"}})); err != nil || p.Configurations[0].DBMS != "Redis" {

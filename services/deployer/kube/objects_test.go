@@ -265,6 +265,22 @@ func TestObjectShapes(t *testing.T) {
 		t.Errorf("endpoint %+v", rc.Endpoint)
 	}
 
+	// bexhoma's Dragonfly -nw 3 -nwr 1: master-copy replication, one master
+	// and 2 replicas of it, 3 nodes (catalog.Entry.Shape, as the plan asks).
+	df, err := catalog.Lookup("DragonflyCluster")
+	if err != nil {
+		t.Fatal(err)
+	}
+	masters, replicas := df.Shape(3, 1)
+	dc := build("DragonflyCluster", &contracts.SUTSpec{Workers: masters, WorkerReplicas: replicas})
+	env := map[string]string{}
+	for _, e := range dc.Jobs[0].Spec.Template.Spec.Containers[0].Env {
+		env[e.Name] = e.Value
+	}
+	if n := *dc.StatefulSets[0].Spec.Replicas; n != 3 || env["BENCHQ_MASTERS"] != "1" || env["BENCHQ_REPLICAS"] != "2" || len(strings.Fields(env["BENCHQ_NODES"])) != 3 {
+		t.Errorf("DragonflyCluster -nw 3 -nwr 1: %d nodes, bootstrap env %v: want 3 nodes, 1 master with 2 replicas", n, env)
+	}
+
 	m := buildCase(t, goldenCase{spec: backend.Spec{Code: "42", Configuration: "C-1", DBMS: "RedisCluster", Benchmark: "ycsb",
 		SUT: &contracts.SUTSpec{Workers: 3, Storage: &contracts.Storage{Class: "shared"}, UseCase: "ycsb-1"}}, entry: withMaster}, "ns")
 	if len(m.Deployments) != 1 || m.Deployments[0].Name != "bq-42-c-1" || m.Services[1].Spec.Selector[labelComponent] != componentSUT {
@@ -283,7 +299,7 @@ func TestObjectShapes(t *testing.T) {
 	if *pool.Spec.Replicas != 4 || pool.Labels[labelComponent] != componentPool {
 		t.Errorf("pool deployment %s: %d replicas, component %s", pool.Name, *pool.Spec.Replicas, pool.Labels[labelComponent])
 	}
-	env := map[string]string{}
+	env = map[string]string{}
 	for _, e := range pool.Spec.Template.Spec.Containers[0].Env {
 		env[e.Name] = e.Value
 	}
