@@ -5,6 +5,8 @@ import (
 	"database/sql/driver"
 	"errors"
 	"testing"
+
+	"github.com/benchq/benchq/contracts"
 )
 
 // fakeConn is a server connection that fails as told and counts its
@@ -70,5 +72,22 @@ func TestLinkSharesOneConnectionAndRetiresABrokenOne(t *testing.T) {
 	}
 	if d, _ := l.open(ctx, connect); len(made) != 3 || d.(*linkedConn).sh.conn != made[2] {
 		t.Errorf("after a failed ping: %d connections made, want a new one", len(made))
+	}
+}
+
+// A link's connection is shared by its terminal's states only while
+// database/sql connects whenever a state asks: with a bound on open
+// connections, a state could wait for one held by another terminal's
+// link. openDB sets no limit on open connections. (That it keeps none
+// idle, SetMaxIdleConns(0), database/sql's Stats cannot show; without it
+// TestLoadThenRun, against PostgreSQL, hangs until go test's timeout.)
+func TestOpenDBSetsNoLimitOnOpenConnections(t *testing.T) {
+	db, _, err := openDB(contracts.Endpoint{Host: "127.0.0.1", Port: 1, Database: "tpcc"}, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	if n := db.Stats().MaxOpenConnections; n != 0 {
+		t.Errorf("openDB: at most %d open connections, want no limit", n)
 	}
 }
