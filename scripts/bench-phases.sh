@@ -108,6 +108,9 @@ after = [f - g for g, f in rows]
 print(f"   {sys.argv[2]}: {len(rows)} phase switches: to GO p50 {pct(go, .5):.0f} ms, p99 {pct(go, .99):.0f} ms; "
       f"to the first operation p50 {pct(first, .5):.0f} ms, p99 {pct(first, .99):.0f} ms (goal p99 <= 250 ms); "
       f"GO instant to the first operation p99 {pct(after, .99):.0f} ms (goal <= 50 ms)")
+if len(rows) <= 51:
+    # pct's rank of the 99th percentile, round(0.99 (n - 1)), is the highest of up to 51 values.
+    print(f"   ({len(rows)} switches: each p99 here is their highest; RUNS=52 or more for a p99 below the maximum)")
 PY
 done
 # The same figures for a grid: 4 PgBouncer configurations (-xnpp 1,2 -xnpo
