@@ -121,7 +121,8 @@ type Cluster struct {
 	Replication string `json:"replication,omitempty"`
 	// Bootstrap forms the cluster once every pod is ready. Its env holds
 	// BENCHQ_NODES (the workers' DNS names, masters first, space
-	// separated), BENCHQ_MASTERS (-nw), BENCHQ_REPLICAS (-nwr) and
+	// separated), BENCHQ_MASTERS and BENCHQ_REPLICAS (the masters and the
+	// replicas of each, as Entry.Shape makes them of -nw and -nwr) and
 	// BENCHQ_PORT (the client port). None (no image) for a cluster that
 	// forms by itself: a master that is given its workers
 	// ({worker_hosts}).

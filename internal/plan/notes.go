@@ -39,7 +39,7 @@ func Notes(r contracts.Request, backend string) []string {
 				e, err = catalog.Lookup(e.ClusterVariant)
 			}
 			if err == nil && e.MasterCopy() {
-				out = append(out, fmt.Sprintf("-nwr %d for %s is bexhoma's master-copy replication: one master holds every key and the other -nw − 1 workers copy it (-nw 3: 3 servers), not %d replica(s) of each of -nw masters",
+				out = append(out, fmt.Sprintf("-nwr %d for %s is bexhoma's master-copy replication: one master holds every key and the other -nw − 1 workers copy it (-nw 3: 3 servers; -nw 1: no replica), not %d replica(s) of each of -nw masters",
 					r.WorkerReplicas, d, r.WorkerReplicas))
 			}
 		}

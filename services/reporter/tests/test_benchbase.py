@@ -328,4 +328,4 @@ def test_repetitions_share_bexhomas_names_and_differ_in_experiment_run():
     assert list(s.per_pod["DBMS"]) == ["c-1-1", "c-1-2", "c-1-1", "c-1-2"]
     assert list(s.aggregated["DBMS"]) == ["c-1", "c-1"] and list(s.aggregated["experiment_run"]) == [1, 2]
     assert s.skew_ms == {"c-1": 1000.0, "c-1 (experiment_run 2)": 1000.0}
-    assert list(s.loading["DBMS"]) == ["c-1", "c-1"]
+    assert list(s.loading["DBMS"]) == ["c-1", "c-1 (experiment_run 2)"]

@@ -98,7 +98,9 @@ class Plan:
     configurations: list[str]  # names, in plan order
     phases: list[Phase]  # in plan order: the order bexhoma runs them
     estimated_s: float | None = None  # the expected duration (internal/plan.EstimateOf)
-    workers: Mapping[str, int] = field(default_factory=dict)  # configuration → its -nw (0: not a cluster)
+    # configuration → its masters (0: not a cluster): -nw, but 1 for a master-copy cluster with -nwr
+    # (Dragonfly: its servers are 1 + the replicas)
+    workers: Mapping[str, int] = field(default_factory=dict)
 
     def table(self) -> pd.DataFrame:
         """One row per planned phase (PHASE_COLUMNS), in plan order."""

@@ -270,11 +270,8 @@ def _tpcc_latency(aggregated: pd.DataFrame) -> tuple[list[Plot], str]:
     if aggregated.empty or not set(figures) <= set(aggregated.columns):
         return [], "Latency per phase: no TPC-C benchmarking phase with latency figures."
     # bexhoma's row names leave the repetition out (experiment_run): a later run's bar says it.
-    label = aggregated["DBMS"].where(
-        aggregated["experiment_run"].fillna(1).eq(1),
-        aggregated["DBMS"] + " (run " + aggregated["experiment_run"].astype(str) + ")",
-    )
-    g = aggregated.set_index(label)[list(figures)].astype("float64").rename(columns=figures) / 1000.0
+    label = [bb.with_run(n, r) for n, r in zip(aggregated["DBMS"], aggregated["experiment_run"], strict=True)]
+    g = aggregated.set_index(pd.Index(label))[list(figures)].astype("float64").rename(columns=figures) / 1000.0
     fig, ax = plt.subplots(figsize=(8, 1.5 + 0.6 * len(g)))
     g.plot.barh(ax=ax)
     ax.set(xlabel="latency [ms]", ylabel="phase")

@@ -230,6 +230,14 @@ def bexhoma_names(df: pd.DataFrame) -> pd.Series:
     return own.where(known, df["phase"])
 
 
+def with_run(name: str, experiment_run: Any) -> str:
+    """A row's name where the repetition must show (the notes, the Loading rows, the report's
+    plot): bexhoma's name, and from the second repetition on "(experiment_run N)"."""
+    if pd.isna(experiment_run) or int(experiment_run) == 1:
+        return name
+    return f"{name} (experiment_run {int(experiment_run)})"
+
+
 # --- Tables -----------------------------------------------------------------
 
 
@@ -278,8 +286,7 @@ def aggregated(run: pd.DataFrame) -> tuple[pd.DataFrame, list[str], dict[str, fl
     rows, bounded, summed, skews = [], [], [], {}
     for _, g in run.groupby("phase", sort=False):
         name = g["name"].iloc[0]
-        # The phase in the notes: its name, and its repetition from the second on.
-        label = name if g["experiment_run"].iloc[0] == 1 else f"{name} (experiment_run {g['experiment_run'].iloc[0]})"
+        label = with_run(name, g["experiment_run"].iloc[0])  # as the notes name the phase
         requests = g["requests"].astype("float64")
         p95, exact = _merged_p95(g)
         if not exact:
@@ -341,7 +348,9 @@ def loading(load: pd.DataFrame, run: pd.DataFrame | None = None) -> pd.DataFrame
         time_load = g["runtime_s"].max(skipna=False)
         sf = g["sf"].iloc[0]
         configuration = g["configuration"].iloc[0]
-        names = list(runs.loc[runs["configuration"] == configuration, "name"]) or [configuration]
+        names = list(runs.loc[runs["configuration"] == configuration, "name"])
+        # Loading has no experiment_run column: a later repetition's rows say theirs.
+        names = [with_run(n, g["experiment_run"].iloc[0]) for n in names] or [configuration]
         for name in names:
             rows.append(
                 {
