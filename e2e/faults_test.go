@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"maps"
+	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -791,4 +792,52 @@ func section(out, title string) string {
 		}
 	}
 	return b.String()
+}
+
+// benchq up picks its ports free a moment before its services bind them;
+// stacks started side by side (make test's) once lost one in between
+// ("http intake: … address already in use"). up then stops the stack and
+// starts it again on other ports, twice at most. Here the intake's port is
+// held on purpose (BENCHQ_HTTP_PORT), so every try meets it: up says so
+// each time, fails naming the taken port, and leaves no process behind.
+func TestUpStartsAgainWhenAPortIsTaken(t *testing.T) {
+	t.Parallel() // a stack of its own, started three times
+	held, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer held.Close()
+	repo, _ := filepath.Abs("..")
+	home, err := os.MkdirTemp("", "benchq-e2e-port-")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Chmod(home, 0o755); err != nil { // PostgreSQL runs as postgres
+		t.Fatal(err)
+	}
+	defer os.RemoveAll(home)
+	benchq := func(args ...string) (string, error) {
+		ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+		defer cancel()
+		cmd := exec.CommandContext(ctx, filepath.Join(repo, ".benchq", "bin", "benchq"), args...)
+		cmd.Dir = repo
+		cmd.Env = append(os.Environ(), "BENCHQ_HOME="+home, "BENCHQ_BIN="+filepath.Join(repo, ".benchq", "bin"),
+			"BENCHQ_AGENTS=1", "BENCHQ_AGENT_STANDBYS=1", fmt.Sprintf("BENCHQ_HTTP_PORT=%d", held.Addr().(*net.TCPAddr).Port))
+		out, err := cmd.CombinedOutput()
+		return string(out), err
+	}
+	out, err := benchq("up")
+	if err == nil {
+		benchq("down") //nolint:errcheck // the test failed already
+		t.Fatalf("benchq up with its intake's port held succeeded:\n%s", out)
+	}
+	if n := strings.Count(out, "starting the stack again on other ports"); n != 2 || !strings.Contains(out, "address already in use") {
+		t.Errorf("benchq up: %d restarts, want 2, and the taken port named:\n%s", n, out)
+	}
+	if _, err := os.Stat(filepath.Join(home, "stack.json")); !os.IsNotExist(err) {
+		t.Errorf("a failed up left stack.json behind (%v)", err)
+	}
+	if out, err := exec.Command("pgrep", "-f", home).CombinedOutput(); err == nil {
+		t.Errorf("a failed up left processes of its home behind:\n%s", out)
+	}
 }

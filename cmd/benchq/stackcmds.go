@@ -40,6 +40,15 @@ func cmdUp(ctx context.Context, _ []string, st *State) int {
 		stack.Stop(ctx, st, s) // a half-dead stack: clean it before starting anew
 	}
 	s, err := stack.Start(ctx, st)
+	// A port taken between its pick and its bind: start again on new
+	// ports, twice at most.
+	for try := 1; try <= 2 && errors.Is(err, stack.ErrPortTaken); try++ {
+		st.Errorf("up: %v; starting the stack again on other ports", err)
+		if s != nil {
+			stack.Stop(ctx, st, s)
+		}
+		s, err = stack.Start(ctx, st)
+	}
 	if err != nil {
 		st.Errorf("up: %v", err)
 		if s != nil {

@@ -19,6 +19,7 @@ import (
 	"path/filepath"
 	"slices"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/jackc/pgx/v5/pgxpool"
@@ -161,6 +162,12 @@ func (s *Stack) startService(st *State, p Proc) error {
 }
 
 var ErrNotUp = errors.New("the stack is not running")
+
+// ErrPortTaken: a service of the stack could not bind the port picked for
+// it (procs.FreePort), because another process took it between the pick
+// and the bind (stacks started side by side, as make test's do). Stop the
+// stack and start it again: every port is picked anew.
+var ErrPortTaken = errors.New("a port picked for the stack was taken before its service bound it")
 
 // notUp is ErrNotUp naming the home looked in (absolute: State.Home): a
 // command run from another directory than benchq up's looks in that
@@ -503,7 +510,11 @@ func waitReady(ctx context.Context, s *Stack, agents int) error {
 	return procs.WaitFor(ctx, "the stack's services", 200*time.Millisecond, func(ctx context.Context) error {
 		for _, p := range s.Procs {
 			if !procs.Alive(p.Pid) {
-				return procs.Permanent(fmt.Errorf("%s exited: %s", p.Name, procs.LogTail(p.Log, 5)))
+				tail := procs.LogTail(p.Log, 5)
+				if strings.Contains(tail, "address already in use") {
+					return procs.Permanent(fmt.Errorf("%w: %s exited: %s", ErrPortTaken, p.Name, tail))
+				}
+				return procs.Permanent(fmt.Errorf("%s exited: %s", p.Name, tail))
 			}
 		}
 		if b == nil {
