@@ -14,6 +14,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"net/http"
 	"net/url"
 	"os"
 	"path/filepath"
@@ -540,8 +541,34 @@ func waitReady(ctx context.Context, s *Stack, agents int) error {
 		if n := len(beats); n < agents {
 			return fmt.Errorf("%d of %d agents reported", n, agents)
 		}
-		return nil
+		// The consumers are durable (a stack started again finds them
+		// declared): the scheduler is up once its HTTP intake answers on
+		// the port picked for it, which another process may hold.
+		return intakeAnswers(ctx, s.IntakeURL)
 	})
+}
+
+// intakeAnswers is nil once the scheduler's HTTP intake answers its health
+// check; nil too for a stack without an intake URL.
+func intakeAnswers(ctx context.Context, url string) error {
+	if url == "" {
+		return nil
+	}
+	ctx, cancel := context.WithTimeout(ctx, time.Second)
+	defer cancel()
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url+"/healthz", nil)
+	if err != nil {
+		return procs.Permanent(err)
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		return fmt.Errorf("the scheduler's HTTP intake does not answer yet: %w", err)
+	}
+	_ = resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		return fmt.Errorf("the scheduler's HTTP intake answers %s on /healthz", resp.Status)
+	}
+	return nil
 }
 
 // stopStack stops the services first (so none acts on a half-stopped stack),
