@@ -5,12 +5,14 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"maps"
 	"math"
 	"net/url"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -21,6 +23,7 @@ import (
 	"github.com/jackc/pgx/v5"
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
+	"github.com/prometheus/procfs"
 
 	"github.com/benchq/benchq/contracts"
 	"github.com/benchq/benchq/internal/localdb"
@@ -181,7 +184,9 @@ func TestEmbeddedStack(t *testing.T) {
 		// at the phase's edges (final.driver_cpu): from the scrapes alone,
 		// the JVMs' start-up before GO was carried into the phase (−20 %).
 		drivers.stop()
-		drivers.check(t, "loaders'", s.metric(t, code, contracts.KindLoad, "loader", "cpu_seconds"), from, to)
+		if !drivers.check(t, "loaders'", s.metric(t, code, contracts.KindLoad, "loader", "cpu_seconds"), from, to) {
+			s.logDriverCPU(t, code, contracts.KindLoad, from, to)
+		}
 	})
 
 	t.Run("PostgreSQL default experiment", func(t *testing.T) {
@@ -555,73 +560,123 @@ func (s *stack) metricWindow(t *testing.T, code, kind string) (from, to time.Tim
 
 // cpuSampler reads a process' CPU seconds every 10 ms (its own and its
 // reaped children's, as the SUT's tree counter has them: a BGSAVE fork's).
+// Each sample keeps when its read began and when it ended: on a crowded
+// machine the sampler can be held up for most of a second, in the middle
+// of a read as well as between reads.
 type cpuSampler struct {
 	mu      sync.Mutex
-	times   []time.Time
+	begun   []time.Time
+	times   []time.Time // when each read ended
 	seconds []float64
+	parts   []map[int]float64 // per process (sampleDriverCPU), to explain a failed check
 	done    chan struct{}
 	stopped sync.WaitGroup
 }
 
 func sampleCPU(t *testing.T, port int) *cpuSampler {
 	pid := 0
-	return newCPUSampler(func() (float64, bool) {
+	return newCPUSampler(func() (float64, map[int]float64, bool) {
 		if pid == 0 {
 			pid = redisPid(port)
 		}
 		v := cpuSecondsOf(pid)
-		return v, pid != 0 && v >= 0
+		return v, nil, pid != 0 && v >= 0
 	})
 }
 
+// reapedByAgents is the key of sampleDriverCPU's parts that holds the CPU
+// seconds of the agents' children they have reaped.
+const reapedByAgents = 0
+
 // sampleDriverCPU samples the CPU seconds of the drivers the stack's agents
-// start (their child processes: the YCSB JVMs), summed; a driver that
-// exited keeps its last sample (10 ms of its work at most are lost, after
-// its last operation).
+// start (their child processes: the YCSB JVMs), summed: the live children's
+// counters plus what the kernel added to the agents' own counters of
+// reaped children (cutime, cstime) since the sampler began. A driver that
+// exits is thus counted whole, even when the sampler was held up around
+// its last moments. The children are found anew every 100 ms; one found
+// late brings its CPU seconds so far with it.
 func (s *stack) sampleDriverCPU() *cpuSampler {
-	agents := map[int]bool{}
+	var agents []int
 	for _, p := range s.info.Procs {
 		if strings.HasPrefix(p.Name, "driver-agent") {
-			agents[p.Pid] = true
+			agents = append(agents, p.Pid)
 		}
 	}
-	last := map[int]float64{}
+	reaped := func() float64 {
+		var sum float64
+		for _, pid := range agents {
+			if v := reapedCPUOf(pid); v > 0 {
+				sum += v
+			}
+		}
+		return sum
+	}
+	reaped0 := reaped()
+	children := map[int]bool{}
 	var scanned time.Time
-	return newCPUSampler(func() (float64, bool) {
+	return newCPUSampler(func() (float64, map[int]float64, bool) {
 		if time.Since(scanned) > 100*time.Millisecond {
 			stats, _ := filepath.Glob("/proc/[0-9]*/stat")
 			for _, f := range stats {
 				pid, _ := strconv.Atoi(filepath.Base(filepath.Dir(f)))
-				if _, known := last[pid]; !known && agents[parentOf(pid)] {
-					last[pid] = 0
+				if !children[pid] && slices.Contains(agents, parentOf(pid)) {
+					children[pid] = true
 				}
 			}
 			scanned = time.Now()
 		}
-		var sum float64
-		for pid, v := range last {
-			if now := cpuSecondsOf(pid); now >= 0 {
-				last[pid], v = now, now
+		// A child reaped between the agents' read and its own would be
+		// counted nowhere (or twice, read the other way round): read
+		// again until the agents' reaped seconds hold still across it.
+		for range 5 {
+			before := reaped()
+			parts := map[int]float64{reapedByAgents: before - reaped0}
+			sum := before - reaped0
+			for pid := range children {
+				v := cpuSecondsOf(pid)
+				if v < 0 {
+					delete(children, pid) // reaped: its seconds are the agents' now
+					continue
+				}
+				parts[pid] = v
+				sum += v
 			}
-			sum += v
+			if reaped() == before {
+				return sum, parts, true
+			}
 		}
-		return sum, true
+		return 0, nil, false
 	})
+}
+
+// reapedCPUOf is the CPU time the kernel counted for pid's reaped children
+// (cutime + cstime), -1 when pid is gone.
+func reapedCPUOf(pid int) float64 {
+	st, ok := statOf(pid)
+	if !ok {
+		return -1
+	}
+	return float64(st.CUTime+st.CSTime) / 100
 }
 
 // parentOf is pid's parent (0: gone).
 func parentOf(pid int) int {
-	stat, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	st, _ := statOf(pid)
+	return st.PPID
+}
+
+// statOf is /proc/<pid>/stat; false when pid is gone.
+func statOf(pid int) (procfs.ProcStat, bool) {
+	p, err := procfs.NewProc(pid)
 	if err != nil {
-		return 0
+		return procfs.ProcStat{}, false
 	}
-	fields := strings.Fields(string(stat[strings.LastIndexByte(string(stat), ')')+1:]))
-	ppid, _ := strconv.Atoi(fields[1])
-	return ppid
+	st, err := p.Stat()
+	return st, err == nil
 }
 
 // newCPUSampler calls read every 10 ms, keeping what it reads.
-func newCPUSampler(read func() (float64, bool)) *cpuSampler {
+func newCPUSampler(read func() (float64, map[int]float64, bool)) *cpuSampler {
 	c := &cpuSampler{done: make(chan struct{})}
 	c.stopped.Add(1)
 	go func() {
@@ -629,9 +684,10 @@ func newCPUSampler(read func() (float64, bool)) *cpuSampler {
 		tick := time.NewTicker(10 * time.Millisecond)
 		defer tick.Stop()
 		for {
-			if v, ok := read(); ok {
+			begun := time.Now()
+			if v, parts, ok := read(); ok {
 				c.mu.Lock()
-				c.times, c.seconds = append(c.times, time.Now()), append(c.seconds, v)
+				c.begun, c.times, c.seconds, c.parts = append(c.begun, begun), append(c.times, time.Now()), append(c.seconds, v), append(c.parts, parts)
 				c.mu.Unlock()
 			}
 			select {
@@ -653,57 +709,111 @@ func (c *cpuSampler) stop() {
 	c.stopped.Wait()
 }
 
-// at interpolates the CPU seconds at instant when between the samples
-// either side of it.
-func (c *cpuSampler) at(t *testing.T, when time.Time) float64 {
+// edge is what the samples tell of the counter at an instant: its value
+// lies between lo, the last sample whose read had ended by then, and hi, the
+// first whose read began after it; mid interpolates between the two.
+type edge struct {
+	lo, hi, mid    float64
+	gap            time.Duration // from the end of lo's read to the start of hi's
+	loPart, hiPart map[int]float64
+}
+
+func (c *cpuSampler) edge(t *testing.T, when time.Time) edge {
 	t.Helper()
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	for i := 1; i < len(c.times); i++ {
-		if !c.times[i].Before(when) {
-			span := c.times[i].Sub(c.times[i-1]).Seconds()
-			f := when.Sub(c.times[i-1]).Seconds() / span
-			return c.seconds[i-1] + f*(c.seconds[i]-c.seconds[i-1])
+	lo := -1
+	for i := range c.times {
+		if !c.times[i].After(when) {
+			lo = i
 		}
 	}
-	t.Fatalf("no CPU samples around %s (%d samples)", when, len(c.times))
-	return 0
+	hi := slices.IndexFunc(c.begun, func(b time.Time) bool { return !b.Before(when) })
+	if lo < 0 || hi < 0 {
+		t.Fatalf("no CPU samples either side of %s (%d samples)", when.Format("15:04:05.000"), len(c.times))
+	}
+	f := 0.5
+	if span := c.begun[hi].Sub(c.times[lo]); span > 0 {
+		f = float64(when.Sub(c.times[lo])) / float64(span)
+	}
+	return edge{lo: c.seconds[lo], hi: c.seconds[hi], mid: c.seconds[lo] + f*(c.seconds[hi]-c.seconds[lo]),
+		gap: c.begun[hi].Sub(c.times[lo]), loPart: c.parts[lo], hiPart: c.parts[hi]}
 }
 
 // check holds got, the CPU seconds a summary gives for the window from..to,
 // to what the kernel counted, within 5 %. The kernel's count is known
 // between the samples around each edge: at least the samples' difference
 // from the later one around from to the earlier one around to, at most the
-// other way round. Sampled every 10 ms that range is the interpolated
-// value; on a crowded machine the sampler wakes far less often, and a
-// linear interpolation across an edge where the CPU use jumps (the loaders
-// start at from) was off by 6 % once (a 46 s loading phase in make test).
-func (c *cpuSampler) check(t *testing.T, what string, got float64, from, to time.Time) {
+// other way round. Sampled every 10 ms that range is narrow; on a crowded
+// machine the sampler wakes far less often, and a linear interpolation
+// across an edge where the CPU use jumps (the loaders start at from) was
+// off by 6 % once (a 46 s loading phase in make test). It reports whether
+// got held.
+func (c *cpuSampler) check(t *testing.T, what string, got float64, from, to time.Time) bool {
 	t.Helper()
-	fromLo, fromHi, fromGap := c.around(t, from)
-	toLo, toHi, toGap := c.around(t, to)
-	lo, hi := toLo-fromHi, toHi-fromLo
-	truth := c.at(t, to) - c.at(t, from)
+	f, e := c.edge(t, from), c.edge(t, to)
+	lo, hi, truth := e.lo-f.hi, e.hi-f.lo, e.mid-f.mid
 	t.Logf("%s CPU seconds %.3f (summary) vs %.3f (/proc/<pid>/stat, interpolated; %.3f..%.3f between the samples %v and %v apart around the edges): %+.1f %%",
-		what, got, truth, lo, hi, fromGap.Round(time.Millisecond), toGap.Round(time.Millisecond), 100*(got-truth)/truth)
+		what, got, truth, lo, hi, f.gap.Round(time.Millisecond), e.gap.Round(time.Millisecond), 100*(got-truth)/truth)
 	if !(truth > 0) || got < 0.95*lo || got > 1.05*hi {
 		t.Errorf("loading phase: %s CPU seconds %.3f in the summary, %.3f..%.3f from /proc: want within 5 %%", what, got, lo, hi)
+		if f.loPart != nil {
+			// Per process, to tell which side is wrong next time.
+			pids := map[int]bool{}
+			for _, part := range []map[int]float64{f.loPart, f.hiPart, e.loPart, e.hiPart} {
+				for pid := range part {
+					pids[pid] = true
+				}
+			}
+			for _, pid := range slices.Sorted(maps.Keys(pids)) {
+				name := fmt.Sprintf("pid %d", pid)
+				if pid == reapedByAgents {
+					name = "reaped by the agents"
+				}
+				t.Logf("  %s: %.2f..%.2f at the start, %.2f..%.2f at the end", name, f.loPart[pid], f.hiPart[pid], e.loPart[pid], e.hiPart[pid])
+			}
+		}
+		return false
 	}
+	return true
 }
 
-// around returns the samples on either side of when, and how far apart
-// they are.
-func (c *cpuSampler) around(t *testing.T, when time.Time) (before, after float64, gap time.Duration) {
+// logDriverCPU logs what the summary's drivers' CPU seconds of a phase
+// come from: each agent's reads at the phase's edges (final.driver_cpu) and
+// the samples stored for it, reads and scrapes merged.
+func (s *stack) logDriverCPU(t *testing.T, code, kind string, from, to time.Time) {
 	t.Helper()
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	for i := 1; i < len(c.times); i++ {
-		if !c.times[i].Before(when) {
-			return c.seconds[i-1], c.seconds[i], c.times[i].Sub(c.times[i-1])
+	ctx, conn := context.Background(), s.results(t)
+	rows, err := conn.Query(ctx, `SELECT m.payload->>'agent', coalesce(m.payload->>'driver_cpu', 'none') FROM shard_results r
+		JOIN messages m ON m.id = r.message_id JOIN phases ph ON ph.code = r.code AND ph.phase = r.phase AND ph.attempt = r.attempt
+		WHERE r.code = $1 AND ph.kind = $2 ORDER BY 1`, code, kind)
+	if err != nil {
+		t.Logf("driver reads: %v", err)
+		return
+	}
+	for rows.Next() {
+		var agent, reads string
+		if rows.Scan(&agent, &reads) == nil {
+			t.Logf("  %s read %s", agent, reads)
 		}
 	}
-	t.Fatalf("no CPU samples around %s (%d samples)", when, len(c.times))
-	return 0, 0, 0
+	rows.Close()
+	rows, err = conn.Query(ctx, `SELECT labels->>'pod', time, value FROM metrics m
+		WHERE m.code = $1 AND m.phase IN (SELECT phase FROM phases WHERE code = $1 AND kind = $2) AND m.metric = 'cpu_seconds' AND m.component IN ('loader', 'benchmarker')
+		ORDER BY 1, 2`, code, kind)
+	if err != nil {
+		t.Logf("driver samples: %v", err)
+		return
+	}
+	defer rows.Close()
+	for rows.Next() {
+		var pod string
+		var at time.Time
+		var v float64
+		if rows.Scan(&pod, &at, &v) == nil {
+			t.Logf("  %s stored %s %.3f (%+.3f s from the start, %+.3f s from the end)", pod, at.Format("15:04:05.000"), v, at.Sub(from).Seconds(), at.Sub(to).Seconds())
+		}
+	}
 }
 
 // redisPid is the pid of the redis-server that listens on port (0: none
@@ -721,23 +831,14 @@ func redisPid(port int) int {
 }
 
 // cpuSecondsOf is the CPU time the kernel counted for pid and its reaped
-// children (user + system), -1 when it is gone.
+// children (user + system), -1 when it is gone. The counters are in clock
+// ticks (100/s).
 func cpuSecondsOf(pid int) float64 {
-	stat, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
-	if err != nil {
+	st, ok := statOf(pid)
+	if !ok {
 		return -1
 	}
-	// Fields after the command's closing parenthesis: utime, stime, cutime
-	// and cstime are the 12th to 15th (proc(5)'s 14 to 17), in clock ticks
-	// (100/s).
-	fields := strings.Fields(string(stat[strings.LastIndexByte(string(stat), ')')+1:]))
-	var sum float64
-	for _, f := range fields[11:15] {
-		var v float64
-		fmt.Sscan(f, &v)
-		sum += v
-	}
-	return sum / 100
+	return float64(st.UTime+st.STime)/100 + float64(st.CUTime+st.CSTime)/100
 }
 
 // checkNoSecrets fails t unless exactly the processes whose command line

@@ -15,7 +15,6 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
-	"github.com/prometheus/procfs"
 )
 
 // cpuGroup is a cgroup (v1 cpu controller, or v2) holding processes to a
@@ -135,12 +134,8 @@ func (q *cpuGroup) cpuSeconds() (float64, bool) {
 		if err != nil {
 			continue
 		}
-		p, err := procfs.NewProc(pid)
-		if err != nil {
-			continue
-		}
-		st, err := p.Stat()
-		if err != nil {
+		st, ok := statOf(pid)
+		if !ok {
 			continue
 		}
 		sum += st.CPUTime()
