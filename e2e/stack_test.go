@@ -72,6 +72,37 @@ func startStack(t *testing.T) *stack {
 // and children stay in their parent's cgroup.
 func startStackIn(t *testing.T, cg *cpuGroup) *stack {
 	t.Helper()
+	s := newStack(t, cg)
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+	if out, err := s.benchq(ctx, "up"); err != nil {
+		s.dumpLogs()
+		t.Fatalf("benchq up: %v\n%s", err, out)
+	}
+	s.readStack()
+	// The test reads as a client would (internal/natsauth): NATS refuses
+	// anonymous connections.
+	if nc, err := nats.Connect(s.info.NATSURL); err == nil {
+		nc.Close()
+		t.Fatal("the stack's NATS accepted an anonymous connection")
+	}
+	client, err := nats.NkeyOptionFromSeed(natsauth.SeedFile(s.info.NATSKeys, natsauth.Client))
+	if err != nil {
+		t.Fatal(err)
+	}
+	s.nc, err = nats.Connect(s.info.NATSURL, client, nats.CustomInboxPrefix(natsauth.InboxPrefix(natsauth.Client)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	s.js, _ = jetstream.New(s.nc)
+	return s
+}
+
+// newStack makes a stack's home and environment (extra: more variables,
+// taking precedence) and takes it down when t ends, without starting it:
+// `benchq up` (s.benchq) does.
+func newStack(t *testing.T, cg *cpuGroup, extra ...string) *stack {
+	t.Helper()
 	repo, _ := filepath.Abs("..")
 	bin := filepath.Join(repo, ".benchq", "bin")
 	for _, b := range []string{"benchq", "scheduler", "deployer", "driver-agent", "collector", "nats-server", "reporter"} {
@@ -106,6 +137,7 @@ func startStackIn(t *testing.T, cg *cpuGroup) *stack {
 	s.env = append(os.Environ(), "BENCHQ_HOME="+home, "BENCHQ_BIN="+bin, "BENCHQ_AGENT_STANDBYS=2",
 		"JAVA_TOOL_OPTIONS=-XX:TieredStopAtLevel=1")
 	s.env = slices.DeleteFunc(s.env, func(v string) bool { return strings.HasPrefix(v, "BENCHQ_REPORTER=") })
+	s.env = append(s.env, extra...) // exec uses a variable's last value
 	t.Cleanup(func() {
 		if s.nc != nil {
 			s.nc.Close()
@@ -119,29 +151,6 @@ func startStackIn(t *testing.T, cg *cpuGroup) *stack {
 		}
 		_ = os.RemoveAll(home)
 	})
-	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
-	defer cancel()
-	up := s.command(ctx, "up")
-	if out, err := up.CombinedOutput(); err != nil {
-		s.dumpLogs()
-		t.Fatalf("benchq up: %v\n%s", err, out)
-	}
-	s.readStack()
-	// The test reads as a client would (internal/natsauth): NATS refuses
-	// anonymous connections.
-	if nc, err := nats.Connect(s.info.NATSURL); err == nil {
-		nc.Close()
-		t.Fatal("the stack's NATS accepted an anonymous connection")
-	}
-	client, err := nats.NkeyOptionFromSeed(natsauth.SeedFile(s.info.NATSKeys, natsauth.Client))
-	if err != nil {
-		t.Fatal(err)
-	}
-	s.nc, err = nats.Connect(s.info.NATSURL, client, nats.CustomInboxPrefix(natsauth.InboxPrefix(natsauth.Client)))
-	if err != nil {
-		t.Fatal(err)
-	}
-	s.js, _ = jetstream.New(s.nc)
 	return s
 }
 

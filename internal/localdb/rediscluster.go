@@ -260,7 +260,7 @@ func (c *RedisCluster) waitAll(ctx context.Context, what string, check func(cont
 	return procs.WaitFor(ctx, what, 100*time.Millisecond, func(ctx context.Context) error {
 		for i, node := range c.Nodes {
 			if !procs.Alive(node.Pid) {
-				return procs.Permanent(exited("redis-server", node.Pid, node.logFile()))
+				return procs.Permanent(Exited("redis-server", node.Pid, node.logFile()))
 			}
 			v, err := viewOf(ctx, node.Addr(), c.Password)
 			if err != nil {

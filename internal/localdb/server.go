@@ -86,7 +86,7 @@ func waitReady(ctx context.Context, name string, pid int, logFile, what string, 
 	defer cancel()
 	err := procs.WaitFor(ctx, what, every, func(ctx context.Context) error {
 		if !procs.Alive(pid) {
-			return procs.Permanent(exited(name, pid, logFile))
+			return procs.Permanent(Exited(name, pid, logFile))
 		}
 		return probe(ctx)
 	})

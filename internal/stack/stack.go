@@ -191,7 +191,20 @@ func (s *Stack) Dial() (*bus.Bus, error) {
 func (s *Stack) declare(ctx context.Context) error {
 	ctx, cancel := context.WithTimeout(ctx, 30*time.Second)
 	defer cancel()
-	b, err := bus.ConnectAs(ctx, s.NATSURL, natsauth.Admin, "benchq-admin", s.seed(natsauth.Admin), nil)
+	// nats-server is dialled until it answers, unless it exited: then the
+	// error says why (its log's end; localdb.ErrAddrInUse when its port was
+	// taken), at once rather than after the timeout.
+	nats := slices.IndexFunc(s.Procs, func(p Proc) bool { return p.Name == NATSProc })
+	var b *bus.Bus
+	err := procs.WaitFor(ctx, NATSProc, 250*time.Millisecond, func(context.Context) error {
+		if nats >= 0 && !procs.Alive(s.Procs[nats].Pid) {
+			p := s.Procs[nats]
+			return procs.Permanent(localdb.Exited(p.Name, p.Pid, p.Log))
+		}
+		var err error
+		b, err = bus.DialAs(s.NATSURL, natsauth.Admin, "benchq-admin", s.seed(natsauth.Admin), nil)
+		return err
+	})
 	if err != nil {
 		return err
 	}
@@ -390,14 +403,38 @@ func urlPort(what, raw string) (int, error) {
 
 // port returns the configured port (env) or a free one.
 func port(st *State, key string) (int, error) {
-	if v := st.Env(key); v != "" {
-		p, err := strconv.Atoi(v)
-		if err != nil {
-			return 0, fmt.Errorf("%s=%q is not a port number", key, v)
-		}
-		return p, nil
+	p, err := fixedPort(st, key)
+	if err != nil || p != 0 {
+		return p, err
 	}
 	return procs.FreePort()
+}
+
+// fixedPort returns the configured port (env), 0 when none is.
+func fixedPort(st *State, key string) (int, error) {
+	v := st.Env(key)
+	if v == "" {
+		return 0, nil
+	}
+	p, err := strconv.Atoi(v)
+	if err != nil {
+		return 0, fmt.Errorf("%s=%q is not a port number", key, v)
+	}
+	return p, nil
+}
+
+// portTaken says what to do about err when it is a store that exited
+// because its port was taken (localdb.ErrAddrInUse): start again on other
+// ports (ErrPortTaken) when the port was picked, or free the port the user
+// set in key.
+func portTaken(st *State, err error, key string) error {
+	switch {
+	case !errors.Is(err, localdb.ErrAddrInUse):
+		return err
+	case st.Env(key) != "":
+		return fmt.Errorf("%w: %s=%s is taken by another process: free it, or unset %s for a free port", err, key, st.Env(key), key)
+	}
+	return fmt.Errorf("%w: %w", ErrPortTaken, err)
 }
 
 func Start(ctx context.Context, st *State) (*Stack, error) {
@@ -410,7 +447,9 @@ func Start(ctx context.Context, st *State) (*Stack, error) {
 	if err != nil {
 		return nil, err
 	}
-	dbPort, err := port(st, "BENCHQ_DB_PORT")
+	// The results database picks its own port unless one is set: it
+	// starts again on another when the one it picked is taken first.
+	dbPort, err := fixedPort(st, "BENCHQ_DB_PORT")
 	if err != nil {
 		return nil, err
 	}
@@ -426,7 +465,7 @@ func Start(ctx context.Context, st *State) (*Stack, error) {
 		return s, err
 	}
 	if err := s.declare(ctx); err != nil {
-		return s, err
+		return s, portTaken(st, err, "BENCHQ_NATS_PORT")
 	}
 	pass, _, err := newDBPassword(st, "postgres")
 	if err != nil {
@@ -434,7 +473,7 @@ func Start(ctx context.Context, st *State) (*Stack, error) {
 	}
 	pg, err := localdb.StartPostgres(ctx, filepath.Join(home, DBProc), dbPort, localdb.PGOptions{Database: "benchq", PassFile: pass})
 	if err != nil {
-		return s, fmt.Errorf("results database: %w", err)
+		return s, portTaken(st, fmt.Errorf("results database: %w", err), "BENCHQ_DB_PORT")
 	}
 	s.DBOwnerURL = pg.URL()
 	s.Procs = append(s.Procs, Proc{Name: DBProc, Pid: pg.Pid, Log: filepath.Join(home, DBProc, "postgres.log")})
