@@ -3,6 +3,7 @@ package contracts
 import (
 	"encoding/json"
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"reflect"
@@ -213,5 +214,26 @@ func TestShardPoolAddresses(t *testing.T) {
 		if got := ShardPoolAddresses(c.shard, c.threads, c.n, c.progress); !reflect.DeepEqual(got, c.want) {
 			t.Errorf("ShardPoolAddresses(%d, %d, %d, %v) = %v, want %v", c.shard, c.threads, c.n, c.progress, got, c.want)
 		}
+	}
+}
+
+// The YCSB binding (JdbcClient.spread, Java) cannot call PoolAddress: it
+// reads the same table, which this test holds to PoolAddress, so that the
+// two rules stay one (JdbcClientSpreadTest).
+func TestPoolAddressTable(t *testing.T) {
+	var want strings.Builder
+	want.WriteString("# shard threads thread pool_size address: contracts.PoolAddress, read by the YCSB binding's JdbcClientSpreadTest\n")
+	for shard := 1; shard <= 3; shard++ {
+		for _, threads := range []int{1, 3, 8} {
+			for _, n := range []int{2, 3} {
+				for i := range threads {
+					fmt.Fprintf(&want, "%d %d %d %d %d\n", shard, threads, i, n, PoolAddress(shard, threads, i, n))
+				}
+			}
+		}
+	}
+	got, err := os.ReadFile("testdata/pool_addresses.txt")
+	if err != nil || string(got) != want.String() {
+		t.Errorf("testdata/pool_addresses.txt is not PoolAddress's table (%v); it should read:\n%s", err, want.String())
 	}
 }

@@ -27,7 +27,7 @@ command -v java >/dev/null || die "java not found (install Java 17)"
 
 # Paths are part of what is hashed (sha256sum prints them), so a rename also triggers a build.
 source_hash() {
-  find "$SRC/pom.xml" "$SRC/src" "$SRC/workloads" scripts/build-ycsb.sh -type f -print0 \
+  find "$SRC/pom.xml" "$SRC/src" "$SRC/workloads" contracts/testdata/pool_addresses.txt scripts/build-ycsb.sh -type f -print0 \
     | LC_ALL=C sort -z | xargs -0 sha256sum | sha256sum | cut -d' ' -f1
 }
 

@@ -71,7 +71,10 @@ public class JdbcClient extends DB {
   private static final Pattern TABLE_NAME =
       Pattern.compile("[A-Za-z_][A-Za-z0-9_$]*(\\.[A-Za-z_][A-Za-z0-9_$]*)?");
 
-  /** Instances initialised for this job (the launcher's probe included), for {@link #spread}. */
+  /**
+   * Instances initialised for this job, for {@link #spread}: the launcher starts the count again
+   * after its probe, so that client thread i is instance i.
+   */
   private static final AtomicInteger INSTANCES = new AtomicInteger();
 
   /** Starts the count of {@link #INSTANCES} again, for the next job of a JVM that stays. */

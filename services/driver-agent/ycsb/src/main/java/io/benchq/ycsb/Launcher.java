@@ -144,6 +144,9 @@ public final class Launcher {
     }
     String dbClass = props.getProperty("db", DEFAULT_DB);
     probe(dbClass, props);
+    // The probe's connection is not one of the run's: client thread i is the binding's
+    // instance i again, as contracts.PoolAddress counts them.
+    JdbcClient.resetInstances();
     if (prewarm) {
       prewarm(false);
     }
