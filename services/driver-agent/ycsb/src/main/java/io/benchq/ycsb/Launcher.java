@@ -22,6 +22,7 @@ import javax.crypto.spec.SecretKeySpec;
 
 import site.ycsb.Client;
 import site.ycsb.DB;
+import site.ycsb.Utils;
 
 /**
  * Drop-in replacement for {@code site.ycsb.Client} that adds a start barrier, so that several
@@ -143,10 +144,17 @@ public final class Launcher {
       return EXIT_USAGE;
     }
     String dbClass = props.getProperty("db", DEFAULT_DB);
-    probe(dbClass, props);
-    // The probe's connection is not one of the run's: client thread i is the binding's
-    // instance i again, as contracts.PoolAddress counts them.
-    JdbcClient.resetInstances();
+    // The probe connects once (10-50 ms here) so that a SUT the binding cannot use fails the job
+    // with the binding's own message; the run's set-up does not need its connection, so the two
+    // go on side by side, and the client threads connect once both are done.
+    Thread probing = new Thread(() -> {
+      try {
+        probe(dbClass, props);
+      } catch (RuntimeException | LinkageError e) {
+        fail(EXIT_INIT_FAILED, dbClass + " init failed: " + describe(e));
+      }
+    }, "benchq-probe");
+    probing.start();
     if (prewarm) {
       prewarm(false);
     }
@@ -154,6 +162,10 @@ public final class Launcher {
     Run run;
     try {
       run = Run.prepare(props);
+      probing.join();
+      // The probe's connection is not one of the run's: client thread i is the binding's
+      // instance i again, as contracts.PoolAddress counts them.
+      JdbcClient.resetInstances();
       run.awaitConnected();
     } catch (Run.SetupException e) {
       fail(EXIT_INIT_FAILED, e.getMessage());
@@ -294,6 +306,11 @@ public final class Launcher {
           "org/apache/commons/pool2/", true);
       preload(loader, org.postgresql.Driver.class, "org/postgresql/", true);
       warmScram();
+      // A job's GC totals (Utils.getGCStatst, read at its start and end) go through the JVM's
+      // management beans, whose first use loads and sets them up: 13-140 ms of a standby's job
+      // between its arguments and its READY here (2 cores), up to 500 ms under make test's load.
+      // Nothing a phase measures runs through them.
+      Utils.getGCStatst();
     }
   }
 
