@@ -53,17 +53,48 @@ func (c *Client) LastScrapes(ctx context.Context, selector string, start, end ti
 // QueryScrapes is QueryRange over [start, end] for a target scraped every
 // step, one of whose scrapes was at scrape: the grid runs a quarter step
 // after each scrape from the last one at or before start (a quarter step
-// absorbs the scheduler's jitter), and each point is dated back to its
-// scrape.
-func (c *Client) QueryScrapes(ctx context.Context, query string, scrape, start, end time.Time, step time.Duration) ([]Series, error) {
+// absorbs the scheduler's jitter). stamps is the target's scrape times as a
+// query (max(timestamp(series{matchers}))), evaluated on the same grid:
+// each point is dated at the scrape it carries, and a point that carries
+// the same scrape as the one before is dropped. A scrape that failed, or
+// came more than the quarter step late, left the grid point with the
+// scrape before it: dated by the grid, it was a sample Prometheus never
+// took, and a counter's next interval looked twice as fast. Without the
+// stamps (their query failed or found nothing), points are dated back by
+// the quarter step as before.
+func (c *Client) QueryScrapes(ctx context.Context, query, stamps string, scrape, start, end time.Time, step time.Duration) ([]Series, error) {
 	lag := step / 4
-	series, err := c.QueryRange(ctx, query, scrapeAtOrBefore(scrape, start, step).Add(lag), end.Add(lag), step)
-	for _, s := range series {
-		for i := range s.Samples {
-			s.Samples[i].T = s.Samples[i].T.Add(-lag)
+	from, to := scrapeAtOrBefore(scrape, start, step).Add(lag), end.Add(lag)
+	series, err := c.QueryRange(ctx, query, from, to, step)
+	if err != nil {
+		return series, err
+	}
+	scraped := map[int64]time.Time{} // grid point (ms) → the scrape it carries
+	if st, err := c.QueryRange(ctx, stamps, from, to, step); err == nil && len(st) == 1 {
+		for _, p := range st[0].Samples {
+			scraped[p.T.UnixMilli()] = time.UnixMilli(int64(math.Round(p.V * 1000))).UTC()
 		}
 	}
-	return series, err
+	for i := range series {
+		if len(scraped) == 0 {
+			for j := range series[i].Samples {
+				series[i].Samples[j].T = series[i].Samples[j].T.Add(-lag)
+			}
+			continue
+		}
+		kept := series[i].Samples[:0]
+		var last time.Time
+		for _, p := range series[i].Samples {
+			t, ok := scraped[p.T.UnixMilli()]
+			if !ok || t.Equal(last) {
+				continue
+			}
+			last, p.T = t, t
+			kept = append(kept, p)
+		}
+		series[i].Samples = kept
+	}
+	return series, nil
 }
 
 // scrapeAtOrBefore is the last instant at or before t on the grid of

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -133,11 +134,12 @@ func TestServerScrapesAndQueryRangeInChunks(t *testing.T) {
 	if err != nil || len(last) != 1 || last[appAddr].Scrape.IsZero() {
 		t.Fatalf("LastScrapes = %v, %v; want one scrape time of %s", last, err, appAddr)
 	}
-	on, err := client.QueryScrapes(ctx, query, last[appAddr].Scrape, start, end, time.Second)
+	scraped := "max(timestamp(" + query + "))"
+	on, err := client.QueryScrapes(ctx, query, scraped, last[appAddr].Scrape, start, end, time.Second)
 	if err != nil {
 		t.Fatal(err)
 	}
-	stamps, err := client.QueryScrapes(ctx, "timestamp("+query+")", last[appAddr].Scrape, start, end, time.Second)
+	stamps, err := client.QueryScrapes(ctx, "timestamp("+query+")", scraped, last[appAddr].Scrape, start, end, time.Second)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -146,9 +148,8 @@ func TestServerScrapesAndQueryRangeInChunks(t *testing.T) {
 		t.Fatalf("%d points on the scrapes' grid (%d timestamps), first at %v: want 8 from before %v", len(p), len(ts), p[0].T, start)
 	}
 	for i := range p {
-		scraped := time.UnixMilli(int64(ts[i].V * 1000))
-		if d := p[i].T.Sub(scraped); !ts[i].T.Equal(p[i].T) || d > 250*time.Millisecond || d < -250*time.Millisecond {
-			t.Errorf("point %d dated %v, its scrape at %v", i, p[i].T, scraped)
+		if at := time.UnixMilli(int64(math.Round(ts[i].V * 1000))); !ts[i].T.Equal(p[i].T) || !p[i].T.Equal(at) {
+			t.Errorf("point %d dated %v, its scrape at %v", i, p[i].T, at)
 		}
 		if i > 0 && p[i].V != p[i-1].V+1 {
 			t.Errorf("points %d..%d: %v then %v, want one scrape apart", i-1, i, p[i-1].V, p[i].V)

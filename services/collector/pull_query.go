@@ -122,8 +122,9 @@ func (p *puller) query(ctx context.Context, m catalog.Metric, sel string, from, 
 	var all []prom.Series
 	for _, instance := range instances {
 		target := scrapes[instance]
-		q := m.PromQL(fmt.Sprintf(`%s,instance=%q`, sel, instance))
-		series, err := p.client.QueryScrapes(qctx, q, target.Scrape, from, to, p.step)
+		one := fmt.Sprintf(`%s,instance=%q`, sel, instance)
+		stamps := fmt.Sprintf("max(timestamp(%s{%s}))", m.Series, one)
+		series, err := p.client.QueryScrapes(qctx, m.PromQL(one), stamps, target.Scrape, from, to, p.step)
 		if err != nil {
 			return answer(nil, err, p.promURL)
 		}
