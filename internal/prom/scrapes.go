@@ -51,19 +51,22 @@ func (c *Client) LastScrapes(ctx context.Context, selector string, start, end ti
 }
 
 // QueryScrapes is QueryRange over [start, end] for a target scraped every
-// step, one of whose scrapes was at scrape: the grid runs a quarter step
-// after each scrape from the last one at or before start (a quarter step
-// absorbs the scheduler's jitter). stamps is the target's scrape times as a
-// query (max(timestamp(series{matchers}))), evaluated on the same grid:
-// each point is dated at the scrape it carries, and a point that carries
-// the same scrape as the one before is dropped. A scrape that failed, or
-// came more than the quarter step late, left the grid point with the
-// scrape before it: dated by the grid, it was a sample Prometheus never
-// took, and a counter's next interval looked twice as fast. Without the
-// stamps (their query failed or found nothing), points are dated back by
-// the quarter step as before.
+// step, one of whose scrapes was at scrape: the grid runs three quarters of
+// a step after each scrape is due, from the last one at or before start, so
+// that a scrape that started late (Prometheus' scheduler on a busy machine)
+// is still on the grid. stamps is the target's scrape times as a query
+// (max(timestamp(series{matchers}))), evaluated on the same grid: each
+// point is dated at the scrape it carries, and a point that carries the
+// same scrape as the one before is dropped. With a quarter step and dates
+// taken from the grid, as before, a scrape more than a quarter step late
+// left its grid point with the scrape before it, stored again as a sample
+// Prometheus never took (a counter's next interval then looked twice as
+// fast), and the late scrape itself was missed. A scrape later than three
+// quarters of a step can still be missed (its interval's work then shows
+// in the next one); none is stored twice. Without the stamps (their query
+// failed or found nothing), points are dated back by the lag.
 func (c *Client) QueryScrapes(ctx context.Context, query, stamps string, scrape, start, end time.Time, step time.Duration) ([]Series, error) {
-	lag := step / 4
+	lag := step * 3 / 4
 	from, to := scrapeAtOrBefore(scrape, start, step).Add(lag), end.Add(lag)
 	series, err := c.QueryRange(ctx, query, from, to, step)
 	if err != nil {

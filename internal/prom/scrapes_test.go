@@ -11,18 +11,18 @@ import (
 )
 
 // A scrape that started late (Prometheus' scheduler held up on a busy
-// machine) leaves one grid point of QueryScrapes with the scrape before it.
-// That point must not come back as a sample of its own, and the late
-// scrape must be dated when it was taken. Prometheus' scheduler cannot be
-// held up on demand, so the API is a stand-in here, answering query_range
-// as Prometheus would for scrapes at 0, 1, 2, 3.6 and 4 s (the one due at
-// 3 s started 0.6 s late) on the grid 0.25 s after each due scrape.
+// machine) must be among QueryScrapes' points, dated when it was taken, and
+// no scrape may come back twice. Prometheus' scheduler cannot be held up on
+// demand, so the API is a stand-in here, answering query_range as
+// Prometheus would for scrapes at 0, 1, 2, 3.6, 4, 5.9 and 6 s (the one due
+// at 3 s started 0.6 s late, the one due at 5 s 0.9 s late), on the grid
+// three quarters of a step after each due scrape.
 func TestQueryScrapesDropsAScrapeSeenTwice(t *testing.T) {
 	t0 := time.Date(2026, 11, 28, 18, 0, 0, 0, time.UTC)
 	scrapes := []struct {
 		at float64 // s after t0
 		v  float64
-	}{{0, 10}, {1, 11}, {2, 12}, {3.6, 13}, {4, 14}}
+	}{{0, 10}, {1, 11}, {2, 12}, {3.6, 13}, {4, 14}, {5.9, 15}, {6, 16}}
 	// latest is the scrape at or before grid instant g (Prometheus' lookback).
 	latest := func(g float64) (float64, float64) {
 		at, v := -1.0, 0.0
@@ -56,7 +56,7 @@ func TestQueryScrapesDropsAScrapeSeenTwice(t *testing.T) {
 	defer api.Close()
 	c := &Client{URL: api.URL}
 
-	got, err := c.QueryScrapes(t.Context(), `m{instance="a:1"}`, `max(timestamp(m{instance="a:1"}))`, t0, t0, t0.Add(4*time.Second), time.Second)
+	got, err := c.QueryScrapes(t.Context(), `m{instance="a:1"}`, `max(timestamp(m{instance="a:1"}))`, t0, t0, t0.Add(6*time.Second), time.Second)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -64,10 +64,10 @@ func TestQueryScrapesDropsAScrapeSeenTwice(t *testing.T) {
 	for _, p := range got[0].Samples {
 		points = append(points, fmt.Sprintf("%v=%v", p.T.Sub(t0), p.V))
 	}
-	// On the grid: 0.25 → 10, 1.25 → 11, 2.25 → 12, 3.25 → 12 again (the
-	// late scrape not in yet), 4.25 → 14: the late scrape (13) is never on
-	// the grid, and 12 is seen twice.
-	if want := "0s=10 1s=11 2s=12 4s=14"; strings.Join(points, " ") != want {
+	// On the grid: 0.75 → 10, 1.75 → 11, 2.75 → 12, 3.75 → 13 (late, dated
+	// 3.6 s), 4.75 → 14, 5.75 → 14 again (dropped), 6.75 → 16: the scrape
+	// 0.9 s late (15) falls between two grid points and is missed.
+	if want := "0s=10 1s=11 2s=12 3.6s=13 4s=14 6s=16"; strings.Join(points, " ") != want {
 		t.Errorf("QueryScrapes = %s, want %s", strings.Join(points, " "), want)
 	}
 
