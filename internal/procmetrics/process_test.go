@@ -6,6 +6,8 @@ import (
 	"slices"
 	"testing"
 	"time"
+
+	"github.com/benchq/benchq/internal/testenv"
 )
 
 func TestReadCPUChildrenAndCmdline(t *testing.T) {
@@ -43,8 +45,19 @@ func TestReadCPUChildrenAndCmdline(t *testing.T) {
 	if !slices.Contains(kids, cmd.Process.Pid) {
 		t.Errorf("children %v lack the sleep %d", kids, cmd.Process.Pid)
 	}
-	args, err := Cmdline(cmd.Process.Pid)
-	if err != nil || !slices.Equal(args, []string{"sleep", "30"}) {
-		t.Errorf("cmdline %q, %v", args, err)
-	}
+	// Start returns once the exec has closed our close-on-exec pipe, which
+	// the kernel does before it lays out the new program's arguments: for a
+	// moment the command line reads empty (a fresh clone's make test caught
+	// it). So the test waits for the arguments, and holds them to the
+	// command it started.
+	testenv.Eventually(t, 5*time.Second, func() error {
+		args, err := Cmdline(cmd.Process.Pid)
+		if err != nil {
+			return err
+		}
+		if !slices.Equal(args, []string{"sleep", "30"}) {
+			t.Fatalf("cmdline %q, want [sleep 30]", args)
+		}
+		return nil
+	})
 }
