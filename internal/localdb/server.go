@@ -40,19 +40,38 @@ func startInDir[T any](name, dir string, binary func() (string, error), start fu
 // listen calls start with port, or with a free port when port is 0. A free
 // port can be taken by another process before the server binds it, so when
 // picked (this call picked a port the server listens on) and the server
-// found its port in use, start runs again on another: three attempts in
-// all. A port the caller chose is not ours to replace.
+// found its port in use, start runs again on another (OnFreePort). A port
+// the caller chose is not ours to replace.
 func listen(port int, picked bool, start func(port int) error) error {
-	for attempt := 1; ; attempt++ {
-		p := port
-		if p == 0 {
-			var err error
-			if p, err = procs.FreePort(); err != nil {
-				return err
-			}
+	pick := func() (int, error) {
+		if port != 0 {
+			return port, nil
 		}
-		err := start(p)
-		if err == nil || !picked || attempt == 3 || !errors.Is(err, ErrAddrInUse) {
+		return procs.FreePort()
+	}
+	if !picked {
+		p, err := pick()
+		if err != nil {
+			return err
+		}
+		return start(p)
+	}
+	return OnFreePort(pick, start)
+}
+
+// OnFreePort runs start on a port from pick (procs.FreePort, which hands out
+// a port that was free a moment ago) and, when the server found that port
+// taken meanwhile (start's error wraps ErrAddrInUse), again on the next one
+// pick gives: three attempts in all. start must leave nothing running when
+// it fails.
+func OnFreePort(pick func() (int, error), start func(port int) error) error {
+	for attempt := 1; ; attempt++ {
+		p, err := pick()
+		if err != nil {
+			return err
+		}
+		err = start(p)
+		if err == nil || attempt == 3 || !errors.Is(err, ErrAddrInUse) {
 			return err
 		}
 	}

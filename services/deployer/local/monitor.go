@@ -177,7 +177,7 @@ func (l *Local) monitorSUT(dir string, s backend.Spec, entry catalog.Entry, st *
 		case e.Console != "":
 			e.Addr, err = l.servePgbExporter(dir, e.exporter, previous[e.Name], password)
 		default:
-			e.Addr, err = startExporter(dir, e, previous[e.Name])
+			e.Addr, err = startExporter(dir, e, previous[e.Name], procs.FreePort)
 		}
 		if err != nil {
 			return fmt.Errorf("exporter %s: %w", e.Name, err)
@@ -254,8 +254,11 @@ func orPostgres(s string) string {
 }
 
 // startExporter starts e's process, unless the one a previous deploy
-// started still runs on prevAddr, and waits until it serves /metrics.
-func startExporter(dir string, e wanted, prevAddr string) (string, error) {
+// started still runs on prevAddr, and waits until it serves /metrics. Its
+// port is picked free (pick: procs.FreePort) a moment before the exporter
+// binds it; another process that takes it in between (side-by-side stacks
+// do) makes the exporter exit, and it starts again on another port.
+func startExporter(dir string, e wanted, prevAddr string, pick func() (int, error)) (string, error) {
 	pidFile := filepath.Join(dir, exporterPrefix+e.Name+".pid")
 	if pid, err := procs.ReadPidFile(pidFile); err == nil && isExporter(pid) {
 		if prevAddr != "" && scrape(context.Background(), prevAddr) == nil {
@@ -263,32 +266,43 @@ func startExporter(dir string, e wanted, prevAddr string) (string, error) {
 		}
 		_ = procs.Stop(context.Background(), pid, 5*time.Second)
 	}
-	port, err := procs.FreePort()
-	if err != nil {
-		return "", err
-	}
-	addr := fmt.Sprintf("127.0.0.1:%d", port)
-	pid, err := procs.Start(procs.Spec{
-		Name: e.Name + " exporter", Path: e.Path, Args: append(e.Args, "--web.listen-address="+addr), Env: e.Env,
-		User:    localdb.SUTUser, // as root: the SUTs' account, which owns nothing of the stack
-		LogFile: filepath.Join(dir, exporterPrefix+e.Name+".log"), PidFile: pidFile,
+	var addr string
+	err := localdb.OnFreePort(pick, func(port int) error {
+		addr = fmt.Sprintf("127.0.0.1:%d", port)
+		return runExporter(dir, e, addr, pidFile)
 	})
 	if err != nil {
 		return "", err
+	}
+	return addr, nil
+}
+
+// runExporter starts e's process on addr and waits until it serves
+// /metrics; an exporter that exited says why (localdb.Exited: wrapping
+// localdb.ErrAddrInUse when its port was taken), and one that did not
+// answer is stopped.
+func runExporter(dir string, e wanted, addr, pidFile string) error {
+	logFile := filepath.Join(dir, exporterPrefix+e.Name+".log")
+	pid, err := procs.Start(procs.Spec{
+		Name: e.Name + " exporter", Path: e.Path, Args: append(slices.Clone(e.Args), "--web.listen-address="+addr), Env: e.Env,
+		User:    localdb.SUTUser, // as root: the SUTs' account, which owns nothing of the stack
+		LogFile: logFile, PidFile: pidFile,
+	})
+	if err != nil {
+		return err
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()
 	err = procs.WaitFor(ctx, e.Name+" exporter on "+addr, 10*time.Millisecond, func(ctx context.Context) error {
 		if !procs.Alive(pid) {
-			return procs.Permanent(fmt.Errorf("exited: %s", procs.LogTail(filepath.Join(dir, exporterPrefix+e.Name+".log"), 5)))
+			return procs.Permanent(localdb.Exited(e.Name+" exporter", pid, logFile))
 		}
 		return scrape(ctx, addr)
 	})
 	if err != nil {
 		_ = procs.Stop(context.Background(), pid, 5*time.Second)
-		return "", err
 	}
-	return addr, nil
+	return err
 }
 
 // isExporter tells our exporter from an unrelated process that reused a

@@ -3,8 +3,10 @@ package local
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
+	"net"
 	"net/http"
 	"net/url"
 	"os"
@@ -325,5 +327,58 @@ func checkEdgeReads(t *testing.T, ctx context.Context, l *Local, code, conf stri
 	}
 	if _, ok := l.ReadExporters(ctx, code, "no-such-configuration"); ok {
 		t.Error("ReadExporters read a configuration that has none")
+	}
+}
+
+// An exporter whose picked port another process took before it bound it
+// (side-by-side stacks pick from the same range) starts again on another
+// port, and one that fails for another reason is not started again.
+func TestExporterStartsAgainWhenItsPortIsTaken(t *testing.T) {
+	if _, err := os.Stat(redisExporterBin); err != nil {
+		t.Skipf("skipping: %v", err)
+	}
+	held, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer held.Close()
+	taken := held.Addr().(*net.TCPAddr).Port
+	var picked []int
+	pick := func() (int, error) {
+		p := taken
+		if len(picked) > 0 {
+			var err error
+			if p, err = procs.FreePort(); err != nil {
+				return 0, err
+			}
+		}
+		picked = append(picked, p)
+		return p, nil
+	}
+	dir := t.TempDir()
+	_ = os.Chmod(dir, 0o755) // the exporter runs as the SUTs' account
+	// Redis need not run: the exporter serves /metrics (redis_up 0) anyway.
+	e := wanted{exporter: exporter{Name: "redis", Component: "sut"}, Path: redisExporterBin, Args: []string{"-redis.addr", "redis://127.0.0.1:1"}}
+	addr, err := startExporter(dir, e, "", pick)
+	if err != nil {
+		t.Fatalf("exporter not started again on another port: %v (ports tried %v)", err, picked)
+	}
+	t.Cleanup(func() {
+		if pid, err := procs.ReadPidFile(filepath.Join(dir, exporterPrefix+"redis.pid")); err == nil {
+			_ = procs.Stop(context.Background(), pid, 5*time.Second)
+		}
+	})
+	if len(picked) != 2 || addr != fmt.Sprintf("127.0.0.1:%d", picked[1]) {
+		t.Errorf("exporter on %s after ports %v: want the second port", addr, picked)
+	}
+	if err := scrape(context.Background(), addr); err != nil {
+		t.Errorf("exporter on %s: %v", addr, err)
+	}
+
+	// An exporter that fails for another reason is reported, not retried.
+	picked = nil
+	bad := wanted{exporter: exporter{Name: "bad", Component: "sut"}, Path: redisExporterBin, Args: []string{"-no-such-flag"}}
+	if _, err := startExporter(dir, bad, "", func() (int, error) { picked = append(picked, 0); return procs.FreePort() }); err == nil || errors.Is(err, localdb.ErrAddrInUse) || len(picked) != 1 {
+		t.Errorf("a failing exporter: %v after %d start(s); want its own error after one", err, len(picked))
 	}
 }
