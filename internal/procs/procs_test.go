@@ -265,6 +265,20 @@ func TestLogTail(t *testing.T) {
 	if got := LogTail(p+".missing", 2); got != "" {
 		t.Errorf("LogTail(missing) = %q", got)
 	}
+	// A log appended to by a second start: only that start's lines.
+	again := "e: address already in use\n" + StartMarker + "2026-11-28T20:40:00Z: x\nf\n"
+	if err := os.WriteFile(p, []byte("a\n"+StartMarker+"2026-11-28T20:39:00Z: x\n"+again), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if got := LogTail(p, 3); got != "f" {
+		t.Errorf("LogTail after a second start = %q, want %q", got, "f")
+	}
+	if err := os.WriteFile(p, []byte("e\n"+StartMarker+"2026-11-28T20:40:00Z: x\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if got := LogTail(p, 3); got != "" {
+		t.Errorf("LogTail of a start that wrote nothing = %q, want none", got)
+	}
 }
 
 // The starter learns how its process ended: a SIGKILL, an exit status.

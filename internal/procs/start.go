@@ -11,6 +11,7 @@ import (
 	"strings"
 	"sync"
 	"syscall"
+	"time"
 
 	"github.com/benchq/benchq/internal/atomicfile"
 )
@@ -126,6 +127,11 @@ func command(ctx context.Context, spec Spec) (*exec.Cmd, *os.File, error) {
 				_ = f.Close() // the chown error is the one to report
 				return nil, nil, fmt.Errorf("start %s: chown log: %w", spec.Name, err)
 			}
+		}
+		// Where this start's output begins (LogTail reads from here).
+		if _, err := fmt.Fprintf(f, "%s%s: %s\n", StartMarker, time.Now().UTC().Format(time.RFC3339Nano), spec.Name); err != nil {
+			_ = f.Close()
+			return nil, nil, fmt.Errorf("start %s: write log: %w", spec.Name, err)
 		}
 		cmd.Stdout, cmd.Stderr = f, f
 		logf = f

@@ -375,9 +375,11 @@ func TestExporterStartsAgainWhenItsPortIsTaken(t *testing.T) {
 		t.Errorf("exporter on %s: %v", addr, err)
 	}
 
-	// An exporter that fails for another reason is reported, not retried.
+	// An exporter that fails for another reason is reported, not retried,
+	// though its log (appended to by every start) still holds the first
+	// start's "address already in use" (procs.LogTail reads the last start).
 	picked = nil
-	bad := wanted{exporter: exporter{Name: "bad", Component: "sut"}, Path: redisExporterBin, Args: []string{"-no-such-flag"}}
+	bad := wanted{exporter: exporter{Name: "redis", Component: "sut"}, Path: "/bin/sh", Args: []string{"-c", "echo the exporter failed for its own reason; exit 3"}}
 	if _, err := startExporter(dir, bad, "", func() (int, error) { picked = append(picked, 0); return procs.FreePort() }); err == nil || errors.Is(err, localdb.ErrAddrInUse) || len(picked) != 1 {
 		t.Errorf("a failing exporter: %v after %d start(s); want its own error after one", err, len(picked))
 	}
