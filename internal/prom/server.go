@@ -239,6 +239,9 @@ func (s *Server) metric(ctx context.Context, name string) (float64, error) {
 	return 0, fmt.Errorf("no %s in prometheus' /metrics", name)
 }
 
+// probeTimeout bounds one readiness probe of a starting Prometheus.
+const probeTimeout = time.Second
+
 func (s *Server) waitReady(ctx context.Context, timeout time.Duration) error {
 	if timeout <= 0 {
 		timeout = time.Minute
@@ -248,17 +251,14 @@ func (s *Server) waitReady(ctx context.Context, timeout time.Duration) error {
 	logFile := s.file("prometheus.log")
 	err := procs.WaitFor(ctx, "prometheus on "+s.Addr()+" to be ready", 50*time.Millisecond, func(ctx context.Context) error {
 		if !procs.Alive(s.Pid) {
-			tail := procs.LogTail(logFile, 3)
-			err := fmt.Errorf("prometheus (pid %d) exited: %s", s.Pid, tail)
-			if strings.Contains(tail, "address already in use") {
-				err = fmt.Errorf("%w (%w)", err, localdb.ErrAddrInUse)
-			}
-			return procs.Permanent(err)
+			return procs.Permanent(localdb.Exited("prometheus", s.Pid, logFile))
 		}
-		if err := Probe(ctx, s.URL()+"/-/ready"); err != nil {
-			return err
-		}
-		return nil
+		// Each probe is bounded: a process that took the port before
+		// Prometheus bound it may accept and never answer, and Prometheus'
+		// exit (checked above) must be seen meanwhile.
+		pctx, cancel := context.WithTimeout(ctx, probeTimeout)
+		defer cancel()
+		return Probe(pctx, s.URL()+"/-/ready")
 	})
 	if err != nil {
 		return fmt.Errorf("%w (log: %s)", err, logFile)

@@ -5,8 +5,10 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"net"
 	"net/http"
 	"net/http/httptest"
+	"strconv"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -15,6 +17,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
+	"github.com/benchq/benchq/internal/localdb"
 	"github.com/benchq/benchq/internal/procs"
 	"github.com/benchq/benchq/internal/testenv"
 )
@@ -192,5 +195,30 @@ func TestServerScrapesAndQueryRangeInChunks(t *testing.T) {
 	}
 	if _, err := client.QueryRange(ctx, query, start, end, time.Second); !errors.Is(err, ErrUnreachable) {
 		t.Errorf("stopped server: %v, want ErrUnreachable", err)
+	}
+}
+
+// A port the caller chose that another process holds: Prometheus exits,
+// and the error says the port was taken (localdb.ErrAddrInUse) after the
+// start's own log lines, with no retry on another port.
+func TestServerOnATakenPortSaysSo(t *testing.T) {
+	if _, err := Binary(); err != nil {
+		t.Skipf("skipping: %v", err)
+	}
+	held, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer held.Close()
+	port := held.Addr().(*net.TCPAddr).Port
+	ctx, cancel := context.WithTimeout(t.Context(), time.Minute)
+	defer cancel()
+	srv, err := StartServer(ctx, t.TempDir(), ServerOptions{Port: port})
+	if err == nil {
+		_ = srv.Stop(context.Background())
+		t.Fatalf("prometheus started on port %d, which another process holds", port)
+	}
+	if !errors.Is(err, localdb.ErrAddrInUse) || !strings.Contains(err.Error(), strconv.Itoa(port)) {
+		t.Errorf("error %q: want the taken port %d named as such", err, port)
 	}
 }
