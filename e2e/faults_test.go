@@ -6,7 +6,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"maps"
-	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -23,6 +22,7 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/benchq/benchq/contracts"
+	"github.com/benchq/benchq/internal/testenv"
 )
 
 // The bexhoma grid with repetitions, on a stack of its own: the longest
@@ -805,12 +805,7 @@ func TestUpStartsAgainWhenAPortIsTaken(t *testing.T) {
 	// up with the port of key held by another process; then nothing of
 	// the failed starts may be left behind.
 	upWithPortHeld := func(t *testing.T, key string) string {
-		held, err := net.Listen("tcp", "127.0.0.1:0")
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer held.Close()
-		s := newStack(t, nil, "BENCHQ_AGENTS=1", "BENCHQ_AGENT_STANDBYS=1", fmt.Sprintf("%s=%d", key, held.Addr().(*net.TCPAddr).Port))
+		s := newStack(t, nil, "BENCHQ_AGENTS=1", "BENCHQ_AGENT_STANDBYS=1", fmt.Sprintf("%s=%d", key, testenv.HeldPort(t)))
 		ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 		defer cancel()
 		out, err := s.benchq(ctx, "up")

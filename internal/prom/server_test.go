@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"math"
-	"net"
 	"net/http"
 	"net/http/httptest"
 	"strconv"
@@ -205,12 +204,7 @@ func TestServerOnATakenPortSaysSo(t *testing.T) {
 	if _, err := Binary(); err != nil {
 		t.Skipf("skipping: %v", err)
 	}
-	held, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer held.Close()
-	port := held.Addr().(*net.TCPAddr).Port
+	port := testenv.HeldPort(t)
 	ctx, cancel := context.WithTimeout(t.Context(), time.Minute)
 	defer cancel()
 	srv, err := StartServer(ctx, t.TempDir(), ServerOptions{Port: port})

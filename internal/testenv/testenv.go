@@ -9,6 +9,7 @@ import (
 	"errors"
 	"io"
 	"log/slog"
+	"net"
 	"os"
 	"path/filepath"
 	"strings"
@@ -205,4 +206,16 @@ func Bus(t testing.TB, ctx context.Context, url string) *bus.Bus {
 		t.Fatal(err)
 	}
 	return b
+}
+
+// HeldPort holds a free port on 127.0.0.1 until the test ends and returns
+// it: a port another process took, for tests of what a server does then.
+func HeldPort(t testing.TB) int {
+	t.Helper()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = l.Close() })
+	return l.Addr().(*net.TCPAddr).Port
 }

@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"net"
 	"net/http"
 	"net/url"
 	"os"
@@ -25,6 +24,7 @@ import (
 	"github.com/benchq/benchq/internal/procs"
 	"github.com/benchq/benchq/internal/prom"
 	"github.com/benchq/benchq/internal/startup"
+	"github.com/benchq/benchq/internal/testenv"
 	"github.com/benchq/benchq/services/deployer/backend"
 )
 
@@ -337,12 +337,7 @@ func TestExporterStartsAgainWhenItsPortIsTaken(t *testing.T) {
 	if _, err := os.Stat(redisExporterBin); err != nil {
 		t.Skipf("skipping: %v", err)
 	}
-	held, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer held.Close()
-	taken := held.Addr().(*net.TCPAddr).Port
+	taken := testenv.HeldPort(t)
 	var picked []int
 	pick := func() (int, error) {
 		p := taken
