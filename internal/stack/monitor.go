@@ -95,15 +95,11 @@ func (s *Stack) monitorEnv(st *State, every time.Duration) []string {
 // withMetricsAddr gives p a metrics address: the one it had if its port is
 // free (a restart keeps its target), else a free one.
 func withMetricsAddr(p Proc) (Proc, error) {
-	key := obs.EnvAddr + "="
-	env := make([]string, 0, len(p.Env)+1)
 	addr := ""
 	for _, e := range p.Env {
-		if strings.HasPrefix(e, key) {
-			addr = strings.TrimPrefix(e, key)
-			continue
+		if v, ok := strings.CutPrefix(e, obs.EnvAddr+"="); ok {
+			addr = v
 		}
-		env = append(env, e)
 	}
 	if addr == "" || !portFree(addr) {
 		port, err := procs.FreePort()
@@ -112,7 +108,7 @@ func withMetricsAddr(p Proc) (Proc, error) {
 		}
 		addr = "127.0.0.1:" + strconv.Itoa(port)
 	}
-	p.Env = append(env, key+addr)
+	p.Env = withEnv(p.Env, obs.EnvAddr, addr)
 	return p, nil
 }
 

@@ -14,6 +14,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"net"
 	"net/http"
 	"net/url"
 	"os"
@@ -54,6 +55,10 @@ type Stack struct {
 	// bearer token in IntakeToken (a file, mode 0600).
 	IntakeURL   string `json:"intake_url,omitempty"`
 	IntakeToken string `json:"intake_token,omitempty"`
+	// intakeAddrFile is where the starting scheduler names the port the
+	// kernel gave its intake (IntakeURL is empty until waitReady reads
+	// it); empty when the user set the port (BENCHQ_HTTP_PORT).
+	intakeAddrFile string
 	// PrometheusURL is the stack's Prometheus (monitor.go); empty when
 	// monitoring is off, MonitoringOff saying why.
 	PrometheusURL string `json:"prometheus_url,omitempty"`
@@ -265,10 +270,14 @@ func (s *Stack) save(st *State) error {
 	return atomicfile.WriteJSON(filepath.Join(st.Home(), "stack.json"), s, 0o600) // names the key files and the database: the owner's only
 }
 
-// intake picks the HTTP intake's port (BENCHQ_HTTP_PORT, else a free one)
-// and writes a fresh bearer token; it returns the scheduler's environment.
+// intake sets up the HTTP intake: on BENCHQ_HTTP_PORT when the user set
+// it, else on a port the kernel picks as the scheduler binds (127.0.0.1:0),
+// which the scheduler names in a file (-http-addr-file) and waitReady reads
+// into IntakeURL: no moment between a pick and the bind in which another
+// process could take the port. It writes a fresh bearer token and returns
+// the scheduler's environment.
 func (s *Stack) intake(st *State) ([]string, error) {
-	p, err := port(st, "BENCHQ_HTTP_PORT")
+	p, err := fixedPort(st, intakePortVar)
 	if err != nil {
 		return nil, err
 	}
@@ -276,12 +285,44 @@ func (s *Stack) intake(st *State) ([]string, error) {
 	if _, err := rand.Read(b); err != nil {
 		return nil, err
 	}
-	s.IntakeURL = fmt.Sprintf("http://127.0.0.1:%d", p)
 	s.IntakeToken = filepath.Join(st.Home(), "auth", "http.token")
 	if err := atomicfile.Write(s.IntakeToken, []byte(base64.RawURLEncoding.EncodeToString(b)+"\n"), 0o600); err != nil {
 		return nil, err
 	}
-	return []string{fmt.Sprintf("BENCHQ_HTTP_ADDR=127.0.0.1:%d", p), "BENCHQ_HTTP_TOKEN_FILE=" + s.IntakeToken}, nil
+	env := []string{fmt.Sprintf("BENCHQ_HTTP_ADDR=127.0.0.1:%d", p), "BENCHQ_HTTP_TOKEN_FILE=" + s.IntakeToken}
+	if p != 0 {
+		s.IntakeURL = fmt.Sprintf("http://127.0.0.1:%d", p)
+		return env, nil
+	}
+	s.IntakeURL, s.intakeAddrFile = "", filepath.Join(st.Home(), "intake.addr")
+	if err := os.Remove(s.intakeAddrFile); err != nil && !os.IsNotExist(err) {
+		return nil, err // a stale address must not be taken for this start's
+	}
+	return append(env, "BENCHQ_HTTP_ADDR_FILE="+s.intakeAddrFile), nil
+}
+
+// intakePortVar fixes the intake's port; unset, the kernel picks one.
+const intakePortVar = "BENCHQ_HTTP_PORT"
+
+// SchedulerProc is the scheduler's name among the stack's processes.
+const SchedulerProc = "scheduler"
+
+// learnIntakeURL reads the intake's address from the file the scheduler
+// writes once it listens; nil when the URL is known already.
+func (s *Stack) learnIntakeURL() error {
+	if s.IntakeURL != "" || s.intakeAddrFile == "" {
+		return nil
+	}
+	b, err := os.ReadFile(s.intakeAddrFile)
+	if err != nil {
+		return fmt.Errorf("the scheduler has not named its intake's address yet: %w", err)
+	}
+	addr := strings.TrimSpace(string(b))
+	if _, _, err := net.SplitHostPort(addr); err != nil {
+		return procs.Permanent(fmt.Errorf("the scheduler's intake address file %s: %w", s.intakeAddrFile, err))
+	}
+	s.IntakeURL = "http://" + addr
+	return nil
 }
 
 // newDBPassword writes a fresh password for user of the results database
@@ -520,7 +561,7 @@ func Start(ctx context.Context, st *State) (*Stack, error) {
 		extra []string
 	}{
 		{"collector", natsauth.Collector, []string{"BENCHQ_DB_URL=" + s.CollectorDBURL}},
-		{"scheduler", natsauth.Scheduler, intake},
+		{SchedulerProc, natsauth.Scheduler, intake},
 		{"deployer", natsauth.Deployer, []string{natsauth.AgentSeedEnv + "=" + s.seed(natsauth.Agent), sutEnv, "BENCHQ_BACKEND=" + s.Backend}},
 	} {
 		if err := service(svc.name, filepath.Join(bin, svc.name), svc.role, nil, svc.extra...); err != nil {
@@ -537,7 +578,7 @@ func Start(ctx context.Context, st *State) (*Stack, error) {
 	if err := waitReady(ctx, s, agents); err != nil {
 		return s, err
 	}
-	return s, nil
+	return s, s.save(st) // with the intake's URL
 }
 
 // waitReady polls until every service has declared its consumer and every
@@ -552,6 +593,9 @@ func waitReady(ctx context.Context, s *Stack, agents int) error {
 			if !procs.Alive(p.Pid) {
 				tail := procs.LogTail(p.Log, 5)
 				if strings.Contains(tail, "address already in use") {
+					if p.Name == SchedulerProc && s.intakeAddrFile == "" {
+						return procs.Permanent(fmt.Errorf("%s exited: %s: the intake's port (%s) is taken by another process: free it, or unset %s for a free port", p.Name, tail, s.IntakeURL, intakePortVar))
+					}
 					return procs.Permanent(fmt.Errorf("%w: %s exited: %s", ErrPortTaken, p.Name, tail))
 				}
 				return procs.Permanent(fmt.Errorf("%s exited: %s", p.Name, tail))
@@ -581,8 +625,10 @@ func waitReady(ctx context.Context, s *Stack, agents int) error {
 			return fmt.Errorf("%d of %d agents reported", n, agents)
 		}
 		// The consumers are durable (a stack started again finds them
-		// declared): the scheduler is up once its HTTP intake answers on
-		// the port picked for it, which another process may hold.
+		// declared): the scheduler is up once its HTTP intake answers.
+		if err := s.learnIntakeURL(); err != nil {
+			return err
+		}
 		return intakeAnswers(ctx, s.IntakeURL)
 	})
 }
@@ -675,7 +721,24 @@ func (s *Stack) Restart(ctx context.Context, st *State, name string) error {
 		return s.restartNATS(ctx, st, p)
 	case DBProc:
 		return s.restartResultsDB(ctx, st, &s.Procs[i])
+	case SchedulerProc:
+		// Its intake stays where clients know it: the port it had.
+		if port, err := urlPort("the intake's URL", s.IntakeURL); err == nil {
+			p.Env = withEnv(p.Env, "BENCHQ_HTTP_ADDR", fmt.Sprintf("127.0.0.1:%d", port))
+		}
+		return s.startService(st, p)
 	default:
 		return s.startService(st, p)
 	}
+}
+
+// withEnv is env with key set to value (replaced, or added).
+func withEnv(env []string, key, value string) []string {
+	out := make([]string, 0, len(env)+1)
+	for _, kv := range env {
+		if !strings.HasPrefix(kv, key+"=") {
+			out = append(out, kv)
+		}
+	}
+	return append(out, key+"="+value)
 }

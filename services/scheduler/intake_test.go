@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"net"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -17,7 +18,6 @@ import (
 	"sigs.k8s.io/yaml"
 
 	"github.com/benchq/benchq/contracts"
-	"github.com/benchq/benchq/internal/procs"
 	"github.com/benchq/benchq/internal/testenv"
 )
 
@@ -27,19 +27,30 @@ import (
 // gets in without the token.
 func TestHTTPIntake(t *testing.T) {
 	w := newWorld(t)
-	port, err := procs.FreePort()
-	if err != nil {
-		t.Fatal(err)
-	}
 	tokenFile := filepath.Join(t.TempDir(), "http.token")
+	// The kernel picks the port (no moment for another process to take it)
+	// and the scheduler names it in the address file, as benchq up has it.
+	addrFile := filepath.Join(t.TempDir(), "intake.addr")
 	const token = "s3cret-token-of-the-test"
 	if err := os.WriteFile(tokenFile, []byte(token+"\n"), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	base := fmt.Sprintf("http://127.0.0.1:%d", port)
 	log := testenv.Logger(t, "scheduler")
 	testenv.Go(t, func(ctx context.Context) error {
-		return Run(ctx, Config{NATSURL: w.url, TickEvery: 50 * time.Millisecond, HTTPAddr: fmt.Sprintf("127.0.0.1:%d", port), HTTPTokenFile: tokenFile}, log)
+		return Run(ctx, Config{NATSURL: w.url, TickEvery: 50 * time.Millisecond, HTTPAddr: "127.0.0.1:0", HTTPAddrFile: addrFile, HTTPTokenFile: tokenFile}, log)
+	})
+	var base string
+	testenv.Eventually(t, 10*time.Second, func() error {
+		b, err := os.ReadFile(addrFile)
+		if err != nil {
+			return err
+		}
+		addr := strings.TrimSpace(string(b))
+		if _, port, err := net.SplitHostPort(addr); err != nil || port == "0" {
+			t.Fatalf("the intake's address file says %q (%v): want the port it listens on", b, err)
+		}
+		base = "http://" + addr
+		return nil
 	})
 	call := func(method, path, tok, body string) (int, map[string]any) {
 		t.Helper()

@@ -15,6 +15,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/benchq/benchq/contracts"
+	"github.com/benchq/benchq/internal/atomicfile"
 	"github.com/benchq/benchq/internal/bus"
 	"github.com/benchq/benchq/internal/natsauth"
 	"github.com/benchq/benchq/internal/obs"
@@ -30,6 +31,10 @@ type Config struct {
 	// bearer token in HTTPTokenFile (intake.go).
 	HTTPAddr, HTTPTokenFile string
 	HTTPToken               string // the token itself (BENCHQ_HTTP_TOKEN), instead of the file
+	// HTTPAddrFile, when set, receives the address the intake listens on
+	// once it does (HTTPAddr may have port 0: the kernel's pick, with no
+	// moment between a pick and the bind for another process to take it).
+	HTTPAddrFile string
 }
 
 // Scheduler does the I/O around the pure state machine. All handling is
@@ -112,6 +117,11 @@ func Run(ctx context.Context, cfg Config, log *slog.Logger) error {
 			return err
 		}
 		log.Info("http intake", "addr", addr.String())
+		if cfg.HTTPAddrFile != "" {
+			if err := atomicfile.Write(cfg.HTTPAddrFile, []byte(addr.String()+"\n"), 0o644); err != nil {
+				return fmt.Errorf("http intake's address file: %w", err)
+			}
+		}
 	}
 	log.Info("scheduler ready", "nats", cfg.NATSURL)
 	t := time.NewTicker(cfg.TickEvery)
