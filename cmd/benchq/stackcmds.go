@@ -39,16 +39,9 @@ func cmdUp(ctx context.Context, _ []string, st *State) int {
 	} else if s != nil {
 		stack.Stop(ctx, st, s) // a half-dead stack: clean it before starting anew
 	}
-	s, err := stack.Start(ctx, st)
-	// A port taken between its pick and its bind: start again on new
-	// ports, twice at most.
-	for try := 1; try <= 2 && errors.Is(err, stack.ErrPortTaken); try++ {
-		st.Errorf("up: %v; starting the stack again on other ports", err)
-		if s != nil {
-			stack.Stop(ctx, st, s)
-		}
-		s, err = stack.Start(ctx, st)
-	}
+	s, err := startAgainOnTakenPorts(st,
+		func() (*stack.Stack, error) { return stack.Start(ctx, st) },
+		func(s *stack.Stack) { stack.Stop(ctx, st, s) })
 	if err != nil {
 		st.Errorf("up: %v", err)
 		if s != nil {
@@ -66,6 +59,22 @@ func cmdUp(ctx context.Context, _ []string, st *State) int {
 		fmt.Fprintf(st.Stdout, "monitoring is off: %s\n", s.MonitoringOff)
 	}
 	return ExitOK
+}
+
+// startAgainOnTakenPorts starts the stack and, when a port picked for it
+// was taken by another process before its server bound it
+// (stack.ErrPortTaken: nats-server's), stops what started and starts it
+// again on newly picked ports, twice at most.
+func startAgainOnTakenPorts(st *State, start func() (*stack.Stack, error), stop func(*stack.Stack)) (*stack.Stack, error) {
+	s, err := start()
+	for try := 1; try <= 2 && errors.Is(err, stack.ErrPortTaken); try++ {
+		st.Errorf("up: %v; starting the stack again on other ports", err)
+		if s != nil {
+			stop(s)
+		}
+		s, err = start()
+	}
+	return s, err
 }
 
 func cmdDown(ctx context.Context, _ []string, st *State) int {
