@@ -244,9 +244,15 @@ func (s *stack) runWorkload(t *testing.T, dbms, wl string, extra ...string) work
 		switch {
 		case strings.HasSuffix(subj, ".sut.ready"):
 			_ = json.Unmarshal(m.Data(), &res.ready)
-		case strings.HasSuffix(subj, ".phase.done") && pe.Kind == contracts.KindLoad:
-			// Hold the scheduler: no benchmarker gets its GO until counted.
+		case strings.HasSuffix(subj, ".phase.started") && pe.Kind == contracts.KindLoad:
+			// Hold the scheduler from the loading's GO on, as for the
+			// benchmarking below: the loaders run to their end and the
+			// collector stores their finals, but no benchmarker gets its
+			// GO until the rows are counted. (Held at the loading's done
+			// instead, the scheduler was once quicker: a phase switch takes
+			// about 200 ms, and the benchmark's GO was out first.)
 			pause("scheduler")
+			s.waitCountWithin(t, 2*time.Minute, 2, `SELECT count(*) FROM shard_results WHERE code = $1 AND phase = $2`, res.code, pe.Phase)
 			s.checkNoGo(t, res.code, pe.Phase)
 			res.loaded, _ = s.sutRows(t, res.ready)
 			resume("scheduler")
