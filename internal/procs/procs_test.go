@@ -6,6 +6,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"syscall"
@@ -378,5 +379,21 @@ func TestPidFilesAreVerifiedBeforeASignal(t *testing.T) {
 	}
 	if _, err := ReadPidFileOf(old); err == nil || !strings.Contains(err.Error(), "another process has the pid") {
 		t.Errorf("a pid file older than its process: %v", err)
+	}
+}
+
+func TestWithEnv(t *testing.T) {
+	env := []string{"A=1", "AB=2", "B=3"}
+	if got, want := WithEnv(env, "A", "9"), []string{"AB=2", "B=3", "A=9"}; !slices.Equal(got, want) {
+		t.Errorf("replace: got %q, want %q (AB= is another variable)", got, want)
+	}
+	if got, want := WithEnv(env, "C", ""), []string{"A=1", "AB=2", "B=3", "C="}; !slices.Equal(got, want) {
+		t.Errorf("add: got %q, want %q", got, want)
+	}
+	if !slices.Equal(env, []string{"A=1", "AB=2", "B=3"}) {
+		t.Errorf("the caller's list changed: %q", env)
+	}
+	if !hasEnv(env, "AB") || hasEnv(env, "C") || hasEnv([]string{"AB=2"}, "A") {
+		t.Error("hasEnv: AB set, C and A (a prefix of AB) not")
 	}
 }

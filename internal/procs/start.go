@@ -139,13 +139,16 @@ func command(ctx context.Context, spec Spec) (*exec.Cmd, *os.File, error) {
 	return cmd, logf, nil
 }
 
+// hasEnv reports whether env (KEY=value entries) sets key.
 func hasEnv(env []string, key string) bool {
-	for _, kv := range env {
-		if len(kv) > len(key) && kv[:len(key)+1] == key+"=" {
-			return true
-		}
-	}
-	return false
+	return slices.IndexFunc(env, func(kv string) bool { return strings.HasPrefix(kv, key+"=") }) >= 0
+}
+
+// WithEnv is env (KEY=value entries) with key set to value: replaced, or
+// added.
+func WithEnv(env []string, key, value string) []string {
+	out := slices.DeleteFunc(slices.Clone(env), func(kv string) bool { return strings.HasPrefix(kv, key+"=") })
+	return append(out, key+"="+value)
 }
 
 func writePidFile(path string, pid int) error {

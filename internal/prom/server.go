@@ -117,14 +117,10 @@ func startServer(ctx context.Context, dir string, opts ServerOptions) (*Server, 
 	if retention <= 0 {
 		retention = 24 * time.Hour
 	}
-	for attempt := 1; ; attempt++ {
-		if s.Port = opts.Port; s.Port == 0 {
-			if s.Port, err = procs.FreePort(); err != nil {
-				return nil, err
-			}
-		}
+	start := func(port int) error {
+		s.Port = port
 		if err := os.WriteFile(s.file("prometheus.port"), []byte(strconv.Itoa(s.Port)+"\n"), 0o644); err != nil {
-			return nil, err
+			return err
 		}
 		args := []string{
 			"--config.file=" + s.file("prometheus.yml"),
@@ -137,6 +133,7 @@ func startServer(ctx context.Context, dir string, opts ServerOptions) (*Server, 
 		if opts.RemoteWriteReceiver {
 			args = append(args, "--web.enable-remote-write-receiver")
 		}
+		var err error
 		if s.Pid, err = procs.Start(procs.Spec{
 			Name:    "prometheus",
 			Path:    bin,
@@ -146,19 +143,27 @@ func startServer(ctx context.Context, dir string, opts ServerOptions) (*Server, 
 			LogFile: s.file("prometheus.log"),
 			PidFile: s.file("prometheus.pid"),
 		}); err != nil {
-			return nil, err
+			return err
 		}
-		err = s.waitReady(ctx, opts.Timeout)
-		if err == nil {
-			return s, nil
+		if err := s.waitReady(ctx, opts.Timeout); err != nil {
+			stopCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
+			defer cancel()
+			_ = s.Stop(stopCtx)
+			return err
 		}
-		stopCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
-		_ = s.Stop(stopCtx)
-		cancel()
-		if opts.Port != 0 || attempt == 3 || !errors.Is(err, localdb.ErrAddrInUse) {
-			return nil, err
-		}
+		return nil
 	}
+	// A port the caller chose is not ours to replace; one we picked may be
+	// taken before Prometheus binds it, and then another is tried.
+	if opts.Port != 0 {
+		err = start(opts.Port)
+	} else {
+		err = localdb.OnFreePort(procs.FreePort, start)
+	}
+	if err != nil {
+		return nil, err
+	}
+	return s, nil
 }
 
 func (s *Server) file(name string) string { return filepath.Join(s.Dir, name) }

@@ -108,7 +108,7 @@ func withMetricsAddr(p Proc) (Proc, error) {
 		}
 		addr = "127.0.0.1:" + strconv.Itoa(port)
 	}
-	p.Env = withEnv(p.Env, obs.EnvAddr, addr)
+	p.Env = procs.WithEnv(p.Env, obs.EnvAddr, addr)
 	return p, nil
 }
 

@@ -121,7 +121,7 @@ func (s *Stack) restartNATS(ctx context.Context, st *State, p Proc) error {
 	defer cancel()
 	return procs.WaitFor(ctx, "nats-server with JetStream", 100*time.Millisecond, func(ctx context.Context) error {
 		if !procs.Alive(pid) {
-			return procs.Permanent(fmt.Errorf("nats-server exited: %s", procs.LogTail(p.Log, 5)))
+			return procs.Permanent(localdb.Exited(p.Name, pid, p.Log))
 		}
 		b, err := s.Dial()
 		if err != nil {
@@ -301,9 +301,6 @@ func (s *Stack) intake(st *State) ([]string, error) {
 	return append(env, "BENCHQ_HTTP_ADDR_FILE="+s.intakeAddrFile), nil
 }
 
-// intakePortVar fixes the intake's port; unset, the kernel picks one.
-const intakePortVar = "BENCHQ_HTTP_PORT"
-
 // SchedulerProc is the scheduler's name among the stack's processes.
 const SchedulerProc = "scheduler"
 
@@ -464,15 +461,26 @@ func fixedPort(st *State, key string) (int, error) {
 	return p, nil
 }
 
-// portTaken says what to do about err when it is a store that exited
-// because its port was taken (localdb.ErrAddrInUse): start again on other
-// ports (ErrPortTaken) when the port was picked, or free the port the user
-// set in key.
-func portTaken(st *State, err error, key string) error {
+// The variables by which the user fixes a process's port. A process not
+// named here listens on a port the stack picked, or one the kernel picked.
+const (
+	natsPortVar   = "BENCHQ_NATS_PORT"
+	dbPortVar     = "BENCHQ_DB_PORT"
+	intakePortVar = "BENCHQ_HTTP_PORT" // unset, the kernel picks one
+)
+
+var portVars = map[string]string{NATSProc: natsPortVar, DBProc: dbPortVar, SchedulerProc: intakePortVar}
+
+// portTaken says what to do about err when it is proc's exit because its
+// port was taken (localdb.ErrAddrInUse): start again on other ports
+// (ErrPortTaken) when the stack picked the port, or free the port the user
+// set in proc's variable (portVars). Any other error passes through.
+func portTaken(st *State, err error, proc string) error {
+	key := portVars[proc]
 	switch {
 	case !errors.Is(err, localdb.ErrAddrInUse):
 		return err
-	case st.Env(key) != "":
+	case key != "" && st.Env(key) != "":
 		return fmt.Errorf("%w: %s=%s is taken by another process: free it, or unset %s for a free port", err, key, st.Env(key), key)
 	}
 	return fmt.Errorf("%w: %w", ErrPortTaken, err)
@@ -484,13 +492,13 @@ func Start(ctx context.Context, st *State) (*Stack, error) {
 	if err := os.MkdirAll(logs, 0o700); err != nil {
 		return nil, err
 	}
-	natsPort, err := port(st, "BENCHQ_NATS_PORT")
+	natsPort, err := port(st, natsPortVar)
 	if err != nil {
 		return nil, err
 	}
 	// The results database picks its own port unless one is set: it
 	// starts again on another when the one it picked is taken first.
-	dbPort, err := fixedPort(st, "BENCHQ_DB_PORT")
+	dbPort, err := fixedPort(st, dbPortVar)
 	if err != nil {
 		return nil, err
 	}
@@ -506,7 +514,7 @@ func Start(ctx context.Context, st *State) (*Stack, error) {
 		return s, err
 	}
 	if err := s.declare(ctx); err != nil {
-		return s, portTaken(st, err, "BENCHQ_NATS_PORT")
+		return s, portTaken(st, err, NATSProc)
 	}
 	pass, _, err := newDBPassword(st, "postgres")
 	if err != nil {
@@ -514,7 +522,7 @@ func Start(ctx context.Context, st *State) (*Stack, error) {
 	}
 	pg, err := localdb.StartPostgres(ctx, filepath.Join(home, DBProc), dbPort, localdb.PGOptions{Database: "benchq", PassFile: pass})
 	if err != nil {
-		return s, portTaken(st, fmt.Errorf("results database: %w", err), "BENCHQ_DB_PORT")
+		return s, portTaken(st, fmt.Errorf("results database: %w", err), DBProc)
 	}
 	s.DBOwnerURL = pg.URL()
 	s.Procs = append(s.Procs, Proc{Name: DBProc, Pid: pg.Pid, Log: filepath.Join(home, DBProc, "postgres.log")})
@@ -575,7 +583,7 @@ func Start(ctx context.Context, st *State) (*Stack, error) {
 			return s, err
 		}
 	}
-	if err := waitReady(ctx, s, agents); err != nil {
+	if err := waitReady(ctx, st, s, agents); err != nil {
 		return s, err
 	}
 	return s, s.save(st) // with the intake's URL
@@ -583,7 +591,7 @@ func Start(ctx context.Context, st *State) (*Stack, error) {
 
 // waitReady polls until every service has declared its consumer and every
 // agent has sent a heartbeat: then a request published now is served.
-func waitReady(ctx context.Context, s *Stack, agents int) error {
+func waitReady(ctx context.Context, st *State, s *Stack, agents int) error {
 	ctx, cancel := context.WithTimeout(ctx, 60*time.Second)
 	defer cancel()
 	var b *bus.Bus // once nats-server answers
@@ -591,14 +599,7 @@ func waitReady(ctx context.Context, s *Stack, agents int) error {
 	return procs.WaitFor(ctx, "the stack's services", 200*time.Millisecond, func(ctx context.Context) error {
 		for _, p := range s.Procs {
 			if !procs.Alive(p.Pid) {
-				tail := procs.LogTail(p.Log, 5)
-				if strings.Contains(tail, "address already in use") {
-					if p.Name == SchedulerProc && s.intakeAddrFile == "" {
-						return procs.Permanent(fmt.Errorf("%s exited: %s: the intake's port (%s) is taken by another process: free it, or unset %s for a free port", p.Name, tail, s.IntakeURL, intakePortVar))
-					}
-					return procs.Permanent(fmt.Errorf("%w: %s exited: %s", ErrPortTaken, p.Name, tail))
-				}
-				return procs.Permanent(fmt.Errorf("%s exited: %s", p.Name, tail))
+				return procs.Permanent(portTaken(st, localdb.Exited(p.Name, p.Pid, p.Log), p.Name))
 			}
 		}
 		if b == nil {
@@ -724,21 +725,10 @@ func (s *Stack) Restart(ctx context.Context, st *State, name string) error {
 	case SchedulerProc:
 		// Its intake stays where clients know it: the port it had.
 		if port, err := urlPort("the intake's URL", s.IntakeURL); err == nil {
-			p.Env = withEnv(p.Env, "BENCHQ_HTTP_ADDR", fmt.Sprintf("127.0.0.1:%d", port))
+			p.Env = procs.WithEnv(p.Env, "BENCHQ_HTTP_ADDR", fmt.Sprintf("127.0.0.1:%d", port))
 		}
 		return s.startService(st, p)
 	default:
 		return s.startService(st, p)
 	}
-}
-
-// withEnv is env with key set to value (replaced, or added).
-func withEnv(env []string, key, value string) []string {
-	out := make([]string, 0, len(env)+1)
-	for _, kv := range env {
-		if !strings.HasPrefix(kv, key+"=") {
-			out = append(out, kv)
-		}
-	}
-	return append(out, key+"="+value)
 }

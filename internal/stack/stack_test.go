@@ -17,15 +17,15 @@ func TestPortTaken(t *testing.T) {
 	env := map[string]string{}
 	st := &State{Env: func(k string) string { return env[k] }}
 
-	if err := portTaken(st, exited, "BENCHQ_NATS_PORT"); !errors.Is(err, ErrPortTaken) {
+	if err := portTaken(st, exited, NATSProc); !errors.Is(err, ErrPortTaken) {
 		t.Errorf("a picked port: %v, want ErrPortTaken", err)
 	}
 	env["BENCHQ_NATS_PORT"] = "4222"
-	if err := portTaken(st, exited, "BENCHQ_NATS_PORT"); errors.Is(err, ErrPortTaken) || !strings.Contains(err.Error(), "BENCHQ_NATS_PORT=4222 is taken") {
+	if err := portTaken(st, exited, NATSProc); errors.Is(err, ErrPortTaken) || !strings.Contains(err.Error(), "BENCHQ_NATS_PORT=4222 is taken") {
 		t.Errorf("a port the user set: %v, want it named and no restart", err)
 	}
 	other := errors.New("initdb failed")
-	if err := portTaken(st, other, "BENCHQ_NATS_PORT"); err != other {
+	if err := portTaken(st, other, NATSProc); err != other {
 		t.Errorf("another failure: %v, want it as it was", err)
 	}
 }
