@@ -5,8 +5,11 @@
 # a cache outside the repository; a second run builds nothing and prints the
 # same directory. internal/k8stest starts these binaries for the tests.
 #
-#   scripts/k8s/build-control-plane.sh        # prints the bin directory
+#   scripts/k8s/build-control-plane.sh          # prints the bin directory
+#   scripts/k8s/build-control-plane.sh --check  # exit 0 when all is built
 #
+# One build at a time: a second run waits for the first (make test starts
+# one in the background, scripts/k8s/prebuild.sh, and test-k8s waits for it).
 # BENCHQ_K8S_CACHE overrides the cache (default ~/.cache/benchq/k8s).
 set -euo pipefail
 
@@ -24,10 +27,32 @@ step() { printf 'build-control-plane: %s\n' "$*" >&2; }
 export CGO_ENABLED=0
 export GOFLAGS=-buildvcs=false
 export GOTOOLCHAIN=${GOTOOLCHAIN:-local}
+# A Go build cache of its own, removed once everything is built: its
+# gigabytes of Kubernetes objects serve no other build, and would otherwise
+# fill the user's cache.
+export GOCACHE="$CACHE/go-build-control-plane"
 
 # built NAME VERSION: true when $BIN/NAME exists and was built from VERSION.
 built() { [ -x "$BIN/$1" ] && [ "$(cat "$BIN/.$1.version" 2>/dev/null)" = "$2" ]; }
 stamp() { echo "$2" >"$BIN/.$1.version"; }
+
+# all_built: nothing left to build.
+all_built() {
+  for b in kube-apiserver kube-controller-manager kube-scheduler kubectl; do
+    built "$b" "$K8S_VERSION" || return 1
+  done
+  built etcd "$ETCD_VERSION" && built kwok "$KWOK_VERSION" && [ -d "$CACHE/kwok-stage" ]
+}
+if [ "${1:-}" = --check ]; then
+  all_built
+  exit
+fi
+
+exec 9>"$CACHE/.build-control-plane.lock"
+if ! flock -n 9; then
+  step "waiting for the build under way (make test starts one in the background; its log: $CACHE/background-build.log)"
+  flock 9
+fi
 
 # --- Kubernetes: a wrapper module that requires k8s.io/kubernetes and maps each
 # of its `=> ./staging/...` replaces to the published staging module.
@@ -102,5 +127,6 @@ if ! built kwok "$KWOK_VERSION" || [ ! -d "$CACHE/kwok-stage" ]; then
   stamp kwok "$KWOK_VERSION"
 fi
 
+rm -rf "$GOCACHE"
 step "ready: $BIN (kwok stages in $CACHE/kwok-stage)"
 echo "$BIN"
