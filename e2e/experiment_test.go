@@ -86,7 +86,25 @@ func TestEmbeddedStack(t *testing.T) {
 			_ = json.Unmarshal(data, &pe)
 			switch {
 			case strings.HasSuffix(subject, ".sut.ready") && cpu == nil:
+				// The samplers must have read the counters before the
+				// loading starts: on a crowded machine the drivers' first
+				// read (a scan of every process) took longer than the 0.6 s
+				// to the loading's first operation, and the check had no
+				// sample before it. The scheduler is held meanwhile
+				// (SIGSTOP), so no GO goes out until they have.
+				sched := s.pid("scheduler")
+				if err := syscall.Kill(sched, syscall.SIGSTOP); err != nil {
+					t.Errorf("pause the scheduler: %v", err)
+				}
 				cpu, drivers = sampleCPU(t, ep.Port), s.sampleDriverCPU()
+				for what, c := range map[string]*cpuSampler{"the SUT's": cpu, "the drivers'": drivers} {
+					if err := c.waitFirst(30 * time.Second); err != nil {
+						t.Errorf("%s CPU sampler: %v", what, err)
+					}
+				}
+				if err := syscall.Kill(sched, syscall.SIGCONT); err != nil {
+					t.Errorf("resume the scheduler: %v", err)
+				}
 				// The SUT's exporter holds none of the stack's secrets (nor does
 				// the SUT, started the same way; redis-server rewrites its
 				// environment's memory with its process title, so its
@@ -698,6 +716,23 @@ func newCPUSampler(read func() (float64, map[int]float64, bool)) *cpuSampler {
 		}
 	}()
 	return c
+}
+
+// waitFirst waits until c holds a sample, up to timeout.
+func (c *cpuSampler) waitFirst(timeout time.Duration) error {
+	deadline := time.Now().Add(timeout)
+	for {
+		c.mu.Lock()
+		n := len(c.times)
+		c.mu.Unlock()
+		if n > 0 {
+			return nil
+		}
+		if time.Now().After(deadline) {
+			return fmt.Errorf("no sample in %v", timeout)
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
 }
 
 func (c *cpuSampler) stop() {

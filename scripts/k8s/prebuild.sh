@@ -32,8 +32,8 @@ if command -v ionice >/dev/null; then
   io=(ionice -c 3)
 fi
 # setsid: the build is a process group of its own, stopped as one below.
-setsid "${io[@]}" nice -n 19 bash -c '"$1" && "$2"' build "$here/build-control-plane.sh" "$here/build-prometheus.sh" \
-  >"$log" 2>&1 </dev/null &
+setsid "${io[@]}" nice -n 19 bash -c 'echo "started $(date +%T)" && "$1" && echo "control plane built $(date +%T)" && "$2" && echo "prometheus built $(date +%T)"' \
+  build "$here/build-control-plane.sh" "$here/build-prometheus.sh" >"$log" 2>&1 </dev/null &
 build=$!
 stop() {
   if kill -0 "$build" 2>/dev/null; then
