@@ -13,7 +13,7 @@ EXPERIMENT ?= -dbms $(DBMS) -sf 0.1 -xop 0.2 -xwl a -nlp 2 -nlt 8 -nbp 1 -nbt 8 
 # 30 s of 8 terminals on 1 pod, then split over 2 pods.
 TPCC ?= -dbms PostgreSQL -sf 2 -xsd 0.5 -nbp 1,2 -nbt 8 -tr
 
-.PHONY: run run-tpcc up down summary test test-go test-py test-ycsb test-fuzz test-e2e test-k8s bootstrap clean lint lint-go lint-py
+.PHONY: run run-tpcc up down summary test test-stages test-go test-py test-ycsb test-fuzz test-e2e test-k8s bootstrap clean lint lint-go lint-py
 
 run: bootstrap
 	@scripts/run.sh $(EXPERIMENT)
@@ -34,7 +34,13 @@ summary:
 bootstrap:
 	@scripts/bootstrap.sh
 
-test: bootstrap lint test-go test-py test-fuzz test-e2e test-k8s
+test:
+	@scripts/k8s/prebuild.sh $(MAKE) --no-print-directory test-stages
+
+# make test's stages, in this order. On a machine that has not built
+# test-k8s's control plane yet, make test builds it in the background
+# meanwhile, niced (scripts/k8s/prebuild.sh), and test-k8s waits for it.
+test-stages: bootstrap lint test-go test-py test-fuzz test-e2e test-k8s
 
 # Linters, zero findings: golangci-lint (pinned by the bootstrap; .golangci.yml),
 # ruff's lint and format check and mypy on the reporter's public API

@@ -5,9 +5,11 @@
 # a cache outside the repository; a second run builds nothing and prints the
 # same directory. internal/k8stest starts these binaries for the tests.
 #
-#   scripts/k8s/build-control-plane.sh        # prints the bin directory
+#   scripts/k8s/build-control-plane.sh          # prints the bin directory
+#   scripts/k8s/build-control-plane.sh --check  # exit 0 when all is built
 #
-# One build at a time: a second run waits for the first.
+# One build at a time: a second run waits for the first (make test starts
+# one in the background, scripts/k8s/prebuild.sh, and test-k8s waits for it).
 # BENCHQ_K8S_CACHE overrides the cache (default ~/.cache/benchq/k8s).
 set -euo pipefail
 
@@ -34,9 +36,21 @@ export GOCACHE="$CACHE/go-build-control-plane"
 built() { [ -x "$BIN/$1" ] && [ "$(cat "$BIN/.$1.version" 2>/dev/null)" = "$2" ]; }
 stamp() { echo "$2" >"$BIN/.$1.version"; }
 
+# all_built: nothing left to build.
+all_built() {
+  for b in kube-apiserver kube-controller-manager kube-scheduler kubectl; do
+    built "$b" "$K8S_VERSION" || return 1
+  done
+  built etcd "$ETCD_VERSION" && built kwok "$KWOK_VERSION" && [ -d "$CACHE/kwok-stage" ]
+}
+if [ "${1:-}" = --check ]; then
+  all_built
+  exit
+fi
+
 exec 9>"$CACHE/.build-control-plane.lock"
 if ! flock -n 9; then
-  step "waiting for the build under way"
+  step "waiting for the build under way (make test starts one in the background; its log: $CACHE/background-build.log)"
   flock 9
 fi
 

@@ -6,19 +6,25 @@
 # that configuration with these binaries (promtool check config, and
 # Prometheus' own relabelling of the pods the deployer creates).
 #
-#   scripts/k8s/build-prometheus.sh        # prints the bin directory
+#   scripts/k8s/build-prometheus.sh          # prints the bin directory
+#   scripts/k8s/build-prometheus.sh --check  # exit 0 when both are built
 #
-# One build at a time: a second run waits for the first.
+# One build at a time: a second run waits for the first (make test starts
+# one in the background, scripts/k8s/prebuild.sh, and test-k8s waits for it).
 # BENCHQ_K8S_CACHE overrides the cache (default ~/.cache/benchq/k8s).
 set -euo pipefail
 VERSION=v0.42.0 # the Go module of Prometheus 2.42.0
 CACHE=${BENCHQ_K8S_CACHE:-$HOME/.cache/benchq/k8s}
 BIN="$CACHE/prometheus-$VERSION"
 built() { [ -x "$BIN/prometheus" ] && [ -x "$BIN/promtool" ]; }
+if [ "${1:-}" = --check ]; then
+  built
+  exit
+fi
 mkdir -p "$CACHE"
 exec 9>"$CACHE/.build-prometheus.lock"
 if ! flock -n 9; then
-  echo "build-prometheus: waiting for the build under way" >&2
+  echo "build-prometheus: waiting for the build under way (make test starts one in the background; its log: $CACHE/background-build.log)" >&2
   flock 9
 fi
 if built; then
