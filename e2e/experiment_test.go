@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"maps"
 	"math"
@@ -28,6 +29,7 @@ import (
 	"github.com/benchq/benchq/contracts"
 	"github.com/benchq/benchq/internal/localdb"
 	"github.com/benchq/benchq/internal/natsauth"
+	"github.com/benchq/benchq/internal/procs"
 )
 
 // The default experiment of `make run` (see the Makefile's EXPERIMENT),
@@ -720,19 +722,16 @@ func newCPUSampler(read func() (float64, map[int]float64, bool)) *cpuSampler {
 
 // waitFirst waits until c holds a sample, up to timeout.
 func (c *cpuSampler) waitFirst(timeout time.Duration) error {
-	deadline := time.Now().Add(timeout)
-	for {
+	ctx, cancel := context.WithTimeout(context.Background(), timeout)
+	defer cancel()
+	return procs.WaitFor(ctx, "a first sample", 5*time.Millisecond, func(context.Context) error {
 		c.mu.Lock()
-		n := len(c.times)
-		c.mu.Unlock()
-		if n > 0 {
-			return nil
+		defer c.mu.Unlock()
+		if len(c.times) == 0 {
+			return errors.New("none yet")
 		}
-		if time.Now().After(deadline) {
-			return fmt.Errorf("no sample in %v", timeout)
-		}
-		time.Sleep(5 * time.Millisecond)
-	}
+		return nil
+	})
 }
 
 func (c *cpuSampler) stop() {
