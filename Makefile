@@ -218,7 +218,7 @@ bench-phases: bootstrap
 # ratios printed. About a minute. Options: make bench-warm-jvm ROUNDS=5 OPS=1000000.
 .PHONY: bench-warm-jvm
 bench-warm-jvm: bootstrap
-	@ROUNDS=$(or $(ROUNDS),3) OPS=$(or $(OPS),400000) python3 scripts/bench-warm-jvm.py
+	@. scripts/lib/cache.sh && BENCHQ_YCSB_LIB=$$benchq_ycsb_lib ROUNDS=$(or $(ROUNDS),3) OPS=$(or $(OPS),400000) python3 scripts/bench-warm-jvm.py
 
 # Chaos: e2e/chaos_test.go for 50 rounds; `make test`
 # runs 3. Each SIGKILLs one component (or the SUT) at a random moment of an

@@ -7,7 +7,8 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 K6_VERSION=v1.8.1
-k6_bin=${XDG_CACHE_HOME:-$HOME/.cache}/benchq/k6/$K6_VERSION/bin
+. scripts/lib/cache.sh
+k6_bin=$benchq_cache/k6/$K6_VERSION/bin
 if [ ! -x "$k6_bin/k6" ]; then
   echo "== installing k6 $K6_VERSION into $k6_bin"
   (cd /tmp && GOBIN=$k6_bin go install "go.k6.io/k6@$K6_VERSION")

@@ -16,8 +16,9 @@ AGENTS=${AGENTS:-8}
 GENERATORS=${GENERATORS:-2}
 STEP=${STEP:-10}
 COST=${COST:-0.10}
+. scripts/lib/cache.sh
 bin=$(pwd)/.benchq/bin
-carbon=$(ls -d /opt/benchq/carbon/*/ "${XDG_CACHE_HOME:-$HOME/.cache}"/benchq/carbon/*/ 2>/dev/null | head -1 || true)
+carbon=$(ls -d /opt/benchq/carbon/*/ "$benchq_cache"/carbon/*/ 2>/dev/null | head -1 || true)
 
 echo "== machine: $(nproc) cores, $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | xargs), $(free -g | awk '/Mem:/{print $2}') GiB RAM, load $(cut -d' ' -f1 /proc/loadavg)"
 echo "== versions: $(go version | cut -d' ' -f3), carbon $("${carbon}bin/python" -c 'import importlib.metadata as m; print(m.version("carbon"))' 2>/dev/null || echo '?'), graphite-web $("${carbon}bin/python" -c 'import importlib.metadata as m; print(m.version("graphite-web"))' 2>/dev/null || echo '?'), commit $(git rev-parse --short HEAD)"

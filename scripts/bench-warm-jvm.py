@@ -20,7 +20,9 @@ import sys
 import tempfile
 import time
 
-LIB = os.environ.get("BENCHQ_YCSB_LIB", os.path.expanduser("~/.cache/benchq/ycsb/lib"))
+LIB = os.environ.get("BENCHQ_YCSB_LIB", "")  # set by make bench-warm-jvm (scripts/lib/cache.sh)
+if not LIB:
+    sys.exit("bench-warm-jvm: BENCHQ_YCSB_LIB is not set: run it as make bench-warm-jvm")
 WORKLOADS = os.path.join(os.path.dirname(__file__), "..", "services", "driver-agent", "ycsb", "workloads")
 ROUNDS = int(os.environ.get("ROUNDS", "3"))
 OPS = int(os.environ.get("OPS", "400000"))

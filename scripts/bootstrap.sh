@@ -7,6 +7,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 BENCHQ_HOME=${BENCHQ_HOME:-.benchq}
+. scripts/lib/cache.sh
 step() { printf 'bootstrap: %s\n' "$*"; }
 
 # 1. Debian packages. Services do not start on install here; we start our own.
@@ -52,7 +53,7 @@ fi
 # golangci-lint, pinned; built once into the cache outside the repository
 # (`make lint`). Its version is in the path, so a new pin builds anew.
 GOLANGCI_LINT_VERSION=v2.15.0
-lint_bin=${XDG_CACHE_HOME:-$HOME/.cache}/benchq/golangci-lint/$GOLANGCI_LINT_VERSION
+lint_bin=$benchq_cache/golangci-lint/$GOLANGCI_LINT_VERSION
 if [ ! -x "$lint_bin/golangci-lint" ]; then
   step "go install golangci-lint $GOLANGCI_LINT_VERSION"
   mkdir -p "$lint_bin"
@@ -64,7 +65,7 @@ ln -sf "$lint_bin/golangci-lint" "$BENCHQ_HOME/bin/golangci-lint"
 # same): a time-series SUT of the metrics-ingest workload. Built once from
 # its Go module into the cache (about a minute; no cluster version is served).
 VM_VERSION=v1.151.0
-vm_bin=${XDG_CACHE_HOME:-$HOME/.cache}/benchq/victoria-metrics/$VM_VERSION/bin
+vm_bin=$benchq_cache/victoria-metrics/$VM_VERSION/bin
 if [ ! -x "$vm_bin/victoria-metrics" ]; then
   step "go install victoria-metrics $VM_VERSION"
   mkdir -p "$vm_bin"
@@ -81,7 +82,7 @@ carbon_python=python3
 if [ "$(id -u)" = 0 ]; then
   carbon_home=/opt/benchq/carbon/$CARBON_VERSION
   [ -x /usr/bin/python3 ] && carbon_python=/usr/bin/python3
-else carbon_home=${XDG_CACHE_HOME:-$HOME/.cache}/benchq/carbon/$CARBON_VERSION; fi
+else carbon_home=$benchq_cache/carbon/$CARBON_VERSION; fi
 carbon_want=$(sha256sum scripts/carbon-requirements.txt | cut -d' ' -f1)
 if [ ! -x "$carbon_home/bin/carbon-cache.py" ] || [ "$(cat "$carbon_home/.benchq-requirements" 2>/dev/null)" != "$carbon_want" ]; then
   step "carbon $CARBON_VERSION venv ($carbon_home)"

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Builds benchq's YCSB bindings + launcher (services/driver-agent/ycsb) and installs our jar and
-# every runtime dependency jar into ${BENCHQ_CACHE:-$HOME/.cache/benchq}/ycsb/lib/, and the
+# every runtime dependency jar into <cache>/ycsb/lib/ (scripts/lib/cache.sh), and the
 # workload files into .../ycsb/workloads/. Run with: java -cp "$LIB/*" io.benchq.ycsb.Launcher
 #
 # Idempotent: a hash of the pom, sources, workloads and this script is stored next to the jars;
@@ -12,7 +12,8 @@ ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 cd "$ROOT"
 
 SRC=services/driver-agent/ycsb
-DEST="${BENCHQ_CACHE:-$HOME/.cache/benchq}/ycsb"
+. scripts/lib/cache.sh
+DEST="$benchq_cache/ycsb"
 LIB="$DEST/lib"
 STAMP="$LIB/.source-hash"
 

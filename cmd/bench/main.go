@@ -16,17 +16,17 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/benchq/benchq/internal/cachedir"
 	"github.com/benchq/benchq/internal/startup"
 )
 
 func main() {
 	home := startup.Env("BENCHQ_HOME", ".benchq")
-	cache := startup.Env("BENCHQ_CACHE", filepath.Join(os.Getenv("HOME"), ".cache", "benchq"))
 	fs := flag.NewFlagSet("bench", flag.ExitOnError)
 	var cfg Config
 	fs.StringVar(&cfg.Bin, "bin", filepath.Join(home, "bin"), "directory with driver-agent and nats-server (make bootstrap)")
 	fs.StringVar(&cfg.Java, "java", startup.Env("BENCHQ_JAVA", "java"), "java binary")
-	fs.StringVar(&cfg.YCSBLib, "ycsb-lib", startup.Env("BENCHQ_YCSB_LIB", filepath.Join(cache, "ycsb", "lib")), "YCSB jars (scripts/build-ycsb.sh)")
+	fs.StringVar(&cfg.YCSBLib, "ycsb-lib", cachedir.YCSBLib(), "YCSB jars (scripts/build-ycsb.sh; env BENCHQ_YCSB_LIB)")
 	fs.StringVar(&cfg.Workloads, "workloads", startup.Env("BENCHQ_YCSB_WORKLOADS", "services/driver-agent/ycsb/workloads"), "YCSB workload files")
 	fs.StringVar(&cfg.Workload, "workload", "a", "YCSB workload (a-f)")
 	fs.Int64Var(&cfg.Records, "records", 100_000, "records loaded once (not measured)")

@@ -36,6 +36,7 @@ import (
 	"k8s.io/client-go/tools/clientcmd"
 	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
 
+	"github.com/benchq/benchq/internal/cachedir"
 	"github.com/benchq/benchq/internal/procs"
 )
 
@@ -89,13 +90,9 @@ type process struct {
 }
 
 // Paths returns the binary directory and kwok's stage directory:
-// $BENCHQ_K8S_CACHE (default ~/.cache/benchq/k8s)/bin and /kwok-stage.
+// cachedir.K8s()'s bin and kwok-stage.
 func Paths() (bin, stages string) {
-	cache := os.Getenv("BENCHQ_K8S_CACHE")
-	if cache == "" {
-		home, _ := os.UserHomeDir()
-		cache = filepath.Join(home, ".cache", "benchq", "k8s")
-	}
+	cache := cachedir.K8s()
 	return filepath.Join(cache, "bin"), filepath.Join(cache, "kwok-stage")
 }
 

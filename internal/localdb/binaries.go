@@ -155,14 +155,3 @@ func copyExecutable(from, to string) error {
 	}
 	return os.WriteFile(to, b, 0o755)
 }
-
-// benchqCache is where the bootstrap keeps what it builds and downloads:
-// $XDG_CACHE_HOME/benchq, else ~/.cache/benchq.
-func benchqCache() string {
-	cache := os.Getenv("XDG_CACHE_HOME")
-	if cache == "" {
-		home, _ := os.UserHomeDir()
-		cache = filepath.Join(home, ".cache")
-	}
-	return filepath.Join(cache, "benchq")
-}

@@ -16,6 +16,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/benchq/benchq/internal/cachedir"
 	"github.com/benchq/benchq/internal/httpget"
 	"github.com/benchq/benchq/internal/procs"
 	"github.com/benchq/benchq/internal/whisper"
@@ -33,7 +34,7 @@ const CarbonVersion = "1.1.10"
 // ~/.cache/benchq/carbon/<version>. It has bin/carbon-cache.py,
 // bin/carbon-relay.py and graphite-web's bin/gunicorn.
 func CarbonHome() (string, error) {
-	places := []string{filepath.Join("/opt/benchq/carbon", CarbonVersion), filepath.Join(benchqCache(), "carbon", CarbonVersion)}
+	places := []string{filepath.Join("/opt/benchq/carbon", CarbonVersion), filepath.Join(cachedir.Root(), "carbon", CarbonVersion)}
 	if env := os.Getenv("BENCHQ_CARBON_HOME"); env != "" {
 		places = []string{env}
 	}

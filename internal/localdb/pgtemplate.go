@@ -12,6 +12,7 @@ import (
 	"strings"
 	"syscall"
 
+	"github.com/benchq/benchq/internal/cachedir"
 	"github.com/benchq/benchq/internal/procs"
 )
 
@@ -32,7 +33,7 @@ import (
 // bin with args (the data directory's own argument left out).
 func pgTemplate(bin string, args []string) string {
 	h := sha256.Sum256([]byte(bin + "\x00" + strings.Join(args, "\x00")))
-	return filepath.Join(benchqCache(), "pg-template", hex.EncodeToString(h[:8]))
+	return filepath.Join(cachedir.Root(), "pg-template", hex.EncodeToString(h[:8]))
 }
 
 // fromTemplate fills the empty directory tmp with a copy of template, owned

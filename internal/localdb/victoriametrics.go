@@ -8,6 +8,7 @@ import (
 	"strconv"
 	"time"
 
+	"github.com/benchq/benchq/internal/cachedir"
 	"github.com/benchq/benchq/internal/httpget"
 	"github.com/benchq/benchq/internal/procs"
 )
@@ -22,7 +23,7 @@ const VictoriaMetricsVersion = "v1.151.0"
 func VictoriaMetricsBinary() (string, error) {
 	return findBinary("victoria-metrics", "BENCHQ_VICTORIA_METRICS", "victoria-metrics",
 		"not on PATH nor in ~/.cache/benchq/victoria-metrics/"+VictoriaMetricsVersion+" (make bootstrap builds it)",
-		filepath.Join(benchqCache(), "victoria-metrics", VictoriaMetricsVersion, "bin", "victoria-metrics"))
+		filepath.Join(cachedir.Root(), "victoria-metrics", VictoriaMetricsVersion, "bin", "victoria-metrics"))
 }
 
 // VictoriaMetricsOptions tune StartVictoriaMetrics.

@@ -157,10 +157,11 @@ func writePidFile(path string, pid int) error {
 
 // childEnvNames are the variables of this process a child that is not one
 // of benchq's services gets (besides LC_*): what programs need to find
-// their binaries, libraries, home, locale and temporary directory, and
-// JAVA_TOOL_OPTIONS, the JVM's own way to take options (heap, GC, JIT) for
-// the drivers' JVMs (YCSB, Benchbase) from the agent's environment.
-var childEnvNames = []string{"PATH", "HOME", "USER", "LOGNAME", "LANG", "LANGUAGE", "TZ", "TMPDIR", "JAVA_HOME", "LD_LIBRARY_PATH", "JAVA_TOOL_OPTIONS"}
+// their binaries, libraries, home, cache (internal/cachedir), locale and
+// temporary directory, and JAVA_TOOL_OPTIONS, the JVM's own way to take
+// options (heap, GC, JIT) for the drivers' JVMs (YCSB, Benchbase) from the
+// agent's environment.
+var childEnvNames = []string{"PATH", "HOME", "XDG_CACHE_HOME", "USER", "LOGNAME", "LANG", "LANGUAGE", "TZ", "TMPDIR", "JAVA_HOME", "LD_LIBRARY_PATH", "JAVA_TOOL_OPTIONS"}
 
 // ChildEnv is the environment of a child that is not one of benchq's
 // services: the allow-listed variables of this process, then extra. The

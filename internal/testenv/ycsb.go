@@ -7,6 +7,8 @@ import (
 	"path/filepath"
 	"testing"
 	"time"
+
+	"github.com/benchq/benchq/internal/cachedir"
 )
 
 // YCSBLib is the directory of the YCSB jars, built from the current sources
@@ -30,11 +32,7 @@ func YCSBLib(t testing.TB) string {
 	if out, err := exec.CommandContext(ctx, script).CombinedOutput(); err != nil {
 		t.Fatalf("scripts/build-ycsb.sh: %v\n%s", err, out)
 	}
-	cache := os.Getenv("BENCHQ_CACHE")
-	if cache == "" {
-		cache = filepath.Join(os.Getenv("HOME"), ".cache", "benchq")
-	}
-	return filepath.Join(cache, "ycsb", "lib")
+	return cachedir.YCSBLib()
 }
 
 // repoRoot is the repository's root: the nearest directory above the

@@ -10,7 +10,7 @@
 #
 # One build at a time: a second run waits for the first (make test starts
 # one in the background, scripts/k8s/prebuild.sh, and test-k8s waits for it).
-# BENCHQ_K8S_CACHE overrides the cache (default ~/.cache/benchq/k8s).
+# The cache: $BENCHQ_K8S_CACHE, else ~/.cache/benchq/k8s (scripts/lib/cache.sh).
 set -euo pipefail
 
 K8S_VERSION=v1.34.2
@@ -18,7 +18,8 @@ STAGING_VERSION=v0.34.2
 ETCD_VERSION=v3.5.35
 KWOK_VERSION=v0.8.0
 
-CACHE=${BENCHQ_K8S_CACHE:-$HOME/.cache/benchq/k8s}
+. "$(dirname "$0")/../lib/cache.sh"
+CACHE=$benchq_k8s_cache
 BIN="$CACHE/bin"
 SRC="$CACHE/src"
 mkdir -p "$BIN" "$SRC"

@@ -11,10 +11,11 @@
 #
 # One build at a time: a second run waits for the first (make test starts
 # one in the background, scripts/k8s/prebuild.sh, and test-k8s waits for it).
-# BENCHQ_K8S_CACHE overrides the cache (default ~/.cache/benchq/k8s).
+# The cache: $BENCHQ_K8S_CACHE, else ~/.cache/benchq/k8s (scripts/lib/cache.sh).
 set -euo pipefail
 VERSION=v0.42.0 # the Go module of Prometheus 2.42.0
-CACHE=${BENCHQ_K8S_CACHE:-$HOME/.cache/benchq/k8s}
+. "$(dirname "$0")/../lib/cache.sh"
+CACHE=$benchq_k8s_cache
 BIN="$CACHE/prometheus-$VERSION"
 built() { [ -x "$BIN/prometheus" ] && [ -x "$BIN/promtool" ]; }
 if [ "${1:-}" = --check ]; then

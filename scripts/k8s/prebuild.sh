@@ -25,7 +25,8 @@
 # behind). The build's output goes to <cache>/background-build.log.
 set -uo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
-CACHE=${BENCHQ_K8S_CACHE:-$HOME/.cache/benchq/k8s}
+. "$here/../lib/cache.sh"
+CACHE=$benchq_k8s_cache
 
 # make -n, -q or -t: the command only prints or checks; nothing to build.
 flags=${MAKEFLAGS:-}

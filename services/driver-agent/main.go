@@ -10,23 +10,22 @@ import (
 	"fmt"
 	"os"
 	"os/signal"
-	"path/filepath"
 	"strconv"
 	"syscall"
 
+	"github.com/benchq/benchq/internal/cachedir"
 	"github.com/benchq/benchq/internal/obs"
 	"github.com/benchq/benchq/internal/startup"
 )
 
 func main() {
 	host, _ := os.Hostname()
-	cache := startup.Env("BENCHQ_CACHE", filepath.Join(os.Getenv("HOME"), ".cache", "benchq"))
 	fs := flag.NewFlagSet("driver-agent", flag.ExitOnError)
 	var cfg Config
 	natsURL := startup.NATSFlag(fs)
 	fs.StringVar(&cfg.Name, "name", startup.Env("BENCHQ_AGENT_NAME", defaultName(host)), "agent name, unique (env BENCHQ_AGENT_NAME)")
 	fs.StringVar(&cfg.Java, "java", startup.Env("BENCHQ_JAVA", "java"), "java binary")
-	fs.StringVar(&cfg.YCSBLib, "ycsb-lib", startup.Env("BENCHQ_YCSB_LIB", filepath.Join(cache, "ycsb", "lib")), "YCSB jars (built by scripts/build-ycsb.sh)")
+	fs.StringVar(&cfg.YCSBLib, "ycsb-lib", cachedir.YCSBLib(), "YCSB jars (built by scripts/build-ycsb.sh; env BENCHQ_YCSB_LIB)")
 	fs.StringVar(&cfg.Workloads, "workloads", startup.Env("BENCHQ_YCSB_WORKLOADS", "services/driver-agent/ycsb/workloads"), "YCSB workload files")
 	fs.StringVar(&cfg.Limits.Experiment, "experiment", startup.Env("BENCHQ_AGENT_EXPERIMENT", ""), "take only shard jobs of this experiment (env BENCHQ_AGENT_EXPERIMENT; driver Jobs)")
 	fs.StringVar(&cfg.Limits.Phase, "phase", startup.Env("BENCHQ_AGENT_PHASE", ""), "take only shard jobs of this phase, hand others back (env BENCHQ_AGENT_PHASE; driver Jobs)")
