@@ -448,15 +448,16 @@ func port(st *State, key string) (int, error) {
 	return procs.FreePort()
 }
 
-// fixedPort returns the configured port (env), 0 when none is.
+// fixedPort returns the configured port (env), 0 when none is (unset, or
+// set to 0: a free one).
 func fixedPort(st *State, key string) (int, error) {
 	v := st.Env(key)
 	if v == "" {
 		return 0, nil
 	}
 	p, err := strconv.Atoi(v)
-	if err != nil {
-		return 0, fmt.Errorf("%s=%q is not a port number", key, v)
+	if err != nil || p < 0 || p > 65535 {
+		return 0, fmt.Errorf("%s=%q is not a port number: set 1–65535, or unset it (or 0) for a free port", key, v)
 	}
 	return p, nil
 }
@@ -477,10 +478,11 @@ var portVars = map[string]string{NATSProc: natsPortVar, DBProc: dbPortVar, Sched
 // set in proc's variable (portVars). Any other error passes through.
 func portTaken(st *State, err error, proc string) error {
 	key := portVars[proc]
+	fixed, _ := fixedPort(st, key)
 	switch {
 	case !errors.Is(err, localdb.ErrAddrInUse):
 		return err
-	case key != "" && st.Env(key) != "":
+	case key != "" && fixed != 0:
 		return fmt.Errorf("%w: %s=%s is taken by another process: free it, or unset %s for a free port", err, key, st.Env(key), key)
 	}
 	return fmt.Errorf("%w: %w", ErrPortTaken, err)

@@ -29,3 +29,27 @@ func TestPortTaken(t *testing.T) {
 		t.Errorf("another failure: %v, want it as it was", err)
 	}
 }
+
+// A port variable is a port, or unset (or 0) for a free one: anything else
+// is refused naming the variable, before anything starts.
+func TestFixedPort(t *testing.T) {
+	env := map[string]string{}
+	st := &State{Env: func(k string) string { return env[k] }}
+	for v, want := range map[string]int{"": 0, "0": 0, "4222": 4222, "65535": 65535} {
+		env["BENCHQ_NATS_PORT"] = v
+		if p, err := fixedPort(st, "BENCHQ_NATS_PORT"); err != nil || p != want {
+			t.Errorf("%q: %d, %v; want %d", v, p, err, want)
+		}
+	}
+	for _, v := range []string{"-1", "65536", "http", "4222 "} {
+		env["BENCHQ_NATS_PORT"] = v
+		if _, err := fixedPort(st, "BENCHQ_NATS_PORT"); err == nil || !strings.Contains(err.Error(), "BENCHQ_NATS_PORT") {
+			t.Errorf("%q: %v, want a refusal naming the variable", v, err)
+		}
+	}
+	env["BENCHQ_NATS_PORT"] = "0"
+	exited := fmt.Errorf("nats-server (pid 1) exited: bind (%w)", localdb.ErrAddrInUse)
+	if err := portTaken(st, exited, NATSProc); !errors.Is(err, ErrPortTaken) {
+		t.Errorf("0 (a free port) taken: %v, want ErrPortTaken (start again elsewhere)", err)
+	}
+}
