@@ -16,8 +16,12 @@ import (
 // driver never reported), must build exactly the id the first publisher did.
 // Every id is built here and nowhere else.
 
-// RequestID is the id the CLI gives the request of experiment code.
-func RequestID(code string) string { return code + ".request" }
+// RequestID is the id the CLI gives one submission of experiment code's
+// request. The nonce (RandomSuffix, drawn once per submission and kept for
+// its retries) tells submissions apart: the same code submitted again is a
+// new request, which the scheduler refuses as a code taken, not a
+// redelivery of the first that JetStream or the scheduler would drop.
+func RequestID(code, nonce string) string { return code + ".request." + nonce }
 
 // RequestIDFallback names a request that came without an id by its stream
 // sequence.

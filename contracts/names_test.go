@@ -68,7 +68,7 @@ func TestNamesSectionsMatchJSON(t *testing.T) {
 func TestIDs(t *testing.T) {
 	now := time.Unix(1774020403, 123456789)
 	cases := map[string]struct{ got, want string }{
-		"request":      {RequestID("17"), "17.request"},
+		"request":      {RequestID("17", "a1b2"), "17.request.a1b2"},
 		"request seq":  {RequestIDFallback(42), "request-42"},
 		"rejected":     {RejectedID("17.request"), "17.request.rejected"},
 		"planned":      {PlannedID("17"), "17.planned"},

@@ -135,6 +135,15 @@ func TestExperimentsAsBexhomaUsersKnowThem(t *testing.T) {
 		if n := livePhaseAgents(code); n != 0 {
 			t.Errorf("%d phase-bound agents still running after the experiment", n)
 		}
+		// The same code again is refused before anything is sent, and the
+		// first experiment's events are not replayed as the new one's.
+		again, err := s.benchq(context.Background(), "ycsb", "-e", code, "-dbms", "Redis", "-sf", "0.01", "run")
+		if ee, ok := err.(*exec.ExitError); !ok || ee.ExitCode() != 1 || !strings.Contains(again, "experiment "+code+" already exists") || strings.Contains(again, "planned:") {
+			t.Errorf("the same code again: %v\n%s", err, again)
+		}
+		if n := s.count(t, `SELECT count(*)::int FROM experiments WHERE code = $1`, code); n != 1 {
+			t.Errorf("%d experiments stored under %s, want 1", n, code)
+		}
 	})
 
 	t.Run("scheduler, deployer and Prometheus killed mid-phase", func(t *testing.T) {

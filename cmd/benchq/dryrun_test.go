@@ -115,7 +115,7 @@ func TestFlagsBuildTheRequest(t *testing.T) {
 	}
 	r := f.request("c1", "load", time.Date(2026, 11, 21, 10, 0, 0, 0, time.UTC))
 	got, _ := json.Marshal(r)
-	want := `{"schema_version":1,"id":"c1.request","code":"c1","ts":"2026-11-21T10:00:00Z","benchmark":"ycsb","dbms":["Redis","PostgreSQL"],"sf":2,"operations":3,` +
+	want := `{"schema_version":1,"code":"c1","ts":"2026-11-21T10:00:00Z","benchmark":"ycsb","dbms":["Redis","PostgreSQL"],"sf":2,"operations":3,` +
 		`"workload":"e","insert_order":"ordered","target_base":0,"loading_factors":[1,4],"benchmarking_factors":[2],"loading_pods":[1,8],"loading_threads":[64],` +
 		`"benchmarking_pods":[1,8],"benchmarking_threads":[32],"clients":[1,2],"repetitions":2,"max_suts":3,"max_suts_experiment":2,"status_interval":5,"batch_size":100,"test_results":true,"error_share_limit":2.5,` +
 		`"timeouts":{"shard_s":99},"action":"load","monitoring":{"sut":true,"cluster":true,"application":true},` +

@@ -223,13 +223,14 @@ func (o optInt) ptr() *int {
 	return &v
 }
 
-// request builds the JSON request; validation is the scheduler's job (one
-// place), the CLI only parses.
+// request builds the JSON request, without its id (each submission draws
+// one: contracts.RequestID); validation is the scheduler's job (one place),
+// the CLI only parses.
 func (f *expFlags) request(code, action string, now time.Time) contracts.Request {
 	tb := f.xtb
 	tr := f.tr
 	r := contracts.Request{
-		SchemaVersion: contracts.SchemaVersion, ID: contracts.RequestID(code), Code: code, TS: &now, Action: action,
+		SchemaVersion: contracts.SchemaVersion, Code: code, TS: &now, Action: action,
 		Benchmark: f.benchmark, DBMS: f.dbms, SF: f.sf, Operations: f.xop, Workload: f.xwl, InsertOrder: f.xio,
 		TargetBase: &tb, LoadingFactors: f.xnlf, BenchmarkingFactors: f.xnbf,
 		LoadingPods: f.nlp, LoadingThreads: f.nlt, BenchmarkingPods: f.nbp, BenchmarkingThreads: f.nbt,
@@ -405,6 +406,7 @@ func cmdExperiment(ctx context.Context, benchmark string, args []string, st *Sta
 		code = contracts.Code(now, "")
 	}
 	req := f.request(code, action, now)
+	req.ID = contracts.RequestID(code, contracts.RandomSuffix()) // this submission's
 	req.Notes = plan.Notes(req, backendOf(st))
 	data, _ := json.Marshal(req)
 	if f.debug {

@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"os"
 	"os/exec"
@@ -32,9 +33,20 @@ func submitAndFollow(ctx context.Context, st *State, s *stack.Stack, code, reqID
 		return ExitNotReady
 	}
 	defer b.Close()
-	// Subscribe before publishing so no event can be missed.
+	// A code that names an experiment already would be refused by the
+	// scheduler; said here before anything is sent.
+	if _, err := b.ExperimentState(ctx, code); err == nil {
+		st.Errorf("experiment %s already exists (benchq summary -e %s shows it): give another code with -e, or leave -e out for a fresh one", code, code)
+		return ExitFailed // as the scheduler's refusal would be
+	} else if !errors.Is(err, jetstream.ErrKeyNotFound) {
+		st.Errorf("read the experiments' state: %v", err)
+		return ExitNotReady
+	}
+	// Subscribe before publishing so no event of this request is missed,
+	// and from now on: an earlier experiment of the same code (the check
+	// above raced with another submission) must not be replayed as this one.
 	cons, err := b.JS.OrderedConsumer(ctx, contracts.StreamEvents, jetstream.OrderedConsumerConfig{
-		FilterSubjects: []string{contracts.ExperimentEvents(code)},
+		FilterSubjects: []string{contracts.ExperimentEvents(code)}, DeliverPolicy: jetstream.DeliverNewPolicy,
 	})
 	if err != nil {
 		st.Errorf("follow %s: %v", code, err)
@@ -110,6 +122,9 @@ func submitAndFollow(ctx context.Context, st *State, s *stack.Stack, code, reqID
 			continue // no event for a while: the phase is running
 		}
 		subj, _ := contracts.ParseSubject(msg.Subject())
+		if subj.Topic == contracts.TopicRejected && !answers(msg.Data(), reqID) {
+			continue // another submission's refusal
+		}
 		mu.Lock()
 		switch subj.Topic {
 		case contracts.TopicPlanned:
@@ -166,6 +181,12 @@ func submitAndFollow(ctx context.Context, st *State, s *stack.Stack, code, reqID
 		return ExitFailed
 	}
 	return ExitOK
+}
+
+// answers reports whether a rejection answers request reqID.
+func answers(rejected []byte, reqID string) bool {
+	var r contracts.Rejected
+	return json.Unmarshal(rejected, &r) == nil && r.RequestID == reqID
 }
 
 // Live progress: looked at every progressPoll, printed per phase at most
