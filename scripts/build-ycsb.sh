@@ -13,7 +13,7 @@ cd "$ROOT"
 
 SRC=services/driver-agent/ycsb
 . scripts/lib/cache.sh
-DEST="$benchq_cache/ycsb"
+DEST="$benchq_cache/ycsb" # lib and workloads: cachedir.YCSBLib and YCSBWorkloads
 LIB="$DEST/lib"
 STAMP="$LIB/.source-hash"
 

@@ -27,7 +27,7 @@ func main() {
 	fs.StringVar(&cfg.Bin, "bin", filepath.Join(home, "bin"), "directory with driver-agent and nats-server (make bootstrap)")
 	fs.StringVar(&cfg.Java, "java", startup.Env("BENCHQ_JAVA", "java"), "java binary")
 	fs.StringVar(&cfg.YCSBLib, "ycsb-lib", cachedir.YCSBLib(), "YCSB jars (scripts/build-ycsb.sh; env BENCHQ_YCSB_LIB)")
-	fs.StringVar(&cfg.Workloads, "workloads", startup.Env("BENCHQ_YCSB_WORKLOADS", "services/driver-agent/ycsb/workloads"), "YCSB workload files")
+	fs.StringVar(&cfg.Workloads, "workloads", cachedir.YCSBWorkloads(), "YCSB workload files (installed by scripts/build-ycsb.sh; env BENCHQ_YCSB_WORKLOADS)")
 	fs.StringVar(&cfg.Workload, "workload", "a", "YCSB workload (a-f)")
 	fs.Int64Var(&cfg.Records, "records", 100_000, "records loaded once (not measured)")
 	fs.Int64Var(&cfg.Operations, "operations", 500_000, "operations per run")

@@ -32,6 +32,17 @@ func YCSBLib() string {
 	return filepath.Join(Root(), "ycsb", "lib")
 }
 
+// YCSBWorkloads is where scripts/build-ycsb.sh puts the workload files a–f
+// (copies of services/driver-agent/ycsb/workloads, so that an agent started
+// outside the repository finds them): $BENCHQ_YCSB_WORKLOADS, else
+// Root()/ycsb/workloads.
+func YCSBWorkloads() string {
+	if w := os.Getenv("BENCHQ_YCSB_WORKLOADS"); w != "" {
+		return w
+	}
+	return filepath.Join(Root(), "ycsb", "workloads")
+}
+
 // K8s is where scripts/k8s/ builds the control plane and Prometheus' pod
 // binaries: $BENCHQ_K8S_CACHE, else Root()/k8s.
 func K8s() string {

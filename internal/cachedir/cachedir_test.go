@@ -18,10 +18,10 @@ func TestTheShellRuleIsTheSame(t *testing.T) {
 		{},
 		{"XDG_CACHE_HOME": "/x/xdg"},
 		{"BENCHQ_CACHE": "/x/bq", "XDG_CACHE_HOME": "/x/xdg"},
-		{"BENCHQ_YCSB_LIB": "/x/lib", "BENCHQ_K8S_CACHE": "/x/k8s"},
+		{"BENCHQ_YCSB_LIB": "/x/lib", "BENCHQ_YCSB_WORKLOADS": "/x/wl", "BENCHQ_K8S_CACHE": "/x/k8s"},
 		{"XDG_CACHE_HOME": "/x/xdg", "BENCHQ_K8S_CACHE": "/x/k8s"},
 	}
-	vars := []string{"BENCHQ_CACHE", "XDG_CACHE_HOME", "BENCHQ_YCSB_LIB", "BENCHQ_K8S_CACHE"}
+	vars := []string{"BENCHQ_CACHE", "XDG_CACHE_HOME", "BENCHQ_YCSB_LIB", "BENCHQ_YCSB_WORKLOADS", "BENCHQ_K8S_CACHE"}
 	for _, c := range cases {
 		t.Setenv("HOME", home)
 		env := []string{"HOME=" + home, "PATH=/usr/bin:/bin"}
@@ -31,14 +31,14 @@ func TestTheShellRuleIsTheSame(t *testing.T) {
 				env = append(env, v+"="+c[v])
 			}
 		}
-		cmd := exec.Command("bash", "-c", `. "$1" && printf '%s\n' "$benchq_cache" "$benchq_ycsb_lib" "$benchq_k8s_cache"`, "bash", script)
+		cmd := exec.Command("bash", "-c", `. "$1" && printf '%s\n' "$benchq_cache" "$benchq_ycsb_lib" "$benchq_ycsb_workloads" "$benchq_k8s_cache"`, "bash", script)
 		cmd.Env = env
 		out, err := cmd.Output()
 		if err != nil {
 			t.Fatalf("%v: %v", c, err)
 		}
 		got := strings.Split(strings.TrimSuffix(string(out), "\n"), "\n")
-		want := []string{Root(), YCSBLib(), K8s()}
+		want := []string{Root(), YCSBLib(), YCSBWorkloads(), K8s()}
 		if strings.Join(got, " ") != strings.Join(want, " ") {
 			t.Errorf("%v: the shell says %q, Go %q", c, got, want)
 		}

@@ -13,6 +13,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io/fs"
 	"log/slog"
 	"net"
 	"net/http"
@@ -89,6 +90,9 @@ func (s *Stack) start(st *State, p Proc) error {
 	// nats-server gets only what a child needs (procs.ChildEnv).
 	pid, err := procs.Start(procs.Spec{Name: p.Name, Path: p.Path, Args: p.Args, Dir: ".", Env: p.Env, InheritEnv: p.Name != NATSProc,
 		LogFile: p.Log, PidFile: filepath.Join(st.Home(), p.Name+".pid")})
+	if errors.Is(err, fs.ErrNotExist) {
+		return fmt.Errorf("start %s: %w: build benchq's programs with make bootstrap (BENCHQ_HOME=%s make bootstrap builds them into this home), or set BENCHQ_BIN to the directory that holds them", p.Name, err, st.Home())
+	}
 	if err != nil {
 		return fmt.Errorf("start %s: %w", p.Name, err)
 	}
@@ -439,6 +443,30 @@ func urlPort(what, raw string) (int, error) {
 	return port, nil
 }
 
+// binDir is where the stack's programs are: $BENCHQ_BIN; else the home's
+// bin, where the bootstrap builds them; else, when that holds no
+// nats-server (a BENCHQ_HOME of its own, with the programs built for
+// another), the directory of the running benchq, which the bootstrap builds
+// beside them. A program missing from the result is named when it does not
+// start.
+func binDir(st *State) string {
+	if b := st.Env("BENCHQ_BIN"); b != "" {
+		return b
+	}
+	bin := filepath.Join(st.Home(), "bin")
+	if _, err := os.Stat(filepath.Join(bin, NATSProc)); err == nil {
+		return bin
+	}
+	if exe, err := os.Executable(); err == nil {
+		if dir := filepath.Dir(exe); dir != bin {
+			if _, err := os.Stat(filepath.Join(dir, NATSProc)); err == nil {
+				return dir
+			}
+		}
+	}
+	return bin
+}
+
 // port returns the configured port (env) or a free one.
 func port(st *State, key string) (int, error) {
 	p, err := fixedPort(st, key)
@@ -488,9 +516,31 @@ func portTaken(st *State, err error, proc string) error {
 	return fmt.Errorf("%w: %w", ErrPortTaken, err)
 }
 
+// makeHome creates the stack's home when it does not exist, mode 0711:
+// others may pass through it but not list it. The results database runs as
+// the postgres user when benchq runs as root, and must reach its data
+// directory inside; what is private (auth, logs, the data) has a mode of its
+// own. A home that exists keeps its mode (the database's start names a
+// parent it cannot pass).
+func makeHome(home string) error {
+	if _, err := os.Stat(home); err == nil {
+		return nil
+	}
+	if err := os.MkdirAll(filepath.Dir(home), 0o755); err != nil {
+		return err
+	}
+	if err := os.Mkdir(home, 0o711); err != nil && !errors.Is(err, fs.ErrExist) {
+		return err
+	}
+	return os.Chmod(home, 0o711) // the umask may have taken bits
+}
+
 func Start(ctx context.Context, st *State) (*Stack, error) {
 	home := st.Home()
-	bin, logs := st.Var("BENCHQ_BIN", filepath.Join(home, "bin")), filepath.Join(home, "logs")
+	bin, logs := binDir(st), filepath.Join(home, "logs")
+	if err := makeHome(home); err != nil {
+		return nil, err
+	}
 	if err := os.MkdirAll(logs, 0o700); err != nil {
 		return nil, err
 	}

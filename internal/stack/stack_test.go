@@ -3,6 +3,8 @@ package stack
 import (
 	"errors"
 	"fmt"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 
@@ -51,5 +53,60 @@ func TestFixedPort(t *testing.T) {
 	exited := fmt.Errorf("nats-server (pid 1) exited: bind (%w)", localdb.ErrAddrInUse)
 	if err := portTaken(st, exited, NATSProc); !errors.Is(err, ErrPortTaken) {
 		t.Errorf("0 (a free port) taken: %v, want ErrPortTaken (start again elsewhere)", err)
+	}
+}
+
+// The programs: BENCHQ_BIN, else the home's bin when the bootstrap built
+// into it, else beside the running benchq (here: the test binary's
+// directory, which holds no nats-server, so the home's bin, to be named).
+func TestBinDir(t *testing.T) {
+	home := t.TempDir()
+	env := map[string]string{"BENCHQ_HOME": home}
+	st := &State{Env: func(k string) string { return env[k] }}
+	bin := filepath.Join(home, "bin")
+	if got := binDir(st); got != bin {
+		t.Errorf("nothing built: %q, want the home's bin %q", got, bin)
+	}
+	exe, _ := os.Executable()
+	if err := os.WriteFile(filepath.Join(filepath.Dir(exe), NATSProc), []byte("#!/bin/sh\n"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if got := binDir(st); got != filepath.Dir(exe) {
+		t.Errorf("programs beside benchq only: %q, want %q", got, filepath.Dir(exe))
+	}
+	_ = os.Remove(filepath.Join(filepath.Dir(exe), NATSProc))
+	if err := os.MkdirAll(bin, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(bin, NATSProc), []byte("#!/bin/sh\n"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if got := binDir(st); got != bin {
+		t.Errorf("built into the home: %q, want %q", got, bin)
+	}
+	env["BENCHQ_BIN"] = "/opt/benchq/bin"
+	if got := binDir(st); got != "/opt/benchq/bin" {
+		t.Errorf("BENCHQ_BIN set: %q", got)
+	}
+}
+
+// A home benchq creates can be passed through by others (the results
+// database runs as postgres under root); one that exists keeps its mode.
+func TestMakeHome(t *testing.T) {
+	home := filepath.Join(t.TempDir(), "a", "home")
+	if err := makeHome(home); err != nil {
+		t.Fatal(err)
+	}
+	if fi, err := os.Stat(home); err != nil || fi.Mode().Perm() != 0o711 {
+		t.Fatalf("created: %v, %v; want mode 711", fi.Mode().Perm(), err)
+	}
+	if err := os.Chmod(home, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	if err := makeHome(home); err != nil {
+		t.Fatal(err)
+	}
+	if fi, _ := os.Stat(home); fi.Mode().Perm() != 0o700 {
+		t.Errorf("an existing home's mode changed to %v", fi.Mode().Perm())
 	}
 }

@@ -26,7 +26,7 @@ func main() {
 	fs.StringVar(&cfg.Name, "name", startup.Env("BENCHQ_AGENT_NAME", defaultName(host)), "agent name, unique (env BENCHQ_AGENT_NAME)")
 	fs.StringVar(&cfg.Java, "java", startup.Env("BENCHQ_JAVA", "java"), "java binary")
 	fs.StringVar(&cfg.YCSBLib, "ycsb-lib", cachedir.YCSBLib(), "YCSB jars (built by scripts/build-ycsb.sh; env BENCHQ_YCSB_LIB)")
-	fs.StringVar(&cfg.Workloads, "workloads", startup.Env("BENCHQ_YCSB_WORKLOADS", "services/driver-agent/ycsb/workloads"), "YCSB workload files")
+	fs.StringVar(&cfg.Workloads, "workloads", cachedir.YCSBWorkloads(), "YCSB workload files (installed by scripts/build-ycsb.sh; env BENCHQ_YCSB_WORKLOADS)")
 	fs.StringVar(&cfg.Limits.Experiment, "experiment", startup.Env("BENCHQ_AGENT_EXPERIMENT", ""), "take only shard jobs of this experiment (env BENCHQ_AGENT_EXPERIMENT; driver Jobs)")
 	fs.StringVar(&cfg.Limits.Phase, "phase", startup.Env("BENCHQ_AGENT_PHASE", ""), "take only shard jobs of this phase, hand others back (env BENCHQ_AGENT_PHASE; driver Jobs)")
 	bbHome := fs.String("benchbase", startup.Env("BENCHQ_BENCHBASE_HOME", ""), "Benchbase install (benchbase.jar or its directory; JAVA_HOME picks the JVM) that runs TPC-C shards; unset = the embedded engine (env BENCHQ_BENCHBASE_HOME)")
