@@ -118,3 +118,41 @@ func TestIncreaseTakesRoundingForNoReset(t *testing.T) {
 		t.Errorf("increase across a reset %v, want 2.48", inc)
 	}
 }
+
+// The fastest rate of counters added up is that of their sum: two
+// processes at one core each, one after the other, make one core, not two;
+// at once, two. A gap in the samples is one interval at its mean rate, so
+// the fastest is never below the mean.
+func TestFastestSummedRate(t *testing.T) {
+	t.Parallel()
+	ts := []float64{-1, 0, 1, 2, 3, 4, 5}
+	first := series(ts, 0, 0, 1, 2, 2, 2, 2)  // 1 core in [0, 2]
+	second := series(ts, 0, 0, 0, 0, 1, 2, 2) // 1 core in [2, 4]
+	if got, ok := FastestSummedRate([][]Sample{first, second}, at(0), at(5)); !ok || !near(got, 1) {
+		t.Errorf("one after the other: %v, %v; want 1", got, ok)
+	}
+	together := series(ts, 0, 0, 1, 2, 2, 2, 2)
+	if got, _ := FastestSummedRate([][]Sample{first, together}, at(0), at(5)); !near(got, 2) {
+		t.Errorf("at once: %v, want 2", got)
+	}
+	// Out of step by half a second: the sum of the two 1-core steps is 2
+	// where they overlap ([0.5, 2]), 1 at either end.
+	shifted := series([]float64{-0.5, 0.5, 1.5, 2.5, 3.5}, 0, 0.5, 1.5, 2, 2)
+	if got, _ := FastestSummedRate([][]Sample{first, shifted}, at(0), at(5)); !near(got, 2) {
+		t.Errorf("out of step: %v, want 2", got)
+	}
+	// One series: CounterRate's fastest.
+	_, want, _ := CounterRate(first, at(0), at(5))
+	if got, _ := FastestSummedRate([][]Sample{first}, at(0), at(5)); !near(got, want) {
+		t.Errorf("one series: %v, want CounterRate's %v", got, want)
+	}
+	// Scrapes stopped at 1 s; a read at 10 s: the gap is one interval at
+	// its mean rate (4.5 CPU seconds over 9 s).
+	gap := series([]float64{-1, 0, 1, 10}, 0, 0, 0.05, 4.55)
+	if got, _ := FastestSummedRate([][]Sample{gap, series(ts, 0, 0, 0, 0, 0, 0, 0)}, at(0), at(10)); !near(got, 0.5) {
+		t.Errorf("across a gap: %v, want 0.5", got)
+	}
+	if _, ok := FastestSummedRate([][]Sample{first[:1]}, at(0), at(5)); ok {
+		t.Error("a rate from one sample")
+	}
+}

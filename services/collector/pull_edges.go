@@ -106,7 +106,8 @@ func (p *puller) driverReadsOf(ctx context.Context, ph endedPhase) (map[string][
 
 // withEdges adds the edge reads of column c to the series Prometheus
 // answered for it (series; none when it had no samples):
-//   - the CPU counter's increase (CPU seconds) of the sut or the pool,
+//   - the CPU counter's increase (CPU seconds) and fastest rate (Max CPU)
+//     of the sut or the pool,
 //     when the answer is one series, the deployer's, whose counter the
 //     reads sample;
 //   - that of the loaders or benchmarkers, each agent's reads
@@ -130,7 +131,11 @@ func withEdges(c column, series []prom.Series, e edgeReads) []prom.Series {
 		merged = slices.CompactFunc(merged, func(a, b reduce.Sample) bool { return a.T.Equal(b.T) })
 		return prom.Series{Labels: s.Labels, Samples: merged}
 	}
-	isCPU := c.metric.Series == cpuSeries && c.metric.Reduction == catalog.ReduceIncrease
+	// The CPU counter's reads serve its increase (CPU seconds) and its
+	// fastest rate (Max CPU) alike: without them a phase whose scrapes
+	// stopped (a machine too busy to serve them) kept only the rates of
+	// the scrapes it had, a Max CPU below the phase's mean.
+	isCPU := c.metric.Series == cpuSeries && (c.metric.Reduction == catalog.ReduceIncrease || c.metric.Reduction == catalog.ReduceRateMax)
 	switch {
 	case c.section == "system" && isCPU && (c.component == "loader" || c.component == "benchmarker"):
 		// Each agent's series (its pod label) with its own reads; an agent

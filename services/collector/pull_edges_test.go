@@ -53,6 +53,13 @@ func TestEdgeReadsJoinTheSeriesTheySample(t *testing.T) {
 	if got := withEdges(cpu, one, e); len(got) != 1 || len(got[0].Samples) != 2 {
 		t.Errorf("cpu with one series: %+v", got)
 	}
+	// Max CPU (the same counter's fastest rate) takes them too: a phase
+	// whose scrapes stopped still has its last interval, up to the read.
+	maxCPU := cpu
+	maxCPU.metric.Key, maxCPU.metric.Reduction = "max_cpu", catalog.ReduceRateMax
+	if got := withEdges(maxCPU, one, e); len(got) != 1 || len(got[0].Samples) != 2 {
+		t.Errorf("max cpu with one series: %+v", got)
+	}
 	two := append(one, prom.Series{Labels: map[string]string{"instance": "d2"}})
 	if got := withEdges(cpu, two, e); len(got) != 2 || len(got[0].Samples) != 1 {
 		t.Errorf("cpu with two series: %+v", got)
@@ -117,4 +124,24 @@ func deref(v *float64) any {
 		return nil
 	}
 	return *v
+}
+
+// Max CPU over several series (a phase's loaders, one pod each) is the
+// fastest rate of their sum: two loaders busy one after the other make one
+// core, where adding each one's fastest made two.
+func TestMaxCPUOfSeveralSeriesIsThatOfTheirSum(t *testing.T) {
+	t0 := time.Date(2026, 11, 26, 12, 0, 0, 0, time.UTC)
+	at := func(ms int) time.Time { return t0.Add(time.Duration(ms) * time.Millisecond) }
+	maxCPU := catalog.Metric{Key: "max_cpu", Series: cpuSeries, Reduction: catalog.ReduceRateMax, Aggregate: catalog.AggregateSum, Scale: 1}
+	pod := func(name string, vs ...float64) prom.Series {
+		s := prom.Series{Labels: map[string]string{"pod": name}}
+		for i, v := range vs {
+			s.Samples = append(s.Samples, reduce.Sample{T: at((i - 1) * 1000), V: v})
+		}
+		return s
+	}
+	got, _, missing := reduceSeries(maxCPU, []prom.Series{pod("a", 0, 0, 1, 2, 2, 2), pod("b", 0, 0, 0, 0, 1, 2)}, t0, at(4000))
+	if got == nil || *got < 0.999 || *got > 1.001 {
+		t.Errorf("Max CPU %v (%s), want 1 core", got, missing)
+	}
 }

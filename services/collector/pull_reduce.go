@@ -33,7 +33,24 @@ func samplesOf(ph endedPhase, c column, series []prom.Series) []metricSample {
 // targets (query runs per target) or from a query that keeps them apart:
 // a max(...) query takes the largest figure, any other adds them, as the
 // catalog's sum(...) adds a cluster's nodes.
+//
+// The fastest rate of several series added up (rate_max, summed) is that
+// of their sum, instant by instant (reduce.FastestSummedRate), not the sum
+// of each one's fastest.
 func reduceSeries(m catalog.Metric, series []prom.Series, start, end time.Time) (value *float64, samples int, missing string) {
+	if m.Reduction == catalog.ReduceRateMax && m.Aggregate != catalog.AggregateMax && len(series) > 1 {
+		all := make([][]reduce.Sample, len(series))
+		for i, s := range series {
+			samples += len(s.Samples)
+			all[i] = s.Samples
+		}
+		v, ok := reduce.FastestSummedRate(all, start, end)
+		if !ok {
+			return nil, samples, tooFew(m, samples)
+		}
+		v *= m.Scale
+		return &v, samples, ""
+	}
 	var total float64
 	reduced := 0
 	largest := m.Aggregate == catalog.AggregateMax
@@ -50,10 +67,15 @@ func reduceSeries(m catalog.Metric, series []prom.Series, start, end time.Time) 
 		}
 	}
 	if reduced == 0 {
-		return nil, samples, fmt.Sprintf("too few samples in the phase for %s (%d in the window)", m.Reduction, samples)
+		return nil, samples, tooFew(m, samples)
 	}
 	v := total * m.Scale
 	return &v, samples, ""
+}
+
+// tooFew is why a metric has no figure: its series had too few samples.
+func tooFew(m catalog.Metric, samples int) string {
+	return fmt.Sprintf("too few samples in the phase for %s (%d in the window)", m.Reduction, samples)
 }
 
 func reduceOne(reduction string, s []reduce.Sample, start, end time.Time) (float64, bool) {

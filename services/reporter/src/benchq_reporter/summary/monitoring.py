@@ -22,8 +22,9 @@ from .attempts import phase_attempts
 SYSTEM, APPLICATION = "system", "application"
 CPU = "CPU [CPUs]"
 CPU_NOTE = (
-    "CPU [CPUs] is CPU seconds used in the phase (bexhoma's name); Max CPU is the highest CPU cores "
-    "in use between two scrapes; RAM in GiB; summed over the component's processes/pods"
+    "CPU [CPUs] is CPU seconds used in the phase (bexhoma's name); Max CPU is the most CPU cores in use "
+    "at once between two samples (scrapes, and reads at the phase's edges); RAM in GiB; summed over the "
+    "component's processes/pods"
 )
 # bexhoma's order of the components in a phase (its PgBouncer summaries put the pool first).
 COMPONENTS = ["pool", "sut", "loader", "benchmarker"]
