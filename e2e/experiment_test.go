@@ -512,12 +512,12 @@ func (s *stack) checkResults(t *testing.T, code, out string) {
 }
 
 // checkRunOutput: what `benchq … run` prints besides the summary: the
-// Workload's lines on monitoring (bexhoma's, with -m -mc -ma), the
+// Workload's lines on monitoring (with -m -mc -ma, on the local backend), the
 // estimated duration beside the actual one (logged: the closing notes
 // quote them), and the HTML report it wrote.
 func checkRunOutput(t *testing.T, code, out string) {
 	t.Helper()
-	checkSummary(t, out, "  * System metrics are monitored by a cluster-wide installation.",
+	checkSummary(t, out, "  * System metrics are monitored by the deployer's process exporter (SUT) and the driver agents' (loaders, benchmarkers).",
 		"  * Application metrics are monitored by exporter processes beside the SUT.")
 	if m := regexp.MustCompile(`\* Duration: (\d+)s \(estimated (\d+)s\)`).FindStringSubmatch(out); m == nil {
 		t.Errorf("no Duration line with the estimate in:\n%s", out)

@@ -593,6 +593,8 @@ def test_workload_is_the_seeds(tables):
         pool_inbound=[128],
         pool_outbound=[64],
     )
+    for row in tables["configurations"]:
+        row["backend"] = "kubernetes"  # where the seed ran: its monitoring lines are bexhoma's
     ours = render.workload_lines(summarize(experiment(tables)))[1:]  # without "### Workload"
     differs = {
         "* Duration: 1917s ": "* Duration: ",
@@ -629,3 +631,20 @@ def test_status_reason_is_shortened_to_its_first_line():
     assert render.short_reason("SUT failed: port in use") == "SUT failed: port in use"
     assert render.short_reason("SUT failed: port in use\n") == "SUT failed: port in use"  # nothing cut: not marked
     assert len(render.short_reason("x" * 1000)) < 340
+
+
+def test_monitoring_lines_say_what_monitors_where_the_suts_ran(tables):
+    """bexhoma's words on Kubernetes; on the local backend what monitors there (no sidecars, no
+    cluster-wide installation); where no SUT came up (the backend unknown), only what was
+    monitored."""
+    from benchq_reporter.summary.workload import Settings, monitoring_lines
+
+    s = Settings.__new__(Settings)
+    object.__setattr__(s, "monitoring", {"sut": True, "cluster": True, "application": True})
+    kube, local, unknown = (monitoring_lines(s, b) for b in ("kubernetes", "local", None))
+    assert kube == [
+        "System metrics are monitored by a cluster-wide installation.",
+        "Application metrics are monitored by sidecar containers.",
+    ]
+    assert not any("sidecar" in line or "cluster-wide" in line for line in local + unknown), local + unknown
+    assert unknown == ["System metrics are monitored.", "Application metrics are monitored."]

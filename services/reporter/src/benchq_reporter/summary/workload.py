@@ -96,21 +96,26 @@ def monitoring_lines(s: Settings, backend: str | None) -> list[str]:
     its words; on the local backend they say what monitors instead of
     sidecars."""
     out = []
-    local = backend == BACKEND.local
+    # What monitors depends on where the SUTs ran; unknown (no SUT came
+    # up), the lines say only what was monitored.
+    by = {
+        BACKEND.local: {
+            "cluster": " by the deployer's process exporter (SUT) and the driver agents' (loaders, benchmarkers)",
+            "sut": " by the deployer's process exporter",
+            "application": " by exporter processes beside the SUT",
+        },
+        BACKEND.kubernetes: {
+            "cluster": " by a cluster-wide installation",
+            "sut": " by sidecar containers",
+            "application": " by sidecar containers",
+        },
+    }.get(backend or "", {})
     if s.monitoring.get("cluster"):
-        out.append("System metrics are monitored by a cluster-wide installation.")
+        out.append(f"System metrics are monitored{by.get('cluster', '')}.")
     elif s.monitoring.get("sut"):
-        out.append(
-            "System metrics are monitored by the deployer's process exporter."
-            if local
-            else "System metrics are monitored by sidecar containers."
-        )
+        out.append(f"System metrics are monitored{by.get('sut', '')}.")
     if s.monitoring.get("application"):
-        out.append(
-            "Application metrics are monitored by exporter processes beside the SUT."
-            if local
-            else "Application metrics are monitored by sidecar containers."
-        )
+        out.append(f"Application metrics are monitored{by.get('application', '')}.")
     return out
 
 
