@@ -1,11 +1,13 @@
 package main
 
 import (
+	"cmp"
 	"flag"
 	"fmt"
 	"io"
-	"slices"
 	"strings"
+
+	"github.com/benchq/benchq/internal/nearest"
 )
 
 // bexOption is one option of bexhoma's ycsb.py or benchbase.py, under
@@ -93,16 +95,11 @@ var bexhomaOptions = []bexOption{
 
 // bindBexhoma adds bexhoma's other names of benchq's flags to fs (aliases:
 // the same value) and returns the refused ones by name (without dashes).
-// long maps each alias bexhoma spells with two dashes, so that a message
-// can name the flag as the user typed it.
-func bindBexhoma(fs *flag.FlagSet, benchmark string) (refused map[string]bexOption, long map[string]bool) {
-	refused, long = map[string]bexOption{}, map[string]bool{}
+func bindBexhoma(fs *flag.FlagSet, benchmark string) (refused map[string]bexOption) {
+	refused = map[string]bexOption{}
 	for _, o := range bexhomaOptions {
 		for _, n := range o.names {
 			name := strings.TrimLeft(n, "-")
-			if strings.HasPrefix(n, "--") {
-				long[name] = true
-			}
 			// Another benchmark's option is refused, unless this one has
 			// the flag too (benchq tsdb's -xmet: its duration in seconds).
 			if o.flag == "" || (o.only != "" && o.only != benchmark && fs.Lookup(o.flag) == nil) {
@@ -119,7 +116,7 @@ func bindBexhoma(fs *flag.FlagSet, benchmark string) (refused map[string]bexOpti
 			fs.Var(f.Value, name, "alias of -"+o.flag)
 		}
 	}
-	return refused, long
+	return refused
 }
 
 // refusedIn finds the first refused bexhoma option in args (up to "--") and
@@ -158,16 +155,20 @@ func printRefused(w io.Writer, benchmark string) {
 }
 
 // typedNames maps each flag the user set (by benchq's name) to the name it
-// was typed under: -nlp, --num-loading-pods or -npp.
-func typedNames(fs *flag.FlagSet, long map[string]bool) map[string]string {
+// was typed under in args: -nlp, --num-loading-pods or -npp. Go's flag
+// package takes -x and --x alike (bexhoma has both -dbms and --dbms), so
+// the dashes are read from args.
+func typedNames(fs *flag.FlagSet, args []string) map[string]string {
+	dashes := map[string]string{}
+	for _, a := range args {
+		if d := a[:len(a)-len(strings.TrimLeft(a, "-"))]; d == "-" || d == "--" {
+			name, _, _ := strings.Cut(a[len(d):], "=")
+			dashes[name] = d
+		}
+	}
 	out := map[string]string{}
 	fs.Visit(func(f *flag.Flag) {
-		name := canonical(fs, f)
-		typed := "-" + f.Name
-		if long[f.Name] {
-			typed = "-" + typed
-		}
-		out[name] = typed
+		out[canonical(fs, f)] = cmp.Or(dashes[f.Name], "-") + f.Name
 	})
 	return out
 }
@@ -183,34 +184,7 @@ func canonical(fs *flag.FlagSet, f *flag.Flag) string {
 // closest suggests the defined flag nearest to an unknown one (at most two
 // edits away), or "".
 func closest(fs *flag.FlagSet, name string) string {
-	best, bestD := "", 3
-	if len(name) < 3 {
-		return "" // one or two letters are near everything
-	}
-	fs.VisitAll(func(f *flag.Flag) {
-		if d := editDistance(name, f.Name); d < bestD {
-			best, bestD = f.Name, d
-		}
-	})
-	return best
-}
-
-func editDistance(a, b string) int {
-	prev := make([]int, len(b)+1)
-	for j := range prev {
-		prev[j] = j
-	}
-	for i := 1; i <= len(a); i++ {
-		cur := make([]int, len(b)+1)
-		cur[0] = i
-		for j := 1; j <= len(b); j++ {
-			cost := 1
-			if a[i-1] == b[j-1] {
-				cost = 0
-			}
-			cur[j] = slices.Min([]int{prev[j] + 1, cur[j-1] + 1, prev[j-1] + cost})
-		}
-		prev = cur
-	}
-	return prev[len(b)]
+	var names []string
+	fs.VisitAll(func(f *flag.Flag) { names = append(names, f.Name) })
+	return nearest.Name(name, names)
 }

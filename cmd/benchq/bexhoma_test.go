@@ -23,7 +23,7 @@ func planOf(t *testing.T, benchmark string, args ...string) (string, string) {
 	if err := fs.Parse(args); err != nil {
 		t.Fatalf("%s %v: %v", benchmark, args, err)
 	}
-	typed := typedNames(fs, f.long)
+	typed := typedNames(fs, args)
 	if err := f.check(typed); err != nil {
 		return "", err.Error()
 	}

@@ -56,7 +56,6 @@ type expFlags struct {
 	code                       string
 	detach, dryRun, noReport   bool
 	refused                    map[string]bexOption // bexhoma's options benchq refuses, by name
-	long                       map[string]bool      // bexhoma's names spelt with two dashes
 	timeoutSUT, timeoutBarrier int
 	timeoutShard               int
 	// benchq tsdb: the metrics generators, in haggar's flags (docs/tsdb.md).
@@ -174,7 +173,7 @@ func newExpFlagSet(f *expFlags, benchmark string, out io.Writer) *flag.FlagSet {
 	fs.IntVar(&f.timeoutSUT, "timeout-sut", 0, "seconds a SUT may take to become ready (default 120)")
 	fs.IntVar(&f.timeoutBarrier, "timeout-barrier", 0, "seconds the shards of a phase may take to be READY (default 120)")
 	fs.IntVar(&f.timeoutShard, "timeout-shard", 0, "seconds a shard may run (default: max(3600, 2 × the expected phase + 300))")
-	f.refused, f.long = bindBexhoma(fs, benchmark)
+	f.refused = bindBexhoma(fs, benchmark)
 	return fs
 }
 
@@ -372,7 +371,7 @@ func cmdExperiment(ctx context.Context, benchmark string, args []string, st *Sta
 	if rc, done := parseArgs(fs, args, st); done {
 		return rc
 	}
-	typed := typedNames(fs, f.long)
+	typed := typedNames(fs, args)
 	if err := f.check(typed); err != nil {
 		st.Errorf("%s: %v", benchmark, err)
 		return ExitUsage

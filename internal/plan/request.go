@@ -8,6 +8,7 @@ import (
 
 	"github.com/benchq/benchq/catalog"
 	"github.com/benchq/benchq/contracts"
+	"github.com/benchq/benchq/internal/nearest"
 )
 
 // FromRequest checks a raw request (schema, catalog, grid) and, when it is
@@ -30,8 +31,7 @@ func FromRequest(raw []byte, code string) (contracts.Request, Plan, []contracts.
 	for i, name := range req.DBMS {
 		e, err := catalog.Lookup(name)
 		if err != nil {
-			errs = append(errs, contracts.FieldError{Field: fmt.Sprintf("dbms[%d]", i),
-				Message: fmt.Sprintf("unknown DBMS %q; allowed: %s", name, strings.Join(catalog.Names(), ", "))})
+			errs = append(errs, contracts.FieldError{Field: fmt.Sprintf("dbms[%d]", i), Message: unknownDBMS(name, req.Benchmark)})
 			continue
 		}
 		req.DBMS[i] = e.Name // canonical spelling
@@ -57,4 +57,21 @@ func Reason(errs []contracts.FieldError) string {
 		parts[i] = e.Field + ": " + e.Message
 	}
 	return strings.Join(parts, "; ")
+}
+
+// unknownDBMS says that name is no DBMS of the catalog, with the one it
+// is nearest to, and the DBMSs the benchmark can run: the time-series
+// databases for tsdb, the others for YCSB and TPC-C.
+func unknownDBMS(name, benchmark string) string {
+	var allowed []string
+	for _, n := range catalog.Names() {
+		if e, err := catalog.Lookup(n); err == nil && e.IsTSDB() == (benchmark == BenchmarkTSDB) {
+			allowed = append(allowed, n)
+		}
+	}
+	msg := fmt.Sprintf("unknown DBMS %q", name)
+	if n := nearest.Name(name, allowed); n != "" {
+		msg += fmt.Sprintf(" (did you mean %s?)", n)
+	}
+	return msg + "; allowed: " + strings.Join(allowed, ", ")
 }
