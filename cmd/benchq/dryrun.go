@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"io"
 	"math"
+	"slices"
 	"strings"
 
 	"github.com/benchq/benchq/catalog"
@@ -28,12 +29,20 @@ func dryRun(st *State, p plan.Plan) int {
 			fmt.Fprintf(w, "* warning: %s\n", n)
 		}
 	}
-	printEstimate(w, p)
+	e := printEstimate(w, p)
+	reused := map[string]string{}
+	for _, pe := range e.Phases {
+		reused[pe.Phase] = pe.Reused
+	}
 	fmt.Fprintln(w, "\n#### Configurations")
 	for _, c := range p.Configurations {
 		fmt.Fprintf(w, "* %s (%s, experiment run %d)\n", c.Name, c.DBMS, c.ExperimentRun)
 		for _, ph := range c.Phases {
-			fmt.Fprintf(w, "  * %s: %s, %d shard(s), %d threads, target %d\n", ph.Name, ph.Kind, ph.Pods, ph.Threads, ph.Target)
+			skip := ""
+			if by := reused[ph.Name]; by != "" {
+				skip = fmt.Sprintf(" (skipped when its volume holds the data %s loads)", by)
+			}
+			fmt.Fprintf(w, "  * %s: %s, %d shard(s), %d threads, target %d%s\n", ph.Name, ph.Kind, ph.Pods, ph.Threads, ph.Target, skip)
 			for i, sh := range ph.Shards {
 				switch {
 				case sh.YCSB != nil:
@@ -131,9 +140,15 @@ func printSUT(w io.Writer, p plan.Plan) {
 			v += ", " + s.Size
 		}
 		if s.Remove {
-			v += ", removed first (-rsr): loaded again"
+			v += ", emptied once (-rsr): loaded by the first SUT of each DBMS and use case, then reused without loading"
 		} else {
 			v += ": loaded once, then reused without loading by every SUT of the same DBMS, use case and scale factor"
+		}
+		if slices.ContainsFunc(p.Configurations, func(c plan.Configuration) bool {
+			e, _ := catalog.Lookup(c.DBMS)
+			return !plan.ReusesVolume(c.SUT, e)
+		}) {
+			v += "; a cluster of workers is estimated to load every time (on Kubernetes its workers' volumes are the experiment's own; the local backend reuses a Redis Cluster's)"
 		}
 		fmt.Fprintf(w, "* database: %s\n", v)
 	} else {
@@ -239,7 +254,7 @@ func printSaturation(w io.Writer, p plan.Plan) {
 }
 
 // printEstimate: each configuration's expected length and the total.
-func printEstimate(w io.Writer, p plan.Plan) {
+func printEstimate(w io.Writer, p plan.Plan) plan.Estimate {
 	e := plan.EstimateOf(p, plan.MeasuredCosts)
 	fmt.Fprintln(w, "\n#### Estimated duration")
 	byPhase := map[string]plan.PhaseEstimate{}
@@ -250,6 +265,10 @@ func printEstimate(w io.Writer, p plan.Plan) {
 		var parts []string
 		for _, ph := range c.Phases {
 			pe := byPhase[ph.Name]
+			if pe.Reused != "" {
+				parts = append(parts, fmt.Sprintf("%s skipped (its volume loaded by %s)", phaseLabel(c, ph), pe.Reused))
+				continue
+			}
 			if pe.Bounded {
 				parts = append(parts, fmt.Sprintf("%s %s", phaseLabel(c, ph), seconds(pe.Seconds)))
 			} else {
@@ -267,6 +286,7 @@ func printEstimate(w io.Writer, p plan.Plan) {
 		fmt.Fprintf(w, "* total: %s\n", seconds(e.TotalS))
 	}
 	fmt.Fprintln(w, "* (operations at their target, or durations, plus start-up costs measured on the embedded stack; docs/events.md, estimated_s)")
+	return e
 }
 
 // phaseLabel: the phase's suffix in its name (bexhoma's client number, 0

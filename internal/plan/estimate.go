@@ -47,6 +47,19 @@ type PhaseEstimate struct {
 	Phase   string
 	Seconds float64
 	Bounded bool
+	// Reused: a loading phase skipped at run time, its data on the volume
+	// an earlier configuration of the plan loaded (ReusesVolume); its
+	// Seconds is 0.
+	Reused string // that configuration's name
+}
+
+// ReusesVolume reports whether a configuration's data goes on a volume
+// that later SUTs of the same DBMS and use case find loaded (-rst, -rsr
+// only empties it once per experiment), so that their loading is skipped.
+// A cluster of workers is taken to load again: on Kubernetes its workers'
+// volumes are the experiment's own (docs/kubernetes.md).
+func ReusesVolume(s contracts.SUTSpec, entry catalog.Entry) bool {
+	return s.Storage != nil && s.Storage.Class != "" && !entry.Clustered()
 }
 
 // Estimate is the expected duration of a plan: per phase, per
@@ -66,8 +79,14 @@ func EstimateOf(p Plan, c Costs) Estimate {
 	e := Estimate{Configurations: map[string]float64{}, Bounded: true}
 	r := p.Settings
 	var sum float64
+	loadedBy := map[string]string{} // volume (DBMS, use case) → the configuration that loads it
 	for _, cfg := range p.Configurations {
 		entry, _ := catalog.Lookup(cfg.DBMS) // a plan's DBMSs are the catalog's
+		volume, reused := "", ""
+		if ReusesVolume(cfg.SUT, entry) {
+			volume = cfg.DBMS + "/" + cfg.SUT.UseCase
+			reused = loadedBy[volume]
+		}
 		ready, ok := c.SUTReadyS[entry.Kind]
 		if !ok {
 			ready = c.UnknownSUTReady
@@ -81,6 +100,9 @@ func EstimateOf(p Plan, c Costs) Estimate {
 		total := ready + c.TeardownS
 		for _, ph := range cfg.Phases {
 			pe := estimatePhase(ph, c)
+			if reused != "" && ph.Kind == contracts.KindLoad {
+				pe = PhaseEstimate{Phase: ph.Name, Bounded: true, Reused: reused}
+			}
 			e.Phases = append(e.Phases, pe)
 			e.Bounded = e.Bounded && pe.Bounded
 			total += pe.Seconds
@@ -91,6 +113,9 @@ func EstimateOf(p Plan, c Costs) Estimate {
 		}
 		e.Configurations[cfg.Name] = total
 		sum += total
+		if volume != "" && reused == "" {
+			loadedBy[volume] = cfg.Name
+		}
 	}
 	// -ms SUTs at once (0: all): configurations overlap that many at a time.
 	parallel := len(p.Configurations)

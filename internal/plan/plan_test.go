@@ -483,6 +483,39 @@ func TestEstimate(t *testing.T) {
 	}
 }
 
+// With a volume (-rst) the second repetition's loading is skipped at run
+// time (its data is on the volume the first loaded): the estimate counts
+// it as 0 and names the configuration that loads; a cluster of workers
+// loads every time.
+func TestEstimateSkipsTheLoadingOfAReusedVolume(t *testing.T) {
+	c := MeasuredCosts
+	r := contracts.Request{DBMS: []string{"Redis"}, SF: 0.1, Operations: 0.2, Repetitions: 2, Storage: &contracts.Storage{Class: "shared"}}
+	p, err := Expand("1", req(r))
+	if err != nil {
+		t.Fatal(err)
+	}
+	e := EstimateOf(p, c)
+	first, second := p.Configurations[0], p.Configurations[1]
+	if a, b := e.Configurations[first.Name], e.Configurations[second.Name]; math.Abs(a-b-(c.PhaseS+100000.0/16384)) > 1e-9 {
+		t.Errorf("repetitions %g s and %g s: the second should lack the loading", a, b)
+	}
+	for _, pe := range e.Phases {
+		if want := map[bool]string{true: first.Name}[pe.Phase == second.Phases[0].Name]; pe.Reused != want {
+			t.Errorf("%s: reused %q, want %q", pe.Phase, pe.Reused, want)
+		}
+	}
+	r.DBMS, r.Workers = []string{"RedisCluster"}, 3
+	cl, err := Expand("1", req(r))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, pe := range EstimateOf(cl, c).Phases {
+		if pe.Reused != "" {
+			t.Errorf("a cluster's %s is taken as reused", pe.Phase)
+		}
+	}
+}
+
 // Thresholds in k6's notation, stored in base units; what cannot be judged
 // is refused naming the threshold.
 func TestParseThreshold(t *testing.T) {
