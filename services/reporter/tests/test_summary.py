@@ -130,7 +130,9 @@ def test_loading_skipped_on_a_persisted_volume_is_said_not_failed(tables):
     assert t.passed and t.text == f"Loading Phase: skipped, nothing to test ({reason})"
     e = _test(s, "loading_errors")
     assert e.passed and e.text == f"Loading Phase: skipped, nothing to test ({reason})"
-    assert f"Phase {load['phase']} skipped: {reason}" in s.workflow.notes
+    assert f"Phase {load['phase']} skipped: {reason}" in s.workflow.skipped
+    assert not any("skipped" in n for n in s.workflow.notes)  # a planned skip is no failure
+    assert f"#### Skipped\n* Phase {load['phase']} skipped: {reason}\n" in render.markdown(s)
     # The Loading section says why it has no rows, not only "(no data)".
     assert f"#### Per Run\n\n(no data)\n* Loading skipped: {reason}\n" in render.markdown(s)
     load.update(status="done", reason=None)

@@ -194,6 +194,8 @@ def workflow_lines(s: Summary) -> list[str]:
         "#### Planned",
         *_pods(s.workflow.planned),
     ]
+    if s.workflow.skipped:
+        lines += ["", "#### Skipped", *[f"* {n}" for n in s.workflow.skipped]]
     if s.workflow.notes:
         lines += ["", "#### Failures and re-runs", *[f"* {n}" for n in s.workflow.notes]]
     return lines

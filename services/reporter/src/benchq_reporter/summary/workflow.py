@@ -8,7 +8,7 @@ re-runs, so a reader knows which figures to distrust.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import pandas as pd
 
@@ -23,12 +23,14 @@ class Workflow:
 
     ``actual`` and ``planned`` map a configuration base to one list per
     experiment run (runs in ascending order); ``notes`` explain failures
-    and re-runs.
+    and re-runs; ``skipped`` names the phases skipped as planned (a loading
+    whose data a volume held), which are no failure.
     """
 
     actual: dict[str, list[list[int]]]
     planned: dict[str, list[list[int]]]
     notes: list[str]
+    skipped: list[str] = field(default_factory=list)
 
     def as_planned(self) -> bool:
         """bexhoma's "Workflow as planned": the same pod lists per configuration, in any order."""
@@ -66,7 +68,13 @@ def build_workflow(data: ExperimentData) -> Workflow:
 
     actual = {b: [actual_pods.get((b, r), []) for r in runs_of[b]] for b in bases}
     plan = {b: [plan_pods.get((b, r), []) for r in runs_of[b]] for b in bases}
-    return Workflow(actual=actual, planned=plan, notes=workflow_notes(data))
+    skipped = data.phases[data.phases["status"] == PHASE.skipped].sort_values("phase")
+    return Workflow(
+        actual=actual,
+        planned=plan,
+        notes=workflow_notes(data),
+        skipped=[f"Phase {r.phase} skipped: {r.reason or 'no reason given'}" for r in skipped.itertuples(index=False)],
+    )
 
 
 def workflow_notes(data: ExperimentData) -> list[str]:
@@ -78,8 +86,6 @@ def workflow_notes(data: ExperimentData) -> list[str]:
     phases = data.phases.sort_values(["phase", "attempt"])
     for row in phases[phases["status"] == PHASE.failed].itertuples(index=False):
         notes.append(f"Phase {row.phase} failed: {row.reason or 'no reason given'} (attempt {row.attempt})")
-    for row in phases[phases["status"] == PHASE.skipped].itertuples(index=False):
-        notes.append(f"Phase {row.phase} skipped: {row.reason or 'no reason given'}")
     shards = data.shards.sort_values(["phase", "shard", "attempt"])
     simulated = shards[shards["status"] == RESULT.simulated]
     for phase, g in simulated.groupby("phase", sort=True):
