@@ -160,17 +160,68 @@ func printRefused(w io.Writer, benchmark string) {
 // the dashes are read from args.
 func typedNames(fs *flag.FlagSet, args []string) map[string]string {
 	dashes := map[string]string{}
-	for _, a := range args {
-		if d := a[:len(a)-len(strings.TrimLeft(a, "-"))]; d == "-" || d == "--" {
-			name, _, _ := strings.Cut(a[len(d):], "=")
-			dashes[name] = d
-		}
+	for _, t := range flagTokens(args) {
+		dashes[t.name] = t.dashes
 	}
 	out := map[string]string{}
 	fs.Visit(func(f *flag.Flag) {
 		out[canonical(fs, f)] = cmp.Or(dashes[f.Name], "-") + f.Name
 	})
 	return out
+}
+
+// flagToken is a flag as args name it: its dashes and its name.
+type flagToken struct{ dashes, name string }
+
+// flagTokens are the flags args name, in order, up to "--" (a value after
+// "=" left out; a value that looks like a flag, -1, is a token too, and
+// names no flag).
+func flagTokens(args []string) []flagToken {
+	var out []flagToken
+	for _, a := range args {
+		if a == "--" {
+			break
+		}
+		if d := a[:len(a)-len(strings.TrimLeft(a, "-"))]; d == "-" || d == "--" {
+			name, _, _ := strings.Cut(a[len(d):], "=")
+			out = append(out, flagToken{d, name})
+		}
+	}
+	return out
+}
+
+// setTwice refuses an option that takes one value given more than once,
+// under one name or two of bexhoma's (-xop 10 -sfo 5): the flag package
+// keeps the last without a word. A list (-dbms) may repeat; a switch (-m)
+// set twice is set.
+func setTwice(fs *flag.FlagSet, args []string) error {
+	first := map[string]string{} // benchq's name → as first typed
+	for _, t := range flagTokens(args) {
+		f := fs.Lookup(t.name)
+		if f == nil {
+			continue
+		}
+		if _, list := f.Value.(*listFlag); list {
+			continue
+		}
+		if b, ok := f.Value.(interface{ IsBoolFlag() bool }); ok && b.IsBoolFlag() {
+			continue
+		}
+		c, typed := canonical(fs, f), t.dashes+t.name
+		if was, ok := first[c]; ok {
+			if strings.TrimLeft(was, "-") == t.name {
+				hint := ""
+				switch f.Value.(type) {
+				case *intList, *floatList:
+					hint = " (a list takes commas: 1,8)"
+				}
+				return fmt.Errorf("%s is given twice: give it once%s", typed, hint)
+			}
+			return fmt.Errorf("%s and %s are one option (-%s) under two of bexhoma's names: give it once", was, typed, c)
+		}
+		first[c] = typed
+	}
+	return nil
 }
 
 // canonical is benchq's name of a flag that may be one of its aliases.

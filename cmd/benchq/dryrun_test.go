@@ -52,9 +52,13 @@ func TestUsageErrors(t *testing.T) {
 		"unknown dbms":    {[]string{"ycsb", "-dbms", "NoSuchDB", "-dry-run", "run"}, ExitFailed, `unknown DBMS "NoSuchDB"`},
 		// The flag as typed (bexhoma has -dbms and --dbms), the nearest
 		// name, and only the DBMSs the benchmark runs.
-		"mistyped dbms":      {[]string{"ycsb", "-dbms", "PostgresSQL", "-dry-run", "run"}, ExitFailed, `-dbms: unknown DBMS "PostgresSQL" (did you mean PostgreSQL?); allowed: Dragonfly, DragonflyCluster, PgBouncer, PostgreSQL, Redis, RedisCluster`},
-		"mistyped --dbms":    {[]string{"ycsb", "--dbms", "Redi", "-dry-run", "run"}, ExitFailed, `--dbms: unknown DBMS "Redi" (did you mean Redis?)`},
-		"mistyped tsdb dbms": {[]string{"tsdb", "-dbms", "VictoriaMetric", "-dry-run", "run"}, ExitFailed, `(did you mean VictoriaMetrics?); allowed: Graphite, Prometheus, VictoriaMetrics`},
+		// One option given twice: the flag package would keep the last.
+		"two names of one option": {[]string{"ycsb", "-dbms", "Redis", "-xop", "10", "-sfo", "5", "-dry-run", "run"}, ExitUsage, "-xop and -sfo are one option (-xop)"},
+		"a list given twice":      {[]string{"ycsb", "-dbms", "Redis", "-nlp", "1", "--nlp=8", "-dry-run", "run"}, ExitUsage, "--nlp is given twice: give it once (a list takes commas: 1,8)"},
+		"a value given twice":     {[]string{"ycsb", "-dbms", "Redis", "-sf", "1", "-sf", "2", "-dry-run", "run"}, ExitUsage, "-sf is given twice: give it once"},
+		"mistyped dbms":           {[]string{"ycsb", "-dbms", "PostgresSQL", "-dry-run", "run"}, ExitFailed, `-dbms: unknown DBMS "PostgresSQL" (did you mean PostgreSQL?); allowed: Dragonfly, DragonflyCluster, PgBouncer, PostgreSQL, Redis, RedisCluster`},
+		"mistyped --dbms":         {[]string{"ycsb", "--dbms", "Redi", "-dry-run", "run"}, ExitFailed, `--dbms: unknown DBMS "Redi" (did you mean Redis?)`},
+		"mistyped tsdb dbms":      {[]string{"tsdb", "-dbms", "VictoriaMetric", "-dry-run", "run"}, ExitFailed, `(did you mean VictoriaMetrics?); allowed: Graphite, Prometheus, VictoriaMetrics`},
 		// The home looked in is named: run from another directory, the
 		// default .benchq is not benchq up's.
 		"stack not up":  {[]string{"ycsb", "-dbms", "Redis", "run"}, ExitNotReady, "the stack is not running in /no/such/home (start it with: benchq up"},

@@ -371,6 +371,10 @@ func cmdExperiment(ctx context.Context, benchmark string, args []string, st *Sta
 	if rc, done := parseArgs(fs, args, st); done {
 		return rc
 	}
+	if err := setTwice(fs, args); err != nil {
+		st.Errorf("%s: %v", benchmark, err)
+		return ExitUsage
+	}
 	typed := typedNames(fs, args)
 	if err := f.check(typed); err != nil {
 		st.Errorf("%s: %v", benchmark, err)
