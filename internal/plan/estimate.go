@@ -19,14 +19,21 @@ type Costs struct {
 	TeardownS       float64
 	TPCCWarehouseS  float64 // loading one warehouse
 	UnknownSUTReady float64 // a kind without a measurement
+	// PoolAgents is the embedded stack's pool of driver agents (benchq
+	// up's BENCHQ_AGENTS, 2); a phase with more shards starts an agent
+	// for each one more (the local backend), PhaseAgentS each.
+	PoolAgents  int
+	PhaseAgentS float64
 }
 
 // MeasuredCosts are the costs measured here: Redis ready in 0.1 s,
 // PostgreSQL 2.0 s, a Redis Cluster 1.0 s a node (3 masters 2.2 s, 3 with
 // a replica each 6.3 s), PgBouncer (PostgreSQL and its pools) 6.3 s, and
 // 4 s more with -ma (its exporters; Redis 4.4-4.9 s, PostgreSQL 3.6 s);
-// a phase costs 0.8 s beyond its work; TPC-C loads a warehouse in 9.2 s (2
-// in 18.5 s). A SUT that cannot keep up with the target takes longer (the
+// a phase costs 0.8 s beyond its work, and 0.65 s more for each shard
+// beyond the pool's 2 agents (their own agents start: 0.24-0.83 s each,
+// 6 to 14 of them, against 0.3 s for a phase the pool serves); TPC-C loads
+// a warehouse in 9.2 s (2 in 18.5 s). A SUT that cannot keep up with the target takes longer (the
 // estimate assumes it keeps up), and the Kubernetes backend pulls images
 // and schedules pods: its SUTs take longer than this says.
 var MeasuredCosts = Costs{
@@ -38,6 +45,8 @@ var MeasuredCosts = Costs{
 	TeardownS:       0.2,
 	TPCCWarehouseS:  9.2,
 	UnknownSUTReady: 10,
+	PoolAgents:      2,
+	PhaseAgentS:     0.65,
 }
 
 // PhaseEstimate is the expected length of one planned phase; Bounded is
@@ -164,6 +173,6 @@ func estimatePhase(ph Phase, c Costs) PhaseEstimate {
 			work = max(work, s)
 		}
 	}
-	pe.Seconds += work
+	pe.Seconds += work + float64(max(0, len(ph.Shards)-c.PoolAgents))*c.PhaseAgentS
 	return pe
 }

@@ -476,6 +476,11 @@ func TestEstimate(t *testing.T) {
 	if e := EstimateOf(two, c); math.Abs(e.TotalS-2*e.Configurations[two.Configurations[0].Name]) > 1e-9 {
 		t.Errorf("4 configurations, 2 at a time: %g s, one takes %g s", e.TotalS, e.Configurations[two.Configurations[0].Name])
 	}
+	// 8 loaders on a pool of 2 agents: 6 start for the phase.
+	wide, _ := Expand("1", req(contracts.Request{DBMS: []string{"Redis"}, SF: 0.1, Operations: 0.2, LoadingPods: ints(8), LoadingThreads: ints(8), BenchmarkingThreads: ints(8)}))
+	if e := EstimateOf(wide, c); math.Abs(e.TotalS-(want+6*c.PhaseAgentS)) > 1e-9 {
+		t.Errorf("8 loaders: %g s, want %g (6 agents started)", e.TotalS, want+6*c.PhaseAgentS)
+	}
 	zero := 0
 	free, _ := Expand("1", req(contracts.Request{DBMS: []string{"Redis"}, TargetBase: &zero}))
 	if e := EstimateOf(free, c); e.Bounded || free.EstimatedS != 0 {
