@@ -57,8 +57,12 @@ func dryRun(st *State, p plan.Plan) int {
 					fmt.Fprintf(w, "    * shard %d: loads %d warehouse(s) with %d terminal(s)\n", i+1, sh.TPCC.Warehouses, sh.TPCC.Terminals)
 				case sh.TPCC != nil:
 					c := sh.TPCC
-					fmt.Fprintf(w, "    * shard %d: terminals %d, target %d, warehouses %d, duration %ds\n",
-						i+1, c.Terminals, c.Target, c.Warehouses, c.DurationS)
+					conn := ""
+					if c.NewConnection {
+						conn = ", a new connection per transaction (-xconn)"
+					}
+					fmt.Fprintf(w, "    * shard %d: terminals %d, target %d, warehouses %d, duration %ds%s\n",
+						i+1, c.Terminals, c.Target, c.Warehouses, c.DurationS, conn)
 				case sh.TSDB != nil:
 					fmt.Fprintf(w, "    * %s\n", describeGenerator(i+1, ph.Kind, *sh.TSDB))
 				}
