@@ -190,10 +190,14 @@ func flagTokens(args []string) []flagToken {
 	return out
 }
 
+// repeatable is a flag whose every use adds a value (-dbms A -dbms B,
+// -threshold …): given twice it is meant so.
+type repeatable interface{ repeats() }
+
 // setTwice refuses an option that takes one value given more than once,
 // under one name or two of bexhoma's (-xop 10 -sfo 5): the flag package
-// keeps the last without a word. A list (-dbms) may repeat; a switch (-m)
-// set twice is set.
+// keeps the last without a word. A repeatable flag (-dbms, -threshold) may
+// repeat; a switch (-m) set twice is set.
 func setTwice(fs *flag.FlagSet, args []string) error {
 	first := map[string]string{} // benchq's name → as first typed
 	for _, t := range flagTokens(args) {
@@ -201,7 +205,7 @@ func setTwice(fs *flag.FlagSet, args []string) error {
 		if f == nil {
 			continue
 		}
-		if _, list := f.Value.(*listFlag); list {
+		if _, ok := f.Value.(repeatable); ok {
 			continue
 		}
 		if b, ok := f.Value.(interface{ IsBoolFlag() bool }); ok && b.IsBoolFlag() {

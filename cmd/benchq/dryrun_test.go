@@ -55,6 +55,7 @@ func TestUsageErrors(t *testing.T) {
 		// One option given twice: the flag package would keep the last.
 		"two names of one option": {[]string{"ycsb", "-dbms", "Redis", "-xop", "10", "-sfo", "5", "-dry-run", "run"}, ExitUsage, "-xop and -sfo are one option (-xop)"},
 		"a list given twice":      {[]string{"ycsb", "-dbms", "Redis", "-nlp", "1", "--nlp=8", "-dry-run", "run"}, ExitUsage, "--nlp is given twice: give it once (a list takes commas: 1,8)"},
+		"thresholds repeat":       {[]string{"ycsb", "-dbms", "Redis", "-threshold", "p99<5ms", "-threshold", "p99<6ms", "-nlp", "0", "-dry-run", "run"}, ExitFailed, "-nlp"},
 		"a value given twice":     {[]string{"ycsb", "-dbms", "Redis", "-sf", "1", "-sf", "2", "-dry-run", "run"}, ExitUsage, "-sf is given twice: give it once"},
 		"mistyped dbms":           {[]string{"ycsb", "-dbms", "PostgresSQL", "-dry-run", "run"}, ExitFailed, `-dbms: unknown DBMS "PostgresSQL" (did you mean PostgreSQL?); allowed: Dragonfly, DragonflyCluster, PgBouncer, PostgreSQL, Redis, RedisCluster`},
 		"mistyped --dbms":         {[]string{"ycsb", "--dbms", "Redi", "-dry-run", "run"}, ExitFailed, `--dbms: unknown DBMS "Redi" (did you mean Redis?)`},

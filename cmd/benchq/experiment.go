@@ -439,6 +439,7 @@ func cmdExperiment(ctx context.Context, benchmark string, args []string, st *Sta
 type listFlag []string
 
 func (l *listFlag) String() string { return strings.Join(*l, ",") }
+func (l *listFlag) repeats()       {}
 func (l *listFlag) Set(v string) error {
 	for _, p := range strings.Split(v, ",") {
 		if p = strings.TrimSpace(p); p != "" {

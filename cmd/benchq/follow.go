@@ -42,11 +42,25 @@ func submitAndFollow(ctx context.Context, st *State, s *stack.Stack, code, reqID
 		st.Errorf("read the experiments' state: %v", err)
 		return ExitNotReady
 	}
-	// Subscribe before publishing so no event of this request is missed,
-	// and from now on: an earlier experiment of the same code (the check
-	// above raced with another submission) must not be replayed as this one.
+	// Follow the events from the stream's end before publishing, so that no
+	// event of this request is missed and none of an earlier experiment of
+	// the same code (the check above raced with another submission) is
+	// replayed as this one's. A start sequence, not "new": the ordered
+	// consumer is made again at each fetch until its first message, and
+	// "new" would then skip what came in between.
+	stream, err := b.JS.Stream(ctx, contracts.StreamEvents)
+	if err != nil {
+		st.Errorf("follow %s: %v", code, err)
+		return ExitFailed
+	}
+	info, err := stream.Info(ctx)
+	if err != nil {
+		st.Errorf("follow %s: %v", code, err)
+		return ExitFailed
+	}
 	cons, err := b.JS.OrderedConsumer(ctx, contracts.StreamEvents, jetstream.OrderedConsumerConfig{
-		FilterSubjects: []string{contracts.ExperimentEvents(code)}, DeliverPolicy: jetstream.DeliverNewPolicy,
+		FilterSubjects: []string{contracts.ExperimentEvents(code)},
+		DeliverPolicy:  jetstream.DeliverByStartSequencePolicy, OptStartSeq: info.State.LastSeq + 1,
 	})
 	if err != nil {
 		st.Errorf("follow %s: %v", code, err)
@@ -122,8 +136,8 @@ func submitAndFollow(ctx context.Context, st *State, s *stack.Stack, code, reqID
 			continue // no event for a while: the phase is running
 		}
 		subj, _ := contracts.ParseSubject(msg.Subject())
-		if subj.Topic == contracts.TopicRejected && !answers(msg.Data(), reqID) {
-			continue // another submission's refusal
+		if !answers(subj.Topic, msg.Data(), reqID) {
+			continue // another submission's plan or refusal
 		}
 		mu.Lock()
 		switch subj.Topic {
@@ -183,10 +197,22 @@ func submitAndFollow(ctx context.Context, st *State, s *stack.Stack, code, reqID
 	return ExitOK
 }
 
-// answers reports whether a rejection answers request reqID.
-func answers(rejected []byte, reqID string) bool {
-	var r contracts.Rejected
-	return json.Unmarshal(rejected, &r) == nil && r.RequestID == reqID
+// answers reports whether an event of topic (its body data) can answer
+// request reqID: a plan or a rejection names its request; every later
+// event belongs to the experiment the plan started.
+func answers(topic contracts.Topic, data []byte, reqID string) bool {
+	switch topic {
+	case contracts.TopicRejected:
+		var r contracts.Rejected
+		return json.Unmarshal(data, &r) == nil && r.RequestID == reqID
+	case contracts.TopicPlanned:
+		var p contracts.Planned
+		var req struct {
+			ID string `json:"id"`
+		}
+		return json.Unmarshal(data, &p) == nil && json.Unmarshal(p.Request, &req) == nil && req.ID == reqID
+	}
+	return true
 }
 
 // Live progress: looked at every progressPoll, printed per phase at most

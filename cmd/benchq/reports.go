@@ -96,6 +96,7 @@ type multiFlag []string
 
 func (m *multiFlag) String() string     { return strings.Join(*m, ",") }
 func (m *multiFlag) Set(v string) error { *m = append(*m, v); return nil }
+func (m *multiFlag) repeats()           {}
 
 // cmdCompare is `benchq compare -e A -e B ... [-format markdown|html]`.
 func cmdCompare(ctx context.Context, args []string, st *State) int {

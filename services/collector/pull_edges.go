@@ -32,6 +32,11 @@ type edgeReads struct {
 	// phase's edges (final.driver_cpu), by agent (the pod label of the
 	// series it exports; an agent runs one shard at a time).
 	driverCPU map[string][]reduce.Sample
+	// step is the scrape interval. Max CPU's scrapes give way to a read
+	// within one step of it, not only within readScrapeGap: a scrape is
+	// dated before it reads, and over the short interval to a read that
+	// skew would make a rate, and the fastest rate picks it out.
+	step time.Duration
 }
 
 // appSeries is one application metric of one exporter.
@@ -41,7 +46,7 @@ type appSeries struct{ component, metric, instance string }
 // Kubernetes SUT, a deployer down at the time): the edges are then
 // estimated from the scrapes.
 func (p *puller) edgeReadsOf(ctx context.Context, ph endedPhase) (edgeReads, error) {
-	out := edgeReads{cpu: map[string][]reduce.Sample{}, app: map[appSeries][]reduce.Sample{}}
+	out := edgeReads{cpu: map[string][]reduce.Sample{}, app: map[appSeries][]reduce.Sample{}, step: p.step}
 	rows, err := p.db.Query(ctx, `SELECT payload FROM messages WHERE code = $1 AND subject = $2 AND payload->>'phase' = $3`,
 		ph.code, contracts.TopicSUTEdge.For(ph.code), ph.phase)
 	if err != nil {
@@ -118,13 +123,17 @@ func (p *puller) driverReadsOf(ctx context.Context, ph endedPhase) (map[string][
 //
 // Reads and scrapes then make one series in time order.
 func withEdges(c column, series []prom.Series, e edgeReads) []prom.Series {
+	gap := readScrapeGap
+	if c.metric.Reduction == catalog.ReduceRateMax {
+		gap = max(gap, e.step)
+	}
 	merge := func(s prom.Series, reads []reduce.Sample) prom.Series {
 		// A scrape is dated when it starts and reads the counter a little
 		// later: one dated just before a read may hold a later value, and
 		// in time order that drop would pass for a reset. Near a read, the
 		// read stands (it is dated when it read).
 		merged := slices.DeleteFunc(slices.Clone(s.Samples), func(p reduce.Sample) bool {
-			return slices.ContainsFunc(reads, func(r reduce.Sample) bool { return p.T.Sub(r.T).Abs() < readScrapeGap })
+			return slices.ContainsFunc(reads, func(r reduce.Sample) bool { return p.T.Sub(r.T).Abs() < gap })
 		})
 		merged = append(merged, reads...)
 		slices.SortStableFunc(merged, func(a, b reduce.Sample) int { return a.T.Compare(b.T) })

@@ -60,6 +60,18 @@ func TestEdgeReadsJoinTheSeriesTheySample(t *testing.T) {
 	if got := withEdges(maxCPU, one, e); len(got) != 1 || len(got[0].Samples) != 2 {
 		t.Errorf("max cpu with one series: %+v", got)
 	}
+	// A scrape 400 ms before the read: kept for CPU seconds, dropped for
+	// Max CPU (within a step of the read), whose fastest rate would
+	// otherwise come from those 400 ms.
+	e.step = time.Second
+	near := []prom.Series{{Labels: map[string]string{"instance": "d"}, Samples: []reduce.Sample{{T: at(-2000), V: 8}, {T: at(-400), V: 9.9}}}}
+	if got := withEdges(cpu, near, e); len(got[0].Samples) != 3 {
+		t.Errorf("cpu seconds keep a scrape 400 ms from a read: %+v", got[0].Samples)
+	}
+	if got := withEdges(maxCPU, near, e); len(got[0].Samples) != 2 {
+		t.Errorf("max cpu drops a scrape within a step of a read: %+v", got[0].Samples)
+	}
+	e.step = 0
 	two := append(one, prom.Series{Labels: map[string]string{"instance": "d2"}})
 	if got := withEdges(cpu, two, e); len(got) != 2 || len(got[0].Samples) != 1 {
 		t.Errorf("cpu with two series: %+v", got)
