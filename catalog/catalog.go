@@ -197,6 +197,21 @@ func (t TSDB) Protocols() []string {
 // tsdb), not a store YCSB or Benchbase drive.
 func (e Entry) IsTSDB() bool { return e.TSDB != nil }
 
+// DataOwner is the DBMS whose data a volume of e holds (-rst): a pool's
+// backend (PgBouncer's data is PostgreSQL's: the backend's pod mounts it),
+// else e. So a PgBouncer experiment and a PostgreSQL one share the volume,
+// as bexhoma's "Every PGBouncer experiment (and every PostgreSQL
+// experiment) will take the database from this volume".
+func (e Entry) DataOwner() Entry {
+	if e.Kubernetes == nil || e.Kubernetes.Pool == nil {
+		return e
+	}
+	if b, err := Lookup(e.Kubernetes.Pool.Backend); err == nil {
+		return b
+	}
+	return e
+}
+
 // Clustered reports whether the DBMS is itself a cluster of -nw workers.
 func (e Entry) Clustered() bool {
 	return (e.Kubernetes != nil && e.Kubernetes.Cluster != nil) || e.Workers != nil

@@ -93,7 +93,7 @@ func EstimateOf(p Plan, c Costs) Estimate {
 		entry, _ := catalog.Lookup(cfg.DBMS) // a plan's DBMSs are the catalog's
 		volume, reused := "", ""
 		if ReusesVolume(cfg.SUT, entry) {
-			volume = cfg.DBMS + "/" + cfg.SUT.UseCase
+			volume = entry.DataOwner().Name + "/" + cfg.SUT.UseCase // as the deployers name it
 			reused = loadedBy[volume]
 		}
 		ready, ok := c.SUTReadyS[entry.Kind]

@@ -509,6 +509,16 @@ func TestEstimateSkipsTheLoadingOfAReusedVolume(t *testing.T) {
 			t.Errorf("%s: reused %q, want %q", pe.Phase, pe.Reused, want)
 		}
 	}
+	// PgBouncer's data is its PostgreSQL's: one volume for both.
+	both, err := Expand("1", req(contracts.Request{DBMS: []string{"PostgreSQL", "PgBouncer"}, SF: 0.1, Operations: 0.2, Storage: &contracts.Storage{Class: "shared"}}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, pe := range EstimateOf(both, c).Phases {
+		if pe.Phase == both.Configurations[1].Phases[0].Name && pe.Reused != both.Configurations[0].Name {
+			t.Errorf("PgBouncer's loading after PostgreSQL's on one volume: reused %q, want %q", pe.Reused, both.Configurations[0].Name)
+		}
+	}
 	r.DBMS, r.Workers = []string{"RedisCluster"}, 3
 	cl, err := Expand("1", req(r))
 	if err != nil {

@@ -69,21 +69,6 @@ const (
 // directories.
 var volumeKinds = []string{catalog.KindRedis, catalog.KindPostgreSQL, catalog.KindPgBouncer, catalog.KindRedisCluster}
 
-// dataOwner is the DBMS whose data a volume of entry holds: a pool's
-// backend (PgBouncer's data is PostgreSQL's), as on Kubernetes, where the
-// backend's pod mounts it. So a PgBouncer experiment and a PostgreSQL one
-// share the volume, as bexhoma's "Every PGBouncer experiment (and every
-// PostgreSQL experiment) will take the database from this volume".
-func dataOwner(entry catalog.Entry) catalog.Entry {
-	if entry.Kubernetes == nil || entry.Kubernetes.Pool == nil {
-		return entry
-	}
-	if b, err := catalog.Lookup(entry.Kubernetes.Pool.Backend); err == nil {
-		return b
-	}
-	return entry
-}
-
 // volumeLink is the directory of a configuration that the volume's data/
 // stands for: the cluster's node directories, or the server's data.
 func volumeLink(kind string) string {
@@ -123,7 +108,7 @@ func (l *Local) attachVolume(ctx context.Context, s backend.Spec, entry catalog.
 			backend.ErrBadSpec, strings.Join(volumeKinds, ", "), entry.Name, entry.Kind)
 	}
 	useCase := backend.UseCaseOf(s)
-	owner := dataOwner(entry)
+	owner := entry.DataOwner()
 	name, err := backend.VolumeName(owner.Name, useCase)
 	if err != nil {
 		return nil, err
