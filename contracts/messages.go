@@ -267,6 +267,10 @@ type SUTSpec struct {
 	UseCase string `json:"use_case,omitempty"`
 }
 
+// WantsVolume reports whether the SUT asks for a persistent volume (-rst:
+// a storage class; a size alone is ephemeral storage).
+func (s SUTSpec) WantsVolume() bool { return s.Storage != nil && s.Storage.Class != "" }
+
 // Stop asks the scheduler to cancel an experiment (benchq stop).
 type Stop struct {
 	Envelope

@@ -68,7 +68,7 @@ type PhaseEstimate struct {
 // A cluster of workers is taken to load again: on Kubernetes its workers'
 // volumes are the experiment's own (docs/kubernetes.md).
 func ReusesVolume(s contracts.SUTSpec, entry catalog.Entry) bool {
-	return s.Storage != nil && s.Storage.Class != "" && !entry.Clustered()
+	return s.WantsVolume() && !entry.Clustered()
 }
 
 // Estimate is the expected duration of a plan: per phase, per

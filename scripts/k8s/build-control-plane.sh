@@ -10,7 +10,7 @@
 #
 # One build at a time: a second run waits for the first (make test starts
 # one in the background, scripts/k8s/prebuild.sh, and test-k8s waits for it).
-# The cache: $BENCHQ_K8S_CACHE, else ~/.cache/benchq/k8s (scripts/lib/cache.sh).
+# The cache: $BENCHQ_K8S_CACHE, else k8s in benchq's cache (scripts/lib/cache.sh).
 set -euo pipefail
 
 K8S_VERSION=v1.34.2

@@ -11,7 +11,7 @@
 #
 # One build at a time: a second run waits for the first (make test starts
 # one in the background, scripts/k8s/prebuild.sh, and test-k8s waits for it).
-# The cache: $BENCHQ_K8S_CACHE, else ~/.cache/benchq/k8s (scripts/lib/cache.sh).
+# The cache: $BENCHQ_K8S_CACHE, else k8s in benchq's cache (scripts/lib/cache.sh).
 set -euo pipefail
 VERSION=v0.42.0 # the Go module of Prometheus 2.42.0
 . "$(dirname "$0")/../lib/cache.sh"

@@ -49,7 +49,7 @@ func VolumeName(dbms, useCase string) (string, error) {
 
 // WantsVolume reports whether s asks for a persistent volume (-rst).
 func WantsVolume(s Spec) bool {
-	return s.SUT != nil && s.SUT.Storage != nil && s.SUT.Storage.Class != ""
+	return s.SUT != nil && s.SUT.WantsVolume()
 }
 
 // ErrBadSpec is wrapped by errors in a configuration's shape (workers,
