@@ -10,6 +10,7 @@ import (
 	"fmt"
 	"io"
 	"math"
+	"strconv"
 	"strings"
 
 	"github.com/HdrHistogram/hdrhistogram-go"
@@ -52,6 +53,16 @@ func ReadHistogramLog(r io.Reader) (*hdrhistogram.Histogram, error) {
 		fields := strings.SplitN(line, ",", 4)
 		if len(fields) != 4 {
 			return nil, fmt.Errorf("histogram log line %d: want 4 comma-separated fields, got %q", lineNo, line)
+		}
+		// Only the histogram is read, but a line whose figures are not
+		// numbers is not one the writer wrote whole: a second writer that
+		// opened the log with truncation leaves NUL bytes where the lines
+		// it cut were, and the log would silently add up to less.
+		for _, f := range fields[:3] {
+			if _, err := strconv.ParseFloat(f, 64); err != nil {
+				return nil, fmt.Errorf("histogram log line %d: %q is not a number: the log was cut while it was written (NUL bytes mark the lost lines)",
+					lineNo, f)
+			}
 		}
 		h, err := DecodeHistogram(fields[3])
 		if err != nil {

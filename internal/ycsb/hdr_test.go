@@ -119,10 +119,23 @@ func TestMergeAddsShards(t *testing.T) {
 
 func TestHistogramErrors(t *testing.T) {
 	t.Parallel()
+	good := NewHistogram()
+	_ = good.RecordValue(100)
+	goodHist, err := EncodeHistogram(good)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if h, err := ReadHistogramLog(strings.NewReader("0.1,1.0,0.1," + goodHist + "\n")); err != nil || h.TotalCount() != 1 {
+		t.Fatalf("a whole line: %v, %v", h, err)
+	}
 	for name, in := range map[string]string{
 		"not base64":         "0.1,1.0,0.1,HIST!!!!!!!!!!!!!!!\n",
 		"truncated encoding": "0.1,1.0,0.1,HISTFAAAAIR42i2M\n",
 		"too few fields":     "0.1,1.0\n",
+		// The tail of a line another writer's truncation cut, before the
+		// next whole line (YCSB 0.17 could do that: io.benchq.ycsb.OnceMeasurements).
+		"cut by a second writer": "\x00\x00\x00\x000.137,0.821,0.043," + goodHist + "\n",
+		"a figure not a number":  "0.1,x,0.1," + goodHist + "\n",
 	} {
 		t.Run(name, func(t *testing.T) {
 			t.Parallel()

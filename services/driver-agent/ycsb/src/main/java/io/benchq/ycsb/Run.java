@@ -106,6 +106,12 @@ final class Run {
   static Run prepare(Properties props) throws SetupException {
     Map<String, Long[]> gcAtStart = Utils.getGCStatst();
     Measurements.setProperties(props);
+    try {
+      OnceMeasurements.install(Measurements.getMeasurements());
+    } catch (ReflectiveOperationException | RuntimeException e) {
+      throw new SetupException("cannot make YCSB's measurements build once per operation (" + e
+          + "): is YCSB core 0.17.0 on the class path?");
+    }
     Workload workload;
     String workloadClass = props.getProperty(Client.WORKLOAD_PROPERTY);
     if (workloadClass == null) {
