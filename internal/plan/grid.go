@@ -5,6 +5,7 @@ import (
 	"math"
 	"slices"
 	"strconv"
+	"strings"
 
 	"github.com/benchq/benchq/catalog"
 	"github.com/benchq/benchq/contracts"
@@ -59,6 +60,17 @@ func Expand(code string, req contracts.Request) (Plan, error) {
 				}
 			}
 		}
+	}
+	// checkRepeats refuses the lists that would repeat a name; this is the
+	// net under it: two configurations of one name share their messages'
+	// ids, and the second would never run. Lower-cased: Kubernetes' names
+	// of their objects are.
+	names := map[string]bool{}
+	for _, c := range p.Configurations {
+		if names[strings.ToLower(c.Name)] {
+			return Plan{}, invalid("dbms", "two configurations would both be named %s: give each list's values once (-nc repeats a configuration)", c.Name)
+		}
+		names[strings.ToLower(c.Name)] = true
 	}
 	p.Timeouts = timeouts(r, p)
 	if e := EstimateOf(p, MeasuredCosts); e.Bounded {

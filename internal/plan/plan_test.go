@@ -580,3 +580,45 @@ func TestDefaultListsAreCopies(t *testing.T) {
 		t.Errorf("Defaults.BenchmarkingThreads %v after a change to a request's", Defaults.BenchmarkingThreads)
 	}
 }
+
+// A value given twice in a list that makes configurations would make two
+// configurations of one name, whose deploy and teardown messages share
+// their ids: the second never ran and its experiment waited for it (a
+// walkthrough's `-dbms Redis -dbms Redis`). Refused, naming the flag's
+// field; a benchmarking list may repeat a value (each is its own phase).
+func TestRepeatedValuesThatMakeConfigurationsAreRefused(t *testing.T) {
+	t.Parallel()
+	base := contracts.Request{DBMS: []string{"Redis"}, SF: 0.01, LoadingPods: ints(1), LoadingThreads: ints(8),
+		BenchmarkingPods: ints(1), BenchmarkingThreads: ints(8), TargetBase: tb(1000)}
+	for _, c := range []struct {
+		name string
+		edit func(*contracts.Request)
+		want string
+	}{
+		{"dbms", func(r *contracts.Request) { r.DBMS = []string{"Redis", "PostgreSQL", "redis"} }, "dbms[2]: Redis is given twice"},
+		{"loading pods", func(r *contracts.Request) { r.LoadingPods = ints(1, 2, 1) }, "loading_pods: 1,2,1 names the number of loading pods 1 twice"},
+		{"loading threads", func(r *contracts.Request) { r.LoadingThreads = ints(8, 8) }, "loading_threads: 8,8 names the number of loading threads 8 twice"},
+		{"loading factors", func(r *contracts.Request) { r.LoadingFactors = []float64{0.5, 0.5} }, "loading_factors: 0.5,0.5 names the loading factor 0.5 twice"},
+		{"pool pods", func(r *contracts.Request) { r.DBMS, r.PoolPods = []string{"PgBouncer"}, ints(2, 2) }, "pool_pods: 2,2 names the number of pool pods 2 twice"},
+		{"pool inbound", func(r *contracts.Request) { r.DBMS, r.PoolInbound = []string{"PgBouncer"}, ints(64, 64) }, "pool_inbound: 64,64 names"},
+		{"pool outbound", func(r *contracts.Request) { r.DBMS, r.PoolOutbound = []string{"PgBouncer"}, ints(16, 16) }, "pool_outbound: 16,16 names"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			t.Parallel()
+			r := base
+			c.edit(&r)
+			if _, err := Expand("1", req(r)); err == nil || !strings.Contains(err.Error(), c.want) {
+				t.Errorf("err = %v, want one containing %q", err, c.want)
+			}
+		})
+	}
+	r := base
+	r.BenchmarkingThreads = ints(8, 8)
+	p, err := Expand("1", req(r))
+	if err != nil {
+		t.Fatalf("a benchmarking list repeating a value: %v", err)
+	}
+	if n := len(p.Configurations[0].Phases); n != 3 {
+		t.Errorf("-nbt 8,8: %d phases, want a loading and two benchmarkings", n)
+	}
+}

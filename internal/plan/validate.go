@@ -39,6 +39,9 @@ func checkSettings(r contracts.Request) error {
 	if err := checkWorkers(r); err != nil {
 		return err
 	}
+	if err := checkRepeats(r); err != nil {
+		return err
+	}
 	if r.Benchmark == BenchmarkTSDB {
 		return checkTSDB(r)
 	}
@@ -231,6 +234,61 @@ func checkWorkers(r contracts.Request) error {
 		return invalid("cost_per_hour", "a price cannot be negative (got %g)", r.CostPerHour)
 	}
 	return nil
+}
+
+// checkRepeats refuses a value given twice in a list that makes
+// configurations (-dbms, -nlp, -nlt, -xnlf, the pool's lists): both would
+// have the same name, and the same deploy and teardown messages, so the
+// second would never run and its experiment would wait for it. A list of
+// benchmarking variants may repeat a value: each is a phase of its own.
+func checkRepeats(r contracts.Request) error {
+	seen := map[string]bool{}
+	for i, d := range r.DBMS {
+		key := strings.ToLower(strings.TrimSpace(d))
+		if e, err := catalog.Lookup(d); err == nil {
+			key = e.Name
+		}
+		if seen[key] {
+			return invalid(fmt.Sprintf("dbms[%d]", i), "%s is given twice: a DBMS makes one configuration (per variant of the other lists); to run it again on a fresh SUT, use -nc (repetitions)", key)
+		}
+		seen[key] = true
+	}
+	for _, l := range []struct {
+		field, what string
+		values      []float64
+	}{
+		{"loading_pods", "number of loading pods", asFloats(r.LoadingPods)},
+		{"loading_threads", "number of loading threads", asFloats(r.LoadingThreads)},
+		{"loading_factors", "loading factor", r.LoadingFactors},
+		{"pool_pods", "number of pool pods", asFloats(r.PoolPods)},
+		{"pool_inbound", "pool's inbound connections", asFloats(r.PoolInbound)},
+		{"pool_outbound", "pool's outbound connections", asFloats(r.PoolOutbound)},
+	} {
+		for i, v := range l.values {
+			if slices.Contains(l.values[:i], v) {
+				return invalid(l.field, "%s names the %s %g twice: each value makes configurations of its own, and two would be the same; to run one again on a fresh SUT, use -nc (repetitions)",
+					joinG(l.values), l.what, v)
+			}
+		}
+	}
+	return nil
+}
+
+// joinG is a list as typed: "1,1".
+func joinG(xs []float64) string {
+	parts := make([]string, len(xs))
+	for i, x := range xs {
+		parts[i] = fmt.Sprint(x)
+	}
+	return strings.Join(parts, ",")
+}
+
+func asFloats(xs []int) []float64 {
+	out := make([]float64, len(xs))
+	for i, x := range xs {
+		out[i] = float64(x)
+	}
+	return out
 }
 
 func hasDuplicate(xs []int) bool {
