@@ -2,7 +2,11 @@
 SHELL := /bin/bash
 BENCHQ_HOME ?= $(CURDIR)/.benchq
 export BENCHQ_HOME
-BENCHQ := $(BENCHQ_HOME)/bin/benchq
+# The CLI the bootstrap built into this home, else the repository's (a stack
+# started with another BENCHQ_HOME by .benchq/bin/benchq is still found by
+# make down and make summary). Expanded when a recipe runs, after its
+# bootstrap.
+BENCHQ = $(firstword $(wildcard $(BENCHQ_HOME)/bin/benchq $(CURDIR)/.benchq/bin/benchq) $(BENCHQ_HOME)/bin/benchq)
 
 # The default experiment: YCSB workload A, 100,000 rows loaded by 2 shards,
 # 200,000 operations by 1 shard, -xtb 16384 -xnlf 1 -xnbf 1, monitored (-m -mc -ma).
@@ -25,7 +29,7 @@ up: bootstrap
 	@$(BENCHQ) up
 
 down:
-	@if [ -x $(BENCHQ) ]; then $(BENCHQ) down; fi
+	@if [ -x $(BENCHQ) ]; then $(BENCHQ) down; else echo "make down: no benchq built ($(BENCHQ)), so no stack of $(BENCHQ_HOME) to stop"; fi
 
 summary:
 	@test -n "$(E)" || { echo "usage: make summary E=<code>"; exit 2; }
