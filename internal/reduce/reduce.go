@@ -150,27 +150,67 @@ func Mean(s []Sample, start, end time.Time) (mean float64, ok bool) {
 // increase (see Increase) per second of the span its points cover (the
 // window, when there are samples beyond both edges), fastest the fastest rate
 // between two consecutive points (the edges included; resets handled as in
-// Increase). ok is false when the window holds less than two usable points.
+// Increase) at least minRateSpan apart. ok is false when the window holds
+// less than two usable points.
 func CounterRate(s []Sample, start, end time.Time) (mean, fastest float64, ok bool) {
 	pts, ok := span(s, start, end)
 	if !ok {
 		return 0, 0, false
 	}
-	var inc float64
-	for i := 1; i < len(pts); i++ {
-		d := delta(pts[i-1].V, pts[i].V)
-		inc += d
-		if r := d / pts[i].T.Sub(pts[i-1].T).Seconds(); r > fastest {
+	cum := growth(pts)
+	steps := rateSteps(cum)
+	for i := 1; i < len(steps); i++ {
+		if r := (steps[i].V - steps[i-1].V) / steps[i].T.Sub(steps[i-1].T).Seconds(); r > fastest {
 			fastest = r
 		}
 	}
-	return inc / pts[len(pts)-1].T.Sub(pts[0].T).Seconds(), fastest, true
+	return cum[len(cum)-1].V / pts[len(pts)-1].T.Sub(pts[0].T).Seconds(), fastest, true
+}
+
+// minRateSpan is the shortest interval a fastest rate is taken over.
+// Counters count in steps (CPU seconds in 10 ms clock ticks), so a rate
+// over a few milliseconds, such as an edge read beside a scrape, is mostly
+// that step: one tick in 4 ms read as 2.5 cores on a 2-core machine. Over
+// half a second a tick is 0.02 cores.
+const minRateSpan = 500 * time.Millisecond
+
+// growth is a counter's points as its growth since the first (resets and
+// rounding as in delta), so that points can be skipped without losing any
+// of it.
+func growth(pts []Sample) []Sample {
+	out := make([]Sample, len(pts))
+	out[0] = Sample{pts[0].T, 0}
+	for i := 1; i < len(pts); i++ {
+		out[i] = Sample{pts[i].T, out[i-1].V + delta(pts[i-1].V, pts[i].V)}
+	}
+	return out
+}
+
+// rateSteps thins growth points (see growth) so that consecutive ones are at
+// least minRateSpan apart. The first and the last stay (the last replacing
+// the one before it when that one is nearer), so a span shorter than
+// minRateSpan is one interval: its mean.
+func rateSteps(cum []Sample) []Sample {
+	out := []Sample{cum[0]}
+	for _, p := range cum[1:] {
+		if p.T.Sub(out[len(out)-1].T) >= minRateSpan {
+			out = append(out, p)
+		}
+	}
+	if last := cum[len(cum)-1]; !out[len(out)-1].T.Equal(last.T) {
+		if len(out) > 1 {
+			out[len(out)-1] = last
+		} else {
+			out = append(out, last)
+		}
+	}
+	return out
 }
 
 // FastestSummedRate is the fastest rate of several counters added up (the
 // processes or pods of one component): each counter's rate is taken as
-// constant between its consecutive points (the edges included, as in
-// CounterRate), the rates are added instant by instant, and the largest sum
+// constant between its consecutive points (the edges included, at least
+// minRateSpan apart, as in CounterRate), the rates are added instant by instant, and the largest sum
 // over [start, end] is returned. Adding each counter's own fastest rate
 // instead adds peaks that came at different times: a component of 16
 // processes read as using more cores than the machine has. A counter
@@ -191,10 +231,11 @@ func FastestSummedRate(series [][]Sample, start, end time.Time) (fastest float64
 			continue
 		}
 		ok = true
-		for i := 1; i < len(pts); i++ {
-			if dt := pts[i].T.Sub(pts[i-1].T).Seconds(); dt > 0 {
-				r := delta(pts[i-1].V, pts[i].V) / dt
-				changes = append(changes, change{pts[i-1].T, r}, change{pts[i].T, -r})
+		steps := rateSteps(growth(pts))
+		for i := 1; i < len(steps); i++ {
+			if dt := steps[i].T.Sub(steps[i-1].T).Seconds(); dt > 0 {
+				r := (steps[i].V - steps[i-1].V) / dt
+				changes = append(changes, change{steps[i-1].T, r}, change{steps[i].T, -r})
 			}
 		}
 	}

@@ -156,3 +156,34 @@ func TestFastestSummedRate(t *testing.T) {
 		t.Error("a rate from one sample")
 	}
 }
+
+// A counter that counts in steps (CPU seconds in 10 ms ticks) read twice
+// 4 ms apart, an edge read beside a scrape: one tick between them is not
+// 2.5 cores. The fastest rate is over intervals of at least minRateSpan,
+// and no growth is lost by skipping points, a reset among them included.
+func TestFastestRateIsOverHalfASecondAtLeast(t *testing.T) {
+	t.Parallel()
+	// 0.3 cores, in ticks of 0.01: reads each second, and two 4 ms apart at
+	// 2 s (the second a tick higher).
+	s := series([]float64{-1, 0, 1, 2, 2.004, 3, 4, 5}, 0, 0.3, 0.6, 0.9, 0.91, 1.2, 1.5, 1.8)
+	mean, fastest, ok := CounterRate(s, at(0), at(5))
+	if !ok || !near(mean, 0.3) || fastest > 0.31+1e-9 {
+		t.Errorf("CounterRate = %v, %v, %v; want a mean of 0.3 and a fastest of at most 0.31", mean, fastest, ok)
+	}
+	if got, _ := FastestSummedRate([][]Sample{s, s}, at(0), at(5)); got > 0.62+1e-9 {
+		t.Errorf("FastestSummedRate of two = %v, want at most 0.62", got)
+	}
+	// A reset between skipped points loses nothing: 0.9 at 2 s, the
+	// process restarted, 0.01 at 2.004 s, 0.3 at 3 s: 0.31 in that second.
+	r := series([]float64{-1, 0, 1, 2, 2.004, 3, 4, 5}, 0, 0.3, 0.6, 0.9, 0.01, 0.31, 0.61, 0.91)
+	if inc, _ := Increase(r, at(0), at(5)); !near(inc, 1.51) {
+		t.Fatalf("increase across the reset %v, want 1.51", inc)
+	}
+	if mean, fastest, _ := CounterRate(r, at(0), at(5)); !near(mean, 1.51/5) || fastest < 0.3-1e-9 || fastest > 0.31+1e-9 {
+		t.Errorf("across a reset: mean %v, fastest %v; want %v and 0.3-0.31", mean, fastest, 1.51/5)
+	}
+	// A window shorter than the span: one interval, its mean.
+	if mean, fastest, _ := CounterRate(s, at(2), at(2.3)); !near(mean, fastest) {
+		t.Errorf("a 0.3 s window: mean %v, fastest %v; want them equal", mean, fastest)
+	}
+}
