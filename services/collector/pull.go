@@ -146,10 +146,16 @@ func (p *puller) sweep(ctx context.Context) error {
 }
 
 // due lists the ended phases with monitoring that have no summaries yet,
-// and those to re-pull (see puller).
+// and those to re-pull (see puller). A time-series database's phase
+// (benchmark tsdb) is watched until its drain ended (its last reading of
+// its own counter after the generators stopped): it stores what it was
+// sent after the last write, and a loading phase's writes can all fall
+// within milliseconds, between two scrapes, where its ingest read 0.
 func (p *puller) due(ctx context.Context) ([]endedPhase, error) {
 	rows, err := p.db.Query(ctx, `
-		SELECT ph.code, ph.phase, ph.attempt, ph.configuration, ph.kind, cfg->>'dbms', ph.started_at, ph.ended_at,
+		SELECT ph.code, ph.phase, ph.attempt, ph.configuration, ph.kind, cfg->>'dbms', ph.started_at,
+		       GREATEST(ph.ended_at, (SELECT max(r.at) FROM ingest_readings r
+		                              WHERE r.code = ph.code AND r.phase = ph.phase AND r.attempt = ph.attempt AND r.after_end)),
 		       cfg->'sut'->'monitoring', cfg->'sut'->'pool' IS NOT NULL AND cfg->'sut'->'pool' <> 'null',
 		       EXISTS (SELECT 1 FROM metric_summaries s WHERE s.code = ph.code AND s.phase = ph.phase AND s.attempt = ph.attempt)
 		FROM phases ph

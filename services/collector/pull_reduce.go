@@ -46,7 +46,7 @@ func reduceSeries(m catalog.Metric, series []prom.Series, start, end time.Time) 
 		}
 		v, ok := reduce.FastestSummedRate(all, start, end)
 		if !ok {
-			return nil, samples, tooFew(m, samples)
+			return nil, samples, tooFew(m, all, start, end)
 		}
 		v *= m.Scale
 		return &v, samples, ""
@@ -67,15 +67,29 @@ func reduceSeries(m catalog.Metric, series []prom.Series, start, end time.Time) 
 		}
 	}
 	if reduced == 0 {
-		return nil, samples, tooFew(m, samples)
+		all := make([][]reduce.Sample, len(series))
+		for i, s := range series {
+			all[i] = s.Samples
+		}
+		return nil, samples, tooFew(m, all, start, end)
 	}
 	v := total * m.Scale
 	return &v, samples, ""
 }
 
-// tooFew is why a metric has no figure: its series had too few samples.
-func tooFew(m catalog.Metric, samples int) string {
-	return fmt.Sprintf("too few samples in the phase for %s (%d in the window)", m.Reduction, samples)
+// tooFew is why a metric has no figure: its series had too few samples in
+// the phase's window (fetched: all of them, the window widened).
+func tooFew(m catalog.Metric, series [][]reduce.Sample, start, end time.Time) string {
+	in, fetched := 0, 0
+	for _, s := range series {
+		fetched += len(s)
+		for _, p := range s {
+			if !p.T.Before(start) && !p.T.After(end) {
+				in++
+			}
+		}
+	}
+	return fmt.Sprintf("too few samples in the phase for %s (%d of the %d fetched in its %s window)", m.Reduction, in, fetched, end.Sub(start).Round(time.Millisecond))
 }
 
 func reduceOne(reduction string, s []reduce.Sample, start, end time.Time) (float64, bool) {
