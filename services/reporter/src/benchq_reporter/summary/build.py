@@ -141,6 +141,7 @@ def summarize(data: ExperimentData) -> YcsbSummary | BenchbaseSummary:
         )
         + checks.threshold_tests(data.plan.settings.thresholds, execution_lat, execution_phase),
         notes={
+            "loading_per_connection": ycsb.per_connection_sf_notes(loading, sf),
             "loading_per_run": ycsb.aggregate_notes(loading_lat)
             + ycsb.error_notes(loading_run, "DBMS", data.plan.settings.error_share_limit)
             + [SKIPPED_NOTE + r for r in skipped_loading(data)],

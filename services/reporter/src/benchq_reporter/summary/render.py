@@ -278,7 +278,7 @@ def _ycsb_parts(s: YcsbSummary) -> list[list[str]]:
             "",
             "#### Per Connection",
             "",
-            table(s.loading_per_connection),
+            *_noted_table(s, "loading_per_connection"),
             "",
             "#### Per Run",
             "",
