@@ -6,8 +6,10 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"regexp"
 	"slices"
 	"strings"
+	"time"
 
 	"github.com/benchq/benchq/contracts"
 	"github.com/benchq/benchq/internal/stack"
@@ -188,7 +190,31 @@ func parseArgs(fs *flag.FlagSet, args []string, st *State) (code int, done bool)
 
 // explainParseError names an unknown flag as the user typed it (--x, not
 // the flag package's -x) and suggests the nearest flag there is.
+// badValueRE is the flag package's error for a value it could not parse.
+var badValueRE = regexp.MustCompile(`^invalid value "(.*)" for flag -([^:]+): parse error$`)
+
 func explainParseError(fs *flag.FlagSet, err error, args []string) string {
+	if m := badValueRE.FindStringSubmatch(err.Error()); m != nil {
+		// The flag package says only "parse error": say what it takes.
+		if f := fs.Lookup(m[2]); f != nil {
+			if g, ok := f.Value.(flag.Getter); ok {
+				want := ""
+				switch g.Get().(type) {
+				case int, int64, uint, uint64:
+					want = "a whole number"
+				case float64:
+					want = "a number"
+				case time.Duration:
+					want = "a duration such as 500ms, 30s or 5m"
+				case bool:
+					want = "true or false"
+				}
+				if want != "" {
+					return fmt.Sprintf("invalid value %q for flag -%s: want %s (%s)", m[1], m[2], want, f.Usage)
+				}
+			}
+		}
+	}
 	unknown, ok := strings.CutPrefix(err.Error(), "flag provided but not defined: -")
 	if !ok {
 		return err.Error()

@@ -176,6 +176,10 @@ func TestUsageErrorsDoNothing(t *testing.T) {
 		{[]string{"benchbase", "-dbms", "PostgreSQL", "-b", "twitter", "run"}, "-b twitter: benchq's Benchbase runs tpcc only"},
 		{[]string{"ycsb", "-dbms", "Redis", "--num-config", "0", "run"}, "--num-config 0: an experiment runs at least once"},
 		{[]string{"ycsb", "-dbms", "Redis", "-ms", "-1", "run"}, "-ms -1: give the SUTs alive at once, or 0 for no limit"},
+		{[]string{"ycsb", "-dbms", "Redis", "-timeout-shard", "5s", "run"}, `invalid value "5s" for flag -timeout-shard: want a whole number (seconds`},
+		{[]string{"ycsb", "-dbms", "Redis", "-sf", "1x", "run"}, `invalid value "1x" for flag -sf: want a number (`},
+		{[]string{"tsdb", "-dbms", "VictoriaMetrics", "-flush-interval", "1", "run"}, `invalid value "1" for flag -flush-interval: want a duration such as 500ms, 30s or 5m`},
+		{[]string{"stop", "-wait", "2"}, `invalid value "2" for flag -wait: want a duration`},
 	}
 	for _, c := range cases {
 		t.Run(strings.Join(c.args, " "), func(t *testing.T) {

@@ -198,7 +198,10 @@ func sutShape(c plan.Configuration) string {
 		if e.MasterCopy() && replicas > 0 {
 			s += fmt.Sprintf(", one master and %d replica(s) of it (master-copy replication)", replicas)
 		} else {
-			s += fmt.Sprintf(", a cluster of %d workers with %d replica(s) each", masters, replicas)
+			s += fmt.Sprintf(", a cluster of %d workers", masters)
+			if replicas > 0 {
+				s += fmt.Sprintf(" with %d replica(s) each", replicas)
+			}
 		}
 		if k := e.Kubernetes; k != nil && k.Cluster != nil && k.Cluster.Master != nil {
 			s += " behind a master"

@@ -153,7 +153,7 @@ func TestGraphiteClusterOnEitherBackend(t *testing.T) {
 	}
 	nw := []string{"tsdb", "-dbms", "Graphite", "-nw", "1,2", "-dry-run", "run"}
 	for _, backend := range []string{"kubernetes", "local"} {
-		if code, out, errs := on(backend, nw...); code != ExitOK || !strings.Contains(out, "Graphite, a cluster of 2 workers with 0 replica(s) each behind a master: 3 servers (pods)") {
+		if code, out, errs := on(backend, nw...); code != ExitOK || !strings.Contains(out, "Graphite, a cluster of 2 workers behind a master: 3 servers (pods)") {
 			t.Errorf("%s, -nw 1,2: exit %d, %s%s", backend, code, out, errs)
 		}
 	}
@@ -198,11 +198,17 @@ func TestDryRunTellsDragonflysMasterCopyReplication(t *testing.T) {
 	}
 }
 
-// -sf 0 is refused where the scale factor sizes the data; benchq tsdb does
-// not use it.
-func TestTSDBTakesAnySF(t *testing.T) {
-	if code, _, errs := run("tsdb", "-dbms", "VictoriaMetrics", "-sf", "0", "-dry-run", "run"); code != ExitOK {
-		t.Errorf("tsdb -sf 0: exit %d: %s", code, errs)
+// benchq tsdb has no scale factor: a -sf given is refused naming what
+// sizes its load, rather than silently changing nothing; without it the
+// plan is made.
+func TestTSDBRefusesSF(t *testing.T) {
+	for _, sf := range []string{"0", "2"} {
+		if code, _, errs := run("tsdb", "-dbms", "VictoriaMetrics", "-sf", sf, "-dry-run", "run"); code != ExitUsage || !strings.Contains(errs, "-sf "+sf+": benchq tsdb has no scale factor") {
+			t.Errorf("tsdb -sf %s: exit %d: %s", sf, code, errs)
+		}
+	}
+	if code, _, errs := run("tsdb", "-dbms", "VictoriaMetrics", "-dry-run", "run"); code != ExitOK {
+		t.Errorf("tsdb without -sf: exit %d: %s", code, errs)
 	}
 }
 

@@ -91,7 +91,7 @@ func newExpFlagSet(f *expFlags, benchmark string, out io.Writer) *flag.FlagSet {
 	case bb:
 		xtb, sfHelp = plan.DefaultBenchbaseTargetBase, "scale factor: TPC-C warehouses"
 	case ts:
-		xtb, sfHelp = 0, "not used by benchq tsdb (the series are -nbt agents × -metrics per generator)"
+		xtb, sfHelp = 0, "refused by benchq tsdb, which has no scale factor (the series are -nbt agents × -metrics per generator)"
 	}
 	fs.Var(&f.dbms, "dbms", "DBMS to benchmark, comma separated or repeated (catalog names: "+strings.Join(catalog.Names(), ", ")+")")
 	fs.Float64Var(&f.sf, "sf", 1, sfHelp)
@@ -310,6 +310,8 @@ func (f *expFlags) check(typed map[string]string) error {
 		return fmt.Errorf("%s %g: give the benchmarking duration in minutes, at least 1 second (%s in seconds)", name("xsd"), f.xsd, name("xmet"))
 	case f.benchmark != plan.BenchmarkYCSB && given("xmet") && f.xmet < 1:
 		return fmt.Errorf("%s %d: give the benchmarking duration in whole seconds, at least 1", name("xmet"), f.xmet)
+	case f.benchmark == plan.BenchmarkTSDB && given("sf"):
+		return fmt.Errorf("%s %g: benchq tsdb has no scale factor; its series are -nbt agents × -metrics per generator", name("sf"), f.sf)
 	case f.benchmark == plan.BenchmarkTSDB && given("xtb") && f.xtb != 0:
 		return fmt.Errorf("%s %d: benchq tsdb has no target rate; its load is -nbt agents × -metrics series, a point each -flush-interval", name("xtb"), f.xtb)
 	case f.benchmark == plan.BenchmarkTSDB && f.metrics < 1:
@@ -423,7 +425,7 @@ func cmdExperiment(ctx context.Context, benchmark string, args []string, st *Sta
 		return ExitFailed
 	}
 	if f.dryRun {
-		return dryRun(st, p)
+		return dryRun(st, p) // plans only: it does not look at the stack
 	}
 	for _, n := range req.Notes {
 		st.Errorf("warning: %s", n)

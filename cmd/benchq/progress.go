@@ -106,9 +106,14 @@ func (p *progress) line(phase string) string {
 		if plan.points {
 			what, per = "points sent", "points/s"
 		}
-		fmt.Fprintf(&b, "%s %s, %s %s, elapsed %ds of %ds", numfmt.Thousands(ops), what, numfmt.Thousands(int64(rate)), per, elapsed, plan.durationS)
-		if left := int64(plan.durationS) - elapsed; left > 0 {
-			fmt.Fprintf(&b, ", ETA %ds", left)
+		fmt.Fprintf(&b, "%s %s, %s %s, ", numfmt.Thousands(ops), what, numfmt.Thousands(int64(rate)), per)
+		if left := int64(plan.durationS) - elapsed; left >= 0 {
+			fmt.Fprintf(&b, "elapsed %ds of %ds", elapsed, plan.durationS)
+			if left > 0 {
+				fmt.Fprintf(&b, ", ETA %ds", left)
+			}
+		} else { // its last status line, as the drivers stop
+			fmt.Fprintf(&b, "elapsed %ds (%ds planned), ending", elapsed, plan.durationS)
 		}
 	case plan.points:
 		fmt.Fprintf(&b, "%s points sent, %s points/s, elapsed %ds", numfmt.Thousands(ops), numfmt.Thousands(int64(rate)), elapsed)

@@ -65,6 +65,14 @@ func TestProgressLineOfMetricsGenerators(t *testing.T) {
 	if got := pr.line(run); got != want {
 		t.Errorf("got  %q\nwant %q", got, want)
 	}
+	// The last status line, as the generators stop, comes after the
+	// duration: not "61s of 60s".
+	pr.interval(contracts.Interval{Phase: run, Shard: 1, Attempt: 1, ElapsedS: 61, Operations: 12000, OpsPerSec: 0})
+	pr.interval(contracts.Interval{Phase: run, Shard: 2, Attempt: 1, ElapsedS: 61, Operations: 12000, OpsPerSec: 0})
+	want = "  " + run + ": 24,000 points sent, 0 points/s, elapsed 61s (60s planned), ending"
+	if got := pr.line(run); got != want {
+		t.Errorf("got  %q\nwant %q", got, want)
+	}
 	pr.interval(contracts.Interval{Phase: load, Shard: 1, Attempt: 1, ElapsedS: 1, Operations: 200, OpsPerSec: 200})
 	want = "  " + load + ": 200 points sent, 200 points/s, elapsed 1s"
 	if got := pr.line(load); got != want {

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"path/filepath"
+	"strings"
 
 	"github.com/benchq/benchq/internal/stack"
 )
@@ -22,7 +23,11 @@ func cmdRestart(ctx context.Context, args []string, st *State) int {
 		return ExitNotReady
 	}
 	if err := s.Restart(ctx, st, args[0]); errors.Is(err, stack.ErrNoComponent) {
-		st.Errorf("no component %q in the stack", args[0])
+		names := make([]string, len(s.Procs))
+		for i, p := range s.Procs {
+			names[i] = p.Name
+		}
+		st.Errorf("no component %q in the stack; its components: %s", args[0], strings.Join(names, ", "))
 		return ExitUsage
 	} else if err != nil {
 		st.Errorf("restart %s: %v", args[0], err)

@@ -93,7 +93,7 @@ def pairing_notes(table: pd.DataFrame) -> list[str]:
         df = table[table["experiment"] == code].reset_index(drop=True)
         if len(df) != len(base):
             notes.append(
-                f"* {code} has {len(df)} benchmarking phases, the baseline {len(base)}: "
+                f"* {code} has {len(df)} benchmarking phase{'s' if len(df) != 1 else ''}, the baseline {len(base)}: "
                 + (
                     f"its last {len(df) - len(base)} have no baseline phase (their × is missing)."
                     if len(df) > len(base)
