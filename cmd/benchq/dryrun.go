@@ -159,7 +159,11 @@ func printSUT(w io.Writer, p plan.Plan) {
 		fmt.Fprintln(w, "* database: ephemeral (gone with the SUT), loaded by every configuration")
 	}
 	if n := r.Nodes; n != nil && n.SUT+n.Loading+n.Benchmarking != "" {
-		fmt.Fprintf(w, "* nodes: SUT %s, loaders %s, benchmarkers %s\n", orAny(n.SUT), orAny(n.Loading), orAny(n.Benchmarking))
+		ignored := ""
+		if slices.ContainsFunc(r.Notes, func(note string) bool { return strings.HasSuffix(note, plan.NodesIgnored) }) {
+			ignored = " (not applied here: see Not applied)"
+		}
+		fmt.Fprintf(w, "* nodes: SUT %s, loaders %s, benchmarkers %s%s\n", orAny(n.SUT), orAny(n.Loading), orAny(n.Benchmarking), ignored)
 	}
 	mon := "off (only the results of the drivers)"
 	if m := r.Monitoring; m != nil {

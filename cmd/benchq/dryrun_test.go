@@ -95,6 +95,8 @@ func TestDryRunBenchbase(t *testing.T) {
 	for _, want := range []string{
 		"* DBMS PostgreSQL-1-1-1024 - Pods [[1, 2]]\n",
 		"    * shard 2: terminals 16, target 8192, warehouses 16, duration 600s, a new connection per transaction (-xconn)\n",
+		// The local backend does not apply the nodes: the line says so.
+		"* nodes: SUT cl-worker11, loaders cl-worker19, benchmarkers cl-worker19 (not applied here: see Not applied)\n",
 	} {
 		if !strings.Contains(out, want) {
 			t.Errorf("missing %q in:\n%s", want, out)
