@@ -60,6 +60,7 @@ func TestUsageErrors(t *testing.T) {
 		"mistyped dbms":           {[]string{"ycsb", "-dbms", "PostgresSQL", "-dry-run", "run"}, ExitFailed, `-dbms: unknown DBMS "PostgresSQL" (did you mean PostgreSQL?); allowed: Dragonfly, DragonflyCluster, PgBouncer, PostgreSQL, Redis, RedisCluster`},
 		"mistyped --dbms":         {[]string{"ycsb", "--dbms", "Redi", "-dry-run", "run"}, ExitFailed, `--dbms: unknown DBMS "Redi" (did you mean Redis?)`},
 		"mistyped tsdb dbms":      {[]string{"tsdb", "-dbms", "VictoriaMetric", "-dry-run", "run"}, ExitFailed, `(did you mean VictoriaMetrics?); allowed: Graphite, Prometheus, VictoriaMetrics`},
+		"mistyped benchbase dbms": {[]string{"benchbase", "-dbms", "PostgresSQL", "-dry-run", "run"}, ExitFailed, `(did you mean PostgreSQL?); allowed: PgBouncer, PostgreSQL`},
 		// The home looked in is named: run from another directory, the
 		// default .benchq is not benchq up's.
 		"stack not up":  {[]string{"ycsb", "-dbms", "Redis", "run"}, ExitNotReady, "the stack is not running in /no/such/home (start it with: benchq up"},

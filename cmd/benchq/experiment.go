@@ -12,7 +12,6 @@ import (
 	"strings"
 	"time"
 
-	"github.com/benchq/benchq/catalog"
 	"github.com/benchq/benchq/contracts"
 	"github.com/benchq/benchq/internal/plan"
 	"github.com/benchq/benchq/internal/stack"
@@ -93,7 +92,7 @@ func newExpFlagSet(f *expFlags, benchmark string, out io.Writer) *flag.FlagSet {
 	case ts:
 		xtb, sfHelp = 0, "refused by benchq tsdb, which has no scale factor (the series are -nbt agents × -metrics per generator)"
 	}
-	fs.Var(&f.dbms, "dbms", "DBMS to benchmark, comma separated or repeated (catalog names: "+strings.Join(catalog.Names(), ", ")+")")
+	fs.Var(&f.dbms, "dbms", "DBMS to benchmark, comma separated or repeated (catalog names: "+strings.Join(plan.BenchmarkDBMS(benchmark), ", ")+")")
 	fs.Float64Var(&f.sf, "sf", 1, sfHelp)
 	if ts {
 		d := plan.DefaultTSDB

@@ -60,18 +60,30 @@ func Reason(errs []contracts.FieldError) string {
 }
 
 // unknownDBMS says that name is no DBMS of the catalog, with the one it
-// is nearest to, and the DBMSs the benchmark can run: the time-series
-// databases for tsdb, the others for YCSB and TPC-C.
+// is nearest to, and the DBMSs the benchmark can run (BenchmarkDBMS).
 func unknownDBMS(name, benchmark string) string {
-	var allowed []string
-	for _, n := range catalog.Names() {
-		if e, err := catalog.Lookup(n); err == nil && e.IsTSDB() == (benchmark == BenchmarkTSDB) {
-			allowed = append(allowed, n)
-		}
-	}
+	allowed := BenchmarkDBMS(benchmark)
 	msg := fmt.Sprintf("unknown DBMS %q", name)
 	if n := nearest.Name(name, allowed); n != "" {
 		msg += fmt.Sprintf(" (did you mean %s?)", n)
 	}
 	return msg + "; allowed: " + strings.Join(allowed, ", ")
+}
+
+// BenchmarkDBMS names the catalog's DBMSs a benchmark can run: the
+// time-series databases for tsdb, those with SQL for TPC-C, the others
+// for YCSB.
+func BenchmarkDBMS(benchmark string) []string {
+	var out []string
+	for _, n := range catalog.Names() {
+		e, err := catalog.Lookup(n)
+		switch {
+		case err != nil:
+		case benchmark == BenchmarkTSDB && e.IsTSDB(),
+			benchmark == BenchmarkBenchbase && e.JDBCURL != "",
+			benchmark != BenchmarkTSDB && benchmark != BenchmarkBenchbase && !e.IsTSDB():
+			out = append(out, n)
+		}
+	}
+	return out
 }

@@ -82,7 +82,7 @@ func checkSettings(r contracts.Request) error {
 	if bb {
 		for i, d := range r.DBMS {
 			if e, err := catalog.Lookup(d); err == nil && e.JDBCURL == "" {
-				return invalid(fmt.Sprintf("dbms[%d]", i), "%s has no SQL interface; benchbase needs one of: %s", d, strings.Join(sqlDBMS(), ", "))
+				return invalid(fmt.Sprintf("dbms[%d]", i), "%s has no SQL interface; benchbase needs one of: %s", d, strings.Join(BenchmarkDBMS(BenchmarkBenchbase), ", "))
 			}
 		}
 	}
@@ -138,16 +138,6 @@ func checkTSDB(r contracts.Request) error {
 		}
 	}
 	return nil
-}
-
-func sqlDBMS() []string {
-	var out []string
-	for _, n := range catalog.Names() {
-		if e, err := catalog.Lookup(n); err == nil && e.JDBCURL != "" {
-			out = append(out, n)
-		}
-	}
-	return out
 }
 
 // checkLoaders rejects a loading variant whose rows or threads cannot be
