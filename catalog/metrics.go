@@ -28,7 +28,7 @@ const (
 	ReduceMax      = "max"       // a gauge's largest sample
 	ReduceMean     = "mean"      // a gauge's mean sample
 	ReduceRateMean = "rate_mean" // a counter's mean rate per second
-	ReduceRateMax  = "rate_max"  // a counter's fastest rate between two samples
+	ReduceRateMax  = "rate_max"  // a counter's fastest rate between two samples at least 0.1 s apart (reduce.minRateSpan)
 	ReduceLast     = "last"      // a gauge's last sample in the phase
 )
 

@@ -188,11 +188,12 @@ func parseArgs(fs *flag.FlagSet, args []string, st *State) (code int, done bool)
 	return ExitOK, false
 }
 
-// explainParseError names an unknown flag as the user typed it (--x, not
-// the flag package's -x) and suggests the nearest flag there is.
 // badValueRE is the flag package's error for a value it could not parse.
 var badValueRE = regexp.MustCompile(`^invalid value "(.*)" for flag -([^:]+): parse error$`)
 
+// explainParseError names an unknown flag as the user typed it (--x, not
+// the flag package's -x) and suggests the nearest flag there is; a value
+// the flag package could not parse gets what the flag takes.
 func explainParseError(fs *flag.FlagSet, err error, args []string) string {
 	if m := badValueRE.FindStringSubmatch(err.Error()); m != nil {
 		// The flag package says only "parse error": say what it takes.
@@ -206,11 +207,9 @@ func explainParseError(fs *flag.FlagSet, err error, args []string) string {
 					want = "a number"
 				case time.Duration:
 					want = "a duration such as 500ms, 30s or 5m"
-				case bool:
-					want = "true or false"
 				}
 				if want != "" {
-					return fmt.Sprintf("invalid value %q for flag -%s: want %s (%s)", m[1], m[2], want, f.Usage)
+					return fmt.Sprintf("invalid value \"%s\" for flag %s: want %s (%s)", m[1], typedFlag(m[2], args), want, f.Usage)
 				}
 			}
 		}
@@ -219,16 +218,7 @@ func explainParseError(fs *flag.FlagSet, err error, args []string) string {
 	if !ok {
 		return err.Error()
 	}
-	typed := "-" + unknown
-	for _, a := range args {
-		if a == "--" {
-			break
-		}
-		if n, _, _ := strings.Cut(a, "="); strings.TrimLeft(n, "-") == unknown && strings.HasPrefix(n, "-") {
-			typed = n
-			break
-		}
-	}
+	typed := typedFlag(unknown, args)
 	msg := "unknown flag " + typed
 	if near := closest(fs, unknown); near != "" {
 		// In the dashes typed: bexhoma's long names take two.
@@ -239,6 +229,19 @@ func explainParseError(fs *flag.FlagSet, err error, args []string) string {
 		msg += fmt.Sprintf(" (did you mean %s%s?)", dashes, near)
 	}
 	return msg
+}
+
+// typedFlag is flag name as the user typed it among args (-x or --x).
+func typedFlag(name string, args []string) string {
+	for _, a := range args {
+		if a == "--" {
+			break
+		}
+		if n, _, _ := strings.Cut(a, "="); strings.TrimLeft(n, "-") == name && strings.HasPrefix(n, "-") {
+			return n
+		}
+	}
+	return "-" + name
 }
 
 // experimentFlag adds -e CODE (and its alias -experiment) to a command.

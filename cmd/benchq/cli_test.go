@@ -180,6 +180,7 @@ func TestUsageErrorsDoNothing(t *testing.T) {
 		{[]string{"ycsb", "-dbms", "Redis", "-sf", "1x", "run"}, `invalid value "1x" for flag -sf: want a number (`},
 		{[]string{"tsdb", "-dbms", "VictoriaMetrics", "-flush-interval", "1", "run"}, `invalid value "1" for flag -flush-interval: want a duration such as 500ms, 30s or 5m`},
 		{[]string{"stop", "-wait", "2"}, `invalid value "2" for flag -wait: want a duration`},
+		{[]string{"ycsb", "-dbms", "Redis", "--timeout-shard=5s", "run"}, `invalid value "5s" for flag --timeout-shard: want a whole number`},
 	}
 	for _, c := range cases {
 		t.Run(strings.Join(c.args, " "), func(t *testing.T) {

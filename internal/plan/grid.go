@@ -68,7 +68,7 @@ func Expand(code string, req contracts.Request) (Plan, error) {
 	names := map[string]bool{}
 	for _, c := range p.Configurations {
 		if names[strings.ToLower(c.Name)] {
-			return Plan{}, invalid("dbms", "two configurations would both be named %s: give each list's values once (-nc repeats a configuration)", c.Name)
+			return Plan{}, invalid("configurations", "two configurations would both be named %s; -nc repeats a configuration", c.Name)
 		}
 		names[strings.ToLower(c.Name)] = true
 	}

@@ -602,6 +602,11 @@ func TestRepeatedValuesThatMakeConfigurationsAreRefused(t *testing.T) {
 		{"pool pods", func(r *contracts.Request) { r.DBMS, r.PoolPods = []string{"PgBouncer"}, ints(2, 2) }, "pool_pods: 2,2 names the number of pool pods 2 twice"},
 		{"pool inbound", func(r *contracts.Request) { r.DBMS, r.PoolInbound = []string{"PgBouncer"}, ints(64, 64) }, "pool_inbound: 64,64 names"},
 		{"pool outbound", func(r *contracts.Request) { r.DBMS, r.PoolOutbound = []string{"PgBouncer"}, ints(16, 16) }, "pool_outbound: 16,16 names"},
+		// Not a repeat: the pool's lists of a DBMS without a pool are refused as such.
+		{"pool lists without a pool", func(r *contracts.Request) { r.PoolPods = ints(2, 2) }, "pool_pods: -xnpp/-xnpi/-xnpo size a connection pool"},
+		// Two factors, one target: unthrottled (-xtb 0), or both rounding to 1.
+		{"factors unthrottled", func(r *contracts.Request) { r.TargetBase, r.LoadingFactors = tb(0), []float64{1, 2} }, "loading_factors: 1,2 at -xtb 0: the factors 1 and 2 both load at 0 ops/s"},
+		{"factors rounding alike", func(r *contracts.Request) { r.TargetBase, r.LoadingFactors = tb(1), []float64{1.2, 1.4} }, "the factors 1.2 and 1.4 both load at 1 ops/s"},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			t.Parallel()

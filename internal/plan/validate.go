@@ -243,22 +243,44 @@ func checkRepeats(r contracts.Request) error {
 		}
 		seen[key] = true
 	}
-	for _, l := range []struct {
+	lists := []struct {
 		field, what string
 		values      []float64
 	}{
 		{"loading_pods", "number of loading pods", asFloats(r.LoadingPods)},
 		{"loading_threads", "number of loading threads", asFloats(r.LoadingThreads)},
 		{"loading_factors", "loading factor", r.LoadingFactors},
-		{"pool_pods", "number of pool pods", asFloats(r.PoolPods)},
-		{"pool_inbound", "pool's inbound connections", asFloats(r.PoolInbound)},
-		{"pool_outbound", "pool's outbound connections", asFloats(r.PoolOutbound)},
-	} {
+	}
+	if slices.ContainsFunc(r.DBMS, HasPool) { // else the pool's lists are refused as not applied
+		lists = append(lists, []struct {
+			field, what string
+			values      []float64
+		}{
+			{"pool_pods", "number of pool pods", asFloats(r.PoolPods)},
+			{"pool_inbound", "pool's inbound connections", asFloats(r.PoolInbound)},
+			{"pool_outbound", "pool's outbound connections", asFloats(r.PoolOutbound)},
+		}...)
+	}
+	for _, l := range lists {
 		for i, v := range l.values {
 			if slices.Contains(l.values[:i], v) {
 				return invalid(l.field, "%s names the %s %g twice: each value makes configurations of its own, and two would be the same; to run one again on a fresh SUT, use -nc (repetitions)",
 					joinG(l.values), l.what, v)
 			}
+		}
+	}
+	// Loading factors name configurations by their target: two factors
+	// that give one target (at -xtb 0 every one loads unthrottled) are one
+	// configuration twice.
+	if base := r.TargetBase; base != nil && len(r.LoadingFactors) > 1 {
+		seenTarget := map[int]float64{}
+		for _, lf := range r.LoadingFactors {
+			t := target(*base, lf)
+			if first, ok := seenTarget[t]; ok {
+				return invalid("loading_factors", "%s at -xtb %d: the factors %g and %g both load at %d ops/s (0: unthrottled), which makes one configuration twice; give one of them",
+					joinG(r.LoadingFactors), *base, first, lf, t)
+			}
+			seenTarget[t] = lf
 		}
 	}
 	return nil

@@ -171,8 +171,9 @@ func CounterRate(s []Sample, start, end time.Time) (mean, fastest float64, ok bo
 // Counters count in steps (CPU seconds in 10 ms clock ticks), so a rate
 // over a few milliseconds, such as an edge read beside a scrape, is mostly
 // that step: one tick in 4 ms read as 2.5 cores on a 2-core machine. Over
-// half a second a tick is 0.02 cores.
-const minRateSpan = 500 * time.Millisecond
+// 0.1 s a tick is 0.1 core, and a real burst of a few tenths of a second
+// (a short phase, a 250 ms scrape) still shows.
+const minRateSpan = 100 * time.Millisecond
 
 // growth is a counter's points as its growth since the first (resets and
 // rounding as in delta), so that points can be skipped without losing any

@@ -160,8 +160,9 @@ func TestFastestSummedRate(t *testing.T) {
 // A counter that counts in steps (CPU seconds in 10 ms ticks) read twice
 // 4 ms apart, an edge read beside a scrape: one tick between them is not
 // 2.5 cores. The fastest rate is over intervals of at least minRateSpan,
-// and no growth is lost by skipping points, a reset among them included.
-func TestFastestRateIsOverHalfASecondAtLeast(t *testing.T) {
+// and no growth is lost by skipping points, a reset among them included;
+// a real burst of a few tenths of a second still shows.
+func TestFastestRateIsOverATenthOfASecondAtLeast(t *testing.T) {
 	t.Parallel()
 	// 0.3 cores, in ticks of 0.01: reads each second, and two 4 ms apart at
 	// 2 s (the second a tick higher).
@@ -183,7 +184,12 @@ func TestFastestRateIsOverHalfASecondAtLeast(t *testing.T) {
 		t.Errorf("across a reset: mean %v, fastest %v; want %v and 0.3-0.31", mean, fastest, 1.51/5)
 	}
 	// A window shorter than the span: one interval, its mean.
-	if mean, fastest, _ := CounterRate(s, at(2), at(2.3)); !near(mean, fastest) {
-		t.Errorf("a 0.3 s window: mean %v, fastest %v; want them equal", mean, fastest)
+	if mean, fastest, _ := CounterRate(s, at(2), at(2.05)); !near(mean, fastest) {
+		t.Errorf("a 50 ms window: mean %v, fastest %v; want them equal", mean, fastest)
+	}
+	// 2 cores for 0.3 s, then 0.5 for 0.9 s: the burst is the fastest.
+	burst := series([]float64{-1, 0, 0.3, 1.2, 2.2}, 0, 0, 0.6, 1.05, 1.55)
+	if _, fastest, _ := CounterRate(burst, at(0), at(1.2)); !near(fastest, 2) {
+		t.Errorf("a 0.3 s burst at 2 cores: fastest %v, want 2", fastest)
 	}
 }

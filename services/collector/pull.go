@@ -147,28 +147,33 @@ func (p *puller) sweep(ctx context.Context) error {
 
 // due lists the ended phases with monitoring that have no summaries yet,
 // and those to re-pull (see puller). A time-series database's phase
-// (benchmark tsdb) is watched until its drain ended (its last reading of
-// its own counter after the generators stopped): it stores what it was
-// sent after the last write, and a loading phase's writes can all fall
-// within milliseconds, between two scrapes, where its ingest read 0.
+// (benchmark tsdb) is watched until its drain ended (the first reading of
+// its own counter, after the generators stopped, that shows the final
+// total; the quiet seconds the drain waits after it are left out): it
+// stores what it was sent after the last write, and a loading phase's
+// writes can all fall within milliseconds, between two scrapes, where its
+// ingest read 0. The settle delay counts from that end.
 func (p *puller) due(ctx context.Context) ([]endedPhase, error) {
 	rows, err := p.db.Query(ctx, `
-		SELECT ph.code, ph.phase, ph.attempt, ph.configuration, ph.kind, cfg->>'dbms', ph.started_at,
-		       GREATEST(ph.ended_at, (SELECT max(r.at) FROM ingest_readings r
-		                              WHERE r.code = ph.code AND r.phase = ph.phase AND r.attempt = ph.attempt AND r.after_end)),
+		SELECT ph.code, ph.phase, ph.attempt, ph.configuration, ph.kind, cfg->>'dbms', ph.started_at, w.ended_at,
 		       cfg->'sut'->'monitoring', cfg->'sut'->'pool' IS NOT NULL AND cfg->'sut'->'pool' <> 'null',
 		       EXISTS (SELECT 1 FROM metric_summaries s WHERE s.code = ph.code AND s.phase = ph.phase AND s.attempt = ph.attempt)
 		FROM phases ph
 		JOIN experiments e ON e.code = ph.code
 		CROSS JOIN LATERAL jsonb_array_elements(e.plan->'configurations') cfg
+		CROSS JOIN LATERAL (SELECT GREATEST(ph.ended_at, (
+		    SELECT min(r.at) FROM ingest_readings r
+		    WHERE r.code = ph.code AND r.phase = ph.phase AND r.attempt = ph.attempt AND r.after_end
+		      AND r.total = (SELECT max(t.total) FROM ingest_readings t
+		                     WHERE t.code = ph.code AND t.phase = ph.phase AND t.attempt = ph.attempt))) AS ended_at) w
 		WHERE cfg->>'name' = ph.configuration
 		  AND ph.status IN ($1, $2) AND ph.started_at IS NOT NULL AND ph.ended_at IS NOT NULL
-		  AND ph.ended_at < now() - $3::interval
+		  AND w.ended_at < now() - $3::interval
 		  AND jsonb_typeof(cfg->'sut'->'monitoring') = 'object'
 		  AND (NOT EXISTS (SELECT 1 FROM metric_summaries s WHERE s.code = ph.code AND s.phase = ph.phase AND s.attempt = ph.attempt)
-		       OR (ph.ended_at > now() - $4::interval AND EXISTS (SELECT 1 FROM metric_summaries s
+		       OR (w.ended_at > now() - $4::interval AND EXISTS (SELECT 1 FROM metric_summaries s
 		           WHERE s.code = ph.code AND s.phase = ph.phase AND s.attempt = ph.attempt AND s.missing LIKE $5)))
-		ORDER BY ph.ended_at`,
+		ORDER BY w.ended_at`,
 		contracts.PhaseDone, contracts.PhaseFailed, p.settle().String(), p.retryFor.String(), unreachablePrefix+"%")
 	if err != nil {
 		return nil, fmt.Errorf("phases to pull: %w", err)

@@ -84,7 +84,7 @@ func tooFew(m catalog.Metric, series [][]reduce.Sample, start, end time.Time) st
 	for _, s := range series {
 		fetched += len(s)
 		for _, p := range s {
-			if !p.T.Before(start) && !p.T.After(end) {
+			if !p.T.Before(start) && !p.T.After(end) && !math.IsNaN(p.V) {
 				in++
 			}
 		}

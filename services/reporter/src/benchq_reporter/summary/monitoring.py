@@ -23,7 +23,7 @@ SYSTEM, APPLICATION = "system", "application"
 CPU = "CPU [CPUs]"
 CPU_NOTE = (
     "CPU [CPUs] is CPU seconds used in the phase (bexhoma's name); Max CPU is the most CPU cores in use "
-    "at once between two samples (scrapes, and reads at the phase's edges); RAM in GiB; summed over the "
+    "at once between two samples at least 0.1 s apart (scrapes, and reads at the phase's edges); RAM in GiB; summed over the "
     "component's processes/pods"
 )
 # bexhoma's order of the components in a phase (its PgBouncer summaries put the pool first).

@@ -193,8 +193,8 @@ def loading_per_connection(loading: pd.DataFrame, sf: float | None) -> pd.DataFr
 
 SF_PER_CONNECTION_NOTE = (
     "A connection's sf and Throughput [SF/h] are bexhoma's: the experiment's whole scale factor over that "
-    "connection's run time, although each of a phase's {n} loading connections loaded about 1/{n} of it; "
-    "Per Run's Throughput [SF/h] is the phase's own."
+    "connection's run time, although each of a phase's pod_count loading connections loaded about "
+    "1/pod_count of it; Per Run's Throughput [SF/h] is the phase's own."
 )
 
 
@@ -203,8 +203,7 @@ def per_connection_sf_notes(loading: pd.DataFrame, sf: float | None) -> list[str
     connection reads as if it had loaded everything)."""
     if sf is None or loading.empty:
         return []
-    shards = int(loading.groupby("phase")["shard"].nunique().max())
-    return [SF_PER_CONNECTION_NOTE.format(n=shards)] if shards > 1 else []
+    return [SF_PER_CONNECTION_NOTE] if loading.groupby("phase")["shard"].nunique().max() > 1 else []
 
 
 def _per_connection(shards: pd.DataFrame, leading: dict[str, pd.Series]) -> pd.DataFrame:

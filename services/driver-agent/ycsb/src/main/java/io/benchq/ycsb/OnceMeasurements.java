@@ -40,7 +40,7 @@ final class OnceMeasurements {
     construct.setAccessible(true);
     Field interval = Measurements.class.getDeclaredField("measurementInterval");
     interval.setAccessible(true);
-    // YCSB's naming (getOpIntendedMeasurement): measurementlatency=intended (1) names the
+    // YCSB's naming (getOpIntendedMeasurement): measurement.interval=intended (1) names the
     // intended measurement as the operation, "both" prefixes it.
     boolean intendedOnly = interval.getInt(m) == 1;
     swap(m, "opToMesurementMap", construct, op -> op);

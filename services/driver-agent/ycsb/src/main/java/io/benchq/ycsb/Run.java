@@ -106,8 +106,14 @@ final class Run {
   static Run prepare(Properties props) throws SetupException {
     Map<String, Long[]> gcAtStart = Utils.getGCStatst();
     Measurements.setProperties(props);
+    Measurements measurements;
     try {
-      OnceMeasurements.install(Measurements.getMeasurements());
+      measurements = Measurements.getMeasurements();
+    } catch (IllegalArgumentException e) { // an unknown measurementtype or measurement.interval
+      throw new SetupException("YCSB's measurements: " + e.getMessage());
+    }
+    try {
+      OnceMeasurements.install(measurements);
     } catch (ReflectiveOperationException | RuntimeException e) {
       throw new SetupException("cannot make YCSB's measurements build once per operation (" + e
           + "): is YCSB core 0.17.0 on the class path?");

@@ -70,7 +70,7 @@ public class OnceMeasurementsTest {
     assertEquals(2, counted.size());
     assertEquals(1, logged(dir.toPath().resolve("Intended-UPDATE.hdr")));
 
-    // measurementlatency=intended: YCSB names the intended measurement as the operation.
+    // measurement.interval=intended: YCSB names the intended measurement as the operation.
     File dir2 = tmp.newFolder();
     Measurements intended = new Measurements(props(dir2, "intended"));
     OnceMeasurements.install(intended);
