@@ -233,12 +233,9 @@ func explainParseError(fs *flag.FlagSet, err error, args []string) string {
 
 // typedFlag is flag name as the user typed it among args (-x or --x).
 func typedFlag(name string, args []string) string {
-	for _, a := range args {
-		if a == "--" {
-			break
-		}
-		if n, _, _ := strings.Cut(a, "="); strings.TrimLeft(n, "-") == name && strings.HasPrefix(n, "-") {
-			return n
+	for _, t := range flagTokens(args) {
+		if t.name == name {
+			return t.dashes + name
 		}
 	}
 	return "-" + name

@@ -67,10 +67,11 @@ func Expand(code string, req contracts.Request) (Plan, error) {
 	// of their objects are.
 	names := map[string]bool{}
 	for _, c := range p.Configurations {
-		if names[strings.ToLower(c.Name)] {
+		name := strings.ToLower(c.Name)
+		if names[name] {
 			return Plan{}, invalid("configurations", "two configurations would both be named %s; -nc repeats a configuration", c.Name)
 		}
-		names[strings.ToLower(c.Name)] = true
+		names[name] = true
 	}
 	p.Timeouts = timeouts(r, p)
 	if e := EstimateOf(p, MeasuredCosts); e.Bounded {

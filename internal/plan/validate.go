@@ -243,23 +243,20 @@ func checkRepeats(r contracts.Request) error {
 		}
 		seen[key] = true
 	}
-	lists := []struct {
+	type list struct {
 		field, what string
 		values      []float64
-	}{
+	}
+	lists := []list{
 		{"loading_pods", "number of loading pods", asFloats(r.LoadingPods)},
 		{"loading_threads", "number of loading threads", asFloats(r.LoadingThreads)},
 		{"loading_factors", "loading factor", r.LoadingFactors},
 	}
 	if slices.ContainsFunc(r.DBMS, HasPool) { // else the pool's lists are refused as not applied
-		lists = append(lists, []struct {
-			field, what string
-			values      []float64
-		}{
-			{"pool_pods", "number of pool pods", asFloats(r.PoolPods)},
-			{"pool_inbound", "pool's inbound connections", asFloats(r.PoolInbound)},
-			{"pool_outbound", "pool's outbound connections", asFloats(r.PoolOutbound)},
-		}...)
+		lists = append(lists,
+			list{"pool_pods", "number of pool pods", asFloats(r.PoolPods)},
+			list{"pool_inbound", "pool's inbound connections", asFloats(r.PoolInbound)},
+			list{"pool_outbound", "pool's outbound connections", asFloats(r.PoolOutbound)})
 	}
 	for _, l := range lists {
 		for i, v := range l.values {

@@ -31,10 +31,11 @@ type Sample struct {
 // holds less than two usable points.
 func Increase(s []Sample, start, end time.Time) (inc float64, ok bool) {
 	pts, ok := span(s, start, end)
-	for i := 1; i < len(pts); i++ {
-		inc += delta(pts[i-1].V, pts[i].V)
+	if !ok {
+		return 0, false
 	}
-	return inc, ok
+	cum := growth(pts)
+	return cum[len(cum)-1].V, true
 }
 
 // span is the counter's points from start to end: the edges (see edge) and
