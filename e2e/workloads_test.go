@@ -496,6 +496,19 @@ func (s *stack) checkWorkload(t *testing.T, res workloadResult, wl string) {
 			t.Errorf("%s: %d shard results (%d distinct, %d ok), want 2 shards each once and ok", kind, n, distinct, ok)
 		}
 	}
+	// The phase_figures view (Grafana's) counts every operation once, as
+	// YCSB does: -xop operations in the benchmarking phase whatever the
+	// workload (F's read-modify-writes too, whose reads and updates are in
+	// READ and UPDATE as well), the rows in the loading.
+	for kind, want := range map[string]int64{contracts.KindLoad: wantRows, contracts.KindRun: int64(math.Round(workloadXOP * 1e6))} {
+		var got int64
+		if err := conn.QueryRow(ctx, `SELECT operations FROM phase_figures WHERE code = $1 AND kind = $2`, res.code, kind).Scan(&got); err != nil {
+			t.Fatal(err)
+		}
+		if got != want {
+			t.Errorf("%s: phase_figures counts %d operations, want %d (YCSB's count)", kind, got, want)
+		}
+	}
 	ops := map[string]map[string]*opFigures{contracts.KindLoad: {}, contracts.KindRun: {}}
 	rows, err := conn.Query(ctx, `SELECT r.kind, o.operation, o.count, o.return_codes FROM shard_operations o
 		JOIN shard_results r USING (code, phase, shard, attempt) WHERE o.code = $1`, res.code)

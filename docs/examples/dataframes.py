@@ -14,13 +14,14 @@ import sys
 import pandas as pd
 
 import benchq_reporter
+from benchq_reporter import contracts
 
 REPORTED = ["code", "phase", "shard", "attempt"]
 
 
 def _measured(ops: pd.DataFrame) -> pd.DataFrame:
-    """The operations a workload asked for: not YCSB's CLEANUP, not the Intended- duplicates."""
-    return ops[~ops["operation"].str.startswith("Intended-") & (ops["operation"] != "CLEANUP")]
+    """The operations a workload asked for: not YCSB's CLEANUP, not the Intended- duplicates, not the JVM samples."""
+    return ops[ops["operation"].map(contracts.operation_weight) != 0]
 
 
 def throughput_per_configuration(f: dict[str, pd.DataFrame]) -> pd.Series:
@@ -58,9 +59,11 @@ def throughput_over_time(f: dict[str, pd.DataFrame], every: str = "2s") -> pd.Da
 
 def cpu_per_million_operations(f: dict[str, pd.DataFrame]) -> pd.DataFrame:
     """CPU seconds of each component per million operations of the phase (monitored experiments)."""
-    cpu = f["metric_summaries"].query("metric == 'cpu_seconds'")
-    ops = f["operations"].merge(f["shards"].query("reported")[REPORTED], on=REPORTED)
-    ops = _measured(ops).groupby("phase")["count"].sum().rename("operations")
+    cpu = f["metric_summaries"].query("reported and metric == 'cpu_seconds'")
+    ops = _measured(f["operations"].merge(f["shards"].query("reported")[REPORTED], on=REPORTED))
+    # As YCSB counts: a READ-MODIFY-WRITE once, though its read and update are in READ and UPDATE too.
+    weighed = ops["count"] * ops["operation"].map(contracts.operation_weight)
+    ops = weighed.groupby(ops["phase"]).sum().rename("operations")
     out = cpu.merge(ops, on="phase")[["phase", "component", "value", "operations"]]
     return out.assign(**{"CPU s per 1M ops": out["value"] / out["operations"] * 1e6}).drop(columns="value")
 

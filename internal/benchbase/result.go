@@ -27,6 +27,11 @@ const (
 	CodeUnknown        = "UNKNOWN"         // Unknown Status Transactions
 )
 
+// ErrorCodes are the outcomes counted as errors (the summary's num_errors,
+// the phase_figures view's failed; Python: summary.benchbase.ERROR_CODES):
+// aborted and retried requests are neither errors nor successes.
+var ErrorCodes = []string{CodeError, CodeUnknown}
+
 // All is the operation that holds the latency distribution of all requests
 // together (summary.json's "Latency Distribution") and the success count
 // Goodput divides. It is not a sixth transaction type: never add its count

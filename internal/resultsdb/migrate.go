@@ -11,6 +11,7 @@ import (
 	"crypto/sha256"
 	"embed"
 	"encoding/hex"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io/fs"
@@ -22,6 +23,7 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/benchq/benchq/contracts"
+	"github.com/benchq/benchq/internal/benchbase"
 )
 
 //go:embed migrations/*.sql views/*.sql
@@ -139,15 +141,29 @@ func viewDefinitions() ([]view, error) {
 // strings as SQL literals, lists as text arrays.
 func viewParameters() *strings.Replacer {
 	rule := contracts.YCSBOperationRule()
-	notOps := make([]string, len(rule.NotOperations))
-	for i, name := range rule.NotOperations {
-		notOps[i] = sqlLiteral(name)
+	weights := map[string]int64{}
+	for name := range rule.Composite {
+		weights[name] = contracts.OperationWeight(name)
 	}
+	composite, _ := json.Marshal(weights) // a map of string to int64 always encodes
 	return strings.NewReplacer(
-		"{{not_operations}}", "ARRAY["+strings.Join(notOps, ", ")+"]::text[]",
+		"{{not_operations}}", sqlArray(rule.NotOperations),
 		"{{intended_prefix}}", sqlLiteral(rule.IntendedPrefix),
 		"{{failed_suffix}}", sqlLiteral(rule.FailedSuffix),
+		"{{composite_weights}}", sqlLiteral(string(composite))+"::jsonb",
+		"{{benchbase_all}}", sqlLiteral(benchbase.All),
+		"{{benchbase_ok}}", sqlLiteral(benchbase.CodeOK),
+		"{{benchbase_errors}}", sqlArray(benchbase.ErrorCodes),
 	)
+}
+
+// sqlArray is names as a SQL text array.
+func sqlArray(names []string) string {
+	quoted := make([]string, len(names))
+	for i, name := range names {
+		quoted[i] = sqlLiteral(name)
+	}
+	return "ARRAY[" + strings.Join(quoted, ", ") + "]::text[]"
 }
 
 // sqlLiteral quotes s as a standard SQL string literal.

@@ -228,15 +228,12 @@ func variation(xs []float64) (cv, worst float64) {
 }
 
 // counts are the shards' executed and failed operations, as YCSB's
-// throughput counts them (contracts.CountsOperation).
+// throughput and status lines count them (contracts.OperationWeight).
 func counts(finals []*contracts.Final) (ops, failed int64) {
 	for _, f := range finals {
 		for _, o := range f.Operations {
-			if !contracts.CountsOperation(o.Name) {
-				continue
-			}
-			ops += o.Count
-			if contracts.FailedOperation(o.Name) {
+			ops += contracts.OperationWeight(o.Name) * o.Count
+			if contracts.CountsOperation(o.Name) && contracts.FailedOperation(o.Name) {
 				failed += o.Count
 			}
 		}

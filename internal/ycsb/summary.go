@@ -24,8 +24,10 @@ type Summary struct {
 }
 
 // Operations is the number of operations YCSB executed in the measured
-// phase: the sum of Count over all operation blocks except CLEANUP (one per
-// client thread, not a workload operation).
+// phase: the sum of Count over the operation blocks, each weighed by
+// contracts.OperationWeight (CLEANUP, one per client thread, is not a
+// workload operation; a READ-MODIFY-WRITE's read and update are in READ and
+// UPDATE too, and it counts once).
 //
 // Failed operations are included: YCSB measures an operation that did not
 // return OK under "<OP>-FAILED" (or "<OP>-<STATUS>" with
@@ -40,10 +42,7 @@ type Summary struct {
 func (s Summary) Operations() int64 {
 	var n int64
 	for _, op := range s.Ops {
-		if !contracts.CountsOperation(op.Name) {
-			continue
-		}
-		n += op.Count
+		n += contracts.OperationWeight(op.Name) * op.Count
 	}
 	return n
 }

@@ -1,10 +1,12 @@
 package main
 
 import (
+	"fmt"
 	"testing"
 	"time"
 
 	"github.com/benchq/benchq/contracts"
+	"github.com/benchq/benchq/internal/benchbase"
 )
 
 // The phase_figures view (internal/resultsdb/views) counts YCSB's operations
@@ -25,18 +27,22 @@ func TestPhaseFiguresCountOperationsByTheContract(t *testing.T) {
 	rule := contracts.YCSBOperationRule()
 	blocks := append([]string{"READ", "UPDATE", "READ" + rule.FailedSuffix, rule.IntendedPrefix + "READ", rule.IntendedPrefix + "CLEANUP"},
 		rule.NotOperations...)
+	for name := range rule.Composite {
+		blocks = append(blocks, name, rule.IntendedPrefix+name)
+	}
 	var wantOps, wantFailed int64
 	for i, name := range blocks {
 		count := int64(1000 * (i + 1))
+		if rule.Composite[name] != nil {
+			count = 100 // as many as READ and UPDATE hold of them at most
+		}
 		if _, err := db.Exec(ctx, `INSERT INTO shard_operations (code, phase, shard, attempt, operation, count)
 			VALUES ($1, $2, 1, 1, $3, $4)`, code, phase, name, count); err != nil {
 			t.Fatal(err)
 		}
-		if contracts.CountsOperation(name) {
-			wantOps += count
-			if contracts.FailedOperation(name) {
-				wantFailed += count
-			}
+		wantOps += contracts.OperationWeight(name) * count
+		if contracts.CountsOperation(name) && contracts.FailedOperation(name) {
+			wantFailed += count
 		}
 	}
 	var ops, failed int64
@@ -46,5 +52,46 @@ func TestPhaseFiguresCountOperationsByTheContract(t *testing.T) {
 	if ops != wantOps || failed != wantFailed {
 		t.Errorf("phase_figures: %d operations, %d failed; the contract's rule gives %d and %d (views/phase_figures.sql and names.json's ycsb_operations disagree)",
 			ops, failed, wantOps, wantFailed)
+	}
+}
+
+// A Benchbase (TPC-C) phase: its ALL operation holds every request, the
+// types add up to it and must not be added again; failed are its error
+// outcomes, goodput its OK ones, and the window a shard's first request
+// plus its measured runtime (as the summary's Aggregated Parallel).
+func TestPhaseFiguresCountBenchbaseRequestsOnce(t *testing.T) {
+	t.Parallel()
+	ctx := t.Context()
+	db := resultsDB(t, ctx)
+	const code, phase = "views2", "PostgreSQL-1-1"
+	start := time.Date(2026, 11, 25, 12, 0, 0, 0, time.UTC)
+	for shard, runtime := range map[int]float64{1: 10_000, 2: 9_500} {
+		if _, err := db.Exec(ctx, `INSERT INTO shard_results (code, phase, shard, attempt, configuration, kind, agent, status,
+			started_at, ended_at, message_id, first_op_at, last_op_at, runtime_ms)
+			VALUES ($1, $2, $3, 1, 'PostgreSQL-1', 'run', 'a', 'ok', $4, $5, $6, $4, $5, $7)`,
+			code, phase, shard, start, start.Add(8*time.Second), fmt.Sprint("m", shard), runtime); err != nil {
+			t.Fatal(err)
+		}
+		for name, count := range map[string]int64{"NewOrder": 450, "Payment": 430, "OrderStatus": 40, "Delivery": 40, "StockLevel": 40,
+			benchbase.IntendedPrefix + "NewOrder": 450, benchbase.All: 1000} {
+			codes := `{}`
+			if name == benchbase.All {
+				codes = `{"OK": 980, "USER_ABORTED": 10, "ERROR": 6, "UNKNOWN": 4}`
+			}
+			if _, err := db.Exec(ctx, `INSERT INTO shard_operations (code, phase, shard, attempt, operation, count, return_codes)
+				VALUES ($1, $2, $3, 1, $4, $5, $6)`, code, phase, shard, name, count, codes); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	var ops, failed int64
+	var window, goodput float64
+	if err := db.QueryRow(ctx, `SELECT operations, failed, window_s, goodput FROM phase_figures WHERE code = $1 AND phase = $2`, code, phase).
+		Scan(&ops, &failed, &window, &goodput); err != nil {
+		t.Fatal(err)
+	}
+	if ops != 2000 || failed != 20 || window != 10 || goodput != 1960.0/10 {
+		t.Errorf("phase_figures: %d operations, %d failed, window %v s, goodput %v; want 2000 (the ALL rows), 20 (ERROR and UNKNOWN), 10 s (first request + runtime) and 196/s (OK only)",
+			ops, failed, window, goodput)
 	}
 }

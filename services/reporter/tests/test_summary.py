@@ -248,6 +248,31 @@ def test_return_ok_counts_batched_inserts_and_is_unknown_without_codes(tables):
     assert s.execution_per_phase["[READ-MODIFY-WRITE].Return=OK"].isna().all()
 
 
+def test_a_read_modify_write_counts_once_as_in_ycsbs_throughput(tables):
+    """Workload F: READ and UPDATE hold the read-modify-writes' parts too, so the composite weighs -1."""
+    for r in tables["shard_results"]:  # a window, so that throughput is a figure
+        r["first_op_at"], r["last_op_at"] = r["started_at"], r["ended_at"]
+    s = summarize(experiment(tables))
+    before = s.execution_per_phase.iloc[0][ycsb.WINDOW_THROUGHPUT]
+    run = [o for o in tables["shard_operations"] if o["phase"] == RUN and o["operation"] == "UPDATE"]
+    assert run
+    for o in run:  # every update was a read-modify-write's: as many of them, and as many more reads
+        rmw = {**o, "operation": "READ-MODIFY-WRITE", "return_codes": {}}
+        tables["shard_operations"].append(rmw)
+        read = next(
+            r
+            for r in tables["shard_operations"]
+            if r["phase"] == RUN and r["shard"] == o["shard"] and r["operation"] == "READ"
+        )
+        read["count"] += o["count"]
+        read["return_codes"] = {"OK": read["count"]}
+    s = summarize(experiment(tables))
+    row = s.execution_per_phase.iloc[0]
+    # YCSB's count: the standalone reads and the read-modify-writes, once each, as before.
+    assert row[ycsb.WINDOW_THROUGHPUT] == pytest.approx(before)
+    assert row[ycsb.ERROR_SHARE] == 0
+
+
 def test_simulated_phase_is_said_plainly_and_fails_the_tests(tables):
     # kwok: the scheduler records the driver Job's shards as simulated, no operations.
     reason = "simulated on kwok: the driver pods did not run YCSB, no measurements (driver Job bq-x)"
@@ -521,6 +546,12 @@ def test_thresholds_are_result_tests(tables):
     }
     assert not s.tests_passed
     assert "* TEST failed: Threshold p99[READ]<400us not met" in render.markdown(s)
+    # An unthrottled phase (an experiment planned before -xtb 0 was refused with it) has no target to compare with.
+    for r in tables["shard_results"]:
+        r["first_op_at"], r["last_op_at"], r["target"] = r["started_at"], r["ended_at"], 0
+    s = summarize(experiment(tables))
+    t = next(t for t in s.tests if t.id == "threshold_2")
+    assert not t.passed and "(unthrottled, no target): goodput missing" in t.text, t.text
 
 
 def test_repetitions_give_mean_std_and_ci(tables):

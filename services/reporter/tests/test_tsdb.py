@@ -207,6 +207,27 @@ def test_the_scaling_table_compares_workers_and_prices_them():
     assert [round(v, 2) for v in sc["points per cost unit [M]"]] == [1.44, 0.54]
 
 
+def test_each_dbms_scales_against_its_own_fewest_nodes():
+    """-dbms Graphite,VictoriaMetrics -nw 1,2: VictoriaMetrics' 2 nodes against its own 1, not Graphite's."""
+    cfgs = [("Graphite-4-2-0-nw1-1", 1, 2000), ("Graphite-4-2-0-nw2-1", 2, 1500)]
+    cfgs += [("VictoriaMetrics-4-2-0-nw1-1", 1, 1000), ("VictoriaMetrics-4-2-0-nw2-1", 2, 1600)]
+    parts = [scaled(*c) for c in cfgs]
+    merged = {k: [row for p in parts for row in p[k]] for k in parts[0] if k != "experiments"}
+    merged["experiments"] = parts[0]["experiments"]
+    merged["experiments"][0]["plan"]["configurations"] = [
+        c for p in parts for c in p["experiments"][0]["plan"]["configurations"]
+    ]
+    merged["configurations"] = [{"name": c, "dbms": c.split("-")[0], "experiment_run": 1} for c, _, _ in cfgs]
+    sc = build_ingest(ExperimentData.from_tables(merged)).scaling.set_index("configuration")
+    assert list(sc["stored [points/s]"]) == [200.0, 100.0, 150.0, 160.0]
+    assert sc["efficiency vs linear"].to_dict() == {
+        "Graphite-4-2-0-nw1-1": 1.0,
+        "VictoriaMetrics-4-2-0-nw1-1": 1.0,
+        "Graphite-4-2-0-nw2-1": 0.375,
+        "VictoriaMetrics-4-2-0-nw2-1": 0.8,
+    }
+
+
 def test_a_scaling_of_sizes_that_all_kept_up_says_it_measured_no_capacity():
     """The seed adds nodes until the database cannot digest the load: a table of loads would mislead."""
     one, two = scaled("Graphite-4-2-0-nw1-1", 1, 2000), scaled("Graphite-4-2-0-nw2-1", 2, 2000)

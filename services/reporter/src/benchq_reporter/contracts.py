@@ -191,8 +191,9 @@ DURABLE = _section("durables")  # JetStream durable consumer names
 BENCHMARK = _request_enum("benchmark")  # BENCHMARK.ycsb, BENCHMARK.benchbase
 WORKLOAD = _request_enum("workload")  # YCSB's a-f, Benchbase's tpcc
 
-# Which of YCSB's operation blocks count executed operations (names.json's
-# ycsb_operations; Go reads the same rule: contracts.CountsOperation).
+# Which of YCSB's operation blocks count executed operations, and how much
+# (names.json's ycsb_operations; Go reads the same rule:
+# contracts.CountsOperation, contracts.OperationWeight).
 _YCSB_OPERATIONS = _names(find_dir().resolve())["ycsb_operations"]
 INTENDED_PREFIX: str = _YCSB_OPERATIONS["intended_prefix"]  # Intended-<OP>: latencies from the intended start
 FAILED_SUFFIX: str = _YCSB_OPERATIONS["failed_suffix"]  # <OP>-FAILED: failed operations, counted
@@ -209,5 +210,17 @@ OUTPUT_FORMATS: dict[str, tuple[str, ...]] = {
 
 
 def counts_operation(name: str) -> bool:
-    """Whether YCSB's operation block counts executed operations, failed ones included (as its throughput does)."""
+    """Whether YCSB's operation block holds executed operations (failed and composite ones included)."""
     return name not in _YCSB_OPERATIONS["not_operations"] and not name.startswith(INTENDED_PREFIX)
+
+
+def operation_weight(name: str) -> int:
+    """What each operation of YCSB's block adds to its count of executed operations (the count its throughput divides).
+
+    0 for a block that does not count, 1 for an operation, 1 minus its number
+    of parts for a composite one (READ-MODIFY-WRITE: -1), whose read and
+    update are counted in READ and UPDATE as well.
+    """
+    if not counts_operation(name):
+        return 0
+    return 1 - len(_YCSB_OPERATIONS["composite_operations"].get(name, ()))

@@ -34,7 +34,7 @@ import pandas as pd
 
 from . import db
 from .model import ExperimentData, frame
-from .summary.attempts import select_attempts
+from .summary.attempts import reported_metrics, select_attempts
 
 TS = "datetime64[us, UTC]"
 
@@ -231,6 +231,12 @@ FRAMES: dict[str, Frame] = {
             PHASE,
             ATTEMPT,
             KIND,
+            _c(
+                "reported",
+                "bool",
+                "",
+                "the attempt the summary shows: the one its shards are reported from, else the phase's latest",
+            ),
             _c("component", "str", "", "as in metrics"),
             _c("section", "str", "", "`system` (Monitoring) or `application` (Application Metrics)"),
             _c("position", "Int64", "", "column order within its section"),
@@ -320,7 +326,7 @@ def build(data: ExperimentData, series: Mapping[str, Sequence[Mapping[str, Any]]
         "intervals": intervals.merge(phase_of, on="phase", how="left"),
         "interval_operations": _interval_operations(intervals),
         "metrics": frame("metrics", series.get("metrics", ())).assign(labels=lambda d: d["labels"].map(_json)),
-        "metric_summaries": data.metrics,
+        "metric_summaries": data.metrics.assign(reported=reported_metrics(data.metrics, data.shards)),
         "ingest": data.ingest,
     }
     return {name: typed(name, raw[name].assign(code=code)) for name in FRAMES}

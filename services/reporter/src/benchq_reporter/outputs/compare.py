@@ -2,7 +2,8 @@
 
 One row per benchmarking phase of each experiment, with its throughput over
 the common window, the p95 and p99 of its slowest operation (merged
-histograms, latency from the operation's start) and the SUT's CPU seconds
+histograms, latency from the operation's start, failed operations left
+out) and the SUT's CPU seconds
 per million operations (when monitored with -m), each with its ratio to the
 baseline: the phase at the same position in the first experiment. A figure
 that could not be had is "missing", and so is its ratio: never 0.
@@ -16,7 +17,7 @@ import pandas as pd
 
 from ..contracts import BENCHMARK, KIND
 from ..summary.build import YcsbSummary
-from ..summary.ycsb import LATENCY_FIGURES, THROUGHPUT, WINDOW_THROUGHPUT
+from ..summary.ycsb import LATENCY_FIGURES, THROUGHPUT, WINDOW_THROUGHPUT, executed, slowest
 
 MISSING = "missing"
 FIGURES = {  # column → (title, lower is better)
@@ -43,13 +44,11 @@ def phases(code: str, summary: object, frames: Mapping[str, pd.DataFrame]) -> pd
         )
     per = summary.execution_per_phase
     lat = summary.execution_latency
-    if "latency from" in lat.columns:
-        lat = lat[lat["latency from"] == "start"]
-    by_phase = lat.groupby("phase")
-    ops = by_phase[LATENCY_FIGURES["count"]].sum()
+    ops = executed(lat)
     ms = frames["metric_summaries"]
-    cpu = ms[(ms["kind"] == KIND.run) & (ms["component"] == "sut") & (ms["metric"] == "cpu_seconds")]
-    cpu = cpu.sort_values("attempt").groupby("phase")["value"].last()  # the attempt the summary reports
+    # The attempt the summary reports, whose figure may be missing: never another attempt's.
+    cpu = ms[ms["reported"] & (ms["kind"] == KIND.run) & (ms["component"] == "sut") & (ms["metric"] == "cpu_seconds")]
+    cpu = cpu.groupby("phase")["value"].first()
     dbms = frames["phases"][["phase", "configuration"]].drop_duplicates("phase")
     dbms = dbms.merge(frames["configurations"][["configuration", "dbms"]], on="configuration", how="left")
     out = pd.DataFrame(
@@ -65,8 +64,8 @@ def phases(code: str, summary: object, frames: Mapping[str, pd.DataFrame]) -> pd
     overall = out["throughput"].isna()
     out.loc[overall, "throughput"] = per.loc[overall.to_numpy(), THROUGHPUT].astype("float64").to_numpy()
     out["window"] = ~overall
-    out["p95_us"] = out["phase"].map(by_phase[LATENCY_FIGURES["p95"]].max())
-    out["p99_us"] = out["phase"].map(by_phase[LATENCY_FIGURES["p99"]].max())
+    out["p95_us"] = out["phase"].map(slowest(lat, LATENCY_FIGURES["p95"]))
+    out["p99_us"] = out["phase"].map(slowest(lat, LATENCY_FIGURES["p99"]))
     out["cpu_per_mops"] = out["phase"].map(cpu) / out["phase"].map(ops) * 1e6
     return out
 

@@ -49,7 +49,7 @@ from matplotlib.figure import Figure
 from ..contracts import BENCHMARK, KIND, PHASE
 from ..summary import benchbase as bb
 from ..summary.build import BenchbaseSummary, YcsbSummary
-from ..summary.ycsb import HIDDEN_OPERATIONS, LATENCY_FIGURES, THROUGHPUT, WINDOW_THROUGHPUT
+from ..summary.ycsb import HIDDEN_OPERATIONS, LATENCY_FIGURES, THROUGHPUT, WINDOW_THROUGHPUT, slowest
 
 PERCENTILES = ("p50", "p95", "p99", "p999")
 # The Monitoring figures plotted per component, as the axis names them (the
@@ -281,7 +281,7 @@ def _tpcc_latency(aggregated: pd.DataFrame) -> tuple[list[Plot], str]:
 
 def _monitoring(frames: Mapping[str, pd.DataFrame], _summary: object) -> tuple[list[Plot], str]:
     ms = frames["metric_summaries"]
-    ms = ms[ms["metric"].isin(list(MONITORED))]
+    ms = ms[ms["reported"] & ms["metric"].isin(list(MONITORED))]
     if ms.empty:
         return [], "CPU and RAM per component: the experiment was not monitored (-m, -mc)."
     made = []
@@ -289,7 +289,8 @@ def _monitoring(frames: Mapping[str, pd.DataFrame], _summary: object) -> tuple[l
         m = ms[ms["metric"] == metric]
         if m.empty:
             continue
-        table = m.pivot_table(index="phase", columns="component", values="value", aggfunc="sum", sort=False)
+        # One figure per phase and component (the reported attempt's); a missing one stays NaN: no bar.
+        table = m.set_index(["phase", "component"])["value"].unstack("component").reindex(pd.unique(m["phase"]))
         fig, ax = plt.subplots(figsize=(8, 0.8 + 0.5 * len(table)))
         table.plot.barh(ax=ax)
         ax.set(xlabel=title, ylabel="phase")
@@ -307,9 +308,7 @@ def _grid(_frames: Mapping[str, pd.DataFrame], summary: object) -> tuple[list[Pl
     per = summary.execution_per_phase
     if per["DBMS"].nunique() < 2:
         return [], ""
-    lat = summary.execution_latency
-    p99 = LATENCY_FIGURES["p99"]
-    worst = lat.groupby("phase")[p99].max() / 1000.0 if p99 in lat.columns else pd.Series(dtype="float64")
+    worst = slowest(summary.execution_latency, LATENCY_FIGURES["p99"]) / 1000.0
     fig, (left, right) = plt.subplots(1, 2, figsize=(10, 0.8 + 0.45 * len(per)), sharey=True)
     column = WINDOW_THROUGHPUT if WINDOW_THROUGHPUT in per.columns else THROUGHPUT
     left.barh(per["DBMS"], per[column].astype("float64"))

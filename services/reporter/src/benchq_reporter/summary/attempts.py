@@ -41,3 +41,11 @@ def phase_attempts(data: ExperimentData) -> pd.Series:
     throughput comes from.
     """
     return select_attempts(data.shards).groupby("phase")["attempt"].max()
+
+
+def reported_metrics(metrics: pd.DataFrame, shards: pd.DataFrame) -> pd.Series:
+    """Which rows of metric_summaries the summary shows (a boolean mask): each phase's reported attempt
+    (as phase_attempts), and for a phase without shard results (it failed before any) its latest one."""
+    chosen = select_attempts(shards).groupby("phase")["attempt"].max()
+    latest = metrics.groupby("phase")["attempt"].transform("max")
+    return metrics["attempt"] == metrics["phase"].map(chosen).fillna(latest)

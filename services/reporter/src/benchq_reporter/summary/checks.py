@@ -151,7 +151,12 @@ def threshold_tests(thresholds: list[Mapping[str, Any]], lat: pd.DataFrame, per_
                 measured.append((f"{r.phase} {r.operation}", float(getattr(r, LATENCY_KEY[figure])), value))
         else:
             for _, r in per_phase.iterrows():
-                limit = value * float(r["target"]) if t.get("of_target") else value
+                target = float(r["target"]) if pd.notna(r["target"]) else math.nan
+                if t.get("of_target") and not target > 0:
+                    # Unthrottled (target 0): no target to compare with, not a bound of 0 that always holds.
+                    measured.append((f"{r['phase']} (unthrottled, no target)", math.nan, math.nan))
+                    continue
+                limit = value * target if t.get("of_target") else value
                 measured.append((str(r["phase"]), float(r.get(PHASE_COLUMN[figure], math.nan)), limit))
         name = f"Threshold {t['text']}"
         if not measured:

@@ -17,7 +17,7 @@ import pandas as pd
 
 from ..contracts import KIND
 from ..model import ExperimentData
-from .attempts import phase_attempts
+from .attempts import reported_metrics
 
 SYSTEM, APPLICATION = "system", "application"
 CPU = "CPU [CPUs]"
@@ -66,11 +66,7 @@ def _reported(data: ExperimentData) -> pd.DataFrame:
     m = data.metrics
     if m.empty:
         return m
-    chosen = phase_attempts(data)
-    # A phase without shard results (it failed before any) shows its latest attempt.
-    latest = m.groupby("phase")["attempt"].max()
-    wanted = m["phase"].map(chosen).fillna(m["phase"].map(latest))
-    m = m[m["attempt"] == wanted]
+    m = m[reported_metrics(m, data.shards)]
     # Loading rows are the configuration's (as Per Run), execution rows the phase's (as Per Phase).
     label = m["configuration"].where(m["kind"] == KIND.load, m["phase"])
     order = data.plan.table().set_index("phase")["order"]

@@ -78,7 +78,7 @@ SCALING_NOTE = (
     "throughput, -xsat) or else its highest benchmarking phase's stored rate (sent/s × stored/sent; from "
     "'offered' when it stored 99 % of what that phase offered: a load, not a capacity); nodes are "
     "its workers (1 for a single server). efficiency vs linear = stored / (nodes / the fewest nodes × the "
-    "stored of the fewest). cost = nodes × -cost-per-hour; points per cost unit = stored × 3600 / cost, in "
+    "stored of the fewest), the fewest of the same DBMS and repetition. cost = nodes × -cost-per-hour; points per cost unit = stored × 3600 / cost, in "
     "millions; both missing without -cost-per-hour."
 )
 
@@ -255,7 +255,12 @@ def build_scaling(data: ExperimentData, table: pd.DataFrame) -> pd.DataFrame:
             }
         )
     df = pd.DataFrame(rows, columns=SCALING_COLUMNS)
-    fewest = df.loc[df["nodes"] == df["nodes"].min(), "stored [points/s]"]
-    first = float(fewest.iloc[0]) if not fewest.empty else math.nan
-    df["efficiency vs linear"] = df["stored [points/s]"] / (df["nodes"] / df["nodes"].min() * first)
+    # Each configuration against the fewest nodes of its own DBMS and repetition (-nc): another
+    # database's or another repetition's figure is no baseline.
+    cfgs = data.configurations.set_index("name")
+    group = [(cfgs["dbms"].get(c), cfgs["experiment_run"].get(c)) for c in df["configuration"]]
+    for _, g in df.groupby(pd.Series(group, index=df.index).astype(str), sort=False):
+        fewest = g.loc[g["nodes"] == g["nodes"].min(), "stored [points/s]"]
+        base = float(fewest.iloc[0]) / g["nodes"].min()
+        df.loc[g.index, "efficiency vs linear"] = g["stored [points/s]"] / (g["nodes"] * base)
     return df.sort_values(["nodes", "configuration"], kind="stable").reset_index(drop=True)

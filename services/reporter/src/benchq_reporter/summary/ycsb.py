@@ -97,9 +97,6 @@ def p99_column(operation: str) -> str:
     return f"[{operation}].99thPercentileLatency(us)"
 
 
-counts_operations = contracts.counts_operation
-
-
 # YCSB's successful return codes: BATCHED_OK is an insert queued into a JDBC
 # batch (-xtb / batchsize), committed with it; not an exception.
 SUCCESS_CODES = frozenset({"OK", "BATCHED_OK"})
@@ -282,6 +279,20 @@ def phase_latency(ops: pd.DataFrame, planned: pd.DataFrame) -> pd.DataFrame:
     return df.reset_index(drop=True)
 
 
+def slowest(lat: pd.DataFrame, figure: str) -> pd.Series:
+    """Per phase, the highest ``figure`` (a LATENCY_FIGURES title) of a latency table's operations: latency from
+    the operation's start, failed operations left out (as -threshold's latency bounds): "the slowest operation"."""
+    rows = lat[(lat["latency from"] == "start") & ~lat["operation"].str.endswith(FAILED)]
+    return rows.groupby("phase")[figure].max()
+
+
+def executed(lat: pd.DataFrame) -> pd.Series:
+    """Per phase, the operations a latency table's blocks add up to, as YCSB counts them (operation_weight)."""
+    rows = lat[lat["latency from"] == "start"]
+    weight = rows["operation"].map(contracts.operation_weight)
+    return (rows[LATENCY_FIGURES["count"]].astype("float64") * weight).groupby(rows["phase"]).sum(min_count=1)
+
+
 def latency_table(lat: pd.DataFrame, label: str, source: str) -> pd.DataFrame:
     """The latency figures of every run or phase and operation, in YCSB's names."""
     out = pd.DataFrame(
@@ -325,8 +336,8 @@ def phase_windows(data: ExperimentData, kind: str) -> pd.DataFrame:
     if chosen.empty:
         return pd.DataFrame(columns=WINDOW_COLUMNS)
     ops = kind_operations(data, kind)
-    counted = ops.loc[ops["operation"].map(counts_operations).astype(bool)]
-    per_phase = counted.groupby("phase")["count"].sum()
+    counted = ops.assign(weight=ops["operation"].map(contracts.operation_weight)).loc[lambda o: o["weight"] != 0]
+    per_phase = (counted["count"] * counted["weight"]).groupby(counted["phase"]).sum()
     failed = counted.loc[counted["operation"].str.endswith(FAILED)].groupby("phase")["count"].sum()
     rows = []
     for phase, g in chosen.groupby("phase", sort=False):
