@@ -185,6 +185,8 @@ func TestErrorsNameTheFlag(t *testing.T) {
 		// The search's tuning flags change nothing without it.
 		{[]string{"ycsb", "-dbms", "Redis", "-xsatf", "3", "-xsh", "5"}, ExitUsage, "-xsatf tunes the saturation search: add -xsat, or leave -xsatf out"},
 		{[]string{"tsdb", "-dbms", "VictoriaMetrics", "-xsh", "5"}, ExitUsage, "-xsh tunes the saturation search: add -xsat"},
+		{[]string{"ycsb", "-dbms", "Redis", "-xsat", "-xsatprec", "0"}, ExitUsage, "-xsatprec 0 is not a setting of the search (a request's 0 means its default, 5 %): give a value, or leave -xsatprec out"},
+		{[]string{"ycsb", "-dbms", "Redis", "-xsat", "-xsatp99", "0", "-xsats", "0"}, ExitUsage, "-xsats 0 is not a setting"},
 		{[]string{"ycsb", "-dbms", "Redis", "-xsat", "-xsh", "-1"}, ExitUsage, "-xsh -1: give how many minutes to hold the knee"},
 	} {
 		code, _, errs := run(append(c.args, "-dry-run", "run")...)

@@ -135,11 +135,8 @@ func printSUT(w io.Writer, p plan.Plan) {
 	} else {
 		fmt.Fprintln(w, "* resources: the catalog's defaults (Kubernetes); none on the local backend")
 	}
-	if s := r.Storage; s != nil && (s.Class != "" || s.Size != "") {
-		v := "a persistent volume"
-		if s.Class != "" {
-			v += " of storage class " + s.Class
-		}
+	if s := r.Storage; s != nil && s.Class != "" {
+		v := "a persistent volume of storage class " + s.Class
 		if s.Size != "" {
 			v += ", " + s.Size
 		}
@@ -156,7 +153,11 @@ func printSUT(w io.Writer, p plan.Plan) {
 		}
 		fmt.Fprintf(w, "* database: %s\n", v)
 	} else {
-		fmt.Fprintln(w, "* database: ephemeral (gone with the SUT), loaded by every configuration")
+		ephemeral := ""
+		if s != nil && s.Size != "" {
+			ephemeral = "; -rss " + s.Size + " without -rst asks for that much ephemeral storage (Kubernetes; the local backend has no such request)"
+		}
+		fmt.Fprintf(w, "* database: ephemeral (gone with the SUT), loaded by every configuration%s\n", ephemeral)
 	}
 	if n := r.Nodes; n != nil && n.SUT+n.Loading+n.Benchmarking != "" {
 		ignored := ""

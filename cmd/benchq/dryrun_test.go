@@ -244,3 +244,21 @@ func TestTheBackendIsTheStacks(t *testing.T) {
 		}
 	}
 }
+
+// A volume is -rst's: -rss alone is an ephemeral-storage request, and the
+// dry run must not promise a volume the run never makes.
+func TestDryRunStorage(t *testing.T) {
+	for args, want := range map[string]string{
+		"-rst local":          "* database: a persistent volume of storage class local: loaded once, then reused without loading",
+		"-rst local -rss 1Gi": "* database: a persistent volume of storage class local, 1Gi: loaded once",
+		"-rss 50Gi":           "* database: ephemeral (gone with the SUT), loaded by every configuration; -rss 50Gi without -rst asks for that much ephemeral storage",
+	} {
+		code, out, errs := run(append([]string{"ycsb", "-dbms", "Redis"}, append(strings.Fields(args), "-dry-run", "run")...)...)
+		if code != ExitOK || !strings.Contains(out, want) {
+			t.Errorf("%s: exit %d, stderr %q; want %q in:\n%s", args, code, errs, want, out)
+		}
+	}
+	if code, _, errs := run("ycsb", "-dbms", "Redis", "-rss", "1Gi", "-rsr", "-dry-run", "run"); code != ExitFailed || !strings.Contains(errs, "-rsr: removing the volume first (-rsr) needs a volume: give -rst") {
+		t.Errorf("-rsr with -rss alone: exit %d, %q; want it refused", code, errs)
+	}
+}

@@ -14,6 +14,7 @@ import (
 
 	"github.com/benchq/benchq/contracts"
 	"github.com/benchq/benchq/internal/plan"
+	"github.com/benchq/benchq/internal/saturation"
 	"github.com/benchq/benchq/internal/stack"
 )
 
@@ -320,7 +321,24 @@ func (f *expFlags) check(typed map[string]string) error {
 	case f.benchmark == plan.BenchmarkTSDB && f.flushInterval <= 0:
 		return fmt.Errorf("%s %v: give how often each series gets a point, e.g. 1s", name("flush-interval"), f.flushInterval)
 	}
-	if !f.xsat {
+	if f.xsat {
+		// 0 is what a request leaves out for the default: typed, it would be
+		// replaced by the default without a word.
+		d := saturation.Defaults
+		for _, z := range []struct {
+			flag, def string
+			zero      bool
+		}{
+			{"xsatf", fmt.Sprint(d.StepFactor), f.xsatf == 0},
+			{"xsats", fmt.Sprintf("%d s", d.StepS), f.xsats == 0},
+			{"xsatprec", fmt.Sprintf("%g %%", d.Precision), f.xsatprec == 0},
+			{"xsatmax", fmt.Sprint(d.MaxSteps), f.xsatmax == 0},
+		} {
+			if z.zero && given(z.flag) {
+				return fmt.Errorf("%s 0 is not a setting of the search (a request's 0 means its default, %s): give a value, or leave %s out", name(z.flag), z.def, name(z.flag))
+			}
+		}
+	} else {
 		// They tune the search only: without it they would change nothing.
 		for _, flag := range []string{"xsatf", "xsats", "xsatp99", "xsatprec", "xsatmax", "xsh"} {
 			if given(flag) {

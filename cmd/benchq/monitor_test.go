@@ -129,6 +129,21 @@ func TestUpMonitorsTheStack(t *testing.T) {
 	}
 	status()
 
+	// A service that refuses its configuration exits at once: restart says
+	// so, with the reason from its log, instead of "restarted".
+	if err := os.Chmod(s.IntakeToken, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if code, out := run("restart", "scheduler"); code != ExitFailed || !strings.Contains(out, "exited at once") || !strings.Contains(out, "readable by others") {
+		t.Errorf("restart of a scheduler whose token others may read: exit %d\n%s", code, out)
+	}
+	if err := os.Chmod(s.IntakeToken, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if code, out := run("restart", "scheduler"); code != ExitOK {
+		t.Fatalf("restart scheduler: exit %d\n%s", code, out)
+	}
+
 	if code, out := run("restart", "collector"); code != ExitOK {
 		t.Fatalf("restart: exit %d\n%s", code, out)
 	}

@@ -5,8 +5,11 @@ import (
 	"errors"
 	"fmt"
 	"path/filepath"
+	"slices"
 	"strings"
+	"time"
 
+	"github.com/benchq/benchq/internal/procs"
 	"github.com/benchq/benchq/internal/stack"
 )
 
@@ -33,8 +36,38 @@ func cmdRestart(ctx context.Context, args []string, st *State) int {
 		st.Errorf("restart %s: %v", args[0], err)
 		return ExitFailed
 	}
+	if err := stayedUp(ctx, s, args[0]); err != nil {
+		st.Errorf("restart %s: %v", args[0], err)
+		return ExitFailed
+	}
 	fmt.Fprintf(st.Stdout, "%s restarted\n", args[0])
 	return ExitOK
+}
+
+// settleTime is how long a restarted component must stay up before restart
+// says it is: a service refusing its configuration (a token file others may
+// read, a missing variable) exits within it, its reason in its log.
+const settleTime = 2 * time.Second
+
+// stayedUp waits settleTime and fails if the component's process exited,
+// quoting the last lines of its log.
+func stayedUp(ctx context.Context, s *stack.Stack, name string) error {
+	i := slices.IndexFunc(s.Procs, func(p stack.Proc) bool { return p.Name == name })
+	if i < 0 {
+		return nil
+	}
+	p := s.Procs[i]
+	for end := time.Now().Add(settleTime); time.Now().Before(end); {
+		if !procs.Alive(p.Pid) {
+			return fmt.Errorf("it started and exited at once (pid %d): %s (log %s)", p.Pid, procs.LogTail(p.Log, 3), p.Log)
+		}
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(100 * time.Millisecond):
+		}
+	}
+	return nil
 }
 
 func cmdUp(ctx context.Context, _ []string, st *State) int {

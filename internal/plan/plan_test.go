@@ -564,6 +564,15 @@ func TestParseThreshold(t *testing.T) {
 		!strings.Contains(err.Error(), "thresholds[0]: x: only throughput and goodput compare with the target") {
 		t.Errorf("a JSON threshold on error_share of the target: %v", err)
 	}
+	goodput, _ := ParseThreshold("goodput>=0.95*target")
+	zero := 0
+	if _, err := Expand("1", req(contracts.Request{DBMS: []string{"Redis"}, TargetBase: &zero, Thresholds: []contracts.Threshold{goodput}})); err == nil ||
+		!strings.Contains(err.Error(), "-xtb 0 runs every phase unthrottled") {
+		t.Errorf("a bound of a multiple of no target: %v, want it refused", err)
+	}
+	if _, err := Expand("1", req(contracts.Request{DBMS: []string{"Redis"}, Thresholds: []contracts.Threshold{goodput}})); err != nil {
+		t.Errorf("the same bound with the default target base: %v", err)
+	}
 }
 
 // The lists WithDefaults fills are their own: appending to one writes into

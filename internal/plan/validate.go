@@ -65,8 +65,8 @@ func checkSettings(r contracts.Request) error {
 		return invalid("new_connection", "a new connection per transaction (-xconn) is a Benchbase option")
 	case bb && r.SF != float64(int64(r.SF)):
 		return invalid("sf", "Benchbase's scale factor is a number of warehouses, a whole number (got %g)", r.SF)
-	case r.Storage != nil && r.Storage.Remove && r.Storage.Class == "" && r.Storage.Size == "":
-		return invalid("storage.remove", "removing the volume first (-rsr) needs a volume: give -rst and/or -rss")
+	case r.Storage != nil && r.Storage.Remove && r.Storage.Class == "":
+		return invalid("storage.remove", "removing the volume first (-rsr) needs a volume: give -rst (a -rss size alone is an ephemeral-storage request, no volume)")
 	}
 	if err := checkSaturation(r); err != nil {
 		return err
@@ -77,6 +77,10 @@ func checkSettings(r contracts.Request) error {
 	for i, t := range r.Thresholds {
 		if err := checkThreshold(t); err != nil {
 			return invalid(fmt.Sprintf("thresholds[%d]", i), "%s: %v", t.Text, err)
+		}
+		if t.OfTarget && *r.TargetBase == 0 {
+			// Unthrottled phases have no target: a bound of 0.95 × 0 would always hold.
+			return invalid(fmt.Sprintf("thresholds[%d]", i), "%s compares with the target, but -xtb 0 runs every phase unthrottled: give -xtb a target base, or the bound in ops/s (goodput>=5000)", t.Text)
 		}
 	}
 	if bb {
@@ -111,8 +115,8 @@ func checkTSDB(r contracts.Request) error {
 		return invalid("pool_pods", "-xnpp/-xnpi/-xnpo size a connection pool; a time-series database has none")
 	case r.WorkerReplicas > 0:
 		return invalid("worker_replicas", "replicas (-nwr) are not supported for time-series databases")
-	case r.Storage != nil && r.Storage.Remove && r.Storage.Class == "" && r.Storage.Size == "":
-		return invalid("storage.remove", "removing the volume first (-rsr) needs a volume: give -rst and/or -rss")
+	case r.Storage != nil && r.Storage.Remove && r.Storage.Class == "":
+		return invalid("storage.remove", "removing the volume first (-rsr) needs a volume: give -rst (a -rss size alone is an ephemeral-storage request, no volume)")
 	case t.FlushIntervalMS < 10:
 		return invalid("tsdb.flush_interval_ms", "a flush every %d ms: at least 10", t.FlushIntervalMS)
 	}
