@@ -15,8 +15,9 @@ import (
 // cmdCredentials writes the compose stack's credentials into DIR/.env
 // (mode 0600): an NKey per role (the public key for nats-server's
 // configuration, deploy/{compose,k8s}/nats-server.conf, and the seed for the
-// service of that role), the results database's password, the HTTP
-// intake's token and Grafana's admin password. docker compose reads .env
+// service of that role) and credentials.Secrets: the results database's
+// passwords, the HTTP intake's token, Grafana's admin password and the
+// SUTs' key. docker compose reads .env
 // from the project directory: `benchq credentials deploy/compose`.
 //
 // An existing .env is never replaced: the database's password is set when
@@ -48,6 +49,6 @@ func cmdCredentials(_ context.Context, args []string, st *State) int {
 		st.Errorf("credentials: %v", err)
 		return ExitFailed
 	}
-	fmt.Fprintf(st.Stdout, "wrote %s (mode 0600): NATS keys for %d roles, the results database's password, the intake's token, Grafana's admin password\n", path, len(natsauth.Roles))
+	fmt.Fprintf(st.Stdout, "wrote %s (mode 0600): NATS keys for %d roles, the results database's three passwords (owner, collector, readers), the intake's token, Grafana's admin password and the SUTs' key\n", path, len(natsauth.Roles))
 	return ExitOK
 }

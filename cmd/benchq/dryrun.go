@@ -21,7 +21,7 @@ import (
 func dryRun(st *State, p plan.Plan) int {
 	w := st.Stdout
 	fmt.Fprint(w, plannedWorkflow(p))
-	printSUT(w, p)
+	printSUT(w, p, backendOf(st) == contracts.BackendLocal)
 	printSaturation(w, p)
 	if notes := p.Settings.Notes; len(notes) > 0 {
 		fmt.Fprintln(w, "\n#### Not applied")
@@ -113,7 +113,7 @@ func plannedWorkflow(p plan.Plan) string {
 
 // printSUT: what each DBMS deploys and its shape (workers, pool), its
 // resources, volume and nodes, monitoring and how many SUTs live at once.
-func printSUT(w io.Writer, p plan.Plan) {
+func printSUT(w io.Writer, p plan.Plan, local bool) {
 	r := p.Settings
 	fmt.Fprintln(w, "\n#### SUT")
 	seen := map[string]bool{}
@@ -131,7 +131,7 @@ func printSUT(w io.Writer, p plan.Plan) {
 				parts = append(parts, q.name+" "+q.v)
 			}
 		}
-		fmt.Fprintf(w, "* resources: %s\n", strings.Join(parts, ", "))
+		fmt.Fprintf(w, "* resources: %s%s\n", strings.Join(parts, ", "), notApplied(local))
 	} else {
 		fmt.Fprintln(w, "* resources: the catalog's defaults (Kubernetes); none on the local backend")
 	}
@@ -160,11 +160,7 @@ func printSUT(w io.Writer, p plan.Plan) {
 		fmt.Fprintf(w, "* database: ephemeral (gone with the SUT), loaded by every configuration%s\n", ephemeral)
 	}
 	if n := r.Nodes; n != nil && n.SUT+n.Loading+n.Benchmarking != "" {
-		ignored := ""
-		if slices.ContainsFunc(r.Notes, func(note string) bool { return strings.HasSuffix(note, plan.NodesIgnored) }) {
-			ignored = " (not applied here: see Not applied)"
-		}
-		fmt.Fprintf(w, "* nodes: SUT %s, loaders %s, benchmarkers %s%s\n", orAny(n.SUT), orAny(n.Loading), orAny(n.Benchmarking), ignored)
+		fmt.Fprintf(w, "* nodes: SUT %s, loaders %s, benchmarkers %s%s\n", orAny(n.SUT), orAny(n.Loading), orAny(n.Benchmarking), notApplied(local))
 	}
 	mon := "off (only the results of the drivers)"
 	if m := r.Monitoring; m != nil {
@@ -203,7 +199,7 @@ func sutShape(c plan.Configuration) string {
 		if e.MasterCopy() && replicas > 0 {
 			s += fmt.Sprintf(", one master and %d replica(s) of it (master-copy replication)", replicas)
 		} else {
-			s += fmt.Sprintf(", a cluster of %d workers", masters)
+			s += ", a cluster of " + count(masters, "worker")
 			if replicas > 0 {
 				s += fmt.Sprintf(" with %d replica(s) each", replicas)
 			}
@@ -212,7 +208,7 @@ func sutShape(c plan.Configuration) string {
 			s += " behind a master"
 			servers++
 		}
-		s += fmt.Sprintf(": %d servers (pods)", servers)
+		s += fmt.Sprintf(": %s (pods)", count(servers, "server"))
 	case c.SUT.Pool != nil:
 		pl := c.SUT.Pool
 		s += fmt.Sprintf(" behind %d pool pod(s) with %d inbound and %d outbound connections in total", pl.Pods, pl.Inbound, pl.Outbound)
@@ -322,4 +318,21 @@ func seconds(s float64) string {
 		return fmt.Sprintf("%d s", n)
 	}
 	return fmt.Sprintf("%d s (%dm%02ds)", n, n/60, n%60)
+}
+
+// notApplied marks a line of settings the local backend ignores (nodes,
+// resources: plan.Notes says why, under Not applied).
+func notApplied(local bool) string {
+	if local {
+		return " (not applied here: see Not applied)"
+	}
+	return ""
+}
+
+// count is n things, in the plural unless n is 1 ("1 worker", "3 workers").
+func count(n int, thing string) string {
+	if n == 1 {
+		return "1 " + thing
+	}
+	return fmt.Sprintf("%d %ss", n, thing)
 }

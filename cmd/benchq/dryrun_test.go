@@ -89,7 +89,7 @@ func TestUsageErrors(t *testing.T) {
 // benchmark pods [1, 2], 600 s each.
 func TestDryRunBenchbase(t *testing.T) {
 	code, out, errs := run("benchbase", "-dbms", "PostgreSQL", "-sf", "16", "-xsd", "10", "-xtb", "1024", "-xnbf", "16", "-nbp", "1,2", "-nbt", "32", "-xconn", "-ms", "1", "-tr",
-		"-rnn", "cl-worker11", "-rnl", "cl-worker19", "-rnb", "cl-worker19", "-dry-run", "run")
+		"-rnn", "cl-worker11", "-rnl", "cl-worker19", "-rnb", "cl-worker19", "-rr", "64Gi", "-dry-run", "run")
 	if code != ExitOK {
 		t.Fatalf("exit %d: %s", code, errs)
 	}
@@ -98,6 +98,7 @@ func TestDryRunBenchbase(t *testing.T) {
 		"    * shard 2: terminals 16, target 8192, warehouses 16, duration 600s, a new connection per transaction (-xconn)\n",
 		// The local backend does not apply the nodes: the line says so.
 		"* nodes: SUT cl-worker11, loaders cl-worker19, benchmarkers cl-worker19 (not applied here: see Not applied)\n",
+		"* resources: RAM request 64Gi (not applied here: see Not applied)\n",
 	} {
 		if !strings.Contains(out, want) {
 			t.Errorf("missing %q in:\n%s", want, out)

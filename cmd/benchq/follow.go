@@ -19,6 +19,7 @@ import (
 
 	"github.com/benchq/benchq/contracts"
 	"github.com/benchq/benchq/internal/bus"
+	"github.com/benchq/benchq/internal/natsauth"
 	"github.com/benchq/benchq/internal/plan"
 	"github.com/benchq/benchq/internal/procs"
 	"github.com/benchq/benchq/internal/stack"
@@ -28,7 +29,10 @@ import (
 // event until the experiment ends, then prints the summary.
 func submitAndFollow(ctx context.Context, st *State, s *stack.Stack, code, reqID string, data []byte, detach, report bool) int {
 	b, err := s.Dial()
-	if err != nil {
+	if errors.Is(err, natsauth.ErrSeed) { // the stack is up; benchq's own key file is the matter
+		st.Errorf("connect to %s: %v", s.NATSURL, err)
+		return ExitFailed
+	} else if err != nil {
 		st.Errorf("connect to %s: %v (is the stack up? benchq up)", s.NATSURL, err)
 		return ExitNotReady
 	}

@@ -5,6 +5,7 @@ import (
 	"context"
 	"flag"
 	"fmt"
+	"os"
 	"path/filepath"
 	"strings"
 
@@ -77,6 +78,19 @@ func cmdReport(ctx context.Context, args []string, st *State) int {
 // writeReport runs the reporter's report command; the reporter prints the
 // files it wrote, the page first.
 func writeReport(ctx context.Context, st *State, s *stack.Stack, code, out, png string) (string, int) {
+	if dir := filepath.Dir(reportPath(st, code)); filepath.Dir(out) == dir {
+		// The home's reports hold the results database's figures, which
+		// other local users may not read: so neither may they read these
+		// (a directory made before was 0755).
+		err := os.MkdirAll(dir, 0o700)
+		if err == nil {
+			err = os.Chmod(dir, 0o700)
+		}
+		if err != nil {
+			st.Errorf("report: %v", err)
+			return "", ExitFailed
+		}
+	}
 	args := []string{"report", "-e", code, "-o", out}
 	if png != "" {
 		args = append(args, "--png", png)

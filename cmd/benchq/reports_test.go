@@ -21,6 +21,10 @@ func TestReporterCommandsPassTheStacksDatabase(t *testing.T) {
 		t.Fatal(err)
 	}
 	env := map[string]string{"BENCHQ_HOME": s.home, "BENCHQ_REPORTER": fake}
+	// A reports directory an older benchq made for everyone to read.
+	if err := os.MkdirAll(filepath.Join(s.home, "reports"), 0o755); err != nil {
+		t.Fatal(err)
+	}
 	db := " --db postgres://benchq@" + s.ln.Addr().String() + "/benchq"
 	report := filepath.Join(s.home, "reports", "c1.html")
 	for _, c := range []struct {
@@ -42,6 +46,12 @@ func TestReporterCommandsPassTheStacksDatabase(t *testing.T) {
 			t.Errorf("benchq %v: exit %d, stdout %q, stderr %q, reporter called with %q; want %q, stdout %q",
 				c.args, code, out, errs, got, c.reporter, c.out)
 		}
+	}
+	// The home's reports are the results database's figures: other users may not read them.
+	if fi, err := os.Stat(filepath.Join(s.home, "reports")); err != nil {
+		t.Error(err)
+	} else if fi.Mode().Perm() != 0o700 {
+		t.Errorf("reports directory: mode %v, want 0700", fi.Mode().Perm())
 	}
 }
 

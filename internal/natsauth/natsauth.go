@@ -297,14 +297,27 @@ func list(subjects []string) string {
 	return "[" + strings.Join(q, ", ") + "]"
 }
 
+// ErrSeed marks a seed file that cannot be used (missing, readable by
+// others, not a seed): the fix is the file's, not the server's.
+var ErrSeed = errors.New("NATS credentials unusable")
+
 // ReadSeed reads a seed file, refusing one that others may read.
 func ReadSeed(path string) ([]byte, error) {
 	seed, err := atomicfile.ReadSecret(path, "NATS credentials")
-	if err != nil {
-		return nil, err
+	if err == nil {
+		seed, err = checkSeed(seed, path)
 	}
-	return checkSeed(seed, path)
+	if err != nil {
+		return nil, seedError{err}
+	}
+	return seed, nil
 }
+
+// seedError is a ReadSeed error: its own message, and errors.Is(ErrSeed).
+type seedError struct{ error }
+
+func (seedError) Is(target error) bool { return target == ErrSeed }
+func (e seedError) Unwrap() error      { return e.error }
 
 func checkSeed(seed []byte, where string) ([]byte, error) {
 	if _, err := nkeys.FromSeed(seed); err != nil {

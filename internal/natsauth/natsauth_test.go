@@ -277,15 +277,15 @@ func TestSeedFilesAreTheOwnersOnly(t *testing.T) {
 	if err := os.Chmod(path, 0o644); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := natsauth.ReadSeed(path); err == nil || !strings.Contains(err.Error(), "chmod 600") {
-		t.Errorf("a seed readable by others: %v", err)
+	if _, err := natsauth.ReadSeed(path); err == nil || !strings.Contains(err.Error(), "chmod 600") || !errors.Is(err, natsauth.ErrSeed) {
+		t.Errorf("a seed readable by others: %v, want it refused as ErrSeed naming the fix", err)
 	}
 	if err := os.WriteFile(path, []byte("not a seed\n"), 0o600); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := natsauth.ReadSeed(path); err == nil {
 		t.Error("a file that is no seed was accepted")
-	} else if errors.Is(err, os.ErrNotExist) {
+	} else if errors.Is(err, os.ErrNotExist) || !errors.Is(err, natsauth.ErrSeed) {
 		t.Error(err)
 	}
 }

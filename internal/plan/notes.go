@@ -8,10 +8,6 @@ import (
 	"github.com/benchq/benchq/contracts"
 )
 
-// NodesIgnored ends the note on -rnn, -rnl and -rnb on the local backend
-// (the dry run's nodes line refers to it).
-const NodesIgnored = " ignored: the local backend runs everything on this machine"
-
 // Notes says, one sentence each, which settings of a request the backend
 // or the chosen DBMSs do not apply, and why (the request's notes: the dry
 // run warns of them and the summary's Workload section lists them). What
@@ -25,7 +21,7 @@ func Notes(r contracts.Request, backend string) []string {
 			}
 		}
 		if n := r.Nodes; n != nil && n.SUT+n.Loading+n.Benchmarking != "" {
-			out = append(out, given(map[string]bool{"-rnn": n.SUT != "", "-rnl": n.Loading != "", "-rnb": n.Benchmarking != ""})+NodesIgnored)
+			out = append(out, given(map[string]bool{"-rnn": n.SUT != "", "-rnl": n.Loading != "", "-rnb": n.Benchmarking != ""})+" ignored: the local backend runs everything on this machine")
 		}
 		if s := r.Resources; s != nil && s.RequestCPU+s.RequestMemory+s.LimitMemory+s.LimitCPU != "" {
 			out = append(out, given(map[string]bool{"-rc": s.RequestCPU != "", "-rr": s.RequestMemory != "", "-lr": s.LimitMemory != "", "-lc": s.LimitCPU != ""})+

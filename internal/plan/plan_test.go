@@ -448,8 +448,8 @@ func TestExpandWorkersListIsALoop(t *testing.T) {
 		want string
 	}{
 		{contracts.Request{Workers: 3, WorkersList: []int{3, 5}}, "workers_list: give workers (one number) or workers_list"},
-		{contracts.Request{WorkersList: []int{3, 3}}, "workers_list: [3 3] names a number of workers twice"},
-		{contracts.Request{WorkersList: []int{0, 3}}, "workers_list: [0 3]: each number of workers must be at least 1"},
+		{contracts.Request{WorkersList: []int{3, 3}}, "workers_list: 3,3 names a number of workers twice"},
+		{contracts.Request{WorkersList: []int{0, 3}}, "workers_list: 0,3: each number of workers must be at least 1"},
 		{contracts.Request{CostPerHour: -1}, "cost_per_hour: a price cannot be negative"},
 	} {
 		bad.r.DBMS = []string{"Redis"}

@@ -3,6 +3,7 @@ package plan
 import (
 	"fmt"
 	"slices"
+	"strconv"
 	"strings"
 
 	"github.com/benchq/benchq/catalog"
@@ -187,7 +188,7 @@ func checkSaturation(r contracts.Request) error {
 	}
 	switch {
 	case r.Benchmark == BenchmarkBenchbase:
-		return invalid("saturation", "the saturation search runs YCSB only so far (docs/saturation.md); TPC-C is not supported yet")
+		return invalid("saturation", "the saturation search drives YCSB and benchq tsdb's generators (docs/saturation.md); TPC-C is not supported yet")
 	case r.Action != contracts.ActionRun:
 		return invalid("saturation", "a saturation search benchmarks: action run, not %s", r.Action)
 	case *r.TargetBase < 1 && r.Benchmark != BenchmarkTSDB: // tsdb's load is its agents × metrics
@@ -221,9 +222,9 @@ func checkWorkers(r contracts.Request) error {
 	case r.Workers > 0 && len(r.WorkersList) > 0:
 		return invalid("workers_list", "give workers (one number) or workers_list (-nw 1,2,3), not both")
 	case slices.ContainsFunc(r.WorkersList, func(n int) bool { return n < 1 }):
-		return invalid("workers_list", "%v: each number of workers must be at least 1", r.WorkersList)
+		return invalid("workers_list", "%s: each number of workers must be at least 1", joinInts(r.WorkersList))
 	case hasDuplicate(r.WorkersList):
-		return invalid("workers_list", "%v names a number of workers twice", r.WorkersList)
+		return invalid("workers_list", "%s names a number of workers twice: each number is one configuration", joinInts(r.WorkersList))
 	case r.CostPerHour < 0:
 		return invalid("cost_per_hour", "a price cannot be negative (got %g)", r.CostPerHour)
 	}
@@ -313,4 +314,13 @@ func hasDuplicate(xs []int) bool {
 		seen[x] = true
 	}
 	return false
+}
+
+// joinInts is a list as the CLI takes it: 1,2,3.
+func joinInts(ns []int) string {
+	s := make([]string, len(ns))
+	for i, n := range ns {
+		s[i] = strconv.Itoa(n)
+	}
+	return strings.Join(s, ",")
 }

@@ -16,6 +16,10 @@ import (
 	"github.com/benchq/benchq/internal/ycsb"
 )
 
+// busyPhrase begins what a driver-limited step's Why adds to the reasons
+// it failed (Retried takes it off again).
+const busyPhrase = "; the drivers' threads were busy"
+
 // busyLimit is the share of thread time (percent) above which a failing
 // step's drivers may have been the limit: its threads were hardly ever
 // idle, so more of them might have offered more.
@@ -84,7 +88,7 @@ func Evaluate(set contracts.Saturation, errorLimit float64, role string, step, o
 		st.Verdict, st.Why = contracts.VerdictUnstable, strings.Join(why, "; ")
 	case st.Goodput < set.MinAchieved/100*float64(offered) && st.Busy >= busyLimit && st.ErrorShare <= errorLimit:
 		st.Verdict = contracts.VerdictDriverLimited
-		st.Why = strings.Join(why, "; ") + fmt.Sprintf("; the drivers' threads were busy %.0f %% of the time: more of them may offer more", st.Busy)
+		st.Why = strings.Join(why, "; ") + fmt.Sprintf(busyPhrase+" %.0f %% of the time: more of them may offer more", st.Busy)
 	default:
 		st.Verdict, st.Why = contracts.VerdictFail, strings.Join(why, "; ")
 	}

@@ -5,6 +5,7 @@ package saturation
 import (
 	"fmt"
 	"math"
+	"strings"
 
 	"github.com/benchq/benchq/contracts"
 )
@@ -136,6 +137,27 @@ func failed(set contracts.Saturation, steps []contracts.SaturationStep, k int) b
 	st := steps[k]
 	return st.Verdict == contracts.VerdictFail ||
 		st.Verdict == contracts.VerdictDriverLimited && (st.Shards*2 > set.MaxShards || inVain(steps))
+}
+
+// Retried judges the last of steps again in the light of the others: a
+// driver-limited step that was the retry of a load on more shards and
+// reached no more than fewer shards did (futile) is a failure — the drivers
+// were not the limit, the SUT was, or the machine they share with it. The
+// search reads it so already (failed); this makes its verdict say so.
+func Retried(steps []contracts.SaturationStep) {
+	k := len(steps) - 1
+	if k < 0 || steps[k].Verdict != contracts.VerdictDriverLimited || !futile(steps, k) {
+		return
+	}
+	st := &steps[k]
+	why, _, _ := strings.Cut(st.Why, busyPhrase)
+	for _, e := range steps[:k] {
+		if e.Role == contracts.RoleStep && e.Offered == st.Offered && e.Shards < st.Shards {
+			why += fmt.Sprintf("; %d shards reached %.0f ops/s, %d reached %.0f: the drivers were not the limit", st.Shards, st.Goodput, e.Shards, e.Goodput)
+			break
+		}
+	}
+	st.Verdict, st.Why = contracts.VerdictFail, why
 }
 
 // inVain reports whether adding shards was ever futile in this search:

@@ -83,6 +83,8 @@ func (s *State) endStep(i int, reason, note string, now time.Time) []Out {
 		st.Knee = saturation.Result(set, sr.Steps, "the search ended early: phase "+ph.Name+" failed")
 	} else {
 		sr.Steps = append(sr.Steps, st)
+		saturation.Retried(sr.Steps)
+		st = sr.Steps[len(sr.Steps)-1]
 		move, st.Knee = saturation.Next(set, sr.Steps)
 	}
 	var next plan.Phase

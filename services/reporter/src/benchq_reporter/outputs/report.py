@@ -51,6 +51,10 @@ from ..summary import benchbase as bb
 from ..summary.build import BenchbaseSummary, YcsbSummary
 from ..summary.ycsb import HIDDEN_OPERATIONS, LATENCY_FIGURES, THROUGHPUT, WINDOW_THROUGHPUT, slowest
 
+# A report holds each plot's figure open until its page is written (then close()): a grid or a
+# saturation search has more than matplotlib's 20 without a leak, so its warning would only alarm.
+matplotlib.rcParams["figure.max_open_warning"] = 0
+
 PERCENTILES = ("p50", "p95", "p99", "p999")
 # The Monitoring figures plotted per component, as the axis names them (the
 # summary keeps bexhoma's column titles, "CPU [CPUs]" and "Max RAM [Gb]",
