@@ -130,6 +130,7 @@ func submitAndFollow(ctx context.Context, st *State, s *stack.Stack, code, reqID
 	}()
 
 	status := ""
+	planned, deployed, waiting, endLine := false, false, "", ""
 	for status == "" {
 		msg, err := cons.Next(jetstream.FetchMaxWait(5 * time.Second))
 		if err != nil {
@@ -137,12 +138,27 @@ func submitAndFollow(ctx context.Context, st *State, s *stack.Stack, code, reqID
 				st.Errorf("interrupted; the experiment goes on (benchq status; benchq stop -e %s; benchq summary -e %s)", code, code)
 				return ExitFailed
 			}
+			if planned && !deployed {
+				// Nothing deployed 5 s after the plan: say when other
+				// experiments' SUTs hold every slot -ms allows (once per change).
+				if xs, err := runningExperiments(ctx, b.JS); err == nil {
+					for _, x := range xs {
+						if why := slotWait(x, xs); x.Code == code && why != waiting {
+							if waiting = why; why != "" {
+								say(why)
+							}
+						}
+					}
+				}
+			}
 			continue // no event for a while: the phase is running
 		}
 		subj, _ := contracts.ParseSubject(msg.Subject())
 		if !answers(subj.Topic, msg.Data(), reqID) {
 			continue // another submission's plan or refusal
 		}
+		planned = planned || subj.Topic == contracts.TopicPlanned
+		deployed = deployed || subj.Topic != contracts.TopicPlanned
 		mu.Lock()
 		switch subj.Topic {
 		case contracts.TopicPlanned:
@@ -173,7 +189,9 @@ func submitAndFollow(ctx context.Context, st *State, s *stack.Stack, code, reqID
 			fmt.Fprintf(st.Stdout, "detached; follow it with: benchq status; the result with: benchq summary -e %s\n", code)
 			return ExitOK
 		}
-		status = end
+		if status = end; end != "" {
+			endLine = line
+		}
 	}
 	if err := waitStored(ctx, b, s.DBURL, code, true); err != nil {
 		st.Errorf("%v", err)
@@ -191,6 +209,11 @@ func submitAndFollow(ctx context.Context, st *State, s *stack.Stack, code, reqID
 		if path, rrc := writeReport(ctx, st, s, code, reportPath(st, code), ""); rrc == ExitOK {
 			fmt.Fprintf(st.Stdout, "\nHTML report of %s (summary and plots; opens without network): %s\n", code, path)
 		}
+	}
+	if status != contracts.ExperimentDone {
+		// Why, on stderr too: a script that keeps only stderr sees the cause,
+		// not just the result tests it failed.
+		st.Errorf("%s", endLine)
 	}
 	if rc != ExitOK {
 		return rc

@@ -120,6 +120,9 @@ func cmdStatus(ctx context.Context, args []string, st *State) int {
 	for _, x := range states {
 		fmt.Fprintln(out)
 		fmt.Fprint(out, grid([]string{x.Code, "dbms", "sut", "phase", "attempt", "pending", "running", "done"}, experimentRows(x)))
+		if why := slotWait(x, states); why != "" {
+			fmt.Fprintf(out, "%s: %s\n", x.Code, why)
+		}
 	}
 	if len(states) == 0 {
 		fmt.Fprintln(out, "\nNo experiment is running.")
