@@ -268,17 +268,24 @@ func merged(finals []*contracts.Final) (latency, service *hdrhistogram.Histogram
 			broken[into] = true
 		}
 	}
+	intended := contracts.YCSBOperationRule().IntendedPrefix
 	for _, f := range finals {
 		for _, o := range f.Operations {
-			if o.Histogram == "" || contracts.FailedOperation(o.Name) {
+			into := &service
+			if base, ok := strings.CutPrefix(o.Name, intended); ok {
+				into = &intendedH
+				o.Name = base // Intended-CLEANUP is a thread's end, not an operation
+			}
+			if contracts.FailedOperation(o.Name) || !contracts.CountsOperation(o.Name) {
 				continue
 			}
-			switch {
-			case contracts.IntendedOperation(o.Name):
-				add(&intendedH, o.Histogram)
-			case contracts.CountsOperation(o.Name):
-				add(&service, o.Histogram)
+			if o.Histogram == "" {
+				// A shard shipped no histogram of operations it ran (its
+				// log did not add up): the rest would be part of the values.
+				broken[into] = broken[into] || o.Count > 0
+				continue
 			}
+			add(into, o.Histogram)
 		}
 	}
 	if broken[&service] {

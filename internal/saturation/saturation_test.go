@@ -109,6 +109,23 @@ func TestEvaluateMergesHistograms(t *testing.T) {
 	if st := Evaluate(set, 1, contracts.RoleStep, 1, 1000, finals); st.P99MS != nil {
 		t.Errorf("p99 %v from half the values, want missing", *st.P99MS)
 	}
+	// So does a shard that shipped no histogram of operations it ran (its
+	// log did not add up), and a thread's end (Intended-CLEANUP) is no
+	// operation's latency.
+	finals[1].Operations[1].Histogram = ""
+	if st := Evaluate(set, 1, contracts.RoleStep, 1, 1000, finals); st.P99MS != nil {
+		t.Errorf("p99 %v without a shard's histogram, want missing", *st.P99MS)
+	}
+	finals[1] = shard(t, 2, 8, 500, 20, nil, 100, 0)
+	slow := hdrhistogram.New(1, 60_000_000, 3)
+	_ = slow.RecordValues(5_000_000, 400) // 2 % of the values: enough to move a p99
+	enc, _ := ycsb.EncodeHistogram(slow)
+	finals[1].Operations = append(finals[1].Operations, contracts.OpResult{Name: "Intended-CLEANUP", Count: 400, Histogram: enc})
+	if st := Evaluate(set, 1, contracts.RoleStep, 1, 1000, finals); st.P99MS == nil {
+		t.Error("p99 missing with every histogram shipped")
+	} else if *st.P99MS > 1 {
+		t.Errorf("p99 %v ms with the threads' 5 s ends beside 0.1 ms operations, want 0.1", *st.P99MS)
+	}
 }
 
 // The hold is judged on its seconds: a stall of two seconds in twenty

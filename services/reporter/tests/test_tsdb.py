@@ -96,6 +96,10 @@ def test_ingest_keeps_up():
     assert math.isclose(row["drained after [s]"], 0.3)
     assert row["ingest CV [%]"] == 0
     assert any('vm_rows_inserted_total{type="graphite"}' in n for n in ing.notes)
+    # A generator that reported no agents: the load offered is unknown, not 0.
+    rows = tables(r)
+    rows["shard_results"][0]["threads"] = None
+    assert math.isnan(build_ingest(ExperimentData.from_tables(rows)).table.iloc[0]["offered [points/s]"])
 
 
 def test_what_was_not_stored_or_not_read_is_missing_not_zero():

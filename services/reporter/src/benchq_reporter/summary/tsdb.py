@@ -128,7 +128,10 @@ def phase_row(
         "generators": len(shards),
         "agents": agents,
         "series": series,
-        "offered [points/s]": series * 1000 / flush_ms if kind == KIND.run and flush_ms > 0 else math.nan,
+        # A generator that reported no agents leaves the load offered unknown, not 0.
+        "offered [points/s]": series * 1000 / flush_ms
+        if kind == KIND.run and flush_ms > 0 and shards["threads"].notna().all()
+        else math.nan,
         "sent [points/s]": sent / window if window and window > 0 else math.nan,
         "sent [points]": sent,
         "failed [points]": failed,
