@@ -451,11 +451,16 @@ func TestExpandWorkersListIsALoop(t *testing.T) {
 		{contracts.Request{WorkersList: []int{3, 3}}, "workers_list: 3,3 names a number of workers twice"},
 		{contracts.Request{WorkersList: []int{0, 3}}, "workers_list: 0,3: each number of workers must be at least 1"},
 		{contracts.Request{CostPerHour: -1}, "cost_per_hour: a price cannot be negative"},
+		{contracts.Request{WorkerReplicas: 1}, "worker_replicas: replicas (-nwr) need workers (-nw): Redis runs as one server without -nw"},
 	} {
 		bad.r.DBMS = []string{"Redis"}
 		if _, err := Expand("1", req(bad.r)); err == nil || !strings.Contains(err.Error(), bad.want) {
 			t.Errorf("%+v: %v, want %q", bad.r, err, bad.want)
 		}
+	}
+	// A DBMS that is a cluster without -nw gives its default masters the replicas.
+	if p, err := Expand("1", req(contracts.Request{DBMS: []string{"RedisCluster"}, WorkerReplicas: 1})); err != nil || p.Configurations[0].SUT.WorkerReplicas != 1 {
+		t.Errorf("RedisCluster -nwr 1: %v", err)
 	}
 }
 
