@@ -831,14 +831,15 @@ def _live_row(b: Board, sets: dict[str, list[Metric]]) -> None:
             timeseries.Panel(),
             "Throughput of the shards in flight",
             "ops",
-            "the driver agents' benchq_agent_ops_per_second, over their last status interval",
+            "the driver agents' benchq_agent_ops_per_second over their last status interval: "
+            'operation="all", the driver\'s own count (a read-modify-write once)',
         )
         .datasource(PROMETHEUS)
         .with_target(
+            # "all" only: the per-operation series add up to it (and to more with
+            # workload F, whose read-modify-writes are in READ and UPDATE too).
             promql(
-                f'sum by (phase) (benchq_agent_ops_per_second{{{LIVE}, phase=~"$phase", '
-                f'operation!~"Intended-.*|CLEANUP"}})',
-                "{{phase}}",
+                f'sum by (phase) (benchq_agent_ops_per_second{{{LIVE}, phase=~"$phase", operation="all"}})', "{{phase}}"
             )
         ),
         8,
