@@ -38,10 +38,10 @@ func planOf(t *testing.T, benchmark string, args ...string) (string, string) {
 	return string(out), ""
 }
 
-// No silent flags: every flag of `benchq ycsb` and `benchq benchbase` (with
-// every alias) changes the plan on the local backend: its settings, or a
-// note the dry run warns of and the summary lists; the few that act only
-// on the CLI say what they do.
+// No silent flags: every flag of `benchq ycsb`, `benchq benchbase` and
+// `benchq tsdb` (with every alias) changes the plan on the local backend:
+// its settings, or a note the dry run warns of and the summary lists, or
+// is refused naming it; the few that act only on the CLI say what they do.
 func TestEveryFlagActs(t *testing.T) {
 	cliOnly := map[string]string{
 		"e":         "names the experiment (its code); tested by the e2e experiments",
@@ -52,6 +52,7 @@ func TestEveryFlagActs(t *testing.T) {
 	}
 	onlyValue := map[string]string{ // benchbase's only choice: anything else is refused
 		"benchbase/xwl": "tpcc", "benchbase/b": "tpcc",
+		"tsdb/xtb": "0", // tsdb's load is its agents × series: any other target base is refused
 	}
 	samples := map[string][]string{
 		"dbms": {"Redis"}, "sf": {"0.02"}, "xop": {"0.02"}, "xwl": {"c"}, "xio": {"ordered"}, "xtb": {"100"},
@@ -69,13 +70,21 @@ func TestEveryFlagActs(t *testing.T) {
 		"xsatf": {"-xsat"}, "xsats": {"-xsat"}, "xsatp99": {"-xsat"}, "xsatprec": {"-xsat"}, "xsatmax": {"-xsat"}, "xsh": {"-xsat"},
 	}
 	samples["nw"], samples["nwr"], samples["xnpp"], samples["xnpi"], samples["xnpo"], samples["rsr"] = []string{"4"}, []string{"1"}, []string{"2"}, []string{"64"}, []string{"32"}, nil
-	for _, benchmark := range []string{plan.BenchmarkYCSB, plan.BenchmarkBenchbase} {
+	// benchq tsdb's own (haggar's).
+	samples["metrics"], samples["flush-interval"], samples["jitter"] = []string{"7"}, []string{"2s"}, []string{"3ms"}
+	samples["spawn-interval"], samples["prefix"], samples["protocol"] = []string{"9ms"}, []string{"bench."}, []string{"remote-write"}
+	for _, benchmark := range []string{plan.BenchmarkYCSB, plan.BenchmarkBenchbase, plan.BenchmarkTSDB} {
 		var f expFlags
 		fs := newExpFlagSet(&f, benchmark, io.Discard)
 		base := []string{"-sf", "0.01"}
-		if benchmark == plan.BenchmarkBenchbase {
+		switch benchmark {
+		case plan.BenchmarkBenchbase:
 			base = []string{"-sf", "1"}
 			samples["sf"], samples["dbms"] = []string{"2"}, []string{"PgBouncer"}
+		case plan.BenchmarkTSDB:
+			base = []string{"-dbms", "VictoriaMetrics"}
+			samples["dbms"] = []string{"Graphite"}
+			context["tsdb/nw"], context["tsdb/nwr"] = []string{"-dbms", "Graphite"}, []string{"-dbms", "Graphite", "-nw", "3"}
 		}
 		fs.VisitAll(func(fl *flag.Flag) {
 			name := canonical(fs, fl)
