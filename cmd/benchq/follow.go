@@ -19,7 +19,6 @@ import (
 
 	"github.com/benchq/benchq/contracts"
 	"github.com/benchq/benchq/internal/bus"
-	"github.com/benchq/benchq/internal/natsauth"
 	"github.com/benchq/benchq/internal/plan"
 	"github.com/benchq/benchq/internal/procs"
 	"github.com/benchq/benchq/internal/stack"
@@ -28,13 +27,9 @@ import (
 // submitAndFollow publishes the request, prints one line per experiment
 // event until the experiment ends, then prints the summary.
 func submitAndFollow(ctx context.Context, st *State, s *stack.Stack, code, reqID string, data []byte, detach, report bool) int {
-	b, err := s.Dial()
-	if errors.Is(err, natsauth.ErrSeed) { // the stack is up; benchq's own key file is the matter
-		st.Errorf("connect to %s: %v", s.NATSURL, err)
-		return ExitFailed
-	} else if err != nil {
-		st.Errorf("connect to %s: %v (is the stack up? benchq up)", s.NATSURL, err)
-		return ExitNotReady
+	b, rc := dial(st, s)
+	if b == nil {
+		return rc
 	}
 	defer b.Close()
 	// A code that names an experiment already would be refused by the
@@ -131,6 +126,7 @@ func submitAndFollow(ctx context.Context, st *State, s *stack.Stack, code, reqID
 
 	status := ""
 	planned, deployed, waiting, endLine := false, false, "", ""
+	var polled time.Time // the last look at the SUT slots
 	for status == "" {
 		msg, err := cons.Next(jetstream.FetchMaxWait(5 * time.Second))
 		if err != nil {
@@ -138,12 +134,16 @@ func submitAndFollow(ctx context.Context, st *State, s *stack.Stack, code, reqID
 				st.Errorf("interrupted; the experiment goes on (benchq status; benchq stop -e %s; benchq summary -e %s)", code, code)
 				return ExitFailed
 			}
-			if planned && !deployed {
-				// Nothing deployed 5 s after the plan: say when other
-				// experiments' SUTs hold every slot -ms allows (once per change).
-				if xs, err := runningExperiments(ctx, b.JS); err == nil {
-					for _, x := range xs {
-						if why := slotWait(x, xs); x.Code == code && why != waiting {
+			if planned && !deployed && time.Since(polled) >= slotPoll {
+				// Nothing deployed yet: say when other experiments' SUTs
+				// hold every slot -ms allows (once per change). Its own
+				// state first; the others only while it has no SUT.
+				polled = time.Now()
+				if own, err := b.ExperimentState(ctx, code); err == nil && own.Alive() > 0 {
+					deployed = true
+				} else if err == nil {
+					if xs, err := runningExperiments(ctx, b.JS); err == nil {
+						if why := slotWait(*own, xs); why != waiting {
 							if waiting = why; why != "" {
 								say(why)
 							}
@@ -203,7 +203,7 @@ func submitAndFollow(ctx context.Context, st *State, s *stack.Stack, code, reqID
 	fmt.Fprintln(st.Stdout)
 	// With -tr a failed result test fails the run (the reporter says which),
 	// so that a CI pipeline can gate on benchq's exit status.
-	rc := runReporter(ctx, st, s, "summary", "-e", code, "--fail-on-tests")
+	rc = runReporter(ctx, st, s, "summary", "-e", code, "--fail-on-tests")
 	// The HTML report too, whatever the tests said: it shows why.
 	if report {
 		if path, rrc := writeReport(ctx, st, s, code, reportPath(st, code), ""); rrc == ExitOK {
@@ -243,10 +243,12 @@ func answers(topic contracts.Topic, data []byte, reqID string) bool {
 }
 
 // Live progress: looked at every progressPoll, printed per phase at most
-// every progressEvery.
+// every progressEvery. Before its first SUT, an experiment looks at most
+// every slotPoll whether other experiments' SUTs hold the slots.
 const (
 	progressPoll  = time.Second
 	progressEvery = 10 * time.Second
+	slotPoll      = 5 * time.Second
 )
 
 // describe turns an event into a progress line; end is the experiment's

@@ -79,14 +79,7 @@ func cmdReport(ctx context.Context, args []string, st *State) int {
 // files it wrote, the page first.
 func writeReport(ctx context.Context, st *State, s *stack.Stack, code, out, png string) (string, int) {
 	if dir := filepath.Dir(reportPath(st, code)); filepath.Dir(out) == dir {
-		// The home's reports hold the results database's figures, which
-		// other local users may not read: so neither may they read these
-		// (a directory made before was 0755).
-		err := os.MkdirAll(dir, 0o700)
-		if err == nil {
-			err = os.Chmod(dir, 0o700)
-		}
-		if err != nil {
+		if err := privateDir(dir); err != nil {
 			st.Errorf("report: %v", err)
 			return "", ExitFailed
 		}
@@ -171,4 +164,19 @@ func cmdList(ctx context.Context, _ []string, st *State) int {
 		return rc
 	}
 	return runReporter(ctx, st, s, "list")
+}
+
+// privateDir makes the home's reports directory, which holds the results
+// database's figures that other local users may not read: 0700, and one
+// made by an older benchq (0755) loses its bits for others. A group's bits,
+// or a link to another directory, are the user's choice and stay.
+func privateDir(dir string) error {
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		return err
+	}
+	fi, err := os.Lstat(dir)
+	if err != nil || !fi.IsDir() || fi.Mode().Perm()&0o007 == 0 {
+		return err
+	}
+	return os.Chmod(dir, fi.Mode().Perm()&^0o007)
 }

@@ -50,8 +50,8 @@ func TestReporterCommandsPassTheStacksDatabase(t *testing.T) {
 	// The home's reports are the results database's figures: other users may not read them.
 	if fi, err := os.Stat(filepath.Join(s.home, "reports")); err != nil {
 		t.Error(err)
-	} else if fi.Mode().Perm() != 0o700 {
-		t.Errorf("reports directory: mode %v, want 0700", fi.Mode().Perm())
+	} else if fi.Mode().Perm() != 0o750 {
+		t.Errorf("reports directory: mode %v, want 0750 (0755 without the bits for others)", fi.Mode().Perm())
 	}
 }
 

@@ -9,6 +9,8 @@ import (
 	"strings"
 	"time"
 
+	"github.com/benchq/benchq/internal/bus"
+	"github.com/benchq/benchq/internal/natsauth"
 	"github.com/benchq/benchq/internal/procs"
 	"github.com/benchq/benchq/internal/stack"
 )
@@ -124,4 +126,20 @@ func cmdDown(ctx context.Context, _ []string, st *State) int {
 	stack.Stop(ctx, st, s)
 	fmt.Fprintln(st.Stdout, "stack down")
 	return ExitOK
+}
+
+// dial connects benchq to the stack's NATS. A key file benchq cannot use
+// (others may read it, it is no seed) is benchq's own matter, exit 1 naming
+// the file; any other failure is a stack that is not running, exit 3.
+func dial(st *State, s *stack.Stack) (*bus.Bus, int) {
+	b, err := s.Dial()
+	switch {
+	case errors.Is(err, natsauth.ErrSeed):
+		st.Errorf("connect to %s: %v", s.NATSURL, err)
+		return nil, ExitFailed
+	case err != nil:
+		st.Errorf("connect to %s: %v (is the stack up? benchq up)", s.NATSURL, err)
+		return nil, ExitNotReady
+	}
+	return b, ExitOK
 }

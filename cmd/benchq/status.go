@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"net/http"
 	"sort"
@@ -14,6 +15,7 @@ import (
 
 	"github.com/benchq/benchq/contracts"
 	"github.com/benchq/benchq/internal/bus"
+	"github.com/benchq/benchq/internal/natsauth"
 	"github.com/benchq/benchq/internal/procs"
 	"github.com/benchq/benchq/internal/stack"
 )
@@ -51,7 +53,10 @@ func cmdStatus(ctx context.Context, args []string, st *State) int {
 	}
 
 	b, err := s.Dial()
-	if err != nil {
+	if errors.Is(err, natsauth.ErrSeed) {
+		line("Message queue", fmt.Sprintf("benchq cannot log in (%s: %v)", s.NATSURL, err))
+		return ExitFailed
+	} else if err != nil {
 		line("Message queue", fmt.Sprintf("NOT REACHABLE (%s: %v)", s.NATSURL, err))
 		return ExitFailed
 	}

@@ -68,12 +68,7 @@ func connectStack(st *State) (*bus.Bus, int) {
 	if s == nil {
 		return nil, rc
 	}
-	b, err := s.Dial()
-	if err != nil {
-		st.Errorf("connect to %s: %v", s.NATSURL, err)
-		return nil, ExitNotReady
-	}
-	return b, ExitOK
+	return dial(st, s)
 }
 
 // removeVolume deletes a volume of the embedded stack, unless a SUT uses it.

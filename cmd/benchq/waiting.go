@@ -5,6 +5,7 @@ import (
 	"strings"
 
 	"github.com/benchq/benchq/contracts"
+	"github.com/benchq/benchq/internal/plan"
 )
 
 // slotWait says why experiment x has deployed nothing yet, when the reason
@@ -13,7 +14,11 @@ import (
 // the default -ms is 1). "" when x has a SUT, has no configuration left
 // waiting, or a slot is free. all are the running experiments.
 func slotWait(x contracts.ExperimentState, all []contracts.ExperimentState) string {
-	if x.Alive() > 0 || x.Plan.Settings.MaxSUTs == nil || *x.Plan.Settings.MaxSUTs == 0 {
+	limit := plan.DefaultMaxSUTs // a plan stored without it: the scheduler's default too
+	if m := x.Plan.Settings.MaxSUTs; m != nil {
+		limit = *m
+	}
+	if x.Alive() > 0 || limit == 0 { // -ms 0: no limit
 		return ""
 	}
 	pending := false
@@ -23,7 +28,6 @@ func slotWait(x contracts.ExperimentState, all []contracts.ExperimentState) stri
 	if !pending {
 		return ""
 	}
-	limit := *x.Plan.Settings.MaxSUTs
 	var holders []string
 	for _, o := range all {
 		if o.Code == x.Code {

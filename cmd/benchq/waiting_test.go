@@ -25,6 +25,10 @@ func TestSlotWaitNamesWhoHoldsTheSlots(t *testing.T) {
 	if !strings.HasPrefix(got, want) {
 		t.Errorf("got %q, want %q…", got, want)
 	}
+	// A plan stored without max_suts has the scheduler's default, 1.
+	if got := slotWait(state("vbusy", nil, contracts.ConfigPending, 0), []contracts.ExperimentState{kept}); !strings.HasPrefix(got, "waiting for a SUT slot: -ms 1 ") {
+		t.Errorf("no max_suts in the plan: %q", got)
+	}
 	deploying := state("other", &one, contracts.ConfigDeploying, 0)
 	if got := slotWait(queued, []contracts.ExperimentState{deploying, queued}); !strings.Contains(got, "other-Redis-1 of experiment other (deploying)") {
 		t.Errorf("behind a deploying SUT: %q", got)

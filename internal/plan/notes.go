@@ -27,8 +27,10 @@ func Notes(r contracts.Request, backend string) []string {
 			out = append(out, given(map[string]bool{"-rc": s.RequestCPU != "", "-rr": s.RequestMemory != "", "-lr": s.LimitMemory != "", "-lc": s.LimitCPU != ""})+
 				" ignored: the local backend does not bound the CPU or memory of its processes")
 		}
-		if s := r.Storage; s != nil && s.Size != "" {
+		if s := r.Storage; s != nil && s.Size != "" && s.Class != "" {
 			out = append(out, "-rss ignored: on the local backend a volume is a directory, without a size")
+		} else if s != nil && s.Size != "" {
+			out = append(out, "-rss ignored: without -rst it asks for ephemeral storage, which the local backend does not bound")
 		}
 	}
 	if r.WorkerReplicas > 0 {

@@ -451,7 +451,7 @@ func TestExpandWorkersListIsALoop(t *testing.T) {
 		{contracts.Request{WorkersList: []int{3, 3}}, "workers_list: 3,3 names a number of workers twice"},
 		{contracts.Request{WorkersList: []int{0, 3}}, "workers_list: 0,3: each number of workers must be at least 1"},
 		{contracts.Request{CostPerHour: -1}, "cost_per_hour: a price cannot be negative"},
-		{contracts.Request{WorkerReplicas: 1}, "worker_replicas: replicas (-nwr) need workers (-nw): Redis runs as one server without -nw"},
+		{contracts.Request{WorkerReplicas: 1}, "worker_replicas: replicas (-nwr) need workers (-nw): without -nw, Redis is one server"},
 	} {
 		bad.r.DBMS = []string{"Redis"}
 		if _, err := Expand("1", req(bad.r)); err == nil || !strings.Contains(err.Error(), bad.want) {
@@ -461,6 +461,10 @@ func TestExpandWorkersListIsALoop(t *testing.T) {
 	// A DBMS that is a cluster without -nw gives its default masters the replicas.
 	if p, err := Expand("1", req(contracts.Request{DBMS: []string{"RedisCluster"}, WorkerReplicas: 1})); err != nil || p.Configurations[0].SUT.WorkerReplicas != 1 {
 		t.Errorf("RedisCluster -nwr 1: %v", err)
+	}
+	if _, err := Expand("1", req(contracts.Request{DBMS: []string{"RedisCluster", "Redis"}, WorkerReplicas: 1})); err == nil ||
+		!strings.HasSuffix(err.Error(), "without -nw, Redis is one server") {
+		t.Errorf("RedisCluster,Redis -nwr 1: %v, want Redis named alone", err)
 	}
 }
 

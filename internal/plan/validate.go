@@ -217,8 +217,8 @@ func checkSaturation(r contracts.Request) error {
 // a node, for every benchmark.
 func checkWorkers(r contracts.Request) error {
 	switch {
-	case r.WorkerReplicas > 0 && r.Workers == 0 && len(r.WorkersList) == 0 && !clustersByDefault(r.DBMS):
-		return invalid("worker_replicas", "replicas (-nwr) need workers (-nw): %s runs as one server without -nw", strings.Join(r.DBMS, ", "))
+	case r.WorkerReplicas > 0 && r.Workers == 0 && len(r.WorkersList) == 0 && len(single(r.DBMS)) > 0:
+		return invalid("worker_replicas", "replicas (-nwr) need workers (-nw): without -nw, %s is one server", strings.Join(single(r.DBMS), ", "))
 	case r.Workers > 0 && len(r.WorkersList) > 0:
 		return invalid("workers_list", "give workers (one number) or workers_list (-nw 1,2,3), not both")
 	case slices.ContainsFunc(r.WorkersList, func(n int) bool { return n < 1 }):
@@ -316,20 +316,21 @@ func hasDuplicate(xs []int) bool {
 	return false
 }
 
-// clustersByDefault reports whether every DBMS of dbms is a cluster of
-// workers without -nw (RedisCluster's 3), so that -nwr alone has masters
-// to give replicas to.
-func clustersByDefault(dbms []string) bool {
+// single are the DBMSs of dbms that are one server without -nw: -nwr
+// alone has no masters to give replicas to there (RedisCluster is a
+// cluster of 3 without -nw; Redis and Graphite are one server).
+func single(dbms []string) []string {
+	var out []string
 	for _, d := range dbms {
 		e, err := catalog.Lookup(d)
-		if err != nil || !e.Clustered() {
-			return false
+		if err == nil && e.Clustered() {
+			if _, dflt := e.WorkerLimits(); dflt >= 1 {
+				continue
+			}
 		}
-		if _, dflt := e.WorkerLimits(); dflt < 1 {
-			return false
-		}
+		out = append(out, d)
 	}
-	return len(dbms) > 0
+	return out
 }
 
 // joinInts is a list as the CLI takes it: 1,2,3.

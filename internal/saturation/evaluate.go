@@ -232,7 +232,9 @@ func variation(xs []float64) (cv, worst float64) {
 }
 
 // counts are the shards' executed and failed operations, as YCSB's
-// throughput and status lines count them (contracts.OperationWeight).
+// throughput and status lines count them (contracts.OperationWeight); no
+// more failed than executed (a read-modify-write whose read and update
+// both failed is in two -FAILED blocks).
 func counts(finals []*contracts.Final) (ops, failed int64) {
 	for _, f := range finals {
 		for _, o := range f.Operations {
@@ -242,7 +244,7 @@ func counts(finals []*contracts.Final) (ops, failed int64) {
 			}
 		}
 	}
-	return ops, failed
+	return ops, min(failed, ops)
 }
 
 // histRange is the range of the histograms steps are merged into: 1 µs to

@@ -308,3 +308,35 @@ func TestNoLoadPassedOnTheLatencyBoundSaysWhy(t *testing.T) {
 		t.Errorf("a step below its load: knee %+v", knee)
 	}
 }
+
+// A retry is futile against the step of fewer shards that reached as much:
+// the verdict names that one, not merely the first of the same load.
+func TestRetriedNamesTheStepItMatched(t *testing.T) {
+	limited := func(shards int, goodput float64) contracts.SaturationStep {
+		return contracts.SaturationStep{Role: contracts.RoleStep, Offered: 10000, Shards: shards, Goodput: goodput,
+			Verdict: contracts.VerdictDriverLimited, Why: "goodput too low" + busyPhrase + " 99 % of the time"}
+	}
+	steps := []contracts.SaturationStep{limited(1, 5000), limited(2, 8000)}
+	Retried(steps)
+	if steps[1].Verdict != contracts.VerdictDriverLimited {
+		t.Fatalf("2 shards that reached more than 1 did: %s (%s), want driver-limited", steps[1].Verdict, steps[1].Why)
+	}
+	steps = append(steps, limited(4, 8100))
+	Retried(steps)
+	if want := "goodput too low; 4 shards reached 8100 ops/s, 2 reached 8000: the drivers were not the limit"; steps[2].Verdict != contracts.VerdictFail || steps[2].Why != want {
+		t.Errorf("%s (%s), want fail (%s)", steps[2].Verdict, steps[2].Why, want)
+	}
+}
+
+// Workload F against a SUT that is down: 50 reads and 50 read-modify-writes,
+// all failed, are 100 operations, and no more than 100 failed (the RMWs'
+// reads and updates are 150 failed blocks' operations).
+func TestCountsAReadModifyWriteOnce(t *testing.T) {
+	f := &contracts.Final{Operations: []contracts.OpResult{
+		{Name: "READ-FAILED", Count: 100}, {Name: "UPDATE-FAILED", Count: 50}, {Name: "READ-MODIFY-WRITE", Count: 50},
+		{Name: "Intended-READ-MODIFY-WRITE", Count: 50}, {Name: "CLEANUP", Count: 8},
+	}}
+	if ops, failed := counts([]*contracts.Final{f}); ops != 100 || failed != 100 {
+		t.Errorf("%d operations, %d failed; want 100 and 100", ops, failed)
+	}
+}

@@ -149,14 +149,9 @@ func Retried(steps []contracts.SaturationStep) {
 	if k < 0 || steps[k].Verdict != contracts.VerdictDriverLimited || !futile(steps, k) {
 		return
 	}
-	st := &steps[k]
+	st, e := &steps[k], steps[fewer(steps, k)]
 	why, _, _ := strings.Cut(st.Why, busyPhrase)
-	for _, e := range steps[:k] {
-		if e.Role == contracts.RoleStep && e.Offered == st.Offered && e.Shards < st.Shards {
-			why += fmt.Sprintf("; %d shards reached %.0f ops/s, %d reached %.0f: the drivers were not the limit", st.Shards, st.Goodput, e.Shards, e.Goodput)
-			break
-		}
-	}
+	why += fmt.Sprintf("; %d shards reached %.0f ops/s, %d reached %.0f: the drivers were not the limit", st.Shards, st.Goodput, e.Shards, e.Goodput)
 	st.Verdict, st.Why = contracts.VerdictFail, why
 }
 
@@ -175,14 +170,18 @@ func inVain(steps []contracts.SaturationStep) bool {
 // the same offered load on fewer shards reached as much goodput (within 5 %).
 // Then the drivers were not the limit — the SUT was, or the machine they
 // share with it.
-func futile(steps []contracts.SaturationStep, k int) bool {
+func futile(steps []contracts.SaturationStep, k int) bool { return fewer(steps, k) >= 0 }
+
+// fewer is the earlier step that makes step k futile: the same offered
+// load on fewer shards with as much goodput (within 5 %); -1 if none.
+func fewer(steps []contracts.SaturationStep, k int) int {
 	st := steps[k]
-	for _, e := range steps[:k] {
+	for i, e := range steps[:k] {
 		if e.Role == contracts.RoleStep && e.Offered == st.Offered && e.Shards < st.Shards && st.Goodput <= e.Goodput*1.05 {
-			return true
+			return i
 		}
 	}
-	return false
+	return -1
 }
 
 // bestShards is the shard count of the step that reached the highest

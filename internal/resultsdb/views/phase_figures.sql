@@ -16,8 +16,10 @@
 --                 outcome). Benchbase (TPC-C): the requests of the ALL
 --                 operation, which the five transaction types' counts add up
 --                 to (never added to them);
---   failed        YCSB: the operations of the <OP>-FAILED blocks; Benchbase:
---                 ALL's requests with an error outcome (ERROR, UNKNOWN);
+--   failed        YCSB: the operations of the <OP>-FAILED blocks, at most
+--                 operations (a read-modify-write whose read and update both
+--                 failed is in two of them); Benchbase: ALL's requests with
+--                 an error outcome (ERROR, UNKNOWN);
 --   window_s      the common window: earliest first operation of a shard to
 --                 the latest last one (Benchbase: a shard's first request
 --                 plus its measured runtime, as the summary's Aggregated
@@ -72,7 +74,7 @@ WITH ops AS (
            CASE WHEN bool_and(status = 'ok' AND first_op_at IS NOT NULL AND last_op_at IS NOT NULL)
                 THEN extract(epoch FROM max(last_op_at) - min(first_op_at))::double precision END AS window_s,
            coalesce(sum(operations), 0) AS operations,
-           coalesce(sum(failed), 0) AS failed,
+           least(coalesce(sum(failed), 0), coalesce(sum(operations), 0)) AS failed,
            coalesce(sum(successes), 0) AS successes,
            max(p99_max_us) AS p99_max_us
     FROM shards

@@ -271,6 +271,13 @@ def test_a_read_modify_write_counts_once_as_in_ycsbs_throughput(tables):
     # YCSB's count: the standalone reads and the read-modify-writes, once each, as before.
     assert row[ycsb.WINDOW_THROUGHPUT] == pytest.approx(before)
     assert row[ycsb.ERROR_SHARE] == 0
+    # Everything failed (a SUT that is down): each read-modify-write's read and update are two failed
+    # blocks' operations, yet no more failed than executed: 100 %, goodput 0, never below.
+    for o in tables["shard_operations"]:
+        if o["phase"] == RUN and o["operation"] in ("READ", "UPDATE"):
+            o["operation"], o["return_codes"] = o["operation"] + "-FAILED", {}
+    row = summarize(experiment(tables)).execution_per_phase.iloc[0]
+    assert row[ycsb.ERROR_SHARE] == 100 and row[ycsb.GOODPUT] == 0
 
 
 def test_simulated_phase_is_said_plainly_and_fails_the_tests(tables):

@@ -51,10 +51,6 @@ from ..summary import benchbase as bb
 from ..summary.build import BenchbaseSummary, YcsbSummary
 from ..summary.ycsb import HIDDEN_OPERATIONS, LATENCY_FIGURES, THROUGHPUT, WINDOW_THROUGHPUT, slowest
 
-# A report holds each plot's figure open until its page is written (then close()): a grid or a
-# saturation search has more than matplotlib's 20 without a leak, so its warning would only alarm.
-matplotlib.rcParams["figure.max_open_warning"] = 0
-
 PERCENTILES = ("p50", "p95", "p99", "p999")
 # The Monitoring figures plotted per component, as the axis names them (the
 # summary keeps bexhoma's column titles, "CPU [CPUs]" and "Max RAM [Gb]",
@@ -74,6 +70,14 @@ def plots(frames: Mapping[str, pd.DataFrame], summary: object) -> tuple[list[Plo
     """The plots of one experiment, and a line for each that has no data."""
     out: list[Plot] = []
     missing: list[str] = []
+    # A report holds each plot's figure open until its page is written (then close()): a grid or a
+    # saturation search has more than matplotlib's 20 without a leak, so its warning would only alarm.
+    with matplotlib.rc_context({"figure.max_open_warning": 0}):
+        _draw(frames, summary, out, missing)
+    return out, missing
+
+
+def _draw(frames: Mapping[str, pd.DataFrame], summary: object, out: list[Plot], missing: list[str]) -> None:
     for make in (
         _timeline,
         _throughput_over_time,
@@ -89,7 +93,6 @@ def plots(frames: Mapping[str, pd.DataFrame], summary: object) -> tuple[list[Plo
         out.extend(made)
         if why:
             missing.append(why)
-    return out, missing
 
 
 def unlabelled(fig: Figure) -> list[str]:

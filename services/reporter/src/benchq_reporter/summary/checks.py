@@ -153,8 +153,10 @@ def threshold_tests(thresholds: list[Mapping[str, Any]], lat: pd.DataFrame, per_
             for _, r in per_phase.iterrows():
                 target = float(r["target"]) if pd.notna(r["target"]) else math.nan
                 if t.get("of_target") and not target > 0:
-                    # Unthrottled (target 0): no target to compare with, not a bound of 0 that always holds.
-                    measured.append((f"{r['phase']} (unthrottled, no target)", math.nan, math.nan))
+                    # No target to compare with (not a bound of 0 that always holds): unthrottled, or a
+                    # shard's target unknown.
+                    why = "unthrottled, no target" if target == 0 else "target unknown"
+                    measured.append((f"{r['phase']} ({why})", math.nan, math.nan))
                     continue
                 limit = value * target if t.get("of_target") else value
                 measured.append((str(r["phase"]), float(r.get(PHASE_COLUMN[figure], math.nan)), limit))

@@ -282,7 +282,8 @@ def phase_latency(ops: pd.DataFrame, planned: pd.DataFrame) -> pd.DataFrame:
 def slowest(lat: pd.DataFrame, figure: str) -> pd.Series:
     """Per phase, the highest ``figure`` (a LATENCY_FIGURES title) of a latency table's operations: latency from
     the operation's start, failed operations left out (as -threshold's latency bounds): "the slowest operation"."""
-    rows = lat[(lat["latency from"] == "start") & ~lat["operation"].str.endswith(FAILED)]
+    start = lat["latency from"] == "start"
+    rows = lat[start & lat["operation"].map(contracts.counts_operation) & ~lat["operation"].str.endswith(FAILED)]
     return rows.groupby("phase")[figure].max()
 
 
@@ -363,7 +364,9 @@ def _window_figures(g: pd.DataFrame, windows: pd.DataFrame) -> dict[str, pd.Seri
     """Common-window throughput and goodput, error share and start skew for the phases of an aggregated table."""
     w = g[["phase"]].merge(windows, on="phase", how="left")
     seconds = w["window_ms"].astype("float64").where(lambda ms: ms > 0) / 1000
-    ops, failed = w["window_ops"].astype("float64"), w["window_failed"].astype("float64")
+    ops = w["window_ops"].astype("float64")
+    # A composite operation's failed parts may count twice (names.json): no more failed than executed.
+    failed = w["window_failed"].astype("float64").clip(upper=ops)
     return {
         WINDOW_THROUGHPUT: ops / seconds,
         GOODPUT: (ops - failed) / seconds,
