@@ -288,9 +288,13 @@ func TestLocalIgnores(t *testing.T) {
 	if got := localIgnores(nil); got != nil {
 		t.Errorf("nil spec: %v", got)
 	}
-	got := strings.Join(localIgnores(&contracts.SUTSpec{Storage: &contracts.Storage{Size: "1Gi"}, Node: "n", Workers: 3}), "; ")
+	got := strings.Join(localIgnores(&contracts.SUTSpec{Storage: &contracts.Storage{Class: "local", Size: "1Gi"}, Node: "n", Workers: 3}), "; ")
 	if got != "-rnn ignored: the local backend runs everything on this machine; -rss ignored: on the local backend a volume is a directory, without a size" {
 		t.Errorf("got %q", got)
+	}
+	// Without -rst, -rss is an ephemeral-storage request, not a volume's size.
+	if got := strings.Join(localIgnores(&contracts.SUTSpec{Storage: &contracts.Storage{Size: "1Gi"}}), "; "); got != "-rss ignored: without -rst it asks for ephemeral storage, which the local backend does not bound" {
+		t.Errorf("-rss alone: got %q", got)
 	}
 }
 
