@@ -17,11 +17,20 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
+
+	"github.com/benchq/benchq/internal/atomicfile"
 )
 
 // EnvAddr names the environment variable with a service's metrics address
 // (host:port; port 0 picks a free one). Empty: no metrics server.
 const EnvAddr = "BENCHQ_METRICS_ADDR"
+
+// EnvAddrFile names a file the service writes the address it serves on
+// into, once it listens: the port a parent picked may be taken before the
+// service binds it (stacks started side by side), and then the service
+// takes a free one and the file names it (the stack writes Prometheus's
+// target from it).
+const EnvAddrFile = "BENCHQ_METRICS_ADDR_FILE"
 
 // NewRegistry is a registry with the Go runtime and process collectors, as
 // a service's /metrics should have.
@@ -65,12 +74,25 @@ func Serve(ctx context.Context, addr string, reg prometheus.Gatherer, log *slog.
 // its target as down.
 func FromEnv(ctx context.Context, log *slog.Logger) *prometheus.Registry {
 	reg := NewRegistry()
-	addr, err := Serve(ctx, os.Getenv(EnvAddr), reg, log)
+	want, file := os.Getenv(EnvAddr), os.Getenv(EnvAddrFile)
+	addr, err := Serve(ctx, want, reg, log)
+	if err != nil && file != "" {
+		// Taken meanwhile: a free port, which the file names.
+		if host, _, serr := net.SplitHostPort(want); serr == nil {
+			log.Info("metrics address taken, serving on a free port", "addr", want, "err", err)
+			addr, err = Serve(ctx, net.JoinHostPort(host, "0"), reg, log)
+		}
+	}
 	switch {
 	case err != nil:
 		log.Warn("no /metrics", "err", err)
 	case addr != nil:
 		log.Info("metrics served", "addr", addr.String())
+		if file != "" {
+			if werr := atomicfile.Write(file, []byte(addr.String()+"\n"), 0o644); werr != nil {
+				log.Warn("metrics address not written", "file", file, "err", werr)
+			}
+		}
 	}
 	return reg
 }

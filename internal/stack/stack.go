@@ -32,6 +32,7 @@ import (
 	"github.com/benchq/benchq/internal/bus"
 	"github.com/benchq/benchq/internal/localdb"
 	"github.com/benchq/benchq/internal/natsauth"
+	"github.com/benchq/benchq/internal/obs"
 	"github.com/benchq/benchq/internal/procs"
 	"github.com/benchq/benchq/internal/resultsdb"
 	"github.com/benchq/benchq/internal/startup"
@@ -159,16 +160,54 @@ func (s *Stack) restartResultsDB(ctx context.Context, st *State, p *Proc) error 
 }
 
 // startService starts a service with its /metrics address (the one it had
-// when that port is free) and has Prometheus scrape it there.
+// when that port is free) and has Prometheus scrape it where it serves:
+// the port picked may be taken before the service binds it (stacks started
+// side by side), and then the service takes a free one and names it in its
+// address file (obs.EnvAddrFile).
 func (s *Stack) startService(st *State, p Proc) error {
 	p, err := withMetricsAddr(p)
 	if err != nil {
 		return err
 	}
+	file := filepath.Join(st.Home(), p.Name+".metrics.addr")
+	if err := os.Remove(file); err != nil && !os.IsNotExist(err) {
+		return err // a stale address must not be taken for this start's
+	}
+	p.Env = procs.WithEnv(p.Env, obs.EnvAddrFile, file)
 	if err := s.start(st, p); err != nil {
 		return err
 	}
-	return s.writeTarget(st, p)
+	i := slices.IndexFunc(s.Procs, func(q Proc) bool { return q.Name == p.Name })
+	if err := servedAt(&s.Procs[i], file); err != nil {
+		return err
+	}
+	if err := s.save(st); err != nil {
+		return err
+	}
+	return s.writeTarget(st, s.Procs[i])
+}
+
+// servedAt waits until started service p names the address its /metrics
+// listens on in file, and keeps it in p's environment (a restart tries it
+// first). A service that exits before is an error quoting its log.
+func servedAt(p *Proc, file string) error {
+	ctx, cancel := context.WithTimeout(context.Background(), 15*time.Second)
+	defer cancel()
+	return procs.WaitFor(ctx, p.Name+" to serve its metrics", 20*time.Millisecond, func(context.Context) error {
+		b, err := os.ReadFile(file)
+		if err != nil {
+			if !procs.Alive(p.Pid) {
+				return procs.Permanent(fmt.Errorf("%s exited at once: %s (log %s)", p.Name, procs.LogTail(p.Log, 3), p.Log))
+			}
+			return err
+		}
+		addr := strings.TrimSpace(string(b))
+		if _, _, err := net.SplitHostPort(addr); err != nil {
+			return procs.Permanent(fmt.Errorf("%s's metrics address file %s: %w", p.Name, file, err))
+		}
+		p.Env = procs.WithEnv(p.Env, obs.EnvAddr, addr)
+		return nil
+	})
 }
 
 var ErrNotUp = errors.New("the stack is not running")
