@@ -111,11 +111,17 @@ type ShardDone struct {
 func (s *ExperimentState) Alive() int {
 	n := 0
 	for _, c := range s.Configs {
-		if c.Status == ConfigDeploying || c.Status == ConfigRunning || c.Status == ConfigTearingDown {
+		if c.HoldsSUT() {
 			n++
 		}
 	}
 	return n
+}
+
+// HoldsSUT reports whether the configuration's SUT exists or is being made
+// or removed: it takes one of the SUT slots -ms allows.
+func (c ConfigState) HoldsSUT() bool {
+	return c.Status == ConfigDeploying || c.Status == ConfigRunning || c.Status == ConfigTearingDown
 }
 
 // Shards counts the current phase's shards: pending (no READY yet),

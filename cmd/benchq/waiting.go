@@ -34,7 +34,7 @@ func slotWait(x contracts.ExperimentState, all []contracts.ExperimentState) stri
 			continue
 		}
 		for i, c := range o.Configs {
-			if c.Status != contracts.ConfigDeploying && c.Status != contracts.ConfigRunning && c.Status != contracts.ConfigTearingDown {
+			if !c.HoldsSUT() {
 				continue
 			}
 			h := fmt.Sprintf("%s of experiment %s (%s)", o.Plan.Configurations[i].Name, o.Code, c.Status)

@@ -3,7 +3,6 @@ package plan
 import (
 	"fmt"
 	"slices"
-	"strconv"
 	"strings"
 
 	"github.com/benchq/benchq/catalog"
@@ -222,9 +221,9 @@ func checkWorkers(r contracts.Request) error {
 	case r.Workers > 0 && len(r.WorkersList) > 0:
 		return invalid("workers_list", "give workers (one number) or workers_list (-nw 1,2,3), not both")
 	case slices.ContainsFunc(r.WorkersList, func(n int) bool { return n < 1 }):
-		return invalid("workers_list", "%s: each number of workers must be at least 1", joinInts(r.WorkersList))
+		return invalid("workers_list", "%s: each number of workers must be at least 1", joinG(asFloats(r.WorkersList)))
 	case hasDuplicate(r.WorkersList):
-		return invalid("workers_list", "%s names a number of workers twice: each number is one configuration", joinInts(r.WorkersList))
+		return invalid("workers_list", "%s names a number of workers twice: each number is one configuration", joinG(asFloats(r.WorkersList)))
 	case r.CostPerHour < 0:
 		return invalid("cost_per_hour", "a price cannot be negative (got %g)", r.CostPerHour)
 	}
@@ -331,13 +330,4 @@ func single(dbms []string) []string {
 		out = append(out, d)
 	}
 	return out
-}
-
-// joinInts is a list as the CLI takes it: 1,2,3.
-func joinInts(ns []int) string {
-	s := make([]string, len(ns))
-	for i, n := range ns {
-		s[i] = strconv.Itoa(n)
-	}
-	return strings.Join(s, ",")
 }

@@ -194,16 +194,11 @@ func servedAt(p *Proc, file string) error {
 	ctx, cancel := context.WithTimeout(context.Background(), 15*time.Second)
 	defer cancel()
 	return procs.WaitFor(ctx, p.Name+" to serve its metrics", 20*time.Millisecond, func(context.Context) error {
-		b, err := os.ReadFile(file)
-		if err != nil {
-			if !procs.Alive(p.Pid) {
-				return procs.Permanent(fmt.Errorf("%s exited at once: %s (log %s)", p.Name, procs.LogTail(p.Log, 3), p.Log))
-			}
+		addr, err := addrIn(file)
+		if errors.Is(err, fs.ErrNotExist) && !procs.Alive(p.Pid) {
+			return procs.Permanent(fmt.Errorf("%s exited at once: %s (log %s)", p.Name, procs.LogTail(p.Log, 3), p.Log))
+		} else if err != nil {
 			return err
-		}
-		addr := strings.TrimSpace(string(b))
-		if _, _, err := net.SplitHostPort(addr); err != nil {
-			return procs.Permanent(fmt.Errorf("%s's metrics address file %s: %w", p.Name, file, err))
 		}
 		p.Env = procs.WithEnv(p.Env, obs.EnvAddr, addr)
 		return nil
@@ -353,16 +348,27 @@ func (s *Stack) learnIntakeURL() error {
 	if s.IntakeURL != "" || s.intakeAddrFile == "" {
 		return nil
 	}
-	b, err := os.ReadFile(s.intakeAddrFile)
+	addr, err := addrIn(s.intakeAddrFile)
 	if err != nil {
 		return fmt.Errorf("the scheduler has not named its intake's address yet: %w", err)
 	}
-	addr := strings.TrimSpace(string(b))
-	if _, _, err := net.SplitHostPort(addr); err != nil {
-		return procs.Permanent(fmt.Errorf("the scheduler's intake address file %s: %w", s.intakeAddrFile, err))
-	}
 	s.IntakeURL = "http://" + addr
 	return nil
+}
+
+// addrIn is the host:port a process wrote into file once it listened (the
+// scheduler's intake, a service's /metrics). A file that holds no address
+// is a permanent error (procs.WaitFor gives up on it); a missing one is not.
+func addrIn(file string) (string, error) {
+	b, err := os.ReadFile(file)
+	if err != nil {
+		return "", err
+	}
+	addr := strings.TrimSpace(string(b))
+	if _, _, err := net.SplitHostPort(addr); err != nil {
+		return "", procs.Permanent(fmt.Errorf("address file %s: %w", file, err))
+	}
+	return addr, nil
 }
 
 // newDBPassword writes a fresh password for user of the results database
