@@ -2,6 +2,7 @@ package main
 
 import (
 	"math"
+	"strings"
 	"testing"
 	"time"
 
@@ -155,5 +156,52 @@ func TestMaxCPUOfSeveralSeriesIsThatOfTheirSum(t *testing.T) {
 	got, _, missing := reduceSeries(maxCPU, []prom.Series{pod("a", 0, 0, 1, 2, 2, 2), pod("b", 0, 0, 0, 0, 1, 2)}, t0, at(4000))
 	if got == nil || *got < 0.999 || *got > 1.001 {
 		t.Errorf("Max CPU %v (%s), want 1 core", got, missing)
+	}
+}
+
+// A figure of several series is missing when one of them ran in the phase
+// but has too few samples in it: the others' sum would be the figure of
+// part of the component, shown as all of it. A series that did not run in
+// the phase (it ended before the phase began) is left out of the figure.
+func TestFigureOfPartOfTheSeriesIsMissing(t *testing.T) {
+	t0 := time.Date(2026, 11, 26, 12, 0, 0, 0, time.UTC)
+	at := func(ms int) time.Time { return t0.Add(time.Duration(ms) * time.Millisecond) }
+	node := func(name string, ms ...int) prom.Series {
+		s := prom.Series{Labels: map[string]string{"instance": name}}
+		for _, m := range ms {
+			s.Samples = append(s.Samples, reduce.Sample{T: at(m), V: float64(m)})
+		}
+		return s
+	}
+	ram := catalog.Metric{Key: "max_ram", Series: "ram", Reduction: catalog.ReduceMax, Aggregate: catalog.AggregateSum, Scale: 1}
+	cpu := catalog.Metric{Key: "cpu_seconds", Series: cpuSeries, Reduction: catalog.ReduceIncrease, Aggregate: catalog.AggregateSum, Scale: 1}
+	maxCPU := catalog.Metric{Key: "max_cpu", Series: cpuSeries, Reduction: catalog.ReduceRateMax, Aggregate: catalog.AggregateSum, Scale: 1}
+	largest := catalog.Metric{Key: "lag", Series: "lag", Reduction: catalog.ReduceMax, Aggregate: catalog.AggregateMax, Scale: 1}
+	// The phase is [0, 2 s]. Node a is scraped in it; node b only before
+	// and after it (a scrape failed), so its gauge has no sample in it.
+	a, b := node("a", -1000, 0, 1000, 2000, 3000), node("b", -500, 2500)
+	for _, m := range []catalog.Metric{ram, largest} {
+		v, _, missing := reduceSeries(m, []prom.Series{a, b}, t0, at(2000))
+		if v != nil || !strings.Contains(missing, `{instance="b"}`) {
+			t.Errorf("%s of a and b (b without a sample in the phase) = %v, %q: want missing, naming b", m.Key, deref(v), missing)
+		}
+	}
+	// Counters: b has one sample in the phase and none beyond it, which
+	// is too few for an increase or a rate.
+	b = node("b", 1000)
+	for _, m := range []catalog.Metric{cpu, maxCPU} {
+		if v, _, missing := reduceSeries(m, []prom.Series{a, b}, t0, at(2000)); v != nil || !strings.Contains(missing, `{instance="b"}`) || !strings.Contains(missing, "2 series") {
+			t.Errorf("%s of a and b (b with one sample) = %v, %q: want missing, naming b", m.Key, deref(v), missing)
+		}
+	}
+	// c ended before the phase and d began after it: neither is of it, so
+	// the figures are a's alone.
+	c, d := node("c", -3000, -2000), node("d", 2500, 3500)
+	for _, m := range []catalog.Metric{ram, cpu, maxCPU} {
+		v, _, missing := reduceSeries(m, []prom.Series{a, c, d}, t0, at(2000))
+		want, _, _ := reduceSeries(m, []prom.Series{a}, t0, at(2000))
+		if v == nil || want == nil || *v != *want {
+			t.Errorf("%s of a with c and d (not in the phase) = %v (%s), want a's %v", m.Key, deref(v), missing, deref(want))
+		}
 	}
 }

@@ -5,7 +5,11 @@ package main
 
 import (
 	"fmt"
+	"maps"
 	"math"
+	"slices"
+	"strconv"
+	"strings"
 	"time"
 
 	"github.com/benchq/benchq/catalog"
@@ -37,12 +41,23 @@ func samplesOf(ph endedPhase, c column, series []prom.Series) []metricSample {
 // The fastest rate of several series added up (rate_max, summed) is that
 // of their sum, instant by instant (reduce.FastestSummedRate), not the sum
 // of each one's fastest.
+//
+// A series that ran in the phase (see ranIn) but has too few samples in
+// it to reduce makes the whole figure missing: the others' sum, or their
+// largest, would be a figure of part of the component shown as all of it.
+// A series that did not run in the phase (a process that ended before it,
+// or began after it) is not part of its figure.
 func reduceSeries(m catalog.Metric, series []prom.Series, start, end time.Time) (value *float64, samples int, missing string) {
+	all := make([][]reduce.Sample, len(series))
+	for i, s := range series {
+		samples += len(s.Samples)
+		all[i] = s.Samples
+	}
 	if m.Reduction == catalog.ReduceRateMax && m.Aggregate != catalog.AggregateMax && len(series) > 1 {
-		all := make([][]reduce.Sample, len(series))
 		for i, s := range series {
-			samples += len(s.Samples)
-			all[i] = s.Samples
+			if _, ok := reduce.Increase(s.Samples, start, end); !ok && ranIn(s.Samples, start, end) {
+				return nil, samples, partOf(m, series, i, start, end)
+			}
 		}
 		v, ok := reduce.FastestSummedRate(all, start, end)
 		if !ok {
@@ -54,27 +69,59 @@ func reduceSeries(m catalog.Metric, series []prom.Series, start, end time.Time) 
 	var total float64
 	reduced := 0
 	largest := m.Aggregate == catalog.AggregateMax
-	for _, s := range series {
-		samples += len(s.Samples)
-		if v, ok := reduceOne(m.Reduction, s.Samples, start, end); ok {
-			switch {
-			case reduced == 0 || !largest:
-				total += v
-			case v > total:
-				total = v
-			}
-			reduced++
+	for i, s := range series {
+		v, ok := reduceOne(m.Reduction, s.Samples, start, end)
+		switch {
+		case !ok && ranIn(s.Samples, start, end) && len(series) > 1:
+			return nil, samples, partOf(m, series, i, start, end)
+		case !ok:
+			continue
+		case reduced == 0 || !largest:
+			total += v
+		case v > total:
+			total = v
 		}
+		reduced++
 	}
 	if reduced == 0 {
-		all := make([][]reduce.Sample, len(series))
-		for i, s := range series {
-			all[i] = s.Samples
-		}
 		return nil, samples, tooFew(m, all, start, end)
 	}
 	v := total * m.Scale
 	return &v, samples, ""
+}
+
+// ranIn: the series has a sample at or before end and one at or after
+// start, so what it measures was there during [start, end].
+func ranIn(s []reduce.Sample, start, end time.Time) bool {
+	before, after := false, false
+	for _, p := range s {
+		if math.IsNaN(p.V) {
+			continue
+		}
+		before = before || !p.T.After(end)
+		after = after || !p.T.Before(start)
+	}
+	return before && after
+}
+
+// partOf is why a figure of several series is missing: series[i] ran in
+// the phase but had too few samples in it.
+func partOf(m catalog.Metric, series []prom.Series, i int, start, end time.Time) string {
+	combined := "sum"
+	if m.Aggregate == catalog.AggregateMax {
+		combined = "largest"
+	}
+	return fmt.Sprintf("%s, in one of the figure's %d series (%s): the %s of the others would be a figure of part of the component",
+		tooFew(m, [][]reduce.Sample{series[i].Samples}, start, end), len(series), labelsOf(series[i].Labels), combined)
+}
+
+// labelsOf names a series by its labels, in name order.
+func labelsOf(l map[string]string) string {
+	parts := make([]string, 0, len(l))
+	for _, k := range slices.Sorted(maps.Keys(l)) {
+		parts = append(parts, k+"="+strconv.Quote(l[k]))
+	}
+	return "{" + strings.Join(parts, ", ") + "}"
 }
 
 // tooFew is why a metric has no figure: its series had too few samples in

@@ -95,3 +95,45 @@ func TestPhaseFiguresCountBenchbaseRequestsOnce(t *testing.T) {
 			ops, failed, window, goodput)
 	}
 }
+
+// reported_shards reports one attempt of a phase, whole: the highest whose
+// shards all finished ok, else the highest. Attempt 1 finished shard 1 and
+// failed shard 2, attempt 2 the other way round: the view gives attempt
+// 2's two rows (a failure), never shard 1 of one run and shard 2 of the
+// other; once attempt 3 finishes both, its rows.
+func TestReportedShardsAreOneAttemptOfThePhase(t *testing.T) {
+	t.Parallel()
+	ctx := t.Context()
+	db := resultsDB(t, ctx)
+	const code, phase = "views3", "Redis-1-1"
+	start := time.Date(2026, 11, 25, 12, 0, 0, 0, time.UTC)
+	add := func(attempt, shard int, status string) {
+		t.Helper()
+		if _, err := db.Exec(ctx, `INSERT INTO shard_results (code, phase, shard, attempt, configuration, kind, agent, status,
+			started_at, ended_at, message_id) VALUES ($1, $2, $3, $4, 'Redis-1', 'run', 'a', $5, $6, $6, $7)`,
+			code, phase, shard, attempt, status, start.Add(time.Duration(attempt)*time.Minute), fmt.Sprintf("m%d.%d", attempt, shard)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	reported := func() string {
+		t.Helper()
+		var got string
+		if err := db.QueryRow(ctx, `SELECT string_agg(format('%s@%s', shard, attempt), ' ' ORDER BY shard)
+			FROM reported_shards WHERE code = $1 AND phase = $2`, code, phase).Scan(&got); err != nil {
+			t.Fatal(err)
+		}
+		return got
+	}
+	add(1, 1, "ok")
+	add(1, 2, "failed")
+	add(2, 1, "failed")
+	add(2, 2, "ok")
+	if got := reported(); got != "1@2 2@2" {
+		t.Errorf("reported shards %q, want attempt 2's (1@2 2@2): no attempt finished both, and attempts are not mixed", got)
+	}
+	add(3, 1, "ok")
+	add(3, 2, "ok")
+	if got := reported(); got != "1@3 2@3" {
+		t.Errorf("reported shards %q, want attempt 3's, the one that finished both", got)
+	}
+}

@@ -4,7 +4,8 @@
 -- tests check that they give the summary's figures.
 
 -- The one reported attempt of each shard of a phase: its highest successful
--- attempt, else its highest (the reporter's attempts.select_attempts).
+-- attempt, else its highest. views/reported_shards.sql has replaced it
+-- (one attempt per phase, never a mix of two).
 CREATE OR REPLACE VIEW reported_shards AS
 SELECT DISTINCT ON (code, phase, shard) *
 FROM shard_results

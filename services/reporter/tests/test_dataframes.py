@@ -100,6 +100,28 @@ def test_a_rerun_shard_reports_its_ok_attempt():
     assert run.to_dict() == {1: True, 2: False}
 
 
+def test_a_rerun_phase_reports_one_attempt_never_a_mix():
+    """Attempt 1 finished shard 1 but failed shard 2, attempt 2 the other way round: neither is whole, so the
+    phase is reported from attempt 2 (a failure), never from shard 1 of one run and shard 2 of the other."""
+    tables = frames_tables()
+    load = [r for r in tables["shard_results"] if r["kind"] == "load"]
+    load[1]["status"] = "failed"
+    again = [
+        dict(r, attempt=2, status="failed" if r["shard"] == 1 else "ok", message_id=f"m-{r['shard']}-2") for r in load
+    ]
+    tables["shard_results"] += again
+    frames = dataframes.build(experiment(tables), tables)
+    reported = frames["shards"].query("kind == 'load'").set_index(["shard", "attempt"])["reported"]
+    assert reported.to_dict() == {(1, 1): False, (2, 1): False, (1, 2): True, (2, 2): True}
+    # With attempt 2 whole, it is reported; with only attempt 1 whole, attempt 1 is.
+    again[0]["status"] = "ok"
+    frames = dataframes.build(experiment(tables), tables)
+    assert frames["shards"].query("kind == 'load' and reported")["attempt"].tolist() == [2, 2]
+    again[0]["status"], load[1]["status"], again[1]["status"] = "failed", "ok", "failed"
+    frames = dataframes.build(experiment(tables), tables)
+    assert frames["shards"].query("kind == 'load' and reported")["attempt"].tolist() == [1, 1]
+
+
 def test_load_equals_the_rows_it_was_built_from(db):
     """The SQL path adds nothing and loses nothing: load() == build() on the fixture's rows."""
     loaded = benchq_reporter.load(FRAMES, db)

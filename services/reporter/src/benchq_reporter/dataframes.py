@@ -128,7 +128,12 @@ FRAMES: dict[str, Frame] = {
             *SHARD_ATTEMPT,
             CONFIGURATION,
             KIND,
-            _c("reported", "bool", "", "the attempt the summary counts: the highest ok one, else the highest"),
+            _c(
+                "reported",
+                "bool",
+                "",
+                "the attempt the summary counts: its phase's highest attempt whose shards all finished ok, else its highest",
+            ),
             _c("agent", "str", "", "driver agent that ran it"),
             _c("status", "str", "", "`ok` or `failed`"),
             _c("error", "str", "", "why it failed"),

@@ -1,9 +1,13 @@
-"""Which attempt of a shard is reported: one rule for every benchmark.
+"""Which attempt of a phase is reported: one rule for every benchmark.
 
-A (phase, shard) re-run after a failure has several attempts in
-shard_results; it is counted once, as the highest attempt with status ok,
-else as the highest attempt (then it counts as a failure and its missing
-figures stay NaN).
+A phase re-run after a failure has several attempts in shard_results, each
+with a row per shard. Its reported attempt is its highest one whose shards
+all finished ok, else its highest (then the phase counts as failed and its
+missing figures stay NaN). The shards of one attempt are reported
+together: a shard of another attempt ran at another time, against other
+shards, and is never mixed in. The results database's view
+``reported_shards`` (internal/resultsdb/views/reported_shards.sql) is the
+same rule.
 """
 
 from __future__ import annotations
@@ -16,10 +20,20 @@ from ..model import ExperimentData
 SHARD_KEYS = ["phase", "shard", "attempt"]
 
 
+def chosen_attempts(shards: pd.DataFrame) -> pd.Series:
+    """The reported attempt of each phase (phase → attempt): its highest all-ok one, else its highest."""
+    if shards.empty:
+        return pd.Series(dtype="Int64", name="attempt")
+    whole = shards.assign(_ok=shards["status"].eq(RESULT.ok)).groupby(["phase", "attempt"], as_index=False)["_ok"].all()
+    return whole.sort_values(["phase", "_ok", "attempt"]).groupby("phase").tail(1).set_index("phase")["attempt"]
+
+
 def select_attempts(shards: pd.DataFrame) -> pd.DataFrame:
-    """The one reported attempt of each (phase, shard): the highest ok one, else the highest."""
-    ranked = shards.assign(_ok=shards["status"].eq(RESULT.ok)).sort_values(["phase", "shard", "_ok", "attempt"])
-    return ranked.groupby(["phase", "shard"], sort=False).tail(1).drop(columns="_ok")
+    """The rows of each phase's reported attempt (see chosen_attempts), in phase and shard order."""
+    if shards.empty:
+        return shards
+    chosen = shards["attempt"] == shards["phase"].map(chosen_attempts(shards))
+    return shards[chosen].sort_values(["phase", "shard"], kind="stable")
 
 
 def reported_shards(data: ExperimentData, kind: str) -> pd.DataFrame:
@@ -34,18 +48,18 @@ def kind_operations(data: ExperimentData, kind: str) -> pd.DataFrame:
 
 
 def phase_attempts(data: ExperimentData) -> pd.Series:
-    """The attempt each phase is reported from (phase → attempt): its reported shards' highest.
+    """The attempt each phase is reported from (phase → attempt).
 
     Phase-level figures (the monitoring of a phase's window) follow the
     shards, so a re-run phase's CPU seconds belong to the run its
     throughput comes from.
     """
-    return select_attempts(data.shards).groupby("phase")["attempt"].max()
+    return chosen_attempts(data.shards)
 
 
 def reported_metrics(metrics: pd.DataFrame, shards: pd.DataFrame) -> pd.Series:
     """Which rows of metric_summaries the summary shows (a boolean mask): each phase's reported attempt
     (as phase_attempts), and for a phase without shard results (it failed before any) its latest one."""
-    chosen = select_attempts(shards).groupby("phase")["attempt"].max()
+    chosen = chosen_attempts(shards)
     latest = metrics.groupby("phase")["attempt"].transform("max")
     return metrics["attempt"] == metrics["phase"].map(chosen).fillna(latest)
