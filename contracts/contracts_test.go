@@ -69,6 +69,8 @@ func TestFieldErrorsNameTheField(t *testing.T) {
 		"pods":          {`{"schema_version":1,"dbms":["Redis"],"loading_pods":[2,0]}`, "loading_pods[1]", "minimum"},
 		"dbms missing":  {`{"schema_version":1}`, "dbms", "required"},
 		"not json":      {`{"schema_version":`, "(message)", "not valid JSON"},
+		// Quoted back escaped: the message is printed on a terminal.
+		"escape sequence": {`{"schema_version":1,"dbms":["Redis"],"notes":["\u001b[31mred"]}`, "notes[0]", `'\x1b[31mred' holds a control character`},
 	}
 	for name, c := range cases {
 		t.Run(name, func(t *testing.T) {
@@ -77,7 +79,7 @@ func TestFieldErrorsNameTheField(t *testing.T) {
 			if !errors.As(err, &ve) {
 				t.Fatalf("want *ValidationError, got %v", err)
 			}
-			if len(ve.Errors) != 1 || ve.Errors[0].Field != c.field || !strings.Contains(ve.Errors[0].Message, c.contains) {
+			if len(ve.Errors) != 1 || ve.Errors[0].Field != c.field || !strings.Contains(ve.Errors[0].Message, c.contains) || strings.ContainsRune(ve.Errors[0].Message, 0x1b) {
 				t.Errorf("got %+v; want field %q with %q", ve.Errors, c.field, c.contains)
 			}
 		})

@@ -66,6 +66,29 @@ var (
 	StreamResultsSubjects  = []string{"benchq.results.>"}
 )
 
+// StreamSubjects are the subjects stream declares (nil for a name that is
+// not one of benchq's four streams). A consumer of a stream filters on them
+// (bus.Consume), because a stream can hold messages under other subjects:
+// a push consumer of another stream, which any role that may read that
+// stream can create, delivers to whatever deliver subject its creator
+// names, publish permissions or not (nats-server#8274), and a stream
+// listening on that subject stores the message under its original subject
+// ("$KV.benchq_agents.x"). Filtered out, such a message never reaches a
+// service (docs/security.md).
+func StreamSubjects(stream string) []string {
+	switch stream {
+	case StreamRequests:
+		return StreamRequestsSubjects
+	case StreamEvents:
+		return StreamEventsSubjects
+	case StreamJobs:
+		return StreamJobsSubjects
+	case StreamResults:
+		return StreamResultsSubjects
+	}
+	return nil
+}
+
 // Subject fills a subject template. Missing values become "*" so the
 // result doubles as a subscription filter: Subject(SubjFinal, "", "", "")
 // is "benchq.results.*.*.*.final".

@@ -12,6 +12,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"unicode"
 
 	"github.com/santhosh-tekuri/jsonschema/v6"
 	"github.com/santhosh-tekuri/jsonschema/v6/kind"
@@ -196,6 +197,17 @@ func collect(ve *jsonschema.ValidationError, schema string, acc *[]FieldError) {
 		}
 		got, _ := json.Marshal(k.Got)
 		*acc = append(*acc, FieldError{Field: field, Message: fmt.Sprintf("%s is not allowed; allowed: %s", got, strings.Join(want, ", "))})
+		return
+	case *kind.Pattern:
+		// The value is quoted back with its control characters escaped:
+		// the message is printed on a terminal, where they would act.
+		got := strconv.Quote(k.Got)
+		got = got[1 : len(got)-1]
+		msg := fmt.Sprintf("'%s' does not match pattern '%s'", got, k.Want)
+		if strings.ContainsFunc(k.Got, unicode.IsControl) {
+			msg = fmt.Sprintf("'%s' holds a control character; free text may hold none (on a terminal an escape sequence would act)", got)
+		}
+		*acc = append(*acc, FieldError{Field: field, Message: msg})
 		return
 	}
 	*acc = append(*acc, FieldError{Field: field, Message: ve.ErrorKind.LocalizedString(printer)})

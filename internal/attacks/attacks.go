@@ -394,3 +394,29 @@ func Control(t testing.TB, ctx context.Context, start func(confPath string) (url
 	seed := func(r natsauth.Role) string { return natsauth.SeedFile(keys, r) }
 	Expect(t, ctx, url, seed, func() error { return Prepare(ctx, admin) }, true)
 }
+
+// Inject is the attack no permission stops (nats-server#8274): it puts
+// body in bucket (a bucket the role may write) under key, and creates a
+// push consumer of the bucket's stream that delivers that entry to
+// subject, which the role may not publish on. A stream listening on
+// subject stores it, under its original subject ("$KV.<bucket>.<key>").
+// What keeps it from a service is that every consumer of ours reads only
+// its stream's own subjects (contracts.StreamSubjects, bus.Consume).
+// It returns once the server accepted both steps.
+func Inject(ctx context.Context, b *bus.Bus, bucket, key, subject string, body []byte) error {
+	kv, err := b.JS.KeyValue(ctx, bucket)
+	if err != nil {
+		return fmt.Errorf("bucket %s: %w", bucket, err)
+	}
+	if _, err := kv.Put(ctx, key, body); err != nil {
+		return fmt.Errorf("put %s in %s: %w", key, bucket, err)
+	}
+	_, err = b.JS.CreateOrUpdatePushConsumer(ctx, "KV_"+bucket, jetstream.ConsumerConfig{
+		Name: "inject-" + key, DeliverSubject: subject, FilterSubject: "$KV." + bucket + "." + key,
+		AckPolicy: jetstream.AckNonePolicy, InactiveThreshold: 10 * time.Second,
+	})
+	if err != nil {
+		return fmt.Errorf("push consumer on KV_%s delivering to %s: %w", bucket, subject, err)
+	}
+	return nil
+}

@@ -364,8 +364,10 @@ func Permanent(err error) error { return fmt.Errorf("%w: %w", ErrPermanent, err)
 
 // ConsumerSpec describes a durable pull consumer.
 type ConsumerSpec struct {
-	Stream     string
-	Durable    string
+	Stream  string
+	Durable string
+	// Filters are the subjects it reads; none: the stream's own
+	// (contracts.StreamSubjects), never "all the stream holds".
 	Filters    []string
 	AckWait    time.Duration // default 30s
 	MaxDeliver int           // default unlimited
@@ -391,6 +393,12 @@ func (b *Bus) Consume(ctx context.Context, spec ConsumerSpec, h Handler) error {
 	}
 	if spec.Batch == 0 {
 		spec.Batch = 1
+	}
+	if len(spec.Filters) == 0 {
+		spec.Filters = contracts.StreamSubjects(spec.Stream)
+	}
+	if len(spec.Filters) == 0 {
+		return fmt.Errorf("consumer %s on %s: no subjects to read (not a benchq stream; name its filters)", spec.Durable, spec.Stream)
 	}
 	cfg := jetstream.ConsumerConfig{
 		Durable:        spec.Durable,

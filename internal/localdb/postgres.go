@@ -20,6 +20,7 @@ import (
 	"github.com/jackc/pgx/v5/pgconn"
 
 	"github.com/benchq/benchq/internal/atomicfile"
+	"github.com/benchq/benchq/internal/pgscram"
 	"github.com/benchq/benchq/internal/procs"
 )
 
@@ -457,10 +458,12 @@ func (p *Postgres) waitReadyWithPassword(ctx context.Context, timeout time.Durat
 		return fmt.Errorf("set the password: %w", err)
 	}
 	defer conn.Close(context.Background())
-	// ALTER ROLE takes no parameters: the literal is quoted (and the
-	// statement is never logged: log_statement stays off).
-	quoted := "'" + strings.ReplaceAll(password, "'", "''") + "'"
-	if _, err := conn.Exec(ctx, "SET password_encryption = 'scram-sha-256'; ALTER ROLE "+pgx.Identifier{p.User}.Sanitize()+" PASSWORD "+quoted); err != nil {
+	// By its verifier: the statement's text never holds the password.
+	alter, err := pgscram.AlterRole(p.User, password, false)
+	if err != nil {
+		return err
+	}
+	if _, err := conn.Exec(ctx, alter); err != nil {
 		return fmt.Errorf("set the password of %s: %w", p.User, err)
 	}
 	if err := selectOne(ctx, p.url("postgres")); err != nil {

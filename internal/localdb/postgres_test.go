@@ -237,7 +237,17 @@ func TestPostgresPasswordAuthentication(t *testing.T) {
 	refused("postgresql://postgres:wrong@127.0.0.1:" + itoa(p.Port) + "/bench?sslmode=disable")
 
 	// A new password in the file is the password after a restart (benchq up
-	// makes a fresh one each time, on the same data).
+	// makes a fresh one each time, on the same data). The server logs every
+	// statement from then on: the one that sets the password holds its
+	// verifier (internal/pgscram), never the password.
+	conn, err := pgx.Connect(ctx, p.URL())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := conn.Exec(ctx, "ALTER SYSTEM SET log_statement = 'all'"); err != nil {
+		t.Fatal(err)
+	}
+	conn.Close(ctx)
 	if err := p.Stop(ctx); err != nil {
 		t.Fatal(err)
 	}
@@ -256,6 +266,9 @@ func TestPostgresPasswordAuthentication(t *testing.T) {
 	log, _ := os.ReadFile(filepath.Join(dir, "postgres.log"))
 	if strings.Contains(string(log), "secret") {
 		t.Errorf("the server log holds the password:\n%s", log)
+	}
+	if !strings.Contains(string(log), "PASSWORD 'SCRAM-SHA-256$4096:") {
+		t.Errorf("the server log does not show the statement that set the password (log_statement = 'all'), so the check above proves nothing:\n%s", log)
 	}
 
 	// A password file others may read is refused, as libpq would ignore it.

@@ -12,6 +12,8 @@ import (
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
+
+	"github.com/benchq/benchq/internal/pgscram"
 )
 
 // The roles of migration 0007_roles.sql.
@@ -29,6 +31,14 @@ var Forbidden = map[string]string{
 	"create a table":                      `CREATE TABLE stolen (x int)`,
 }
 
+// ReaderForbidden are what the readers' role may not do and the owner
+// may, beyond Forbidden: its transactions are read-only by default only
+// (a session may turn that off), so nothing it could write may be left to
+// it — temporary tables included (migration 0013).
+var ReaderForbidden = map[string]string{
+	"create a temporary table in a read-write transaction": `BEGIN READ WRITE; CREATE TEMP TABLE stolen_tmp (x int); ROLLBACK`,
+}
+
 // SetPassword gives role (CollectorRole or ReaderRole) its password and
 // turns its login on; the owner calls it after Migrate. The password is
 // stored as a SCRAM verifier.
@@ -36,9 +46,12 @@ func SetPassword(ctx context.Context, owner *pgxpool.Pool, role, password string
 	if role != CollectorRole && role != ReaderRole {
 		return fmt.Errorf("%q is not a role of the results database (%s, %s)", role, CollectorRole, ReaderRole)
 	}
-	// ALTER ROLE takes no parameters: the literal is quoted.
-	quoted := "'" + strings.ReplaceAll(password, "'", "''") + "'"
-	if _, err := owner.Exec(ctx, "SET password_encryption = 'scram-sha-256'; ALTER ROLE "+pgx.Identifier{role}.Sanitize()+" LOGIN PASSWORD "+quoted); err != nil {
+	// By its verifier: the statement's text never holds the password.
+	alter, err := pgscram.AlterRole(role, password, true)
+	if err != nil {
+		return err
+	}
+	if _, err := owner.Exec(ctx, alter); err != nil {
 		return fmt.Errorf("set the password of %s: %w", role, err)
 	}
 	return nil

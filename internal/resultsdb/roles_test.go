@@ -99,4 +99,16 @@ func TestEachRoleDoesItsPartOnly(t *testing.T) {
 	if err := try(resultsdb.ReaderRole, "write", `UPDATE experiments SET status = 'failed'`); err == nil {
 		t.Error("the readers' role may write")
 	}
+	for what, sql := range resultsdb.ReaderForbidden {
+		if _, err := owner.Exec(ctx, sql); err != nil {
+			t.Fatalf("the owner cannot %s (%v): the readers' refusal below would prove nothing", what, err)
+		}
+		if err := try(resultsdb.ReaderRole, what, sql); err == nil {
+			t.Errorf("the readers' role may %s", what)
+		}
+	}
+	// The collector's samples go through a temporary table.
+	if err := try(resultsdb.CollectorRole, "temp", `CREATE TEMP TABLE metrics_in (x int)`); err != nil {
+		t.Errorf("the collector cannot make its temporary table: %v", err)
+	}
 }

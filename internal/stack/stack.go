@@ -659,7 +659,9 @@ func Start(ctx context.Context, st *State) (*Stack, error) {
 	if err != nil {
 		return s, err
 	}
-	sutEnv := startup.SUTKeyFileEnv + "=" + sutKey
+	// The agents send a SUT's password only to the local backend's SUTs
+	// (startup.SUTHostsEnv); the deployer passes it on to phase agents.
+	sutEnv := []string{startup.SUTKeyFileEnv + "=" + sutKey, startup.SUTHostsEnv + "=" + startup.LocalSUTHost}
 	for _, svc := range []struct {
 		name  string
 		role  natsauth.Role
@@ -667,7 +669,7 @@ func Start(ctx context.Context, st *State) (*Stack, error) {
 	}{
 		{"collector", natsauth.Collector, []string{"BENCHQ_DB_URL=" + s.CollectorDBURL}},
 		{SchedulerProc, natsauth.Scheduler, intake},
-		{"deployer", natsauth.Deployer, []string{natsauth.AgentSeedEnv + "=" + s.seed(natsauth.Agent), sutEnv, "BENCHQ_BACKEND=" + s.Backend}},
+		{"deployer", natsauth.Deployer, append([]string{natsauth.AgentSeedEnv + "=" + s.seed(natsauth.Agent), "BENCHQ_BACKEND=" + s.Backend}, sutEnv...)},
 	} {
 		if err := service(svc.name, filepath.Join(bin, svc.name), svc.role, nil, svc.extra...); err != nil {
 			return s, err
@@ -676,7 +678,7 @@ func Start(ctx context.Context, st *State) (*Stack, error) {
 	agents, _ := strconv.Atoi(st.Var("BENCHQ_AGENTS", "2"))
 	for i := 1; i <= agents; i++ {
 		name := fmt.Sprintf("driver-agent-%d", i)
-		if err := service(name, filepath.Join(bin, "driver-agent"), natsauth.Agent, []string{"-name", name}, sutEnv); err != nil {
+		if err := service(name, filepath.Join(bin, "driver-agent"), natsauth.Agent, []string{"-name", name}, sutEnv...); err != nil {
 			return s, err
 		}
 	}

@@ -585,7 +585,7 @@ func TestMigrateIsIdempotent(t *testing.T) {
 	if err := rows.Err(); err != nil {
 		t.Fatal(err)
 	}
-	if fmt.Sprint(versions) != "[0001_init 0002_histograms 0003_metrics 0004_metric_summaries 0005_views 0006_saturation 0007_roles 0008_shard_holders 0009_ingest 0011_schema_views 0012_no_summary_figures]" {
+	if fmt.Sprint(versions) != "[0001_init 0002_histograms 0003_metrics 0004_metric_summaries 0005_views 0006_saturation 0007_roles 0008_shard_holders 0009_ingest 0011_schema_views 0012_no_summary_figures 0013_reader_no_temp]" {
 		t.Errorf("schema_migrations = %v", versions)
 	}
 	var tables int

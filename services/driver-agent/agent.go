@@ -43,6 +43,10 @@ type Config struct {
 
 	// Limits bind the agent to one phase (driver Jobs, phase.go).
 	Limits PhaseLimits
+	// SUTHosts are the hosts it may send a SUT's password to
+	// (startup.SUTHostsEnv);
+	// none: any.
+	SUTHosts []string
 
 	// NoStandby: no standby JVM (standby.go); each shard starts its own.
 	NoStandby bool
@@ -148,12 +152,18 @@ func (a *Agent) handle(ctx context.Context, m jetstream.Msg) error {
 	if err := bus.Decode(contracts.SchemaShardJob, m.Data(), &job); err != nil {
 		return err
 	}
-	// A message never carries the password: the agent knows it.
-	job.Endpoint.Password = a.cfg.SUT.PasswordOf(job.Code, job.Configuration)
 	if other, err := a.otherPhase(ctx, m, job); other {
 		return err
 	}
 	log := a.log.With("code", job.Code, "phase", job.Phase, "shard", job.Shard, "attempt", job.Attempt)
+	if err := mayConnect(a.cfg.SUTHosts, job.Endpoint); err != nil {
+		// Not the scheduler's job (it names the SUT the deployer made):
+		// dropped, never run, so no password goes to that host.
+		log.Error("shard job dropped: not run", "err", err)
+		return nil
+	}
+	// A message never carries the password: the agent knows it.
+	job.Endpoint.Password = a.cfg.SUT.PasswordOf(job.Code, job.Configuration)
 	entry, err := catalog.Lookup(job.DBMS)
 	if err != nil {
 		return a.publishFinal(ctx, failedFinal(job, a.cfg.Name, err.Error()))

@@ -40,6 +40,7 @@ func main() {
 	fs.IntVar(&cfg.Standbys, "standbys", standbys, "standby JVMs kept ready while no experiment runs, each for one shard (env BENCHQ_AGENT_STANDBYS)")
 	reuse, _ := strconv.ParseBool(startup.Env("BENCHQ_AGENT_REUSE_JVM", "false"))
 	fs.BoolVar(&cfg.ReuseJVM, "reuse-jvm", reuse, "run the next shard on the JVM of the last one when it ended well: no JVM start between phases, but a warm JVM (its code compiled by earlier shards: faster than a fresh one; docs/adr/0018) (env BENCHQ_AGENT_REUSE_JVM=true)")
+	sutHosts := fs.String("sut-hosts", startup.Env(startup.SUTHostsEnv, ""), "hosts, comma-separated, the agent may send a SUT's password to; a shard job naming another is dropped (env "+startup.SUTHostsEnv+"; empty: any)")
 	maxShards := fs.Int("max-shards", 0, "exit 0 after this many shards ended; 0 = serve until stopped (env BENCHQ_AGENT_MAX_SHARDS; driver Jobs)")
 	_ = fs.Parse(os.Args[1:])
 	if cfg.Standbys < 1 {
@@ -47,6 +48,7 @@ func main() {
 		os.Exit(2)
 	}
 	cfg.NATSURL = *natsURL
+	cfg.SUTHosts = parseHosts(*sutHosts)
 	cfg.Limits.MaxShards = *maxShards
 	if v := os.Getenv("BENCHQ_AGENT_MAX_SHARDS"); v != "" && !flagGiven(fs, "max-shards") {
 		n, err := strconv.Atoi(v)

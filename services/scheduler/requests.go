@@ -46,12 +46,21 @@ func (s *Scheduler) handleRequests(ctx context.Context, msgs []jetstream.Msg) []
 	var batch []*intaken
 	for i, m := range msgs {
 		s.metrics.handled(m.Subject())
-		if m.Subject() == contracts.SubjStop {
+		switch m.Subject() {
+		case contracts.SubjStop:
 			// A stop may name an experiment planned earlier in this
 			// batch: those are stored first.
 			s.commit(ctx, batch, errs)
 			batch = nil
 			errs[i] = s.handleStop(ctx, m)
+			continue
+		case contracts.SubjRequest:
+		default:
+			// The consumer reads the stream's two subjects only
+			// (bus.Consume); a message under another one was stored by
+			// a push consumer's delivery, not published as a request
+			// (contracts.StreamSubjects). It is dropped, never planned.
+			s.log.Warn("message on the requests stream dropped: not a request nor a stop", "subject", m.Subject())
 			continue
 		}
 		in, err := s.intake(ctx, m)

@@ -73,6 +73,9 @@ func DriverJob(d backend.DriverSpec, namespace string) (*batchv1.Job, error) {
 				{Name: "BENCHQ_AGENT_EXPERIMENT", Value: d.Code},
 				{Name: "BENCHQ_AGENT_PHASE", Value: d.Phase},
 				{Name: "BENCHQ_AGENT_MAX_SHARDS", Value: "1"},
+				// Its SUT's Service (objects.go, the endpoint of sut.ready):
+				// the only host the pod sends the password below to.
+				{Name: startup.SUTHostsEnv, Value: serviceHost(names.Base, namespace)},
 			},
 		}},
 	}

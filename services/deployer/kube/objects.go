@@ -339,7 +339,10 @@ func (b *builder) pool(o *kubeObjects) error {
 }
 
 // host is the cluster DNS name of Service name.
-func (b *builder) host(name string) string { return name + "." + b.namespace + ".svc" }
+func (b *builder) host(name string) string { return serviceHost(name, b.namespace) }
+
+// serviceHost is the DNS name of Service name in namespace.
+func serviceHost(name, namespace string) string { return name + "." + namespace + ".svc" }
 
 // passwordEnv is the SUT's own password from its Secret (names.Password,
 // made by Kube.ensurePassword; the kubelet reads it, the deployer never

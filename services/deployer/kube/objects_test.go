@@ -227,6 +227,20 @@ func TestGoldenDriverJob(t *testing.T) {
 			t.Errorf("the driver pods' %s: %+v", want[0], got)
 		}
 	}
+	// The one host the pods send that password to is their SUT's
+	// endpoint, as sut.ready names it (for every kind of SUT).
+	for _, dbms := range catalog.Names() {
+		job, err := DriverJob(backend.DriverSpec{Code: goldenCode, Configuration: dbms + "-1", DBMS: dbms, Phase: dbms + "-1-0",
+			Kind: contracts.KindLoad, Shards: 1, Image: "i", NATSURL: "n"}, goldenNamespace)
+		if err != nil {
+			t.Fatal(err)
+		}
+		sut := buildCase(t, goldenCase{spec: backend.Spec{Code: goldenCode, Configuration: dbms + "-1", DBMS: dbms, Benchmark: "ycsb"}}, goldenNamespace)
+		i := slices.IndexFunc(job.Spec.Template.Spec.Containers[0].Env, func(e corev1.EnvVar) bool { return e.Name == startup.SUTHostsEnv })
+		if i < 0 || job.Spec.Template.Spec.Containers[0].Env[i].Value != sut.Endpoint.Host {
+			t.Errorf("%s: the driver pods' %s is not the SUT's endpoint host %q", dbms, startup.SUTHostsEnv, sut.Endpoint.Host)
+		}
+	}
 	b, err := yaml.Marshal(j)
 	if err != nil {
 		t.Fatal(err)

@@ -37,7 +37,7 @@ const driversDir = "drivers"
 // (services/driver-agent and the packages it uses), which a phase agent
 // gets with the deployer's values.
 var agentVars = []string{"BENCHQ_NATS_URL", "BENCHQ_LOG_LEVEL", "BENCHQ_YCSB_LIB", "BENCHQ_YCSB_WORKLOADS",
-	"BENCHQ_JAVA", "BENCHQ_CACHE", "BENCHQ_BENCHBASE_HOME", startup.SUTKeyFileEnv, startup.SUTKeyEnv}
+	"BENCHQ_JAVA", "BENCHQ_CACHE", "BENCHQ_BENCHBASE_HOME", startup.SUTKeyFileEnv, startup.SUTKeyEnv, startup.SUTHostsEnv}
 
 // agentEnv is a phase agent's environment besides procs.ChildEnv's: its
 // configuration (agentVars), its metrics address and the agents' key the

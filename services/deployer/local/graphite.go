@@ -14,6 +14,7 @@ import (
 	"github.com/benchq/benchq/contracts"
 	"github.com/benchq/benchq/internal/carbonexporter"
 	"github.com/benchq/benchq/internal/localdb"
+	"github.com/benchq/benchq/internal/startup"
 )
 
 // graphiteDir holds a Graphite SUT's daemons (cache-0, …, relay) inside a
@@ -64,7 +65,7 @@ func (l *Local) startGraphite(ctx context.Context, dir string, entry catalog.Ent
 		return localState{}, "", err
 	}
 	front := g.Front()
-	ep := entry.Endpoint("127.0.0.1", front.Line)
+	ep := entry.Endpoint(startup.LocalSUTHost, front.Line)
 	_, metricsPort, _ := net.SplitHostPort(e.Addr)
 	mp, _ := strconv.Atoi(metricsPort)
 	ep.Ports = map[string]int{entry.TSDB.CarbonPort: front.Line, entry.TSDB.MetricsPort: mp, entry.TSDB.QueryPort: g.Web.HTTP}
