@@ -78,6 +78,10 @@ func cmdUp(ctx context.Context, _ []string, st *State) int {
 		return ExitOK
 	} else if s != nil {
 		stack.Stop(ctx, st, s) // a half-dead stack: clean it before starting anew
+	} else if strays := stack.Strays(st); len(strays) > 0 {
+		st.Errorf("up: a stack's processes run in %s but its stack.json is missing or unreadable: %s. Starting another over them would share their NATS store and corrupt it; stop them with: benchq down (it finds them by their pid files), then benchq up",
+			st.Home(), procList(strays))
+		return ExitFailed
 	}
 	s, err := startAgainOnTakenPorts(st,
 		func() (*stack.Stack, error) { return stack.Start(ctx, st) },
@@ -120,8 +124,15 @@ func startAgainOnTakenPorts(st *State, start func() (*stack.Stack, error), stop 
 func cmdDown(ctx context.Context, _ []string, st *State) int {
 	s, _ := stack.Load(st) // a half-dead stack is still stopped
 	if s == nil {
-		fmt.Fprintln(st.Stdout, "stack is not running")
-		return ExitOK
+		strays := stack.Strays(st)
+		if len(strays) == 0 {
+			fmt.Fprintln(st.Stdout, "stack is not running")
+			return ExitOK
+		}
+		// stack.json is gone or unreadable: its processes, found by
+		// their pid files, are stopped all the same.
+		fmt.Fprintf(st.Stdout, "stack.json is missing or unreadable; stopping the processes found by their pid files: %s\n", procList(strays))
+		s = &stack.Stack{Procs: strays}
 	}
 	stack.Stop(ctx, st, s)
 	fmt.Fprintln(st.Stdout, "stack down")
@@ -142,4 +153,13 @@ func dial(st *State, s *stack.Stack) (*bus.Bus, int) {
 		return nil, ExitNotReady
 	}
 	return b, ExitOK
+}
+
+// procList names processes as "nats-server (pid 12), scheduler (pid 13)".
+func procList(ps []stack.Proc) string {
+	parts := make([]string, len(ps))
+	for i, p := range ps {
+		parts[i] = fmt.Sprintf("%s (pid %d)", p.Name, p.Pid)
+	}
+	return strings.Join(parts, ", ")
 }

@@ -362,6 +362,10 @@ var ErrPermanent = errors.New("permanent")
 // Permanent wraps err as permanent.
 func Permanent(err error) error { return fmt.Errorf("%w: %w", ErrPermanent, err) }
 
+// maxDeclareTries is how often Consume declares its consumer before it
+// gives up: about a minute of JetStream not answering.
+const maxDeclareTries = 15
+
 // ConsumerSpec describes a durable pull consumer.
 type ConsumerSpec struct {
 	Stream  string
@@ -411,14 +415,29 @@ func (b *Bus) Consume(ctx context.Context, spec ConsumerSpec, h Handler) error {
 	if len(spec.Filters) == 1 {
 		cfg.FilterSubject, cfg.FilterSubjects = spec.Filters[0], nil
 	}
-	cons, err := b.JS.CreateOrUpdateConsumer(ctx, spec.Stream, cfg)
-	if err != nil {
+	log := b.Log.With("consumer", spec.Durable)
+	// Declared again until it is: a service whose consumer failed once
+	// (JetStream still starting, its API timing out) would otherwise run
+	// on, ready by every other sign, reading nothing. Each failure is
+	// logged; maxDeclareTries of them in a row end Consume with the last.
+	var cons jetstream.Consumer
+	for try, wait := 1, 250*time.Millisecond; ; try++ {
+		var err error
+		cons, err = b.JS.CreateOrUpdateConsumer(ctx, spec.Stream, cfg)
+		if err == nil {
+			break
+		}
 		if ctx.Err() != nil {
 			return nil // stopped while declaring: a stop, not a failure
 		}
-		return fmt.Errorf("consumer %s on %s: %w", spec.Durable, spec.Stream, err)
+		err = fmt.Errorf("consumer %s on %s: %w", spec.Durable, spec.Stream, err)
+		if try == maxDeclareTries {
+			return err
+		}
+		log.Warn("declaring the consumer failed; trying again", "try", try, "in", wait, "err", err)
+		sleep(ctx, wait)
+		wait = min(2*wait, 5*time.Second)
 	}
-	log := b.Log.With("consumer", spec.Durable)
 	for ctx.Err() == nil {
 		asked := time.Now()
 		msgs, err := fetch(cons, spec.Batch, cmp.Or(spec.MaxWait, time.Second))

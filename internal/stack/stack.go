@@ -296,7 +296,7 @@ func Load(st *State) (*Stack, error) {
 		// Monitoring is an addition: experiments run without Prometheus
 		// (their summary names what it could not collect); status shows it.
 		if !procs.Alive(p.Pid) && p.Name != PromProc {
-			return &s, fmt.Errorf("%s (pid %d) is not running; see %s, then: benchq down && benchq up", p.Name, p.Pid, p.Log)
+			return &s, fmt.Errorf("%s (pid %d) is not running; see %s, then start it again: benchq restart %s (benchq down would stop every experiment in flight)", p.Name, p.Pid, p.Log, p.Name)
 		}
 	}
 	return &s, nil
@@ -775,6 +775,27 @@ func Stop(ctx context.Context, st *State, s *Stack) {
 	_ = os.Remove(filepath.Join(st.Home(), "stack.json"))
 }
 
+// Strays are the processes of a stack in st's home when its stack.json
+// is gone or unreadable: each found by its pid file (<home>/<name>.pid,
+// the results database's postmaster.pid), and only while it still runs
+// the process that wrote the file. A stack started over them would run a
+// second nats-server on the same store, which corrupts it.
+func Strays(st *State) []Proc {
+	files, _ := filepath.Glob(filepath.Join(st.Home(), "*.pid"))
+	files = append(files, filepath.Join(st.Home(), DBProc, "postmaster.pid"))
+	var out []Proc
+	for _, f := range files {
+		name := strings.TrimSuffix(filepath.Base(f), ".pid")
+		if name == "postmaster" {
+			name = DBProc
+		}
+		if pid, err := procs.ReadPidFileOf(f); err == nil && procs.Alive(pid) {
+			out = append(out, Proc{Name: name, Pid: pid})
+		}
+	}
+	return out
+}
+
 func stopProc(ctx context.Context, st *State, p Proc) {
 	if err := procs.Stop(ctx, p.Pid, 10*time.Second); err != nil {
 		st.Errorf("stop %s (pid %d): %v", p.Name, p.Pid, err)
@@ -786,9 +807,18 @@ func stopProc(ctx context.Context, st *State, p Proc) {
 // keeps, and removes their data.
 func stopLeftoverSUTs(ctx context.Context, st *State) {
 	root := filepath.Join(st.Home(), "suts")
-	pids, _ := filepath.Glob(filepath.Join(root, "*", "*", "*.pid"))
-	more, _ := filepath.Glob(filepath.Join(root, "*", "*", "*", "postmaster.pid"))
-	for _, f := range append(pids, more...) {
+	// Every pid file below the configurations' directories, at whatever
+	// depth its DBMS keeps it (a Redis's in data/, a PostgreSQL's in its
+	// cluster, a cluster node's in its own directory): a fixed pattern
+	// missed Redis's, whose servers outlived benchq down.
+	var pids []string
+	_ = filepath.WalkDir(root, func(path string, d fs.DirEntry, err error) error {
+		if err == nil && !d.IsDir() && strings.HasSuffix(d.Name(), ".pid") {
+			pids = append(pids, path)
+		}
+		return nil
+	})
+	for _, f := range pids {
 		// Only the process the file names: a pid of 1, or one recycled
 		// since, is left alone.
 		if pid, err := procs.ReadPidFileOf(f); err == nil && procs.Alive(pid) {

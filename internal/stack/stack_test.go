@@ -3,10 +3,14 @@ package stack
 import (
 	"errors"
 	"fmt"
+	"io/fs"
 	"os"
+	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/benchq/benchq/internal/localdb"
 )
@@ -108,5 +112,53 @@ func TestMakeHome(t *testing.T) {
 	}
 	if fi, _ := os.Stat(home); fi.Mode().Perm() != 0o700 {
 		t.Errorf("an existing home's mode changed to %v", fi.Mode().Perm())
+	}
+}
+
+// benchq down stops what experiments left running under the home's suts/,
+// by their pid files at whatever depth the DBMS keeps them: a Redis's
+// data/redis.pid was missed, and its server outlived the stack.
+func TestDownStopsLeftoverSUTsAtAnyDepth(t *testing.T) {
+	home := t.TempDir()
+	st := &State{Env: func(k string) string {
+		if k == "BENCHQ_HOME" {
+			return home
+		}
+		return ""
+	}}
+	var cmds []*exec.Cmd
+	for _, dir := range []string{"c1/Redis-1/data", "c1/PostgreSQL-1/pg", "c2/RedisCluster-1/node-1"} {
+		cmd := exec.Command("sleep", "60")
+		if err := cmd.Start(); err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { _ = cmd.Process.Kill(); _ = cmd.Wait() })
+		cmds = append(cmds, cmd)
+		d := filepath.Join(home, "suts", dir)
+		if err := os.MkdirAll(d, 0o700); err != nil {
+			t.Fatal(err)
+		}
+		name := "redis.pid"
+		if strings.HasSuffix(dir, "/pg") {
+			name = "postmaster.pid"
+		}
+		if err := os.WriteFile(filepath.Join(d, name), []byte(strconv.Itoa(cmd.Process.Pid)+"\n"), 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	exited := make(chan error, len(cmds))
+	for _, c := range cmds {
+		go func() { exited <- c.Wait() }()
+	}
+	stopLeftoverSUTs(t.Context(), st)
+	for range cmds {
+		select {
+		case <-exited:
+		case <-time.After(15 * time.Second):
+			t.Fatal("a SUT process outlived benchq down's stop of leftover SUTs")
+		}
+	}
+	if _, err := os.Stat(filepath.Join(home, "suts")); !errors.Is(err, fs.ErrNotExist) {
+		t.Errorf("suts/ is still there: %v", err)
 	}
 }

@@ -54,6 +54,8 @@ func Run(ctx context.Context, cfg Config, log *slog.Logger) error {
 		return err
 	}
 	defer b.Close()
+	ctx, stop := context.WithCancelCause(ctx)
+	defer stop(nil)
 	m := newSelfMetrics(obs.Or(cfg.Metrics))
 	pull := pullerFromEnv(db, log)
 	pull.stored = func(n int64) { m.rows.Add(float64(n)) }
@@ -88,12 +90,18 @@ func Run(ctx context.Context, cfg Config, log *slog.Logger) error {
 		go func(spec bus.ConsumerSpec) {
 			defer wg.Done()
 			if err := b.Consume(ctx, spec, h); err != nil {
-				log.Error("consumer stopped", "consumer", spec.Durable, "err", err)
+				// The collector stops: one that ran on without this
+				// consumer would look ready and store none of its stream.
+				log.Error("consumer stopped: the collector stops", "consumer", spec.Durable, "err", err)
+				stop(err)
 			}
 		}(spec)
 	}
 	log.Info("collector ready", "nats", cfg.NATSURL)
 	wg.Wait()
+	if err := context.Cause(ctx); !errors.Is(err, context.Canceled) {
+		return err
+	}
 	return nil
 }
 

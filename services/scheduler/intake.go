@@ -143,8 +143,12 @@ func (in *intake) submit(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	var fields map[string]json.RawMessage
-	if err := json.Unmarshal(body, &fields); err != nil {
-		writeJSON(w, http.StatusBadRequest, problem{Error: "not a JSON object: " + err.Error(), Errors: []contracts.FieldError{{Field: "(request)", Message: err.Error()}}})
+	if err := json.Unmarshal(body, &fields); err != nil || fields == nil {
+		why := "null" // valid JSON that leaves the map nil
+		if err != nil {
+			why = err.Error()
+		}
+		writeJSON(w, http.StatusBadRequest, problem{Error: "not a JSON object: " + why, Errors: []contracts.FieldError{{Field: "(request)", Message: "not a JSON object: " + why}}})
 		return
 	}
 	code, generated := "", false

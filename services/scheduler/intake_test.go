@@ -98,6 +98,12 @@ func TestHTTPIntake(t *testing.T) {
 	if code, _ := call("POST", "/experiments", token, `not json`); code != http.StatusBadRequest {
 		t.Errorf("not JSON: %d", code)
 	}
+	// JSON that is no object (null made the handler panic: no answer).
+	for _, body := range []string{`null`, `[]`, `"x"`} {
+		if code, v := call("POST", "/experiments", token, body); code != http.StatusBadRequest || !strings.Contains(fmt.Sprint(v), "not a JSON object") {
+			t.Errorf("%s: %d %v", body, code, v)
+		}
+	}
 	if code, _ := call("POST", "/experiments", token, strings.Repeat(" ", maxRequestBytes+1)); code != http.StatusRequestEntityTooLarge {
 		t.Errorf("a body over %d bytes: %d", maxRequestBytes, code)
 	}

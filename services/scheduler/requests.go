@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"log/slog"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/nats-io/nats.go/jetstream"
@@ -133,6 +134,11 @@ func (s *Scheduler) intake(ctx context.Context, m jetstream.Msg) (*intaken, erro
 	if err != nil {
 		return nil, err
 	}
+	if tooBig := s.oversize(data, out); tooBig != "" {
+		// No publish of it could ever succeed: retrying would loop on it.
+		in.out = s.rejection(code, head.ID, []contracts.FieldError{{Field: "(request)", Message: tooBig}}, in.log)
+		return in, nil
+	}
 	in.state, in.out, in.data = state, out, data
 	// Known at once, so that the batch's next requests count its SUTs and
 	// do not take its code; commit forgets it if it is not stored.
@@ -140,7 +146,34 @@ func (s *Scheduler) intake(ctx context.Context, m jetstream.Msg) (*intaken, erro
 	return in, nil
 }
 
+// headroom is what a message's headers and envelope may add to its body.
+const headroom = 4 << 10
+
+// oversize says why an accepted request cannot be carried out: its state
+// or one of its first messages (the planned event holds the plan) is
+// larger than NATS carries; "" when all fit.
+func (s *Scheduler) oversize(state []byte, out []Out) string {
+	largest := s.bus.NC.MaxPayload() - headroom
+	size := int64(len(state))
+	for _, o := range out {
+		if b, err := json.Marshal(o.Msg); err == nil {
+			size = max(size, int64(len(b)))
+		}
+	}
+	if size <= largest {
+		return ""
+	}
+	return fmt.Sprintf("its plan takes %d bytes, more than the %d NATS carries in one message (max_payload): make the grid smaller (fewer values per list, clients or repetitions) or split it into several experiments", size, largest)
+}
+
+// Bounds of a rejection: it is one message, and its reason is logged.
+const (
+	maxRejectionErrors = 20
+	maxErrorMessage    = 500 // bytes of one error's message
+)
+
 func (s *Scheduler) rejection(code, reqID string, errs []contracts.FieldError, log *slog.Logger) []Out {
+	errs = boundErrors(errs)
 	msg := &contracts.Rejected{Envelope: contracts.NewEnvelope(code, contracts.RejectedID(reqID), s.now()), RequestID: reqID, Reason: plan.Reason(errs), Errors: errs}
 	log.Info("request rejected", "reason", msg.Reason)
 	return []Out{{Subject: contracts.TopicRejected.For(code), Msg: msg}}
@@ -212,4 +245,26 @@ func (s *Scheduler) commit(ctx context.Context, batch []*intaken, errs []error) 
 		s.track(in.state, in.data, rev)
 		in.log.Info("experiment planned", "configurations", len(in.state.Plan.Configurations))
 	}
+}
+
+// boundErrors keeps a rejection within one message whatever the request
+// held: the first maxRejectionErrors errors, each message cut to
+// maxErrorMessage bytes (a request of a megabyte of bad values made a
+// rejection larger than NATS carries, retried forever).
+func boundErrors(errs []contracts.FieldError) []contracts.FieldError {
+	out := make([]contracts.FieldError, 0, min(len(errs), maxRejectionErrors+1))
+	for i, e := range errs {
+		if i == maxRejectionErrors {
+			out = append(out, contracts.FieldError{Field: "(request)", Message: fmt.Sprintf("%d more problems not listed", len(errs)-i)})
+			break
+		}
+		if len(e.Field) > maxErrorMessage {
+			e.Field = strings.ToValidUTF8(e.Field[:maxErrorMessage], "") + "…"
+		}
+		if len(e.Message) > maxErrorMessage {
+			e.Message = strings.ToValidUTF8(e.Message[:maxErrorMessage], "") + "… (cut)"
+		}
+		out = append(out, e)
+	}
+	return out
 }

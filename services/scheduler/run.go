@@ -83,13 +83,20 @@ func Run(ctx context.Context, cfg Config, log *slog.Logger) error {
 		return fmt.Errorf("read experiment states: %w", err)
 	}
 	var wg sync.WaitGroup
+	// A consumer that stops (its declaration failed for a minute) stops
+	// the scheduler: one that ran on without it would look ready and never
+	// answer what that consumer reads. The stack, compose or Kubernetes
+	// then shows it dead and starts it again.
+	ctx, stop := context.WithCancelCause(ctx)
+	defer stop(nil)
 	consume := func(spec bus.ConsumerSpec, h bus.Handler) {
 		spec.AckWait = AckWait
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
 			if err := b.Consume(ctx, spec, h); err != nil {
-				log.Error("consumer stopped", "consumer", spec.Durable, "err", err)
+				log.Error("consumer stopped: the scheduler stops", "consumer", spec.Durable, "err", err)
+				stop(err)
 			}
 		}()
 	}
@@ -130,6 +137,9 @@ func Run(ctx context.Context, cfg Config, log *slog.Logger) error {
 		select {
 		case <-ctx.Done():
 			wg.Wait()
+			if err := context.Cause(ctx); !errors.Is(err, context.Canceled) {
+				return err
+			}
 			return nil
 		case <-t.C:
 			if err := s.tick(ctx); err != nil {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -339,6 +340,25 @@ func TestSchedulerRejectsBadRequestsAndKeepsServing(t *testing.T) {
 		t.Errorf("unknown field: %+v", rej.Errors)
 	}
 
+	// A request of many bad values: its rejection lists 20 and counts the
+	// rest (one message, whatever the request held).
+	w.request("r5", `{"schema_version":1,"code":"bad5","dbms":["Redis"],"loading_pods":[`+strings.Repeat("0,", 199)+`0]}`)
+	w.events.wait(t, "benchq.exp.bad5.rejected", &rej, nil)
+	if len(rej.Errors) != 21 || rej.Errors[20].Message != "180 more problems not listed" {
+		t.Errorf("200 bad values: %d errors, the last %+v", len(rej.Errors), rej.Errors[len(rej.Errors)-1])
+	}
+	// A small request whose plan is larger than NATS carries is rejected,
+	// naming why (it was retried forever: no publish of it could succeed).
+	var pods []string
+	for i := 1; i <= 40; i++ {
+		pods = append(pods, strconv.Itoa(i))
+	}
+	w.request("r6", `{"schema_version":1,"code":"big6","dbms":["Redis"],"sf":0.001,"benchmarking_pods":[`+strings.Join(pods, ",")+`],"benchmarking_threads":[40],"clients":[8]}`)
+	w.events.wait(t, "benchq.exp.big6.rejected", &rej, nil)
+	if len(rej.Errors) != 1 || !strings.Contains(rej.Errors[0].Message, "more than the") || !strings.Contains(rej.Errors[0].Message, "make the grid smaller") {
+		t.Errorf("a plan too large: %+v", rej.Errors)
+	}
+
 	// Still serving.
 	w.request("r4", `{"schema_version":1,"code":"ok1","dbms":["redis"],"sf":0.001}`)
 	var planned contracts.Planned
@@ -347,8 +367,8 @@ func TestSchedulerRejectsBadRequestsAndKeepsServing(t *testing.T) {
 	if subj := w.job(w.deploys, &deploy); subj != contracts.SubjDeploy || deploy.Code != "ok1" || deploy.DBMS != "Redis" || deploy.Configuration != "Redis-64-1-16384-1" {
 		t.Errorf("job on %s: %+v", subj, deploy)
 	}
-	if got := w.events.count("benchq.exp.*.rejected")[""]; got != 3 {
-		t.Errorf("%d rejections, want 3", got)
+	if got := w.events.count("benchq.exp.*.rejected")[""]; got != 5 {
+		t.Errorf("%d rejections, want 5 (one each)", got)
 	}
 }
 

@@ -142,8 +142,14 @@ func Run(ctx context.Context, cfg Config, be backend.Backend, log *slog.Logger) 
 	} else {
 		close(suts)
 	}
+	// Either consumer stopping (its declaration failed for a minute) stops
+	// the deployer: one that ran on with the other alone would look ready
+	// and never start a phase's drivers, or never deploy.
+	cctx, stopConsumers := context.WithCancel(ctx)
+	defer stopConsumers()
 	drivers := make(chan error, 1)
 	go func() {
+		defer stopConsumers()
 		drivers <- b.Consume(dctx, bus.ConsumerSpec{
 			Stream: contracts.StreamJobs, Durable: contracts.DurableDeployerDrivers, Filters: []string{contracts.SubjDrivers},
 			AckWait: 30 * time.Second, MaxDeliver: 5,
@@ -155,7 +161,7 @@ func Run(ctx context.Context, cfg Config, be backend.Backend, log *slog.Logger) 
 			return errs
 		})
 	}()
-	err = b.Consume(ctx, bus.ConsumerSpec{
+	err = b.Consume(cctx, bus.ConsumerSpec{
 		Stream: contracts.StreamJobs, Durable: contracts.DurableDeployer,
 		Filters: []string{contracts.SubjDeploy, contracts.SubjTeardown},
 		AckWait: 30 * time.Second, MaxDeliver: 5,

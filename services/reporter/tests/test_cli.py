@@ -36,7 +36,9 @@ def test_unreachable_database_names_the_url_without_password_and_the_fix():
     assert err.count("\n") == 1
     url = f"postgresql://benchq@127.0.0.1:{port}/benchq"
     assert err.startswith(f"reporter: cannot reach the results database at {url} (")
-    assert err.endswith("; start the stack with: benchq up\n")
+    assert err.endswith(
+        "; start the stack with: benchq up (if it is up and its database died: benchq restart results-db)\n"
+    )
     assert "s3cret" not in err
 
 

@@ -369,7 +369,7 @@ def test_rerun_reports_the_ok_attempt_once(golden):
     assert phase["[READ].Return=OK"] == 99793  # attempt 1's 9000 not added
     assert phase[THROUGHPUT] == pytest.approx(37686.074995289244)
     assert f"Phase {RUN} was re-run: its results are from attempt 2" in s.workflow.notes
-    assert f"Phase {RUN} failed: shard 1 failed: connection reset (attempt 1)" in s.workflow.notes
+    assert f"Phase {RUN} failed in attempt 1: shard 1 failed: connection reset" in s.workflow.notes
     assert _test(s, "workflow").passed
     golden("summary-rerun.md", render.markdown(s))
 

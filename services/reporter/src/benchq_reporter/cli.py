@@ -36,7 +36,7 @@ Fail = Callable[["ExitStatus", str], int]
 
 ENV_DB_URL = db.ENV_DB_URL
 ENV_CLI = "BENCHQ_CLI"  # "benchq" when benchq runs the reporter: its hints then name benchq
-FIX = "start the stack with: benchq up"
+FIX = "start the stack with: benchq up (if it is up and its database died: benchq restart results-db)"
 
 
 class ExitStatus(IntEnum):

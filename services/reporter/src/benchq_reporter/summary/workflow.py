@@ -85,7 +85,7 @@ def workflow_notes(data: ExperimentData) -> list[str]:
             notes.append(f"Configuration {row.name} failed: {row.failure}")
     phases = data.phases.sort_values(["phase", "attempt"])
     for row in phases[phases["status"] == PHASE.failed].itertuples(index=False):
-        notes.append(f"Phase {row.phase} failed: {row.reason or 'no reason given'} (attempt {row.attempt})")
+        notes.append(f"Phase {row.phase} failed in attempt {row.attempt}: {row.reason or 'no reason given'}")
     shards = data.shards.sort_values(["phase", "shard", "attempt"])
     simulated = shards[shards["status"] == RESULT.simulated]
     for phase, g in simulated.groupby("phase", sort=True):

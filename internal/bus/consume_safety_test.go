@@ -7,6 +7,7 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/nats-io/nats.go/jetstream"
 
@@ -79,5 +80,39 @@ func TestConsumeNeverReadsWhatAPushConsumerInjected(t *testing.T) {
 	})
 	if !slices.Equal(got, []string{contracts.SubjRequest}) || slices.ContainsFunc(got, func(s string) bool { return strings.HasPrefix(s, "$KV.") }) {
 		t.Errorf("the consumer read %v; want the genuine request only, never the injected entry", got)
+	}
+}
+
+// A consumer whose declaration fails (here: its stream is not there yet,
+// as while JetStream starts) is declared again until it is, then reads:
+// a service never runs on without it.
+func TestConsumeDeclaresItsConsumerAgainUntilItIs(t *testing.T) {
+	t.Parallel()
+	ctx := testCtx(t)
+	b := testenv.Bus(t, ctx, testenv.NATS(t))
+	seen := make(chan string, 1)
+	testenv.Go(t, func(ctx context.Context) error {
+		return b.Consume(ctx, bus.ConsumerSpec{Stream: "LATE", Durable: "late", Filters: []string{"late.>"}},
+			func(_ context.Context, msgs []jetstream.Msg) []error {
+				for _, m := range msgs {
+					seen <- m.Subject()
+				}
+				return make([]error, len(msgs))
+			})
+	})
+	time.Sleep(time.Second) // a few failed declarations
+	if _, err := b.JS.CreateStream(ctx, jetstream.StreamConfig{Name: "LATE", Subjects: []string{"late.>"}}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := b.JS.Publish(ctx, "late.one", []byte("{}")); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case got := <-seen:
+		if got != "late.one" {
+			t.Errorf("read %s", got)
+		}
+	case <-time.After(wait):
+		t.Fatal("the consumer never read the stream that appeared after its first declaration")
 	}
 }
