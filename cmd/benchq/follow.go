@@ -343,7 +343,11 @@ func span(a, b string) string {
 func waitStored(ctx context.Context, b *bus.Bus, dbURL, code string, ended bool) error {
 	ctx, cancel := context.WithTimeout(ctx, 2*time.Minute)
 	defer cancel()
-	return procs.WaitFor(ctx, "the collector to store experiment "+code, 200*time.Millisecond, func(ctx context.Context) error {
+	what := "the collector to store what was published so far"
+	if code != "" {
+		what = "the collector to store experiment " + code
+	}
+	return procs.WaitFor(ctx, what, 200*time.Millisecond, func(ctx context.Context) error {
 		for _, c := range []struct{ stream, durable string }{
 			{contracts.StreamEvents, contracts.DurableCollectorEvents},
 			{contracts.StreamResults, contracts.DurableCollectorResults},
@@ -460,8 +464,11 @@ func cmdSummary(ctx context.Context, args []string, st *State) int {
 	if s == nil {
 		return rc
 	}
-	// What the collector has not stored yet would be missing: wait briefly.
-	if b, err := s.Dial(); err == nil {
+	// What the collector has not stored yet would be missing: wait briefly
+	// — unless it is not running, which waiting would not mend.
+	if dead := deadProc(s, "collector"); dead != "" {
+		st.Errorf("warning: %s; what it has not stored is missing from this summary (start it again: benchq restart collector)", dead)
+	} else if b, err := s.Dial(); err == nil {
 		wctx, cancel := context.WithTimeout(ctx, 30*time.Second)
 		if err := waitStored(wctx, b, s.DBURL, "", false); err != nil {
 			st.Errorf("warning: the collector has not stored everything yet (%v); the summary may be incomplete", err)
@@ -470,4 +477,15 @@ func cmdSummary(ctx context.Context, args []string, st *State) int {
 		b.Close()
 	}
 	return runReporter(ctx, st, s, append([]string{"summary"}, args...)...)
+}
+
+// deadProc says that the stack's process name is not running ("": it
+// runs, or the stack has none of that name).
+func deadProc(s *stack.Stack, name string) string {
+	for _, p := range s.Procs {
+		if p.Name == name && !procs.Alive(p.Pid) {
+			return fmt.Sprintf("the %s (pid %d) is not running", name, p.Pid)
+		}
+	}
+	return ""
 }

@@ -9,6 +9,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/benchq/benchq/internal/stack"
 )
 
 // A stack whose stack.json is unreadable still runs its processes: up
@@ -56,5 +58,24 @@ func TestUpAndDownFindAStacksProcessesWithoutItsFile(t *testing.T) {
 	}
 	if code, stdout, _ := run("down"); code != ExitOK || !strings.Contains(stdout, "stack is not running") {
 		t.Errorf("down again: exit %d, %q", code, stdout)
+	}
+}
+
+// summary names a collector that is not running at once (it waited 30 s
+// for it, then said "no experiment"), and waits for one that runs.
+func TestDeadProcNamesAStoppedComponent(t *testing.T) {
+	gone := exec.Command("true")
+	if err := gone.Run(); err != nil {
+		t.Fatal(err)
+	}
+	s := &stack.Stack{Procs: []stack.Proc{{Name: "collector", Pid: gone.Process.Pid}, {Name: "scheduler", Pid: os.Getpid()}}}
+	if got := deadProc(s, "collector"); !strings.Contains(got, "the collector (pid "+strconv.Itoa(gone.Process.Pid)+") is not running") {
+		t.Errorf("deadProc(collector) = %q", got)
+	}
+	if got := deadProc(s, "scheduler"); got != "" {
+		t.Errorf("deadProc(scheduler), alive = %q", got)
+	}
+	if got := deadProc(s, "deployer"); got != "" {
+		t.Errorf("deadProc(deployer), none in the stack = %q", got)
 	}
 }

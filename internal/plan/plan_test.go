@@ -582,6 +582,14 @@ func TestParseThreshold(t *testing.T) {
 	if _, err := Expand("1", req(contracts.Request{DBMS: []string{"Redis"}, Thresholds: []contracts.Threshold{goodput}})); err != nil {
 		t.Errorf("the same bound with the default target base: %v", err)
 	}
+	// No benchmarking phase to judge (it was ignored, and -tr's tests
+	// failed a load that went well).
+	for _, action := range []string{contracts.ActionLoad, contracts.ActionStart} {
+		if _, err := Expand("1", req(contracts.Request{DBMS: []string{"Redis"}, Action: action, Thresholds: []contracts.Threshold{goodput}})); err == nil ||
+			!strings.Contains(err.Error(), "action "+action+" runs none") {
+			t.Errorf("a bound with action %s: %v, want it refused", action, err)
+		}
+	}
 }
 
 // The lists WithDefaults fills are their own: appending to one writes into

@@ -74,6 +74,9 @@ func checkSettings(r contracts.Request) error {
 	if bb && len(r.Thresholds) > 0 {
 		return invalid("thresholds", "thresholds judge YCSB's benchmarking phases so far; Benchbase's figures are not supported yet")
 	}
+	if len(r.Thresholds) > 0 && (r.Action == contracts.ActionLoad || r.Action == contracts.ActionStart) {
+		return invalid("thresholds", "thresholds judge benchmarking phases, and action %s runs none: leave -threshold out, or run (the default action)", r.Action)
+	}
 	for i, t := range r.Thresholds {
 		if err := checkThreshold(t); err != nil {
 			return invalid(fmt.Sprintf("thresholds[%d]", i), "%s: %v", t.Text, err)

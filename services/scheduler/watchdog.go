@@ -29,7 +29,7 @@ func (s *State) onTick(now time.Time, runs map[string]contracts.Heartbeat, beats
 		case s.driversDue(i, now):
 			out = append(out, s.settleDrivers(i, now)...)
 		case c.Status == cfgDeploying && c.Deadline != nil && now.After(*c.Deadline):
-			s.fail(fmt.Sprintf("SUT %s not ready within %ds", name, s.Plan.Timeouts.SUTReadyS))
+			s.fail(fmt.Sprintf("SUT %s not ready within %ds: the deployer said neither ready nor failed (is it running? benchq status; its log; a slow start: --timeout-sut)", name, s.Plan.Timeouts.SUTReadyS))
 			c.Failed = "not ready in time"
 			out = append(out, s.teardown(i, "SUT not ready in time", now)...)
 		case c.Status == cfgTearing && c.Deadline != nil && now.After(*c.Deadline):

@@ -138,6 +138,7 @@ def summarize(data: ExperimentData) -> YcsbSummary | BenchbaseSummary:
             monitoring,
             skipped_loading(data),
             data.plan.settings.error_share_limit,
+            benchmarking_planned=bool((data.plan.table()["kind"] == KIND.run).any()),
         )
         + checks.threshold_tests(data.plan.settings.thresholds, execution_lat, execution_phase),
         notes={
