@@ -128,7 +128,7 @@ var commands = map[string]func(ctx context.Context, args []string, st *State) in
 // stop or connect to anything.
 var flagless = map[string]struct{ synopsis, about string }{
 	"up":          {"up", "Start the embedded stack (NATS, results DB, services, agents); its state is kept in\n$BENCHQ_HOME (default .benchq)."},
-	"down":        {"down", "Stop everything the stack started: the services, every SUT left behind, the results DB\nand NATS."},
+	"down":        {"down", "Stop everything the stack started: the experiments in flight (cancelled, what they measured\nkept), the services, every SUT left behind, the results DB and NATS."},
 	"restart":     {"restart COMPONENT", "Stop (if alive) and start again one component of the stack: nats-server, results-db,\ncollector, scheduler, deployer, driver-agent-N or prometheus (on its port, with its data)."},
 	"status":      {"status", "Print the components, agents, volumes and running experiments of the stack."},
 	"list":        {"list", "List every experiment in the results database, newest first: code, status, when it was planned,\nits duration, its configurations and its DBMS."},

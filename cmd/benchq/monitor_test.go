@@ -182,8 +182,24 @@ func TestUpMonitorsTheStack(t *testing.T) {
 	}
 	status()
 
-	if code, out := run("down"); code != ExitOK {
+	// down cancels the experiments in flight first: one left "running"
+	// held its SUT slots after the next up, its SUT gone with the stack.
+	if code, out := run("ycsb", "-dbms", "Redis", "-sf", "0.001", "-e", "inflight1", "start"); code != ExitOK {
+		t.Fatalf("an experiment kept running (start): exit %d\n%s", code, out)
+	}
+	testenv.Eventually(t, time.Minute, func() error {
+		if _, out := run("status"); !strings.Contains(out, "inflight1") {
+			return fmt.Errorf("status does not show inflight1:\n%s", out)
+		}
+		return nil
+	})
+	code, out = run("down")
+	if code != ExitOK {
 		t.Fatalf("down: exit %d\n%s", code, out)
+	}
+	if !strings.Contains(out, "stopping the experiments in flight first (their SUTs go with the stack): inflight1") ||
+		!strings.Contains(out, "experiment inflight1 cancelled: cancelled by benchq stop: the stack was stopped (benchq down)") {
+		t.Errorf("down with an experiment in flight:\n%s", out)
 	}
 	testenv.Eventually(t, 10*time.Second, func() error {
 		if procs.Alive(promPid) {

@@ -122,7 +122,10 @@ func startAgainOnTakenPorts(st *State, start func() (*stack.Stack, error), stop 
 }
 
 func cmdDown(ctx context.Context, _ []string, st *State) int {
-	s, _ := stack.Load(st) // a half-dead stack is still stopped
+	s, err := stack.Load(st) // a half-dead stack is still stopped
+	if err == nil {
+		stopInFlight(ctx, st, s)
+	}
 	if s == nil {
 		strays := stack.Strays(st)
 		if len(strays) == 0 {
@@ -137,6 +140,28 @@ func cmdDown(ctx context.Context, _ []string, st *State) int {
 	stack.Stop(ctx, st, s)
 	fmt.Fprintln(st.Stdout, "stack down")
 	return ExitOK
+}
+
+// stopInFlight cancels the experiments in flight before the stack stops
+// (benchq stop): their SUTs go with the stack, and an experiment left
+// "running" in its state after the next up held its SUT slots (-ms) for a
+// SUT that was gone. Cancelled, each keeps what it measured and says why.
+func stopInFlight(ctx context.Context, st *State, s *stack.Stack) {
+	b, err := s.Dial()
+	if err != nil {
+		return
+	}
+	running, err := runningExperiments(ctx, b.JS)
+	b.Close()
+	if err != nil || len(running) == 0 {
+		return
+	}
+	codes := make([]string, len(running))
+	for i, x := range running {
+		codes[i] = x.Code
+	}
+	fmt.Fprintf(st.Stdout, "stopping the experiments in flight first (their SUTs go with the stack): %s\n", strings.Join(codes, ", "))
+	cmdStop(ctx, []string{"-reason", "the stack was stopped (benchq down)", "-wait", "1m"}, st)
 }
 
 // dial connects benchq to the stack's NATS. A key file benchq cannot use
