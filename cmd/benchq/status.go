@@ -57,7 +57,7 @@ func cmdStatus(ctx context.Context, args []string, st *State) int {
 		line("Message queue", fmt.Sprintf("benchq cannot log in (%s: %v)", s.NATSURL, err))
 		return ExitFailed
 	} else if err != nil {
-		line("Message queue", fmt.Sprintf("NOT REACHABLE (%s: %v)", s.NATSURL, err))
+		line("Message queue", fmt.Sprintf("NOT REACHABLE (%s: %v); start it again: benchq restart %s", s.NATSURL, err, stack.NATSProc))
 		return ExitFailed
 	}
 	defer b.Close()
@@ -141,7 +141,7 @@ func cmdStatus(ctx context.Context, args []string, st *State) int {
 func dbStatus(ctx context.Context, url string) string {
 	conn, err := pgx.Connect(ctx, url)
 	if err != nil {
-		return fmt.Sprintf("NOT REACHABLE (%v)", err)
+		return fmt.Sprintf("NOT REACHABLE (%v); start it again: benchq restart %s", err, stack.DBProc)
 	}
 	defer conn.Close(ctx)
 	var v string

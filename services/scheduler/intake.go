@@ -104,7 +104,7 @@ func readToken(path, value string) ([]byte, error) {
 		return nil, errors.New("the HTTP intake needs a token: set -http-token-file (env BENCHQ_HTTP_TOKEN_FILE) or BENCHQ_HTTP_TOKEN")
 	}
 	if len(tok) < 16 {
-		return nil, fmt.Errorf("http token %s: shorter than 16 characters", where)
+		return nil, fmt.Errorf("http token %s: shorter than 16 characters (benchq up and benchq credentials make one of 32; by hand: head -c 24 /dev/urandom | base64)", where)
 	}
 	return tok, nil
 }
@@ -276,6 +276,25 @@ func (in *intake) stop(w http.ResponseWriter, r *http.Request) {
 	writeJSON(w, http.StatusAccepted, accepted{Code: st.Code, RequestID: stop.ID, State: "/experiments/" + st.Code})
 }
 
+// rejection is the scheduler's last rejection of a request for code
+// (nil: none): a code that was never planned says why, not "planned
+// within a moment" for ever.
+func (in *intake) rejection(ctx context.Context, code string) *contracts.Rejected {
+	events, err := in.bus.JS.Stream(ctx, contracts.StreamEvents)
+	if err != nil {
+		return nil
+	}
+	m, err := events.GetLastMsgForSubject(ctx, contracts.TopicRejected.For(code))
+	if err != nil {
+		return nil
+	}
+	var rej contracts.Rejected
+	if json.Unmarshal(m.Data, &rej) != nil {
+		return nil
+	}
+	return &rej
+}
+
 // state reads an experiment's stored state (the bucket: what the scheduler
 // last wrote), answering 404 or 503 itself when it cannot.
 func (in *intake) state(w http.ResponseWriter, r *http.Request) (*contracts.ExperimentState, bool) {
@@ -286,6 +305,10 @@ func (in *intake) state(w http.ResponseWriter, r *http.Request) (*contracts.Expe
 	}
 	e, err := in.kv.Get(r.Context(), code)
 	if errors.Is(err, jetstream.ErrKeyNotFound) {
+		if rej := in.rejection(r.Context(), code); rej != nil {
+			writeJSON(w, http.StatusNotFound, problem{Error: fmt.Sprintf("no experiment %s: its request was rejected: %s", code, rej.Reason), Errors: rej.Errors})
+			return nil, false
+		}
 		writeJSON(w, http.StatusNotFound, problem{Error: fmt.Sprintf("no experiment %s (a request just accepted is planned within a moment)", code)})
 		return nil, false
 	}

@@ -11,6 +11,7 @@ import (
 	"net/http/httptest"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -98,6 +99,24 @@ func TestHTTPIntake(t *testing.T) {
 	if code, _ := call("POST", "/experiments", token, `not json`); code != http.StatusBadRequest {
 		t.Errorf("not JSON: %d", code)
 	}
+	// A valid request the scheduler rejects after the intake took it (its
+	// plan is larger than one message): the code's state says why, where
+	// it said "planned within a moment" for ever.
+	pods := strings.TrimSuffix(strings.Repeat("x,", 40), ",")
+	for i := 1; i <= 40; i++ {
+		pods = strings.Replace(pods, "x", strconv.Itoa(i), 1)
+	}
+	if code, v := call("POST", "/experiments", token, `{"schema_version":1,"code":"bighttp","dbms":["Redis"],"sf":0.001,"benchmarking_pods":[`+pods+`],"benchmarking_threads":[40],"clients":[8]}`); code != http.StatusAccepted {
+		t.Fatalf("a request whose plan is too large for one message: %d %v, want 202 (the scheduler finds out)", code, v)
+	}
+	testenv.Eventually(t, 30*time.Second, func() error {
+		code, v := call("GET", "/experiments/bighttp", token, "")
+		if code != http.StatusNotFound || !strings.Contains(fmt.Sprint(v["error"]), "its request was rejected: (request): its plan takes") {
+			return fmt.Errorf("GET a rejected code: %d %v", code, v)
+		}
+		return nil
+	})
+
 	// JSON that is no object (null made the handler panic: no answer).
 	for _, body := range []string{`null`, `[]`, `"x"`} {
 		if code, v := call("POST", "/experiments", token, body); code != http.StatusBadRequest || !strings.Contains(fmt.Sprint(v), "not a JSON object") {
