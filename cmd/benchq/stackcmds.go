@@ -122,8 +122,8 @@ func startAgainOnTakenPorts(st *State, start func() (*stack.Stack, error), stop 
 }
 
 func cmdDown(ctx context.Context, _ []string, st *State) int {
-	s, err := stack.Load(st) // a half-dead stack is still stopped
-	if err == nil {
+	s, _ := stack.Load(st) // a half-dead stack is still stopped
+	if s != nil {
 		stopInFlight(ctx, st, s)
 	}
 	if s == nil {
@@ -147,6 +147,11 @@ func cmdDown(ctx context.Context, _ []string, st *State) int {
 // "running" in its state after the next up held its SUT slots (-ms) for a
 // SUT that was gone. Cancelled, each keeps what it measured and says why.
 func stopInFlight(ctx context.Context, st *State, s *stack.Stack) {
+	// A stop needs NATS and the scheduler that acts on it (a half-dead
+	// stack whose agent died still has both).
+	if deadProc(s, stack.NATSProc) != "" || deadProc(s, stack.SchedulerProc) != "" {
+		return
+	}
 	b, err := s.Dial()
 	if err != nil {
 		return

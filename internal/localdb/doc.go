@@ -10,5 +10,10 @@ package localdb
 
 import "errors"
 
+// Loopback is where every server of this package listens: the local
+// backend's SUTs' endpoints name it, and the stack's driver agents send a
+// SUT's password to it only (startup.SUTHostsEnv).
+const Loopback = "127.0.0.1"
+
 // ErrNotInstalled is wrapped when a server's binaries cannot be found.
 var ErrNotInstalled = errors.New("not installed")

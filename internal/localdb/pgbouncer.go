@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"maps"
+	"net"
 	"net/url"
 	"os"
 	"path/filepath"
@@ -157,7 +158,7 @@ func (b *PgBouncer) iniFile() string { return filepath.Join(b.Dir, "pgbouncer.in
 func (b *PgBouncer) logFile() string { return b.daemon().logFile() }
 
 // Addr is host:port of the pool.
-func (b *PgBouncer) Addr() string { return fmt.Sprintf("127.0.0.1:%d", b.Port) }
+func (b *PgBouncer) Addr() string { return net.JoinHostPort(Loopback, strconv.Itoa(b.Port)) }
 
 // pgbouncerINI renders the configuration: loopback only, no unix socket (a
 // deep directory would exceed its path limit), transaction pooling, every
@@ -166,7 +167,7 @@ func (b *PgBouncer) Addr() string { return fmt.Sprintf("127.0.0.1:%d", b.Port) }
 func pgbouncerINI(dir string, port int, opts PgBouncerOptions) string {
 	user := cmp.Or(opts.User, pgOSUser)
 	settings := map[string]string{
-		"listen_addr":     "127.0.0.1",
+		"listen_addr":     Loopback,
 		"listen_port":     strconv.Itoa(port),
 		"unix_socket_dir": "",
 		// No password: the backend trusts loopback, so the pool logs

@@ -392,7 +392,7 @@ func socketTooLong(dir string) bool { return len(dir) > maxSocketDir }
 
 func pgArgs(dir string, port int, opts PGOptions) []string {
 	settings := map[string]string{
-		"listen_addresses": "127.0.0.1",
+		"listen_addresses": Loopback,
 		// A unix socket path is limited to 107 bytes; deep directories
 		// (per-experiment, per-configuration) can exceed it: TCP only then.
 		"unix_socket_directories": dir,

@@ -142,7 +142,7 @@ func redisConf(dir string, port int, settings map[string]string) string {
 	var b strings.Builder
 	b.WriteString("# written by benchq (internal/localdb); rewritten on every start\n")
 	line := func(k, v string) { fmt.Fprintf(&b, "%s %s\n", k, v) }
-	line("bind", "127.0.0.1")
+	line("bind", Loopback)
 	line("port", strconv.Itoa(port))
 	line("save", `""`)
 	line("appendonly", "no")

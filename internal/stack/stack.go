@@ -661,7 +661,12 @@ func Start(ctx context.Context, st *State) (*Stack, error) {
 	}
 	// The agents send a SUT's password only to the local backend's SUTs
 	// (startup.SUTHostsEnv); the deployer passes it on to phase agents.
-	sutEnv := []string{startup.SUTKeyFileEnv + "=" + sutKey, startup.SUTHostsEnv + "=" + startup.LocalSUTHost}
+	// With the Kubernetes backend the driver Jobs' pods are bound to their
+	// SUT's Service by the deployer instead.
+	sutEnv := []string{startup.SUTKeyFileEnv + "=" + sutKey}
+	if s.Backend == contracts.BackendLocal {
+		sutEnv = append(sutEnv, startup.SUTHostsEnv+"="+localdb.Loopback)
+	}
 	for _, svc := range []struct {
 		name  string
 		role  natsauth.Role

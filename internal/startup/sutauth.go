@@ -28,16 +28,14 @@ const (
 	SUTKeyFileEnv  = "BENCHQ_SUT_KEY_FILE"
 	SUTPasswordEnv = "BENCHQ_SUT_PASSWORD"
 	// SUTHostsEnv lists the hosts a driver agent may send a SUT's password
-	// to, comma-separated: the stack's agents get LocalSUTHost (the local
-	// backend's SUTs listen there), a driver Job's pods their SUT's
+	// to, comma-separated: the stack's agents get localdb.Loopback (the
+	// local backend's SUTs listen there), a driver Job's pods their SUT's
 	// Service. Unset: any. A shard job's endpoint names where the agent
 	// connects with the password it fills in, and the agents' NATS key may
 	// publish shard jobs (one of another phase is handed back): a job
 	// forged with that key could name a host of its own. An agent drops a
 	// job whose endpoint is not among its hosts (docs/security.md).
 	SUTHostsEnv = "BENCHQ_AGENT_SUT_HOSTS"
-	// LocalSUTHost is where the local backend's SUTs listen.
-	LocalSUTHost = "127.0.0.1"
 )
 
 // SUTAuth is how a process learns a SUT's password: from the stack's key,

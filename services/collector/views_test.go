@@ -136,4 +136,32 @@ func TestReportedShardsAreOneAttemptOfThePhase(t *testing.T) {
 	if got := reported(); got != "1@3 2@3" {
 		t.Errorf("reported shards %q, want attempt 3's, the one that finished both", got)
 	}
+
+	// A shard lost with its agent leaves no row: attempt 1 of another
+	// phase has shard 2 ok and no row of shard 1, attempt 2 shard 1 ok and
+	// shard 2 failed. Attempt 1 is not whole (its phase ran 2 shards:
+	// phases.shards), so attempt 2 is reported, a failure.
+	const lost = "Redis-1-2"
+	if _, err := db.Exec(ctx, `INSERT INTO phases (code, phase, attempt, configuration, kind, status, shards) VALUES
+		($1, $2, 1, 'Redis-1', 'run', 'failed', 2), ($1, $2, 2, 'Redis-1', 'run', 'failed', 2)`, code, lost); err != nil {
+		t.Fatal(err)
+	}
+	for _, r := range []struct {
+		attempt, shard int
+		status         string
+	}{{1, 2, "ok"}, {2, 1, "ok"}, {2, 2, "failed"}} {
+		if _, err := db.Exec(ctx, `INSERT INTO shard_results (code, phase, shard, attempt, configuration, kind, agent, status,
+			started_at, ended_at, message_id) VALUES ($1, $2, $3, $4, 'Redis-1', 'run', 'a', $5, $6, $6, $7)`,
+			code, lost, r.shard, r.attempt, r.status, start, fmt.Sprintf("l%d.%d", r.attempt, r.shard)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	var got string
+	if err := db.QueryRow(ctx, `SELECT string_agg(format('%s@%s', shard, attempt), ' ' ORDER BY shard)
+		FROM reported_shards WHERE code = $1 AND phase = $2`, code, lost).Scan(&got); err != nil {
+		t.Fatal(err)
+	}
+	if got != "1@2 2@2" {
+		t.Errorf("reported shards %q of a phase whose attempt 1 lost a shard's row, want attempt 2's (1@2 2@2)", got)
+	}
 }

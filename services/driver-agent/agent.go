@@ -157,10 +157,12 @@ func (a *Agent) handle(ctx context.Context, m jetstream.Msg) error {
 	}
 	log := a.log.With("code", job.Code, "phase", job.Phase, "shard", job.Shard, "attempt", job.Attempt)
 	if err := mayConnect(a.cfg.SUTHosts, job.Endpoint); err != nil {
-		// Not the scheduler's job (it names the SUT the deployer made):
-		// dropped, never run, so no password goes to that host.
-		log.Error("shard job dropped: not run", "err", err)
-		return nil
+		// Never run here, so no password goes to that host. Handed back,
+		// not dropped: an agent of another backend sharing the queue (a
+		// driver Job's pod) may be the one it is for; a forged one ends
+		// after the consumer's MaxDeliver.
+		log.Error("shard job handed back, not run", "err", err)
+		return fmt.Errorf("shard job %s not run here: %w", job.ID, err)
 	}
 	// A message never carries the password: the agent knows it.
 	job.Endpoint.Password = a.cfg.SUT.PasswordOf(job.Code, job.Configuration)

@@ -43,12 +43,13 @@ func TestEndpointHosts(t *testing.T) {
 	}
 }
 
-// An agent that sends passwords to 127.0.0.1 only drops a shard job whose
-// endpoint is another host (one a holder of the agents' key could forge,
-// 127.0.0.2 here, where the test listens): nothing connects there, no
-// READY and no final; the genuine job after it runs (it fails, its SUT
-// being unreachable, which shows the agent took it).
-func TestAJobNamingAnotherHostIsDropped(t *testing.T) {
+// An agent that sends passwords to 127.0.0.1 only never runs a shard job
+// whose endpoint is another host (one a holder of the agents' key could
+// forge, 127.0.0.2 here, where the test listens): it hands it back, and
+// nothing connects there, no READY, no final; the genuine job after it
+// runs (it fails, its SUT being unreachable, which shows the agent took
+// it).
+func TestAJobNamingAnotherHostIsNotRun(t *testing.T) {
 	t.Parallel()
 	s := newStack(t, 1, func(c *Config) { c.SUTHosts = []string{"127.0.0.1"} })
 	trap, err := net.Listen("tcp", "127.0.0.2:0")

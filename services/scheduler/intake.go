@@ -306,7 +306,7 @@ func (in *intake) state(w http.ResponseWriter, r *http.Request) (*contracts.Expe
 	e, err := in.kv.Get(r.Context(), code)
 	if errors.Is(err, jetstream.ErrKeyNotFound) {
 		if rej := in.rejection(r.Context(), code); rej != nil {
-			writeJSON(w, http.StatusNotFound, problem{Error: fmt.Sprintf("no experiment %s: its request was rejected: %s", code, rej.Reason), Errors: rej.Errors})
+			writeJSON(w, http.StatusNotFound, problem{Error: fmt.Sprintf("no experiment %s: its last request (%s) was rejected: %s (a request accepted since is planned within a moment)", code, rej.RequestID, rej.Reason), Errors: rej.Errors})
 			return nil, false
 		}
 		writeJSON(w, http.StatusNotFound, problem{Error: fmt.Sprintf("no experiment %s (a request just accepted is planned within a moment)", code)})

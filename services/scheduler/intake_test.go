@@ -111,7 +111,7 @@ func TestHTTPIntake(t *testing.T) {
 	}
 	testenv.Eventually(t, 30*time.Second, func() error {
 		code, v := call("GET", "/experiments/bighttp", token, "")
-		if code != http.StatusNotFound || !strings.Contains(fmt.Sprint(v["error"]), "its request was rejected: (request): its plan takes") {
+		if code != http.StatusNotFound || !strings.Contains(fmt.Sprint(v["error"]), "was rejected: (request): its plan takes") {
 			return fmt.Errorf("GET a rejected code: %d %v", code, v)
 		}
 		return nil

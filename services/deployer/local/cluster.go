@@ -9,7 +9,6 @@ import (
 	"github.com/benchq/benchq/catalog"
 	"github.com/benchq/benchq/contracts"
 	"github.com/benchq/benchq/internal/localdb"
-	"github.com/benchq/benchq/internal/startup"
 	"github.com/benchq/benchq/services/deployer/backend"
 )
 
@@ -38,7 +37,7 @@ func (l *Local) startRedisCluster(ctx context.Context, dir string, entry catalog
 	}
 	return localState{
 		DBMS: entry.Name, Kind: entry.Kind,
-		Endpoint: entry.Endpoint(startup.LocalSUTHost, c.Nodes[0].Port),
+		Endpoint: entry.Endpoint(localdb.Loopback, c.Nodes[0].Port),
 		Pid:      c.Nodes[0].Pid, Pids: c.Pids(),
 		Info: map[string]any{
 			"workers": masters, "worker_replicas": replicas,

@@ -14,7 +14,6 @@ import (
 	"github.com/benchq/benchq/contracts"
 	"github.com/benchq/benchq/internal/carbonexporter"
 	"github.com/benchq/benchq/internal/localdb"
-	"github.com/benchq/benchq/internal/startup"
 )
 
 // graphiteDir holds a Graphite SUT's daemons (cache-0, …, relay) inside a
@@ -65,7 +64,7 @@ func (l *Local) startGraphite(ctx context.Context, dir string, entry catalog.Ent
 		return localState{}, "", err
 	}
 	front := g.Front()
-	ep := entry.Endpoint(startup.LocalSUTHost, front.Line)
+	ep := entry.Endpoint(localdb.Loopback, front.Line)
 	_, metricsPort, _ := net.SplitHostPort(e.Addr)
 	mp, _ := strconv.Atoi(metricsPort)
 	ep.Ports = map[string]int{entry.TSDB.CarbonPort: front.Line, entry.TSDB.MetricsPort: mp, entry.TSDB.QueryPort: g.Web.HTTP}

@@ -206,7 +206,7 @@ func (l *Local) startRedis(ctx context.Context, dir string, port int, entry cata
 	if err != nil {
 		return localState{}, "", err
 	}
-	return localState{DBMS: entry.Name, Kind: entry.Kind, Endpoint: entry.Endpoint(startup.LocalSUTHost, r.Port), Pid: r.Pid}, bin, nil
+	return localState{DBMS: entry.Name, Kind: entry.Kind, Endpoint: entry.Endpoint(localdb.Loopback, r.Port), Pid: r.Pid}, bin, nil
 }
 
 // startVictoriaMetrics runs a single-node VictoriaMetrics: its HTTP API
@@ -225,7 +225,7 @@ func (l *Local) startVictoriaMetrics(ctx context.Context, dir string, port int, 
 	if err != nil {
 		return localState{}, "", err
 	}
-	ep := entry.Endpoint(startup.LocalSUTHost, v.Port)
+	ep := entry.Endpoint(localdb.Loopback, v.Port)
 	ep.Ports = map[string]int{entry.TSDB.CarbonPort: v.GraphitePort}
 	return localState{DBMS: entry.Name, Kind: entry.Kind, Endpoint: ep, Pid: v.Pid}, bin, nil
 }
@@ -245,7 +245,7 @@ func (l *Local) startPrometheus(ctx context.Context, dir string, port int, entry
 	if err != nil {
 		return localState{}, "", err
 	}
-	return localState{DBMS: entry.Name, Kind: entry.Kind, Endpoint: entry.Endpoint(startup.LocalSUTHost, p.Port), Pid: p.Pid}, bin, nil
+	return localState{DBMS: entry.Name, Kind: entry.Kind, Endpoint: entry.Endpoint(localdb.Loopback, p.Port), Pid: p.Pid}, bin, nil
 }
 
 func (l *Local) startPostgres(ctx context.Context, dir string, port int, entry catalog.Entry, benchmark, password string) (localState, string, error) {
@@ -269,7 +269,7 @@ func (l *Local) startPostgres(ctx context.Context, dir string, port int, entry c
 	if err := initSchema(ctx, p.URL(), entry.Schema(benchmark)); err != nil {
 		return localState{}, "", err
 	}
-	return localState{DBMS: entry.Name, Kind: entry.Kind, Endpoint: entry.Endpoint(startup.LocalSUTHost, p.Port), Pid: p.Pid}, filepath.Join(bin, "postgres"), nil
+	return localState{DBMS: entry.Name, Kind: entry.Kind, Endpoint: entry.Endpoint(localdb.Loopback, p.Port), Pid: p.Pid}, filepath.Join(bin, "postgres"), nil
 }
 
 // pgpassFile is a configuration's pgpass file (its SUT's password): the

@@ -89,7 +89,7 @@ func (l *Local) startPgBouncer(ctx context.Context, dir string, entry catalog.En
 		addrs = append(addrs, b.Addr())
 		pids = append(pids, b.Pid)
 	}
-	ep := entry.Endpoint("127.0.0.1", pools[0].Port)
+	ep := entry.Endpoint(localdb.Loopback, pools[0].Port)
 	if len(pools) > 1 {
 		ep.JDBCURL = loadBalancedURL(ep.JDBCURL, pools[0].Addr(), addrs)
 	}

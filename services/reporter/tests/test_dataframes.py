@@ -122,6 +122,20 @@ def test_a_rerun_phase_reports_one_attempt_never_a_mix():
     assert frames["shards"].query("kind == 'load' and reported")["attempt"].tolist() == [1, 1]
 
 
+def test_an_attempt_missing_a_shard_is_not_whole():
+    """A shard lost with its agent leaves no row: attempt 1 with shard 2 ok and no row of shard 1 is not
+    whole (its phase ran 2 shards), so attempt 2 (shard 1 ok, shard 2 failed) is reported, a failure."""
+    tables = frames_tables()
+    load = [r for r in tables["shard_results"] if r["kind"] == "load"]
+    tables["shard_results"].remove(load[0])
+    again = [
+        dict(r, attempt=2, status="ok" if r["shard"] == 1 else "failed", message_id=f"m-{r['shard']}-2") for r in load
+    ]
+    tables["shard_results"] += again
+    frames = dataframes.build(experiment(tables), tables)
+    assert frames["shards"].query("kind == 'load' and reported")["attempt"].tolist() == [2, 2]
+
+
 def test_load_equals_the_rows_it_was_built_from(db):
     """The SQL path adds nothing and loses nothing: load() == build() on the fixture's rows."""
     loaded = benchq_reporter.load(FRAMES, db)

@@ -302,7 +302,7 @@ def build(data: ExperimentData, series: Mapping[str, Sequence[Mapping[str, Any]]
     intervals = frame("intervals", series.get("intervals", ()))
     shards = data.shards.copy()
     shards["reported"] = False
-    shards.loc[select_attempts(data.shards).index, "reported"] = True
+    shards.loc[select_attempts(data.shards, data.phases).index, "reported"] = True
     e = data.experiment
     experiment = pd.DataFrame(
         [
@@ -331,7 +331,7 @@ def build(data: ExperimentData, series: Mapping[str, Sequence[Mapping[str, Any]]
         "intervals": intervals.merge(phase_of, on="phase", how="left"),
         "interval_operations": _interval_operations(intervals),
         "metrics": frame("metrics", series.get("metrics", ())).assign(labels=lambda d: d["labels"].map(_json)),
-        "metric_summaries": data.metrics.assign(reported=reported_metrics(data.metrics, data.shards)),
+        "metric_summaries": data.metrics.assign(reported=reported_metrics(data.metrics, data.shards, data.phases)),
         "ingest": data.ingest,
     }
     return {name: typed(name, raw[name].assign(code=code)) for name in FRAMES}

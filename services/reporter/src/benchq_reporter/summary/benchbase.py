@@ -169,7 +169,7 @@ def _histogram(ops: pd.DataFrame) -> HdrHistogram | None:
 
 def shard_rows(data: ExperimentData) -> pd.DataFrame:
     """The SHARD_COLUMNS frame of an experiment's TPC-C shards (one attempt each)."""
-    chosen = select_attempts(data.shards)
+    chosen = select_attempts(data.shards, data.phases)
     planned = {p.name: p for p in data.plan.phases}
     sf = data.plan.settings.sf
     rows = []

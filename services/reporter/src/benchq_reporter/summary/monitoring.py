@@ -66,7 +66,7 @@ def _reported(data: ExperimentData) -> pd.DataFrame:
     m = data.metrics
     if m.empty:
         return m
-    m = m[reported_metrics(m, data.shards)]
+    m = m[reported_metrics(m, data.shards, data.phases)]
     # Loading rows are the configuration's (as Per Run), execution rows the phase's (as Per Phase).
     label = m["configuration"].where(m["kind"] == KIND.load, m["phase"])
     order = data.plan.table().set_index("phase")["order"]

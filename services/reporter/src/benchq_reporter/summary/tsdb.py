@@ -180,7 +180,7 @@ def build_ingest(data: ExperimentData) -> Ingest:
     """The Ingest section of a tsdb experiment; empty for the others."""
     if data.plan.settings.benchmark != BENCHMARK.tsdb or data.shards.empty:
         return Ingest(table=pd.DataFrame(columns=COLUMNS))
-    chosen = select_attempts(data.shards)
+    chosen = select_attempts(data.shards, data.phases)
     attempts = phase_attempts(data)
     order = {p.name: i for i, p in enumerate(data.plan.phases)}
     notes: list[str] = []

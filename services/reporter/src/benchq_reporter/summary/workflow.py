@@ -101,7 +101,7 @@ def workflow_notes(data: ExperimentData) -> list[str]:
         )
     attempts = pd.concat([data.phases[["phase", "attempt"]], data.shards[["phase", "attempt"]]])
     rerun = attempts.groupby("phase")["attempt"].nunique()
-    reported = select_attempts(data.shards)
+    reported = select_attempts(data.shards, data.phases)
     for phase in sorted(rerun[rerun > 1].index):
         used = sorted({int(a) for a in reported.loc[reported["phase"] == phase, "attempt"]})
         if used:
