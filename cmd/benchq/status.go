@@ -337,8 +337,11 @@ func cmdStop(ctx context.Context, args []string, st *State) int {
 		fmt.Fprintln(st.Stdout, "no experiment is running")
 		return ExitOK
 	}
-	rc := ExitOK
-	for _, c := range codes {
+	// Every stop goes out first, then each end is awaited within the one
+	// -wait (each given a second at least, for an end already stored): N
+	// experiments take as long as the slowest, not N waits.
+	ends := make([]jetstream.Consumer, len(codes))
+	for i, c := range codes {
 		cons, err := b.JS.OrderedConsumer(ctx, contracts.StreamEvents, jetstream.OrderedConsumerConfig{
 			FilterSubjects: []string{contracts.TopicExperimentCancelled.For(c),
 				contracts.TopicExperimentDone.For(c), contracts.TopicExperimentFailed.For(c)},
@@ -347,6 +350,7 @@ func cmdStop(ctx context.Context, args []string, st *State) int {
 			st.Errorf("follow %s: %v", c, err)
 			return ExitFailed
 		}
+		ends[i] = cons
 		now := time.Now().UTC()
 		stop := &contracts.Stop{Envelope: contracts.NewEnvelope(c, contracts.StopID(c, now), now), Reason: *reason}
 		if err := b.Publish(ctx, contracts.SubjStop, stop); err != nil {
@@ -354,7 +358,11 @@ func cmdStop(ctx context.Context, args []string, st *State) int {
 			return ExitFailed
 		}
 		fmt.Fprintf(st.Stdout, "stopping experiment %s ...\n", c)
-		msg, err := cons.Next(jetstream.FetchMaxWait(*wait))
+	}
+	rc := ExitOK
+	deadline := time.Now().Add(*wait)
+	for i, c := range codes {
+		msg, err := ends[i].Next(jetstream.FetchMaxWait(max(time.Until(deadline), time.Second)))
 		if err != nil {
 			st.Errorf("experiment %s did not end within %s; see: benchq status", c, *wait)
 			rc = ExitFailed
