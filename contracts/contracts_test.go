@@ -71,6 +71,7 @@ func TestFieldErrorsNameTheField(t *testing.T) {
 		"not json":      {`{"schema_version":`, "(message)", "not valid JSON"},
 		// Quoted back escaped: the message is printed on a terminal.
 		"escape sequence": {`{"schema_version":1,"dbms":["Redis"],"notes":["\u001b[31mred"]}`, "notes[0]", `'\x1b[31mred' holds a control character`},
+		"right-to-left":   {`{"schema_version":1,"dbms":["Redis"],"notes":["bidi\u202egnp.exe"]}`, "notes[0]", `'bidi\u202egnp.exe' holds a control character`},
 	}
 	for name, c := range cases {
 		t.Run(name, func(t *testing.T) {

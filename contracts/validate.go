@@ -204,8 +204,8 @@ func collect(ve *jsonschema.ValidationError, schema string, acc *[]FieldError) {
 		got := strconv.Quote(k.Got)
 		got = got[1 : len(got)-1]
 		msg := fmt.Sprintf("'%s' does not match pattern '%s'", got, k.Want)
-		if strings.ContainsFunc(k.Got, unicode.IsControl) {
-			msg = fmt.Sprintf("'%s' holds a control character; free text may hold none (on a terminal an escape sequence would act)", got)
+		if strings.ContainsFunc(k.Got, func(r rune) bool { return unicode.IsControl(r) || unicode.Is(unicode.Bidi_Control, r) }) {
+			msg = fmt.Sprintf("'%s' holds a control character; free text may hold none (on a terminal an escape sequence would act, a right-to-left override reorder what is shown)", got)
 		}
 		*acc = append(*acc, FieldError{Field: field, Message: msg})
 		return

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"encoding/json"
 	"fmt"
 	"io"
 	"math"
@@ -69,8 +70,18 @@ func dryRun(st *State, p plan.Plan) int {
 			}
 		}
 	}
+	// The scheduler refuses a plan larger than one NATS message (its
+	// state holds the plan): said here too, not only at submission.
+	if b, err := json.Marshal(p); err == nil && len(b) > natsMessageBytes {
+		st.Errorf("this plan takes %d bytes, more than the about %d one NATS message carries (its default max_payload): the scheduler would refuse it; make the grid smaller (fewer values per list, clients or repetitions) or split it into several experiments", len(b), natsMessageBytes)
+		return ExitFailed
+	}
 	return ExitOK
 }
+
+// natsMessageBytes is about what one NATS message carries with the
+// server's default max_payload (1 MiB), less room for its headers.
+const natsMessageBytes = 1<<20 - 4<<10
 
 // describeGenerator is one line of a metrics generator (benchq tsdb): its
 // series and the points per second they make.

@@ -68,6 +68,10 @@ func TestUsageErrors(t *testing.T) {
 		"ycsb workload": {[]string{"ycsb", "-dbms", "Redis", "--workload", "A", "-dry-run", "run"}, ExitUsage, "--workload A: YCSB's core workloads are a, b, c, d, e, f"},
 		"sf 0":          {[]string{"ycsb", "-dbms", "Redis", "-sf", "0", "-dry-run", "run"}, ExitUsage, "-sf 0: the scale factor must be more than 0"},
 		"sf negative":   {[]string{"benchbase", "-dbms", "PostgreSQL", "--scaling-factor", "-1", "-dry-run", "run"}, ExitUsage, "--scaling-factor -1: the scale factor must be more than 0"},
+		// A plan larger than one NATS message: the dry run says what the
+		// scheduler would (it printed the plan and exited 0).
+		"plan too large": {[]string{"ycsb", "-dbms", "Redis", "-sf", "0.001", "-nbp", "1,2,3,4,5,6,7,8,9,10,11,12,13,14,15,16,17,18,19,20,21,22,23,24,25,26,27,28,29,30,31,32,33,34,35,36,37,38,39,40",
+			"-nbt", "40", "-ne", "8", "-dry-run", "run"}, ExitFailed, "the scheduler would refuse it"},
 	}
 	for name, c := range cases {
 		t.Run(name, func(t *testing.T) {

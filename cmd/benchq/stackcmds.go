@@ -94,6 +94,14 @@ func cmdUp(ctx context.Context, _ []string, st *State) int {
 		return ExitFailed
 	}
 	fmt.Fprintf(st.Stdout, "stack up: nats %s, results db %s, logs %s\n", s.NATSURL, s.DBURL, filepath.Join(st.Home(), "logs"))
+	if b, err := s.Dial(); err == nil {
+		// Experiments the last stack left "running" (its down could not
+		// cancel them): their SUTs went with it, and they hold SUT slots.
+		if codes := runningCodes(ctx, b); len(codes) > 0 {
+			st.Errorf("note: experiments still running from before this start: %s; one whose SUT went with the last stack holds its SUT slot until benchq stop -e CODE ends it", strings.Join(codes, ", "))
+		}
+		b.Close()
+	}
 	if s.PrometheusURL != "" {
 		fmt.Fprintf(st.Stdout, "prometheus %s (data %s)\n", s.PrometheusURL, stack.PromDir(st))
 		if err := s.WaitScraped(ctx); err != nil {
@@ -133,8 +141,10 @@ func cmdDown(ctx context.Context, _ []string, st *State) int {
 			return ExitOK
 		}
 		// stack.json is gone or unreadable: its processes, found by
-		// their pid files, are stopped all the same.
+		// their pid files, are stopped all the same; without the file
+		// there is no NATS to cancel the experiments through.
 		fmt.Fprintf(st.Stdout, "stack.json is missing or unreadable; stopping the processes found by their pid files: %s\n", procList(strays))
+		st.Errorf("warning: the experiments in flight, if any, could not be cancelled: they stay \"running\" after the next benchq up, holding their SUT slots (benchq up names them; benchq stop ends them)")
 		s = &stack.Stack{Procs: strays}
 	}
 	stack.Stop(ctx, st, s)
@@ -147,26 +157,42 @@ func cmdDown(ctx context.Context, _ []string, st *State) int {
 // "running" in its state after the next up held its SUT slots (-ms) for a
 // SUT that was gone. Cancelled, each keeps what it measured and says why.
 func stopInFlight(ctx context.Context, st *State, s *stack.Stack) {
-	// A stop needs NATS and the scheduler that acts on it (a half-dead
-	// stack whose agent died still has both).
-	if deadProc(s, stack.NATSProc) != "" || deadProc(s, stack.SchedulerProc) != "" {
+	if deadProc(s, stack.NATSProc) != "" {
+		st.Errorf("warning: nats-server is not running, so the experiments in flight, if any, cannot be cancelled: they stay \"running\" after the next benchq up (benchq stop ends them there)")
 		return
 	}
 	b, err := s.Dial()
 	if err != nil {
 		return
 	}
-	running, err := runningExperiments(ctx, b.JS)
+	codes := runningCodes(ctx, b)
 	b.Close()
-	if err != nil || len(running) == 0 {
+	if len(codes) == 0 {
 		return
+	}
+	// A stop needs the scheduler that acts on it (a half-dead stack whose
+	// agent died still has it).
+	if dead := deadProc(s, stack.SchedulerProc); dead != "" {
+		st.Errorf("warning: %s, so the experiments in flight cannot be cancelled: %s stay \"running\" after the next benchq up, holding their SUT slots; end them there with benchq stop (or first: benchq restart scheduler, then benchq down)",
+			dead, strings.Join(codes, ", "))
+		return
+	}
+	fmt.Fprintf(st.Stdout, "stopping the experiments in flight first (their SUTs go with the stack): %s\n", strings.Join(codes, ", "))
+	cmdStop(ctx, []string{"-reason", "the stack was stopped (benchq down)", "-wait", "1m"}, st)
+}
+
+// runningCodes are the codes of the experiments the scheduler's state
+// says are running (none when it cannot be read).
+func runningCodes(ctx context.Context, b *bus.Bus) []string {
+	running, err := runningExperiments(ctx, b.JS)
+	if err != nil {
+		return nil
 	}
 	codes := make([]string, len(running))
 	for i, x := range running {
 		codes[i] = x.Code
 	}
-	fmt.Fprintf(st.Stdout, "stopping the experiments in flight first (their SUTs go with the stack): %s\n", strings.Join(codes, ", "))
-	cmdStop(ctx, []string{"-reason", "the stack was stopped (benchq down)", "-wait", "1m"}, st)
+	return codes
 }
 
 // dial connects benchq to the stack's NATS. A key file benchq cannot use

@@ -29,6 +29,21 @@ func TestUpAndDownFindAStacksProcessesWithoutItsFile(t *testing.T) {
 	if err := os.WriteFile(filepath.Join(home, "nats-server.pid"), []byte(strconv.Itoa(nats.Process.Pid)+"\n"), 0o600); err != nil {
 		t.Fatal(err)
 	}
+	// Prometheus keeps its pid file in its own directory (down left it
+	// running).
+	prom := exec.Command("sleep", "60")
+	if err := prom.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = prom.Process.Kill() })
+	promExited := make(chan struct{})
+	go func() { _ = prom.Wait(); close(promExited) }()
+	if err := os.MkdirAll(filepath.Join(home, "prometheus"), 0o700); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(home, "prometheus", "prometheus.pid"), []byte(strconv.Itoa(prom.Process.Pid)+"\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
 	if err := os.WriteFile(filepath.Join(home, "stack.json"), []byte("{garbage"), 0o600); err != nil {
 		t.Fatal(err)
 	}
@@ -51,10 +66,12 @@ func TestUpAndDownFindAStacksProcessesWithoutItsFile(t *testing.T) {
 	if code != ExitOK || !strings.Contains(stdout, "stopping the processes found by their pid files") {
 		t.Errorf("down: exit %d, %q %q", code, stdout, stderr)
 	}
-	select {
-	case <-exited:
-	case <-time.After(15 * time.Second):
-		t.Fatal("down left the stack's process running")
+	for _, c := range []chan struct{}{exited, promExited} {
+		select {
+		case <-c:
+		case <-time.After(15 * time.Second):
+			t.Fatal("down left a stack's process running")
+		}
 	}
 	if code, stdout, _ := run("down"); code != ExitOK || !strings.Contains(stdout, "stack is not running") {
 		t.Errorf("down again: exit %d, %q", code, stdout)

@@ -290,7 +290,7 @@ func Load(st *State) (*Stack, error) {
 	}
 	var s Stack
 	if err := json.Unmarshal(data, &s); err != nil {
-		return nil, fmt.Errorf("read stack.json: %w", err)
+		return nil, fmt.Errorf("read %s: %w: it is damaged; benchq down stops the stack's processes by their pid files, then benchq up starts it anew", filepath.Join(st.Home(), "stack.json"), err)
 	}
 	for _, p := range s.Procs {
 		// Monitoring is an addition: experiments run without Prometheus
@@ -787,7 +787,9 @@ func Stop(ctx context.Context, st *State, s *Stack) {
 // second nats-server on the same store, which corrupts it.
 func Strays(st *State) []Proc {
 	files, _ := filepath.Glob(filepath.Join(st.Home(), "*.pid"))
-	files = append(files, filepath.Join(st.Home(), DBProc, "postmaster.pid"))
+	// The results database's and Prometheus's pid files are in their own
+	// directories.
+	files = append(files, filepath.Join(st.Home(), DBProc, "postmaster.pid"), filepath.Join(PromDir(st), "prometheus.pid"))
 	var out []Proc
 	for _, f := range files {
 		name := strings.TrimSuffix(filepath.Base(f), ".pid")
