@@ -193,11 +193,30 @@ func TestUpMonitorsTheStack(t *testing.T) {
 		}
 		return nil
 	})
+	// With the scheduler dead, down starts it again to cancel them (it
+	// left them "running", holding their SUT slots after the next up).
+	if again, err = stack.Load(st); err != nil {
+		t.Fatal(err)
+	}
+	for _, p := range again.Procs {
+		if p.Name == stack.SchedulerProc {
+			if err := syscall.Kill(p.Pid, syscall.SIGKILL); err != nil {
+				t.Fatal(err)
+			}
+			testenv.Eventually(t, 10*time.Second, func() error {
+				if procs.Alive(p.Pid) {
+					return fmt.Errorf("scheduler (pid %d) still alive", p.Pid)
+				}
+				return nil
+			})
+		}
+	}
 	code, out = run("down")
 	if code != ExitOK {
 		t.Fatalf("down: exit %d\n%s", code, out)
 	}
-	if !strings.Contains(out, "stopping the experiments in flight first (their SUTs go with the stack): inflight1") ||
+	if !strings.Contains(out, "is not running: starting it again to cancel the experiments in flight") ||
+		!strings.Contains(out, "stopping the experiments in flight first (their SUTs go with the stack): inflight1") ||
 		!strings.Contains(out, "experiment inflight1 cancelled: cancelled by benchq stop: the stack was stopped (benchq down)") {
 		t.Errorf("down with an experiment in flight:\n%s", out)
 	}

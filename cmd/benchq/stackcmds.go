@@ -170,12 +170,15 @@ func stopInFlight(ctx context.Context, st *State, s *stack.Stack) {
 	if len(codes) == 0 {
 		return
 	}
-	// A stop needs the scheduler that acts on it (a half-dead stack whose
-	// agent died still has it).
+	// A stop needs the scheduler that acts on it: a dead one is started
+	// again first (on its state in NATS, as benchq restart does).
 	if dead := deadProc(s, stack.SchedulerProc); dead != "" {
-		st.Errorf("warning: %s, so the experiments in flight cannot be cancelled: %s stay \"running\" after the next benchq up, holding their SUT slots; end them there with benchq stop (or first: benchq restart scheduler, then benchq down)",
-			dead, strings.Join(codes, ", "))
-		return
+		fmt.Fprintf(st.Stdout, "%s: starting it again to cancel the experiments in flight\n", dead)
+		if err := s.Restart(ctx, st, stack.SchedulerProc); err != nil {
+			st.Errorf("warning: the scheduler could not be started again (%v), so the experiments in flight cannot be cancelled: %s stay \"running\" after the next benchq up, holding their SUT slots; end them there with benchq stop",
+				err, strings.Join(codes, ", "))
+			return
+		}
 	}
 	fmt.Fprintf(st.Stdout, "stopping the experiments in flight first (their SUTs go with the stack): %s\n", strings.Join(codes, ", "))
 	cmdStop(ctx, []string{"-reason", "the stack was stopped (benchq down)", "-wait", "1m"}, st)
