@@ -260,7 +260,8 @@ func describe(subj contracts.ParsedSubject, data []byte) (line, end, rejected st
 	num := func(k string) float64 { v, _ := m[k].(float64); return v }
 	switch subj.Topic {
 	case contracts.TopicRejected:
-		return "rejected: " + str("reason"), "", str("reason")
+		// No progress line: the caller's error says it, once.
+		return "", "", str("reason")
 	case contracts.TopicPlanned:
 		p, _ := decodePlanned(data)
 		phases := 0

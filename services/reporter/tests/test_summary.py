@@ -703,3 +703,5 @@ def test_a_load_only_experiment_passes_its_execution_tests():
     t = _test(s, "execution_throughput")
     assert t.passed and "nothing to test" in t.text
     assert [x.text for x in s.tests if not x.passed] == []
+    md = render.markdown(s)
+    assert "  * Benchmarking: none planned (action load)." in md and "Benchmarking is tested with" not in md

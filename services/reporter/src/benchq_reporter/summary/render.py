@@ -99,12 +99,18 @@ def workload_lines(s: Summary) -> list[str]:
         f"  * Import is handled by {alternatives(w.loading_pods)} processes (pods).",
         *(f"  * {line}" for line in w.placement_lines),
         f"  * Loading is tested with {numbers(w.loading_threads)} threads, split into {numbers(w.loading_pods)} pods.",
+        *(_benchmarking_lines(w) if w.benchmarking else ["  * Benchmarking: none planned (action load)."]),
+        f"  * Experiment is run {runs}.",
+        *(f"  * {note[0].upper()}{note[1:]}." if not note.endswith(".") else f"  * {note}" for note in w.notes),
+    ]
+
+
+def _benchmarking_lines(w: Workload) -> list[str]:
+    return [
         f"  * Benchmarking is tested with {numbers(w.benchmarking_threads)} threads, "
         f"split into {numbers(w.benchmarking_pods)} pods.",
         *([f"  * {w.pooling_line}"] if w.pooling_line else []),
         f"  * Benchmarking is run as {numbers(w.clients)} times the number of benchmarking pods.",
-        f"  * Experiment is run {runs}.",
-        *(f"  * {note[0].upper()}{note[1:]}." if not note.endswith(".") else f"  * {note}" for note in w.notes),
     ]
 
 

@@ -45,6 +45,7 @@ class Workload:
     pooling_line: str | None = None
     notes: list[str] = field(default_factory=list)  # what was not applied, and why
     tsdb: dict[str, Any] = field(default_factory=dict)  # benchmark tsdb: the generators' settings (contracts.TSDB)
+    benchmarking: bool = True  # a benchmarking phase is planned (not: action load)
 
 
 def build_workload(data: ExperimentData) -> Workload:
@@ -88,6 +89,7 @@ def build_workload(data: ExperimentData) -> Workload:
         pooling_line=pooling_line(s),
         notes=list(s.notes),
         tsdb=dict(s.tsdb),
+        benchmarking=any(p.kind == KIND.run for p in plan.phases),
     )
 
 
