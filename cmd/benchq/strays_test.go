@@ -19,31 +19,10 @@ import (
 // files (it said "stack is not running" and left them).
 func TestUpAndDownFindAStacksProcessesWithoutItsFile(t *testing.T) {
 	home := t.TempDir()
-	nats := exec.Command("sleep", "60")
-	if err := nats.Start(); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = nats.Process.Kill() })
-	exited := make(chan struct{})
-	go func() { _ = nats.Wait(); close(exited) }()
-	if err := os.WriteFile(filepath.Join(home, "nats-server.pid"), []byte(strconv.Itoa(nats.Process.Pid)+"\n"), 0o600); err != nil {
-		t.Fatal(err)
-	}
+	natsPid, exited := processWithPidFile(t, filepath.Join(home, "nats-server.pid"))
 	// Prometheus keeps its pid file in its own directory (down left it
 	// running).
-	prom := exec.Command("sleep", "60")
-	if err := prom.Start(); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = prom.Process.Kill() })
-	promExited := make(chan struct{})
-	go func() { _ = prom.Wait(); close(promExited) }()
-	if err := os.MkdirAll(filepath.Join(home, "prometheus"), 0o700); err != nil {
-		t.Fatal(err)
-	}
-	if err := os.WriteFile(filepath.Join(home, "prometheus", "prometheus.pid"), []byte(strconv.Itoa(prom.Process.Pid)+"\n"), 0o600); err != nil {
-		t.Fatal(err)
-	}
+	_, promExited := processWithPidFile(t, filepath.Join(home, "prometheus", "prometheus.pid"))
 	if err := os.WriteFile(filepath.Join(home, "stack.json"), []byte("{garbage"), 0o600); err != nil {
 		t.Fatal(err)
 	}
@@ -59,7 +38,7 @@ func TestUpAndDownFindAStacksProcessesWithoutItsFile(t *testing.T) {
 		return code, out.String(), errb.String()
 	}
 	code, _, stderr := run("up")
-	if code != ExitFailed || !strings.Contains(stderr, "nats-server (pid "+strconv.Itoa(nats.Process.Pid)+")") || !strings.Contains(stderr, "benchq down") {
+	if code != ExitFailed || !strings.Contains(stderr, "nats-server (pid "+strconv.Itoa(natsPid)+")") || !strings.Contains(stderr, "benchq down") {
 		t.Errorf("up over a running stack without its file: exit %d, %q", code, stderr)
 	}
 	code, stdout, stderr := run("down")
@@ -76,6 +55,26 @@ func TestUpAndDownFindAStacksProcessesWithoutItsFile(t *testing.T) {
 	if code, stdout, _ := run("down"); code != ExitOK || !strings.Contains(stdout, "stack is not running") {
 		t.Errorf("down again: exit %d, %q", code, stdout)
 	}
+}
+
+// processWithPidFile starts a process that lives a minute, as a stack's
+// would, and writes its pid to file; exited closes when it ends.
+func processWithPidFile(t *testing.T, file string) (pid int, exited chan struct{}) {
+	t.Helper()
+	cmd := exec.Command("sleep", "60")
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = cmd.Process.Kill() })
+	exited = make(chan struct{})
+	go func() { _ = cmd.Wait(); close(exited) }()
+	if err := os.MkdirAll(filepath.Dir(file), 0o700); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(file, []byte(strconv.Itoa(cmd.Process.Pid)+"\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return cmd.Process.Pid, exited
 }
 
 // summary names a collector that is not running at once (it waited 30 s
