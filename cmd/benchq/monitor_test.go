@@ -194,18 +194,20 @@ func TestUpMonitorsTheStack(t *testing.T) {
 		return nil
 	})
 	// With the scheduler dead, down starts it again to cancel them (it
-	// left them "running", holding their SUT slots after the next up).
+	// left them "running", holding their SUT slots after the next up); a
+	// dead collector, which plays no part in a stop, does not keep it from
+	// cancelling them.
 	if again, err = stack.Load(st); err != nil {
 		t.Fatal(err)
 	}
 	for _, p := range again.Procs {
-		if p.Name == stack.SchedulerProc {
+		if p.Name == stack.SchedulerProc || p.Name == "collector" {
 			if err := syscall.Kill(p.Pid, syscall.SIGKILL); err != nil {
 				t.Fatal(err)
 			}
 			testenv.Eventually(t, 10*time.Second, func() error {
 				if procs.Alive(p.Pid) {
-					return fmt.Errorf("scheduler (pid %d) still alive", p.Pid)
+					return fmt.Errorf("%s (pid %d) still alive", p.Name, p.Pid)
 				}
 				return nil
 			})

@@ -165,8 +165,8 @@ func stopInFlight(ctx context.Context, st *State, s *stack.Stack) {
 	if err != nil {
 		return
 	}
+	defer b.Close()
 	codes := runningCodes(ctx, b)
-	b.Close()
 	if len(codes) == 0 {
 		return
 	}
@@ -181,7 +181,7 @@ func stopInFlight(ctx context.Context, st *State, s *stack.Stack) {
 		}
 	}
 	fmt.Fprintf(st.Stdout, "stopping the experiments in flight first (their SUTs go with the stack): %s\n", strings.Join(codes, ", "))
-	cmdStop(ctx, []string{"-reason", "the stack was stopped (benchq down)", "-wait", "1m"}, st)
+	stopExperiments(ctx, st, b, codes, "the stack was stopped (benchq down)", time.Minute)
 }
 
 // runningCodes are the codes of the experiments the scheduler's state

@@ -337,9 +337,14 @@ func cmdStop(ctx context.Context, args []string, st *State) int {
 		fmt.Fprintln(st.Stdout, "no experiment is running")
 		return ExitOK
 	}
-	// Every stop goes out first, then each end is awaited within the one
-	// -wait (each given a second at least, for an end already stored): N
-	// experiments take as long as the slowest, not N waits.
+	return stopExperiments(ctx, st, b, codes, *reason, *wait)
+}
+
+// stopExperiments cancels the experiments codes and waits for their ends.
+// Every stop goes out first, then each end is awaited within the one wait
+// (each given a second at least, for an end already stored): N
+// experiments take as long as the slowest, not N waits.
+func stopExperiments(ctx context.Context, st *State, b *bus.Bus, codes []string, reason string, wait time.Duration) int {
 	ends := make([]jetstream.Consumer, len(codes))
 	for i, c := range codes {
 		cons, err := b.JS.OrderedConsumer(ctx, contracts.StreamEvents, jetstream.OrderedConsumerConfig{
@@ -352,7 +357,7 @@ func cmdStop(ctx context.Context, args []string, st *State) int {
 		}
 		ends[i] = cons
 		now := time.Now().UTC()
-		stop := &contracts.Stop{Envelope: contracts.NewEnvelope(c, contracts.StopID(c, now), now), Reason: *reason}
+		stop := &contracts.Stop{Envelope: contracts.NewEnvelope(c, contracts.StopID(c, now), now), Reason: reason}
 		if err := b.Publish(ctx, contracts.SubjStop, stop); err != nil {
 			st.Errorf("publish stop: %v", err)
 			return ExitFailed
@@ -360,11 +365,11 @@ func cmdStop(ctx context.Context, args []string, st *State) int {
 		fmt.Fprintf(st.Stdout, "stopping experiment %s ...\n", c)
 	}
 	rc := ExitOK
-	deadline := time.Now().Add(*wait)
+	deadline := time.Now().Add(wait)
 	for i, c := range codes {
 		msg, err := ends[i].Next(jetstream.FetchMaxWait(max(time.Until(deadline), time.Second)))
 		if err != nil {
-			st.Errorf("experiment %s did not end within %s; see: benchq status", c, *wait)
+			st.Errorf("experiment %s did not end within %s; see: benchq status", c, wait)
 			rc = ExitFailed
 			continue
 		}

@@ -120,6 +120,49 @@ func TestPublishDeduplicatesOnMessageID(t *testing.T) {
 	}
 }
 
+// A message the caller encoded already goes out as those bytes; one it did
+// not is encoded; both are deduplicated on their envelope's id.
+func TestPublishAllSendsTheCallersEncoding(t *testing.T) {
+	t.Parallel()
+	ctx := testCtx(t)
+	b := testenv.Bus(t, ctx, testenv.NATS(t))
+	subj := contracts.Subject(contracts.SubjExperimentDone, "c1", "", "")
+	pre := event("c1", "c1.pre")
+	data, err := json.Marshal(pre)
+	if err != nil {
+		t.Fatal(err)
+	}
+	data = append([]byte(" "), data...) // as given, not encoded again
+	pubs := []bus.Pub{{Subject: subj, Msg: pre, Data: data}, {Subject: subj, Msg: event("c1", "c1.plain")}, {Subject: subj, Msg: pre, Data: data}}
+	for i, err := range b.PublishAll(ctx, pubs) {
+		if err != nil {
+			t.Fatalf("pubs[%d]: %v", i, err)
+		}
+	}
+	s, err := b.JS.Stream(ctx, contracts.StreamEvents)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n := streamMsgs(t, ctx, b, contracts.StreamEvents); n != 2 {
+		t.Fatalf("stream holds %d messages, want 2 (the third repeats the first's id)", n)
+	}
+	first, err := s.GetMsg(ctx, 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if string(first.Data) != string(data) {
+		t.Errorf("first message %q, want the caller's bytes %q", first.Data, data)
+	}
+	second, err := s.GetMsg(ctx, 2)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var end contracts.ExperimentEnd
+	if err := json.Unmarshal(second.Data, &end); err != nil || end.ID != "c1.plain" {
+		t.Errorf("second message %q (%v), want c1.plain encoded", second.Data, err)
+	}
+}
+
 func streamMsgs(t *testing.T, ctx context.Context, b *bus.Bus, stream string) uint64 {
 	t.Helper()
 	s, err := b.JS.Stream(ctx, stream)

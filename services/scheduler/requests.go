@@ -30,7 +30,8 @@ type intaken struct {
 	msg   int // its index in the batch
 	code  string
 	out   []Out
-	state *State // nil: a rejection
+	enc   [][]byte // enc[k] is out[k].Msg's JSON when oversize encoded it
+	state *State   // nil: a rejection
 	data  []byte
 	log   *slog.Logger
 }
@@ -134,12 +135,13 @@ func (s *Scheduler) intake(ctx context.Context, m jetstream.Msg) (*intaken, erro
 	if err != nil {
 		return nil, err
 	}
-	if tooBig := s.oversize(data, out); tooBig != "" {
+	enc, tooBig := s.oversize(data, out)
+	if tooBig != "" {
 		// No publish of it could ever succeed: retrying would loop on it.
 		in.out = s.rejection(code, head.ID, []contracts.FieldError{{Field: "(request)", Message: tooBig}}, in.log)
 		return in, nil
 	}
-	in.state, in.out, in.data = state, out, data
+	in.state, in.out, in.enc, in.data = state, out, enc, data
 	// Known at once, so that the batch's next requests count its SUTs and
 	// do not take its code; commit forgets it if it is not stored.
 	s.states.remember(state, data, 0)
@@ -151,19 +153,22 @@ const headroom = 4 << 10
 
 // oversize says why an accepted request cannot be carried out: its state
 // or one of its first messages (the planned event holds the plan) is
-// larger than NATS carries; "" when all fit.
-func (s *Scheduler) oversize(state []byte, out []Out) string {
+// larger than NATS carries; "" when all fit. enc[k] is out[k].Msg's JSON
+// (nil where it could not be encoded), which the publish sends as it is.
+func (s *Scheduler) oversize(state []byte, out []Out) (enc [][]byte, tooBig string) {
 	largest := s.bus.NC.MaxPayload() - headroom
 	size := int64(len(state))
-	for _, o := range out {
+	enc = make([][]byte, len(out))
+	for k, o := range out {
 		if b, err := json.Marshal(o.Msg); err == nil {
+			enc[k] = b
 			size = max(size, int64(len(b)))
 		}
 	}
 	if size <= largest {
-		return ""
+		return enc, ""
 	}
-	return fmt.Sprintf("its plan takes %d bytes, more than the %d NATS carries in one message (max_payload): make the grid smaller (fewer values per list, clients or repetitions) or split it into several experiments", size, largest)
+	return nil, fmt.Sprintf("its plan takes %d bytes, more than the %d NATS carries in one message (max_payload): make the grid smaller (fewer values per list, clients or repetitions) or split it into several experiments", size, largest)
 }
 
 // Bounds of a rejection: it is one message, and its reason is logged.
@@ -190,7 +195,11 @@ func (s *Scheduler) commit(ctx context.Context, batch []*intaken, errs []error) 
 		var who []*intaken
 		for _, in := range batch {
 			if errs[in.msg] == nil && k < len(in.out) {
-				pubs = append(pubs, bus.Pub{Subject: in.out[k].Subject, Msg: in.out[k].Msg})
+				p := bus.Pub{Subject: in.out[k].Subject, Msg: in.out[k].Msg}
+				if k < len(in.enc) {
+					p.Data = in.enc[k]
+				}
+				pubs = append(pubs, p)
 				who = append(who, in)
 			}
 		}
