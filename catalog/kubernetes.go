@@ -57,6 +57,11 @@ type Kubernetes struct {
 	// data volume. 0: the image starts as root and steps down (most DBMS
 	// images).
 	RunAsUser int64 `json:"run_as_user,omitempty"`
+	// CPULimitArgs are added to Args when the server has a CPU limit (-lc),
+	// {cpus} in them the limit rounded up: for a server that otherwise
+	// sizes its threads by the node's cores, which a pod with a CPU limit
+	// cannot all use (Dragonfly's --proactor_threads).
+	CPULimitArgs []string `json:"cpu_limit_args,omitempty"`
 	// Resources are the DBMS container's defaults; -rc, -rr, -lr win.
 	Resources Resources `json:"resources"`
 	// Exporter is the Prometheus exporter sidecar for application metrics

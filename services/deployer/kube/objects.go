@@ -413,6 +413,10 @@ func (b *builder) serverPod(e catalog.Entry, r *strings.Replacer, component stri
 		return corev1.PodTemplateSpec{}, nil, err
 	}
 	c.Resources = res
+	if lim, ok := res.Limits[corev1.ResourceCPU]; ok && len(k.CPULimitArgs) > 0 {
+		cpus := strings.NewReplacer("{cpus}", strconv.FormatInt(max(1, (lim.MilliValue()+999)/1000), 10))
+		c.Args = append(c.Args, replaceAll(cpus, replaceAll(r, k.CPULimitArgs))...)
+	}
 	if component != componentPool && b.server == nil {
 		b.server = &c
 	}
@@ -473,10 +477,32 @@ func (b *builder) serverPod(e catalog.Entry, r *strings.Replacer, component stri
 			})
 		}
 		if port != 0 {
-			pod.Annotations = map[string]string{"prometheus.io/scrape": "true", "prometheus.io/port": strconv.Itoa(port)}
+			pod.Annotations = map[string]string{"prometheus.io/scrape": "true", "prometheus.io/port": strconv.Itoa(port),
+				annotationMetricsPort: metricsPortName(&pod.Spec, port)}
 		}
 	}
 	return pod, vol, nil
+}
+
+// annotationMetricsPort names the container port Prometheus scrapes a pod
+// on (deploy/k8s/prometheus.yaml keeps that port's target): "metrics" for
+// an exporter's, "client" for a DBMS that serves its metrics where its
+// clients connect (Dragonfly, VictoriaMetrics, Prometheus).
+const annotationMetricsPort = "benchq.io/metrics-port"
+
+// metricsPortName is the name of the container port number port of spec,
+// which gets a port "metrics" on its first container when none has it.
+func metricsPortName(spec *corev1.PodSpec, port int) string {
+	for _, c := range spec.Containers {
+		for _, p := range c.Ports {
+			if int(p.ContainerPort) == port && p.Name != "" {
+				return p.Name
+			}
+		}
+	}
+	c := &spec.Containers[0]
+	c.Ports = append(c.Ports, corev1.ContainerPort{Name: "metrics", ContainerPort: int32(port), Protocol: corev1.ProtocolTCP})
+	return "metrics"
 }
 
 func envList(r *strings.Replacer, env map[string]string) []corev1.EnvVar {

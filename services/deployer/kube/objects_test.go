@@ -69,6 +69,11 @@ func goldenCases() []goldenCase {
 			SUT: &contracts.SUTSpec{Workers: 3, Storage: &contracts.Storage{Class: "shared", Size: "5Gi"}, Monitoring: &contracts.Monitoring{Application: true}, UseCase: "ycsb-1"}}},
 		goldenCase{name: "dragonflycluster-nw3", spec: backend.Spec{Code: goldenCode, Configuration: "DragonflyCluster-64-8-196608-1", DBMS: "DragonflyCluster", Benchmark: "ycsb",
 			SUT: &contracts.SUTSpec{Workers: 3, UseCase: "ycsb-1"}}},
+		// A CPU limit sizes Dragonfly's threads (its limit rounded up),
+		// which otherwise are the node's cores; it serves its metrics on its
+		// client port.
+		goldenCase{name: "dragonfly-limit-cpu-monitoring", spec: backend.Spec{Code: goldenCode, Configuration: "Dragonfly-64-8-196608-1", DBMS: "Dragonfly", Benchmark: "ycsb",
+			SUT: &contracts.SUTSpec{Resources: &contracts.Resources{LimitCPU: "3500m"}, Monitoring: &contracts.Monitoring{Application: true}, UseCase: "ycsb-1"}}},
 		goldenCase{name: "pgbouncer-pool-4-128-64", spec: backend.Spec{Code: goldenCode, Configuration: "PgBouncer-64-8-196608-1", DBMS: "PgBouncer", Benchmark: "ycsb",
 			SUT: &contracts.SUTSpec{Pool: &contracts.Pool{Pods: 4, Inbound: 128, Outbound: 64}, Monitoring: &contracts.Monitoring{Application: true}, UseCase: "ycsb-1"}}},
 		goldenCase{name: "postgresql-storage-shared-50gi", spec: backend.Spec{Code: goldenCode, Configuration: "PostgreSQL-64-8-196608-1", DBMS: "PostgreSQL", Benchmark: "ycsb",

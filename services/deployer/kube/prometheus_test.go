@@ -66,6 +66,8 @@ func testPrometheusConfig(t *testing.T, cp *k8stest.ControlPlane) {
 	for _, s := range []backend.Spec{
 		{Code: "mon1", Configuration: "Redis-1", DBMS: "Redis", Benchmark: "ycsb", SUT: &contracts.SUTSpec{Monitoring: app}},
 		{Code: "mon1", Configuration: "RedisCluster-1", DBMS: "RedisCluster", Benchmark: "ycsb", SUT: &contracts.SUTSpec{Workers: 3, Monitoring: app}},
+		// Its metrics on its client port, no exporter.
+		{Code: "mon1", Configuration: "Dragonfly-1", DBMS: "Dragonfly", Benchmark: "ycsb", SUT: &contracts.SUTSpec{Monitoring: app}},
 	} {
 		if _, err := k.Deploy(ctx, s); err != nil {
 			t.Fatal(err)
@@ -76,7 +78,7 @@ func testPrometheusConfig(t *testing.T, cp *k8stest.ControlPlane) {
 	if _, err := k.StartDrivers(ctx, d); err != nil {
 		t.Fatal(err)
 	}
-	eventually(t, "the experiment's pods", func(ctx context.Context) error { return podsSettled(ctx, cp.Client, ns, "experiment=mon1", 1+3+2) })
+	eventually(t, "the experiment's pods", func(ctx context.Context) error { return podsSettled(ctx, cp.Client, ns, "experiment=mon1", 1+3+1+2) })
 
 	// benchq_pod_info: every pod, a worker as sut, drivers with their phase.
 	reg := prometheus.NewRegistry()
@@ -114,21 +116,27 @@ func testPrometheusConfig(t *testing.T, cp *k8stest.ControlPlane) {
 		t.Fatal(err)
 	}
 	targets := scrapeTargets(t, bin, dir, onlyPodsJob(t, cfg, ns, kubeconfig))
-	exporters := 0
+	exporters, dragonflies := 0, 0
 	for _, tg := range targets {
 		l := tg.Labels
 		if l["experiment"] != "mon1" {
 			continue
 		}
-		exporters++
 		t.Logf("target %s: %v", tg.ScrapeURL, l)
-		if l["container"] != "exporter" || l["namespace"] != ns || l["component"] != "sut" || l["dbms"] == "" ||
-			!strings.HasPrefix(l["configuration"], "Redis") || l["pod"] == "" || l["phase"] != "" {
+		if l["namespace"] != ns || l["component"] != "sut" || l["dbms"] == "" || l["pod"] == "" || l["phase"] != "" {
 			t.Errorf("target %s: labels %v", tg.ScrapeURL, l)
 		}
+		switch {
+		case l["container"] == "exporter" && strings.HasPrefix(l["configuration"], "Redis"):
+			exporters++
+		case l["container"] == "dbms" && l["configuration"] == "Dragonfly-1" && strings.HasSuffix(tg.ScrapeURL, ":6379/metrics"):
+			dragonflies++
+		default:
+			t.Errorf("target %s of the experiment: neither a Redis exporter nor Dragonfly's client port: %v", tg.ScrapeURL, l)
+		}
 	}
-	if exporters != 1+3 {
-		t.Errorf("%d exporter targets of the experiment, want 4 (the Redis and 3 cluster workers): %+v", exporters, targets)
+	if exporters != 1+3 || dragonflies != 1 {
+		t.Errorf("%d exporter targets and %d of Dragonfly, want 4 (the Redis and 3 cluster workers) and 1 (its client port): %+v", exporters, dragonflies, targets)
 	}
 }
 
@@ -234,7 +242,7 @@ func scrapeTargets(t *testing.T, bin, dir, cfg string) []activeTarget {
 			return err
 		}
 		got = r.Data.ActiveTargets
-		if len(got) < 4 {
+		if len(got) < 5 {
 			return fmt.Errorf("%d active targets", len(got))
 		}
 		return nil

@@ -20,7 +20,7 @@ import (
 // phase that measures a SUT no longer the one it deployed.
 //
 // What counts: pods labelled as a SUT's server, cluster worker or pool
-// (components sut, worker, pool) once they were seen Ready; their
+// (components sut, worker, pool), but not a Job's, once they were seen Ready; their
 // containers' restart counts from that moment on. A pod never seen Ready is
 // the deploy's business (its wait reports it). A restarted deployer starts
 // watching the pods that are Ready then.
@@ -89,6 +89,9 @@ func (k *Kube) DeadSUTs(ctx context.Context, reported map[string]bool) ([]backen
 	seen := map[string]bool{}
 	for i := range l.Items {
 		p := &l.Items[i]
+		if ownedByJob(p) {
+			continue // a bootstrap or schema Job's: it retries, ends and goes
+		}
 		uid := string(p.UID)
 		seen[uid] = true
 		key := p.Labels[labelExperiment] + "/" + p.Labels[labelConfiguration]
@@ -130,6 +133,17 @@ func (k *Kube) DeadSUTs(ctx context.Context, reported map[string]bool) ([]backen
 	}
 	sort.Slice(out, func(i, j int) bool { return out[i].Code+out[i].Configuration < out[j].Code+out[j].Configuration })
 	return out, nil
+}
+
+// ownedByJob: a pod of a Job (a cluster's bootstrap, a schema), which
+// carries its SUT's labels for the network policies but is no server.
+func ownedByJob(p *corev1.Pod) bool {
+	for _, o := range p.OwnerReferences {
+		if o.Kind == "Job" {
+			return true
+		}
+	}
+	return false
 }
 
 // DeadSUT says how one configuration's SUT died, as DeadSUTs sees it.

@@ -26,15 +26,20 @@ func sutPod(name, uid, configuration string, ready bool) *corev1.Pod {
 
 // A SUT pod seen Ready that then restarts its container, or vanishes, is a
 // dead SUT named with what happened; a pod never Ready is the deploy's
-// business, and a pod that goes away in its configuration's teardown is
-// not dead.
+// business, a pod that goes away in its configuration's teardown is not
+// dead, and neither is a Job's.
 func TestKubeDeadSUTs(t *testing.T) {
 	ctx := context.Background()
 	a := sutPod("bq-7-redis-a-x", "a", "Redis-A", true)
 	b := sutPod("bq-7-redis-b-x", "b", "Redis-B", true)
 	c := sutPod("bq-7-redis-c-x", "c", "Redis-C", false)
 	d := sutPod("bq-7-redis-d-x", "d", "Redis-D", true)
-	f, k := newFake(t, a, b, c, d)
+	// A Job's pod with a SUT's labels (a cluster's bootstrap, a schema):
+	// its container retried, or the pod removed with its Job, is no SUT
+	// dying.
+	j := sutPod("bq-7-redis-e-schema-x", "j", "Redis-E", true)
+	j.OwnerReferences = []metav1.OwnerReference{{APIVersion: "batch/v1", Kind: "Job", Name: "bq-7-redis-e-schema", UID: "job"}}
+	f, k := newFake(t, a, b, c, d, j)
 	pods := f.CoreV1().Pods("ns")
 	reported := map[string]bool{}
 	if dead, err := k.DeadSUTs(ctx, reported); err != nil || len(dead) != 0 {
@@ -43,7 +48,8 @@ func TestKubeDeadSUTs(t *testing.T) {
 	a.Status.ContainerStatuses[0].RestartCount = 1
 	a.Status.ContainerStatuses[0].LastTerminationState.Terminated = &corev1.ContainerStateTerminated{Reason: "OOMKilled", ExitCode: 137, Signal: 9}
 	c.Status.ContainerStatuses[0].RestartCount = 4 // never Ready: not judged
-	for _, p := range []*corev1.Pod{a, c} {
+	j.Status.ContainerStatuses[0].RestartCount = 1
+	for _, p := range []*corev1.Pod{a, c, j} {
 		if _, err := pods.UpdateStatus(ctx, p, metav1.UpdateOptions{}); err != nil {
 			t.Fatal(err)
 		}
