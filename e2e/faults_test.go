@@ -95,7 +95,7 @@ func TestExperimentsAsBexhomaUsersKnowThem(t *testing.T) {
 		ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 		defer cancel()
 		ev := s.events(ctx, code)
-		s.cli(t, time.Minute, "ycsb", "-e", code, "-dbms", "Redis", "-sf", "0.05", "-xop", "1", "-nlt", "8", "-nbt", "8", "--detach", "run")
+		s.cli(t, time.Minute, "ycsb", "-e", code, "-dbms", "Redis", "-sf", "0.05", "-xop", "1", "-nlt", "8", "-nbt", "8", "-m", "--detach", "run")
 		s.waitPhase(t, ev, contracts.PhaseStarted, contracts.KindRun)
 		status := s.cli(t, 30*time.Second, "status")
 		for _, want := range []string{"Message queue:     Running", "Results database:  Running", "scheduler:         Running", "driver-agent-1", "| " + code, "Redis-8-1-16384-1-1", "(none: -rst keeps a SUT's data on one)"} {
@@ -112,6 +112,10 @@ func TestExperimentsAsBexhomaUsersKnowThem(t *testing.T) {
 		// stored end does not mean the results are in yet (seen once in CI).
 		s.waitCount(t, 1, `SELECT count(*) FROM experiments WHERE code = $1 AND status = 'cancelled'`, code)
 		s.waitCount(t, 1, `SELECT count(*) FROM shard_results WHERE code = $1 AND kind = 'load' AND status = 'ok'`, code)
+		// The stopped phase keeps its window up to the stop, and the SUT's
+		// metrics measured until then (they were never pulled before).
+		s.waitCount(t, 1, `SELECT count(*) FROM phases WHERE code = $1 AND kind = 'run' AND status = 'failed' AND started_at IS NOT NULL AND ended_at IS NOT NULL`, code)
+		s.waitCount(t, 1, `SELECT (count(*) > 0)::int FROM metric_summaries WHERE code = $1 AND kind = 'run' AND value IS NOT NULL`, code)
 		if n := s.liveSUTs(); n != 0 {
 			t.Errorf("%d SUT processes left after stop", n)
 		}

@@ -27,7 +27,8 @@ def _measured(ops: pd.DataFrame) -> pd.DataFrame:
 def throughput_per_configuration(f: dict[str, pd.DataFrame]) -> pd.Series:
     """bexhoma's [OVERALL].Throughput of the benchmarking phases: the shards' rates, summed per phase."""
     runs = f["shards"].query("reported and kind == 'run'")
-    per_phase = runs.groupby(["configuration", "phase"])["throughput"].sum()
+    # min_count=1: a phase no shard reported a throughput for (stopped) is missing, not 0.
+    per_phase = runs.groupby(["configuration", "phase"])["throughput"].sum(min_count=1)
     return per_phase.groupby("configuration").mean().rename("throughput [ops/s]")
 
 
@@ -42,18 +43,22 @@ def throughput_over_time(f: dict[str, pd.DataFrame], every: str = "2s") -> pd.Da
     shards' status interval (-xli) when that is longer.
 
     A status line carries the shard's cumulative operations: the difference
-    to its previous line is what it did in between, counted in the bin of
-    the line. A bin shorter than the interval would get all of an
+    to its previous line (the shard's start for its first) is what it did
+    in between, counted in the bin of the interval's start. A line at
+    second 0 spans no time and counts nothing: it is left out, not taken
+    for a rate of 0. A bin shorter than the interval would get all of an
     interval's operations or none (a rate of 0 that is not one), so the
     bins are at least one interval long, and a bin without a line is
     missing, not 0.
     """
     iv = f["intervals"].sort_values(["phase", "shard", "attempt", "elapsed_s"])
-    done = iv.groupby(["phase", "shard", "attempt"])["operations"].diff().fillna(iv["operations"])
-    iv = iv.assign(done=done.astype("float64"))
-    step = iv.groupby(["phase", "shard", "attempt"])["elapsed_s"].diff().median()
+    by_shard = iv.groupby(["phase", "shard", "attempt"])
+    length = iv["elapsed_s"] - by_shard["elapsed_s"].shift().fillna(0)
+    done = by_shard["operations"].diff().fillna(iv["operations"]).astype("float64")
+    iv = iv.assign(done=done, start=iv["at"] - pd.to_timedelta(length, unit="s"))[length > 0]
+    step = length[length > 0].median()
     seconds = max(pd.Timedelta(every).total_seconds(), 0 if pd.isna(step) else float(step))
-    binned = iv.set_index("at").groupby("phase")["done"].resample(f"{seconds:g}s").sum(min_count=1) / seconds
+    binned = iv.set_index("start").groupby("phase")["done"].resample(f"{seconds:g}s").sum(min_count=1) / seconds
     return binned.rename("ops/s").reset_index()
 
 

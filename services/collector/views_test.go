@@ -165,3 +165,30 @@ func TestReportedShardsAreOneAttemptOfThePhase(t *testing.T) {
 		t.Errorf("reported shards %q of a phase whose attempt 1 lost a shard's row, want attempt 2's (1@2 2@2)", got)
 	}
 }
+
+// A phase whose shards never reported their operations (stopped before any
+// final counted them) has its operations and rates missing, never 0.
+func TestPhaseFiguresOfAPhaseWithoutCountsAreMissing(t *testing.T) {
+	t.Parallel()
+	ctx := t.Context()
+	db := resultsDB(t, ctx)
+	const code, phase = "views4", "Redis-1-1"
+	start := time.Date(2026, 11, 25, 12, 0, 0, 0, time.UTC)
+	if _, err := db.Exec(ctx, `INSERT INTO shard_results (code, phase, shard, attempt, configuration, kind, agent, status,
+		started_at, ended_at, message_id)
+		VALUES ($1, $2, 1, 1, 'Redis-1', 'run', 'a', 'failed', $3, $4, 'm1')`, code, phase, start, start.Add(5*time.Second)); err != nil {
+		t.Fatal(err)
+	}
+	var shards, failedShards int64
+	var ops, failed *int64
+	var throughput, goodput, errorShare *float64
+	if err := db.QueryRow(ctx, `SELECT shards, failed_shards, operations, failed, throughput, goodput, error_share
+		FROM phase_figures WHERE code = $1 AND phase = $2`, code, phase).
+		Scan(&shards, &failedShards, &ops, &failed, &throughput, &goodput, &errorShare); err != nil {
+		t.Fatal(err)
+	}
+	if shards != 1 || failedShards != 1 || ops != nil || failed != nil || throughput != nil || goodput != nil || errorShare != nil {
+		t.Errorf("phase_figures of a phase without counts: %d shards (%d failed), operations %v, failed %v, throughput %v, goodput %v, error share %v; want 1 (1), the rest missing",
+			shards, failedShards, ops, failed, throughput, goodput, errorShare)
+	}
+}

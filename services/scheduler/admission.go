@@ -88,7 +88,7 @@ func (s *State) onStop(m *contracts.Stop, now time.Time) []Out {
 		switch c.Status {
 		case cfgRunning:
 			if c.Current != nil {
-				out = append(out, s.phaseEvent(i, contracts.PhaseFailed, c.Current.GoAt, nil, reason, now))
+				out = append(out, s.abandon(i, reason, now))
 			}
 			out = append(out, s.teardown(i, reason, now)...)
 		case cfgDeploying:

@@ -303,8 +303,8 @@ func TestStopCancels(t *testing.T) {
 	if got := strings.Join(subjects(out), " "); got != "benchq.exp.17.phase.failed benchq.jobs.teardown" {
 		t.Fatalf("stop: %s", got)
 	}
-	if r := out[0].Msg.(*contracts.PhaseEvent).Reason; r != "cancelled by benchq stop: wrong -xtb" {
-		t.Errorf("reason %q", r)
+	if ev := out[0].Msg.(*contracts.PhaseEvent); ev.Reason != "cancelled by benchq stop: wrong -xtb" || ev.StartedAt != nil || ev.EndedAt != nil {
+		t.Errorf("reason %q, window %v … %v (none before the GO)", ev.Reason, ev.StartedAt, ev.EndedAt)
 	}
 	if again := s.Step(Event{Msg: &contracts.Stop{}}, t0); len(again) != 0 {
 		t.Errorf("second stop: %v", subjects(again))
@@ -319,6 +319,32 @@ func TestStopCancels(t *testing.T) {
 	}
 	if s.Configs[1].Status != cfgRemoved {
 		t.Errorf("the second repetition was %s, want never deployed", s.Configs[1].Status)
+	}
+}
+
+// A phase stopped after its GO keeps its window up to the stop, so that the
+// collector pulls what was measured until then; one stopped before its GO
+// has none (TestStopCancels).
+func TestStoppedPhaseHasItsWindowUntilTheStop(t *testing.T) {
+	p := defaultPlan(t, nil)
+	s, _, _ := Start(p, []byte(`{}`), t0, 0)
+	load := jobs(ready(s, 0))
+	for k, j := range load {
+		s.Step(Event{Msg: &contracts.BarrierReady{Phase: j.Phase, Shard: j.Shard, Attempt: 1, Agent: fmt.Sprintf("a%d", k+1)}}, t0)
+	}
+	cur := s.Configs[0].Current
+	if cur == nil || cur.GoAt == nil {
+		t.Fatalf("the loading has no GO after every shard was ready: %+v", cur)
+	}
+	goAt := *cur.GoAt
+	stopAt := t0.Add(5 * time.Second)
+	out := s.Step(Event{Msg: &contracts.Stop{}}, stopAt)
+	ev, ok := out[0].Msg.(*contracts.PhaseEvent)
+	if !ok || ev.Status != contracts.PhaseFailed {
+		t.Fatalf("stop: %s", strings.Join(subjects(out), " "))
+	}
+	if ev.StartedAt == nil || !ev.StartedAt.Equal(goAt) || ev.EndedAt == nil || !ev.EndedAt.Equal(stopAt) {
+		t.Errorf("stopped phase's window %v … %v, want its GO %v … the stop %v", ev.StartedAt, ev.EndedAt, goAt, stopAt)
 	}
 }
 

@@ -177,7 +177,7 @@ func (s *State) endPhaseNoted(i int, reason, note string, now time.Time) []Out {
 func (s *State) retryPhase(i int, reason string, now time.Time) []Out {
 	cur := s.Configs[i].Current
 	ph := s.Plan.Configurations[i].Phases[s.Configs[i].Phase]
-	out := []Out{s.phaseEvent(i, contracts.PhaseFailed, cur.GoAt, nil, reason+"; re-running the phase", now)}
+	out := []Out{s.abandon(i, reason+"; re-running the phase", now)}
 	s.Configs[i].Reruns = append(s.Configs[i].Reruns, fmt.Sprintf("%s attempt %d: %s", ph.Name, cur.Attempt, reason))
 	return append(out, s.startAttempt(i, s.Configs[i].Phase, cur.Attempt+1, now)...)
 }
@@ -193,7 +193,7 @@ func (s *State) retryPhase(i int, reason string, now time.Time) []Out {
 func (s *State) reloadPhase(i int, reason string, now time.Time) []Out {
 	c := &s.Configs[i]
 	ph := s.Plan.Configurations[i].Phases[c.Phase]
-	out := []Out{s.phaseEvent(i, contracts.PhaseFailed, c.Current.GoAt, nil, reason+"; loading again on a new SUT", now)}
+	out := []Out{s.abandon(i, reason+"; loading again on a new SUT", now)}
 	c.Reruns = append(c.Reruns, fmt.Sprintf("%s attempt %d: %s", ph.Name, c.Current.Attempt, reason))
 	next := c.Current.Attempt + 1
 	out = append(out, s.teardown(i, "loading again on a new SUT", now)...)
@@ -205,20 +205,7 @@ func (s *State) reloadPhase(i int, reason string, now time.Time) []Out {
 // (earliest shard start … latest shard end) and clears the current phase.
 func (s *State) closePhase(i int, reason, note string, now time.Time) Out {
 	cur := s.Configs[i].Current
-	var start, end *time.Time
-	for _, d := range cur.Done {
-		if d == nil || d.StartedAt.IsZero() {
-			continue
-		}
-		if start == nil || d.StartedAt.Before(*start) {
-			t := d.StartedAt
-			start = &t
-		}
-		if end == nil || d.EndedAt.After(*end) {
-			t := d.EndedAt
-			end = &t
-		}
-	}
+	start, end := shardWindow(cur)
 	if start == nil {
 		start = cur.GoAt
 	}
@@ -237,6 +224,44 @@ func (s *State) closePhase(i int, reason, note string, now time.Time) Out {
 	s.Configs[i].Current = nil
 	delete(s.Drivers, ph.Name)
 	return out
+}
+
+// shardWindow is the earliest start and the latest end of the shards that
+// finished (nil, nil when none did).
+func shardWindow(cur *contracts.PhaseState) (start, end *time.Time) {
+	for _, d := range cur.Done {
+		if d == nil || d.StartedAt.IsZero() {
+			continue
+		}
+		if start == nil || d.StartedAt.Before(*start) {
+			t := d.StartedAt
+			start = &t
+		}
+		if end == nil || d.EndedAt.After(*end) {
+			t := d.EndedAt
+			end = &t
+		}
+	}
+	return start, end
+}
+
+// abandon is the phase.failed of an attempt given up at now (benchq stop,
+// a re-run): its shards still running stop on it. Its window runs from its
+// first shard's start (its GO while none finished) to now, so that the
+// collector keeps what was measured until then (the SUT's and drivers'
+// metrics of a stopped phase); an attempt that never got its GO has none.
+func (s *State) abandon(i int, reason string, now time.Time) Out {
+	cur := s.Configs[i].Current
+	start, _ := shardWindow(cur)
+	if start == nil {
+		start = cur.GoAt
+	}
+	var end *time.Time
+	if start != nil {
+		t := now.UTC()
+		end = &t
+	}
+	return s.phaseEvent(i, contracts.PhaseFailed, start, end, reason, now)
 }
 
 func (s *State) phaseEvent(i int, status string, start, end *time.Time, reason string, now time.Time) Out {

@@ -31,6 +31,9 @@
 --                 Benchbase: ALL's OK outcome, so aborted and retried
 --                 requests are neither failed nor good, as in the summary);
 --   error_share   failed / operations (0..1).
+-- operations, failed, throughput, goodput and error_share are NULL (missing,
+-- never 0) when no shard of the phase reported its operations: a phase
+-- stopped or failed before any shard's final counted them.
 -- p99_max_us is the highest p99 of a shard over all operations: an upper
 -- bound of the phase's p99, exact for a phase of one shard; the summary's
 -- percentiles come from the shards' merged HdrHistograms, which SQL cannot
@@ -73,9 +76,10 @@ WITH ops AS (
            max(last_op_at) AS last_op_at,
            CASE WHEN bool_and(status = 'ok' AND first_op_at IS NOT NULL AND last_op_at IS NOT NULL)
                 THEN extract(epoch FROM max(last_op_at) - min(first_op_at))::double precision END AS window_s,
-           coalesce(sum(operations), 0) AS operations,
-           least(coalesce(sum(failed), 0), coalesce(sum(operations), 0)) AS failed,
-           coalesce(sum(successes), 0) AS successes,
+           sum(operations) AS operations,
+           -- least() skips a NULL: a phase without counts has no failed either.
+           CASE WHEN sum(operations) IS NOT NULL THEN least(coalesce(sum(failed), 0), sum(operations)) END AS failed,
+           CASE WHEN sum(operations) IS NOT NULL THEN coalesce(sum(successes), 0) END AS successes,
            max(p99_max_us) AS p99_max_us
     FROM shards
     GROUP BY code, phase

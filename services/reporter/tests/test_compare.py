@@ -53,7 +53,23 @@ def test_a_figure_that_was_not_measured_is_missing_not_zero(db):
     assert cells[3] == "1.000"
 
 
-def test_ratios_are_to_the_phase_at_the_same_position():
+def test_ratios_are_to_the_phase_of_the_same_name():
+    """bexhoma's phase names carry the configuration: a grid of other lists pairs its phases by name."""
+    a = pd.DataFrame({"experiment": "a", "phase": ["Redis-1-1", "Redis-2-1"], "throughput": [100.0, 200.0]})
+    b = pd.DataFrame({"experiment": "b", "phase": ["Redis-2-1", "Redis-3-1"], "throughput": [300.0, 50.0]})
+    for df in (a, b):
+        df["p95_us"], df["p99_us"], df["cpu_per_mops"], df["dbms"] = 1.0, 1.0, 1.0, "Redis"
+    table = compare.compare([a, b])
+    got = table.set_index(["experiment", "phase"])
+    assert got.loc[("b", "Redis-2-1"), "throughput_ratio"] == 1.5  # with a's Redis-2-1, not a's first phase
+    assert math.isnan(got.loc[("b", "Redis-3-1"), "throughput_ratio"])
+    assert compare.pairing_notes(table) == [
+        "* b is compared with the baseline's phase of the same name; 1 of its phases have none "
+        "(their × is missing: Redis-3-1); 1 of the baseline's have no partner in it."
+    ]
+
+
+def test_ratios_are_to_the_phase_at_the_same_position_without_a_name_in_common():
     a = pd.DataFrame(
         {
             "experiment": "a",
@@ -82,9 +98,10 @@ def test_ratios_are_to_the_phase_at_the_same_position():
     assert math.isnan(got.loc[("b", "q2"), "p99_us_ratio"])  # no baseline figure
     assert math.isnan(got.loc[("b", "q2"), "cpu_per_mops_ratio"])  # a 0 baseline gives no ratio
     assert math.isnan(got.loc[("b", "q3"), "throughput_ratio"])  # the baseline has no third phase
-    # What the pairing by position could not match is said under the table.
+    # The pairing by position, and what it could not match, is said under the table.
     assert compare.pairing_notes(table) == [
-        "* b has 3 benchmarking phases, the baseline 2: its last 1 have no baseline phase (their × is missing).",
+        "* b is compared with the baseline's phase at the same position (no phase name in common); "
+        "1 of its phases have none (their × is missing: q3).",
         "* b: 1 of its phases are compared with a phase of another DBMS (e.g. q2, PgBouncer, with p2, Redis).",
     ]
     assert compare.pairing_notes(compare.compare([a, a.assign(experiment="c")])) == []

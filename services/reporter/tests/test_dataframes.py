@@ -213,8 +213,9 @@ def test_the_example_script_runs_against_the_database(db):
     assert "Redis-8-2-65536-1   37686.07" in lines
     # p99 per operation and phase (one shard each: YCSB's own figure, 467 µs).
     assert "READ      Redis-8-2-65536-1-1      0.47" in lines
-    # Resampled from the cumulative counts, a 2 s bin equals YCSB's "33927 current ops/sec".
-    assert "Redis-8-2-65536-1-1 2026-03-02 10:00:12+00:00 33927.00" in lines
+    # Resampled from the cumulative counts, a 2 s bin equals YCSB's "33927 current ops/sec" of the line
+    # that ends it (10:00:12), binned by the interval's start.
+    assert "Redis-8-2-65536-1-1 2026-03-02 10:00:10+00:00 33927.00" in lines
     # 2.97 CPU seconds of the SUT for 200,000 operations.
     assert "Redis-8-2-65536-1-1         sut      200000             14.85" in lines
 

@@ -184,6 +184,14 @@ def test_failed_operation_fails_the_failed_column_test(tables):
     assert s.execution_per_phase.iloc[0]["[READ-FAILED].Return=OK"] == 0
 
 
+def test_a_shard_that_did_not_end_ok_is_named_not_called_a_failed_column(tables):
+    """bexhoma's test reads FAILED columns; a stopped or failed shard fails it too, and says which it was."""
+    shard = next(r for r in tables["shard_results"] if r["phase"] == RUN)
+    shard["status"] = "failed"
+    t = _test(summarize(experiment(tables)), "no_failed")
+    assert not t.passed and t.text == "Execution Phase: 1 shard did not end ok (see Failures and re-runs)"
+
+
 def test_failed_operations_above_one_percent_mark_the_phase(tables):
     """Goodput and the error share beside YCSB's throughput, which counts failed operations."""
     run_ops = [o for o in tables["shard_operations"] if o["phase"] == RUN and o["operation"] in ("READ", "UPDATE")]

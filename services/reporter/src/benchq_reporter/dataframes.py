@@ -84,7 +84,7 @@ FRAMES: dict[str, Frame] = {
             _c("reason", "str", "", "why it failed or was cancelled"),
             _c("version", "str", "", "benchq version that planned it (`dev`: a plan without one)"),
             _c("planned_at", TS, "", "when the scheduler accepted it"),
-            _c("started_at", TS, "", "first SUT deployed"),
+            _c("started_at", TS, "", "the experiment started: the scheduler planned it (Duration counts from here)"),
             _c("ended_at", TS, "", "last phase ended"),
             _c("plan", "str", "JSON", "the stored plan: settings, configurations, phases, shards"),
         ),

@@ -260,6 +260,10 @@ def _variable(name: str, label: str, sql: str, multi: bool) -> dash.QueryVariabl
 # interval arrives before its shard's final result).
 PHASES = "p.code = '$code' AND p.configuration IN ($configuration) AND p.phase IN ($phase)"
 INTERVALS = f"intervals i JOIN phases p USING (code, phase, attempt)\nWHERE {PHASES} AND $__timeFilter(i.at)"
+# The status lines that carry a rate: a shard's first (second 0) counts
+# nothing yet, and its 0 would halve the first bucket of every phase (the
+# HTML report leaves it out too).
+RATED_INTERVALS = INTERVALS + " AND i.elapsed_s > 0"
 FIGURES = "f.code = '$code' AND f.configuration IN ($configuration) AND f.phase IN ($phase)"
 SHARD_NAME = "i.phase || ' #' || i.shard || CASE WHEN i.attempt > 1 THEN ' (attempt ' || i.attempt || ')' ELSE '' END"
 # The stored samples of the selected phases, each once: the collector
@@ -491,7 +495,7 @@ def _throughput_row(b: Board) -> None:
         .with_target(
             SQL(f"""
         SELECT $__time(i.at), {SHARD_NAME} AS metric, i.ops_per_sec AS "ops/s"
-        FROM {INTERVALS}
+        FROM {RATED_INTERVALS}
         ORDER BY 1""")
         ),
         12,
@@ -509,7 +513,7 @@ def _throughput_row(b: Board) -> None:
             SQL(f"""
         SELECT time, phase AS metric, sum(rate) AS "ops/s"
         FROM (SELECT $__timeGroup(i.at, '$bucket') AS time, i.phase, i.shard, avg(i.ops_per_sec) AS rate
-              FROM {INTERVALS}
+              FROM {RATED_INTERVALS}
               GROUP BY 1, 2, 3) per_shard
         GROUP BY 1, 2
         ORDER BY 1""")
@@ -534,7 +538,7 @@ def _ingest_row(b: Board) -> None:
         .with_target(
             SQL(f"""
         SELECT $__timeGroup(i.at, '1s') AS time, i.phase || ' sent' AS metric, sum(i.ops_per_sec) AS "points/s"
-        FROM {INTERVALS}
+        FROM {RATED_INTERVALS}
           AND EXISTS (SELECT 1 FROM ingest_readings r WHERE r.code = i.code AND r.phase = i.phase)
         GROUP BY 1, 2
         ORDER BY 1""")

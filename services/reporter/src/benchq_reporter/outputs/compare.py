@@ -5,8 +5,10 @@ the common window, the p95 and p99 of its slowest operation (merged
 histograms, latency from the operation's start, failed operations left
 out) and the SUT's CPU seconds
 per million operations (when monitored with -m), each with its ratio to the
-baseline: the phase at the same position in the first experiment. A figure
-that could not be had is "missing", and so is its ratio: never 0.
+baseline: the first experiment's phase of the same name (bexhoma's names
+carry the configuration), or, for an experiment that shares no phase name
+with it (another DBMS, another grid), the phase at the same position. A
+figure that could not be had is "missing", and so is its ratio: never 0.
 """
 
 from __future__ import annotations
@@ -63,11 +65,22 @@ def phases(code: str, summary: object, frames: Mapping[str, pd.DataFrame]) -> pd
     # YCSB's own figure: used, and said so under the table.
     overall = out["throughput"].isna()
     out.loc[overall, "throughput"] = per.loc[overall.to_numpy(), THROUGHPUT].astype("float64").to_numpy()
-    out["window"] = ~overall
+    # A phase with neither figure (stopped) is missing, not YCSB's.
+    out["window"] = ~overall | out["throughput"].isna()
     out["p95_us"] = out["phase"].map(slowest(lat, LATENCY_FIGURES["p95"]))
     out["p99_us"] = out["phase"].map(slowest(lat, LATENCY_FIGURES["p99"]))
     out["cpu_per_mops"] = out["phase"].map(cpu) / out["phase"].map(ops) * 1e6
     return out
+
+
+def partners(base: pd.DataFrame, df: pd.DataFrame) -> tuple[list[int | None], bool]:
+    """For each row of df, the row of base it is compared with (None: none), and whether by name.
+
+    By name when df shares a phase name with base; else by position."""
+    names = {p: i for i, p in enumerate(base["phase"])}
+    if any(p in names for p in df["phase"]):
+        return [names.get(p) for p in df["phase"]], True
+    return [i if i < len(base) else None for i in range(len(df))], False
 
 
 def compare(experiments: list[pd.DataFrame]) -> pd.DataFrame:
@@ -76,42 +89,51 @@ def compare(experiments: list[pd.DataFrame]) -> pd.DataFrame:
     rows = []
     for df in experiments:
         df = df.reset_index(drop=True)
+        pairs, _ = partners(base, df)
         for col in FIGURES:
-            ref = base[col].reindex(df.index)
+            ref = pd.Series(
+                [float("nan") if j is None else base[col].iloc[j] for j in pairs], index=df.index, dtype="float64"
+            )
             df[f"{col}_ratio"] = (df[col] / ref).where(ref > 0)
         rows.append(df)
     return pd.concat(rows, ignore_index=True)
 
 
 def pairing_notes(table: pd.DataFrame) -> list[str]:
-    """What the positional pairing could not match: phases without a partner, and partners of another DBMS."""
+    """How each experiment was paired with the baseline, what found no partner, and partners of another DBMS."""
     codes = list(dict.fromkeys(table["experiment"]))
     base = table[table["experiment"] == codes[0]].reset_index(drop=True)
     notes = []
     for code in codes[1:]:
         df = table[table["experiment"] == code].reset_index(drop=True)
-        if len(df) != len(base):
-            notes.append(
-                f"* {code} has {len(df)} benchmarking phase{'s' if len(df) != 1 else ''}, the baseline {len(base)}: "
-                + (
-                    f"its last {len(df) - len(base)} have no baseline phase (their × is missing)."
-                    if len(df) > len(base)
-                    else f"the baseline's last {len(base) - len(df)} have no partner in it."
-                )
+        pairs, by_name = partners(base, df)
+        alone = [df["phase"].iloc[i] for i, j in enumerate(pairs) if j is None]
+        unmatched = [p for i, p in enumerate(base["phase"]) if i not in pairs]
+        if not by_name or alone or unmatched:
+            how = (
+                "the baseline's phase of the same name"
+                if by_name
+                else "the baseline's phase at the same position (no phase name in common)"
             )
-        n = min(len(df), len(base))
+            line = f"* {code} is compared with {how}"
+            if alone:
+                line += f"; {len(alone)} of its phases have none (their × is missing: {', '.join(alone)})"
+            if unmatched:
+                line += f"; {len(unmatched)} of the baseline's have no partner in it"
+            notes.append(line + ".")
         other = [
-            i
-            for i in range(n)
-            if pd.notna(df["dbms"].iloc[i])
-            and pd.notna(base["dbms"].iloc[i])
-            and df["dbms"].iloc[i] != base["dbms"].iloc[i]
+            (i, j)
+            for i, j in enumerate(pairs)
+            if j is not None
+            and pd.notna(df["dbms"].iloc[i])
+            and pd.notna(base["dbms"].iloc[j])
+            and df["dbms"].iloc[i] != base["dbms"].iloc[j]
         ]
         if other:
-            i = other[0]
+            i, j = other[0]
             notes.append(
                 f"* {code}: {len(other)} of its phases are compared with a phase of another DBMS "
-                f"(e.g. {df['phase'].iloc[i]}, {df['dbms'].iloc[i]}, with {base['phase'].iloc[i]}, {base['dbms'].iloc[i]})."
+                f"(e.g. {df['phase'].iloc[i]}, {df['dbms'].iloc[i]}, with {base['phase'].iloc[j]}, {base['dbms'].iloc[j]})."
             )
     return notes
 
@@ -128,7 +150,8 @@ def markdown(table: pd.DataFrame) -> str:
         "",
         pd.DataFrame(cols).to_markdown(index=False, disable_numparse=True),
         "",
-        f"* × is the ratio to the baseline, {table['experiment'].iloc[0]}: the phase at the same position.",
+        f"* × is the ratio to the baseline, {table['experiment'].iloc[0]}: its phase of the same name, or at the same "
+        "position for an experiment that shares no phase name with it.",
         "* Throughput: all shards' operations over the phase's common window (the earliest first operation of a shard to the "
         "latest end of one: the summary's Throughput common window, not the shards' rates summed); p95/p99 of its slowest operation from the shards' "
         "merged histograms, the latency from the operation's start (the Saturation section's p99 is from its intended "

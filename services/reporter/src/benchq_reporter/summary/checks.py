@@ -107,17 +107,19 @@ def ycsb_tests(
             Test("execution_throughput", True, nothing),
         ]
     failed_ops = [c for c in execution_conn.columns if c.endswith("-FAILED].Return=OK")]
-    failed_shards = execution["status"].ne(RESULT.ok).any() if not execution.empty else False
+    failed_shards = int(execution["status"].ne(RESULT.ok).sum()) if not execution.empty else 0
     if execution.empty:
         no_failed = Test("no_failed", False, "Execution Phase: no phase ran, so none could show a FAILED column")
-    else:
+    elif failed_ops:
+        no_failed = Test("no_failed", False, "Execution Phase: contains FAILED column")
+    elif failed_shards:
+        # bexhoma's test reads the FAILED columns only; a shard that did not end ok fails it too, named as such.
+        s = "s" if failed_shards != 1 else ""
         no_failed = Test(
-            "no_failed",
-            not (failed_ops or failed_shards),
-            "Execution Phase: contains FAILED column"
-            if failed_ops or failed_shards
-            else "Execution Phase: contains no FAILED column",
+            "no_failed", False, f"Execution Phase: {failed_shards} shard{s} did not end ok (see Failures and re-runs)"
         )
+    else:
+        no_failed = Test("no_failed", True, "Execution Phase: contains no FAILED column")
     return [
         loading_throughput(loading_conn, skipped_loading or []),
         throughput("execution_throughput", f"Execution Phase: {ycsb.THROUGHPUT}", execution_conn[ycsb.THROUGHPUT]),
