@@ -88,6 +88,11 @@ type Entry struct {
 	// persistent volume (-rst), e.g. Redis's AOF: a server whose data lives
 	// only in memory would leave the volume empty.
 	VolumeSettings map[string]string `json:"volume_settings,omitempty"`
+	// VolumeNotReused says why the DBMS's volume (-rst) keeps no data for
+	// the configurations after it ("" when it does): each loads again, and
+	// the volume is never marked loaded (Dragonfly runs with its snapshots
+	// off, so its volume stays empty).
+	VolumeNotReused string `json:"volume_not_reused,omitempty"`
 	// JDBCURL is a template with the placeholders of YCSBProperties.
 	JDBCURL string `json:"jdbc_url,omitempty"`
 	YCSB    YCSB   `json:"ycsb"`

@@ -66,9 +66,10 @@ type PhaseEstimate struct {
 // that later SUTs of the same DBMS and use case find loaded (-rst, -rsr
 // only empties it once per experiment), so that their loading is skipped.
 // A cluster of workers is taken to load again: on Kubernetes its workers'
-// volumes are the experiment's own (docs/kubernetes.md).
+// volumes are the experiment's own (docs/kubernetes.md); so is a DBMS whose
+// volume keeps no data (catalog's volume_not_reused).
 func ReusesVolume(s contracts.SUTSpec, entry catalog.Entry) bool {
-	return s.WantsVolume() && !entry.Clustered()
+	return s.WantsVolume() && !entry.Clustered() && entry.VolumeNotReused == ""
 }
 
 // Estimate is the expected duration of a plan: per phase, per

@@ -33,6 +33,13 @@ func Notes(r contracts.Request, backend string) []string {
 			out = append(out, "-rss ignored: without -rst it asks for ephemeral storage, which the local backend does not bound")
 		}
 	}
+	if r.Storage != nil && r.Storage.Class != "" {
+		for _, d := range r.DBMS {
+			if e, err := catalog.Lookup(d); err == nil && e.VolumeNotReused != "" {
+				out = append(out, fmt.Sprintf("-rst for %s: %s", e.Name, e.VolumeNotReused))
+			}
+		}
+	}
 	if r.WorkerReplicas > 0 {
 		for _, d := range r.DBMS {
 			e, err := catalog.Lookup(d)

@@ -538,6 +538,21 @@ func TestEstimateSkipsTheLoadingOfAReusedVolume(t *testing.T) {
 			t.Errorf("a cluster's %s is taken as reused", pe.Phase)
 		}
 	}
+	// Dragonfly's volume keeps no data (snapshots off): it loads every
+	// time, and the dry run and the summary say why.
+	r.DBMS, r.Workers = []string{"Dragonfly"}, 0
+	df, err := Expand("1", req(r))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, pe := range EstimateOf(df, c).Phases {
+		if pe.Reused != "" {
+			t.Errorf("Dragonfly's %s is taken as reused", pe.Phase)
+		}
+	}
+	if notes := strings.Join(Notes(req(r), contracts.BackendKubernetes), "\n"); !strings.Contains(notes, "-rst for Dragonfly: Dragonfly runs with its snapshots off") {
+		t.Errorf("notes of Dragonfly with -rst: %q", notes)
+	}
 }
 
 // Thresholds in k6's notation, stored in base units; what cannot be judged

@@ -6,6 +6,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/benchq/benchq/catalog"
 	"github.com/benchq/benchq/contracts"
 	"github.com/benchq/benchq/internal/plan"
 )
@@ -126,7 +127,7 @@ func (s *State) onSUTReady(m *contracts.SUTReady, now time.Time) []Out {
 		s.Configs[i].Volume = vol.Name
 	}
 	phases := s.Plan.Configurations[i].Phases
-	if vol != nil && vol.Loaded && len(phases) > 0 && phases[0].Kind == contracts.KindLoad {
+	if vol != nil && vol.Loaded && s.volumeKeepsData(i) && len(phases) > 0 && phases[0].Kind == contracts.KindLoad {
 		// bexhoma's "Database is persisted to disk": the volume already
 		// holds this data set, so the loading phase is skipped.
 		reason := fmt.Sprintf("the database is persisted on volume %s", vol.Name)
@@ -227,6 +228,14 @@ func (s *State) onSUTRemoved(m *contracts.SUTRemoved, now time.Time) []Out {
 	return nil
 }
 
+// volumeKeepsData: configuration i's DBMS keeps its data on its volume, so
+// that a volume it loaded can be marked loaded and a later SUT skip its
+// loading (not Dragonfly's: catalog's volume_not_reused).
+func (s *State) volumeKeepsData(i int) bool {
+	e, err := catalog.Lookup(s.Plan.Configurations[i].DBMS)
+	return err != nil || e.VolumeNotReused == ""
+}
+
 func (s *State) teardown(i int, reason string, now time.Time) []Out {
 	pc := s.Plan.Configurations[i]
 	dl := now.Add(secs(s.Plan.Timeouts.SUTReadyS)).UTC()
@@ -240,7 +249,7 @@ func (s *State) teardown(i int, reason string, now time.Time) []Out {
 	td := &contracts.Teardown{
 		Envelope: env(s.Code, contracts.TeardownIDAt(s.Code, pc.Name, s.Configs[i].Generation), now), Configuration: pc.Name, DBMS: pc.DBMS, Reason: reason,
 	}
-	if c := s.Configs[i]; c.Volume != "" && c.LoadingTimeS > 0 {
+	if c := s.Configs[i]; c.Volume != "" && c.LoadingTimeS > 0 && s.volumeKeepsData(i) {
 		td.Loaded = &contracts.VolumeLoaded{Volume: c.Volume, LoadingTimeS: c.LoadingTimeS, At: now.UTC(), By: s.Code}
 	}
 	return []Out{{Subject: contracts.SubjTeardown, Msg: td}}

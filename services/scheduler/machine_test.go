@@ -590,6 +590,27 @@ func TestPersistedVolumes(t *testing.T) {
 	}
 }
 
+// Dragonfly runs with its snapshots off: its volume keeps nothing, so it is
+// never marked loaded, and a volume said to be loaded (by an older benchq)
+// does not skip its loading.
+func TestAVolumeOfADBMSThatKeepsNoDataIsNeverReused(t *testing.T) {
+	p := defaultPlan(t, func(r *contracts.Request) {
+		r.DBMS = []string{"Dragonfly"}
+		r.Storage = &contracts.Storage{Class: "shared"}
+	})
+	s, _, _ := Start(p, []byte(`{}`), t0, 0)
+	out := s.Step(Event{Msg: &contracts.SUTReady{Configuration: p.Configurations[0].Name, Endpoint: contracts.Endpoint{Host: "h", Port: 1},
+		Volume: &contracts.VolumeState{Name: "bq-dragonfly-ycsb-0-1", Loaded: true, LoadedBy: "42"}}}, t0)
+	if j := jobs(out); len(j) == 0 || j[0].Kind != contracts.KindLoad {
+		t.Fatalf("a Dragonfly volume said to be loaded skipped the loading: %s", strings.Join(subjects(out), " "))
+	}
+	out = runPhase(t, s, jobs(out), contracts.StatusOK)
+	out = runPhase(t, s, jobs(out), contracts.StatusOK)
+	if td := out[len(out)-1].Msg.(*contracts.Teardown); td.Loaded != nil {
+		t.Errorf("a Dragonfly volume was marked loaded: %+v", td.Loaded)
+	}
+}
+
 // drivers returns the Drivers job among out.
 func drivers(t *testing.T, out []Out) *contracts.Drivers {
 	t.Helper()
