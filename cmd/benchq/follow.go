@@ -404,6 +404,7 @@ func waitMetrics(ctx context.Context, dbURL, code string) error {
 			JOIN experiments e ON e.code = ph.code
 			CROSS JOIN LATERAL jsonb_array_elements(e.plan->'configurations') cfg
 			WHERE ph.code = $1 AND cfg->>'name' = ph.configuration AND ph.status IN ($2, $3)
+			  AND ph.started_at IS NOT NULL AND ph.ended_at IS NOT NULL -- the collector pulls only a window
 			  AND coalesce(cfg->'sut'->'monitoring', '{}'::jsonb) ?| array['sut', 'cluster', 'application']
 			  AND NOT EXISTS (SELECT 1 FROM metric_summaries m WHERE m.code = ph.code AND m.phase = ph.phase AND m.attempt = ph.attempt)`,
 			code, contracts.PhaseDone, contracts.PhaseFailed).Scan(&unpulled); err != nil {

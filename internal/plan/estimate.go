@@ -72,6 +72,21 @@ func ReusesVolume(s contracts.SUTSpec, entry catalog.Entry) bool {
 	return s.WantsVolume() && !entry.Clustered() && entry.VolumeNotReused == ""
 }
 
+// VolumeOf names the volume a configuration's SUT keeps its data on (-rst),
+// as the deployers name it: its data owner's (PgBouncer's is its
+// PostgreSQL's) for its data set; "" without one. A volume serves one SUT
+// at a time: the configurations on one take turns.
+func VolumeOf(cfg Configuration) string {
+	if !cfg.SUT.WantsVolume() {
+		return ""
+	}
+	owner := cfg.DBMS
+	if e, err := catalog.Lookup(cfg.DBMS); err == nil {
+		owner = e.DataOwner().Name
+	}
+	return owner + "/" + cfg.SUT.UseCase
+}
+
 // Estimate is the expected duration of a plan: per phase, per
 // configuration (its SUT's start, phases and teardown) and in total, with
 // -ms SUTs at a time. Steps of a saturation search are added as the search
@@ -89,12 +104,13 @@ func EstimateOf(p Plan, c Costs) Estimate {
 	e := Estimate{Configurations: map[string]float64{}, Bounded: true}
 	r := p.Settings
 	var sum float64
-	loadedBy := map[string]string{} // volume (DBMS, use case) → the configuration that loads it
+	loadedBy := map[string]string{}  // volume (DBMS, use case) → the configuration that loads it
+	onVolume := map[string]float64{} // volume → its configurations' seconds, which take turns
 	for _, cfg := range p.Configurations {
 		entry, _ := catalog.Lookup(cfg.DBMS) // a plan's DBMSs are the catalog's
 		volume, reused := "", ""
 		if ReusesVolume(cfg.SUT, entry) {
-			volume = entry.DataOwner().Name + "/" + cfg.SUT.UseCase // as the deployers name it
+			volume = VolumeOf(cfg)
 			reused = loadedBy[volume]
 		}
 		ready, ok := c.SUTReadyS[entry.Kind]
@@ -123,6 +139,9 @@ func EstimateOf(p Plan, c Costs) Estimate {
 		}
 		e.Configurations[cfg.Name] = total
 		sum += total
+		if v := VolumeOf(cfg); v != "" {
+			onVolume[v] += total
+		}
 		if volume != "" && reused == "" {
 			loadedBy[volume] = cfg.Name
 		}
@@ -136,6 +155,9 @@ func EstimateOf(p Plan, c Costs) Estimate {
 		parallel = min(parallel, r.MaxSUTsExperiment)
 	}
 	e.TotalS = sum / float64(max(1, parallel))
+	for _, s := range onVolume {
+		e.TotalS = max(e.TotalS, s)
+	}
 	return e
 }
 

@@ -553,6 +553,17 @@ func TestEstimateSkipsTheLoadingOfAReusedVolume(t *testing.T) {
 	if notes := strings.Join(Notes(req(r), contracts.BackendKubernetes), "\n"); !strings.Contains(notes, "-rst for Dragonfly: Dragonfly runs with its snapshots off") {
 		t.Errorf("notes of Dragonfly with -rst: %q", notes)
 	}
+	// Configurations on one volume take turns whatever -ms allows.
+	two := 2
+	r.DBMS, r.MaxSUTs = []string{"Redis"}, &two
+	p2, err := Expand("1", req(r))
+	if err != nil {
+		t.Fatal(err)
+	}
+	e2 := EstimateOf(p2, c)
+	if a, b := e2.Configurations[p2.Configurations[0].Name], e2.Configurations[p2.Configurations[1].Name]; math.Abs(e2.TotalS-(a+b)) > 1e-9 {
+		t.Errorf("-ms 2 on one volume: total %g s, want the two in turn, %g + %g", e2.TotalS, a, b)
+	}
 }
 
 // Thresholds in k6's notation, stored in base units; what cannot be judged

@@ -35,6 +35,15 @@ func (s *State) advance(now time.Time) []Out {
 	mine := s.Alive()
 	active := s.Busy + mine
 	limit, own := maxSUTs(s.Plan.Settings), s.Plan.Settings.MaxSUTsExperiment
+	// A volume (-rst) serves one SUT at a time (docs/volumes.md): a
+	// configuration whose volume another of ours holds waits for it, and
+	// those after it may go first.
+	held := map[string]bool{}
+	for i, c := range s.Configs {
+		if c.Status != cfgPending && c.Status != cfgRemoved {
+			held[s.volumeOf(i)] = true
+		}
+	}
 	for i := range s.Configs {
 		if s.Configs[i].Status != cfgPending {
 			continue
@@ -46,6 +55,11 @@ func (s *State) advance(now time.Time) []Out {
 		if active >= limit || (own > 0 && mine >= own) {
 			break
 		}
+		vol := s.volumeOf(i)
+		if vol != "" && held[vol] {
+			continue
+		}
+		held[vol] = true
 		active++
 		mine++
 		out = append(out, s.deploy(i, now))
@@ -227,6 +241,10 @@ func (s *State) onSUTRemoved(m *contracts.SUTRemoved, now time.Time) []Out {
 	}
 	return nil
 }
+
+// volumeOf names the volume configuration i's SUT keeps its data on (-rst;
+// plan.VolumeOf), "" without one.
+func (s *State) volumeOf(i int) string { return plan.VolumeOf(s.Plan.Configurations[i]) }
 
 // volumeKeepsData: configuration i's DBMS keeps its data on its volume, so
 // that a volume it loaded can be marked loaded and a later SUT skip its

@@ -611,6 +611,45 @@ func TestAVolumeOfADBMSThatKeepsNoDataIsNeverReused(t *testing.T) {
 	}
 }
 
+// Two configurations on one volume (-rst) are never deployed at once, -ms
+// 2 or not: the second waits for the first's SUT to go (a volume serves one
+// SUT at a time; the deployer handles one job at a time, so it could not
+// wait for the first's teardown itself).
+func TestConfigurationsOnOneVolumeTakeTurns(t *testing.T) {
+	two := 2
+	p := defaultPlan(t, func(r *contracts.Request) {
+		r.Repetitions, r.MaxSUTs = 2, &two
+		r.Storage = &contracts.Storage{Class: "shared"}
+	})
+	s, out, _ := Start(p, []byte(`{}`), t0, 0)
+	if n := deploys(out); n != 1 {
+		t.Fatalf("%d deploys at the start, want 1 (both repetitions use one volume)", n)
+	}
+	out = s.Step(Event{Msg: &contracts.SUTFailed{Configuration: p.Configurations[0].Name, Reason: "test"}}, t0)
+	if n := deploys(out); n != 0 {
+		t.Fatalf("%d deploys while the first SUT is torn down, want 0", n)
+	}
+	out = s.Step(Event{Msg: &contracts.SUTRemoved{Configuration: p.Configurations[0].Name}}, t0)
+	if n := deploys(out); n != 1 {
+		t.Errorf("%d deploys once the first SUT is gone, want 1", n)
+	}
+	// Without -rst both go at once.
+	p = defaultPlan(t, func(r *contracts.Request) { r.Repetitions, r.MaxSUTs = 2, &two })
+	if _, out, _ := Start(p, []byte(`{}`), t0, 0); deploys(out) != 2 {
+		t.Errorf("%d deploys without a volume, want 2", deploys(out))
+	}
+}
+
+func deploys(out []Out) int {
+	n := 0
+	for _, o := range out {
+		if o.Subject == contracts.SubjDeploy {
+			n++
+		}
+	}
+	return n
+}
+
 // drivers returns the Drivers job among out.
 func drivers(t *testing.T, out []Out) *contracts.Drivers {
 	t.Helper()

@@ -257,7 +257,10 @@ func (s *State) abandon(i int, reason string, now time.Time) Out {
 		start = cur.GoAt
 	}
 	var end *time.Time
-	if start != nil {
+	switch {
+	case start != nil && now.Before(*start):
+		start = nil // given up within its GO lead: its operations never began
+	case start != nil:
 		t := now.UTC()
 		end = &t
 	}

@@ -139,6 +139,16 @@ type PhaseAgents interface {
 // fix: the request itself is wrong or not allowed.
 var ErrRefused = errors.New("refused")
 
+// VolumeInUse is a deploy's refusal of a volume another configuration's
+// SUT holds. A volume serves one SUT at a time (docs/volumes.md); the
+// scheduler deploys one experiment's configurations on a volume in turn,
+// so the holder is another experiment's, and waiting for it is futile: the
+// deployer handles one job at a time, the holder's teardown among them.
+func VolumeInUse(volume, holder string) error {
+	return Refused(fmt.Errorf("volume %s is in use by %s (a volume serves one SUT at a time; it is released at that one's teardown): "+
+		"run the experiments one after another, or without -rst", volume, holder))
+}
+
 // Refused marks err as one that retrying cannot fix (ErrRefused), its text
 // unchanged: it reaches the user as the reason a phase failed.
 func Refused(err error) error { return refused{err} }

@@ -9,6 +9,7 @@ import (
 	"log/slog"
 	"slices"
 	"strings"
+	"sync"
 	"time"
 
 	appsv1 "k8s.io/api/apps/v1"
@@ -58,6 +59,9 @@ type Kube struct {
 
 	watch      kubeWatch      // DeadSUTs (watch.go)
 	driverPods runningDrivers // WatchDriverPods (driverpods.go)
+	// volumes is held from a deploy's look for its volume's other users
+	// until its objects that mount it exist (claimVolume, volume.go).
+	volumes sync.Mutex
 }
 
 var _ backend.Backend = (*Kube)(nil)
@@ -100,8 +104,23 @@ func (k *Kube) deploy(ctx context.Context, s backend.Spec, entry catalog.Entry) 
 		info["ignored"] = objs.Ignored
 		log.Info("spec fields that do not apply to this dbms are ignored", "fields", objs.Ignored)
 	}
+	// The password first: a volume deploy without the stack's key is
+	// refused at once, before it looks for the volume's users.
+	password, err := k.passwordOf(s, objs)
+	if err != nil {
+		return backend.Deployed{}, err
+	}
 	var volume *contracts.VolumeState
+	release := func() {}
+	defer func() { release() }()
 	if objs.Volume != nil {
+		// Before ensureVolume, which may remove a volume never loaded to
+		// the end: another configuration may be loading it right now.
+		claimed, err := k.claimVolume(ctx, objs.Volume.Name, s)
+		if err != nil {
+			return backend.Deployed{}, err
+		}
+		release = claimed
 		v, err := k.ensureVolume(ctx, objs.Volume, s)
 		if err != nil {
 			return backend.Deployed{}, err
@@ -110,10 +129,6 @@ func (k *Kube) deploy(ctx context.Context, s backend.Spec, entry catalog.Entry) 
 		log.Info("volume", "name", v.Name, "new", v.New, "loaded", v.Loaded)
 	}
 
-	password, err := k.passwordOf(s, objs)
-	if err != nil {
-		return backend.Deployed{}, err
-	}
 	if err := k.retry(ctx, func(ctx context.Context) error {
 		return k.ensurePassword(ctx, s, entry.Name, objs.Names.Password, password)
 	}); err != nil {
@@ -135,6 +150,7 @@ func (k *Kube) deploy(ctx context.Context, s backend.Spec, entry catalog.Entry) 
 			return backend.Deployed{}, err
 		}
 	}
+	release() // the objects that mount the volume exist: the next deploy sees them
 	for _, o := range objs.Deployments {
 		if err := k.wait(ctx, s, "deployment "+o.Name, func(ctx context.Context) error { return k.deploymentReady(ctx, o.Name) }); err != nil {
 			return backend.Deployed{}, err

@@ -185,6 +185,10 @@ func TestKubeDeployPgBouncer(t *testing.T) {
 	}
 }
 
+// volumeUsers are a volume deploy's first actions: it looks for another
+// configuration's SUT using the volume (claimVolume).
+var volumeUsers = []string{"list deployments " + labelApp + "=" + appName, "list pods " + labelApp + "=" + appName}
+
 func pgStorage(remove bool) *contracts.SUTSpec {
 	return &contracts.SUTSpec{Storage: &contracts.Storage{Class: "shared", Size: "50Gi", Remove: remove}, UseCase: "ycsb-1"}
 }
@@ -197,6 +201,7 @@ func TestKubeVolumeCreatedThenReusedLoaded(t *testing.T) {
 		t.Fatal(err)
 	}
 	checkActions(t, f, []string{
+		volumeUsers[0], volumeUsers[1],
 		"get persistentvolumeclaims bq-postgresql-ycsb-1",
 		"create persistentvolumeclaims bq-postgresql-ycsb-1",
 		"create secrets bq-7-postgresql-1-password",
@@ -224,7 +229,7 @@ func TestKubeVolumeCreatedThenReusedLoaded(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if got := f.actions()[:3]; !slices.Equal(got, []string{"get persistentvolumeclaims bq-postgresql-ycsb-1", "create secrets bq-8-postgresql-1-password", "create services bq-8-postgresql-1"}) {
+	if got := f.actions()[:5]; !slices.Equal(got, []string{volumeUsers[0], volumeUsers[1], "get persistentvolumeclaims bq-postgresql-ycsb-1", "create secrets bq-8-postgresql-1-password", "create services bq-8-postgresql-1"}) {
 		t.Errorf("reuse: %v", got)
 	}
 	want := contracts.VolumeState{Name: "bq-postgresql-ycsb-1", New: false, Loaded: true,
@@ -250,7 +255,8 @@ func TestKubeVolumeRemovedFirst(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if got := f.actions()[:6]; !slices.Equal(got, []string{
+	if got := f.actions()[:8]; !slices.Equal(got, []string{
+		volumeUsers[0], volumeUsers[1],
 		"get persistentvolumeclaims bq-postgresql-ycsb-1",
 		"delete persistentvolumeclaims bq-postgresql-ycsb-1",
 		"get persistentvolumeclaims bq-postgresql-ycsb-1",
@@ -291,7 +297,8 @@ func TestKubeVolumeNeverLoadedIsMadeAgain(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if got := f.actions()[:4]; !slices.Equal(got, []string{
+	if got := f.actions()[:6]; !slices.Equal(got, []string{
+		volumeUsers[0], volumeUsers[1],
 		"get persistentvolumeclaims bq-postgresql-ycsb-1",
 		"delete persistentvolumeclaims bq-postgresql-ycsb-1",
 		"get persistentvolumeclaims bq-postgresql-ycsb-1",
@@ -479,24 +486,77 @@ func TestKubeVolumeSUTKeepsItsPassword(t *testing.T) {
 		}
 		return sec.StringData[startup.SUTPasswordEnv]
 	}
-	for _, code := range []string{"7", "8"} {
-		if _, err := k.Deploy(ctx, backend.Spec{Code: code, Configuration: "PostgreSQL-1", DBMS: "PostgreSQL", Benchmark: "ycsb", SUT: pgStorage(false)}); err != nil {
-			t.Fatal(err)
-		}
+	if _, err := k.Deploy(ctx, backend.Spec{Code: "7", Configuration: "PostgreSQL-1", DBMS: "PostgreSQL", Benchmark: "ycsb", SUT: pgStorage(false)}); err != nil {
+		t.Fatal(err)
 	}
-	if a, b := password("7"), password("8"); a == "" || a != b {
+	// One user at a time: experiment 8 is refused while 7's SUT holds the
+	// volume, naming it.
+	short, cancel := context.WithTimeout(ctx, 200*time.Millisecond)
+	defer cancel()
+	_, err := k.Deploy(short, backend.Spec{Code: "8", Configuration: "PostgreSQL-1", DBMS: "PostgreSQL", Benchmark: "ycsb", SUT: pgStorage(false)})
+	if err == nil || !strings.Contains(err.Error(), "volume bq-postgresql-ycsb-1 is in use by 7/PostgreSQL-1") {
+		t.Fatalf("a second SUT on a volume in use: %v, want a refusal naming the holder", err)
+	}
+	first := password("7")
+	if err := k.Teardown(ctx, "7", "PostgreSQL-1"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := k.Deploy(ctx, backend.Spec{Code: "8", Configuration: "PostgreSQL-1", DBMS: "PostgreSQL", Benchmark: "ycsb", SUT: pgStorage(false)}); err != nil {
+		t.Fatal(err)
+	}
+	if a, b := first, password("8"); a == "" || a != b {
 		t.Errorf("two experiments on one volume: passwords %q and %q, want the same", a, b)
 	}
 	if _, err := k.Deploy(ctx, backend.Spec{Code: "9", Configuration: "PostgreSQL-1", DBMS: "PostgreSQL", Benchmark: "ycsb"}); err != nil {
 		t.Fatal(err)
 	}
-	if password("9") == password("7") || len(password("9")) != 43 {
+	if password("9") == first || len(password("9")) != 43 {
 		t.Errorf("a SUT without a volume has the volume's password, or not a derived one: %q", password("9"))
 	}
 	_, keyless := newFake(t)
 	keyless.SUT = startup.SUTAuth{}
-	_, err := keyless.Deploy(ctx, backend.Spec{Code: "7", Configuration: "PostgreSQL-1", DBMS: "PostgreSQL", Benchmark: "ycsb", SUT: pgStorage(false)})
+	_, err = keyless.Deploy(ctx, backend.Spec{Code: "7", Configuration: "PostgreSQL-1", DBMS: "PostgreSQL", Benchmark: "ycsb", SUT: pgStorage(false)})
 	if err == nil || !strings.Contains(err.Error(), startup.SUTKeyEnv) {
 		t.Errorf("a volume SUT without the stack's key: %v, want a refusal naming %s", err, startup.SUTKeyEnv)
+	}
+}
+
+// A volume's last user still terminating is waited for; a live one is
+// refused at once, naming it (waiting would be futile: its teardown is a
+// job behind this one).
+func TestKubeClaimVolumeWaitsOnlyForATerminatingUser(t *testing.T) {
+	mount := corev1.PodSpec{Volumes: []corev1.Volume{{Name: "data", VolumeSource: corev1.VolumeSource{
+		PersistentVolumeClaim: &corev1.PersistentVolumeClaimVolumeSource{ClaimName: "bq-redis-ycsb-1"}}}}}
+	labels := map[string]string{labelApp: appName, labelExperiment: "7", labelConfiguration: "Redis-1"}
+	now := metav1.Now()
+	going := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "old", Namespace: "ns", Labels: labels, DeletionTimestamp: &now,
+		Finalizers: []string{"test"}}, Spec: mount}
+	f, k := newFake(t, going)
+	ctx := kubeCtx(t)
+	me := backend.Spec{Code: "8", Configuration: "Redis-1"}
+	time.AfterFunc(100*time.Millisecond, func() { _ = f.CoreV1().Pods("ns").Delete(context.Background(), "old", metav1.DeleteOptions{}) })
+	release, err := k.claimVolume(ctx, "bq-redis-ycsb-1", me)
+	if err != nil {
+		t.Fatalf("a terminating user: %v, want a wait until it is gone", err)
+	}
+	release()
+	live := &appsv1.Deployment{ObjectMeta: metav1.ObjectMeta{Name: "live", Namespace: "ns", Labels: labels},
+		Spec: appsv1.DeploymentSpec{Replicas: ptr.To(int32(1)), Template: corev1.PodTemplateSpec{Spec: mount}}}
+	if _, err := f.AppsV1().Deployments("ns").Create(ctx, live, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	start := time.Now()
+	_, err = k.claimVolume(ctx, "bq-redis-ycsb-1", me)
+	if !errors.Is(err, backend.ErrRefused) || !strings.Contains(err.Error(), "volume bq-redis-ycsb-1 is in use by 7/Redis-1") {
+		t.Errorf("a live user: %v, want a refusal naming it", err)
+	}
+	if d := time.Since(start); d > 5*time.Second {
+		t.Errorf("a live user was waited for (%s)", d)
+	}
+	// The configuration's own objects (a redelivered deploy) hold nothing.
+	if release, err := k.claimVolume(ctx, "bq-redis-ycsb-1", backend.Spec{Code: "7", Configuration: "Redis-1"}); err != nil {
+		t.Errorf("its own deploy again: %v", err)
+	} else {
+		release()
 	}
 }

@@ -414,8 +414,12 @@ func (b *builder) serverPod(e catalog.Entry, r *strings.Replacer, component stri
 	}
 	c.Resources = res
 	if lim, ok := res.Limits[corev1.ResourceCPU]; ok && len(k.CPULimitArgs) > 0 {
+		// Before the settings' args, so that a setting naming the same
+		// flag (-xconfig) wins: the last of a flag counts.
 		cpus := strings.NewReplacer("{cpus}", strconv.FormatInt(max(1, (lim.MilliValue()+999)/1000), 10))
-		c.Args = append(c.Args, replaceAll(cpus, replaceAll(r, k.CPULimitArgs))...)
+		settings := len(b.onVolume(e, volume).SettingArgsList())
+		fixed := c.Args[:len(c.Args)-settings]
+		c.Args = slices.Concat(fixed, replaceAll(cpus, replaceAll(r, k.CPULimitArgs)), c.Args[len(fixed):])
 	}
 	if component != componentPool && b.server == nil {
 		b.server = &c

@@ -10,13 +10,97 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
+	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 )
+
+// claimVolume makes sure no other configuration's SUT uses volume claim,
+// then returns holding k.volumes, which release lets go once the caller's
+// own objects that mount it exist (so that two deploys cannot both find
+// it free). A ReadWriteOnce volume serves one SUT at a time, as on the
+// local backend (docs/volumes.md): two servers on one data directory would
+// corrupt it, and -rsr's removal, or that of a volume never loaded to the
+// end, would take it from under a SUT still loading it. A holder that is
+// going away (its pods terminating) is waited for, within the deploy's
+// time (ctx); a live one is refused at once (backend.VolumeInUse).
+func (k *Kube) claimVolume(ctx context.Context, claim string, s backend.Spec) (release func(), err error) {
+	logged := ""
+	for {
+		k.volumes.Lock()
+		holder, going, err := k.volumeHolder(ctx, claim, s)
+		if err == nil && holder == "" {
+			return sync.OnceFunc(k.volumes.Unlock), nil
+		}
+		k.volumes.Unlock()
+		switch {
+		case err != nil:
+			return nil, err
+		case !going:
+			return nil, backend.VolumeInUse(claim, holder)
+		case holder != logged:
+			k.log().Info("waiting for volume: its last user's pods are terminating", "volume", claim, "used by", holder, "configuration", s.Configuration)
+			logged = holder
+		}
+		select {
+		case <-ctx.Done():
+			return nil, fmt.Errorf("volume %s: %s's pods are still terminating: %w", claim, holder, ctx.Err())
+		case <-time.After(k.poll()):
+		}
+	}
+}
+
+// volumeHolder names the configuration (code/configuration), other than
+// s's, whose Deployment or pod mounts claim (a pod outlives its Deployment
+// while it terminates, and holds the volume until it is gone), and whether
+// all of what it found is being deleted; "" when none does.
+func (k *Kube) volumeHolder(ctx context.Context, claim string, s backend.Spec) (holder string, going bool, err error) {
+	opts := metav1.ListOptions{LabelSelector: labelApp + "=" + appName}
+	mounts := func(l map[string]string, spec corev1.PodSpec) bool {
+		if l[labelExperiment] == s.Code && l[labelConfiguration] == s.Configuration {
+			return false
+		}
+		return slices.ContainsFunc(spec.Volumes, func(v corev1.Volume) bool {
+			return v.PersistentVolumeClaim != nil && v.PersistentVolumeClaim.ClaimName == claim
+		})
+	}
+	var deps *appsv1.DeploymentList
+	var pods *corev1.PodList
+	err = k.retry(ctx, func(ctx context.Context) error {
+		var err error
+		if deps, err = k.Client.AppsV1().Deployments(k.Namespace).List(ctx, opts); err != nil {
+			return err
+		}
+		pods, err = k.Client.CoreV1().Pods(k.Namespace).List(ctx, opts)
+		return err
+	})
+	if err != nil {
+		return "", false, fmt.Errorf("volume %s: look for its users: %w", claim, err)
+	}
+	going = true
+	found := func(m metav1.ObjectMeta) {
+		if holder == "" {
+			holder = m.Labels[labelExperiment] + "/" + m.Labels[labelConfiguration]
+		}
+		going = going && m.DeletionTimestamp != nil
+	}
+	for _, d := range deps.Items {
+		if mounts(d.Labels, d.Spec.Template.Spec) {
+			found(d.ObjectMeta)
+		}
+	}
+	for _, p := range pods.Items {
+		if mounts(p.Labels, p.Spec) {
+			found(p.ObjectMeta)
+		}
+	}
+	return holder, going, nil
+}
 
 // annotationCreatedBy names the deploy that created a volume (its job id;
 // <code>/<configuration> when unknown): a redelivered deploy with -rsr must

@@ -59,9 +59,6 @@ const (
 	volumeMetaFile = "volume.json"
 	// volumeClaimFile in a configuration directory names the volume it uses.
 	volumeClaimFile = "volume"
-	// volumeWaitEvery is how often a deploy looks whether the volume it
-	// waits for was released.
-	volumeWaitEvery = 500 * time.Millisecond
 )
 
 // volumeKinds are the kinds whose data the local backend keeps on a volume:
@@ -131,24 +128,13 @@ func (l *Local) attachVolume(ctx context.Context, s backend.Spec, entry catalog.
 		}
 		return meta.state(false), l.linkVolume(dir, vdir, link)
 	}
-	for {
-		l.volMu.Lock()
-		holder, err := l.volumeHolder(name, dir)
-		if err == nil && holder == "" {
-			defer l.volMu.Unlock()
-			break
-		}
-		l.volMu.Unlock()
-		if err != nil {
-			return nil, err
-		}
-		l.log().Info("waiting for volume", "volume", name, "used by", holder, "configuration", s.Configuration)
-		select {
-		case <-ctx.Done():
-			return nil, fmt.Errorf("volume %s is in use by %s (a volume serves one configuration at a time; it is released at that one's teardown): "+
-				"run the experiments one after another, or without -rst: %w", name, holder, ctx.Err())
-		case <-time.After(volumeWaitEvery):
-		}
+	l.volMu.Lock()
+	defer l.volMu.Unlock()
+	switch holder, err := l.volumeHolder(name, dir); {
+	case err != nil:
+		return nil, err
+	case holder != "":
+		return nil, backend.VolumeInUse(name, holder)
 	}
 	meta, err := readVolumeMeta(vdir)
 	var emptiedFor string

@@ -60,8 +60,8 @@ func TestLocalRedisVolume(t *testing.T) {
 	if _, err := localdb.RedisCommand(ctx, addr, "SET", "k", "kept"); err != nil {
 		t.Fatal(err)
 	}
-	// A second configuration waits for the volume, then gives up naming
-	// who holds it.
+	// A second configuration is refused at once, naming who holds the
+	// volume (the holder's teardown is a job behind it: no use waiting).
 	short, cancel := context.WithTimeout(ctx, 1500*time.Millisecond)
 	_, err := l.Deploy(short, spec("v-other", false))
 	cancel()

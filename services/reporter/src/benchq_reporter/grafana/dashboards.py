@@ -786,15 +786,16 @@ def _resources_row(b: Board, sets: dict[str, list[Metric]]) -> None:
         .datasource(RESULTS)
         .description(
             "the summary's Monitoring and Application Metrics figures (metric_summaries); a figure that could not "
-            "be collected is empty, with the reason in 'missing', never 0"
+            "be collected is empty, with the reason in 'missing', never 0; a phase run again has a row per attempt "
+            "(the summary reports one)"
         )
         .with_target(
             SQL(
                 """
-        SELECT configuration, phase, component, section, title, value, missing, samples
+        SELECT configuration, phase, attempt, component, section, title, value, missing, samples
         FROM metric_summaries
         WHERE code = '$code' AND configuration IN ($configuration) AND phase IN ($phase)
-        ORDER BY configuration, phase, component, section, position""",
+        ORDER BY configuration, phase, attempt, component, section, position""",
                 "table",
             )
         ),
