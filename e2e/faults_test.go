@@ -116,6 +116,11 @@ func TestExperimentsAsBexhomaUsersKnowThem(t *testing.T) {
 		// metrics measured until then (they were never pulled before).
 		s.waitCount(t, 1, `SELECT count(*) FROM phases WHERE code = $1 AND kind = 'run' AND status = 'failed' AND started_at IS NOT NULL AND ended_at IS NOT NULL`, code)
 		s.waitCount(t, 1, `SELECT (count(*) > 0)::int FROM metric_summaries WHERE code = $1 AND kind = 'run' AND value IS NOT NULL`, code)
+		// Stopped again: it says how the experiment ended.
+		again, err := s.benchq(context.Background(), "stop", "-e", code)
+		if ee, ok := err.(*exec.ExitError); !ok || ee.ExitCode() != 1 || !strings.Contains(again, "experiment "+code+" is not running: it ended cancelled") {
+			t.Errorf("stop of a cancelled experiment: %v\n%s", err, again)
+		}
 		if n := s.liveSUTs(); n != 0 {
 			t.Errorf("%d SUT processes left after stop", n)
 		}

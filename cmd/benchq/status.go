@@ -253,6 +253,20 @@ func runningExperiments(ctx context.Context, js jetstream.JetStream) ([]contract
 	return out, nil
 }
 
+// endedStatus is how experiment code ended (done, failed, cancelled) when
+// the scheduler's state still holds it; "" otherwise.
+func endedStatus(ctx context.Context, b *bus.Bus, code string) string {
+	values, err := kvValues(ctx, b.JS, contracts.KVExperiments)
+	if err != nil {
+		return ""
+	}
+	var x contracts.ExperimentState
+	if v, ok := values[code]; !ok || json.Unmarshal(v, &x) != nil || x.Status == contracts.ExperimentRunning {
+		return ""
+	}
+	return x.Status
+}
+
 // experimentRows: one row per configuration with its SUT state, phase and
 // the current phase's shards.
 func experimentRows(x contracts.ExperimentState) [][]string {
@@ -331,7 +345,11 @@ func cmdStop(ctx context.Context, args []string, st *State) int {
 	}
 	if len(codes) == 0 {
 		if *code != "" {
-			st.Errorf("experiment %s is not running (benchq list shows the experiments; benchq summary -e %s shows it, if it ran)", *code, *code)
+			if ended := endedStatus(ctx, b, *code); ended != "" {
+				st.Errorf("experiment %s is not running: it ended %s (benchq summary -e %s shows it)", *code, ended, *code)
+			} else {
+				st.Errorf("experiment %s is not running (benchq list shows the experiments; benchq summary -e %s shows it, if it ran)", *code, *code)
+			}
 			return ExitFailed
 		}
 		fmt.Fprintln(st.Stdout, "no experiment is running")
