@@ -326,6 +326,8 @@ def test_failed_shard_is_an_exception_and_fails_the_tests(tables):
     assert not _test(s, "execution_throughput").passed
     assert not _test(s, "no_failed").passed
     assert f"Shard {RUN}-1 failed: ycsb exited 1 (attempt 1, agent agent-vm-1)" in s.workflow.notes
+    # The empty Per Phase row says why, under the table.
+    assert any(n.startswith(f"{RUN}: no shard printed YCSB's summary") for n in s.notes["execution_per_phase"])
 
 
 def rerun_tables():

@@ -147,7 +147,8 @@ def summarize(data: ExperimentData) -> YcsbSummary | BenchbaseSummary:
             + ycsb.error_notes(loading_run, "DBMS", data.plan.settings.error_share_limit)
             + [SKIPPED_NOTE + r for r in skipped_loading(data)],
             "execution_per_phase": ycsb.aggregate_notes(execution_lat)
-            + ycsb.error_notes(execution_phase, "phase", data.plan.settings.error_share_limit),
+            + ycsb.error_notes(execution_phase, "phase", data.plan.settings.error_share_limit)
+            + ycsb.unsummarized_notes(execution_phase, "phase"),
             "loading_latency": ycsb.latency_notes(loading_lat),
             "execution_latency": ycsb.latency_notes(execution_lat),
         },

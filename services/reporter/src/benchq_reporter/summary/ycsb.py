@@ -393,6 +393,19 @@ def error_notes(per_phase: pd.DataFrame, label: str, limit: float) -> list[str]:
     ]
 
 
+UNSUMMARIZED_NOTE = (
+    "{phase}: no shard printed YCSB's summary (the phase was stopped, or failed before its end): its figures are "
+    "missing, not 0; what its shards streamed is in the HTML report's plots"
+)
+
+
+def unsummarized_notes(per_phase: pd.DataFrame, label: str) -> list[str]:
+    """A note for each phase (row ``label``) without YCSB's throughput: why its row is empty."""
+    if THROUGHPUT not in per_phase:
+        return []
+    return [UNSUMMARIZED_NOTE.format(phase=r[label]) for _, r in per_phase[per_phase[THROUGHPUT].isna()].iterrows()]
+
+
 def _merged_percentiles(g: pd.DataFrame, lat: pd.DataFrame) -> None:
     """Replace each p99 column of an aggregated table by the phase's latency figure."""
     p99 = {(r.phase, r.operation): r.p99 for r in lat.itertuples(index=False)}
