@@ -238,6 +238,22 @@ func volumeTable(ctx context.Context, js jetstream.JetStream, home string) [][]s
 }
 
 func runningExperiments(ctx context.Context, js jetstream.JetStream) ([]contracts.ExperimentState, error) {
+	all, err := experimentStates(ctx, js)
+	if err != nil {
+		return nil, err
+	}
+	var out []contracts.ExperimentState
+	for _, x := range all {
+		if x.Status == contracts.ExperimentRunning {
+			out = append(out, x)
+		}
+	}
+	return out, nil
+}
+
+// experimentStates are the experiments the scheduler's state holds, running
+// or ended, oldest first.
+func experimentStates(ctx context.Context, js jetstream.JetStream) ([]contracts.ExperimentState, error) {
 	values, err := kvValues(ctx, js, contracts.KVExperiments)
 	if err != nil {
 		return nil, err
@@ -245,26 +261,12 @@ func runningExperiments(ctx context.Context, js jetstream.JetStream) ([]contract
 	var out []contracts.ExperimentState
 	for _, v := range values {
 		var x contracts.ExperimentState
-		if json.Unmarshal(v, &x) == nil && x.Status == contracts.ExperimentRunning {
+		if json.Unmarshal(v, &x) == nil {
 			out = append(out, x)
 		}
 	}
 	sort.Slice(out, func(i, j int) bool { return out[i].StartedAt.Before(out[j].StartedAt) })
 	return out, nil
-}
-
-// endedStatus is how experiment code ended (done, failed, cancelled) when
-// the scheduler's state still holds it; "" otherwise.
-func endedStatus(ctx context.Context, b *bus.Bus, code string) string {
-	values, err := kvValues(ctx, b.JS, contracts.KVExperiments)
-	if err != nil {
-		return ""
-	}
-	var x contracts.ExperimentState
-	if v, ok := values[code]; !ok || json.Unmarshal(v, &x) != nil || x.Status == contracts.ExperimentRunning {
-		return ""
-	}
-	return x.Status
 }
 
 // experimentRows: one row per configuration with its SUT state, phase and
@@ -332,20 +334,25 @@ func cmdStop(ctx context.Context, args []string, st *State) int {
 		return notReady
 	}
 	defer b.Close()
-	running, err := runningExperiments(ctx, b.JS)
+	states, err := experimentStates(ctx, b.JS)
 	if err != nil {
 		st.Errorf("read experiments: %v", err)
 		return ExitFailed
 	}
 	var codes []string
-	for _, x := range running {
-		if *code == "" || x.Code == *code {
+	ended := "" // how experiment -e ended, when the state still holds it
+	for _, x := range states {
+		switch {
+		case *code != "" && x.Code != *code:
+		case x.Status == contracts.ExperimentRunning:
 			codes = append(codes, x.Code)
+		case *code != "":
+			ended = x.Status
 		}
 	}
 	if len(codes) == 0 {
 		if *code != "" {
-			if ended := endedStatus(ctx, b, *code); ended != "" {
+			if ended != "" {
 				st.Errorf("experiment %s is not running: it ended %s (benchq summary -e %s shows it)", *code, ended, *code)
 			} else {
 				st.Errorf("experiment %s is not running (benchq list shows the experiments; benchq summary -e %s shows it, if it ran)", *code, *code)

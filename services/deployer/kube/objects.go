@@ -393,11 +393,22 @@ func replaceAll(r *strings.Replacer, in []string) []string {
 // StatefulSet's claim template instead.
 func (b *builder) serverPod(e catalog.Entry, r *strings.Replacer, component string, extraArgs []string, volume bool) (corev1.PodTemplateSpec, *corev1.PersistentVolumeClaim, error) {
 	k := e.Kubernetes
+	res, err := b.resources(e, component)
+	if err != nil {
+		return corev1.PodTemplateSpec{}, nil, err
+	}
+	var cpuArgs []string
+	if lim, ok := res.Limits[corev1.ResourceCPU]; ok {
+		cpus := strings.NewReplacer("{cpus}", strconv.FormatInt(max(1, (lim.MilliValue()+999)/1000), 10))
+		cpuArgs = replaceAll(cpus, replaceAll(r, k.CPULimitArgs))
+	}
 	c := corev1.Container{
 		Name:    "dbms",
 		Image:   e.Image,
 		Command: replaceAll(r, k.Command),
-		Args:    append(append(replaceAll(r, k.Args), replaceAll(r, extraArgs)...), b.onVolume(e, volume).SettingArgsList()...),
+		// The CPU limit's args before the settings', so that a setting naming
+		// the same flag (-xconfig) wins: the last of a flag counts.
+		Args: slices.Concat(replaceAll(r, k.Args), replaceAll(r, extraArgs), cpuArgs, b.onVolume(e, volume).SettingArgsList()),
 		Env: append([]corev1.EnvVar{{Name: "BENCHQ_POD_NAME", ValueFrom: &corev1.EnvVarSource{
 			FieldRef: &corev1.ObjectFieldSelector{APIVersion: "v1", FieldPath: "metadata.name"}}}, b.passwordEnv()},
 			envList(r, k.Env)...),
@@ -408,19 +419,7 @@ func (b *builder) serverPod(e catalog.Entry, r *strings.Replacer, component stri
 	if k.RunAsUser != 0 {
 		c.SecurityContext = nonRootSecurity(k.RunAsUser)
 	}
-	res, err := b.resources(e, component)
-	if err != nil {
-		return corev1.PodTemplateSpec{}, nil, err
-	}
 	c.Resources = res
-	if lim, ok := res.Limits[corev1.ResourceCPU]; ok && len(k.CPULimitArgs) > 0 {
-		// Before the settings' args, so that a setting naming the same
-		// flag (-xconfig) wins: the last of a flag counts.
-		cpus := strings.NewReplacer("{cpus}", strconv.FormatInt(max(1, (lim.MilliValue()+999)/1000), 10))
-		settings := len(b.onVolume(e, volume).SettingArgsList())
-		fixed := c.Args[:len(c.Args)-settings]
-		c.Args = slices.Concat(fixed, replaceAll(cpus, replaceAll(r, k.CPULimitArgs)), c.Args[len(fixed):])
-	}
 	if component != componentPool && b.server == nil {
 		b.server = &c
 	}
