@@ -64,8 +64,9 @@ lint-py: bootstrap
 # The drivers' JVMs of the tests compile with C1 only: their shards last
 # seconds, where C2's compiles cost more CPU than they save (e2e/stack_test.go
 # sets the same for the e2e's stacks; users' stacks keep the JVM's defaults).
+# No separate `go vet`: lint-go's govet runs go vet's analyzers (all of
+# them, and inline), on the k8s-tagged files too.
 test-go:
-	go vet ./...
 	JAVA_TOOL_OPTIONS=-XX:TieredStopAtLevel=1 BENCHQ_YCSB_REQUIRED=1 go test -count=1 ./contracts/... ./catalog/... ./internal/... ./services/... ./cmd/... ./grafana/... ./deploy/... ./docs/...
 
 # bootstrap first: the venv, and the collector whose one-shot migration

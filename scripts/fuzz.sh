@@ -10,7 +10,7 @@ fuzztime=${1:-10s}
 # package target: the request intake, event decoding, the tools' outputs.
 targets=(
   "./internal/plan FuzzFromRequest"
-  "./internal/bus FuzzDecodeSubject"
+  "./contracts FuzzDecodeSubject"
   "./internal/ycsb FuzzParseStatusLine"
   "./internal/ycsb FuzzParseSummary"
   "./internal/benchbase FuzzParseSummary"

@@ -545,26 +545,21 @@ func sleep(ctx context.Context, d time.Duration) {
 }
 
 // DecodeSubject decodes a message by the type its subject carries
-// (contracts.ForSubject); unknown subjects and invalid messages are permanent.
+// (contracts.DecodeSubject). Unknown subjects and invalid messages are
+// permanent: redelivering them cannot fix them.
 func DecodeSubject(subject string, data []byte) (contracts.Message, error) {
-	schema, msg, err := contracts.ForSubject(subject)
+	msg, err := contracts.DecodeSubject(subject, data)
 	if err != nil {
 		return nil, Permanent(err)
-	}
-	if err := Decode(schema, data, msg); err != nil {
-		return nil, err
 	}
 	return msg, nil
 }
 
-// Decode unmarshals and validates a message against its schema. Failures are
-// permanent: redelivering a malformed message cannot fix it.
+// Decode unmarshals and validates a message against its schema
+// (contracts.Decode). Failures are permanent, as DecodeSubject's.
 func Decode(schema string, data []byte, v any) error {
-	if err := contracts.Validate(schema, data); err != nil {
+	if err := contracts.Decode(schema, data, v); err != nil {
 		return Permanent(err)
-	}
-	if err := json.Unmarshal(data, v); err != nil {
-		return Permanent(fmt.Errorf("decode %s: %w", schema, err))
 	}
 	return nil
 }

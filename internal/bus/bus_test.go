@@ -346,6 +346,15 @@ func TestDecodeFailuresArePermanent(t *testing.T) {
 	if !errors.Is(err, bus.ErrPermanent) || !errors.Is(err, contracts.ErrInvalid) {
 		t.Fatalf("Decode(malformed) = %v, want permanent and invalid", err)
 	}
+	for _, c := range []struct{ subject, data string }{
+		{"benchq.exp.c1.done", `{"nonsense":1}`}, // invalid for its schema
+		{"benchq.exp.c1.done", `{`},              // not JSON
+		{"benchq.nowhere", `{}`},                 // no such subject
+	} {
+		if _, err := bus.DecodeSubject(c.subject, []byte(c.data)); !errors.Is(err, bus.ErrPermanent) {
+			t.Errorf("DecodeSubject(%s, %s) = %v, want a permanent error", c.subject, c.data, err)
+		}
+	}
 }
 
 // inFlightAtShutdown runs a consumer whose handler is busy with m1 when the
