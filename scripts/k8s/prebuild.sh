@@ -4,9 +4,9 @@
 #
 #   scripts/k8s/prebuild.sh make test-stages
 #
-# On a new machine that build is make test's largest single cost: about 11
-# minutes of both cores (kube-apiserver alone 4), which test-k8s, the last
-# stage, used to spend before its first test. Here it starts first, at the
+# On a new machine that build is make test's largest single cost: about 6.5
+# minutes of both cores (12 CPU minutes; kube-apiserver alone about 3), which
+# test-k8s, the last stage, used to spend before its first test. Here it starts first, at the
 # lowest CPU and I/O priority, and uses what the stages before test-k8s
 # leave idle: the bootstrap's downloads, the tests' waits. test-k8s runs the
 # same build scripts, which wait for the background build (one build at a
