@@ -30,7 +30,7 @@ func TestTPCCAsBexhomaUsersKnowIt(t *testing.T) {
 	s := startStack(t)
 	code := fmt.Sprintf("e2e-tpcc-%d", time.Now().Unix())
 	out := s.cli(t, 6*time.Minute, "benchbase", "-e", code, "-dbms", "PgBouncer", "-xnpp", "2", "-xnpi", "4", "-xnpo", "4",
-		"-sf", "1", "-xsd", "0.25", "-nbp", "1,2", "-nbt", "4", "-tr", "run")
+		"-sf", "1", "-xsd", "0.1", "-nbp", "1,2", "-nbt", "4", "-tr", "-no-report", "run")
 
 	checkSummary(t, out,
 		"Benchbase Workload tpcc SF=1", "#### Per Pod", "#### Aggregated Parallel", "### Loading",

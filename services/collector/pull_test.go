@@ -124,6 +124,11 @@ func TestPullPhaseMetrics(t *testing.T) {
 	}
 	defer func() { _ = burner.Process.Kill(); _ = burner.Wait() }()
 	pid := burner.Process.Pid
+	signal := func(sig syscall.Signal) {
+		if err := burner.Process.Signal(sig); err != nil {
+			t.Fatal(err)
+		}
+	}
 
 	reg := prometheus.NewRegistry()
 	pm, err := procmetrics.New(reg, "/proc")
@@ -172,6 +177,10 @@ func TestPullPhaseMetrics(t *testing.T) {
 	time.Sleep(5 * time.Second)
 	end, cpu1 := time.Now(), cpuSeconds(t, pid)
 	truth := cpu1 - cpu0
+	// Idle (stopped) until the edge reads below: the phases pulled until
+	// then lie in the past, and a core kept busy meanwhile only slowed the
+	// tests beside this one.
+	signal(syscall.SIGSTOP)
 	addPhase(t, ctx, db, "m1", "Redis", `{"cluster":true,"application":true}`, start, end)
 	addPhase(t, ctx, db, "none", "Redis", "", start, end)
 
@@ -271,16 +280,11 @@ func TestPullPhaseMetrics(t *testing.T) {
 
 	// A phase of 1.2 s with the deployer's reads of the counter at its edges
 	// (contracts.SUTEdge; at the end, two reads after it): the burner idles
-	// (SIGSTOP) before the phase, burns during it and idles after it until
-	// "the next phase" burns again 0.3 s later — which the scrapes alone
+	// (stopped, since the 5 s phase) before the phase, burns during it and
+	// idles after it until "the next phase" burns again 0.3 s later — which the scrapes alone
 	// would take for this phase's rate after its end, and take its last
 	// second's work off it. Its CPU seconds are within 5 % of /proc; the
 	// reads are stored with the scrapes.
-	signal := func(sig syscall.Signal) {
-		if err := burner.Process.Signal(sig); err != nil {
-			t.Fatal(err)
-		}
-	}
 	read := func() contracts.EdgeRead {
 		v, err := pm.CPU("m4-sut")
 		if err != nil || len(v) != 1 {
