@@ -47,6 +47,11 @@ func TestTPCCAsBexhomaUsersKnowIt(t *testing.T) {
 	if n := tableRows(out, "### Execution", "#### Aggregated Parallel"); n != 2 {
 		t.Errorf("%d Aggregated Parallel rows, want 2", n)
 	}
+	// Asked for under another benchmark's command, the summary says so.
+	if other := s.cli(t, time.Minute, "ycsb", "-e", code, "summary"); !strings.Contains(other, "note: "+code+" is a benchbase experiment, not ycsb (benchq benchbase summary -e "+code+")") ||
+		!strings.Contains(other, "Benchbase Workload tpcc SF=1") {
+		t.Errorf("benchq ycsb summary of a Benchbase experiment does not say it is one:\n%s", other)
+	}
 	// Its HTML report (throughput, TPC-C latency per phase, CPU/RAM) in
 	// headless Chromium, as for the Redis experiment.
 	s.python(t, "benchq_reporter.selfcheck.report", "--db", s.info.DBURL, "-e", code)

@@ -410,6 +410,9 @@ func cmdExperiment(ctx context.Context, benchmark string, args []string, st *Sta
 			st.Errorf("%s summary: which experiment? give -e CODE", benchmark)
 			return ExitUsage
 		}
+		if other := experimentBenchmark(ctx, st, f.code); other != "" && other != benchmark {
+			st.Errorf("note: %s is a %s experiment, not %s (benchq %s summary -e %s); its summary follows", f.code, other, benchmark, other, f.code)
+		}
 		return cmdSummary(ctx, []string{"-e", f.code}, st)
 	}
 	if len(f.dbms) == 0 {
