@@ -45,10 +45,14 @@ if command -v ionice >/dev/null; then
   io=(ionice -c 3)
 fi
 # setsid: the build is a process group of its own, stopped as one below.
+# The two builds run side by side: each has stretches where it keeps one
+# core busy (a long chain of packages, a link), which the other fills.
 setsid ${io[@]+"${io[@]}"} nice -n 19 bash -c '
   echo 19 >/proc/self/autogroup 2>/dev/null
   echo "started $(date +%T) ($(cat /proc/self/autogroup 2>/dev/null || echo "no autogroup"))"
-  "$1" && echo "control plane built $(date +%T)" && "$2" && echo "prometheus built $(date +%T)"' \
+  { "$1" >/dev/null && echo "control plane built $(date +%T)"; } &
+  { "$2" >/dev/null && echo "prometheus built $(date +%T)"; } &
+  wait' \
   build "$here/build-control-plane.sh" "$here/build-prometheus.sh" >"$log" 2>&1 </dev/null &
 build=$!
 stop() {
