@@ -47,15 +47,21 @@ else
   flavour=" unoptimized"
 fi
 
+# How the binaries are built, in their stamps: a cache built another way
+# (one module per binary, before 2026-11-29) is rebuilt once, so that
+# every machine runs the same dependency versions.
+RECIPE=one-module
+
 # built NAME VERSION: true when $BIN/NAME exists and was built from VERSION
-# in the flavour wanted (an optimised build serves the tests as well).
+# by this recipe in the flavour wanted (an optimised build serves the tests
+# as well).
 built() {
   [ -x "$BIN/$1" ] || return 1
   local have
   have=$(cat "$BIN/.$1.version" 2>/dev/null)
-  [ "$have" = "$2$flavour" ] || { [ -n "$flavour" ] && [ "$have" = "$2" ]; }
+  [ "$have" = "$2 $RECIPE$flavour" ] || { [ -n "$flavour" ] && [ "$have" = "$2 $RECIPE" ]; }
 }
-stamp() { echo "$2$flavour" >"$BIN/.$1.version"; }
+stamp() { echo "$2 $RECIPE$flavour" >"$BIN/.$1.version"; }
 
 # all_built: nothing left to build.
 all_built() {
@@ -81,8 +87,13 @@ fi
 # to the published staging module. One module means one set of dependency
 # versions, so the packages the binaries share (client-go, grpc, etcd's
 # client, protobuf...) compile once: 573 CPU s here instead of 725 when each
-# was built in a module of its own (docs/kubernetes.md). Two consequences:
+# was built in a module of its own (docs/kubernetes.md). The price: each
+# dependency comes at the higher of the versions its users ask for, except
+# the Kubernetes libraries the replaces pin to v0.34.2. So
 #  - etcd is v3.6.4, the version Kubernetes v1.34.2 itself requires;
+#  - kwok is built against the v0.34.2 libraries (it asks for v0.36.1), and
+#    the Kubernetes binaries get kwok's newer grpc, otel, klog, kube-openapi
+#    and utils than v1.34.2 pins;
 #  - k8s.io/cri-api and k8s.io/cri-client keep kwok's version (v0.36.1), not
 #    v0.34.2: kwok's log streaming needs their newer API. Of the binaries
 #    here only kube-controller-manager links them (through kubelet helpers
@@ -138,8 +149,11 @@ if [ ${#wanted[@]} -gt 0 ]; then
     esac
   done
   rm -rf "$BIN/.new"
-  # What builds before this one left (a module per binary, a copy of kwok's).
-  rm -rf "$SRC"/kubernetes-v* "$SRC"/etcd-v* "$SRC"/kwok-v*
+  # What builds before this one left (a module per binary, a copy of kwok's
+  # module, which may still be read-only if a build was stopped mid-copy;
+  # the binaries of a killed build).
+  chmod -R u+w "$SRC"/kwok-v* 2>/dev/null || true
+  rm -rf "$SRC"/kubernetes-v* "$SRC"/etcd-v* "$SRC"/kwok-v* "$BIN"/*.tmp
 fi
 
 # --- kwok's stage files (what its fake nodes and pods do), from its module.
@@ -147,8 +161,8 @@ if [ "$(cat "$CACHE/kwok-stage/.version" 2>/dev/null)" != "$KWOK_VERSION" ]; the
   kdir=$(go mod download -json "sigs.k8s.io/kwok@$KWOK_VERSION" | sed -n 's/.*"Dir": "\(.*\)",/\1/p')
   rm -rf "$CACHE/kwok-stage.tmp"
   mkdir -p "$CACHE/kwok-stage.tmp"
-  cp -r "$kdir/kustomize/stage/." "$CACHE/kwok-stage.tmp/"
-  chmod -R u+w "$CACHE/kwok-stage.tmp"
+  # Writable copies (the module cache's files are read-only).
+  cp -r --no-preserve=mode "$kdir/kustomize/stage/." "$CACHE/kwok-stage.tmp/"
   echo "$KWOK_VERSION" >"$CACHE/kwok-stage.tmp/.version"
   rm -rf "$CACHE/kwok-stage"
   mv "$CACHE/kwok-stage.tmp" "$CACHE/kwok-stage"

@@ -17,7 +17,11 @@ VERSION=v0.42.0 # the Go module of Prometheus 2.42.0
 . "$(dirname "$0")/../lib/cache.sh"
 CACHE=$benchq_k8s_cache
 BIN="$CACHE/prometheus-$VERSION"
-built() { [ -x "$BIN/prometheus" ] && [ -x "$BIN/promtool" ]; }
+# How they are built, written beside them: a build made another way (every
+# discovery, before 2026-11-29) is made again once, so that promtool
+# refuses the same configurations on every machine.
+RECIPE="kubernetes discovery only, unoptimized"
+built() { [ -x "$BIN/prometheus" ] && [ -x "$BIN/promtool" ] && [ "$(cat "$BIN/.recipe" 2>/dev/null)" = "$RECIPE" ]; }
 if [ "${1:-}" = --check ]; then
   built
   exit
@@ -54,7 +58,9 @@ import _ "github.com/prometheus/prometheus/discovery/kubernetes" // Register kub
 GO
 # Without the compiler's optimisations, as the tests' control plane
 # (build-control-plane.sh): only make test-k8s runs them.
+rm -rf "$BIN.tmp"
 (cd "$src" && go build -gcflags="all=-N -l" -o "$BIN.tmp/" ./cmd/prometheus ./cmd/promtool)
+echo "$RECIPE" >"$BIN.tmp/.recipe"
 rm -rf "$BIN" && mv "$BIN.tmp" "$BIN"
 rm -rf "$GOCACHE"
 echo "$BIN"

@@ -4,9 +4,9 @@
 #
 #   scripts/k8s/prebuild.sh make test-stages
 #
-# On a new machine that build is make test's largest single cost: about 6.5
-# minutes of both cores (12 CPU minutes; kube-apiserver alone about 3), which
-# test-k8s, the last stage, used to spend before its first test. Here it starts first, at the
+# On a new machine that build is make test's largest single cost: about 6
+# minutes of both cores (12 CPU minutes; kube-apiserver alone about 3),
+# which test-k8s, the last stage, used to spend before its first test. Here it starts first, at the
 # lowest CPU and I/O priority, and uses what the stages before test-k8s
 # leave idle: the bootstrap's downloads, the tests' waits. test-k8s runs the
 # same build scripts, which wait for the background build (one build at a
@@ -39,7 +39,7 @@ if "$here/build-control-plane.sh" --check && "$here/build-prometheus.sh" --check
 fi
 mkdir -p "$CACHE"
 log="$CACHE/background-build.log"
-echo "prebuild: the control plane for test-k8s builds in the background meanwhile (nice 19; log: $log)" >&2
+echo "prebuild: the control plane and Prometheus for test-k8s build in the background meanwhile (nice 19; log: $log)" >&2
 io=()
 if command -v ionice >/dev/null; then
   io=(ionice -c 3)
@@ -50,8 +50,9 @@ fi
 setsid ${io[@]+"${io[@]}"} nice -n 19 bash -c '
   echo 19 >/proc/self/autogroup 2>/dev/null
   echo "started $(date +%T) ($(cat /proc/self/autogroup 2>/dev/null || echo "no autogroup"))"
-  { "$1" >/dev/null && echo "control plane built $(date +%T)"; } &
-  { "$2" >/dev/null && echo "prometheus built $(date +%T)"; } &
+  built() { if "$2" >/dev/null; then echo "$1 built $(date +%T)"; else echo "$1: build FAILED (exit $?) $(date +%T); test-k8s will build it again"; fi; }
+  built "control plane" "$1" &
+  built prometheus "$2" &
   wait' \
   build "$here/build-control-plane.sh" "$here/build-prometheus.sh" >"$log" 2>&1 </dev/null &
 build=$!
