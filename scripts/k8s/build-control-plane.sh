@@ -1,9 +1,10 @@
 #!/usr/bin/env bash
 # Builds a real Kubernetes control plane from pinned Go modules, once:
 # etcd v3.6.4, kube-apiserver, kube-controller-manager, kube-scheduler and
-# kubectl v1.34.2, and kwok v0.8.0 (with its stage files), in one Go module. Everything lands in
-# a cache outside the repository; a second run builds nothing and prints the
-# same directory. internal/k8stest starts these binaries for the tests.
+# kubectl v1.34.2, and kwok v0.8.0 (with its stage files), in one Go module.
+# Everything lands in a cache outside the repository; a second run builds
+# nothing and prints the same directory. internal/k8stest starts these
+# binaries for the tests.
 #
 #   scripts/k8s/build-control-plane.sh          # prints the bin directory
 #   scripts/k8s/build-control-plane.sh --check  # exit 0 when all is built

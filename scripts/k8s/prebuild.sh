@@ -6,11 +6,12 @@
 #
 # On a new machine that build is make test's largest single cost: about 6
 # minutes of both cores (12 CPU minutes; kube-apiserver alone about 3),
-# which test-k8s, the last stage, used to spend before its first test. Here it starts first, at the
-# lowest CPU and I/O priority, and uses what the stages before test-k8s
-# leave idle: the bootstrap's downloads, the tests' waits. test-k8s runs the
-# same build scripts, which wait for the background build (one build at a
-# time) and then find everything built, or finish what it did not.
+# which test-k8s, the last stage, used to spend before its first test.
+# Here it starts first, at the lowest CPU and I/O priority, and uses what
+# the stages before test-k8s leave idle: the bootstrap's downloads, the
+# tests' waits. test-k8s runs the same build scripts, which wait for the
+# background build (one build at a time) and then find everything built, or
+# finish what it did not.
 #
 # The lowest priority holds only if the build's nice value is weighed
 # against the tests: the build runs in a session of its own (setsid, so that
