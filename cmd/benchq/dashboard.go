@@ -7,10 +7,7 @@ import (
 	"net/url"
 	"time"
 
-	"github.com/jackc/pgx/v5"
-
 	"github.com/benchq/benchq/grafana"
-	"github.com/benchq/benchq/internal/stack"
 	"github.com/benchq/benchq/internal/version"
 )
 
@@ -80,31 +77,12 @@ func cmdDashboard(ctx context.Context, args []string, st *State) int {
 	return ExitOK
 }
 
-var errNoExperiment = errors.New("no such experiment")
-
 // experimentWindow is the experiment's time in the stack's results
 // database (to now while it runs), widened by dashboardMargin.
 func experimentWindow(ctx context.Context, st *State, code string) (from, to time.Time, err error) {
-	s, err := stack.Load(st)
-	if s == nil {
+	err = experimentRow(ctx, st, 10*time.Second, `SELECT coalesce(started_at, planned_at), coalesce(ended_at, now()) FROM experiments WHERE code = $1`, code, &from, &to)
+	if err != nil {
 		return from, to, err
-	}
-	if s.DBURL == "" {
-		return from, to, fmt.Errorf("%w: its stack.json names no results database", stack.ErrNotUp)
-	}
-	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
-	defer cancel()
-	conn, err := pgx.Connect(ctx, s.DBURL)
-	if err != nil {
-		return from, to, fmt.Errorf("results database: %w", err)
-	}
-	defer conn.Close(context.WithoutCancel(ctx))
-	err = conn.QueryRow(ctx, `SELECT coalesce(started_at, planned_at), coalesce(ended_at, now()) FROM experiments WHERE code = $1`, code).Scan(&from, &to)
-	if errors.Is(err, pgx.ErrNoRows) {
-		return from, to, errNoExperiment
-	}
-	if err != nil {
-		return from, to, fmt.Errorf("results database: %w", err)
 	}
 	return from.Add(-dashboardMargin), to.Add(dashboardMargin), nil
 }

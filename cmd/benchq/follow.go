@@ -485,19 +485,8 @@ func cmdSummary(ctx context.Context, args []string, st *State) int {
 // as the stack's results database holds it ("" when it cannot tell: the
 // summary that follows says what is wrong).
 func experimentBenchmark(ctx context.Context, st *State, code string) string {
-	s, _ := stack.Load(st)
-	if s == nil || s.DBURL == "" {
-		return ""
-	}
-	ctx, cancel := context.WithTimeout(ctx, 5*time.Second)
-	defer cancel()
-	conn, err := pgx.Connect(ctx, s.DBURL)
-	if err != nil {
-		return ""
-	}
-	defer conn.Close(context.WithoutCancel(ctx))
 	var benchmark string
-	_ = conn.QueryRow(ctx, `SELECT coalesce(plan->'settings'->>'benchmark', request->>'benchmark', '') FROM experiments WHERE code = $1`, code).Scan(&benchmark)
+	_ = experimentRow(ctx, st, 5*time.Second, `SELECT coalesce(plan->'settings'->>'benchmark', request->>'benchmark', '') FROM experiments WHERE code = $1`, code, &benchmark)
 	return benchmark
 }
 
