@@ -56,10 +56,10 @@ package plugins
 
 import _ "github.com/prometheus/prometheus/discovery/kubernetes" // Register kubernetes plugin.
 GO
-# Without the compiler's optimisations, as the tests' control plane
-# (build-control-plane.sh): only make test-k8s runs them.
+# Without the compiler's optimisations or debugging information, as the
+# tests' control plane (build-control-plane.sh): only make test-k8s runs them.
 rm -rf "$BIN.tmp"
-(cd "$src" && go build -gcflags="all=-N -l" -o "$BIN.tmp/" ./cmd/prometheus ./cmd/promtool)
+(cd "$src" && go build -gcflags="all=-N -l -dwarf=false" -ldflags="-s -w" -o "$BIN.tmp/" ./cmd/prometheus ./cmd/promtool)
 echo "$RECIPE" >"$BIN.tmp/.recipe"
 rm -rf "$BIN" && mv "$BIN.tmp" "$BIN"
 rm -rf "$GOCACHE"
