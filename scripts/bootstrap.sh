@@ -52,12 +52,16 @@ fi
 
 # golangci-lint, pinned; built once into the cache outside the repository
 # (`make lint`). Its version is in the path, so a new pin builds anew.
+# Without debugging information, which nobody reads from a tool we only run:
+# 12-17 % less CPU to build it (153 CPU s against 174, and 180 against 217,
+# in two pairs here). VictoriaMetrics gained nothing that way (76 CPU s
+# against 73), and it stays as its own build makes it.
 GOLANGCI_LINT_VERSION=v2.15.0
 lint_bin=$benchq_cache/golangci-lint/$GOLANGCI_LINT_VERSION
 if [ ! -x "$lint_bin/golangci-lint" ]; then
   step "go install golangci-lint $GOLANGCI_LINT_VERSION"
   mkdir -p "$lint_bin"
-  (cd / && GOBIN=$lint_bin go install "github.com/golangci/golangci-lint/v2/cmd/golangci-lint@$GOLANGCI_LINT_VERSION")
+  (cd / && GOBIN=$lint_bin go install -gcflags=all=-dwarf=false -ldflags="-s -w" "github.com/golangci/golangci-lint/v2/cmd/golangci-lint@$GOLANGCI_LINT_VERSION")
 fi
 ln -sf "$lint_bin/golangci-lint" "$BENCHQ_HOME/bin/golangci-lint"
 
