@@ -60,11 +60,15 @@ func TestExperimentsAsBexhomaUsersKnowThem(t *testing.T) {
 		sampler := s.sampleSUTs(ctx)
 		var wg sync.WaitGroup
 		outs := make([]string, 2)
+		// Each phase's 20,000 operations at 8,192/s (-xtb): about 2.4 s, so
+		// that a status line (every second, -xli 1) reaches the CLI before
+		// the phase ends however fast the machine. At the default 16,384/s
+		// a phase took 1.2 s on a quiet machine, and the line came too late.
 		for i, code := range codes {
 			wg.Add(1)
 			go func() {
 				defer wg.Done()
-				outs[i] = s.cli(t, 10*time.Minute, "ycsb", "-e", code, "-dbms", "Redis", "-sf", "0.02", "-nlp", "2", "-nlt", "8", "-nbt", "8", "-ms", "1", "-xli", "1", "-tr", "-no-report", "run")
+				outs[i] = s.cli(t, 10*time.Minute, "ycsb", "-e", code, "-dbms", "Redis", "-sf", "0.02", "-nlp", "2", "-nlt", "8", "-nbt", "8", "-xtb", "8192", "-ms", "1", "-xli", "1", "-tr", "-no-report", "run")
 			}()
 		}
 		wg.Wait()
