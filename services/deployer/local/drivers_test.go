@@ -3,6 +3,7 @@ package local
 import (
 	"context"
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"slices"
@@ -93,9 +94,20 @@ func TestLocalDeployerStartsTheAgentsAPhaseLacks(t *testing.T) {
 	drivers("l1.c-1-1.a1.drivers-small", 1) // the pool suffices
 	testenv.Eventually(t, 20*time.Second, queueEmpty)
 
-	// The agents start concurrently: their lines come in either order.
-	raw, _ := os.ReadFile(calls)
-	got := strings.Split(strings.TrimSpace(string(raw)), "\n")
+	// The agents start concurrently: their lines come in either order, and
+	// after the job's ack (the deployer acks once the processes started;
+	// each writes its line when the shell gets to it). An agent started too
+	// many would show in the pid files below, which the deployer writes
+	// before it acks.
+	var got []string
+	testenv.Eventually(t, 20*time.Second, func() error {
+		raw, _ := os.ReadFile(calls)
+		got = strings.Split(strings.TrimSpace(string(raw)), "\n")
+		if len(got) < 2 {
+			return fmt.Errorf("%d agent(s) have written their arguments, want 2", len(got))
+		}
+		return nil
+	})
 	slices.Sort(got)
 	want := []string{
 		"-name drv-l1-c-1-1-a1-1 -experiment l1 -phase c-1-1 -max-shards 1",
