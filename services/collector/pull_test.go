@@ -38,14 +38,21 @@ import (
 // stime at the usual 100 ticks a second).
 func cpuSeconds(t *testing.T, pid int) float64 {
 	t.Helper()
+	f := procStat(t, pid)
+	u, _ := strconv.ParseFloat(f[11], 64)
+	s, _ := strconv.ParseFloat(f[12], 64)
+	return (u + s) / 100
+}
+
+// procStat is /proc/<pid>/stat's fields after the command's name: the
+// state letter first (R running, S sleeping, T stopped…).
+func procStat(t *testing.T, pid int) []string {
+	t.Helper()
 	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
 	if err != nil {
 		t.Fatal(err)
 	}
-	f := strings.Fields(string(b[strings.LastIndexByte(string(b), ')')+2:]))
-	u, _ := strconv.ParseFloat(f[11], 64)
-	s, _ := strconv.ParseFloat(f[12], 64)
-	return (u + s) / 100
+	return strings.Fields(string(b[strings.LastIndexByte(string(b), ')')+2:]))
 }
 
 // resultsDB starts a results database with every migration applied; it is
@@ -118,7 +125,10 @@ func TestPullPhaseMetrics(t *testing.T) {
 	defer cancel()
 	db := resultsDB(t, ctx)
 
-	burner := exec.Command("sh", "-c", "while :; do :; done")
+	// The burner burns only in the phases below: it stops itself at once
+	// and is continued when a phase starts (a core kept busy otherwise
+	// only slows the tests beside this one).
+	burner := exec.Command("sh", "-c", "kill -STOP $$; while :; do :; done")
 	if err := burner.Start(); err != nil {
 		t.Fatal(err)
 	}
@@ -129,6 +139,14 @@ func TestPullPhaseMetrics(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
+	// Stopped before the first SIGCONT, which would otherwise come first
+	// and leave it stopped for good.
+	testenv.Eventually(t, 10*time.Second, func() error {
+		if st := procStat(t, pid)[0]; st != "T" {
+			return fmt.Errorf("burner in state %s, not stopped yet", st)
+		}
+		return nil
+	})
 
 	reg := prometheus.NewRegistry()
 	pm, err := procmetrics.New(reg, "/proc")
@@ -173,13 +191,13 @@ func TestPullPhaseMetrics(t *testing.T) {
 	})
 
 	// The phase: about 5 s of the burner, with /proc's word at both ends.
+	signal(syscall.SIGCONT)
 	start, cpu0 := time.Now(), cpuSeconds(t, pid)
 	time.Sleep(5 * time.Second)
 	end, cpu1 := time.Now(), cpuSeconds(t, pid)
 	truth := cpu1 - cpu0
 	// Idle (stopped) until the edge reads below: the phases pulled until
-	// then lie in the past, and a core kept busy meanwhile only slowed the
-	// tests beside this one.
+	// then lie in the past.
 	signal(syscall.SIGSTOP)
 	addPhase(t, ctx, db, "m1", "Redis", `{"cluster":true,"application":true}`, start, end)
 	addPhase(t, ctx, db, "none", "Redis", "", start, end)
@@ -292,7 +310,6 @@ func TestPullPhaseMetrics(t *testing.T) {
 		}
 		return contracts.EdgeRead{At: time.Now().UTC(), CPU: map[string]float64{"sut": v["m4-sut"]}}
 	}
-	signal(syscall.SIGSTOP)
 	time.Sleep(2200 * time.Millisecond)
 	r0 := read()
 	short0 := cpuSeconds(t, pid)
@@ -343,6 +360,7 @@ func TestPullPhaseMetrics(t *testing.T) {
 	if edgeRows != 3 {
 		t.Errorf("%d of the 3 edge reads stored with the scrapes", edgeRows)
 	}
+	signal(syscall.SIGSTOP) // no phase reads it after this
 
 	// Prometheus down: every figure missing with the reason, none 0; the
 	// phase stays due for a re-pull.

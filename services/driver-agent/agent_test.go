@@ -43,6 +43,12 @@ type stack struct {
 // JVMs (the count itself is TestAStandbyRunsOneJobUnlessReused's).
 const testStandbys = 2
 
+// noStandby is newStack's option for tests whose jobs take no standby JVM
+// (TPC-C runs in the agent; a job that arrives before the idle agent's
+// standbys are started starts its own JVM): the standbys would only be
+// started and killed.
+func noStandby(c *Config) { c.NoStandby = true }
+
 func newStack(t *testing.T, agents int, opts ...func(*Config)) *stack {
 	t.Helper()
 	cfg := Config{Java: "java", YCSBLib: testenv.YCSBLib(t), Workloads: "ycsb/workloads", Standbys: testStandbys}
@@ -301,7 +307,9 @@ func TestShardsInsertWithoutCollisions(t *testing.T) {
 				for _, shards := range []int{2, 3} {
 					name := fmt.Sprintf("%s-%s-%d", strings.ToLower(db.dbms), wl, shards)
 					t.Run(name, func(t *testing.T) {
-						req := contracts.Request{DBMS: []string{db.dbms}, SF: records / 1e6, Operations: 0.006, Workload: wl,
+						// 2,000 operations: about 100 inserts (5 % of D's and
+						// E's), some 30 a shard, for the collision check.
+						req := contracts.Request{DBMS: []string{db.dbms}, SF: records / 1e6, Operations: 0.002, Workload: wl,
 							LoadingPods: []int{2}, LoadingThreads: []int{4}, BenchmarkingPods: []int{shards}, BenchmarkingThreads: []int{2 * shards},
 							StatusInterval: 1}
 						if wl == "e" {
@@ -434,7 +442,7 @@ func checkMeasurements(t *testing.T, shard int, f *contracts.Final, throttled bo
 // the shard, services/scheduler), instead of holding the barrier.
 func TestUnreachableSUTFailsBeforeReady(t *testing.T) {
 	t.Parallel()
-	s := newStack(t, 1)
+	s := newStack(t, 1, noStandby)
 	entry, _ := catalog.Lookup("Redis")
 	ep := entry.Endpoint("127.0.0.1", 1) // nothing listens on port 1
 	job := phaseJobs(t, "unreachable", contracts.Request{DBMS: []string{"Redis"}, SF: 0.001}, 0, ep)[0]

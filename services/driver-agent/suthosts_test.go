@@ -51,7 +51,7 @@ func TestEndpointHosts(t *testing.T) {
 // it).
 func TestAJobNamingAnotherHostIsNotRun(t *testing.T) {
 	t.Parallel()
-	s := newStack(t, 1, func(c *Config) { c.SUTHosts = []string{"127.0.0.1"} })
+	s := newStack(t, 1, noStandby, func(c *Config) { c.SUTHosts = []string{"127.0.0.1"} })
 	trap, err := net.Listen("tcp", "127.0.0.2:0")
 	if err != nil {
 		t.Skipf("skipping: no listener on 127.0.0.2 (%v)", err)

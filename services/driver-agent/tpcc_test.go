@@ -16,7 +16,7 @@ import (
 // add up to what the database holds.
 func TestTPCCThroughAgents(t *testing.T) {
 	pg := postgresSUT(t)
-	s := newStack(t, 2)
+	s := newStack(t, 2, noStandby) // TPC-C runs in the agent: no JVM
 	req := contracts.Request{Benchmark: "benchbase", DBMS: []string{"PostgreSQL"}, SF: 2, DurationS: 6,
 		BenchmarkingPods: []int{2}, BenchmarkingThreads: []int{4}, StatusInterval: 2}
 

@@ -55,8 +55,8 @@ import (
 )
 
 const (
-	records   = 10_000 // even: two loaders take half each
-	runOps    = 20_000
+	records   = 10_000          // even: two loaders take half each
+	runOps    = 10_000          // per workload run: 1,250 a thread at 8 threads
 	phaseWait = 5 * time.Minute // bounds one YCSB phase, JVM start included
 )
 
@@ -441,7 +441,13 @@ func (l *launcher) awaitLines(t *testing.T, o *output, line string, n int) {
 func (y *ycsb) launch(t *testing.T, name string, args ...string) *launcher {
 	t.Helper()
 	l := &launcher{name: name, stdout: &output{}, stderr: &output{}, exited: make(chan struct{})}
-	l.cmd = exec.Command("java", append([]string{"-cp", filepath.Join(y.lib, "*"), "io.benchq.ycsb.Launcher"}, args...)...)
+	// Started as the agent starts it (launcher in ../command.go): with the
+	// class-data-sharing archive the bootstrap makes, when there is one.
+	jvm := []string{"-cp", filepath.Join(y.lib, "*"), "io.benchq.ycsb.Launcher"}
+	if archive := filepath.Join(y.lib, "classes.jsa"); isFile(archive) {
+		jvm = append([]string{"-XX:SharedArchiveFile=" + archive, "-Xlog:cds*=off"}, jvm...)
+	}
+	l.cmd = exec.Command("java", append(jvm, args...)...)
 	l.cmd.Stdout, l.cmd.Stderr = l.stdout, l.stderr
 	var err error
 	if l.stdin, err = l.cmd.StdinPipe(); err != nil {
@@ -461,6 +467,11 @@ func (y *ycsb) launch(t *testing.T, name string, args ...string) *launcher {
 		}
 	})
 	return l
+}
+
+func isFile(path string) bool {
+	st, err := os.Stat(path)
+	return err == nil && st.Mode().IsRegular()
 }
 
 // launchStandby starts a standby JVM (Launcher --standby) and hands it args
