@@ -178,14 +178,18 @@ func TestPullPhaseMetrics(t *testing.T) {
 		t.Fatal(err)
 	}
 	client := &prom.Client{URL: srv.URL()}
-	// Scraped at least once before the phase starts: the samples must
+	// Scraped at least twice before the phase starts: the samples must
 	// bracket it (an empty answer is no error, and on a loaded machine
-	// the first scrape came 15 ms after the start).
+	// the first scrape came 15 ms after the start), and with two before it
+	// the phase's start is read off their rate (flat: the burner is
+	// stopped), where one alone would be interpolated towards the first
+	// scrape inside the phase and take up to a quarter of a scrape
+	// interval's CPU off the phase (internal/reduce's edge).
 	testenv.Eventually(t, time.Minute, func() error {
 		now := time.Now()
-		series, err := client.QueryRange(ctx, `container_cpu_usage_seconds_total{experiment="m1",component="sut"}`, now.Add(-5*time.Second), now, time.Second)
-		if err == nil && (len(series) == 0 || len(series[0].Samples) == 0) {
-			err = errors.New("not scraped yet")
+		series, err := client.QueryRange(ctx, `count_over_time(container_cpu_usage_seconds_total{experiment="m1",component="sut"}[1m])`, now.Add(-time.Second), now, time.Second)
+		if err == nil && (len(series) == 0 || len(series[0].Samples) == 0 || series[0].Samples[len(series[0].Samples)-1].V < 2) {
+			err = errors.New("not scraped twice yet")
 		}
 		return err
 	})

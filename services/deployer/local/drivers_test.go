@@ -94,11 +94,23 @@ func TestLocalDeployerStartsTheAgentsAPhaseLacks(t *testing.T) {
 	drivers("l1.c-1-1.a1.drivers-small", 1) // the pool suffices
 	testenv.Eventually(t, 20*time.Second, queueEmpty)
 
+	// Exactly two stand-in agents run (each sleeps for a minute), found by
+	// their script's path: the deployer acks a job once its processes
+	// started, so an agent started twice would be a third here, whatever
+	// the pid files below say (a second start of one name overwrites the
+	// first's file).
+	running := standIns(t, bin)
+	t.Cleanup(func() {
+		for _, pid := range running {
+			_ = procs.Stop(context.Background(), pid, time.Second)
+		}
+	})
+	if len(running) != 2 {
+		t.Fatalf("%d stand-in agents running (pids %v), want 2", len(running), running)
+	}
+
 	// The agents start concurrently: their lines come in either order, and
-	// after the job's ack (the deployer acks once the processes started;
-	// each writes its line when the shell gets to it). An agent started too
-	// many would show in the pid files below, which the deployer writes
-	// before it acks.
+	// after the job's ack (each shell writes its line when it gets to it).
 	var got []string
 	testenv.Eventually(t, 20*time.Second, func() error {
 		raw, _ := os.ReadFile(calls)
@@ -159,4 +171,26 @@ func TestLocalDeployerStartsTheAgentsAPhaseLacks(t *testing.T) {
 			t.Errorf("phase agent %d still runs after teardown", pid)
 		}
 	}
+}
+
+// standIns are the pids of the processes running script (an argument of
+// their command line: the shell that runs it).
+func standIns(t *testing.T, script string) []int {
+	t.Helper()
+	dirs, err := os.ReadDir("/proc")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var pids []int
+	for _, d := range dirs {
+		pid, err := strconv.Atoi(d.Name())
+		if err != nil {
+			continue
+		}
+		raw, err := os.ReadFile(filepath.Join("/proc", d.Name(), "cmdline"))
+		if err == nil && slices.Contains(strings.Split(string(raw), "\x00"), script) {
+			pids = append(pids, pid)
+		}
+	}
+	return pids
 }
