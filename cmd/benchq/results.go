@@ -6,8 +6,9 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/benchq/benchq/internal/stack"
 	"github.com/jackc/pgx/v5"
+
+	"github.com/benchq/benchq/internal/stack"
 )
 
 var errNoExperiment = errors.New("no such experiment")
@@ -15,7 +16,8 @@ var errNoExperiment = errors.New("no such experiment")
 // experimentRow scans the one row query returns about experiment code
 // (its $1) from the running stack's results database into dest, waiting at
 // most timeout. It fails with errNoExperiment when there is no such row,
-// and with an error wrapping stack.ErrNotUp when no stack runs or its
+// with stack.Load's error when there is no stack to read (stack.ErrNotUp
+// when none was started), and with one wrapping stack.ErrNotUp when its
 // stack.json names no results database.
 func experimentRow(ctx context.Context, st *State, timeout time.Duration, query, code string, dest ...any) error {
 	s, err := stack.Load(st)

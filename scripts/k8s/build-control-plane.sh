@@ -41,8 +41,10 @@ export GOCACHE="$CACHE/go-build-control-plane"
 # make bench-k8s-scale, which loads the API server, builds an optimised one
 # into a cache of its own: BENCHQ_K8S_OPTIMIZED=1.
 # Either way without debugging information (-dwarf=false): the linker strips
-# it (-s -w below), so the compiler need not write it (11 % less CPU for
-# k8s.io/api and apimachinery unoptimised, 7 % optimised, measured here).
+# it (-s -w below), so the compiler need not write it. Measured here: the
+# whole unoptimised build 465 CPU s instead of 501; k8s.io/api and
+# apimachinery alone 76 instead of 85 unoptimised, 119 instead of 126
+# optimised. The stamps stay as they were: the binaries behave the same.
 if [ "${BENCHQ_K8S_OPTIMIZED:-}" = 1 ]; then
   gcflags=("-gcflags=all=-dwarf=false")
   flavour=""

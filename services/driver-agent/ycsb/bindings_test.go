@@ -56,7 +56,7 @@ import (
 
 const (
 	records   = 10_000          // even: two loaders take half each
-	runOps    = 10_000          // per workload run: 1,250 a thread at 8 threads
+	runOps    = 10_000          // per workload run: 1,250 a thread at 8, thousands of each operation
 	phaseWait = 5 * time.Minute // bounds one YCSB phase, JVM start included
 )
 
